@@ -1,0 +1,1 @@
+# clients/ — (filled as code lands)

@@ -1,0 +1,1 @@
+# daemon/ — (filled as code lands)

@@ -1,0 +1,1 @@
+# etc/ — (filled as code lands)

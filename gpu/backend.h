@@ -1,0 +1,87 @@
+/* backend.h — the operation table a reconstruction backend implements (internal to gpu/).
+ *
+ * The engine (gpu/engine.c) owns everything that is the same on every backend: checking
+ * frames, the rolling-window bookkeeping (which index lives in which slot), the dark/flat
+ * batch rule, filter design, slice geometry and angular weights. A backend owns the
+ * numbers: it keeps the dark/flat averages and the filtered window in its own memory
+ * (host RAM or GPU), turns one raw frame into one filtered projection in a given slot,
+ * and back-projects planes from a list of slots.
+ *
+ * Every operation reports failure through the tl_errbuf handed to create(), naming the
+ * failing call; it never prints and never exits.
+ */
+#ifndef TL_BACKEND_H
+#define TL_BACKEND_H
+
+#include "gpu/engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    char msg[512];
+} tl_errbuf;
+
+/* Formats the message into eb and returns st. */
+tl_status tl_fail(tl_errbuf *eb, tl_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* One projection of a back-projection job, in the units of DESIGN.md §3:
+ * the ray through (x, y) hits column u = center + x cos(theta) - y sin(theta). */
+typedef struct {
+    uint32_t slot;   /* where the filtered projection lives in the window */
+    double cos_t, sin_t;
+    double center;   /* engine centre + the projection's own correction */
+    double weight;   /* FBP weight (pi / N for uniform angles) */
+} tl_bp_proj;
+
+/* One slice of a job: a plane (xaxis, yaxis, base; see engine.h) sampled on h x w pixels. */
+typedef struct {
+    float plane[9];
+    uint32_t height, width;
+    float *out;      /* host memory, height * width floats */
+} tl_bp_slice;
+
+typedef struct {
+    const tl_bp_slice *slices;
+    size_t nslices;
+    const tl_bp_proj *proj;
+    size_t nproj;
+    const char *kernel; /* set by the backend: name of the kernel it used */
+} tl_bp_job;
+
+typedef struct tl_backend_ops {
+    const char *name;
+    /* Memory the configuration needs; must not allocate. padded is the filter length. */
+    tl_status (*estimate)(const tl_engine_config *c, size_t padded, tl_memory_estimate *m,
+                          tl_errbuf *eb);
+    tl_status (*create)(const tl_engine_config *c, size_t padded, tl_errbuf *eb, void **state);
+    void (*destroy)(void *state);
+    /* Filter response H[k], k = 0 .. padded/2, as made by tl_filter_response; the backend
+     * applies H[k] / padded (unnormalised FFTs). NULL means no filtering. */
+    tl_status (*set_filter)(void *state, const double *response);
+    /* Starts a new dark or flat batch (the old average stays in use until the first frame of
+     * the new batch arrives). */
+    tl_status (*calib_reset)(void *state, tl_frame_kind kind);
+    /* Adds a frame to the current batch; count is the batch size including it. The average
+     * (sum / count) becomes the one projections are corrected with. */
+    tl_status (*calib_add)(void *state, const tl_frame *f, uint32_t count);
+    /* Preprocesses and filters one projection into slot. */
+    tl_status (*store)(void *state, const tl_frame *f, uint32_t slot);
+    tl_status (*backproject)(void *state, tl_bp_job *job);
+    size_t (*memory_used)(const void *state);
+    const char *(*device_name)(const void *state);
+} tl_backend_ops;
+
+extern const tl_backend_ops tl_cpu_backend;
+#ifdef HAVE_CUDA
+extern const tl_backend_ops tl_cuda_backend;
+/* Device count, or -1 with the reason in why when CUDA cannot be used. */
+int tl_cuda_device_count(char *why, size_t why_len);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,25 @@
+# gpu/ — the reconstruction engine: one API (engine.h), the portable C backend (gpu/cpu/)
+# and, when nvcc is found, the CUDA backend (gpu/cuda/, compiled by nvcc into its own
+# static library; nvcc rejects libtool's -fPIC, so no libtool here).
+noinst_LIBRARIES += gpu/libtlengine.a
+gpu_libtlengine_a_SOURCES = \
+	gpu/engine.h gpu/backend.h \
+	gpu/filter.h gpu/filter.c \
+	gpu/phantom.h
+gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS)
+
+ENGINE_LIBS = gpu/libtlengine.a
+if HAVE_CUDA
+noinst_LIBRARIES += gpu/libtlcuda.a
+gpu_libtlcuda_a_SOURCES =
+ENGINE_LIBS += gpu/libtlcuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS)
+SUFFIXES += .cu
+# automake applies per-target flags only to languages it knows: nvcc gets everything here.
+NVCC_ALLFLAGS = $(NVCC_GENCODE) -std=c++17 -O3 -lineinfo -Xcompiler -Wall,-Wextra,-Wno-unused-parameter \
+	$(NVCCFLAGS) $(DEFS) -I$(top_builddir) -I$(top_srcdir) $(CUDA_CPPFLAGS)
+.cu.o:
+	$(AM_V_GEN)$(NVCC) $(NVCC_ALLFLAGS) -MMD -MP -c -o $@ $<
+-include $(gpu_libtlcuda_a_SOURCES:.cu=.d)
+CLEANFILES += gpu/cuda/*.d
+endif
+ENGINE_LIBS += $(FFTW_LIBS) -lm

@@ -1,0 +1,9 @@
+# tests/ — unit tests (Check), integration tests (daemon end to end), GPU tests (skip with
+# exit 77 without a GPU) and fuzz targets. Each area lists its tests in its own fragment.
+noinst_LIBRARIES += tests/libtltest.a
+tests_libtltest_a_SOURCES = tests/testutil.h tests/testutil.c
+tests_libtltest_a_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+TEST_LIBS = tests/libtltest.a $(CHECK_LIBS)
+
+include tests/proto.mk
+include tests/engine.mk

@@ -1,0 +1,1 @@
+# protocol tests and fuzz target

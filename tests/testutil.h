@@ -1,0 +1,31 @@
+/* testutil.h — helpers shared by the test programs: error metrics of DESIGN.md §3,
+ * GPU presence (for the exit-77 skip), and running a Check suite with the right fork mode.
+ *
+ * Metrics follow seed-000-001.md §6.0: relative L2 = ||a - b|| / ||b||, and
+ * max error over range = max |a - b| / (max b - min b), optionally inside a disk.
+ */
+#ifndef TL_TESTUTIL_H
+#define TL_TESTUTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+double tl_rel_l2(const float *a, const float *b, size_t n);
+double tl_rel_l2_d(const float *a, const double *b, size_t n);
+double tl_max_over_range(const float *a, const float *b, size_t n);
+/* The same restricted to pixels of an h x w image within radius r of its centre
+ * ((w - 1) / 2, (h - 1) / 2). */
+double tl_rel_l2_disk(const float *a, const float *b, uint32_t h, uint32_t w, double r);
+double tl_max_over_range_disk(const float *a, const float *b, uint32_t h, uint32_t w, double r);
+
+/* A temporary directory for this test (removed by the caller with tl_rm_rf). */
+char *tl_tmpdir(const char *tag);
+void tl_rm_rf(const char *path);
+
+/* Runs the suite and returns the process exit status (0 or 1). Fork mode off when
+ * nofork is set (CUDA does not survive fork). */
+int tl_run_suite(Suite *s, bool nofork);
+
+#endif
