@@ -1,0 +1,313 @@
+/* cpu_backend.c — the portable C backend: the engine on the host, multi-threaded.
+ *
+ * It is the reference every GPU kernel is checked against and the backend the daemon uses
+ * where there is no GPU (CI is such a machine). Everything large is allocated in create();
+ * store() and backproject() only split work over the thread pool (by detector row and by
+ * output row) and run the kernels of kernels_impl.h in float32, or in float64 for the
+ * reference mode. FFTW plans are made once per engine.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cpu/cpu_state.h"
+
+/* FFTW's planner is not thread-safe; engines may be created on several threads. */
+static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t available_ram(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (size_t)kb * 1024;
+}
+
+static size_t real_size(const tl_engine_config *c)
+{
+    return c->precision == TL_PRECISION_F64 ? sizeof(double) : sizeof(float);
+}
+
+static tl_status cpu_estimate(const tl_engine_config *c, size_t padded, tl_memory_estimate *m,
+                              tl_errbuf *eb)
+{
+    size_t rs = real_size(c), npix = (size_t)c->rows * c->cols;
+    memset(m, 0, sizeof *m);
+    m->window_bytes = npix * c->window * rs;
+    /* batch sums (double), dark/flat averages and gain, per-thread FFT buffers */
+    m->buffer_bytes = 2 * npix * sizeof(double) + 3 * npix * rs + 64 * padded * 2 * rs;
+    m->total_bytes = m->window_bytes + m->buffer_bytes;
+    m->available_bytes = available_ram();
+    return TL_OK;
+}
+
+static void cpu_destroy(void *state)
+{
+    tl_cpu_state *s = state;
+    if (!s)
+        return;
+    if (s->pool)
+        tl_pool_destroy(s->pool);
+    pthread_mutex_lock(&planner_lock);
+    if (s->r2c_f)
+        fftwf_destroy_plan(s->r2c_f);
+    if (s->c2r_f)
+        fftwf_destroy_plan(s->c2r_f);
+    if (s->r2c_d)
+        fftw_destroy_plan(s->r2c_d);
+    if (s->c2r_d)
+        fftw_destroy_plan(s->c2r_d);
+    pthread_mutex_unlock(&planner_lock);
+    for (int i = 0; i < s->nthreads; i++) {
+        if (s->pad)
+            fftw_free(s->pad[i]);
+        if (s->spec)
+            fftw_free(s->spec[i]);
+        if (s->acc)
+            free(s->acc[i]);
+    }
+    free(s->pad);
+    free(s->spec);
+    free(s->acc);
+    free(s->window);
+    for (int k = 0; k < 2; k++) {
+        free(s->sum[k]);
+        free(s->avg[k]);
+    }
+    free(s->gain);
+    free(s->response);
+    free(s);
+}
+
+static void *alloc_counted(tl_cpu_state *s, size_t bytes)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (p)
+        s->mem += bytes;
+    return p;
+}
+
+static tl_status cpu_create(const tl_engine_config *c, size_t padded, tl_errbuf *eb,
+                            void **state)
+{
+    tl_cpu_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return tl_fail(eb, TL_ENOMEM, "out of memory");
+    s->cfg = *c;
+    s->eb = eb;
+    s->f64 = c->precision == TL_PRECISION_F64;
+    s->real_size = real_size(c);
+    s->padded = padded;
+    s->rows = c->rows;
+    s->cols = c->cols;
+    s->n = c->window;
+    size_t npix = (size_t)c->rows * c->cols, rs = s->real_size;
+
+    s->pool = tl_pool_create(c->threads);
+    if (!s->pool) {
+        cpu_destroy(s);
+        return tl_fail(eb, TL_ENOMEM, "cannot start the CPU backend's threads");
+    }
+    s->nthreads = tl_pool_size(s->pool);
+    snprintf(s->device_name, sizeof s->device_name, "CPU (%d threads%s)", s->nthreads,
+             s->f64 ? ", float64" : "");
+
+    s->window = alloc_counted(s, npix * s->n * rs);
+    for (int k = 0; k < 2; k++) {
+        s->sum[k] = alloc_counted(s, npix * sizeof(double));
+        s->avg[k] = alloc_counted(s, npix * rs);
+    }
+    s->gain = alloc_counted(s, npix * rs);
+    s->response = alloc_counted(s, (padded / 2 + 1) * rs);
+    s->pad = calloc((size_t)s->nthreads, sizeof *s->pad);
+    s->spec = calloc((size_t)s->nthreads, sizeof *s->spec);
+    s->acc = calloc((size_t)s->nthreads, sizeof *s->acc);
+    if (!s->window || !s->sum[0] || !s->sum[1] || !s->avg[0] || !s->avg[1] || !s->gain ||
+        !s->response || !s->pad || !s->spec || !s->acc) {
+        size_t need = npix * s->n * rs;
+        cpu_destroy(s);
+        return tl_fail(eb, TL_ENOMEM, "cannot allocate %.2f GiB for the window in host memory",
+                       need / 1073741824.0);
+    }
+    for (int i = 0; i < s->nthreads; i++) {
+        s->pad[i] = fftw_malloc(padded * rs);
+        s->spec[i] = fftw_malloc((padded / 2 + 1) * 2 * rs);
+        if (!s->pad[i] || !s->spec[i]) {
+            cpu_destroy(s);
+            return tl_fail(eb, TL_ENOMEM, "fftw_malloc failed for the filter buffers");
+        }
+        s->mem += padded * rs * 2;
+    }
+
+    /* Plans are made on thread 0's buffers and executed on every thread's own buffers with
+     * the new-array interface (same size and fftw_malloc alignment). */
+    pthread_mutex_lock(&planner_lock);
+    if (s->f64) {
+        s->r2c_d = fftw_plan_dft_r2c_1d((int)padded, s->pad[0], s->spec[0], FFTW_ESTIMATE);
+        s->c2r_d = fftw_plan_dft_c2r_1d((int)padded, s->spec[0], s->pad[0], FFTW_ESTIMATE);
+    } else {
+        s->r2c_f = fftwf_plan_dft_r2c_1d((int)padded, s->pad[0], s->spec[0], FFTW_ESTIMATE);
+        s->c2r_f = fftwf_plan_dft_c2r_1d((int)padded, s->spec[0], s->pad[0], FFTW_ESTIMATE);
+    }
+    pthread_mutex_unlock(&planner_lock);
+    if (s->f64 ? !s->r2c_d || !s->c2r_d : !s->r2c_f || !s->c2r_f) {
+        cpu_destroy(s);
+        return tl_fail(eb, TL_EINTERNAL, "FFTW could not plan a %zu-point transform", padded);
+    }
+    *state = s;
+    return TL_OK;
+}
+
+static tl_status cpu_set_filter(void *state, const double *H)
+{
+    tl_cpu_state *s = state;
+    s->filter_on = H != NULL;
+    if (!H)
+        return TL_OK;
+    for (size_t k = 0; k <= s->padded / 2; k++) {
+        double v = H[k] / (double)s->padded;
+        if (s->f64)
+            ((double *)s->response)[k] = v;
+        else
+            ((float *)s->response)[k] = (float)v;
+    }
+    return TL_OK;
+}
+
+static tl_status cpu_calib_reset(void *state, tl_frame_kind kind)
+{
+    tl_cpu_state *s = state;
+    memset(s->sum[kind == TL_FRAME_DARK ? 0 : 1], 0, (size_t)s->rows * s->cols * sizeof(double));
+    return TL_OK;
+}
+
+static tl_status check_host(tl_cpu_state *s, const tl_frame *f)
+{
+    if (f->memory != TL_MEMORY_HOST)
+        return tl_fail(s->eb, TL_EUNSUPPORTED,
+                       "the CPU backend takes frames in host memory only (use the CUDA backend "
+                       "for device-resident frames)");
+    return TL_OK;
+}
+
+typedef struct {
+    tl_cpu_state *s;
+    const tl_frame *f;
+    int kind;
+    uint32_t count, slot;
+    const tl_bp_job *job;
+} job_ctx;
+
+static void calib_job(void *ctx, size_t row, int thread)
+{
+    job_ctx *j = ctx;
+    if (j->s->f64)
+        tl_cpu_calib_row_f64(j->s, j->f, j->kind, j->count, (uint32_t)row);
+    else
+        tl_cpu_calib_row_f32(j->s, j->f, j->kind, j->count, (uint32_t)row);
+}
+
+static tl_status cpu_calib_add(void *state, const tl_frame *f, uint32_t count)
+{
+    tl_cpu_state *s = state;
+    tl_status st = check_host(s, f);
+    if (st != TL_OK)
+        return st;
+    job_ctx j = {.s = s, .f = f, .kind = f->kind == TL_FRAME_DARK ? 0 : 1, .count = count};
+    tl_pool_run(s->pool, s->rows, calib_job, &j);
+    s->have[j.kind] = true;
+    return TL_OK;
+}
+
+static void store_job(void *ctx, size_t row, int thread)
+{
+    job_ctx *j = ctx;
+    if (j->s->f64)
+        tl_cpu_store_row_f64(j->s, j->f, j->slot, (uint32_t)row, thread);
+    else
+        tl_cpu_store_row_f32(j->s, j->f, j->slot, (uint32_t)row, thread);
+}
+
+static tl_status cpu_store(void *state, const tl_frame *f, uint32_t slot)
+{
+    tl_cpu_state *s = state;
+    tl_status st = check_host(s, f);
+    if (st != TL_OK)
+        return st;
+    job_ctx j = {.s = s, .f = f, .slot = slot};
+    tl_pool_run(s->pool, s->rows, store_job, &j);
+    return TL_OK;
+}
+
+/* Job k is output row r of slice i, with k running over the rows of all slices. */
+static void bp_job(void *ctx, size_t k, int thread)
+{
+    job_ctx *j = ctx;
+    const tl_bp_job *job = j->job;
+    size_t i = 0;
+    while (k >= job->slices[i].height)
+        k -= job->slices[i++].height;
+    if (j->s->f64)
+        tl_cpu_bp_row_f64(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj, thread);
+    else
+        tl_cpu_bp_row_f32(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj, thread);
+}
+
+static tl_status cpu_backproject(void *state, tl_bp_job *job)
+{
+    tl_cpu_state *s = state;
+    size_t rows = 0, width = 0;
+    for (size_t i = 0; i < job->nslices; i++) {
+        rows += job->slices[i].height;
+        if (job->slices[i].width > width)
+            width = job->slices[i].width;
+    }
+    if (width > s->acc_cap) {
+        /* per-thread accumulators grow only when a wider slice appears */
+        for (int t = 0; t < s->nthreads; t++) {
+            void *a = realloc(s->acc[t], width * s->real_size);
+            if (!a)
+                return tl_fail(s->eb, TL_ENOMEM, "out of memory for a %zu-wide slice", width);
+            s->acc[t] = a;
+        }
+        s->mem += (width - s->acc_cap) * s->real_size * (size_t)s->nthreads;
+        s->acc_cap = width;
+    }
+    job_ctx j = {.s = s, .job = job};
+    tl_pool_run(s->pool, rows, bp_job, &j);
+    job->kernel = s->f64 ? "cpu-f64" : "cpu-f32";
+    return TL_OK;
+}
+
+static size_t cpu_memory_used(const void *state)
+{
+    return ((const tl_cpu_state *)state)->mem;
+}
+
+static const char *cpu_device_name(const void *state)
+{
+    return ((const tl_cpu_state *)state)->device_name;
+}
+
+const tl_backend_ops tl_cpu_backend = {
+    .name = "cpu",
+    .estimate = cpu_estimate,
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .set_filter = cpu_set_filter,
+    .calib_reset = cpu_calib_reset,
+    .calib_add = cpu_calib_add,
+    .store = cpu_store,
+    .backproject = cpu_backproject,
+    .memory_used = cpu_memory_used,
+    .device_name = cpu_device_name,
+};

@@ -1,0 +1,175 @@
+/* kernels_impl.h — the CPU backend's numbers, written once for a type `real`.
+ *
+ * Included by kernels_f32.c (real = float: the backend the daemon runs) and kernels_f64.c
+ * (real = double: the float64 reference every other kernel is checked against), which
+ * define REAL, SFX (name suffix), FFTW(x) (fftwf_x or fftw_x), LOG and FLOOR first.
+ * Conventions are DESIGN.md §3: linear interpolation between bins, zero outside the
+ * detector, and the ray through (x, y) hits u = center + x cos(theta) - y sin(theta).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "gpu/cpu/cpu_state.h"
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define FN(name) CAT(name, SFX)
+
+/* One raw pixel as a real number. */
+static inline REAL FN(pixel)(const void *row, tl_dtype t, uint32_t c)
+{
+    switch (t) {
+    case TL_DTYPE_U8:
+        return (REAL)((const uint8_t *)row)[c];
+    case TL_DTYPE_U16:
+        return (REAL)((const uint16_t *)row)[c];
+    case TL_DTYPE_U32:
+        return (REAL)((const uint32_t *)row)[c];
+    case TL_DTYPE_F32:
+        return (REAL)((const float *)row)[c];
+    }
+    return 0;
+}
+
+static inline const void *FN(frame_row)(const tl_frame *f, uint32_t r)
+{
+    size_t pitch = f->pitch ? f->pitch : (size_t)f->cols * tl_dtype_size(f->dtype);
+    return (const char *)f->data + (size_t)r * pitch;
+}
+
+/* Adds one row of a dark (kind 0) or flat (kind 1) to the batch sum, refreshes that row of
+ * the average, and the row of the gain 1 / max(F - D, eps) that depends on both. */
+void FN(tl_cpu_calib_row)(tl_cpu_state *s, const tl_frame *f, int kind, uint32_t count,
+                          uint32_t r)
+{
+    uint32_t W = s->cols;
+    size_t o = (size_t)r * W;
+    const void *src = FN(frame_row)(f, r);
+    double *sum = s->sum[kind] + o;
+    REAL *avg = (REAL *)s->avg[kind] + o;
+    for (uint32_t c = 0; c < W; c++) {
+        sum[c] += (double)FN(pixel)(src, f->dtype, c);
+        avg[c] = (REAL)(sum[c] / count);
+    }
+    if (!s->have[1] && kind == 0)
+        return;
+    const REAL *dark = s->have[0] || kind == 0 ? (const REAL *)s->avg[0] + o : NULL;
+    const REAL *flat = (const REAL *)s->avg[1] + o;
+    REAL *gain = (REAL *)s->gain + o;
+    for (uint32_t c = 0; c < W; c++) {
+        REAL d = flat[c] - (dark ? dark[c] : 0);
+        gain[c] = (REAL)1 / (d > (REAL)TL_CPU_MIN_RATIO ? d : (REAL)TL_CPU_MIN_RATIO);
+    }
+}
+
+/* Converts, corrects, linearises and filters row r of a projection into the window. */
+void FN(tl_cpu_store_row)(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uint32_t r,
+                          int thread)
+{
+    uint32_t W = s->cols;
+    size_t o = (size_t)r * W;
+    const void *src = FN(frame_row)(f, r);
+    const REAL *dark = s->have[0] ? (const REAL *)s->avg[0] + o : NULL;
+    const REAL *gain = s->have[1] ? (const REAL *)s->gain + o : NULL;
+    bool linear = s->cfg.already_linear;
+    REAL *pad = s->pad[thread];
+    for (uint32_t c = 0; c < W; c++) {
+        REAL t = FN(pixel)(src, f->dtype, c);
+        if (dark)
+            t -= dark[c];
+        if (gain)
+            t *= gain[c];
+        if (!linear)
+            t = -LOG(t > (REAL)TL_CPU_MIN_RATIO ? t : (REAL)TL_CPU_MIN_RATIO);
+        pad[c] = t;
+    }
+    REAL *dst = (REAL *)s->window + ((size_t)r * s->n + slot) * W;
+    if (!s->filter_on) {
+        memcpy(dst, pad, W * sizeof *dst);
+        return;
+    }
+    /* zero padding to P >= 2W, then multiply the spectrum by H / P (filter.h) */
+    memset(pad + W, 0, (s->padded - W) * sizeof *pad);
+    FFTW(complex) *spec = s->spec[thread];
+    const REAL *H = s->response;
+    FFTW(execute_dft_r2c)(CAT(s->r2c, PSFX), pad, spec);
+    for (size_t k = 0; k <= s->padded / 2; k++) {
+        spec[k][0] *= H[k];
+        spec[k][1] *= H[k];
+    }
+    FFTW(execute_dft_c2r)(CAT(s->c2r, PSFX), spec, pad);
+    memcpy(dst, pad, W * sizeof *dst);
+}
+
+/* Linear interpolation of one sinogram row at column u, zero outside [0, W). */
+static inline REAL FN(lerp)(const REAL *row, uint32_t W, REAL u)
+{
+    if (!(u > (REAL)-1 && u < (REAL)W))
+        return 0;
+    REAL fl = FLOOR(u);
+    long i = (long)fl;
+    REAL f = u - fl;
+    REAL a = i >= 0 ? row[i] : 0;
+    REAL b = i + 1 < (long)W ? row[i + 1] : 0;
+    return a + f * (b - a);
+}
+
+/* Output row `row` of slice sl: every pixel summed over the projections. Within one output
+ * row the detector column moves linearly with the output column, and for horizontal
+ * slices the detector row is constant, so the common case reads one sinogram row per
+ * projection. */
+void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
+                       const tl_bp_proj *proj, size_t nproj, int thread)
+{
+    const REAL *win = s->window;
+    uint32_t W = s->cols, H = s->rows, n = s->n, w = sl->width;
+    const float *o = sl->plane;
+    double t = 1.0 - (row + 0.5) / sl->height, s0 = 0.5 / w;
+    REAL px = (REAL)(o[6] + s0 * o[0] + t * o[3]), dx = (REAL)(o[0] / (double)w);
+    REAL py = (REAL)(o[7] + s0 * o[1] + t * o[4]), dy = (REAL)(o[1] / (double)w);
+    REAL pz = (REAL)(o[8] + s0 * o[2] + t * o[5]), dz = (REAL)(o[2] / (double)w);
+    REAL *acc = s->acc[thread];
+    memset(acc, 0, w * sizeof *acc);
+
+    for (size_t k = 0; k < nproj; k++) {
+        const tl_bp_proj *p = &proj[k];
+        REAL c = (REAL)p->cos_t, sn = (REAL)p->sin_t, wt = (REAL)p->weight;
+        REAL u0 = (REAL)p->center + px * c - py * sn, du = dx * c - dy * sn;
+        if (dz == 0) {
+            REAL fl = FLOOR(pz);
+            REAL g = pz - fl;
+            long r0 = (long)fl;
+            const REAL *s0row = r0 >= 0 && r0 < (long)H ? win + ((size_t)r0 * n + p->slot) * W : NULL;
+            const REAL *s1row = g != 0 && r0 + 1 >= 0 && r0 + 1 < (long)H
+                                    ? win + ((size_t)(r0 + 1) * n + p->slot) * W
+                                    : NULL;
+            if (s0row && !s1row && g == 0) {
+                for (uint32_t j = 0; j < w; j++)
+                    acc[j] += wt * FN(lerp)(s0row, W, u0 + (REAL)j * du);
+            } else if (s0row || s1row) {
+                for (uint32_t j = 0; j < w; j++) {
+                    REAL u = u0 + (REAL)j * du;
+                    REAL a = s0row ? FN(lerp)(s0row, W, u) : 0;
+                    REAL b = s1row ? FN(lerp)(s1row, W, u) : 0;
+                    acc[j] += wt * (a + g * (b - a));
+                }
+            }
+            continue;
+        }
+        for (uint32_t j = 0; j < w; j++) {
+            REAL u = u0 + (REAL)j * du, z = pz + (REAL)j * dz;
+            if (!(z > (REAL)-1 && z < (REAL)H))
+                continue;
+            REAL fl = FLOOR(z);
+            long r0 = (long)fl;
+            REAL g = z - fl;
+            REAL a = r0 >= 0 ? FN(lerp)(win + ((size_t)r0 * n + p->slot) * W, W, u) : 0;
+            REAL b = r0 + 1 < (long)H ? FN(lerp)(win + ((size_t)(r0 + 1) * n + p->slot) * W, W, u)
+                                      : 0;
+            acc[j] += wt * (a + g * (b - a));
+        }
+    }
+    float *out = sl->out + (size_t)row * w;
+    for (uint32_t j = 0; j < w; j++)
+        out[j] = (float)acc[j];
+}

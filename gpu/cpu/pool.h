@@ -1,0 +1,25 @@
+/* pool.h — a fixed pool of threads that runs "for each job in 0..n-1" in parallel.
+ *
+ * The CPU backend splits every frame (by detector row) and every reconstruction (by
+ * output row) into jobs; the calling thread works too and returns when all jobs are done.
+ * Threads are created once per engine, so the per-frame path creates none.
+ *
+ *   tl_pool *p = tl_pool_create(0);          0 = one thread per core
+ *   tl_pool_run(p, rows, do_row, ctx);       do_row(ctx, job, thread) with thread < size
+ */
+#ifndef TL_POOL_H
+#define TL_POOL_H
+
+#include <stddef.h>
+
+typedef struct tl_pool tl_pool;
+typedef void (*tl_pool_fn)(void *ctx, size_t job, int thread);
+
+/* nthreads counts the caller; 0 = the number of online cores. NULL when out of memory or
+ * when threads cannot be created. */
+tl_pool *tl_pool_create(int nthreads);
+void tl_pool_destroy(tl_pool *p);
+int tl_pool_size(const tl_pool *p);
+void tl_pool_run(tl_pool *p, size_t njobs, tl_pool_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,556 @@
+/* engine.c — what every backend shares: checking frames and configurations, the rolling
+ * window's bookkeeping, the dark/flat batch rule, filter design, slices and FBP weights.
+ * The numbers themselves are the backend's (backend.h); this file decides what goes where
+ * and in which order, so both backends behave identically by construction.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/backend.h"
+#include "gpu/engine.h"
+#include "gpu/filter.h"
+#include "gpu/window.h"
+
+typedef struct {
+    double angle;
+    uint32_t k; /* position in e->proj */
+} angle_key;
+
+typedef struct {
+    bool used;
+    tl_slice_spec spec;
+    float plane[9];
+} slice_entry;
+
+struct tl_engine {
+    tl_engine_config cfg;
+    const tl_backend_ops *ops;
+    void *be;                 /* backend state */
+    tl_errbuf err;
+    size_t padded;            /* filter length */
+    double *response;         /* filter response, padded/2 + 1 */
+
+    tl_window win;
+    double *angle, *center_offset; /* per slot */
+    uint64_t *t_acq, *t_recv;      /* per slot */
+
+    uint32_t batch[2];        /* frames in the current dark (0) and flat (1) batch */
+    bool proj_since[2];       /* a projection arrived since that batch's last frame */
+
+    slice_entry *slices;
+    int nslices, cap_slices, live_slices;
+
+    tl_bp_proj *proj;         /* scratch for reconstruct: one entry per slot */
+    tl_bp_slice *bps;         /* scratch for reconstruct: one per requested slice */
+    size_t cap_bps;
+    angle_key *order;         /* scratch for angular weights */
+
+    uint64_t accepted[3], stale, duplicate, shape;
+};
+
+static _Thread_local tl_errbuf create_error;
+
+tl_status tl_fail(tl_errbuf *eb, tl_status st, const char *fmt, ...)
+{
+    if (eb) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(eb->msg, sizeof eb->msg, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+const char *tl_engine_last_error(const tl_engine *e)
+{
+    return e ? e->err.msg : create_error.msg;
+}
+
+void tl_engine_config_init(tl_engine_config *c, uint32_t rows, uint32_t cols, uint32_t window)
+{
+    memset(c, 0, sizeof *c);
+    c->backend = TL_BACKEND_AUTO;
+    c->geometry = TL_GEOMETRY_PARALLEL;
+    c->rows = rows;
+    c->cols = cols;
+    c->dtype = TL_DTYPE_U16;
+    c->window = window;
+    c->center = cols > 0 ? (cols - 1) / 2.0 : 0.0;
+    c->filter = TL_FILTER_RAMLAK;
+    c->weights = TL_WEIGHTS_UNIFORM;
+    c->quality = TL_QUALITY_EXACT;
+    c->precision = TL_PRECISION_F32;
+}
+
+/* ---- backends ----------------------------------------------------------------------------- */
+
+bool tl_backend_available(tl_backend_kind b, char *why, size_t why_len)
+{
+    char scratch[128];
+    if (!why) {
+        why = scratch;
+        why_len = sizeof scratch;
+    }
+    switch (b) {
+    case TL_BACKEND_CPU:
+        return true;
+    case TL_BACKEND_CUDA:
+#ifdef HAVE_CUDA
+        if (tl_cuda_device_count(why, why_len) > 0)
+            return true;
+        return false;
+#else
+        snprintf(why, why_len, "this build has no CUDA backend (configure --with-cuda)");
+        return false;
+#endif
+    case TL_BACKEND_AUTO:
+        return true;
+    }
+    return false;
+}
+
+/* AUTO picks CUDA where a GPU is usable; an explicit choice that cannot run is an error. */
+static tl_status pick_backend(const tl_engine_config *c, tl_errbuf *eb,
+                              const tl_backend_ops **ops)
+{
+    char why[256] = "";
+    tl_backend_kind b = c->backend;
+    if (b == TL_BACKEND_AUTO)
+        b = tl_backend_available(TL_BACKEND_CUDA, NULL, 0) ? TL_BACKEND_CUDA : TL_BACKEND_CPU;
+    if (!tl_backend_available(b, why, sizeof why))
+        return tl_fail(eb, TL_EDEVICE, "backend %s requested but not usable: %s",
+                       tl_backend_name(b), why);
+#ifdef HAVE_CUDA
+    if (b == TL_BACKEND_CUDA) {
+        *ops = &tl_cuda_backend;
+        return TL_OK;
+    }
+#endif
+    *ops = &tl_cpu_backend;
+    return TL_OK;
+}
+
+static tl_status check_config(const tl_engine_config *c, tl_errbuf *eb)
+{
+    if (!c)
+        return tl_fail(eb, TL_EINVAL, "no configuration");
+    if (c->geometry == TL_GEOMETRY_CONE)
+        return tl_fail(eb, TL_EUNSUPPORTED, "cone-beam geometry is not implemented yet");
+    if (c->geometry != TL_GEOMETRY_PARALLEL)
+        return tl_fail(eb, TL_EINVAL, "unknown geometry %d", (int)c->geometry);
+    if (c->rows == 0 || c->cols == 0 || c->rows > 65536 || c->cols > 65536)
+        return tl_fail(eb, TL_EINVAL, "detector shape %u x %u out of range 1..65536", c->rows,
+                       c->cols);
+    if (c->window == 0 || c->window > (1u << 20))
+        return tl_fail(eb, TL_EINVAL, "window %u out of range 1..%u", c->window, 1u << 20);
+    if (tl_dtype_size(c->dtype) == 0)
+        return tl_fail(eb, TL_EINVAL, "unknown dtype %d", (int)c->dtype);
+    if ((unsigned)c->filter >= TL_FILTER_COUNT)
+        return tl_fail(eb, TL_EINVAL, "unknown filter %d", (int)c->filter);
+    if (!isfinite(c->center))
+        return tl_fail(eb, TL_EINVAL, "center is not finite");
+    if (c->weights != TL_WEIGHTS_UNIFORM && c->weights != TL_WEIGHTS_ANGLES)
+        return tl_fail(eb, TL_EINVAL, "unknown weighting %d", (int)c->weights);
+    if ((unsigned)c->quality > TL_QUALITY_PREVIEW)
+        return tl_fail(eb, TL_EINVAL, "unknown quality mode %d", (int)c->quality);
+    if (c->precision != TL_PRECISION_F32 && c->precision != TL_PRECISION_F64)
+        return tl_fail(eb, TL_EINVAL, "unknown precision %d", (int)c->precision);
+    if (c->threads < 0)
+        return tl_fail(eb, TL_EINVAL, "threads must be >= 0");
+    return TL_OK;
+}
+
+tl_status tl_engine_estimate(const tl_engine_config *c, tl_memory_estimate *m)
+{
+    const tl_backend_ops *ops;
+    tl_status st = check_config(c, &create_error);
+    if (st == TL_OK)
+        st = pick_backend(c, &create_error, &ops);
+    if (st == TL_OK)
+        st = ops->estimate(c, tl_filter_padded_length(c->cols), m, &create_error);
+    return st;
+}
+
+/* ---- creation ----------------------------------------------------------------------------- */
+
+static tl_status apply_filter(tl_engine *e, tl_filter f)
+{
+    if (f == TL_FILTER_NONE)
+        return e->ops->set_filter(e->be, NULL);
+    tl_status st = tl_filter_response(f, e->padded, e->response);
+    if (st != TL_OK)
+        return tl_fail(&e->err, st, "cannot design filter %s", tl_filter_name(f));
+    return e->ops->set_filter(e->be, e->response);
+}
+
+tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
+{
+    *out = NULL;
+    tl_errbuf *eb = &create_error;
+    tl_status st = check_config(c, eb);
+    if (st != TL_OK)
+        return st;
+    tl_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return tl_fail(eb, TL_ENOMEM, "out of memory for the engine");
+    e->cfg = *c;
+    e->padded = tl_filter_padded_length(c->cols);
+    st = pick_backend(c, eb, &e->ops);
+    if (st != TL_OK)
+        goto fail;
+
+    /* The whole memory need is checked before anything large is allocated, so a scan
+     * that does not fit is refused with both numbers instead of failing half-way. */
+    tl_memory_estimate m;
+    st = e->ops->estimate(c, e->padded, &m, eb);
+    if (st != TL_OK)
+        goto fail;
+    if (m.available_bytes && m.total_bytes > m.available_bytes) {
+        st = tl_fail(eb, TL_ENOMEM,
+                     "scan needs %.2f GiB on the %s backend (window %u x %u rows x %u cols: "
+                     "%.2f GiB, buffers %.2f GiB) but only %.2f GiB are free; reconstruct fewer "
+                     "rows, shorten the window%s",
+                     m.total_bytes / 1073741824.0, e->ops->name, c->window, c->rows, c->cols,
+                     m.window_bytes / 1073741824.0, m.buffer_bytes / 1073741824.0,
+                     m.available_bytes / 1073741824.0,
+                     c->quality == TL_QUALITY_EXACT ? ", or allow 16-bit storage (quality fast)"
+                                                    : "");
+        goto fail;
+    }
+
+    size_t n = c->window;
+    e->response = malloc((e->padded / 2 + 1) * sizeof *e->response);
+    e->angle = calloc(n, sizeof *e->angle);
+    e->center_offset = calloc(n, sizeof *e->center_offset);
+    e->t_acq = calloc(n, sizeof *e->t_acq);
+    e->t_recv = calloc(n, sizeof *e->t_recv);
+    e->proj = malloc(n * sizeof *e->proj);
+    e->order = malloc(n * sizeof *e->order);
+    if (!e->response || !e->angle || !e->center_offset || !e->t_acq || !e->t_recv || !e->proj ||
+        !e->order || tl_window_init(&e->win, c->window, c->first_index) != 0) {
+        st = tl_fail(eb, TL_ENOMEM, "out of memory for the window's bookkeeping (%zu slots)", n);
+        goto fail;
+    }
+    st = e->ops->create(c, e->padded, &e->err, &e->be);
+    if (st != TL_OK) {
+        tl_fail(eb, st, "%s", e->err.msg);
+        goto fail;
+    }
+    st = apply_filter(e, c->filter);
+    if (st != TL_OK) {
+        tl_fail(eb, st, "%s", e->err.msg);
+        goto fail;
+    }
+    *out = e;
+    return TL_OK;
+fail:
+    tl_engine_destroy(e);
+    return st;
+}
+
+void tl_engine_destroy(tl_engine *e)
+{
+    if (!e)
+        return;
+    if (e->be)
+        e->ops->destroy(e->be);
+    tl_window_free(&e->win);
+    free(e->response);
+    free(e->angle);
+    free(e->center_offset);
+    free(e->t_acq);
+    free(e->t_recv);
+    free(e->proj);
+    free(e->order);
+    free(e->slices);
+    free(e->bps);
+    free(e);
+}
+
+/* ---- frames ------------------------------------------------------------------------------- */
+
+static tl_status check_frame(tl_engine *e, const tl_frame *f)
+{
+    const tl_engine_config *c = &e->cfg;
+    if (!f || !f->data)
+        return tl_fail(&e->err, TL_EINVAL, "frame without data");
+    if ((unsigned)f->kind > TL_FRAME_PROJ)
+        return tl_fail(&e->err, TL_EINVAL, "unknown frame kind %d", (int)f->kind);
+    if (f->rows != c->rows || f->cols != c->cols || f->dtype != c->dtype) {
+        e->shape++;
+        return tl_fail(&e->err, TL_ESHAPE, "frame %u x %u of dtype %d, scan expects %u x %u of %d",
+                       f->rows, f->cols, (int)f->dtype, c->rows, c->cols, (int)c->dtype);
+    }
+    if (f->pitch && f->pitch < (size_t)f->cols * tl_dtype_size(f->dtype))
+        return tl_fail(&e->err, TL_EINVAL, "pitch %zu shorter than a row", f->pitch);
+    if (f->kind == TL_FRAME_PROJ && (!isfinite(f->angle) || !isfinite(f->center_offset)))
+        return tl_fail(&e->err, TL_EINVAL, "projection %llu: angle or centre offset not finite",
+                       (unsigned long long)f->index);
+    return TL_OK;
+}
+
+static tl_status submit_calibration(tl_engine *e, const tl_frame *f)
+{
+    int k = f->kind == TL_FRAME_DARK ? 0 : 1;
+    /* A projection since this batch's last frame closes the batch: the next dark (flat)
+     * starts a new one. Darks and flats may interleave freely within a calibration run. */
+    if (e->proj_since[k]) {
+        tl_status st = e->ops->calib_reset(e->be, f->kind);
+        if (st != TL_OK)
+            return st;
+        e->batch[k] = 0;
+        e->proj_since[k] = false;
+    }
+    tl_status st = e->ops->calib_add(e->be, f, e->batch[k] + 1);
+    if (st != TL_OK)
+        return st;
+    e->batch[k]++;
+    e->accepted[f->kind]++;
+    return TL_OK;
+}
+
+tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
+{
+    tl_status st = check_frame(e, f);
+    if (st != TL_OK)
+        return st;
+    if (f->kind != TL_FRAME_PROJ)
+        return submit_calibration(e, f);
+
+    uint32_t slot;
+    st = tl_window_place(&e->win, f->index, &slot, NULL, NULL);
+    if (st == TL_ESTALE) {
+        e->stale++;
+        return tl_fail(&e->err, st, "projection %llu is older than the window [%llu, %llu]",
+                       (unsigned long long)f->index, (unsigned long long)tl_window_first(&e->win),
+                       (unsigned long long)e->win.last);
+    }
+    if (st == TL_EDUPLICATE) {
+        e->duplicate++;
+        return tl_fail(&e->err, st, "projection %llu is already in the window",
+                       (unsigned long long)f->index);
+    }
+    st = e->ops->store(e->be, f, slot);
+    if (st != TL_OK)
+        return st;
+    tl_window_hold(&e->win, slot, f->index);
+    e->angle[slot] = f->angle;
+    e->center_offset[slot] = f->center_offset;
+    e->t_acq[slot] = f->t_acq;
+    e->t_recv[slot] = f->t_recv;
+    e->proj_since[0] = e->proj_since[1] = true;
+    e->accepted[TL_FRAME_PROJ]++;
+    return TL_OK;
+}
+
+/* ---- slices ------------------------------------------------------------------------------- */
+
+tl_status tl_engine_add_slice(tl_engine *e, const tl_slice_spec *s, int *id)
+{
+    if (!s || s->height == 0 || s->width == 0 || s->height > 65536 || s->width > 65536)
+        return tl_fail(&e->err, TL_EINVAL, "slice size out of range 1..65536");
+    if (!(s->scale > 0) || !isfinite(s->scale))
+        return tl_fail(&e->err, TL_EINVAL, "slice scale must be a positive number");
+    if ((unsigned)s->kind > TL_SLICE_PLANE || (s->kind == TL_SLICE_ORTHO && (unsigned)s->axis > TL_AXIS_Z))
+        return tl_fail(&e->err, TL_EINVAL, "unknown slice kind or axis");
+    if (!isfinite(s->z) || !isfinite(s->position))
+        return tl_fail(&e->err, TL_EINVAL, "slice position is not finite");
+    for (int i = 0; i < 9; i++)
+        if (!isfinite(s->orientation[i]))
+            return tl_fail(&e->err, TL_EINVAL, "slice orientation is not finite");
+    int k = 0;
+    while (k < e->nslices && e->slices[k].used)
+        k++;
+    if (k == e->cap_slices) {
+        int cap = e->cap_slices ? 2 * e->cap_slices : 8;
+        slice_entry *n = realloc(e->slices, (size_t)cap * sizeof *n);
+        if (!n)
+            return tl_fail(&e->err, TL_ENOMEM, "out of memory for slices");
+        e->slices = n;
+        e->cap_slices = cap;
+    }
+    if (k == e->nslices)
+        e->nslices++;
+    slice_entry *se = &e->slices[k];
+    se->used = true;
+    se->spec = *s;
+    tl_slice_plane(s, e->cfg.rows, se->plane);
+    e->live_slices++;
+    *id = k;
+    return TL_OK;
+}
+
+tl_status tl_engine_remove_slice(tl_engine *e, int id)
+{
+    if (id < 0 || id >= e->nslices || !e->slices[id].used)
+        return tl_fail(&e->err, TL_ENOTFOUND, "no slice %d", id);
+    e->slices[id].used = false;
+    e->live_slices--;
+    return TL_OK;
+}
+
+/* ---- reconstruction ----------------------------------------------------------------------- */
+
+static int by_angle(const void *a, const void *b)
+{
+    double x = ((const angle_key *)a)->angle, y = ((const angle_key *)b)->angle;
+    return (x > y) - (x < y);
+}
+
+/* Weight of each held projection: pi / N (uniform), or its share of the angular range
+ * ((theta[k+1] - theta[k-1]) / 2 over the sorted angles, the ends mirrored), scaled so the
+ * weights sum to pi. Fills e->proj and returns how many projections are held. */
+static size_t build_projections(tl_engine *e)
+{
+    const tl_window *w = &e->win;
+    size_t n = 0;
+    for (uint32_t s = 0; s < w->n; s++) {
+        if (!w->held[s])
+            continue;
+        tl_bp_proj *p = &e->proj[n];
+        p->slot = s;
+        p->cos_t = cos(e->angle[s]);
+        p->sin_t = sin(e->angle[s]);
+        p->center = e->cfg.center + e->center_offset[s];
+        p->weight = M_PI / w->n;
+        e->order[n] = (angle_key){e->angle[s], (uint32_t)n};
+        n++;
+    }
+    if (e->cfg.weights != TL_WEIGHTS_ANGLES || n == 0)
+        return n;
+    if (n == 1) {
+        e->proj[0].weight = M_PI;
+        return n;
+    }
+    qsort(e->order, n, sizeof *e->order, by_angle);
+    double total = 0;
+    for (size_t k = 0; k < n; k++) {
+        size_t lo = k ? k - 1 : 0, hi = k + 1 < n ? k + 1 : n - 1;
+        double gap = (e->order[hi].angle - e->order[lo].angle) / (double)(hi - lo);
+        e->proj[e->order[k].k].weight = gap;
+        total += gap;
+    }
+    for (size_t k = 0; k < n && total > 0; k++)
+        e->proj[k].weight *= M_PI / total;
+    return n;
+}
+
+tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
+                                tl_slice_info *info)
+{
+    if (n > e->cap_bps) {
+        tl_bp_slice *b = realloc(e->bps, n * sizeof *b);
+        if (!b)
+            return tl_fail(&e->err, TL_ENOMEM, "out of memory for %zu slices", n);
+        e->bps = b;
+        e->cap_bps = n;
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (ids[k] < 0 || ids[k] >= e->nslices || !e->slices[ids[k]].used)
+            return tl_fail(&e->err, TL_ENOTFOUND, "no slice %d", ids[k]);
+        const slice_entry *se = &e->slices[ids[k]];
+        memcpy(e->bps[k].plane, se->plane, sizeof se->plane);
+        e->bps[k].height = se->spec.height;
+        e->bps[k].width = se->spec.width;
+        e->bps[k].out = out[k];
+    }
+    tl_bp_job job = {.slices = e->bps, .nslices = n, .proj = e->proj, .kernel = NULL};
+    job.nproj = build_projections(e);
+    tl_status st = e->ops->backproject(e->be, &job);
+    if (st != TL_OK)
+        return st;
+    if (info) {
+        tl_slice_info si = {0};
+        si.projections_used = e->win.nheld;
+        si.missing = tl_window_missing(&e->win);
+        si.window_first = e->win.empty ? 0 : tl_window_first(&e->win);
+        si.window_last = e->win.last;
+        si.kernel = job.kernel ? job.kernel : "?";
+        /* the newest projection used: the highest index held */
+        uint64_t best = 0;
+        bool found = false;
+        for (size_t k = 0; k < job.nproj; k++) {
+            uint32_t s = job.proj[k].slot;
+            if (!found || e->win.index[s] > best) {
+                best = e->win.index[s];
+                si.t_acq = e->t_acq[s];
+                si.t_recv = e->t_recv[s];
+                found = true;
+            }
+        }
+        for (size_t k = 0; k < n; k++)
+            info[k] = si;
+    }
+    return TL_OK;
+}
+
+/* ---- parameters and state ----------------------------------------------------------------- */
+
+tl_status tl_engine_set_center(tl_engine *e, double center)
+{
+    if (!isfinite(center))
+        return tl_fail(&e->err, TL_EINVAL, "center is not finite");
+    e->cfg.center = center;
+    return TL_OK;
+}
+
+tl_status tl_engine_set_filter(tl_engine *e, tl_filter f)
+{
+    if ((unsigned)f >= TL_FILTER_COUNT)
+        return tl_fail(&e->err, TL_EINVAL, "unknown filter %d", (int)f);
+    tl_status st = apply_filter(e, f);
+    if (st == TL_OK)
+        e->cfg.filter = f;
+    return st;
+}
+
+tl_status tl_engine_reset(tl_engine *e)
+{
+    tl_window_clear(&e->win);
+    for (int k = 0; k < 2; k++) {
+        tl_status st = e->ops->calib_reset(e->be, k == 0 ? TL_FRAME_DARK : TL_FRAME_FLAT);
+        if (st != TL_OK)
+            return st;
+        e->batch[k] = 0;
+        e->proj_since[k] = false;
+    }
+    return TL_OK;
+}
+
+void tl_engine_get_state(const tl_engine *e, tl_engine_state *st)
+{
+    memset(st, 0, sizeof *st);
+    st->backend = e->ops->name;
+    st->device_name = e->ops->device_name(e->be);
+    st->window = e->win.n;
+    st->held = e->win.nheld;
+    st->missing = tl_window_missing(&e->win);
+    st->empty = e->win.empty;
+    st->window_first = e->win.empty ? 0 : tl_window_first(&e->win);
+    st->window_last = e->win.last;
+    st->dark_batch = e->batch[0];
+    st->flat_batch = e->batch[1];
+    memcpy(st->accepted, e->accepted, sizeof st->accepted);
+    st->stale = e->stale;
+    st->duplicate = e->duplicate;
+    st->shape = e->shape;
+    st->memory_bytes = e->ops->memory_used(e->be);
+    st->center = e->cfg.center;
+    st->filter = e->cfg.filter;
+    st->slices = e->live_slices;
+}
+
+size_t tl_engine_missing(const tl_engine *e, uint64_t *out, size_t cap)
+{
+    return tl_window_missing_list(&e->win, out, cap);
+}
+
+const tl_engine_config *tl_engine_get_config(const tl_engine *e)
+{
+    return &e->cfg;
+}

@@ -1,0 +1,90 @@
+/* names.c — the names of the engine's enumerations, as they appear in configuration
+ * files, on the wire and in logs (DESIGN.md §3 spells the filter names). */
+#include "config.h"
+
+#include <string.h>
+
+#include "gpu/engine.h"
+
+const char *tl_status_name(tl_status s)
+{
+    static const char *const names[] = {
+        "TL_OK",           "TL_EINVAL", "TL_ENOMEM",      "TL_ESTALE",
+        "TL_EDUPLICATE",   "TL_ESHAPE", "TL_ENOTFOUND",   "TL_EUNSUPPORTED",
+        "TL_EDEVICE",      "TL_EIO",    "TL_EINTERNAL",
+    };
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "TL_E?";
+}
+
+size_t tl_dtype_size(tl_dtype t)
+{
+    switch (t) {
+    case TL_DTYPE_U8:
+        return 1;
+    case TL_DTYPE_U16:
+        return 2;
+    case TL_DTYPE_U32:
+    case TL_DTYPE_F32:
+        return 4;
+    }
+    return 0;
+}
+
+static const char *const filter_names[TL_FILTER_COUNT] = {
+    "ram-lak", "shepp-logan", "cosine", "hamming", "hann", "parzen", "none",
+};
+
+const char *tl_filter_name(tl_filter f)
+{
+    return (unsigned)f < TL_FILTER_COUNT ? filter_names[f] : "?";
+}
+
+bool tl_filter_parse(const char *name, tl_filter *out)
+{
+    if (!name)
+        return false;
+    if (strcmp(name, "ramp") == 0) {
+        *out = TL_FILTER_RAMLAK;
+        return true;
+    }
+    for (int i = 0; i < TL_FILTER_COUNT; i++)
+        if (strcmp(name, filter_names[i]) == 0) {
+            *out = (tl_filter)i;
+            return true;
+        }
+    return false;
+}
+
+static const char *const backend_names[] = {"auto", "cpu", "cuda"};
+
+const char *tl_backend_name(tl_backend_kind b)
+{
+    return (unsigned)b < 3 ? backend_names[b] : "?";
+}
+
+bool tl_backend_parse(const char *name, tl_backend_kind *out)
+{
+    for (int i = 0; name && i < 3; i++)
+        if (strcmp(name, backend_names[i]) == 0) {
+            *out = (tl_backend_kind)i;
+            return true;
+        }
+    return false;
+}
+
+static const char *const quality_names[] = {"exact", "fast", "preview"};
+
+const char *tl_quality_name(tl_quality q)
+{
+    return (unsigned)q < 3 ? quality_names[q] : "?";
+}
+
+bool tl_quality_parse(const char *name, tl_quality *out)
+{
+    for (int i = 0; name && i < 3; i++)
+        if (strcmp(name, quality_names[i]) == 0) {
+            *out = (tl_quality)i;
+            return true;
+        }
+    return false;
+}

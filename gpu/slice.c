@@ -1,0 +1,63 @@
+/* slice.c — slice descriptions and the plane each one stands for (engine.h, "Volume
+ * coordinates"). Every backend samples planes; rows and ortho-slices are shorthands, so
+ * one kernel family can serve them all and the fast paths are an optimisation, not a
+ * different geometry. */
+#include "config.h"
+
+#include <string.h>
+
+#include "gpu/engine.h"
+
+static void init(tl_slice_spec *s, tl_slice_kind kind, uint32_t height, uint32_t width)
+{
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->height = height;
+    s->width = width;
+    s->scale = 1.0;
+}
+
+void tl_slice_spec_row(tl_slice_spec *s, double z, uint32_t height, uint32_t width)
+{
+    init(s, TL_SLICE_ROW, height, width);
+    s->z = z;
+}
+
+void tl_slice_spec_ortho(tl_slice_spec *s, tl_axis axis, double position, uint32_t height,
+                         uint32_t width)
+{
+    init(s, TL_SLICE_ORTHO, height, width);
+    s->axis = axis;
+    s->position = position;
+}
+
+void tl_slice_spec_plane(tl_slice_spec *s, const float orientation[9], uint32_t height,
+                         uint32_t width)
+{
+    init(s, TL_SLICE_PLANE, height, width);
+    memcpy(s->orientation, orientation, sizeof s->orientation);
+}
+
+static void set(float o[9], double ax, double ay, double az, double bx, double by, double bz,
+                double px, double py, double pz)
+{
+    const double v[9] = {ax, ay, az, bx, by, bz, px, py, pz};
+    for (int i = 0; i < 9; i++)
+        o[i] = (float)v[i];
+}
+
+void tl_slice_plane(const tl_slice_spec *s, uint32_t rows, float o[9])
+{
+    double sc = s->scale > 0 ? s->scale : 1.0;
+    double w = s->width * sc, h = s->height * sc, zc = (rows - 1) / 2.0;
+    if (s->kind == TL_SLICE_PLANE) {
+        memcpy(o, s->orientation, 9 * sizeof *o);
+    } else if (s->kind == TL_SLICE_ROW || s->axis == TL_AXIS_Z) {
+        double z = s->kind == TL_SLICE_ROW ? s->z : s->position;
+        set(o, w, 0, 0, 0, h, 0, -w / 2, -h / 2, z);
+    } else if (s->axis == TL_AXIS_X) {
+        set(o, 0, w, 0, 0, 0, -h, s->position, -w / 2, zc + h / 2);
+    } else {
+        set(o, w, 0, 0, 0, 0, -h, -w / 2, s->position, zc + h / 2);
+    }
+}
