@@ -7,3 +7,5 @@ TEST_LIBS = tests/libtltest.a $(CHECK_LIBS)
 
 include tests/proto.mk
 include tests/engine.mk
+include tests/tools.mk
+include tests/daemon.mk
