@@ -1,1 +1,21 @@
-# etc/ — (filled as code lands)
+# etc/ — the shipped configuration (commented defaults) and the systemd unit.
+
+# etc/tomolive.conf is what tl_config_write(defaults, with_help) prints; check_config
+# fails when they drift apart. Regenerate it from the build directory with
+#   tests/unit/check_config --print-default-conf > $(srcdir)/etc/tomolive.conf
+tomoliveconfdir = $(sysconfdir)/tomolive
+dist_tomoliveconf_DATA = etc/tomolive.conf
+
+# The unit is made at make time, not by configure, so that it gets the final, expanded
+# $(sbindir) and $(sysconfdir) (a make-time override of prefix included).
+systemdsystemunit_DATA = etc/tomolived.service
+EXTRA_DIST += etc/tomolived.service.in
+CLEANFILES += etc/tomolived.service etc/tomolived.service.tmp
+etc/tomolived.service: etc/tomolived.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) $(@D) && \
+	$(SED) -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
+		$(srcdir)/etc/tomolived.service.in > $@.tmp && mv $@.tmp $@
+
+# make distcheck installs under its own prefix; without this the unit would go to the
+# host's systemd directory, outside it.
+AM_DISTCHECK_CONFIGURE_FLAGS = --with-systemdsystemunitdir=$$dc_install_base/$(systemdsystemunitdir)

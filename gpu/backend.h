@@ -48,6 +48,8 @@ typedef struct {
     size_t nslices;
     const tl_bp_proj *proj;
     size_t nproj;
+    const char *force;  /* kernel name to use ("" or NULL: the backend chooses) */
+    tl_quality quality; /* worst quality mode allowed */
     const char *kernel; /* set by the backend: name of the kernel it used */
 } tl_bp_job;
 
@@ -72,6 +74,13 @@ typedef struct tl_backend_ops {
     tl_status (*backproject)(void *state, tl_bp_job *job);
     size_t (*memory_used)(const void *state);
     const char *(*device_name)(const void *state);
+    /* The kernels this backend has (engine.h, tl_engine_kernels). */
+    size_t (*kernels)(const void *state, tl_kernel_info *out, size_t cap);
+    /* Benchmarks (engine.h): every kernel able to serve job, each timed reps times after a
+     * warm-up, outputs into internal buffers; and the per-frame store path. */
+    tl_status (*bench)(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
+                       size_t *n);
+    tl_status (*bench_store)(void *state, const tl_frame *f, int reps, double *ms);
 } tl_backend_ops;
 
 extern const tl_backend_ops tl_cpu_backend;

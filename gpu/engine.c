@@ -188,6 +188,16 @@ static tl_status apply_filter(tl_engine *e, tl_filter f)
     return e->ops->set_filter(e->be, e->response);
 }
 
+static bool has_kernel(const tl_engine *e, const char *name)
+{
+    tl_kernel_info k[32];
+    size_t n = e->ops->kernels(e->be, k, 32);
+    for (size_t i = 0; i < n && i < 32; i++)
+        if (strncmp(k[i].name, name, sizeof e->cfg.kernel) == 0)
+            return true;
+    return false;
+}
+
 tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
 {
     *out = NULL;
@@ -244,6 +254,11 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
     st = apply_filter(e, c->filter);
     if (st != TL_OK) {
         tl_fail(eb, st, "%s", e->err.msg);
+        goto fail;
+    }
+    if (c->kernel[0] && !has_kernel(e, c->kernel)) {
+        st = tl_fail(eb, TL_EINVAL, "the %s backend has no kernel \"%.32s\"", e->ops->name,
+                     c->kernel);
         goto fail;
     }
     *out = e;
@@ -440,8 +455,9 @@ static size_t build_projections(tl_engine *e)
     return n;
 }
 
-tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
-                                tl_slice_info *info)
+/* Fills the job for slices ids (outputs out[k], or NULL for internal buffers). */
+static tl_status prepare_job(tl_engine *e, const int *ids, size_t n, float *const *out,
+                             tl_bp_job *job)
 {
     if (n > e->cap_bps) {
         tl_bp_slice *b = realloc(e->bps, n * sizeof *b);
@@ -457,11 +473,21 @@ tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *c
         memcpy(e->bps[k].plane, se->plane, sizeof se->plane);
         e->bps[k].height = se->spec.height;
         e->bps[k].width = se->spec.width;
-        e->bps[k].out = out[k];
+        e->bps[k].out = out ? out[k] : NULL;
     }
-    tl_bp_job job = {.slices = e->bps, .nslices = n, .proj = e->proj, .kernel = NULL};
-    job.nproj = build_projections(e);
-    tl_status st = e->ops->backproject(e->be, &job);
+    *job = (tl_bp_job){.slices = e->bps, .nslices = n, .proj = e->proj,
+                       .force = e->cfg.kernel, .quality = e->cfg.quality};
+    job->nproj = build_projections(e);
+    return TL_OK;
+}
+
+tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
+                                tl_slice_info *info)
+{
+    tl_bp_job job;
+    tl_status st = prepare_job(e, ids, n, out, &job);
+    if (st == TL_OK)
+        st = e->ops->backproject(e->be, &job);
     if (st != TL_OK)
         return st;
     if (info) {
@@ -487,6 +513,33 @@ tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *c
             info[k] = si;
     }
     return TL_OK;
+}
+
+/* ---- kernels and benchmarks -------------------------------------------------------------- */
+
+size_t tl_engine_kernels(const tl_engine *e, tl_kernel_info *out, size_t cap)
+{
+    return e->ops->kernels(e->be, out, cap);
+}
+
+tl_status tl_engine_bench(tl_engine *e, const int *ids, size_t nids, int reps, tl_bench_row *rows,
+                          size_t cap, size_t *n)
+{
+    tl_bp_job job;
+    tl_status st = prepare_job(e, ids, nids, NULL, &job);
+    if (st != TL_OK)
+        return st;
+    return e->ops->bench(e->be, &job, reps < 1 ? 1 : reps, rows, cap, n);
+}
+
+tl_status tl_engine_bench_store(tl_engine *e, const tl_frame *f, int reps, double *ms)
+{
+    tl_status st = check_frame(e, f);
+    if (st != TL_OK)
+        return st;
+    if (f->kind != TL_FRAME_PROJ)
+        return tl_fail(&e->err, TL_EINVAL, "the store path is timed on projections");
+    return e->ops->bench_store(e->be, f, reps < 1 ? 1 : reps, ms);
 }
 
 /* ---- parameters and state ----------------------------------------------------------------- */

@@ -102,6 +102,8 @@ typedef struct {
     tl_precision precision;   /* F64: float64 reference mode (CPU backend only; tests) */
     int threads;              /* CPU backend threads; 0 = all cores */
     int device;               /* CUDA device ordinal */
+    char kernel[32];          /* force a back-projection kernel by name (tests, benchmarks);
+                                 "" = the fastest kernel of an allowed quality mode */
 } tl_engine_config;
 
 /* Defaults for a detector of rows x cols and a window of N projections. */
@@ -205,9 +207,38 @@ typedef struct {
 } tl_slice_info;
 
 /* Back-projects the slices ids[0..n-1] from the current window into out[k] (height x
- * width floats each, row-major). info may be NULL. An empty window yields zeros. */
+ * width floats each, row-major). info is NULL or an array of n, one per slice. An empty
+ * window yields zeros. */
 tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
                                 tl_slice_info *info);
+
+/* The back-projection kernels a backend has, with the quality mode each satisfies. */
+typedef struct {
+    const char *name;         /* static string, e.g. "tex-std", "alu-exact", "cpu-f32" */
+    tl_quality quality;
+    bool planes;              /* serves arbitrary planes (else horizontal rows only) */
+} tl_kernel_info;
+/* Writes at most cap entries, returns how many kernels there are. */
+size_t tl_engine_kernels(const tl_engine *e, tl_kernel_info *out, size_t cap);
+
+/* ---- benchmarks -------------------------------------------------------------------------- */
+
+/* One timed kernel: the median time of `reps` calls after warm-up (CUDA events on the GPU,
+ * the monotonic clock on the CPU), for the slices ids of a tl_engine_bench call. */
+typedef struct {
+    const char *kernel;
+    tl_quality quality;
+    double ms;                /* median time per call */
+    double updates_per_s;     /* pixels x projections x slices / time */
+} tl_bench_row;
+
+/* Times every kernel able to serve these slices from the current window (reconstructing
+ * into internal buffers, no host copies). Writes at most cap rows, sets *n to the count. */
+tl_status tl_engine_bench(tl_engine *e, const int *ids, size_t nids, int reps, tl_bench_row *rows,
+                          size_t cap, size_t *n);
+/* Times the per-frame path (upload from pinned host memory, convert, correct, filter,
+ * store) for frame f, median of reps calls after warm-up. The frame is not kept. */
+tl_status tl_engine_bench_store(tl_engine *e, const tl_frame *f, int reps, double *ms);
 
 /* ---- parameters and state -------------------------------------------------------------- */
 

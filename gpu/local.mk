@@ -3,15 +3,18 @@
 # static library; nvcc rejects libtool's -fPIC, so no libtool here).
 noinst_LIBRARIES += gpu/libtlengine.a
 gpu_libtlengine_a_SOURCES = \
-	gpu/engine.h gpu/backend.h \
+	gpu/engine.h gpu/engine.c gpu/backend.h gpu/names.c gpu/slice.c \
+	gpu/window.h gpu/window.c \
 	gpu/filter.h gpu/filter.c \
-	gpu/phantom.h
+	gpu/cpu/pool.h gpu/cpu/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
+	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
+	gpu/phantom.h gpu/phantom.c
 gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS)
 
 ENGINE_LIBS = gpu/libtlengine.a
 if HAVE_CUDA
 noinst_LIBRARIES += gpu/libtlcuda.a
-gpu_libtlcuda_a_SOURCES =
+gpu_libtlcuda_a_SOURCES = $(CUDA_SOURCES)
 ENGINE_LIBS += gpu/libtlcuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS)
 SUFFIXES += .cu
 # automake applies per-target flags only to languages it knows: nvcc gets everything here.
@@ -23,3 +26,5 @@ NVCC_ALLFLAGS = $(NVCC_GENCODE) -std=c++17 -O3 -lineinfo -Xcompiler -Wall,-Wextr
 CLEANFILES += gpu/cuda/*.d
 endif
 ENGINE_LIBS += $(FFTW_LIBS) -lm
+# the CUDA backend's file list (CUDA_SOURCES) and its tests live with it
+include gpu/cuda/cuda.mk

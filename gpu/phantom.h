@@ -49,6 +49,11 @@ int tl_phantom_shepp_logan(tl_phantom *p, double radius, double z_center, double
 int tl_phantom_add(tl_phantom *p, const tl_ellipsoid *e);
 void tl_phantom_free(tl_phantom *p);
 
+/* Multiplies every density by factor. Densities are per detector pixel, so a Shepp-Logan
+ * phantom spanning hundreds of pixels has line integrals in the hundreds, which no camera
+ * transmits: simulated camera scans scale them to a few units of attenuation first. */
+void tl_phantom_scale_density(tl_phantom *p, double factor);
+
 /* Density at a volume point. */
 double tl_phantom_value(const tl_phantom *p, double x, double y, double z);
 

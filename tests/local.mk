@@ -9,3 +9,4 @@ include tests/proto.mk
 include tests/engine.mk
 include tests/tools.mk
 include tests/daemon.mk
+include tests/gpu.mk

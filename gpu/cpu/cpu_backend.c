@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,6 +289,122 @@ static tl_status cpu_backproject(void *state, tl_bp_job *job)
     return TL_OK;
 }
 
+static size_t cpu_kernels(const void *state, tl_kernel_info *out, size_t cap)
+{
+    const tl_cpu_state *s = state;
+    if (cap > 0)
+        out[0] = (tl_kernel_info){s->f64 ? "cpu-f64" : "cpu-f32", TL_QUALITY_EXACT, true};
+    return 1;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of reps timed calls of fn after one warm-up call. */
+static double median_ms(int reps, tl_status (*fn)(void *), void *ctx, tl_status *st)
+{
+    double *t = malloc((size_t)reps * sizeof *t);
+    if (!t) {
+        *st = TL_ENOMEM;
+        return 0;
+    }
+    *st = fn(ctx);
+    for (int r = 0; r < reps && *st == TL_OK; r++) {
+        double t0 = now_ms();
+        *st = fn(ctx);
+        t[r] = now_ms() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    double m = t[reps / 2];
+    free(t);
+    return m;
+}
+
+typedef struct {
+    tl_cpu_state *s;
+    tl_bp_job *job;
+    const tl_frame *f;
+} bench_ctx;
+
+static tl_status bench_bp(void *ctx)
+{
+    bench_ctx *b = ctx;
+    return cpu_backproject(b->s, b->job);
+}
+
+static tl_status cpu_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
+                           size_t *n)
+{
+    tl_cpu_state *s = state;
+    /* the benchmark writes into scratch outputs, the caller gave none */
+    size_t total = 0;
+    for (size_t i = 0; i < job->nslices; i++)
+        total += (size_t)job->slices[i].height * job->slices[i].width;
+    float *scratch = malloc(total * sizeof *scratch);
+    tl_bp_slice *sl = malloc(job->nslices * sizeof *sl);
+    if (!scratch || !sl) {
+        free(scratch);
+        free(sl);
+        return tl_fail(s->eb, TL_ENOMEM, "out of memory for benchmark outputs");
+    }
+    size_t off = 0;
+    double updates = 0;
+    for (size_t i = 0; i < job->nslices; i++) {
+        sl[i] = job->slices[i];
+        sl[i].out = scratch + off;
+        off += (size_t)sl[i].height * sl[i].width;
+        updates += (double)sl[i].height * sl[i].width * job->nproj;
+    }
+    tl_bp_job j = *job;
+    j.slices = sl;
+    bench_ctx b = {.s = s, .job = &j};
+    tl_status st;
+    double ms = median_ms(reps, bench_bp, &b, &st);
+    free(scratch);
+    free(sl);
+    if (st != TL_OK)
+        return st;
+    *n = 1;
+    if (cap > 0)
+        rows[0] = (tl_bench_row){j.kernel, TL_QUALITY_EXACT, ms, updates / (ms * 1e-3)};
+    return TL_OK;
+}
+
+static tl_status bench_one_store(void *ctx)
+{
+    bench_ctx *b = ctx;
+    return cpu_store(b->s, b->f, 0);
+}
+
+/* Times store() into slot 0, then puts slot 0 back as it was. */
+static tl_status cpu_bench_store(void *state, const tl_frame *f, int reps, double *ms)
+{
+    tl_cpu_state *s = state;
+    size_t row_bytes = (size_t)s->cols * s->real_size;
+    char *saved = malloc(row_bytes * s->rows);
+    if (!saved)
+        return tl_fail(s->eb, TL_ENOMEM, "out of memory for the benchmark");
+    for (uint32_t r = 0; r < s->rows; r++)
+        memcpy(saved + r * row_bytes, (char *)s->window + (size_t)r * s->n * row_bytes, row_bytes);
+    bench_ctx b = {.s = s, .f = f};
+    tl_status st;
+    *ms = median_ms(reps, bench_one_store, &b, &st);
+    for (uint32_t r = 0; r < s->rows; r++)
+        memcpy((char *)s->window + (size_t)r * s->n * row_bytes, saved + r * row_bytes, row_bytes);
+    free(saved);
+    return st;
+}
+
 static size_t cpu_memory_used(const void *state)
 {
     return ((const tl_cpu_state *)state)->mem;
@@ -310,4 +427,7 @@ const tl_backend_ops tl_cpu_backend = {
     .backproject = cpu_backproject,
     .memory_used = cpu_memory_used,
     .device_name = cpu_device_name,
+    .kernels = cpu_kernels,
+    .bench = cpu_bench,
+    .bench_store = cpu_bench_store,
 };

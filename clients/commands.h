@@ -1,0 +1,12 @@
+/* commands.h — the subcommands of the `tomolive` program (clients/tomolive.c dispatches).
+ *
+ * Each is a main() of its own: argv[0] is the subcommand's name, options follow. Each
+ * prints its errors as "tomolive <name>: <message>" on stderr and returns the exit status
+ * (0 done, 1 failed, 2 usage error).
+ */
+#ifndef TL_COMMANDS_H
+#define TL_COMMANDS_H
+
+int tl_cmd_recon(int argc, char **argv);
+
+#endif

@@ -1,0 +1,126 @@
+/* daemon/config.h — tomolived's configuration: the tl_config struct, its defaults, the INI
+ * file (read with libinih), command-line overrides and what a reload may change.
+ *
+ * Include it as "daemon/config.h": plain "config.h" is autoconf's.
+ *
+ * Every key lives in one table in config.c (section, name, type, range, default, whether it
+ * can change at run time, one line of help); everything here is driven by that table.
+ *
+ *   tl_config c;
+ *   tl_config_defaults(&c);
+ *   if (tl_config_load(&c, path, err, sizeof err) < 0            // the file, over the defaults
+ *       || tl_config_set(&c, "ingest.endpoint", arg, err, sizeof err) < 0   // command line
+ *       || tl_config_check(&c, err, sizeof err) < 0)             // rules across keys
+ *       { log err; exit }
+ *
+ * On SIGHUP: load the file again into a fresh copy (defaults, file, the same overrides),
+ * then tl_config_diff(&running, &fresh, fn, ctx) says which keys changed and whether each is
+ * reloadable; apply the reloadable ones, log the others as needing a restart.
+ *
+ * The file: `[section]` headers and `key = value` lines. Values are plain text, never quoted;
+ * libinih trims the whitespace around them. Comments are lines starting with '#' or ';', and
+ * inline comments start at a ';' that follows whitespace — a '#' in mid-line is part of the
+ * value. Leading indentation is ignored (no continuation lines). Unknown sections and keys,
+ * keys given twice, bad values and lines longer than libinih's limit (198 characters) are
+ * errors, reported as "FILE:LINE: what" (the first error, and how many more there were).
+ *
+ * Enum keys hold the index into their list of names; the lists are the engine's names, so
+ * the daemon maps them with the engine's own parsers: tl_filter_parse(tl_config_enum_name(
+ * "engine.filter", c.filter), &f). This module does not include gpu/ headers.
+ */
+#ifndef TL_DAEMON_CONFIG_H
+#define TL_DAEMON_CONFIG_H
+
+/* A .c file in daemon/ whose first line is #include "config.h" gets this file, because
+ * quoted includes look next to the includer first; so bring in autoconf's config.h (found
+ * only on the -I path) before anything else. Better still, write #include <config.h>. */
+#include <config.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define TL_CONFIG_ENDPOINT_MAX 256
+
+typedef struct {
+    /* [daemon] */
+    int log_level;            /* enum error|warn|info|debug (= TL_LOG_*), default info, reloadable */
+    int backend;              /* enum auto|cpu|cuda, default auto */
+    int device;               /* CUDA device ordinal, 0..63, default 0 */
+    int threads;              /* CPU backend threads, 0 = all cores, 0..1024 */
+    double status_interval;   /* seconds between STATUS= updates and status log lines, 0.1..3600, default 5, reloadable */
+    /* [ingest] */
+    char ingest_endpoint[TL_CONFIG_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5600 */
+    bool ingest_bind;         /* bind (true, default) or connect (false, e.g. to a detector's PUSH) */
+    int ingest_rcvhwm;        /* ZMQ_RCVHWM, messages, 1..1000000, default 1000 */
+    int ingest_queue;         /* frames between the ingest thread and the engine, 1..65536, default 64 */
+    int io_threads;           /* ZeroMQ I/O threads, 1..64, default 2 */
+    /* [control] */
+    char control_endpoint[TL_CONFIG_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5601 */
+    /* [slices] */
+    char slices_endpoint[TL_CONFIG_ENDPOINT_MAX];  /* default: tcp, all interfaces, port 5602 */
+    int slices_sndhwm;        /* per-subscriber ZMQ_SNDHWM, messages, 1..100000, default 4 */
+    int slices_max;           /* slices served at once, 1..4096, default 64 */
+    int update_every;         /* publish every K new projections, 1..1000000, default 1, reloadable */
+    bool update_on_complete;  /* also publish when the window becomes complete, default true, reloadable */
+    double update_max_rate;   /* maximum publish rate per slice in Hz, 0.01..1000, default 10, reloadable */
+    /* [engine] */
+    int filter;               /* enum ram-lak|shepp-logan|cosine|hamming|hann|parzen, reloadable (next scan) */
+    int quality;              /* enum exact|fast|preview, default exact, reloadable (next scan) */
+    int weights;              /* enum uniform|angles, default uniform, reloadable (next scan) */
+} tl_config;
+
+/* Indices of the enum keys' names (the order of the lists in config.c). */
+enum { TL_CONFIG_BACKEND_AUTO = 0, TL_CONFIG_BACKEND_CPU, TL_CONFIG_BACKEND_CUDA };
+enum {
+    TL_CONFIG_FILTER_RAM_LAK = 0, TL_CONFIG_FILTER_SHEPP_LOGAN, TL_CONFIG_FILTER_COSINE,
+    TL_CONFIG_FILTER_HAMMING, TL_CONFIG_FILTER_HANN, TL_CONFIG_FILTER_PARZEN
+};
+enum { TL_CONFIG_QUALITY_EXACT = 0, TL_CONFIG_QUALITY_FAST, TL_CONFIG_QUALITY_PREVIEW };
+enum { TL_CONFIG_WEIGHTS_UNIFORM = 0, TL_CONFIG_WEIGHTS_ANGLES };
+
+void tl_config_defaults(tl_config *c);
+
+/* Applies the file's keys over *c (keys it does not name keep their value). All or
+ * nothing: on error *c is unchanged and err holds "PATH:LINE: message". Also runs
+ * tl_config_check, so the file must be consistent on its own. Returns 0 or -1. */
+int tl_config_load(tl_config *c, const char *path, char *err, size_t errlen);
+
+/* Sets one key by its dotted name ("ingest.endpoint"), validated as in a file; for
+ * command-line overrides. On error *c is unchanged and err holds "KEY: message". */
+int tl_config_set(tl_config *c, const char *dotted_key, const char *value, char *err,
+                  size_t errlen);
+
+/* Rules that involve more than one key (a connecting ingest socket needs a host, not '*').
+ * Call after the last tl_config_set. Returns 0 or -1 with err set. */
+int tl_config_check(const tl_config *c, char *err, size_t errlen);
+
+/* Writes *c as INI text that tl_config_load reads back. Without help: every key, set.
+ * With help: a header, then each key preceded by its help, range and default and whether a
+ * reload applies it; keys at their default are written commented out ("#key = value"),
+ * keys that differ are set. etc/tomolive.conf is this output for the defaults. */
+void tl_config_write(const tl_config *c, FILE *f, bool with_help);
+
+/* Calls fn (if not NULL) for every key whose value differs between a and b, in table order,
+ * saying whether it can change at run time. Returns the number of differing keys. */
+int tl_config_diff(const tl_config *a, const tl_config *b,
+                   void (*fn)(const char *dotted_key, bool reloadable, void *ctx), void *ctx);
+
+/* Enum keys: the name of a value, NULL if the key is not an enum or value is out of range;
+ * the value of a name, -1 if unknown; the list of names (NULL-terminated, NULL if the key is
+ * not an enum). */
+const char *tl_config_enum_name(const char *dotted_key, int value);
+int tl_config_enum_value(const char *dotted_key, const char *name);
+const char *const *tl_config_enum_names(const char *dotted_key);
+
+/* Whether a key exists, and whether it is reloadable (false for unknown keys). */
+bool tl_config_has_key(const char *dotted_key);
+bool tl_config_reloadable(const char *dotted_key);
+
+/* Validates a ZeroMQ endpoint as the configuration does: tcp://HOST:PORT (HOST a name, an
+ * address, [IPv6], an interface or '*'; PORT 1..65535 or '*'), ipc://PATH (at most 107
+ * bytes; '@' for the abstract namespace) or inproc://NAME; no whitespace anywhere.
+ * Returns 0, or -1 with the reason in err. */
+int tl_config_check_endpoint(const char *endpoint, char *err, size_t errlen);
+
+#endif

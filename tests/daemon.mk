@@ -1,0 +1,27 @@
+# daemon tests (config, notify, logs, end to end)
+
+# A fake systemd notification socket (AF_UNIX datagrams), for check_notify and the
+# end-to-end tests: link NOTIFY_LISTENER_LIBS.
+noinst_LIBRARIES += tests/libtlnotify.a
+tests_libtlnotify_a_SOURCES = tests/notify_listener.h tests/notify_listener.c
+tests_libtlnotify_a_CFLAGS = $(AM_CFLAGS)
+NOTIFY_LISTENER_LIBS = tests/libtlnotify.a
+
+check_PROGRAMS += tests/unit/check_config tests/unit/check_log tests/unit/check_notify
+TESTS += tests/unit/check_config tests/unit/check_log tests/unit/check_notify
+
+tests_unit_check_config_SOURCES = tests/unit/check_config.c
+tests_unit_check_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_config_LDADD = $(DAEMON_UTIL_LIBS) $(TEST_LIBS)
+
+tests_unit_check_log_SOURCES = tests/unit/check_log.c
+tests_unit_check_log_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_log_LDADD = $(DAEMON_UTIL_LIBS) $(TEST_LIBS)
+
+tests_unit_check_notify_SOURCES = tests/unit/check_notify.c
+tests_unit_check_notify_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SYSTEMD_CFLAGS)
+tests_unit_check_notify_LDADD = $(NOTIFY_LISTENER_LIBS) $(DAEMON_UTIL_LIBS) $(TEST_LIBS)
+
+# systemd-analyze verify on the generated unit (skips without systemd-analyze).
+TESTS += tests/integration/verify_unit.sh
+EXTRA_DIST += tests/integration/verify_unit.sh

@@ -1,0 +1,1 @@
+# GPU tests (exit 77 without a usable CUDA device)

@@ -1,0 +1,16 @@
+# phantom, image files and tomolive recon tests
+check_PROGRAMS += tests/unit/check_phantom tests/unit/check_images tests/integration/check_recon
+TESTS += tests/unit/check_phantom tests/unit/check_images tests/integration/check_recon
+
+tests_unit_check_phantom_SOURCES = tests/unit/check_phantom.c
+tests_unit_check_phantom_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_phantom_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+
+tests_unit_check_images_SOURCES = tests/unit/check_images.c
+tests_unit_check_images_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS)
+tests_unit_check_images_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+
+# runs the built clients/tomolive (a bin_PROGRAM, built before the tests run)
+tests_integration_check_recon_SOURCES = tests/integration/check_recon.c
+tests_integration_check_recon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_recon_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
