@@ -38,6 +38,7 @@ static const char *const filter_names[] = {"ram-lak", "shepp-logan", "cosine", "
                                            "hann", "parzen", NULL};
 static const char *const quality_names[] = {"exact", "fast", "preview", NULL};
 static const char *const weights_names[] = {"uniform", "angles", NULL};
+static const char *const overflow_names[] = {"block", "drop", NULL};
 
 /* daemon.log_level is handed to tl_log_set_level as it is. */
 _Static_assert(TL_LOG_ERROR == 0 && TL_LOG_WARN == 1 && TL_LOG_INFO == 2 && TL_LOG_DEBUG == 3,
@@ -69,6 +70,8 @@ static const key keys[] = {
      "Receive high-water mark of the ingest socket (ZMQ_RCVHWM), in messages."},
     {K("ingest", "queue"), K_INT, F(ingest_queue), 1, 65536, NULL, "64", RESTART,
      "Frames buffered between the ingest thread and the engine."},
+    {K("ingest", "overflow"), K_ENUM, F(ingest_overflow), 0, 0, overflow_names, "block", RELOAD,
+     "When the queue is full: block (senders wait, nothing is lost) or drop (count and discard)."},
     {K("ingest", "io_threads"), K_INT, F(io_threads), 1, 64, NULL, "2", RESTART,
      "ZeroMQ I/O threads, shared by all sockets (ZMQ_IO_THREADS)."},
 
@@ -617,6 +620,19 @@ int tl_config_diff(const tl_config *a, const tl_config *b,
         n++;
         if (fn)
             fn(keys[i].dotted, keys[i].reloadable, ctx);
+    }
+    return n;
+}
+
+int tl_config_apply_reloadable(tl_config *running, const tl_config *fresh)
+{
+    int n = 0;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const key *k = &keys[i];
+        if (!k->reloadable || same_value(k, running, fresh))
+            continue;
+        memcpy((char *)running + k->off, (const char *)fresh + k->off, k->size);
+        n++;
     }
     return n;
 }

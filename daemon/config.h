@@ -54,6 +54,7 @@ typedef struct {
     bool ingest_bind;         /* bind (true, default) or connect (false, e.g. to a detector's PUSH) */
     int ingest_rcvhwm;        /* ZMQ_RCVHWM, messages, 1..1000000, default 1000 */
     int ingest_queue;         /* frames between the ingest thread and the engine, 1..65536, default 64 */
+    int ingest_overflow;      /* enum block|drop: a full queue blocks the sender or drops, default block, reloadable */
     int io_threads;           /* ZeroMQ I/O threads, 1..64, default 2 */
     /* [control] */
     char control_endpoint[TL_CONFIG_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5601 */
@@ -78,6 +79,7 @@ enum {
 };
 enum { TL_CONFIG_QUALITY_EXACT = 0, TL_CONFIG_QUALITY_FAST, TL_CONFIG_QUALITY_PREVIEW };
 enum { TL_CONFIG_WEIGHTS_UNIFORM = 0, TL_CONFIG_WEIGHTS_ANGLES };
+enum { TL_CONFIG_OVERFLOW_BLOCK = 0, TL_CONFIG_OVERFLOW_DROP };
 
 void tl_config_defaults(tl_config *c);
 
@@ -105,6 +107,10 @@ void tl_config_write(const tl_config *c, FILE *f, bool with_help);
  * saying whether it can change at run time. Returns the number of differing keys. */
 int tl_config_diff(const tl_config *a, const tl_config *b,
                    void (*fn)(const char *dotted_key, bool reloadable, void *ctx), void *ctx);
+
+/* Copies every reloadable key whose value differs from fresh into running (what SIGHUP
+ * applies); keys that need a restart keep their running value. Returns how many changed. */
+int tl_config_apply_reloadable(tl_config *running, const tl_config *fresh);
 
 /* Enum keys: the name of a value, NULL if the key is not an enum or value is out of range;
  * the value of a name, -1 if unknown; the list of names (NULL-terminated, NULL if the key is

@@ -188,6 +188,8 @@ typedef struct {
     uint64_t t_pub;             /* publish time, ns */
     uint64_t t_recv;            /* optional (0 = absent): daemon receive time of that frame */
     uint64_t t_done;            /* optional (0 = absent): reconstruction finished */
+    bool final;                 /* optional (default false): the last slice of a scan, published
+                                   when its "end" arrived */
     tl_proto_str kernel;
     const void *payload;
     size_t payload_len;
@@ -282,7 +284,7 @@ int tl_proto_pack_kv_bool(msgpack_packer *pk, const char *key, bool v);
  * Returns the part count, or -1 on a ZeroMQ error (errno: EAGAIN with ZMQ_DONTWAIT and no
  * message, ETERM, ...). A message with more than max parts is received to its end, its
  * extra parts discarded, and -2 returned with err set to E_PARTS; the kept parts must
- * still be closed. */
+ * still be closed. On -1 no part is left open (nothing to close). */
 int tl_proto_recv(void *sock, zmq_msg_t *parts, int max, int flags, tl_proto_error *err);
 void tl_proto_close(zmq_msg_t *parts, int n);
 
@@ -295,7 +297,9 @@ int tl_proto_send(void *sock, const void *topic, size_t topic_len, const void *h
                   size_t hdr_len, void *payload, size_t payload_len, zmq_free_fn *ffn,
                   void *hint, int flags);
 
-/* Writes "slice/<id>/" into buf (cap bytes) and returns its length, or 0 if it does not fit. */
+/* Writes "slice/<id>/" plus a terminating NUL into buf (cap bytes) and returns the topic's
+ * length (without the NUL), or 0 if it does not fit or id is not a valid slice id
+ * (1..TL_PROTO_MAX_ID bytes of [A-Za-z0-9_.-]). */
 size_t tl_proto_slice_topic(char *buf, size_t cap, const char *id, size_t id_len);
 
 #ifdef __cplusplus

@@ -25,3 +25,9 @@ tests_unit_check_notify_LDADD = $(NOTIFY_LISTENER_LIBS) $(DAEMON_UTIL_LIBS) $(TE
 # systemd-analyze verify on the generated unit (skips without systemd-analyze).
 TESTS += tests/integration/verify_unit.sh
 EXTRA_DIST += tests/integration/verify_unit.sh
+
+check_PROGRAMS += tests/unit/check_daemon_core
+TESTS += tests/unit/check_daemon_core
+tests_unit_check_daemon_core_SOURCES = tests/unit/check_daemon_core.c
+tests_unit_check_daemon_core_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS)
+tests_unit_check_daemon_core_LDADD = $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)

@@ -10,3 +10,4 @@ include tests/engine.mk
 include tests/tools.mk
 include tests/daemon.mk
 include tests/gpu.mk
+include tests/clients.mk

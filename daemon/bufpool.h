@@ -1,0 +1,55 @@
+/* bufpool.h — buffers that carry reconstructed slices from the engine worker to subscribers.
+ *
+ * A buffer holds one slice's pixels and what its header will say. The worker takes one,
+ * reconstructs into it and posts it; the publisher sends the pixels zero-copy, and ZeroMQ
+ * hands the buffer back from its I/O thread once every subscriber has it. Returned buffers
+ * are kept for reuse, so steady streaming allocates nothing; a bounded number is kept so a
+ * burst does not pin memory forever.
+ */
+#ifndef TL_BUFPOOL_H
+#define TL_BUFPOOL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/engine.h"
+#include "protocol/protocol.h"
+
+typedef struct tl_bufpool tl_bufpool;
+
+typedef struct tl_slicebuf {
+    tl_bufpool *pool;
+    struct tl_slicebuf *next;   /* free list */
+    float *data;
+    size_t cap;                 /* floats */
+    /* the header to be */
+    char id[TL_PROTO_MAX_ID + 1];
+    uint64_t seq;
+    uint32_t height, width;
+    float orientation[9];
+    tl_slice_info info;
+    uint64_t t_done;            /* CLOCK_REALTIME ns */
+    bool final;
+} tl_slicebuf;
+
+struct tl_bufpool {
+    pthread_mutex_t mu;
+    tl_slicebuf *free;
+    size_t nfree, max_free;
+    size_t live;                /* handed out and not yet returned */
+};
+
+void tl_bufpool_init(tl_bufpool *p, size_t max_free);
+/* Frees the kept buffers. Call only once every buffer has come back (live == 0). */
+void tl_bufpool_destroy(tl_bufpool *p);
+/* A buffer for at least n floats, or NULL when out of memory. */
+tl_slicebuf *tl_bufpool_get(tl_bufpool *p, size_t n);
+/* Gives a buffer back (any thread). */
+void tl_bufpool_put(tl_slicebuf *b);
+size_t tl_bufpool_live(tl_bufpool *p);
+/* zmq_free_fn for a payload whose hint is its tl_slicebuf. */
+void tl_bufpool_zmq_free(void *data, void *hint);
+
+#endif

@@ -1,0 +1,57 @@
+/* publisher.h — the XPUB socket that publishes slices, and its subscriptions.
+ *
+ * The engine worker posts finished slices from its own thread; the publisher sends them
+ * from the loop thread (ZeroMQ sockets stay on one thread). Posting is "latest wins": if a
+ * slice's previous buffer has not gone out yet, the new one replaces it and the old one is
+ * counted as superseded, so a slow loop never builds a backlog. Each message is
+ * [topic "slice/<id>/", msgpack header, float32 pixels], the pixels zero-copy from the
+ * buffer. PUB semantics apply per subscriber: one that stops reading loses messages at its
+ * high-water mark without slowing anyone else; its gaps show in the seq numbers.
+ *
+ * The socket also reports subscriptions (ZMQ_XPUB_VERBOSER); when the set of wanted
+ * topics changes, on_change runs on the loop thread so the worker can start or stop work.
+ */
+#ifndef TL_PUBLISHER_H
+#define TL_PUBLISHER_H
+
+#include <msgpack.h>
+#include <pthread.h>
+#include <uv.h>
+
+#include "daemon/bufpool.h"
+#include "daemon/stats.h"
+#include "daemon/subs.h"
+#include "daemon/zwatch.h"
+
+typedef struct {
+    void *sock;
+    tl_zwatch watch;
+    uv_async_t async;
+    pthread_mutex_t mu;
+    tl_slicebuf **outbox;       /* pending, at most one per slice id */
+    int nout, cap;
+    tl_bufpool pool;
+    tl_subs subs;
+    tl_stats *stats;
+    msgpack_sbuffer hdr;        /* reused header buffer (loop thread) */
+    void (*on_change)(void *ctx);
+    void *ctx;
+    bool open;
+} tl_publisher;
+
+/* Binds the XPUB socket at endpoint. Returns 0, or -1 with err set. */
+int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, void *zctx, const char *endpoint,
+                      int sndhwm, int max_slices, tl_stats *stats,
+                      void (*on_change)(void *ctx), void *ctx, char *err, size_t errlen);
+/* Posts a finished slice (any thread). */
+void tl_publisher_post(tl_publisher *p, tl_slicebuf *b);
+/* Sends everything posted so far (loop thread). */
+void tl_publisher_flush(tl_publisher *p);
+/* Whether anyone is subscribed to topic (any thread). */
+bool tl_publisher_wanted(tl_publisher *p, const char *topic, size_t len);
+/* Closes the socket after a final flush; linger_ms bounds how long unsent slices wait. */
+void tl_publisher_close(tl_publisher *p, int linger_ms);
+/* Frees what remains once the ZeroMQ context is gone (every buffer has come back). */
+void tl_publisher_destroy(tl_publisher *p);
+
+#endif

@@ -1,0 +1,249 @@
+/* scan.c — what a scan, a frame and an end do to the engine (worker thread, lock held).
+ *
+ * A scan message (re)creates the engine from the scan's shape and geometry and the
+ * daemon's configuration; every registered slice is added to the new engine. A scan that
+ * cannot be served (cone beam, an unknown filter, no GPU or memory for the window) is
+ * refused loudly: logged with the engine's reason, counted, kept in status, and its frames
+ * are then rejected as belonging to no scan — never reconstructed by something else.
+ * Frames are checked against the scan and submitted; every refusal has a counted reason.
+ */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+
+static void count_reject(tl_daemon *d, tl_reject why, uint64_t series, uint64_t index,
+                         const char *detail)
+{
+    tl_stats_count(&d->stats.rejected[why]);
+    uint64_t suppressed;
+    if (tl_log_enabled(TL_LOG_WARN) && tl_ratelimit_allow(&d->reject_rl[why], 5.0, 5, &suppressed))
+        tl_log(TL_LOG_WARN, "frame_rejected", "reason=%s series=%llu index=%llu detail=%s suppressed=%llu",
+               tl_reject_name(why), (unsigned long long)series, (unsigned long long)index,
+               tl_logq(detail), (unsigned long long)suppressed);
+}
+
+void tl_scan_close(tl_daemon *d)
+{
+    tl_scan *s = &d->scan;
+    tl_engine_destroy(s->engine);
+    s->engine = NULL;
+    s->open = false;
+    for (int i = 0; i < d->slices.n; i++)
+        d->slices.v[i].engine_id = -1;
+}
+
+static tl_dtype engine_dtype(tl_proto_dtype t)
+{
+    switch (t) {
+    case TL_PROTO_U8: return TL_DTYPE_U8;
+    case TL_PROTO_U16: return TL_DTYPE_U16;
+    case TL_PROTO_U32: return TL_DTYPE_U32;
+    default: return TL_DTYPE_F32;
+    }
+}
+
+int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen)
+{
+    tl_scan *s = &d->scan;
+    if (!s->open)
+        return 0;
+    const tl_engine_config *ec = tl_engine_get_config(s->engine);
+    tl_slice_spec sp = sl->spec;
+    if (sp.width == 0) /* default size: the detector's width; ortho slices its height */
+        sp.width = ec->cols;
+    if (sp.height == 0)
+        sp.height = sp.kind == TL_SLICE_ORTHO && sp.axis != TL_AXIS_Z ? ec->rows : ec->cols;
+    int id;
+    if (tl_engine_add_slice(s->engine, &sp, &id) != TL_OK) {
+        snprintf(err, errlen, "%s", tl_engine_last_error(s->engine));
+        return -1;
+    }
+    sl->engine_id = id;
+    sl->height = sp.height;
+    sl->width = sp.width;
+    tl_slice_plane(&sp, ec->rows, sl->orientation);
+    sl->want_param = true; /* show the new geometry as soon as there is data */
+    return 0;
+}
+
+static void open_scan(tl_daemon *d, tl_item *it)
+{
+    tl_scan *s = &d->scan;
+    const tl_proto_scan *m = &it->scan;
+    const tl_config *c = &d->cfg;
+    tl_engine_config ec;
+    tl_engine_config_init(&ec, m->rows, m->cols, m->window);
+    char why[512] = "";
+    tl_filter filter;
+    if (!tl_backend_parse(tl_config_enum_name("daemon.backend", c->backend), &ec.backend) ||
+        !tl_filter_parse(tl_config_enum_name("engine.filter", c->filter), &ec.filter) ||
+        !tl_quality_parse(tl_config_enum_name("engine.quality", c->quality), &ec.quality))
+        snprintf(why, sizeof why, "configuration names an unknown backend, filter or quality");
+    ec.weights = c->weights == TL_CONFIG_WEIGHTS_ANGLES ? TL_WEIGHTS_ANGLES : TL_WEIGHTS_UNIFORM;
+    ec.dtype = engine_dtype(m->dtype);
+    ec.first_index = m->first_index;
+    ec.already_linear = m->already_linear;
+    ec.threads = c->threads;
+    ec.device = c->device;
+    if (m->has_center)
+        ec.center = m->center;
+    if (it->filter[0]) {
+        if (tl_filter_parse(it->filter, &filter))
+            ec.filter = filter;
+        else
+            snprintf(why, sizeof why, "unknown filter \"%s\"", it->filter);
+    }
+    if (m->geometry == TL_PROTO_CONE)
+        ec.geometry = TL_GEOMETRY_CONE; /* the engine refuses it with its own message */
+
+    /* The old scan goes first: its window may hold the memory the new one needs. */
+    tl_scan_close(d);
+    s->finished = false;
+    s->series = m->series;
+    s->msg = *m;
+    memcpy(s->filter, it->filter, sizeof s->filter);
+    s->was_complete = false;
+    s->projections = 0;
+    tl_engine *e = NULL;
+    if (!why[0] && tl_engine_create(&ec, &e) != TL_OK)
+        snprintf(why, sizeof why, "%s", tl_engine_last_error(NULL));
+    if (why[0]) {
+        tl_stats_count(&d->stats.rejected[TL_REJ_SCAN]);
+        snprintf(s->last_error, sizeof s->last_error, "series %llu: %s",
+                 (unsigned long long)m->series, why);
+        tl_log(TL_LOG_ERROR, "scan_refused", "series=%llu rows=%u cols=%u window=%u error=%s",
+               (unsigned long long)m->series, m->rows, m->cols, m->window, tl_logq(why));
+        return;
+    }
+    s->engine = e;
+    s->open = true;
+    s->last_error[0] = 0;
+    tl_stats_count(&d->stats.scans);
+    for (int i = 0; i < d->slices.n; i++) {
+        tl_slice *sl = &d->slices.v[i];
+        char err[256];
+        sl->pending = 0;
+        sl->dirty = false;
+        sl->want_final = sl->want_complete = false;
+        if (tl_scan_attach(d, sl, err, sizeof err) != 0)
+            tl_log(TL_LOG_WARN, "slice_not_served", "id=%s series=%llu error=%s", tl_logq(sl->id),
+                   (unsigned long long)m->series, tl_logq(err));
+    }
+    tl_engine_state st;
+    tl_engine_get_state(e, &st);
+    tl_log(TL_LOG_INFO, "scan_started",
+           "series=%llu rows=%u cols=%u dtype=%s window=%u darks=%u flats=%u filter=%s center=%.3f "
+           "backend=%s device=%s memory_mb=%.1f",
+           (unsigned long long)m->series, m->rows, m->cols, tl_proto_dtype_name(m->dtype), m->window,
+           m->darks, m->flats, tl_filter_name(ec.filter), ec.center, st.backend,
+           tl_logq(st.device_name), st.memory_bytes / 1048576.0);
+}
+
+static void apply_frame(tl_daemon *d, tl_item *it)
+{
+    tl_scan *s = &d->scan;
+    tl_proto_frame *f = &it->frame;
+    if (!s->open) {
+        count_reject(d, TL_REJ_NO_SCAN, f->series, f->index, "no scan is open");
+        return;
+    }
+    if (f->series != s->series) {
+        count_reject(d, TL_REJ_SERIES, f->series, f->index, "frame of another series");
+        return;
+    }
+    if (s->finished) {
+        count_reject(d, TL_REJ_FINISHED, f->series, f->index, "the series has ended");
+        return;
+    }
+    if (f->rows != s->msg.rows || f->cols != s->msg.cols || f->dtype != s->msg.dtype) {
+        count_reject(d, TL_REJ_SHAPE, f->series, f->index, "shape or dtype differs from the scan");
+        return;
+    }
+    tl_frame fr = {
+        .kind = f->kind == TL_PROTO_DARK ? TL_FRAME_DARK
+                : f->kind == TL_PROTO_FLAT ? TL_FRAME_FLAT : TL_FRAME_PROJ,
+        .index = f->index,
+        .center_offset = f->has_center_offset ? f->center_offset : 0.0,
+        .t_acq = f->has_t_acq ? f->t_acq : 0,
+        .t_recv = it->t_recv,
+        .dtype = engine_dtype(f->dtype),
+        .rows = f->rows,
+        .cols = f->cols,
+        .data = zmq_msg_data(&it->payload),
+    };
+    if (fr.kind == TL_FRAME_PROJ) {
+        if (f->has_angle)
+            fr.angle = f->angle;
+        else if (s->msg.has_angles)
+            fr.angle = s->msg.angle_start + (double)f->index * s->msg.angle_step;
+        else {
+            count_reject(d, TL_REJ_ANGLE, f->series, f->index, "projection without an angle, and the scan has no schedule");
+            return;
+        }
+    }
+    uint64_t t0 = tl_now_ns();
+    tl_status st = tl_engine_submit(s->engine, &fr);
+    tl_hist_add(&d->stats.latency[TL_LAT_SUBMIT], (tl_now_ns() - t0) / 1e9);
+    if (st != TL_OK) {
+        tl_reject why = st == TL_ESTALE ? TL_REJ_STALE : st == TL_EDUPLICATE ? TL_REJ_DUPLICATE
+                        : st == TL_ESHAPE ? TL_REJ_SHAPE : TL_REJ_ENGINE;
+        count_reject(d, why, f->series, f->index, tl_engine_last_error(s->engine));
+        return;
+    }
+    tl_stats_count(&d->stats.accepted[fr.kind]);
+    if (fr.kind != TL_FRAME_PROJ)
+        return;
+    s->projections++;
+    tl_engine_state es;
+    tl_engine_get_state(s->engine, &es);
+    bool complete = es.held == es.window;
+    for (int i = 0; i < d->slices.n; i++) {
+        tl_slice_touch(&d->slices.v[i]);
+        if (complete && !s->was_complete && d->slices.v[i].policy.on_complete)
+            d->slices.v[i].want_complete = true;
+    }
+    s->was_complete = complete;
+}
+
+static void end_scan(tl_daemon *d, tl_item *it)
+{
+    tl_scan *s = &d->scan;
+    if (!s->open || it->end.series != s->series) {
+        count_reject(d, s->open ? TL_REJ_SERIES : TL_REJ_NO_SCAN, it->end.series, 0,
+                     "end of an unknown series");
+        return;
+    }
+    if (s->finished)
+        return;
+    s->finished = true;
+    for (int i = 0; i < d->slices.n; i++)
+        d->slices.v[i].want_final = true;
+    tl_engine_state st;
+    tl_engine_get_state(s->engine, &st);
+    tl_log(TL_LOG_INFO, "scan_ended",
+           "series=%llu projections=%llu held=%u missing=%u stale=%llu duplicate=%llu",
+           (unsigned long long)s->series, (unsigned long long)s->projections, st.held, st.missing,
+           (unsigned long long)st.stale, (unsigned long long)st.duplicate);
+}
+
+void tl_scan_apply(tl_daemon *d, tl_item *it)
+{
+    switch (it->type) {
+    case TL_MSG_SCAN:
+        open_scan(d, it);
+        break;
+    case TL_MSG_FRAME:
+        apply_frame(d, it);
+        break;
+    case TL_MSG_END:
+        end_scan(d, it);
+        break;
+    default:
+        break;
+    }
+}

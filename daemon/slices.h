@@ -1,0 +1,73 @@
+/* slices.h — the slices the daemon serves, and when each is due.
+ *
+ * A slice is named by the requester's id and described like an engine slice (row, ortho,
+ * plane). It lives here independently of scans: a new scan adds every registered slice to
+ * its engine. A slice is computed only while it is wanted — someone subscribed to its topic
+ * or it was pinned — and then per its update policy: after every K new projections, when
+ * the window becomes complete, after a parameter change, for a new subscriber, and once
+ * more after the scan's end (the "final" slice), never faster than its maximum rate.
+ * The registry is guarded by the daemon's lock.
+ */
+#ifndef TL_SLICES_H
+#define TL_SLICES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gpu/engine.h"
+#include "protocol/protocol.h"
+
+typedef struct {
+    uint32_t every;       /* publish after this many new projections (>= 1) */
+    bool on_complete;     /* and when the window becomes complete */
+    double max_rate;      /* at most this many per second */
+} tl_update_policy;
+
+typedef struct {
+    char id[TL_PROTO_MAX_ID + 1];
+    char topic[TL_PROTO_MAX_ID + 16];
+    size_t topic_len;
+    tl_slice_spec spec;   /* as requested; height/width 0 = from the scan's detector */
+    tl_update_policy policy;
+    bool policy_given;    /* false: follows the configured defaults (reloadable) */
+    bool pinned;
+    /* per scan */
+    int engine_id;        /* -1: not in the current engine */
+    uint32_t height, width;
+    float orientation[9];
+    /* scheduling */
+    uint64_t seq;         /* last published sequence number */
+    uint32_t pending;     /* projections since the last computation */
+    bool dirty;           /* the window changed since the last computation */
+    bool want_complete, want_param, want_new, want_final;
+    uint64_t last_ns;     /* monotonic time of the last computation, 0 = never */
+    bool was_wanted;
+} tl_slice;
+
+typedef struct {
+    tl_slice *v;
+    int n, cap;
+} tl_slices;
+
+void tl_slices_init(tl_slices *s);
+void tl_slices_destroy(tl_slices *s);
+tl_slice *tl_slices_find(tl_slices *s, const char *id, size_t len);
+/* A new slice with this id (the caller fills spec and policy), or NULL when memory runs
+ * out. The id must have passed tl_slice_id_valid. */
+tl_slice *tl_slices_add(tl_slices *s, const char *id, size_t len);
+void tl_slices_remove(tl_slices *s, tl_slice *sl);
+
+/* 1..64 bytes of [A-Za-z0-9_.-]. */
+bool tl_slice_id_valid(const char *id, size_t len);
+
+/* Records one new projection in the window (or a window change of another kind). */
+void tl_slice_touch(tl_slice *sl);
+
+/* Whether the slice should be computed now. wanted: pinned or subscribed. When it would
+ * be due but for its maximum rate, *wake_ns is lowered to when it will be. Updates
+ * was_wanted (a slice that becomes wanted is due at once). */
+bool tl_slice_due(tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns, uint64_t *wake_ns);
+/* Resets the triggers after a computation at now_ns. */
+void tl_slice_computed(tl_slice *sl, uint64_t now_ns);
+
+#endif

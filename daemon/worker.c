@@ -1,0 +1,164 @@
+/* worker.c — the engine worker: take items from the queue, apply them, publish what is due.
+ *
+ * One turn: wait for an item (or for the next rate-limited slice to come due, or a poke),
+ * apply it under the lock, then look at every slice: the due ones are reconstructed in one
+ * engine call (one batch, so a GPU kernel can serve several slices per pass) into buffers
+ * from the pool and posted to the publisher. Between turns the lock is free for control
+ * commands. The worker beats a heartbeat that the systemd watchdog checks, so a stuck
+ * engine (a hung GPU) is noticed, not hidden by a live event loop.
+ */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon.h"
+
+#define TL_WORKER_MAX_WAIT 0.2 /* seconds: heartbeat and rate-limit resolution */
+
+/* Reconstructs and posts every due slice (lock held). Returns when the next rate-limited
+ * slice will be due (monotonic ns), or UINT64_MAX. */
+static uint64_t publish_due(tl_daemon *d)
+{
+    tl_scan *s = &d->scan;
+    uint64_t now = tl_now_ns(), wake = UINT64_MAX;
+    if (!s->open)
+        return wake;
+    tl_engine_state es;
+    tl_engine_get_state(s->engine, &es);
+    tl_worker_scratch *w = &d->scratch;
+    int n = 0;
+    for (int i = 0; i < d->slices.n; i++) {
+        tl_slice *sl = &d->slices.v[i];
+        bool wanted = sl->pinned || tl_publisher_wanted(&d->pub, sl->topic, sl->topic_len);
+        if (sl->engine_id < 0 || !tl_slice_due(sl, wanted, !es.empty, now, &wake))
+            continue;
+        if (n == w->cap)
+            break; /* more slices than slices.max: the rest next turn */
+        tl_slicebuf *b = tl_bufpool_get(&d->pub.pool, (size_t)sl->height * sl->width);
+        if (!b)
+            break; /* out of memory: try again next turn */
+        w->due[n] = i;
+        w->ids[n] = sl->engine_id;
+        w->bufs[n] = b;
+        w->outs[n] = b->data;
+        n++;
+    }
+    if (n == 0)
+        return wake;
+    uint64_t t0 = tl_now_ns();
+    tl_status st = tl_engine_reconstruct(s->engine, w->ids, (size_t)n, w->outs, w->info);
+    uint64_t t1 = tl_now_ns();
+    tl_hist_add(&d->stats.latency[TL_LAT_RECON], (t1 - t0) / 1e9);
+    if (st != TL_OK) {
+        tl_log(TL_LOG_ERROR, "reconstruction_failed", "slices=%d error=%s", n,
+               tl_logq(tl_engine_last_error(s->engine)));
+        for (int k = 0; k < n; k++)
+            tl_bufpool_put(w->bufs[k]);
+        return wake;
+    }
+    uint64_t t_done = tl_realtime_ns();
+    for (int k = 0; k < n; k++) {
+        tl_slice *sl = &d->slices.v[w->due[k]];
+        tl_slicebuf *b = w->bufs[k];
+        bool final = sl->want_final;
+        tl_slice_computed(sl, t0);
+        snprintf(b->id, sizeof b->id, "%s", sl->id);
+        b->seq = ++sl->seq;
+        b->height = sl->height;
+        b->width = sl->width;
+        memcpy(b->orientation, sl->orientation, sizeof b->orientation);
+        b->info = w->info[k];
+        b->t_done = t_done;
+        b->final = final;
+        tl_stats_count(&d->stats.slices_computed);
+        tl_publisher_post(&d->pub, b);
+    }
+    return wake;
+}
+
+static void *run(void *arg)
+{
+    tl_daemon *d = arg;
+    tl_item it;
+    zmq_msg_init(&it.payload);
+    uint64_t wake = UINT64_MAX;
+    while (!atomic_load(&d->worker_stop)) {
+        uint64_t now = tl_now_ns();
+        atomic_store(&d->worker_beat, now);
+        double timeout = TL_WORKER_MAX_WAIT;
+        if (wake != UINT64_MAX)
+            timeout = wake > now ? (wake - now) / 1e9 : 0;
+        if (timeout > TL_WORKER_MAX_WAIT)
+            timeout = TL_WORKER_MAX_WAIT;
+        int got = tl_queue_pop(&d->queue, &it, timeout);
+        pthread_mutex_lock(&d->lock);
+        if (got) {
+            tl_hist_add(&d->stats.latency[TL_LAT_QUEUE], (tl_now_ns() - it.t_recv_mono) / 1e9);
+            tl_scan_apply(d, &it);
+        }
+        wake = publish_due(d);
+        pthread_mutex_unlock(&d->lock);
+        if (got) { /* give the payload back to ZeroMQ outside the lock */
+            zmq_msg_close(&it.payload);
+            zmq_msg_init(&it.payload);
+        }
+    }
+    zmq_msg_close(&it.payload);
+    return NULL;
+}
+
+/* After stop: apply what is still queued, until the deadline. */
+static void drain(tl_daemon *d, uint64_t deadline)
+{
+    tl_item it;
+    zmq_msg_init(&it.payload);
+    while (tl_now_ns() < deadline && tl_queue_pop(&d->queue, &it, 0) == 1) {
+        pthread_mutex_lock(&d->lock);
+        tl_scan_apply(d, &it);
+        pthread_mutex_unlock(&d->lock);
+        zmq_msg_close(&it.payload);
+        zmq_msg_init(&it.payload);
+    }
+    pthread_mutex_lock(&d->lock);
+    publish_due(d);
+    pthread_mutex_unlock(&d->lock);
+    zmq_msg_close(&it.payload);
+}
+
+int tl_worker_start(tl_daemon *d)
+{
+    /* per-turn scratch, sized once: the frame path allocates nothing */
+    tl_worker_scratch *w = &d->scratch;
+    w->cap = d->cfg.slices_max;
+    w->ids = calloc((size_t)w->cap, sizeof *w->ids);
+    w->due = calloc((size_t)w->cap, sizeof *w->due);
+    w->bufs = calloc((size_t)w->cap, sizeof *w->bufs);
+    w->outs = calloc((size_t)w->cap, sizeof *w->outs);
+    w->info = calloc((size_t)w->cap, sizeof *w->info);
+    if (!w->ids || !w->due || !w->bufs || !w->outs || !w->info)
+        return -1;
+    atomic_store(&d->worker_stop, false);
+    atomic_store(&d->worker_beat, tl_now_ns());
+    return pthread_create(&d->worker_thread, NULL, run, d) == 0 ? 0 : -1;
+}
+
+void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
+{
+    atomic_store(&d->worker_stop, true);
+    tl_queue_wake(&d->queue);
+    pthread_join(d->worker_thread, NULL);
+    drain(d, deadline_ns);
+    tl_worker_scratch *w = &d->scratch;
+    free(w->ids);
+    free(w->due);
+    free(w->bufs);
+    free(w->outs);
+    free(w->info);
+}
+
+void tl_worker_poke(tl_daemon *d)
+{
+    tl_queue_wake(&d->queue);
+}

@@ -1,0 +1,1 @@
+# client tests (push, sub, ctl, bench, jsonpack)

@@ -1,0 +1,274 @@
+/* check_daemon_core.c — the daemon's pieces that need no sockets: the update policy of
+ * slices, slice ids, subscription prefixes, the bounded queue (blocking, refusing, waking),
+ * the buffer pool (reuse, no steady-state allocation) and the latency histograms.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/bufpool.h"
+#include "daemon/queue.h"
+#include "daemon/slices.h"
+#include "daemon/stats.h"
+#include "daemon/subs.h"
+#include "tests/testutil.h"
+
+#define MS 1000000ull
+
+START_TEST(policy_every_k_and_rate)
+{
+    tl_slice sl = {0};
+    sl.policy = (tl_update_policy){.every = 3, .on_complete = false, .max_rate = 10};
+    uint64_t wake = UINT64_MAX, t = 1000 * MS;
+    /* a newly wanted slice is due at once (if there is data) */
+    ck_assert(tl_slice_due(&sl, true, true, t, &wake));
+    tl_slice_computed(&sl, t);
+    tl_slice_touch(&sl);
+    tl_slice_touch(&sl);
+    ck_assert(!tl_slice_due(&sl, true, true, t + 500 * MS, &wake)); /* 2 < every */
+    tl_slice_touch(&sl);
+    ck_assert(tl_slice_due(&sl, true, true, t + 500 * MS, &wake));  /* 3 >= every */
+    tl_slice_computed(&sl, t + 500 * MS);
+    for (int i = 0; i < 5; i++)
+        tl_slice_touch(&sl);
+    wake = UINT64_MAX;
+    ck_assert(!tl_slice_due(&sl, true, true, t + 550 * MS, &wake)); /* 10 Hz: 100 ms apart */
+    ck_assert_uint_eq(wake, t + 600 * MS);
+    ck_assert(tl_slice_due(&sl, true, true, t + 600 * MS, &wake));
+    /* not wanted: never due, and wanted again: due at once */
+    tl_slice_computed(&sl, t + 600 * MS);
+    ck_assert(!tl_slice_due(&sl, false, true, t + 900 * MS, &wake));
+    ck_assert(tl_slice_due(&sl, true, true, t + 900 * MS, &wake));
+    /* no data yet: not due even when wanted */
+    tl_slice s2 = {0};
+    s2.policy = sl.policy;
+    ck_assert(!tl_slice_due(&s2, true, false, t, &wake));
+}
+END_TEST
+
+START_TEST(policy_triggers)
+{
+    tl_slice sl = {0};
+    sl.policy = (tl_update_policy){.every = 1000, .on_complete = true, .max_rate = 1};
+    uint64_t wake = UINT64_MAX, t = 5000 * MS;
+    tl_slice_due(&sl, true, true, t, &wake);
+    tl_slice_computed(&sl, t);
+    ck_assert(!tl_slice_due(&sl, true, true, t + 2000 * MS, &wake));
+    sl.want_complete = true;
+    ck_assert(tl_slice_due(&sl, true, true, t + 2000 * MS, &wake));
+    tl_slice_computed(&sl, t + 2000 * MS);
+    sl.want_final = true; /* the final slice respects the rate too, then comes */
+    ck_assert(!tl_slice_due(&sl, true, true, t + 2500 * MS, &wake));
+    ck_assert(tl_slice_due(&sl, true, true, t + 3000 * MS, &wake));
+    tl_slice_computed(&sl, t + 3000 * MS);
+    ck_assert(!sl.want_final);
+}
+END_TEST
+
+START_TEST(slice_ids_and_registry)
+{
+    ck_assert(tl_slice_id_valid("row_0.a-B", 9));
+    ck_assert(!tl_slice_id_valid("", 0));
+    ck_assert(!tl_slice_id_valid("a/b", 3));
+    ck_assert(!tl_slice_id_valid("a b", 3));
+    char long_id[70];
+    memset(long_id, 'x', sizeof long_id);
+    ck_assert(tl_slice_id_valid(long_id, 64));
+    ck_assert(!tl_slice_id_valid(long_id, 65));
+    tl_slices s;
+    tl_slices_init(&s);
+    for (int i = 0; i < 20; i++) {
+        char id[8];
+        int n = snprintf(id, sizeof id, "s%d", i);
+        ck_assert_ptr_nonnull(tl_slices_add(&s, id, (size_t)n));
+    }
+    tl_slice *x = tl_slices_find(&s, "s7", 2);
+    ck_assert_str_eq(x->topic, "slice/s7/");
+    ck_assert_int_eq(x->engine_id, -1);
+    tl_slices_remove(&s, x);
+    ck_assert_ptr_null(tl_slices_find(&s, "s7", 2));
+    ck_assert_ptr_nonnull(tl_slices_find(&s, "s19", 3));
+    ck_assert_int_eq(s.n, 19);
+    tl_slices_destroy(&s);
+}
+END_TEST
+
+START_TEST(subscription_prefixes)
+{
+    tl_subs s;
+    tl_subs_init(&s);
+    ck_assert(!tl_subs_match(&s, "slice/row0/", 11));
+    ck_assert_int_eq(tl_subs_update(&s, "\x01slice/row0/", 12), 1);
+    ck_assert_int_eq(tl_subs_update(&s, "\x01slice/row0/", 12), 0); /* second subscriber */
+    ck_assert(tl_subs_match(&s, "slice/row0/", 11));
+    ck_assert(!tl_subs_match(&s, "slice/row01/", 12)); /* terminated topics */
+    ck_assert_int_eq(tl_subs_update(&s, "\x00slice/row0/", 12), 0);
+    ck_assert(tl_subs_match(&s, "slice/row0/", 11));
+    ck_assert_int_eq(tl_subs_update(&s, "\x00slice/row0/", 12), 1);
+    ck_assert(!tl_subs_match(&s, "slice/row0/", 11));
+    ck_assert_int_eq(tl_subs_update(&s, "\x01slice/", 7), 1); /* everything */
+    ck_assert(tl_subs_match(&s, "slice/any/", 10));
+    ck_assert_int_eq(tl_subs_update(&s, "\x02oops", 5), -1);
+    ck_assert_int_eq(tl_subs_update(&s, "", 0), -1);
+    ck_assert_int_eq(tl_subs_update(&s, "\x00never", 6), 0); /* unknown unsubscribe */
+    ck_assert_uint_eq(tl_subs_count(&s), 1);
+    tl_subs_destroy(&s);
+}
+END_TEST
+
+static tl_item item_with(uint64_t index, const char *bytes)
+{
+    tl_item it;
+    memset(&it, 0, sizeof it);
+    it.type = TL_MSG_FRAME;
+    it.frame.index = index;
+    zmq_msg_init_size(&it.payload, strlen(bytes));
+    memcpy(zmq_msg_data(&it.payload), bytes, strlen(bytes));
+    return it;
+}
+
+START_TEST(queue_order_full_and_wake)
+{
+    tl_queue q;
+    ck_assert_int_eq(tl_queue_init(&q, 3), 0);
+    atomic_bool stop = false;
+    for (int i = 0; i < 3; i++) {
+        tl_item it = item_with((uint64_t)i, i == 1 ? "one" : "x");
+        ck_assert_int_eq(tl_queue_push(&q, &it, false, &stop), 1);
+        ck_assert_uint_eq(zmq_msg_size(&it.payload), 0); /* moved in */
+        zmq_msg_close(&it.payload);
+    }
+    tl_item extra = item_with(9, "full");
+    ck_assert_int_eq(tl_queue_push(&q, &extra, false, &stop), 0); /* full, not blocking */
+    ck_assert_uint_eq(zmq_msg_size(&extra.payload), 4);           /* still the caller's */
+    ck_assert_uint_eq(tl_queue_high(&q), 3);
+    tl_item out;
+    zmq_msg_init(&out.payload);
+    ck_assert_int_eq(tl_queue_pop(&q, &out, 0), 1);
+    ck_assert_uint_eq(out.frame.index, 0);
+    ck_assert_int_eq(tl_queue_pop(&q, &out, 0), 1);
+    ck_assert_uint_eq(out.frame.index, 1);
+    ck_assert_mem_eq(zmq_msg_data(&out.payload), "one", 3);
+    ck_assert_int_eq(tl_queue_pop(&q, &out, 0), 1);
+    ck_assert_int_eq(tl_queue_pop(&q, &out, 0.05), 0); /* empty: times out */
+    tl_queue_wake(&q);
+    ck_assert_int_eq(tl_queue_pop(&q, &out, 10), 0);   /* woken: returns at once */
+    /* a blocked push gives up when its stop flag is raised */
+    for (int i = 0; i < 3; i++) {
+        tl_item it = item_with((uint64_t)i, "x");
+        tl_queue_push(&q, &it, true, &stop);
+        zmq_msg_close(&it.payload);
+    }
+    stop = true;
+    ck_assert_int_eq(tl_queue_push(&q, &extra, true, &stop), 0);
+    zmq_msg_close(&extra.payload);
+    zmq_msg_close(&out.payload);
+    tl_queue_destroy(&q); /* closes the three queued payloads */
+}
+END_TEST
+
+typedef struct {
+    tl_queue *q;
+    int n;
+} producer_arg;
+
+static void *producer(void *arg)
+{
+    producer_arg *a = arg;
+    atomic_bool stop = false;
+    for (int i = 0; i < a->n; i++) {
+        tl_item it = item_with((uint64_t)i, "p");
+        tl_queue_push(a->q, &it, true, &stop);
+        zmq_msg_close(&it.payload);
+    }
+    return NULL;
+}
+
+/* Blocking pushes lose nothing: 10000 items through a queue of 4, in order. */
+START_TEST(queue_blocking_is_lossless)
+{
+    tl_queue q;
+    tl_queue_init(&q, 4);
+    producer_arg a = {&q, 10000};
+    pthread_t t;
+    pthread_create(&t, NULL, producer, &a);
+    tl_item out;
+    zmq_msg_init(&out.payload);
+    for (int i = 0; i < a.n; i++) {
+        ck_assert_int_eq(tl_queue_pop(&q, &out, 5.0), 1);
+        ck_assert_uint_eq(out.frame.index, (uint64_t)i);
+    }
+    pthread_join(t, NULL);
+    ck_assert_uint_le(tl_queue_high(&q), 4);
+    zmq_msg_close(&out.payload);
+    tl_queue_destroy(&q);
+}
+END_TEST
+
+START_TEST(bufpool_reuse)
+{
+    tl_bufpool p;
+    tl_bufpool_init(&p, 2);
+    tl_slicebuf *a = tl_bufpool_get(&p, 100), *b = tl_bufpool_get(&p, 50);
+    ck_assert_uint_eq(tl_bufpool_live(&p), 2);
+    float *da = a->data;
+    tl_bufpool_put(a);
+    tl_bufpool_put(b);
+    ck_assert_uint_eq(tl_bufpool_live(&p), 0);
+    /* the same memory comes back: steady streaming allocates nothing */
+    tl_slicebuf *c = tl_bufpool_get(&p, 80);
+    ck_assert_ptr_eq(c->data, da);
+    tl_slicebuf *e = tl_bufpool_get(&p, 200); /* larger than anything kept: grows */
+    ck_assert_uint_ge(e->cap, 200);
+    tl_slicebuf *f = tl_bufpool_get(&p, 10), *g = tl_bufpool_get(&p, 10);
+    tl_bufpool_put(c);
+    tl_bufpool_put(e);
+    tl_bufpool_put(f);
+    tl_bufpool_put(g); /* beyond max_free: released */
+    ck_assert_uint_eq(p.nfree, 2);
+    tl_bufpool_destroy(&p);
+}
+END_TEST
+
+START_TEST(histogram_quantiles)
+{
+    static tl_hist h;
+    memset(&h, 0, sizeof h);
+    ck_assert(tl_hist_quantile(&h, 0.5) == 0);
+    for (int i = 1; i <= 1000; i++)
+        tl_hist_add(&h, i * 1e-4); /* 0.1 ms .. 100 ms uniformly */
+    ck_assert_uint_eq(tl_hist_count(&h), 1000);
+    double p50 = tl_hist_quantile(&h, 0.5), p99 = tl_hist_quantile(&h, 0.99);
+    /* bucket upper bounds: within one bucket width (2^(1/8)) above the true value */
+    ck_assert(p50 >= 0.05 && p50 <= 0.05 * 1.0905);
+    ck_assert(p99 >= 0.099 && p99 <= 0.099 * 1.0905);
+    ck_assert_double_eq_tol(tl_hist_max(&h), 0.1, 1e-9);
+    ck_assert(tl_hist_quantile(&h, 1.0) <= tl_hist_max(&h));
+    tl_hist_add(&h, -1); /* clock skew: counted as zero, not lost */
+    ck_assert_uint_eq(tl_hist_count(&h), 1001);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("daemon core");
+    TCase *t = tcase_create("core");
+    tcase_add_test(t, policy_every_k_and_rate);
+    tcase_add_test(t, policy_triggers);
+    tcase_add_test(t, slice_ids_and_registry);
+    tcase_add_test(t, subscription_prefixes);
+    tcase_add_test(t, queue_order_full_and_wake);
+    tcase_add_test(t, queue_blocking_is_lossless);
+    tcase_add_test(t, bufpool_reuse);
+    tcase_add_test(t, histogram_quantiles);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return tl_run_suite(suite(), false);
+}
