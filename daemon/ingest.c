@@ -102,7 +102,8 @@ static void *run(void *arg)
             it.end = m.end;
         }
         tl_proto_close(parts, kept);
-        bool block = atomic_load(&d->overflow) == TL_CONFIG_OVERFLOW_BLOCK;
+        /* only frames may be dropped: a lost scan or end would mix up whole series */
+        bool block = m.type != TL_MSG_FRAME || atomic_load(&d->overflow) == TL_CONFIG_OVERFLOW_BLOCK;
         if (!tl_queue_push(&d->queue, &it, block, &d->ingest_stop)) {
             if (atomic_load(&d->ingest_stop))
                 break;

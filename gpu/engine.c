@@ -120,8 +120,10 @@ static tl_status pick_backend(const tl_engine_config *c, tl_errbuf *eb,
 {
     char why[256] = "";
     tl_backend_kind b = c->backend;
-    if (b == TL_BACKEND_AUTO)
-        b = tl_backend_available(TL_BACKEND_CUDA, NULL, 0) ? TL_BACKEND_CUDA : TL_BACKEND_CPU;
+    if (b == TL_BACKEND_AUTO) /* the float64 reference mode exists on the CPU only */
+        b = c->precision != TL_PRECISION_F64 && tl_backend_available(TL_BACKEND_CUDA, NULL, 0)
+                ? TL_BACKEND_CUDA
+                : TL_BACKEND_CPU;
     if (!tl_backend_available(b, why, sizeof why))
         return tl_fail(eb, TL_EDEVICE, "backend %s requested but not usable: %s",
                        tl_backend_name(b), why);

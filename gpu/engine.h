@@ -129,7 +129,8 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out);
 void tl_engine_destroy(tl_engine *e);
 
 /* Where a frame's pixels are. DEVICE: a pointer in GPU memory of the engine's device
- * (CUDA backend only). */
+ * (CUDA backend only); the frame must be complete when submitted (work queued on other
+ * streams is not waited for), and the engine has read it when tl_engine_submit returns. */
 typedef enum { TL_MEMORY_HOST = 0, TL_MEMORY_DEVICE } tl_memory;
 
 typedef struct {
@@ -147,7 +148,9 @@ typedef struct {
     const float *matrix;      /* cone beam: 3x4 projection matrix, row-major (unused now) */
 } tl_frame;
 
-/* Submits one frame. Darks and flats are averaged per batch: calibration frames received
+/* Submits one frame. A projection with a new highest index moves the window first, so if
+ * the backend then fails to store it, the window has moved and the index counts as
+ * missing. Darks and flats are averaged per batch: calibration frames received
  * between two runs of projections form one batch, and the first dark (flat) after a
  * projection starts a new dark (flat) batch whose running average replaces the old one at
  * once. Projections are corrected with the averages current when they arrive:

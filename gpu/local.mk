@@ -22,7 +22,7 @@ NVCC_ALLFLAGS = $(NVCC_GENCODE) -std=c++17 -O3 -lineinfo -Xcompiler -Wall,-Wextr
 	$(NVCCFLAGS) $(DEFS) -I$(top_builddir) -I$(top_srcdir) $(CUDA_CPPFLAGS)
 .cu.o:
 	$(AM_V_GEN)$(NVCC) $(NVCC_ALLFLAGS) -MMD -MP -c -o $@ $<
--include $(gpu_libtlcuda_a_SOURCES:.cu=.d)
+-include $(patsubst %.cu,%.d,$(filter %.cu,$(gpu_libtlcuda_a_SOURCES)))
 CLEANFILES += gpu/cuda/*.d
 endif
 ENGINE_LIBS += $(FFTW_LIBS) -lm

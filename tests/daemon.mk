@@ -31,3 +31,15 @@ TESTS += tests/unit/check_daemon_core
 tests_unit_check_daemon_core_SOURCES = tests/unit/check_daemon_core.c
 tests_unit_check_daemon_core_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS)
 tests_unit_check_daemon_core_LDADD = $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+
+# a real tomolived for integration tests (tests/daemon_fixture.h)
+noinst_LIBRARIES += tests/libtlfixture.a
+tests_libtlfixture_a_SOURCES = tests/daemon_fixture.h tests/daemon_fixture.c clients/jsonpack.h clients/jsonpack.c
+tests_libtlfixture_a_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+FIXTURE_LIBS = tests/libtlfixture.a $(PROTO_LIBS) $(JANSSON_LIBS)
+
+check_PROGRAMS += tests/integration/check_daemon
+TESTS += tests/integration/check_daemon
+tests_integration_check_daemon_SOURCES = tests/integration/check_daemon.c
+tests_integration_check_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_daemon_LDADD = $(FIXTURE_LIBS) $(NOTIFY_LISTENER_LIBS) $(TEST_LIBS)

@@ -1,1 +1,10 @@
-# GPU tests (exit 77 without a usable CUDA device)
+# GPU tests: the CUDA backend against the CPU backend and the float64 reference, through
+# the public engine API. They exit 77 (automake: SKIP) where no CUDA device is usable and
+# in builds without CUDA (then the program only returns 77). Check runs without fork()
+# (CUDA does not survive it).
+check_PROGRAMS += tests/gpu/check_cuda
+TESTS += tests/gpu/check_cuda
+tests_gpu_check_cuda_SOURCES = tests/gpu/check_cuda.c
+tests_gpu_check_cuda_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_gpu_check_cuda_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_gpu_check_cuda_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)

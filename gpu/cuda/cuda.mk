@@ -1,2 +1,20 @@
-# gpu/cuda/ — the CUDA backend (compiled by nvcc; see gpu/local.mk)
-CUDA_SOURCES =
+# gpu/cuda/ — the CUDA backend (compiled by nvcc; see gpu/local.mk). One .cu per concern:
+# the operation table and device state, the per-frame path (staging, preprocessing, cuFFT
+# filter), the three back-projection kernels and their selection, and the benchmarks.
+CUDA_SOURCES = \
+	gpu/cuda/cuda_backend.cu \
+	gpu/cuda/store.cu \
+	gpu/cuda/preprocess.cu \
+	gpu/cuda/filter.cu \
+	gpu/cuda/backproject.cu \
+	gpu/cuda/bp_texture.cu \
+	gpu/cuda/bp_alu.cu \
+	gpu/cuda/bp_plane.cu \
+	gpu/cuda/bench.cu
+# The headers are listed here, not in CUDA_SOURCES: gpu/local.mk includes
+# $(CUDA_SOURCES:.cu=.d) as nvcc's dependency files, and a header in that list would be
+# read as a makefile. Header dependencies come from those .d files (nvcc -MMD).
+noinst_HEADERS += \
+	gpu/cuda/check.cuh \
+	gpu/cuda/cuda_state.cuh \
+	gpu/cuda/bp_common.cuh

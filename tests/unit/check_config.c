@@ -456,7 +456,17 @@ START_TEST(test_shipped_conf)
             *o++ = *l++;
     }
     *o = '\0';
-    ck_assert_int_eq(keys, 20);
+    /* as many as the plain dump (every key, set) has lines */
+    char *dump = NULL;
+    size_t dlen = 0;
+    FILE *mf = open_memstream(&dump, &dlen);
+    tl_config_write(&def, mf, false);
+    fclose(mf);
+    int expect = 0;
+    for (const char *q = dump; (q = strstr(q, " = ")) != NULL; q += 3)
+        expect++;
+    free(dump);
+    ck_assert_int_eq(keys, expect);
     tl_config_defaults(&c);
     ck_assert_msg(load_text(&c, un) == 0, "%s", err);
     ck_assert_int_eq(tl_config_diff(&c, &def, NULL, NULL), 0);

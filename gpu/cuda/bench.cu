@@ -1,0 +1,139 @@
+/* bench.cu — the benchmarks behind `tomolive bench` (engine.h, tl_engine_bench and
+ * tl_engine_bench_store), following seed-000-001.md §4.1 / §6.2 AP-1 and DESIGN.md §4:
+ * CUDA events around the timed work only, one warm-up call, the median of reps calls,
+ * no host I/O. Back projection writes into the device output buffer and never copies
+ * back; the store path writes into a scratch slot, so the window is not disturbed.
+ */
+#include "config.h"
+
+#include "gpu/backend.h"
+
+#include <stdlib.h>
+
+#include "gpu/cuda/bp_common.cuh"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return t[n / 2];
+}
+
+/* Milliseconds between s->t0 and s->t1, once t1 has completed. */
+static tl_status elapsed_ms(tl_cuda_state *s, double *ms)
+{
+    float e = 0.f;
+    TL_CUDA(s->eb, cudaEventSynchronize(s->t1));
+    TL_CUDA(s->eb, cudaEventElapsedTime(&e, s->t0, s->t1));
+    *ms = e;
+    return TL_OK;
+}
+
+static tl_status time_kernel(tl_cuda_state *s, const tl_bp_job *job, int k, int reps, double *t,
+                             double *ms)
+{
+    tl_cuda_constant_guard guard(k == TL_CUDA_K_TEX);
+    TL_TRY(tl_cuda_job_launch(s, job, k)); /* warm-up */
+    TL_CUDA(s->eb, cudaStreamSynchronize(s->stream));
+    for (int r = 0; r < reps; r++) {
+        TL_CUDA(s->eb, cudaEventRecord(s->t0, s->stream));
+        TL_TRY(tl_cuda_job_launch(s, job, k));
+        TL_CUDA(s->eb, cudaEventRecord(s->t1, s->stream));
+        TL_TRY(elapsed_ms(s, &t[r]));
+    }
+    *ms = median(t, reps);
+    return TL_OK;
+}
+
+/* Every kernel able to serve all slices of the job, in tl_engine_kernels order; *n is the
+ * number of rows written (at most cap). */
+tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
+                           size_t *n)
+{
+    tl_cuda_state *s = (tl_cuda_state *)state;
+    *n = 0;
+    TL_TRY(tl_cuda_use_device(s));
+    if (reps < 1)
+        reps = 1;
+    double updates = 0;
+    for (size_t i = 0; i < job->nslices; i++)
+        updates += (double)job->slices[i].height * job->slices[i].width * (double)job->nproj;
+    TL_TRY(tl_cuda_job_prepare(s, job));
+    double *t = (double *)malloc((size_t)reps * sizeof *t);
+    if (!t)
+        return tl_fail(s->eb, TL_ENOMEM, "out of memory for %d timings", reps);
+    tl_status st = TL_OK;
+    for (int k = 0; k < TL_CUDA_NKERNELS && st == TL_OK && *n < cap && job->nslices > 0; k++) {
+        char why[256];
+        bool serves = true;
+        for (size_t i = 0; i < job->nslices && serves; i++)
+            serves = tl_cuda_can_serve(s, k, &job->slices[i], job, why, sizeof why);
+        if (!serves)
+            continue;
+        double ms = 0;
+        st = time_kernel(s, job, k, reps, t, &ms);
+        if (st != TL_OK)
+            break;
+        rows[*n].kernel = tl_cuda_kernel_name(k);
+        rows[*n].quality = tl_cuda_kernel_quality(k);
+        rows[*n].ms = ms;
+        rows[*n].updates_per_s = ms > 0 ? updates / (ms * 1e-3) : 0;
+        job->kernel = tl_cuda_kernel_name(k);
+        (*n)++;
+    }
+    free(t);
+    return st;
+}
+
+/* Upload from pinned memory (host frames; device frames are read in place), conversion,
+ * correction, -log and filter into a scratch slot. The host-side copy into the pinned
+ * buffer happens once, before timing. */
+tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, double *ms)
+{
+    tl_cuda_state *s = (tl_cuda_state *)state;
+    *ms = 0;
+    TL_TRY(tl_cuda_use_device(s));
+    if (reps < 1)
+        reps = 1;
+    const char *src = NULL;
+    size_t pitch = 0;
+    TL_TRY(tl_cuda_stage(s, f, &src, &pitch));
+    bool host = f->memory == TL_MEMORY_HOST;
+    unsigned ring = (s->ring_next - 1) % TL_CUDA_RING; /* the buffer stage() just filled */
+    size_t bytes = (size_t)s->rows * s->cols * s->dsize;
+    double *t = (double *)malloc((size_t)(reps + 1) * sizeof *t);
+    if (!t)
+        return tl_fail(s->eb, TL_ENOMEM, "out of memory for %d timings", reps);
+    tl_status st = TL_OK;
+    for (int r = 0; r <= reps && st == TL_OK; r++) { /* r = 0: warm-up */
+        cudaError_t e = cudaEventRecord(s->t0, s->stream);
+        if (e == cudaSuccess && host)
+            e = cudaMemcpyAsync(s->raw, s->pinned[ring], bytes, cudaMemcpyHostToDevice,
+                                s->stream);
+        if (e != cudaSuccess) {
+            st = tl_cuda_fail_call(s->eb, e, "cudaMemcpyAsync (timed upload)", __FILE__, __LINE__);
+            break;
+        }
+        st = tl_cuda_process(s, src, pitch, f->dtype, s->scratch, s->pitch_el);
+        if (st == TL_OK) {
+            e = cudaEventRecord(s->t1, s->stream);
+            st = e == cudaSuccess ? elapsed_ms(s, &t[r])
+                                  : tl_cuda_fail_call(s->eb, e, "cudaEventRecord", __FILE__,
+                                                      __LINE__);
+        }
+    }
+    if (host && st == TL_OK) {
+        cudaError_t e = cudaEventRecord(s->ring_ev[ring], s->stream); /* buffer in use until here */
+        if (e != cudaSuccess)
+            st = tl_cuda_fail_call(s->eb, e, "cudaEventRecord", __FILE__, __LINE__);
+    }
+    if (st == TL_OK)
+        *ms = median(t + 1, reps);
+    free(t);
+    return st;
+}

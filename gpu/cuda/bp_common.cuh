@@ -1,0 +1,97 @@
+/* bp_common.cuh — what the back-projection kernels share: the geometry of a slice and the
+ * arithmetic that puts a pixel on the detector (DESIGN.md §3; seed-000-001.md §1.1, Eq. 1).
+ *
+ * Every kernel computes a pixel's position and its detector column with the same helpers,
+ * in the same operation order, so kernels that serve the same slice put every pixel at
+ * bit-identical (u, z); only their interpolation differs (hardware texture filtering with
+ * 8-bit weights in tex-std, exact fp32 arithmetic in alu-exact and plane-exact).
+ */
+#ifndef TL_CUDA_BP_COMMON_CUH
+#define TL_CUDA_BP_COMMON_CUH
+
+#include "gpu/cuda/cuda_state.cuh"
+
+/* A slice as an affine map from output pixel (row i, column j) to volume coordinates:
+ *   position(i, j) = p + j * a + i * b
+ * with p the centre of pixel (0, 0), a the step along an output row and b the step down
+ * the output column. From the plane (xaxis, yaxis, base) of engine.h:
+ *   p = base + (0.5 / w) xaxis + (1 - 0.5 / h) yaxis,  a = xaxis / w,  b = -yaxis / h,
+ * computed in double on the host and rounded to float once. */
+typedef struct {
+    float px, py, pz;
+    float ax, ay, az;
+    float bx, by, bz;
+    int h, w;
+} tl_cuda_geom;
+
+tl_cuda_geom tl_cuda_make_geom(const tl_bp_slice *sl);
+
+/* A horizontal slice at an integer detector row (*z): the fast kernels' domain. */
+bool tl_cuda_horizontal(const tl_bp_slice *sl, uint32_t rows, uint32_t *z);
+
+__device__ __forceinline__ float tl_geom_x(const tl_cuda_geom &g, int i, int j)
+{
+    return fmaf((float)j, g.ax, fmaf((float)i, g.bx, g.px));
+}
+__device__ __forceinline__ float tl_geom_y(const tl_cuda_geom &g, int i, int j)
+{
+    return fmaf((float)j, g.ay, fmaf((float)i, g.by, g.py));
+}
+__device__ __forceinline__ float tl_geom_z(const tl_cuda_geom &g, int i, int j)
+{
+    return fmaf((float)j, g.az, fmaf((float)i, g.bz, g.pz));
+}
+
+/* Detector column hit by the ray through (x, y): u = center + x cos - y sin, with the
+ * projection's (cos, sin, center, weight) in q. */
+__device__ __forceinline__ float tl_ray_u(float x, float y, float4 q)
+{
+    return fmaf(x, q.x, fmaf(-y, q.y, q.z));
+}
+
+/* Linear interpolation between a = d[i] and b = d[i + 1] at fraction f. */
+__device__ __forceinline__ float tl_lerp(float a, float b, float f)
+{
+    return fmaf(f, b - a, a);
+}
+
+/* The kernels' launchers (bp_texture.cu, bp_alu.cu, bp_plane.cu). Each enqueues one slice
+ * on s->stream, reading the job's projection tables (s->d_par, s->d_slot, s->d_texy) and
+ * writing h x w floats at out. */
+tl_status tl_cuda_tex_create(tl_cuda_state *s);
+void tl_cuda_tex_destroy(tl_cuda_state *s);
+tl_status tl_cuda_bp_texture(tl_cuda_state *s, const tl_cuda_geom *g, uint32_t z, size_t nproj,
+                             float *out);
+
+/* Shared-memory bins per cached projection the ALU kernel needs for this slice and job,
+ * or 0 when more than it can hold (then it cannot serve the slice). */
+int tl_cuda_alu_cache_width(const tl_cuda_geom *g, const tl_bp_job *job);
+tl_status tl_cuda_bp_alu(tl_cuda_state *s, const tl_cuda_geom *g, uint32_t z, size_t nproj,
+                         int cache_width, float *out);
+
+tl_status tl_cuda_bp_plane(tl_cuda_state *s, const tl_cuda_geom *g, size_t nproj, float *out);
+
+/* The __constant__ projection table of the texture kernel is one per process and device:
+ * whoever uploads it must hold this lock until the kernels that read it have finished. */
+void tl_cuda_constant_lock(void);
+void tl_cuda_constant_unlock(void);
+
+/* Holds that lock, when needed, until the end of the scope (after the stream was
+ * synchronised, or on any early return). */
+struct tl_cuda_constant_guard {
+    bool held;
+    explicit tl_cuda_constant_guard(bool need) : held(need)
+    {
+        if (held)
+            tl_cuda_constant_lock();
+    }
+    ~tl_cuda_constant_guard()
+    {
+        if (held)
+            tl_cuda_constant_unlock();
+    }
+    tl_cuda_constant_guard(const tl_cuda_constant_guard &) = delete;
+    tl_cuda_constant_guard &operator=(const tl_cuda_constant_guard &) = delete;
+};
+
+#endif

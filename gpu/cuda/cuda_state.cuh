@@ -1,0 +1,183 @@
+/* cuda_state.cuh — the CUDA backend's state and the functions its files share.
+ *
+ * One tl_cuda_state per engine. Everything in it is allocated in create() (cuda_backend.cu);
+ * the per-frame path (store.cu) and the reconstruct path (backproject.cu) only enqueue work
+ * on the engine's stream. The only buffer that may grow later is the slice output buffer,
+ * and only when a larger set of slices than ever before is requested.
+ *
+ * Window layout in device memory: [detector row][slot][column], the CPU backend's layout,
+ * with padding:
+ *
+ *   value (row r, slot k, column c) at  window + r * slab_el + k * pitch_el + c
+ *
+ * so each detector row owns one contiguous sinogram of n slots ("slab"). Why:
+ *   - a horizontal slice (the fast path, DESIGN.md §3) reads exactly one sinogram, so the
+ *     texture kernel binds one 2-D texture object per detector row over pitched linear
+ *     memory (cudaResourceTypePitch2D, x = column, y = slot), created once in create();
+ *     a new projection becomes visible through the texture without any copy;
+ *   - the ALU kernel's tiles read short runs of one sinogram row (coalesced, L2-friendly);
+ *   - storing a projection writes `rows` runs of `cols` floats, each run coalesced, which
+ *     is cheap next to the FFT that precedes it;
+ *   - planes need two sinograms per projection (rows r and r + 1): still two plain reads.
+ * Padding: pitch (bytes between slots) is a multiple of texturePitchAlignment (and of 128
+ * bytes, for coalescing); slab (bytes between detector rows) is a multiple of
+ * textureAlignment, so every row's texture starts on an aligned address as
+ * cudaCreateTextureObject requires. The waste is < 128 bytes per slot and < 512 per row.
+ */
+#ifndef TL_CUDA_STATE_CUH
+#define TL_CUDA_STATE_CUH
+
+#include <cuda_runtime.h>
+#include <cufft.h>
+
+#include "gpu/backend.h"
+#include "gpu/cuda/check.cuh"
+
+#define TL_CUDA_RING 4            /* pinned staging buffers for host frames */
+#define TL_CUDA_ELEM_BLOCK 256    /* threads per block of the element-wise kernels */
+#define TL_CUDA_ELEM_MAX_GRID 65536 /* grid-stride loops above this many blocks */
+#define TL_CUDA_MIN_RATIO 1e-6f   /* = TL_CPU_MIN_RATIO: clamp of ratios before -log */
+#define TL_CUDA_COALESCE 128      /* bytes: slot pitch alignment for coalesced rows */
+
+/* Blocks for an element-wise kernel over `total` elements (grid-stride loops beyond). */
+static inline unsigned tl_cuda_elem_grid(size_t total)
+{
+    size_t b = (total + TL_CUDA_ELEM_BLOCK - 1) / TL_CUDA_ELEM_BLOCK;
+    if (b == 0)
+        b = 1;
+    return (unsigned)(b < TL_CUDA_ELEM_MAX_GRID ? b : TL_CUDA_ELEM_MAX_GRID);
+}
+
+/* The back-projection kernels, in the order tl_engine_kernels lists them. */
+typedef enum { TL_CUDA_K_TEX = 0, TL_CUDA_K_ALU, TL_CUDA_K_PLANE, TL_CUDA_NKERNELS } tl_cuda_kernel;
+
+/* Byte sizes of everything create() allocates on the device (estimate() uses the same). */
+typedef struct {
+    size_t pitch;      /* between slots of one sinogram */
+    size_t slab;       /* between the sinograms of two detector rows */
+    size_t window;     /* rows x slab */
+    size_t raw;        /* one raw frame, packed (device copy of a host frame) */
+    size_t pad;        /* FFT input / output: rows x P floats */
+    size_t spec;       /* spectra: rows x (P/2 + 1) complex */
+    size_t fft_work;   /* cuFFT work area (shared by both plans) */
+    size_t response;   /* filter response, P/2 + 1 floats */
+    size_t calib;      /* dark/flat sums (double), averages and gain (float) */
+    size_t proj;       /* per-projection tables of a job */
+    size_t scratch;    /* one slot of every row: the bench_store target */
+    size_t out;        /* initial slice output buffer: one cols x cols slice */
+    size_t buffers;    /* all of the above but the window */
+} tl_cuda_sizes;
+
+typedef struct {
+    tl_engine_config cfg;
+    tl_errbuf *eb;
+    int device;
+    uint32_t rows, cols, n;   /* detector rows, columns, window slots */
+    size_t padded;            /* filter length P */
+    size_t dsize;             /* bytes per raw pixel */
+    tl_cuda_sizes sz;
+    size_t mem;               /* device bytes allocated */
+    char device_name[160];
+
+    /* device limits that decide what the texture kernel can serve */
+    size_t tex_align, tex_pitch_align;
+    int max_tex2d_linear[3];  /* width, height (texels), pitch (bytes) */
+
+    cudaStream_t stream;      /* every operation of this engine runs on it, in order */
+    cudaEvent_t t0, t1;       /* benchmark timing */
+    cudaEvent_t consumed;     /* device frames: the GPU has read the caller's buffer */
+    cudaEvent_t proj_done;    /* the projection tables' host copies may be rewritten */
+
+    /* the rolling window (layout above) */
+    float *window;
+    size_t pitch_el, slab_el; /* pitch and slab in floats */
+
+    /* one texture object per detector row, when the limits allow (tex_ok) */
+    cudaTextureObject_t *tex;
+    uint32_t ntex;
+    bool tex_ok;
+    char tex_why[160];        /* why the texture kernel is unavailable */
+    float tex_xoff;           /* added to u for tex2D: 0.5 (texel centres) + rounding bias */
+    const char *tex_rule;     /* how the texture unit quantises weights: "round", "truncate" */
+
+    /* calibration: batch sums, the averages in use, gain = 1 / max(F - D, eps) */
+    double *sum[2];
+    float *avg[2];
+    float *gain;
+    bool have[2];             /* an average exists (dark 0, flat 1) */
+
+    /* staging of host frames: pinned ring, each slot free once its event completed */
+    void *pinned[TL_CUDA_RING];
+    cudaEvent_t ring_ev[TL_CUDA_RING];
+    unsigned ring_next;
+    void *raw;                /* the device copy of the current raw frame */
+
+    /* filtering */
+    float *pad;               /* rows x P: zero-padded rows, then the filtered rows */
+    cufftComplex *spec;       /* rows x (P/2 + 1) */
+    float *response;          /* H / P on the device */
+    float *response_host;     /* staging for set_filter */
+    bool filter_on;
+    cufftHandle r2c, c2r;
+    bool have_r2c, have_c2r;
+    void *fft_work;
+
+    /* projection tables of the current job: (cos, sin, centre, weight), slot, slot + 0.5 */
+    float4 *d_par, *h_par;
+    int *d_slot, *h_slot;
+    float *d_texy, *h_texy;
+
+    float *out;               /* slice outputs of a job, back to back */
+    size_t out_cap;           /* floats */
+    float *scratch;           /* bench_store target: rows x pitch */
+} tl_cuda_state;
+
+/* Operations of the table (tl_cuda_backend, cuda_backend.cu) defined in other files. */
+tl_status tl_cuda_op_calib_add(void *state, const tl_frame *f, uint32_t count);
+tl_status tl_cuda_op_store(void *state, const tl_frame *f, uint32_t slot);
+tl_status tl_cuda_op_backproject(void *state, tl_bp_job *job);
+tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
+                           size_t *n);
+tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, double *ms);
+
+/* cuda_backend.cu */
+tl_status tl_cuda_use_device(tl_cuda_state *s);
+tl_status tl_cuda_alloc(tl_cuda_state *s, void **p, size_t bytes, const char *what);
+size_t tl_cuda_dtype_size(tl_dtype t);
+
+/* store.cu: the per-frame path */
+/* Brings frame f to the device: host frames through the pinned ring into s->raw, device
+ * frames in place after checking them. *src and *pitch describe the result. */
+tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, size_t *pitch);
+/* Enqueues convert + correct + -log (+ filter) of a staged frame into dst, a rows x cols
+ * area whose rows are dst_stride floats apart. */
+tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
+                          float *dst, size_t dst_stride);
+
+/* preprocess.cu */
+tl_status tl_cuda_preprocess(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
+                             float *dst, size_t dst_stride, uint32_t dst_cols);
+tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pitch,
+                                   tl_dtype dt, int kind, uint32_t count);
+
+/* filter.cu */
+tl_status tl_cuda_fft_work_estimate(uint32_t rows, size_t padded, size_t *bytes);
+tl_status tl_cuda_fft_create(tl_cuda_state *s);
+void tl_cuda_fft_destroy(tl_cuda_state *s);
+/* Filters the rows in s->pad (R2C, times H/P, C2R) and writes the first cols values of
+ * each into dst (rows dst_stride floats apart). */
+tl_status tl_cuda_filter_rows(tl_cuda_state *s, float *dst, size_t dst_stride);
+
+/* backproject.cu: jobs shared by backproject() and bench() */
+const char *tl_cuda_kernel_name(int k);
+tl_quality tl_cuda_kernel_quality(int k);
+/* Whether kernel k can serve slice sl of job (why gets the reason when not). */
+bool tl_cuda_can_serve(const tl_cuda_state *s, int k, const tl_bp_slice *sl,
+                       const tl_bp_job *job, char *why, size_t why_len);
+/* Grows the output buffer and uploads the projection tables of job. */
+tl_status tl_cuda_job_prepare(tl_cuda_state *s, const tl_bp_job *job);
+/* Enqueues every slice of job into s->out with kernel k (or, k < 0, the chosen kernel of
+ * each slice). The caller holds the constant-memory lock when the texture kernel runs. */
+tl_status tl_cuda_job_launch(tl_cuda_state *s, const tl_bp_job *job, int k);
+
+#endif

@@ -1,0 +1,135 @@
+/* preprocess.cu — dtype conversion, dark/flat averaging and flat-field correction, −log.
+ *
+ * Seed 000 (seed-000-001.md §1.1–1.2) only says "a chain of filters" before filtering; the
+ * chain is ours (engine.h, tl_engine_submit) and mirrors the CPU backend's
+ * tl_cpu_calib_row / tl_cpu_store_row (gpu/cpu/kernels_impl.h) operation for operation:
+ *   pixel -> float;  t = (pixel - D) * gain,  gain = 1 / max(F - D, 1e-6);
+ *   p = -log(max(t, 1e-6))  unless already_linear.
+ * One fused, memory-bound kernel writes the corrected row straight into its destination:
+ * the zero-padded FFT input (columns W .. P-1 set to 0) or, without a filter, the window.
+ * Calibration sums are kept in double, the averages and the gain in float, as on the CPU.
+ * Both kernels are element-wise with grid-stride loops (TL_CUDA_ELEM_BLOCK threads).
+ */
+#include "config.h"
+
+#include "gpu/backend.h"
+
+#include "gpu/cuda/cuda_state.cuh"
+
+/* A raw pixel as float: (float)value, rounded to nearest like the C conversion. */
+template <typename T>
+__device__ __forceinline__ float load_pixel(const char *row, uint32_t c)
+{
+    return (float)reinterpret_cast<const T *>(row)[c];
+}
+
+/* Element (r, c) of a rows x dst_cols destination: the corrected pixel for c < cols, zero
+ * padding beyond. dark and gain are NULL when there is no average yet. */
+template <typename T>
+__global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
+preprocess_kernel(const char *__restrict__ src, size_t src_pitch, uint32_t rows, uint32_t cols,
+                  const float *__restrict__ dark, const float *__restrict__ gain, int linear,
+                  float *__restrict__ dst, size_t dst_stride, uint32_t dst_cols)
+{
+    const size_t total = (size_t)rows * dst_cols;
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < total;
+         k += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t r = (uint32_t)(k / dst_cols), c = (uint32_t)(k - (size_t)r * dst_cols);
+        float t = 0.f;
+        if (c < cols) {
+            const size_t o = (size_t)r * cols + c;
+            t = load_pixel<T>(src + (size_t)r * src_pitch, c);
+            if (dark)
+                t -= dark[o];
+            if (gain)
+                t *= gain[o];
+            if (!linear) /* (t > eps ? t : eps): NaN goes to eps, like the CPU's comparison */
+                t = -logf(t > TL_CUDA_MIN_RATIO ? t : TL_CUDA_MIN_RATIO);
+        }
+        dst[(size_t)r * dst_stride + c] = t;
+    }
+}
+
+tl_status tl_cuda_preprocess(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
+                             float *dst, size_t dst_stride, uint32_t dst_cols)
+{
+    const float *dark = s->have[0] ? s->avg[0] : NULL;
+    const float *gain = s->have[1] ? s->gain : NULL;
+    int linear = s->cfg.already_linear ? 1 : 0;
+    unsigned grid = tl_cuda_elem_grid((size_t)s->rows * dst_cols);
+    switch (dt) {
+    case TL_DTYPE_U8:
+        preprocess_kernel<uint8_t><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
+            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride, dst_cols);
+        break;
+    case TL_DTYPE_U16:
+        preprocess_kernel<uint16_t><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
+            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride, dst_cols);
+        break;
+    case TL_DTYPE_U32:
+        preprocess_kernel<uint32_t><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
+            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride, dst_cols);
+        break;
+    case TL_DTYPE_F32:
+        preprocess_kernel<float><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
+            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride, dst_cols);
+        break;
+    default:
+        return tl_fail(s->eb, TL_EINVAL, "unknown dtype %d", (int)dt);
+    }
+    TL_CUDA_LAUNCHED(s->eb, "preprocess_kernel");
+    return TL_OK;
+}
+
+/* Adds a frame to the batch sum of `kind` (0 dark, 1 flat), refreshes that average and,
+ * where a flat average exists (or this is a flat), the gain. The new average is used from
+ * the register it was computed in, so the kernel never reads what it just wrote.
+ * dark_avg is the dark average in use for the gain of a flat batch (NULL: no darks yet). */
+template <typename T>
+__global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
+calib_kernel(const char *__restrict__ src, size_t src_pitch, uint32_t rows, uint32_t cols,
+             int kind, double count, double *sum, float *avg, const float *dark_avg,
+             const float *flat_avg, int do_gain, float *gain)
+{
+    const size_t total = (size_t)rows * cols;
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < total;
+         k += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t r = (uint32_t)(k / cols), c = (uint32_t)(k - (size_t)r * cols);
+        /* the CPU sums (double)(float)pixel */
+        const double v = (double)load_pixel<T>(src + (size_t)r * src_pitch, c);
+        const double sm = sum[k] + v;
+        sum[k] = sm;
+        const float a = (float)(sm / count);
+        avg[k] = a;
+        if (do_gain) {
+            const float d = kind == 0 ? a : (dark_avg ? dark_avg[k] : 0.f);
+            const float f = kind == 1 ? a : flat_avg[k];
+            const float den = f - d;
+            gain[k] = 1.0f / (den > TL_CUDA_MIN_RATIO ? den : TL_CUDA_MIN_RATIO);
+        }
+    }
+}
+
+tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pitch,
+                                   tl_dtype dt, int kind, uint32_t count)
+{
+    /* as tl_cpu_calib_row: the gain needs a flat (this frame or an earlier batch); the
+     * dark in it is this batch's average for a dark, the one in use (if any) for a flat */
+    int do_gain = s->have[1] || kind == 1;
+    const float *dark_avg = s->have[0] ? s->avg[0] : NULL;
+    unsigned grid = tl_cuda_elem_grid((size_t)s->rows * s->cols);
+#define TL_CALIB_LAUNCH(T)                                                                   \
+    calib_kernel<T><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(                             \
+        src, pitch, s->rows, s->cols, kind, (double)count, s->sum[kind], s->avg[kind],        \
+        dark_avg, s->avg[1], do_gain, s->gain)
+    switch (dt) {
+    case TL_DTYPE_U8: TL_CALIB_LAUNCH(uint8_t); break;
+    case TL_DTYPE_U16: TL_CALIB_LAUNCH(uint16_t); break;
+    case TL_DTYPE_U32: TL_CALIB_LAUNCH(uint32_t); break;
+    case TL_DTYPE_F32: TL_CALIB_LAUNCH(float); break;
+    default: return tl_fail(s->eb, TL_EINVAL, "unknown dtype %d", (int)dt);
+    }
+#undef TL_CALIB_LAUNCH
+    TL_CUDA_LAUNCHED(s->eb, "calib_kernel");
+    return TL_OK;
+}
