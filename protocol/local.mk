@@ -1,7 +1,12 @@
 # protocol/ — wire protocol v1: message structs, msgpack codec, validation, zmq framing.
 noinst_LIBRARIES += protocol/libtlproto.a
 protocol_libtlproto_a_SOURCES = \
-	protocol/protocol.h
+	protocol/protocol.h protocol/proto_internal.h \
+	protocol/error.c protocol/names.c \
+	protocol/precheck.c protocol/keys.c protocol/args.c \
+	protocol/decode.c protocol/decode_ingest.c protocol/decode_control.c \
+	protocol/decode_slice.c protocol/payload.c protocol/parts.c \
+	protocol/encode.c protocol/multipart.c protocol/topic.c
 protocol_libtlproto_a_CFLAGS = $(AM_CFLAGS) $(MSGPACK_CFLAGS) $(ZMQ_CFLAGS)
 EXTRA_DIST += protocol/PROTOCOL.md
 

@@ -1,1 +1,69 @@
 # protocol tests and fuzz target
+#
+# Unit tests (Check): round trips (check_proto), malformed input with one code per defect
+# (check_proto_bad), map getters (check_proto_args), real ZeroMQ sockets (check_proto_zmq),
+# and measured allocation behaviour (check_proto_alloc). check_proto_util.c builds test
+# headers from JSON-like text. tests/fuzz/gen_corpus writes the golden headers that are
+# checked in under tests/fuzz/corpus (they seed the fuzzer and check_proto decodes them).
+
+PROTO_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS)
+PROTO_TEST_LDADD = $(PROTO_LIBS) $(TEST_LIBS)
+PROTO_TEST_UTIL = tests/unit/check_proto_util.h tests/unit/check_proto_util.c
+
+check_PROGRAMS += tests/unit/check_proto tests/unit/check_proto_bad tests/unit/check_proto_args \
+	tests/unit/check_proto_zmq tests/unit/check_proto_alloc tests/fuzz/gen_corpus
+TESTS += tests/unit/check_proto tests/unit/check_proto_bad tests/unit/check_proto_args \
+	tests/unit/check_proto_zmq tests/unit/check_proto_alloc
+
+tests_unit_check_proto_SOURCES = tests/unit/check_proto.c $(PROTO_TEST_UTIL)
+tests_unit_check_proto_CFLAGS = $(PROTO_TEST_CFLAGS)
+tests_unit_check_proto_LDADD = $(PROTO_TEST_LDADD)
+tests_unit_check_proto_bad_SOURCES = tests/unit/check_proto_bad.c $(PROTO_TEST_UTIL)
+tests_unit_check_proto_bad_CFLAGS = $(PROTO_TEST_CFLAGS)
+tests_unit_check_proto_bad_LDADD = $(PROTO_TEST_LDADD)
+tests_unit_check_proto_args_SOURCES = tests/unit/check_proto_args.c $(PROTO_TEST_UTIL)
+tests_unit_check_proto_args_CFLAGS = $(PROTO_TEST_CFLAGS)
+tests_unit_check_proto_args_LDADD = $(PROTO_TEST_LDADD)
+tests_unit_check_proto_zmq_SOURCES = tests/unit/check_proto_zmq.c
+tests_unit_check_proto_zmq_CFLAGS = $(PROTO_TEST_CFLAGS)
+tests_unit_check_proto_zmq_LDADD = $(PROTO_TEST_LDADD)
+tests_unit_check_proto_alloc_SOURCES = tests/unit/check_proto_alloc.c
+tests_unit_check_proto_alloc_CFLAGS = $(PROTO_TEST_CFLAGS)
+tests_unit_check_proto_alloc_LDADD = $(PROTO_TEST_LDADD)
+tests_fuzz_gen_corpus_SOURCES = tests/fuzz/gen_corpus.c
+tests_fuzz_gen_corpus_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS)
+tests_fuzz_gen_corpus_LDADD = $(PROTO_LIBS)
+
+# ---- fuzzing: `make fuzz [FUZZ_SECONDS=600]` -----------------------------------------------
+# libFuzzer needs clang; the target is built straight from the protocol sources (not from
+# libtlproto.a, which gcc compiled without coverage instrumentation). New inputs go to
+# tests/fuzz/run-corpus in the build directory; the checked-in seeds are only read.
+FUZZ_SECONDS = 600
+FUZZ_FLAGS = -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
+FUZZ_PROTO_SRCS = $(filter %.c,$(protocol_libtlproto_a_SOURCES))
+FUZZ_HEADER_SRCS = tests/fuzz/fuzz_header.c $(FUZZ_PROTO_SRCS)
+EXTRA_DIST += tests/fuzz/fuzz_header.c tests/fuzz/corpus
+CLEANFILES += tests/fuzz/fuzz_header
+
+tests/fuzz/fuzz_header: $(FUZZ_HEADER_SRCS:%=$(srcdir)/%) $(srcdir)/protocol/protocol.h \
+		$(srcdir)/protocol/proto_internal.h config.h
+	@if test -z "$(FUZZ_CC)" || test "x$(FUZZ_CC)" = xno; then \
+	  echo "make fuzz needs clang with libFuzzer: configure FUZZ_CC=clang" >&2; exit 1; fi
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_FLAGS) -I$(top_srcdir) -I$(top_builddir) $(MSGPACK_CFLAGS) \
+	  $(ZMQ_CFLAGS) -o $@ $(FUZZ_HEADER_SRCS:%=$(srcdir)/%) $(MSGPACK_LIBS) $(ZMQ_LIBS)
+
+fuzz: tests/fuzz/fuzz_header
+	@$(MKDIR_P) tests/fuzz/run-corpus
+	./tests/fuzz/fuzz_header -max_total_time=$(FUZZ_SECONDS) -max_len=70000 \
+	  -rss_limit_mb=512 -timeout=5 -print_final_stats=1 \
+	  tests/fuzz/run-corpus $(srcdir)/tests/fuzz/corpus
+
+# Rewrites the checked-in seed corpus (the only rule that writes into the source tree).
+fuzz-corpus: tests/fuzz/gen_corpus$(EXEEXT)
+	./tests/fuzz/gen_corpus$(EXEEXT) $(srcdir)/tests/fuzz/corpus
+
+clean-fuzz:
+	rm -rf tests/fuzz/run-corpus tests/fuzz/fuzz_header crash-* leak-* timeout-* oom-*
+
+.PHONY: fuzz fuzz-corpus clean-fuzz

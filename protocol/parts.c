@@ -1,0 +1,87 @@
+/* parts.c — the part layout of a whole multipart message (PROTOCOL.md §Framing).
+ *
+ *   scan, end, req, rep:  [header]
+ *   frame:                [header, payload]
+ *   slice:                [topic "slice/<id>/", header, payload]
+ *
+ * A slice is recognised by its first part starting with "slice/" (only where slices are
+ * accepted): a header always starts with a map byte (0x80-0x8f, 0xde, 0xdf) and never with
+ * 's', so the two cannot be confused. The type decides the part count, so the header is
+ * decoded before the count is checked; a topic that does not name the header's id is
+ * E_PARTS, the same code as a part in the wrong place.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "protocol/protocol.h"
+#include "protocol/proto_internal.h"
+
+static int parts_for(tl_msg_type t)
+{
+    return t == TL_MSG_FRAME ? 2 : t == TL_MSG_SLICE ? 3 : 1;
+}
+
+static const char *layout(tl_msg_type t)
+{
+    return t == TL_MSG_FRAME ? "header, payload" : t == TL_MSG_SLICE ? "topic, header, payload"
+                                                                      : "header";
+}
+
+static bool is_topic(zmq_msg_t *p)
+{
+    size_t n = zmq_msg_size(p);
+    return n >= 6 && memcmp(zmq_msg_data(p), "slice/", 6) == 0;
+}
+
+tl_proto_err tl_proto_decode_parts(tl_proto_decoder *d, zmq_msg_t *parts, int nparts,
+                                   unsigned accept, tl_proto_msg *out, tl_proto_error *err)
+{
+    if (!parts || nparts < 1)
+        return tl_proto_fail(err, TL_PROTO_E_PARTS, "message has no parts");
+    if (nparts > TL_PROTO_MAX_PARTS)
+        return tl_proto_fail(err, TL_PROTO_E_PARTS, "message has %d parts, at most %d are "
+                             "allowed", nparts, TL_PROTO_MAX_PARTS);
+    bool topic = (accept & TL_MSG_SLICE) && is_topic(&parts[0]);
+    int h = topic ? 1 : 0;
+    if (h >= nparts)
+        return tl_proto_fail(err, TL_PROTO_E_PARTS, "topic part without a header part");
+    tl_proto_err rc = tl_proto_decode(d, zmq_msg_data(&parts[h]), zmq_msg_size(&parts[h]),
+                                      accept, out, err);
+    if (rc)
+        return rc;
+
+    const char *name = tlp_msg_type_name(out->type);
+    if ((out->type == TL_MSG_SLICE) != topic)
+        return tl_proto_fail(err, TL_PROTO_E_PARTS, topic ? "a topic part precedes a \"%s\" "
+                             "header" : "a \"%s\" header must follow a topic part", name);
+    int want = parts_for(out->type);
+    if (nparts != want)
+        return tl_proto_fail(err, TL_PROTO_E_PARTS, "\"%s\" needs %d part%s (%s), got %d",
+                             name, want, want > 1 ? "s" : "", layout(out->type), nparts);
+
+    if (out->type == TL_MSG_FRAME) {
+        tl_proto_frame *f = &out->frame;
+        f->payload_len = zmq_msg_size(&parts[1]);
+        if ((rc = tl_proto_check_payload(f->rows, f->cols, f->dtype, f->payload_len, err)))
+            return rc;
+        f->payload = zmq_msg_data(&parts[1]);
+    } else if (out->type == TL_MSG_SLICE) {
+        tl_proto_slice *s = &out->slice;
+        char want_topic[TL_PROTO_MAX_ID + 16] = "";
+        size_t n = tl_proto_slice_topic(want_topic, sizeof want_topic, s->id.ptr, s->id.len);
+        if (n == 0 || zmq_msg_size(&parts[0]) != n || memcmp(zmq_msg_data(&parts[0]),
+                                                             want_topic, n) != 0) {
+            char q[96];
+            tlp_quote(q, sizeof q, zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]), 80);
+            return tl_proto_fail(err, TL_PROTO_E_PARTS, "topic \"%s\" does not match the "
+                                 "header's id (expected \"%s\")", q, want_topic);
+        }
+        s->payload_len = zmq_msg_size(&parts[2]);
+        if ((rc = tl_proto_check_payload(s->shape[0], s->shape[1], s->dtype, s->payload_len,
+                                         err)))
+            return rc;
+        s->payload = zmq_msg_data(&parts[2]);
+    }
+    return TL_PROTO_OK;
+}

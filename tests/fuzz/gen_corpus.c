@@ -1,0 +1,155 @@
+/* gen_corpus.c — writes the golden headers: one file per message variant, each a valid
+ * header as the public encoders produce it. They seed the fuzzer (tests/fuzz/corpus) and
+ * check_proto decodes every one of them, so a change of wire format shows up as a diff of
+ * these files. Usage: gen_corpus DIR (run by `make fuzz-corpus`).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/protocol.h"
+
+static const char *dir;
+static msgpack_sbuffer sb;
+static msgpack_packer pk;
+
+static void begin(void)
+{
+    msgpack_sbuffer_clear(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+}
+
+static void put(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.mp", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(sb.data, 1, sb.size, f) != sb.size || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+}
+
+static tl_proto_str S(const char *s)
+{
+    return (tl_proto_str){s, strlen(s)};
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    dir = argv[1];
+    msgpack_sbuffer_init(&sb);
+
+    begin();
+    tl_proto_encode_scan(&sb, &(tl_proto_scan){.series = 1, .rows = 2048, .cols = 2048,
+                                               .dtype = TL_PROTO_U16, .window = 1800});
+    put("scan-min");
+    begin();
+    tl_proto_encode_scan(&sb, &(tl_proto_scan){
+        .series = 2, .geometry = TL_PROTO_CONE, .rows = 1024, .cols = 1536,
+        .dtype = TL_PROTO_F32, .window = 900, .darks = 20, .flats = 20, .first_index = 40,
+        .has_center = true, .center = 767.25, .has_angles = true, .angle_start = 0,
+        .angle_step = M_PI / 900, .filter = S("shepp-logan"), .already_linear = true});
+    put("scan-full");
+
+    const tl_proto_dtype dt[] = {TL_PROTO_U8, TL_PROTO_U16, TL_PROTO_U32, TL_PROTO_F32};
+    for (int k = 0; k < 3; k++) {
+        begin();
+        bool proj = k == TL_PROTO_PROJ;
+        tl_proto_encode_frame(&sb, &(tl_proto_frame){
+            .series = 2, .index = 40 + (uint64_t)k, .kind = (tl_proto_kind)k, .dtype = dt[k + 1],
+            .rows = 1024, .cols = 1536, .has_angle = proj, .angle = 0.25,
+            .has_t_acq = true, .t_acq = 1761234567890123456ull, .has_center_offset = proj,
+            .center_offset = -0.5});
+        char name[64];
+        snprintf(name, sizeof name, "frame-%s-%s", tl_proto_kind_name((tl_proto_kind)k),
+                 tl_proto_dtype_name(dt[k + 1]));
+        put(name);
+    }
+    begin();
+    tl_proto_encode_frame(&sb, &(tl_proto_frame){.series = 3, .index = 0,
+                                                 .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_U8,
+                                                 .rows = 4, .cols = 6});
+    put("frame-min-u8");
+
+    begin();
+    tl_proto_encode_end(&sb, &(tl_proto_end){.series = 2});
+    put("end");
+    /* near the 64 KiB limit (an unknown key carries the bulk): seeds large inputs */
+    begin();
+    msgpack_pack_map(&pk, 4);
+    tl_proto_pack_kv_u64(&pk, "v", TL_PROTO_VERSION);
+    tl_proto_pack_kv_str(&pk, "type", "end");
+    tl_proto_pack_kv_u64(&pk, "series", 2);
+    static char pad[60000];
+    memset(pad, '.', sizeof pad);
+    tl_proto_pack_cstr(&pk, "x-pad");
+    msgpack_pack_str_with_body(&pk, pad, sizeof pad);
+    put("end-padded");
+
+    begin();
+    tl_proto_begin_req(&pk, 1, "status", false);
+    put("req-status");
+    begin();
+    tl_proto_begin_req(&pk, 2, "set_slice", true);
+    msgpack_pack_map(&pk, 4);
+    tl_proto_pack_kv_str(&pk, "id", "z-mid");
+    tl_proto_pack_kv_u64(&pk, "z", 512);
+    tl_proto_pack_kv_bool(&pk, "pinned", true);
+    tl_proto_pack_cstr(&pk, "orientation");
+    msgpack_pack_array(&pk, 9);
+    for (int i = 0; i < 9; i++)
+        msgpack_pack_float(&pk, i == 0 || i == 4 ? 1.0f : 0.0f);
+    put("req-set_slice");
+    /* more keys than the pairwise duplicate check handles: seeds the sorting path */
+    begin();
+    tl_proto_begin_req(&pk, 3, "configure", true);
+    msgpack_pack_map(&pk, 40);
+    for (int i = 0; i < 40; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "opt%02d", i);
+        tl_proto_pack_kv_u64(&pk, key, (uint64_t)i * 1000);
+    }
+    put("req-many-args");
+
+    begin();
+    tl_proto_begin_rep_ok(&pk, 1);
+    msgpack_pack_map(&pk, 2);
+    tl_proto_pack_kv_u64(&pk, "frames", 123456);
+    tl_proto_pack_kv_double(&pk, "fps", 812.5);
+    put("rep-ok-result");
+    begin();
+    tl_proto_begin_rep_ok(&pk, 2);
+    msgpack_pack_nil(&pk);
+    put("rep-ok-nil");
+    begin();
+    tl_proto_pack_rep_error(&pk, 3, TL_PROTO_E_UNKNOWN_CMD, "unknown command \"stat\"");
+    put("rep-error");
+
+    float orient[9] = {1024, 0, 0, 0, 1024, 0, -512, -512, 100}; /* row z = 100 */
+    tl_proto_slice s = {.id = S("z-mid"), .seq = 17, .shape = {1024, 1024},
+                        .dtype = TL_PROTO_F32, .projections_used = 898, .missing = 2,
+                        .window_first = 100, .window_last = 999, .t_acq = 1761234567890123456ull,
+                        .t_pub = 1761234567893123456ull, .kernel = S("cpu-ref")};
+    memcpy(s.orientation, orient, sizeof orient);
+    begin();
+    tl_proto_encode_slice(&sb, &s);
+    put("slice-min");
+    s.t_recv = 1761234567890223456ull;
+    s.t_done = 1761234567892123456ull;
+    s.id = S("ortho.x_1");
+    s.final = true;
+    begin();
+    tl_proto_encode_slice(&sb, &s);
+    put("slice-full");
+
+    msgpack_sbuffer_destroy(&sb);
+    return 0;
+}

@@ -1,0 +1,497 @@
+/* check_proto.c — protocol round trips: every message type is encoded with the public
+ * encoders, decoded, and compared field by field with what went in; plus the name tables,
+ * the slice topic, the frame size arithmetic, and the checked-in golden headers
+ * (tests/fuzz/corpus, which also seed the fuzzer) all decoding.
+ *
+ * Values are chosen to exercise encodings (integers above 2^32, negative and fractional
+ * doubles, float32 orientation entries that are not exact in decimal), not just defaults.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/protocol.h"
+#include "tests/testutil.h"
+#include "tests/unit/check_proto_util.h"
+
+#define ALL (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE)
+
+static tl_proto_decoder *dec;
+static msgpack_sbuffer sb;
+
+static void setup(void)
+{
+    dec = tl_proto_decoder_new();
+    ck_assert_ptr_nonnull(dec);
+    msgpack_sbuffer_init(&sb);
+}
+
+static void teardown(void)
+{
+    tl_proto_decoder_free(dec);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* Decodes sb with every type accepted and fails the test with the decoder's message. */
+static tl_proto_msg decode_ok(tl_msg_type want)
+{
+    tl_proto_msg m;
+    tl_proto_error err;
+    tl_proto_err rc = tl_proto_decode(dec, sb.data, sb.size, ALL, &m, &err);
+    ck_assert_msg(rc == TL_PROTO_OK, "decode: %s: %s", tl_proto_err_name(rc), err.message);
+    ck_assert_int_eq(err.code, TL_PROTO_OK);
+    ck_assert_int_eq(m.type, want);
+    return m;
+}
+
+static void assert_str(tl_proto_str s, const char *want)
+{
+    ck_assert_msg(tl_proto_str_eq(s, want), "got \"%.*s\", want \"%s\"", (int)s.len, s.ptr,
+                  want);
+}
+
+/* ---- scan ------------------------------------------------------------------------------ */
+
+static void check_scan(const tl_proto_scan *in)
+{
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_scan(&sb, in), 0);
+    tl_proto_msg m = decode_ok(TL_MSG_SCAN);
+    const tl_proto_scan *o = &m.scan;
+    ck_assert_uint_eq(o->series, in->series);
+    ck_assert_int_eq(o->geometry, in->geometry);
+    ck_assert_uint_eq(o->rows, in->rows);
+    ck_assert_uint_eq(o->cols, in->cols);
+    ck_assert_int_eq(o->dtype, in->dtype);
+    ck_assert_uint_eq(o->window, in->window);
+    ck_assert_uint_eq(o->darks, in->darks);
+    ck_assert_uint_eq(o->flats, in->flats);
+    ck_assert_uint_eq(o->first_index, in->first_index);
+    ck_assert_int_eq(o->has_center, in->has_center);
+    if (in->has_center)
+        ck_assert(o->center == in->center);
+    ck_assert_int_eq(o->has_angles, in->has_angles);
+    if (in->has_angles) {
+        ck_assert(o->angle_start == in->angle_start);
+        ck_assert(o->angle_step == in->angle_step);
+    }
+    ck_assert_uint_eq(o->filter.len, in->filter.len);
+    if (in->filter.len)
+        ck_assert_mem_eq(o->filter.ptr, in->filter.ptr, in->filter.len);
+    ck_assert_int_eq(o->already_linear, in->already_linear);
+}
+
+START_TEST(scan_required_only)
+{
+    tl_proto_scan s = {.series = 1, .geometry = TL_PROTO_PARALLEL, .rows = 2048, .cols = 2560,
+                       .dtype = TL_PROTO_U16, .window = 1800};
+    check_scan(&s);
+}
+END_TEST
+
+START_TEST(scan_all_optional)
+{
+    const char *filt = "shepp-logan";
+    tl_proto_scan s = {.series = 0x123456789abull, .geometry = TL_PROTO_CONE, .rows = 7,
+                       .cols = 65536, .dtype = TL_PROTO_F32, .window = TL_PROTO_MAX_WINDOW,
+                       .darks = 20, .flats = 4000000000u, .first_index = 1ull << 40,
+                       .has_center = true, .center = 1279.25, .has_angles = true,
+                       .angle_start = -M_PI / 3, .angle_step = M_PI / 1800,
+                       .filter = {filt, strlen(filt)}, .already_linear = true};
+    check_scan(&s);
+}
+END_TEST
+
+/* ---- frame ----------------------------------------------------------------------------- */
+
+/* One loop iteration per (kind, dtype); odd iterations also carry every optional key. */
+START_TEST(frame_each_kind_dtype)
+{
+    tl_proto_kind kind = (tl_proto_kind)(_i / 4);
+    tl_proto_dtype dtype = (tl_proto_dtype)(_i % 4);
+    bool opt = _i % 2;
+    tl_proto_frame f = {.series = 9, .index = (uint64_t)_i * 1000003u + (1ull << 33),
+                        .kind = kind, .dtype = dtype, .rows = 3 + (uint32_t)_i, .cols = 5,
+                        .has_angle = opt, .angle = opt ? -0.7853981633974483 : 0,
+                        .has_t_acq = opt, .t_acq = opt ? 1761234567890123456ull : 0,
+                        .has_center_offset = opt, .center_offset = opt ? -0.375 : 0};
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_frame(&sb, &f), 0);
+    tl_proto_msg m = decode_ok(TL_MSG_FRAME);
+    const tl_proto_frame *o = &m.frame;
+    ck_assert_uint_eq(o->series, f.series);
+    ck_assert_uint_eq(o->index, f.index);
+    ck_assert_int_eq(o->kind, kind);
+    ck_assert_int_eq(o->dtype, dtype);
+    ck_assert_uint_eq(o->rows, f.rows);
+    ck_assert_uint_eq(o->cols, f.cols);
+    ck_assert_int_eq(o->has_angle, opt);
+    ck_assert(o->angle == f.angle);
+    ck_assert_int_eq(o->has_t_acq, opt);
+    ck_assert_uint_eq(o->t_acq, f.t_acq);
+    ck_assert_int_eq(o->has_center_offset, opt);
+    ck_assert(o->center_offset == f.center_offset);
+    ck_assert_ptr_null(o->payload); /* header-only decode */
+    ck_assert_uint_eq(o->payload_len, 0);
+}
+END_TEST
+
+START_TEST(end_roundtrip)
+{
+    tl_proto_end e = {.series = UINT64_MAX};
+    ck_assert_int_eq(tl_proto_encode_end(&sb, &e), 0);
+    tl_proto_msg m = decode_ok(TL_MSG_END);
+    ck_assert_uint_eq(m.end.series, UINT64_MAX);
+}
+END_TEST
+
+/* ---- control --------------------------------------------------------------------------- */
+
+START_TEST(req_without_args)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    ck_assert_int_eq(tl_proto_begin_req(&pk, 77, "status", false), 0);
+    tl_proto_msg m = decode_ok(TL_MSG_REQ);
+    ck_assert_uint_eq(m.req.id, 77);
+    assert_str(m.req.cmd, "status");
+    ck_assert_ptr_null(m.req.args);
+}
+END_TEST
+
+START_TEST(req_with_args)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    ck_assert_int_eq(tl_proto_begin_req(&pk, 1ull << 50, "set_slice", true), 0);
+    msgpack_pack_map(&pk, 4);
+    tl_proto_pack_kv_str(&pk, "id", "z-top.1");
+    tl_proto_pack_kv_u64(&pk, "z", 1023);
+    tl_proto_pack_kv_double(&pk, "gain", -2.5e-3);
+    tl_proto_pack_kv_bool(&pk, "pinned", true);
+    tl_proto_msg m = decode_ok(TL_MSG_REQ);
+    ck_assert_uint_eq(m.req.id, 1ull << 50);
+    assert_str(m.req.cmd, "set_slice");
+    ck_assert_ptr_nonnull(m.req.args);
+    ck_assert_int_eq(m.req.args->type, MSGPACK_OBJECT_MAP);
+
+    tl_proto_error err;
+    tl_proto_str id;
+    uint32_t z;
+    double gain;
+    bool pinned;
+    ck_assert_int_eq(tl_proto_get_str(m.req.args, "id", true, &id, &err), TL_PROTO_OK);
+    assert_str(id, "z-top.1");
+    ck_assert_int_eq(tl_proto_get_u32(m.req.args, "z", true, &z, &err), TL_PROTO_OK);
+    ck_assert_uint_eq(z, 1023);
+    ck_assert_int_eq(tl_proto_get_double(m.req.args, "gain", true, &gain, &err), TL_PROTO_OK);
+    ck_assert(gain == -2.5e-3);
+    ck_assert_int_eq(tl_proto_get_bool(m.req.args, "pinned", true, &pinned, &err), TL_PROTO_OK);
+    ck_assert(pinned);
+}
+END_TEST
+
+START_TEST(rep_ok_with_result)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    ck_assert_int_eq(tl_proto_begin_rep_ok(&pk, 12), 0);
+    msgpack_pack_map(&pk, 2);
+    tl_proto_pack_kv_u64(&pk, "frames", 123456789012ull);
+    tl_proto_pack_cstr(&pk, "versions");
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_uint64(&pk, 1);
+    tl_proto_msg m = decode_ok(TL_MSG_REP);
+    ck_assert_uint_eq(m.rep.id, 12);
+    ck_assert(m.rep.ok);
+    ck_assert_ptr_nonnull(m.rep.result);
+    uint64_t frames;
+    tl_proto_error err;
+    ck_assert_int_eq(tl_proto_get_u64(m.rep.result, "frames", true, &frames, &err), 0);
+    ck_assert_uint_eq(frames, 123456789012ull);
+    const msgpack_object *v = tl_proto_map_get(m.rep.result, "versions");
+    ck_assert_ptr_nonnull(v);
+    ck_assert_int_eq(v->type, MSGPACK_OBJECT_ARRAY);
+    ck_assert_uint_eq(v->via.array.size, 1);
+    ck_assert_uint_eq(v->via.array.ptr[0].via.u64, TL_PROTO_VERSION);
+}
+END_TEST
+
+START_TEST(rep_ok_nil_result)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    ck_assert_int_eq(tl_proto_begin_rep_ok(&pk, 3), 0);
+    msgpack_pack_nil(&pk);
+    tl_proto_msg m = decode_ok(TL_MSG_REP);
+    ck_assert(m.rep.ok);
+    ck_assert_ptr_null(m.rep.result);
+}
+END_TEST
+
+START_TEST(rep_error)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    const char *msg = "no slice \"z9\"";
+    ck_assert_int_eq(tl_proto_pack_rep_error(&pk, 99, TL_PROTO_E_NOT_FOUND, msg), 0);
+    tl_proto_msg m = decode_ok(TL_MSG_REP);
+    ck_assert_uint_eq(m.rep.id, 99);
+    ck_assert(!m.rep.ok);
+    ck_assert_int_eq(m.rep.code, TL_PROTO_E_NOT_FOUND);
+    assert_str(m.rep.message, msg);
+    ck_assert_ptr_null(m.rep.result);
+}
+END_TEST
+
+/* ---- slice ----------------------------------------------------------------------------- */
+
+START_TEST(slice_roundtrip)
+{
+    bool opt = _i == 1;
+    const char *id = opt ? "ortho_x.0-A" : "z";
+    const char *kern = "cpu-ref";
+    tl_proto_slice s = {.id = {id, strlen(id)}, .seq = 1ull << 35, .shape = {512, 384},
+                        .dtype = TL_PROTO_F32,
+                        .orientation = {1.0f, 0, 0, 0, 0.1f, -1.0f / 3, -256.5f, 1e-7f, 3e7f},
+                        .projections_used = 1799, .missing = 1, .window_first = 100,
+                        .window_last = 1899, .t_acq = 1761234567890123456ull,
+                        .t_pub = 1761234567899999999ull, .t_recv = opt ? 1761234567891ull : 0,
+                        .t_done = opt ? 1761234567898ull : 0, .final = opt,
+                        .kernel = {kern, strlen(kern)}};
+    ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
+    tl_proto_msg m = decode_ok(TL_MSG_SLICE);
+    const tl_proto_slice *o = &m.slice;
+    assert_str(o->id, id);
+    ck_assert_uint_eq(o->seq, s.seq);
+    ck_assert_uint_eq(o->shape[0], 512);
+    ck_assert_uint_eq(o->shape[1], 384);
+    ck_assert_int_eq(o->dtype, TL_PROTO_F32);
+    for (int i = 0; i < 9; i++)
+        ck_assert_msg(o->orientation[i] == s.orientation[i], "orientation[%d]", i);
+    ck_assert_uint_eq(o->projections_used, 1799);
+    ck_assert_uint_eq(o->missing, 1);
+    ck_assert_uint_eq(o->window_first, 100);
+    ck_assert_uint_eq(o->window_last, 1899);
+    ck_assert_uint_eq(o->t_acq, s.t_acq);
+    ck_assert_uint_eq(o->t_pub, s.t_pub);
+    ck_assert_uint_eq(o->t_recv, s.t_recv);
+    ck_assert_uint_eq(o->t_done, s.t_done);
+    ck_assert_int_eq(o->final, opt);
+    assert_str(o->kernel, kern);
+}
+END_TEST
+
+/* ---- names, topic, sizes ---------------------------------------------------------------- */
+
+START_TEST(names)
+{
+    const char *dn[] = {"u8", "u16", "u32", "f32"};
+    const size_t ds[] = {1, 2, 4, 4};
+    for (int i = 0; i < 4; i++) {
+        tl_proto_dtype t;
+        ck_assert_str_eq(tl_proto_dtype_name((tl_proto_dtype)i), dn[i]);
+        ck_assert_uint_eq(tl_proto_dtype_size((tl_proto_dtype)i), ds[i]);
+        ck_assert(tl_proto_dtype_parse(dn[i], strlen(dn[i]), &t));
+        ck_assert_int_eq(t, i);
+    }
+    const char *kn[] = {"dark", "flat", "proj"};
+    for (int i = 0; i < 3; i++) {
+        tl_proto_kind k;
+        ck_assert_str_eq(tl_proto_kind_name((tl_proto_kind)i), kn[i]);
+        ck_assert(tl_proto_kind_parse(kn[i], strlen(kn[i]), &k));
+        ck_assert_int_eq(k, i);
+    }
+    ck_assert_str_eq(tl_proto_geometry_name(TL_PROTO_PARALLEL), "parallel");
+    ck_assert_str_eq(tl_proto_geometry_name(TL_PROTO_CONE), "cone");
+    tl_proto_dtype t;
+    ck_assert(!tl_proto_dtype_parse("u1", 2, &t));     /* prefix of u16 */
+    ck_assert(!tl_proto_dtype_parse("u16 ", 4, &t));   /* trailing space */
+    ck_assert(!tl_proto_dtype_parse("u8\0x", 4, &t));  /* embedded NUL */
+    ck_assert_str_eq(tl_proto_dtype_name((tl_proto_dtype)9), "?");
+    ck_assert_uint_eq(tl_proto_dtype_size((tl_proto_dtype)9), 0);
+
+    /* every error code has its own name */
+    const tl_proto_err codes[] = {
+        TL_PROTO_OK, TL_PROTO_E_PARTS, TL_PROTO_E_TOO_BIG, TL_PROTO_E_MALFORMED,
+        TL_PROTO_E_LIMIT, TL_PROTO_E_NOT_MAP, TL_PROTO_E_DUP_KEY, TL_PROTO_E_VERSION,
+        TL_PROTO_E_TYPE, TL_PROTO_E_MISSING, TL_PROTO_E_KEY_TYPE, TL_PROTO_E_NOT_FINITE,
+        TL_PROTO_E_RANGE, TL_PROTO_E_DTYPE, TL_PROTO_E_KIND, TL_PROTO_E_OVERFLOW,
+        TL_PROTO_E_PAYLOAD, TL_PROTO_E_UNKNOWN_CMD, TL_PROTO_E_BAD_ARG, TL_PROTO_E_NOT_FOUND,
+        TL_PROTO_E_STATE, TL_PROTO_E_UNSUPPORTED, TL_PROTO_E_RESOURCE, TL_PROTO_E_INTERNAL};
+    size_t nc = sizeof codes / sizeof codes[0];
+    for (size_t i = 0; i < nc; i++) {
+        ck_assert_str_ne(tl_proto_err_name(codes[i]), "E_?");
+        for (size_t j = 0; j < i; j++)
+            ck_assert_str_ne(tl_proto_err_name(codes[i]), tl_proto_err_name(codes[j]));
+    }
+    ck_assert_str_eq(tl_proto_err_name((tl_proto_err)17), "E_?");
+    ck_assert_str_eq(tl_proto_err_name(TL_PROTO_E_PAYLOAD), "E_PAYLOAD");
+
+    tl_proto_error err;
+    ck_assert_int_eq(tl_proto_fail(&err, TL_PROTO_E_RANGE, "x=%d", 5), TL_PROTO_E_RANGE);
+    ck_assert_int_eq(err.code, TL_PROTO_E_RANGE);
+    ck_assert_str_eq(err.message, "x=5");
+    ck_assert_int_eq(tl_proto_fail(NULL, TL_PROTO_E_KIND, "ignored"), TL_PROTO_E_KIND);
+}
+END_TEST
+
+START_TEST(slice_topic)
+{
+    char a[80], b[80];
+    size_t na = tl_proto_slice_topic(a, sizeof a, "1", 1);
+    size_t nb = tl_proto_slice_topic(b, sizeof b, "10", 2);
+    ck_assert_uint_eq(na, strlen("slice/1/"));
+    ck_assert_str_eq(a, "slice/1/");
+    ck_assert_str_eq(b, "slice/10/");
+    /* prefix-free: a subscription to slice 1 must not match slice 10 */
+    ck_assert(nb < na || memcmp(a, b, na) != 0);
+    ck_assert_uint_eq(tl_proto_slice_topic(a, na, "1", 1), 0);      /* no room for the NUL */
+    ck_assert_uint_eq(tl_proto_slice_topic(a, na + 1, "1", 1), na);
+    ck_assert_uint_eq(tl_proto_slice_topic(a, sizeof a, "", 0), 0);  /* invalid ids */
+    ck_assert_uint_eq(tl_proto_slice_topic(a, sizeof a, "a/b", 3), 0);
+    ck_assert_uint_eq(tl_proto_slice_topic(a, sizeof a, "a b", 3), 0);
+    char id[TL_PROTO_MAX_ID + 2];
+    memset(id, 'x', sizeof id);
+    ck_assert_uint_eq(tl_proto_slice_topic(a, sizeof a, id, TL_PROTO_MAX_ID), 7 + 64);
+    ck_assert_uint_eq(tl_proto_slice_topic(a, sizeof a, id, TL_PROTO_MAX_ID + 1), 0);
+}
+END_TEST
+
+START_TEST(frame_bytes)
+{
+    size_t n = 0;
+    tl_proto_error err;
+    ck_assert_int_eq(tl_proto_frame_bytes(2048, 2560, TL_PROTO_U16, &n, &err), TL_PROTO_OK);
+    ck_assert_uint_eq(n, 2048u * 2560u * 2u);
+    /* the limit is exclusive: 2^31 - 65536 fits, 2^31 does not */
+    ck_assert_int_eq(tl_proto_frame_bytes(32767, 65536, TL_PROTO_U8, &n, &err), TL_PROTO_OK);
+    ck_assert_uint_eq(n, 32767u * 65536u);
+    ck_assert_int_eq(tl_proto_frame_bytes(32768, 65536, TL_PROTO_U8, &n, &err),
+                     TL_PROTO_E_OVERFLOW);
+    ck_assert_int_eq(tl_proto_frame_bytes(65536, 65536, TL_PROTO_F32, &n, &err),
+                     TL_PROTO_E_OVERFLOW);
+    /* 64-bit wrap-around: (2^32-1)^2 * 4 overflows uint64 */
+    ck_assert_int_eq(tl_proto_frame_bytes(UINT32_MAX, UINT32_MAX, TL_PROTO_F32, &n, &err),
+                     TL_PROTO_E_OVERFLOW);
+    ck_assert_int_eq(tl_proto_frame_bytes(0, 5, TL_PROTO_U8, &n, &err), TL_PROTO_E_RANGE);
+    ck_assert_int_eq(tl_proto_frame_bytes(5, 5, (tl_proto_dtype)7, &n, &err), TL_PROTO_E_DTYPE);
+    ck_assert_int_eq(tl_proto_check_payload(3, 5, TL_PROTO_U32, 60, &err), TL_PROTO_OK);
+    ck_assert_int_eq(tl_proto_check_payload(3, 5, TL_PROTO_U32, 59, &err), TL_PROTO_E_PAYLOAD);
+    ck_assert_int_eq(tl_proto_check_payload(3, 5, TL_PROTO_U32, 61, &err), TL_PROTO_E_PAYLOAD);
+    ck_assert_ptr_nonnull(strstr(err.message, "61"));
+}
+END_TEST
+
+/* Headers of exactly the limit are accepted (the unknown filler key is ignored). */
+START_TEST(header_at_limit)
+{
+    static char filler[TL_PROTO_MAX_HEADER];
+    tlt_pack_text(&sb, "{\"v\": 1, \"type\": \"end\", \"series\": 4, \"pad\": \"\"}");
+    size_t base = sb.size - 1; /* without the empty str */
+    size_t pad = TL_PROTO_MAX_HEADER - base - 3;  /* str16 header is 3 bytes */
+    memset(filler, 'p', pad);
+    msgpack_sbuffer_clear(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 4);
+    tl_proto_pack_kv_u64(&pk, "v", 1);
+    tl_proto_pack_kv_str(&pk, "type", "end");
+    tl_proto_pack_kv_u64(&pk, "series", 4);
+    tl_proto_pack_cstr(&pk, "pad");
+    msgpack_pack_str_with_body(&pk, filler, pad);
+    ck_assert_uint_eq(sb.size, TL_PROTO_MAX_HEADER);
+    tl_proto_msg m = decode_ok(TL_MSG_END);
+    ck_assert_uint_eq(m.end.series, 4);
+}
+END_TEST
+
+/* The checked-in golden headers (also the fuzz seed corpus) all decode. */
+START_TEST(golden_corpus)
+{
+    const char *top = getenv("top_srcdir");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus", top ? top : ".");
+    DIR *dp = opendir(dir);
+    ck_assert_msg(dp != NULL, "cannot open %s", dir);
+    int files = 0, types = 0;
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        ck_assert_ptr_nonnull(f);
+        static char buf[TL_PROTO_MAX_HEADER + 1];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        tl_proto_msg m;
+        tl_proto_error err;
+        tl_proto_err rc = tl_proto_decode(dec, buf, n, ALL, &m, &err);
+        ck_assert_msg(rc == TL_PROTO_OK, "%s: %s: %s", e->d_name, tl_proto_err_name(rc),
+                      err.message);
+        types |= m.type;
+        files++;
+    }
+    closedir(dp);
+    ck_assert_int_ge(files, 6);
+    ck_assert_int_eq(types, ALL); /* every type has a golden header */
+}
+END_TEST
+
+/* Many decodes on one decoder: results of each are right although the zone is reused. */
+START_TEST(decoder_reuse)
+{
+    for (uint64_t i = 0; i < 1000; i++) {
+        msgpack_sbuffer_clear(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        tl_proto_begin_req(&pk, i, i % 2 ? "status" : "get", true);
+        msgpack_pack_map(&pk, 1);
+        tl_proto_pack_kv_u64(&pk, "n", i * 3);
+        tl_proto_msg m = decode_ok(TL_MSG_REQ);
+        uint64_t n = 0;
+        ck_assert_int_eq(tl_proto_get_u64(m.req.args, "n", true, &n, NULL), TL_PROTO_OK);
+        ck_assert_uint_eq(n, i * 3);
+        ck_assert_uint_eq(m.req.id, i);
+    }
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("proto");
+    TCase *tc = tcase_create("roundtrip");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, scan_required_only);
+    tcase_add_test(tc, scan_all_optional);
+    tcase_add_loop_test(tc, frame_each_kind_dtype, 0, 12);
+    tcase_add_test(tc, end_roundtrip);
+    tcase_add_test(tc, req_without_args);
+    tcase_add_test(tc, req_with_args);
+    tcase_add_test(tc, rep_ok_with_result);
+    tcase_add_test(tc, rep_ok_nil_result);
+    tcase_add_test(tc, rep_error);
+    tcase_add_loop_test(tc, slice_roundtrip, 0, 2);
+    suite_add_tcase(s, tc);
+    TCase *tm = tcase_create("misc");
+    tcase_add_checked_fixture(tm, setup, teardown);
+    tcase_add_test(tm, names);
+    tcase_add_test(tm, slice_topic);
+    tcase_add_test(tm, frame_bytes);
+    tcase_add_test(tm, header_at_limit);
+    tcase_add_test(tm, golden_corpus);
+    tcase_add_test(tm, decoder_reuse);
+    suite_add_tcase(s, tm);
+    return s;
+}
+
+int main(void)
+{
+    return tl_run_suite(suite(), false);
+}
