@@ -15,18 +15,26 @@
 #define CAT(a, b) CAT_(a, b)
 #define FN(name) CAT(name, SFX)
 
-/* One raw pixel as a real number. */
+/* One raw pixel as a real number. Frames arrive in ZeroMQ buffers that need not be aligned
+ * for their dtype, so samples are read with memcpy (which compiles to a plain load). */
 static inline REAL FN(pixel)(const void *row, tl_dtype t, uint32_t c)
 {
+    const unsigned char *p = row;
+    uint16_t u16;
+    uint32_t u32;
+    float f32;
     switch (t) {
     case TL_DTYPE_U8:
-        return (REAL)((const uint8_t *)row)[c];
+        return (REAL)p[c];
     case TL_DTYPE_U16:
-        return (REAL)((const uint16_t *)row)[c];
+        memcpy(&u16, p + 2 * (size_t)c, 2);
+        return (REAL)u16;
     case TL_DTYPE_U32:
-        return (REAL)((const uint32_t *)row)[c];
+        memcpy(&u32, p + 4 * (size_t)c, 4);
+        return (REAL)u32;
     case TL_DTYPE_F32:
-        return (REAL)((const float *)row)[c];
+        memcpy(&f32, p + 4 * (size_t)c, 4);
+        return (REAL)f32;
     }
     return 0;
 }
