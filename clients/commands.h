@@ -2,11 +2,15 @@
  *
  * Each is a main() of its own: argv[0] is the subcommand's name, options follow. Each
  * prints its errors as "tomolive <name>: <message>" on stderr and returns the exit status
- * (0 done, 1 failed, 2 usage error).
+ * (0 done, 1 failed, 2 usage error; 3 timeout for the commands that wait on the daemon).
  */
 #ifndef TL_COMMANDS_H
 #define TL_COMMANDS_H
 
+int tl_cmd_push(int argc, char **argv);
+int tl_cmd_sub(int argc, char **argv);
+int tl_cmd_ctl(int argc, char **argv);
 int tl_cmd_recon(int argc, char **argv);
+int tl_cmd_bench(int argc, char **argv);
 
 #endif

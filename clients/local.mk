@@ -1,5 +1,6 @@
 # clients/ — the `tomolive` command line tool: one program, a subcommand per file
-# (tomolive.c holds the dispatch table), and the image-file helpers the subcommands share.
+# (tomolive.c holds the dispatch table), and the helpers the subcommands share: image files,
+# angle/index lists, JSON <-> msgpack.
 noinst_LIBRARIES += clients/libtlimages.a
 clients_libtlimages_a_SOURCES = \
 	clients/tiff.h clients/tiff.c \
@@ -8,9 +9,19 @@ clients_libtlimages_a_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS)
 # what a program that reads or writes TIFF stacks or PNG previews links
 IMAGE_LIBS = clients/libtlimages.a $(TIFF_LIBS) $(PNG_LIBS)
 
+# JSON <-> msgpack (tomolive ctl), a library of its own so unit tests link it alone
+noinst_LIBRARIES += clients/libtljson.a
+clients_libtljson_a_SOURCES = clients/jsonpack.h clients/jsonpack.c
+clients_libtljson_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(MSGPACK_CFLAGS)
+JSONPACK_LIBS = clients/libtljson.a $(JANSSON_LIBS) $(MSGPACK_LIBS)
+
 bin_PROGRAMS += clients/tomolive
 clients_tomolive_SOURCES = \
 	clients/tomolive.c clients/commands.h \
-	clients/recon.c
-clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS)
-clients_tomolive_LDADD = clients/libtlimages.a $(ENGINE_LIBS) $(TIFF_LIBS) $(PNG_LIBS)
+	clients/angles.h clients/angles.c \
+	clients/push.c clients/push_source.h clients/push_source.c \
+	clients/sub.c clients/ctl.c clients/recon.c clients/bench.c
+clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
+	$(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+clients_tomolive_LDADD = clients/libtlimages.a clients/libtljson.a $(PROTO_LIBS) \
+	$(ENGINE_LIBS) $(TIFF_LIBS) $(PNG_LIBS) $(JANSSON_LIBS)

@@ -1,6 +1,8 @@
 /* recon.c — `tomolive recon`: filtered back projection of TIFF stacks, offline.
  *
- * The same engine the daemon runs, driven from files: the window is the whole scan, darks
+ * The same engine the daemon runs, driven from files: the window is the whole scan (or, with
+ * --window N and --indices, the N projections of a scan whose stream lost some, so a
+ * daemon's slice can be reproduced offline with the same pi / N weights), darks
  * and flats are submitted first (one batch each, averaged by the engine), then every
  * projection, then horizontal slices are reconstructed in batches and written as they come
  * (a 2048-row reconstruction does not fit in memory at once). Only the requested detector
@@ -20,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clients/angles.h"
 #include "clients/commands.h"
 #include "clients/tiff.h"
 #include "gpu/engine.h"
@@ -28,7 +31,7 @@
 
 typedef struct {
     const char *input, *darks, *flats, *angles_deg, *angles_file, *output;
-    const char *filter, *rows, *backend, *center, *size;
+    const char *filter, *rows, *backend, *center, *size, *window, *indices;
     bool already_linear, verbose;
 } options;
 
@@ -36,7 +39,8 @@ static const char usage_text[] =
     "usage: tomolive recon --input P.tif [--darks D.tif] [--flats F.tif]\n"
     "                      (--angles-deg START:STOP:COUNT | --angles FILE)\n"
     "                      [--center C] [--filter NAME] [--rows A:B] [--already-linear]\n"
-    "                      [--backend cpu|cuda|auto] [--size N] [-v] --output OUT.tif\n"
+    "                      [--backend cpu|cuda|auto] [--size N] [--window N]\n"
+    "                      [--indices FILE] [-v] --output OUT.tif\n"
     "\n"
     "Reconstructs horizontal slices from a multi-page TIFF of projections (one page per\n"
     "projection; uint8/16/32 or float32) by filtered back projection.\n"
@@ -54,6 +58,14 @@ static const char usage_text[] =
     "      --already-linear  input is line integrals already: no -log\n"
     "      --backend NAME    cpu, cuda or auto (default)\n"
     "      --size N          slices of N x N pixels (default cols)\n"
+    "      --window N        the window the FBP weights assume: each projection weighs\n"
+    "                        pi / N (default N = the number of pages; also with --angles).\n"
+    "                        With --indices it reproduces a stream of an N-projection scan\n"
+    "                        in which some projections were lost\n"
+    "      --indices FILE    frame index of each page, one per line in page order (default\n"
+    "                        0 .. pages-1); all within N of the largest. The angles are then\n"
+    "                        one per page, or one per frame index (e.g. --angles-deg\n"
+    "                        0:180:N, the whole scan's schedule)\n"
     "  -o, --output FILE     float32 TIFF, one page per row\n"
     "  -v, --verbose         say which backend and kernel ran\n"
     "\n"
@@ -72,81 +84,6 @@ __attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
 }
 
 /* ---- option values ------------------------------------------------------------------- */
-
-static bool parse_angles_deg(const char *s, double **out, uint32_t *n)
-{
-    char *end;
-    double start = strtod(s, &end);
-    if (end == s || *end != ':')
-        return false;
-    const char *p = end + 1;
-    double stop = strtod(p, &end);
-    if (end == p || *end != ':')
-        return false;
-    p = end + 1;
-    errno = 0;
-    long long count = strtoll(p, &end, 10);
-    if (end == p || *end || errno || count < 1 || count > 10000000 || !isfinite(start) ||
-        !isfinite(stop) || start == stop)
-        return false;
-    double *a = malloc((size_t)count * sizeof *a);
-    if (!a)
-        return false;
-    for (long long i = 0; i < count; i++)
-        a[i] = (start + (double)i * (stop - start) / (double)count) * M_PI / 180.0;
-    *out = a;
-    *n = (uint32_t)count;
-    return true;
-}
-
-static int read_angles_file(const char *path, double **out, uint32_t *n)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return fail("cannot open angles file '%s': %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0, count = 0, alloc = 0, lineno = 0;
-    double *a = NULL;
-    int rc = 0;
-    while (getline(&line, &cap, f) >= 0) {
-        lineno++;
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *p = line + strspn(line, " \t\r\n");
-        if (!*p)
-            continue;
-        char *end;
-        double deg = strtod(p, &end);
-        if (end == p || end[strspn(end, " \t\r\n")] || !isfinite(deg)) {
-            p[strcspn(p, "\r\n")] = '\0';
-            rc = fail("angles file '%s' line %zu: not an angle in degrees: '%s'", path, lineno,
-                      p);
-            break;
-        }
-        if (count == alloc) {
-            alloc = alloc ? 2 * alloc : 1024;
-            double *na = realloc(a, alloc * sizeof *na);
-            if (!na) {
-                rc = fail("out of memory reading '%s'", path);
-                break;
-            }
-            a = na;
-        }
-        a[count++] = deg * M_PI / 180.0;
-    }
-    free(line);
-    fclose(f);
-    if (rc == 0 && count == 0)
-        rc = fail("angles file '%s' holds no angles", path);
-    if (rc) {
-        free(a);
-        return rc;
-    }
-    *out = a;
-    *n = (uint32_t)count;
-    return 0;
-}
 
 /* "A:B", either side may be empty (0 and rows). */
 static bool parse_rows(const char *s, uint32_t rows, uint32_t *a, uint32_t *b)
@@ -203,8 +140,9 @@ typedef struct {
     bool progress;
 } feeder;
 
+/* Submits every page; page i is frame index indices[i] (i when indices is NULL). */
 static int submit_stack(feeder *fd, tl_tiff_reader *r, tl_frame_kind kind,
-                        const double *angles, const char *what)
+                        const double *angles, const uint64_t *indices, const char *what)
 {
     char err[512];
     for (uint32_t i = 0; i < r->pages; i++) {
@@ -218,7 +156,7 @@ static int submit_stack(feeder *fd, tl_tiff_reader *r, tl_frame_kind kind,
         size_t pitch = (size_t)fd->cols * tl_dtype_size(fd->dtype);
         tl_frame f = {
             .kind = kind,
-            .index = i,
+            .index = indices ? indices[i] : i,
             .angle = angles ? angles[i] : 0.0,
             .dtype = fd->dtype,
             .rows = fd->nrows,
@@ -301,7 +239,7 @@ static int reconstruct_rows(tl_engine *e, uint32_t nrows, uint32_t n, tl_tiff_wr
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_DARKS = 256, O_FLATS, O_ANGLES_DEG, O_ANGLES, O_CENTER, O_FILTER, O_ROWS,
-           O_LINEAR, O_BACKEND, O_SIZE };
+           O_LINEAR, O_BACKEND, O_SIZE, O_WINDOW, O_INDICES };
     static const struct option longopts[] = {
         {"input", required_argument, NULL, 'i'},
         {"darks", required_argument, NULL, O_DARKS},
@@ -314,6 +252,8 @@ static int parse_options(int argc, char **argv, options *o)
         {"already-linear", no_argument, NULL, O_LINEAR},
         {"backend", required_argument, NULL, O_BACKEND},
         {"size", required_argument, NULL, O_SIZE},
+        {"window", required_argument, NULL, O_WINDOW},
+        {"indices", required_argument, NULL, O_INDICES},
         {"output", required_argument, NULL, 'o'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -339,6 +279,8 @@ static int parse_options(int argc, char **argv, options *o)
         case O_LINEAR: o->already_linear = true; break;
         case O_BACKEND: o->backend = optarg; break;
         case O_SIZE: o->size = optarg; break;
+        case O_WINDOW: o->window = optarg; break;
+        case O_INDICES: o->indices = optarg; break;
         default:
             fprintf(stderr, ME ": %s '%s' (see tomolive recon --help)\n",
                     c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
@@ -356,6 +298,7 @@ static int parse_options(int argc, char **argv, options *o)
 typedef struct {
     tl_tiff_reader proj, darks, flats;
     double *angles;
+    uint64_t *indices;
     void *page;
     float *conv;
     tl_engine *engine;
@@ -369,6 +312,7 @@ static void release(resources *r)
     tl_tiff_close(&r->darks);
     tl_tiff_close(&r->flats);
     free(r->angles);
+    free(r->indices);
     free(r->page);
     free(r->conv);
     tl_engine_destroy(r->engine);
@@ -415,12 +359,23 @@ static int run(const options *o, resources *R)
                                                            size > 65536))
         return fail("bad --size '%s': need a whole number of pixels, 1 .. 65536", o->size);
 
-    uint32_t nangles = 0;
-    if (o->angles_deg && !parse_angles_deg(o->angles_deg, &R->angles, &nangles))
+    long long window = 0;
+    if (o->window && (window = strtoll(o->window, &end, 10), end == o->window || *end ||
+                                                               window < 1 || window > (1 << 24)))
+        return fail("bad --window '%s': need a whole number of projections, 1 .. %d", o->window,
+                    1 << 24);
+
+    uint32_t nangles = 0, nindices = 0;
+    char err[512];
+    if (o->angles_deg && !tl_angles_parse_deg(o->angles_deg, 0, &R->angles, &nangles))
         return fail("bad --angles-deg '%s': need START:STOP:COUNT in degrees, COUNT >= 1",
                     o->angles_deg);
-    if (o->angles_file && read_angles_file(o->angles_file, &R->angles, &nangles) != 0)
-        return 1;
+    if (o->angles_file &&
+        tl_angles_read_file(o->angles_file, &R->angles, &nangles, err, sizeof err) != 0)
+        return fail("%s", err);
+    if (o->indices && tl_indices_read_file(o->indices, &R->indices, &nindices, err,
+                                           sizeof err) != 0)
+        return fail("%s", err);
 
     /* inputs: everything checked before the engine exists */
     if (open_stack(&R->proj, o->input, "projections", NULL) ||
@@ -428,9 +383,38 @@ static int run(const options *o, resources *R)
         (o->flats && open_stack(&R->flats, o->flats, "flats", &R->proj)))
         return 1;
     const tl_tiff_reader *P = &R->proj;
-    if (P->pages != nangles)
-        return fail("page count mismatch: '%s' has %u projections but %u angles were given",
-                    P->path, P->pages, nangles);
+    if (o->indices && P->pages != nindices)
+        return fail("page count mismatch: '%s' has %u projections but '%s' holds %u indices",
+                    P->path, P->pages, o->indices, nindices);
+    /* the window is N long: every index must be within N of the newest, or the engine
+     * would reject it as stale half-way through */
+    uint32_t nwin = window ? (uint32_t)window : P->pages;
+    uint64_t newest = 0, oldest = UINT64_MAX;
+    for (uint32_t i = 0; i < P->pages; i++) {
+        uint64_t k = R->indices ? R->indices[i] : i;
+        newest = k > newest ? k : newest;
+        oldest = k < oldest ? k : oldest;
+    }
+    if (newest - oldest >= nwin)
+        return fail("the frame indices span %llu .. %llu, more than the window of %u "
+                    "projections (--window)",
+                    (unsigned long long)oldest, (unsigned long long)newest, nwin);
+    /* one angle per page; with --indices also one per frame index of the whole scan (its
+     * schedule, e.g. --angles-deg 0:180:N), from which each page takes its index's angle */
+    bool by_index = o->indices && nangles != P->pages && newest < nangles;
+    if (nangles != P->pages && !by_index)
+        return fail("page count mismatch: '%s' has %u projections but %u angles were given%s",
+                    P->path, P->pages, nangles,
+                    o->indices ? " (with --indices: one per page, or one per frame index)" : "");
+    if (by_index) {
+        double *a = malloc(P->pages * sizeof *a);
+        if (!a)
+            return fail("out of memory");
+        for (uint32_t i = 0; i < P->pages; i++)
+            a[i] = R->angles[R->indices[i]];
+        free(R->angles);
+        R->angles = a;
+    }
     uint32_t row0 = 0, row1 = P->rows;
     if (o->rows && !parse_rows(o->rows, P->rows, &row0, &row1))
         return fail("bad --rows '%s': need A:B with 0 <= A < B <= %u (the detector has %u "
@@ -449,24 +433,24 @@ static int run(const options *o, resources *R)
 
     /* the output is created before the long part, so a bad path fails at once; creating it
      * truncates, so it must not be one of the inputs */
-    const char *inputs[] = {o->input, o->darks, o->flats, o->angles_file};
+    const char *inputs[] = {o->input, o->darks, o->flats, o->angles_file, o->indices};
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
         if (inputs[i] && same_file(inputs[i], o->output))
             return fail("the output '%s' is also an input: refusing to overwrite it", o->output);
-    char err[512];
     if (tl_tiff_create(&R->out, o->output, (uint64_t)(row1 - row0) * n * n * sizeof(float),
                        err, sizeof err) != 0)
         return fail("%s", err);
     R->writing = true;
 
     tl_engine_config c;
-    tl_engine_config_init(&c, row1 - row0, P->cols, P->pages);
+    tl_engine_config_init(&c, row1 - row0, P->cols, nwin);
     c.backend = backend;
     c.dtype = dtype;
     c.center = o->center ? center : (P->cols - 1) / 2.0;
     c.filter = filter;
-    /* equally spaced angles weigh pi / N each; a file may hold any angles */
-    c.weights = o->angles_file ? TL_WEIGHTS_ANGLES : TL_WEIGHTS_UNIFORM;
+    /* equally spaced angles weigh pi / N each; a file may hold any angles, unless --window
+     * says the scan was N equally spaced ones (some lost) */
+    c.weights = o->angles_file && !o->window ? TL_WEIGHTS_ANGLES : TL_WEIGHTS_UNIFORM;
     c.already_linear = o->already_linear;
     tl_status st = tl_engine_create(&c, &R->engine);
     if (st != TL_OK)
@@ -483,9 +467,9 @@ static int run(const options *o, resources *R)
 
     feeder fd = {R->engine, dtype, row0, row1 - row0, P->cols, R->page, R->conv,
                  isatty(STDERR_FILENO) == 1};
-    if ((o->darks && submit_stack(&fd, &R->darks, TL_FRAME_DARK, NULL, "dark")) ||
-        (o->flats && submit_stack(&fd, &R->flats, TL_FRAME_FLAT, NULL, "flat")) ||
-        submit_stack(&fd, &R->proj, TL_FRAME_PROJ, R->angles, "projection"))
+    if ((o->darks && submit_stack(&fd, &R->darks, TL_FRAME_DARK, NULL, NULL, "dark")) ||
+        (o->flats && submit_stack(&fd, &R->flats, TL_FRAME_FLAT, NULL, NULL, "flat")) ||
+        submit_stack(&fd, &R->proj, TL_FRAME_PROJ, R->angles, R->indices, "projection"))
         return 1;
 
     if (reconstruct_rows(R->engine, row1 - row0, n, &R->out, fd.progress, o->verbose))

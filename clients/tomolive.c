@@ -18,7 +18,11 @@ typedef struct {
 } command;
 
 static const command commands[] = {
+    {"push", tl_cmd_push, "send a scan to the daemon: the simulated camera, or TIFF stacks"},
+    {"sub", tl_cmd_sub, "receive, print and save the slices the daemon publishes"},
+    {"ctl", tl_cmd_ctl, "send a control request to the daemon, print the reply as JSON"},
     {"recon", tl_cmd_recon, "reconstruct slices from TIFF stacks of projections (offline FBP)"},
+    {"bench", tl_cmd_bench, "time the back-projection kernels and the per-frame pipeline"},
 };
 
 static void usage(FILE *f)

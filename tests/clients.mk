@@ -1,1 +1,39 @@
-# client tests (push, sub, ctl, bench, jsonpack)
+# client tests: clients/jsonpack (unit) and the built `tomolive` push, sub, ctl, bench and
+# recon --window against sockets the tests bind themselves (no daemon needed).
+# clients_util runs the binary in the background and binds loopback sockets.
+noinst_LIBRARIES += tests/libtlclients.a
+tests_libtlclients_a_SOURCES = tests/integration/clients_util.h tests/integration/clients_util.c
+tests_libtlclients_a_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZMQ_CFLAGS)
+CLIENT_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS)
+CLIENT_TEST_LIBS = tests/libtlclients.a $(PROTO_LIBS) $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/check_jsonpack tests/integration/check_push \
+	tests/integration/check_sub tests/integration/check_ctl tests/integration/check_bench \
+	tests/integration/check_recon_window
+TESTS += tests/unit/check_jsonpack tests/integration/check_push \
+	tests/integration/check_sub tests/integration/check_ctl tests/integration/check_bench \
+	tests/integration/check_recon_window
+
+tests_unit_check_jsonpack_SOURCES = tests/unit/check_jsonpack.c
+tests_unit_check_jsonpack_CFLAGS = $(CLIENT_TEST_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_check_jsonpack_LDADD = $(JSONPACK_LIBS) $(PROTO_LIBS) $(TEST_LIBS)
+
+tests_integration_check_push_SOURCES = tests/integration/check_push.c
+tests_integration_check_push_CFLAGS = $(CLIENT_TEST_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_push_LDADD = $(CLIENT_TEST_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS)
+
+tests_integration_check_sub_SOURCES = tests/integration/check_sub.c
+tests_integration_check_sub_CFLAGS = $(CLIENT_TEST_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS)
+tests_integration_check_sub_LDADD = $(CLIENT_TEST_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS)
+
+tests_integration_check_ctl_SOURCES = tests/integration/check_ctl.c
+tests_integration_check_ctl_CFLAGS = $(CLIENT_TEST_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_ctl_LDADD = $(CLIENT_TEST_LIBS) $(JSONPACK_LIBS)
+
+tests_integration_check_bench_SOURCES = tests/integration/check_bench.c
+tests_integration_check_bench_CFLAGS = $(CLIENT_TEST_CFLAGS)
+tests_integration_check_bench_LDADD = $(CLIENT_TEST_LIBS) $(ENGINE_LIBS)
+
+tests_integration_check_recon_window_SOURCES = tests/integration/check_recon_window.c
+tests_integration_check_recon_window_CFLAGS = $(CLIENT_TEST_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_recon_window_LDADD = $(CLIENT_TEST_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS)

@@ -1,0 +1,565 @@
+/* push.c — `tomolive push`: the simulated camera. Sends a scan to tomolived's ingest
+ * socket the way an acquisition system would: a `scan` message, darks, flats, projections
+ * (from the analytic phantom or from TIFF stacks), then `end`. It doubles as load
+ * generator and test fixture, so it can pace frames (absolute deadlines, no drift), send
+ * some out of order, lose some on purpose (deterministically from a seed, with the lost
+ * indices written to a file) and report the rate it achieved.
+ *
+ * PUSH blocks when the receiver's queue is full (back-pressure: nothing is dropped by
+ * ZeroMQ), payloads go zero-copy from a ring of pre-produced frames (push_source.h), and
+ * ZMQ_LINGER -1 makes the exit wait until every frame has been handed to the network.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clients/angles.h"
+#include "clients/commands.h"
+#include "clients/push_source.h"
+#include "gpu/phantom.h"
+#include "protocol/protocol.h"
+
+#define ME "tomolive push"
+
+static const char usage_text[] =
+    "usage: tomolive push [--endpoint E] [--bind] [--series N] [--rate FPS] [--shuffle PCT]\n"
+    "                     [--drop PCT] [--seed S] [--drop-list FILE] [--no-end] [--sndhwm N]\n"
+    "                     [--buffer-mb MB] [--window N] [--center C] [--quiet] [SOURCE]\n"
+    "SOURCE, the simulated camera (default):\n"
+    "       [--rows 64] [--cols 256] [--projections 720] [--darks 10] [--flats 10]\n"
+    "       [--angles-deg START:STOP (0:180)] [--dtype u16|f32] [--flux 10000] [--noise]\n"
+    "       [--attenuation 2.0]\n"
+    "or TIFF stacks:\n"
+    "       --tiff P.tif [--tiff-darks D.tif] [--tiff-flats F.tif] [--already-linear]\n"
+    "       (--angles-deg START:STOP[:COUNT] | --angles FILE)\n"
+    "\n"
+    "Sends a scan to tomolived's ingest socket: scan, darks, flats, projections, end.\n"
+    "\n"
+    "      --endpoint E       where to send (default tcp://localhost:5600; with --bind\n"
+    "                         tcp://*:5600)\n"
+    "      --bind             bind the endpoint and wait for the receiver to connect\n"
+    "      --series N         series id (default 1)\n"
+    "      --rate FPS         frames per second, paced from absolute deadlines; 0 = as fast\n"
+    "                         as possible (default). Lost frames keep their time slot\n"
+    "      --shuffle PCT      swap each projection with probability PCT %% with one up to 8\n"
+    "                         positions later\n"
+    "      --drop PCT         do not send a projection, with probability PCT %%\n"
+    "      --seed S           seed of shuffle, drop and noise (default 1)\n"
+    "      --drop-list FILE   write the indices of the dropped projections, one per line\n"
+    "      --no-end           do not send the end message\n"
+    "      --sndhwm N         send high-water mark in messages (default 1000)\n"
+    "      --buffer-mb MB     memory for frames produced ahead (default 1024); when the scan\n"
+    "                         fits, every frame is made before the clock starts\n"
+    "      --window N         projections in the daemon's rolling window (default: all)\n"
+    "      --center C         rotation axis column, sent in the scan (phantom: where the\n"
+    "                         simulated axis projects; default (cols - 1) / 2, not sent)\n"
+    "      --quiet            no progress on stderr\n"
+    "  phantom: 3-D Shepp-Logan, scaled so the largest line integral is --attenuation;\n"
+    "      camera counts = flux x gain pattern x exp(-line integral) + dark offset 100\n"
+    "      --dtype u16|f32    sample type of the frames (default u16)\n"
+    "      --noise            Poisson noise on the counts\n"
+    "  TIFF: page i of each file is frame index i of its kind; --angles-deg with COUNT (or\n"
+    "      the lines of --angles) must match the projection pages\n"
+    "\n"
+    "Prints on stdout: pushed N frames (D darks, F flats, P projections, X dropped) in T s:\n"
+    "R frames/s, G GB/s. Exit status: 0 done, 1 failed, 2 usage error.\n";
+
+typedef struct {
+    const char *endpoint, *drop_list, *angles_deg, *angles_file;
+    const char *tiff, *tiff_darks, *tiff_flats;
+    const char *phantom_opt, *tiff_opt; /* one option of each kind given, for messages */
+    bool bind, no_end, quiet, noise, already_linear, has_center, has_projections;
+    uint64_t series, seed;
+    double rate, shuffle, drop, flux, attenuation, center;
+    uint32_t rows, cols, projections, darks, flats, window;
+    int sndhwm;
+    size_t buffer_mb;
+    tl_dtype dtype;
+} options;
+
+__attribute__((format(printf, 2, 3))) static int fail(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, ME ": ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return rc;
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+    struct timespec t;
+    clock_gettime(clk, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* ---- options ------------------------------------------------------------------------- */
+
+static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || *end || errno || *s == '-' || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+    uint64_t v;
+    if (!parse_u64(s, min, max, &v))
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+static bool parse_double(const char *s, double min, double max, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v) || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+enum { O_ENDPOINT = 256, O_BIND, O_SERIES, O_RATE, O_SHUFFLE, O_DROP, O_SEED, O_DROPLIST,
+       O_NOEND, O_SNDHWM, O_QUIET, O_BUFFER, O_WINDOW, O_CENTER, O_ANGLESDEG,
+       /* phantom only */
+       O_ROWS, O_COLS, O_PROJ, O_DARKS, O_FLATS, O_DTYPE, O_FLUX, O_NOISE, O_ATTEN,
+       /* TIFF only */
+       O_TIFF, O_TDARKS, O_TFLATS, O_ANGLES, O_LINEAR };
+
+static const struct option longopts[] = {
+    {"endpoint", required_argument, NULL, O_ENDPOINT},
+    {"bind", no_argument, NULL, O_BIND},
+    {"series", required_argument, NULL, O_SERIES},
+    {"rate", required_argument, NULL, O_RATE},
+    {"shuffle", required_argument, NULL, O_SHUFFLE},
+    {"drop", required_argument, NULL, O_DROP},
+    {"seed", required_argument, NULL, O_SEED},
+    {"drop-list", required_argument, NULL, O_DROPLIST},
+    {"no-end", no_argument, NULL, O_NOEND},
+    {"sndhwm", required_argument, NULL, O_SNDHWM},
+    {"quiet", no_argument, NULL, O_QUIET},
+    {"buffer-mb", required_argument, NULL, O_BUFFER},
+    {"window", required_argument, NULL, O_WINDOW},
+    {"center", required_argument, NULL, O_CENTER},
+    {"angles-deg", required_argument, NULL, O_ANGLESDEG},
+    {"rows", required_argument, NULL, O_ROWS},
+    {"cols", required_argument, NULL, O_COLS},
+    {"projections", required_argument, NULL, O_PROJ},
+    {"darks", required_argument, NULL, O_DARKS},
+    {"flats", required_argument, NULL, O_FLATS},
+    {"dtype", required_argument, NULL, O_DTYPE},
+    {"flux", required_argument, NULL, O_FLUX},
+    {"noise", no_argument, NULL, O_NOISE},
+    {"attenuation", required_argument, NULL, O_ATTEN},
+    {"tiff", required_argument, NULL, O_TIFF},
+    {"tiff-darks", required_argument, NULL, O_TDARKS},
+    {"tiff-flats", required_argument, NULL, O_TFLATS},
+    {"angles", required_argument, NULL, O_ANGLES},
+    {"already-linear", no_argument, NULL, O_LINEAR},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Applies one option; false when its value is bad. */
+static bool apply(options *o, int c, const char *v)
+{
+    uint64_t u;
+    switch (c) {
+    case O_ENDPOINT: o->endpoint = v; return true;
+    case O_BIND: o->bind = true; return true;
+    case O_SERIES: return parse_u64(v, 0, UINT64_MAX, &o->series);
+    case O_RATE: return parse_double(v, 0, 1e9, &o->rate);
+    case O_SHUFFLE: return parse_double(v, 0, 100, &o->shuffle);
+    case O_DROP: return parse_double(v, 0, 100, &o->drop);
+    case O_SEED: return parse_u64(v, 0, UINT64_MAX, &o->seed);
+    case O_DROPLIST: o->drop_list = v; return true;
+    case O_NOEND: o->no_end = true; return true;
+    case O_SNDHWM:
+        if (!parse_u64(v, 0, INT32_MAX, &u))
+            return false;
+        o->sndhwm = (int)u;
+        return true;
+    case O_QUIET: o->quiet = true; return true;
+    case O_BUFFER:
+        if (!parse_u64(v, 0, 1u << 30, &u))
+            return false;
+        o->buffer_mb = u;
+        return true;
+    case O_WINDOW: return parse_u32(v, 1, TL_PROTO_MAX_WINDOW, &o->window);
+    case O_CENTER:
+        o->has_center = true;
+        return parse_double(v, -1e9, 1e9, &o->center);
+    case O_ANGLESDEG: o->angles_deg = v; return true;
+    case O_ROWS: return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->rows);
+    case O_COLS: return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->cols);
+    case O_PROJ:
+        o->has_projections = true;
+        return parse_u32(v, 1, 10000000, &o->projections);
+    case O_DARKS: return parse_u32(v, 0, 1000000, &o->darks);
+    case O_FLATS: return parse_u32(v, 0, 1000000, &o->flats);
+    case O_DTYPE:
+        if (!strcmp(v, "u16"))
+            o->dtype = TL_DTYPE_U16;
+        else if (!strcmp(v, "f32"))
+            o->dtype = TL_DTYPE_F32;
+        else
+            return false;
+        return true;
+    case O_FLUX: return parse_double(v, 1e-9, 1e15, &o->flux);
+    case O_NOISE: o->noise = true; return true;
+    case O_ATTEN: return parse_double(v, 0, 1e6, &o->attenuation);
+    case O_TIFF: o->tiff = v; return true;
+    case O_TDARKS: o->tiff_darks = v; return true;
+    case O_TFLATS: o->tiff_flats = v; return true;
+    case O_ANGLES: o->angles_file = v; return true;
+    case O_LINEAR: o->already_linear = true; return true;
+    }
+    return false;
+}
+
+static const char *option_name(int c)
+{
+    for (const struct option *p = longopts; p->name; p++)
+        if (p->val == c)
+            return p->name;
+    return "?";
+}
+
+static int parse_options(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->series = 1;
+    o->seed = 1;
+    o->sndhwm = 1000;
+    o->buffer_mb = 1024;
+    o->rows = 64, o->cols = 256, o->projections = 720, o->darks = 10, o->flats = 10;
+    o->dtype = TL_DTYPE_U16;
+    o->flux = 10000;
+    o->attenuation = 2.0;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        if (c == '?' || c == ':')
+            return fail(2, "%s '%s' (see tomolive push --help)",
+                        c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
+        if (!apply(o, c, optarg))
+            return fail(2, "bad --%s '%s' (see tomolive push --help)", option_name(c), optarg);
+        if (c >= O_ROWS && c <= O_ATTEN)
+            o->phantom_opt = option_name(c);
+        if (c >= O_TDARKS && c <= O_LINEAR)
+            o->tiff_opt = option_name(c);
+    }
+    if (optind < argc)
+        return fail(2, "unexpected argument '%s' (see tomolive push --help)", argv[optind]);
+    if (o->tiff && o->phantom_opt)
+        return fail(2, "--%s is for the simulated camera, not for --tiff", o->phantom_opt);
+    if (!o->tiff && o->tiff_opt)
+        return fail(2, "--%s needs --tiff", o->tiff_opt);
+    if (o->tiff && !o->angles_deg && !o->angles_file)
+        return fail(2, "--tiff needs --angles-deg or --angles");
+    if (o->angles_deg && o->angles_file)
+        return fail(2, "give either --angles-deg or --angles, not both");
+    if (!o->endpoint)
+        o->endpoint = o->bind ? "tcp://*:5600" : "tcp://localhost:5600";
+    return -1;
+}
+
+/* ---- the scan ------------------------------------------------------------------------ */
+
+typedef struct {
+    uint32_t rows, cols, ndark, nflat, nproj;
+    tl_dtype dtype;
+    double *angles;          /* by projection index */
+    push_item *items;        /* what is sent, in order */
+    uint64_t *slot;          /* each item's time slot (lost frames keep theirs) */
+    size_t nsent;
+    uint32_t dropped;
+} scan;
+
+/* Builds the send order: darks, flats, projections with the requested disorder. */
+static int schedule(const options *o, scan *sc)
+{
+    size_t total = (size_t)sc->ndark + sc->nflat + sc->nproj;
+    uint32_t *order = malloc(sc->nproj * sizeof *order);
+    bool *lost = calloc(sc->nproj ? sc->nproj : 1, sizeof *lost);
+    sc->items = malloc(total * sizeof *sc->items);
+    sc->slot = malloc(total * sizeof *sc->slot);
+    if (!order || !lost || !sc->items || !sc->slot) {
+        free(order);
+        free(lost);
+        return fail(1, "out of memory for a scan of %zu frames", total);
+    }
+    tl_rng rng;
+    tl_rng_seed(&rng, o->seed);
+    for (uint32_t k = 0; k < sc->nproj; k++)
+        order[k] = k;
+    for (uint32_t k = 0; k < sc->nproj; k++)
+        if (o->shuffle > 0 && tl_rng_uniform(&rng) * 100 < o->shuffle) {
+            uint64_t j = k + 1 + tl_rng_next(&rng) % 8;
+            if (j < sc->nproj) {
+                uint32_t t = order[k];
+                order[k] = order[j];
+                order[j] = t;
+            }
+        }
+    for (uint32_t k = 0; k < sc->nproj; k++)
+        lost[k] = o->drop > 0 && tl_rng_uniform(&rng) * 100 < o->drop;
+    size_t pos = 0;
+    for (uint32_t i = 0; i < sc->ndark; i++, pos++)
+        sc->slot[sc->nsent] = pos, sc->items[sc->nsent++] = (push_item){TL_FRAME_DARK, i, 0};
+    for (uint32_t i = 0; i < sc->nflat; i++, pos++)
+        sc->slot[sc->nsent] = pos, sc->items[sc->nsent++] = (push_item){TL_FRAME_FLAT, i, 0};
+    for (uint32_t i = 0; i < sc->nproj; i++, pos++) {
+        uint32_t k = order[i];
+        if (lost[k]) {
+            sc->dropped++;
+            continue;
+        }
+        sc->slot[sc->nsent] = pos;
+        sc->items[sc->nsent++] = (push_item){TL_FRAME_PROJ, k, sc->angles[k]};
+    }
+    int rc = 0;
+    FILE *f = o->drop_list ? fopen(o->drop_list, "w") : NULL;
+    if (o->drop_list && !f)
+        rc = fail(1, "cannot create '%s': %s", o->drop_list, strerror(errno));
+    for (uint32_t k = 0; f && k < sc->nproj; k++)
+        if (lost[k])
+            fprintf(f, "%u\n", k);
+    if (f && fclose(f) != 0)
+        rc = fail(1, "cannot write '%s': %s", o->drop_list, strerror(errno));
+    free(order);
+    free(lost);
+    return rc;
+}
+
+static tl_proto_dtype proto_dtype(tl_dtype t)
+{
+    switch (t) {
+    case TL_DTYPE_U8: return TL_PROTO_U8;
+    case TL_DTYPE_U16: return TL_PROTO_U16;
+    case TL_DTYPE_U32: return TL_PROTO_U32;
+    default: return TL_PROTO_F32;
+    }
+}
+
+/* The source of frames and the scan's shape, counts and angles. */
+static int open_source(const options *o, push_source **src, scan *sc)
+{
+    char err[512];
+    uint32_t pages[3];
+    double center = o->has_center ? o->center : (o->cols - 1) / 2.0;
+    if (o->tiff) {
+        *src = push_source_tiff(o->tiff, o->tiff_darks, o->tiff_flats, err, sizeof err);
+    } else {
+        push_phantom_opts po = {o->rows, o->cols, o->dtype, o->flux, o->attenuation, center,
+                                o->noise, o->seed};
+        *src = push_source_phantom(&po, err, sizeof err);
+    }
+    if (!*src)
+        return fail(1, "%s", err);
+    push_source_info(*src, &sc->rows, &sc->cols, &sc->dtype, pages);
+    sc->ndark = o->tiff ? pages[TL_FRAME_DARK] : o->darks;
+    sc->nflat = o->tiff ? pages[TL_FRAME_FLAT] : o->flats;
+    sc->nproj = o->tiff ? pages[TL_FRAME_PROJ] : o->projections;
+    uint32_t n = 0;
+    const char *deg = o->angles_deg ? o->angles_deg : o->tiff ? NULL : "0:180";
+    if (deg && !tl_angles_parse_deg(deg, sc->nproj, &sc->angles, &n))
+        return fail(2, "bad --angles-deg '%s': need START:STOP[:COUNT] in degrees", deg);
+    if (o->angles_file && tl_angles_read_file(o->angles_file, &sc->angles, &n, err,
+                                              sizeof err) != 0)
+        return fail(1, "%s", err);
+    if (n != sc->nproj && (o->tiff || o->has_projections))
+        return fail(1, "%u angles for %u projections%s%s", n, sc->nproj,
+                    o->tiff ? " in " : "", o->tiff ? o->tiff : "");
+    sc->nproj = n; /* the phantom takes its projection count from COUNT */
+    return 0;
+}
+
+/* ---- sending ------------------------------------------------------------------------- */
+
+typedef struct {
+    bool tty, quiet;
+    uint64_t next_ns;        /* monotonic time of the next report */
+} progress;
+
+static void report(progress *pr, size_t done, size_t total, uint64_t t0, bool last)
+{
+    uint64_t now = now_ns(CLOCK_MONOTONIC);
+    if (pr->quiet || (!last && now < pr->next_ns))
+        return;
+    pr->next_ns = now + 1000000000u;
+    double s = (double)(now - t0) * 1e-9;
+    fprintf(stderr, "%s" ME ": %zu/%zu frames, %.1f frames/s%s", pr->tty ? "\r" : "", done,
+            total, s > 0 ? (double)done / s : 0.0, pr->tty && !last ? "" : "\n");
+}
+
+static void sleep_until(uint64_t t)
+{
+    struct timespec ts = {(time_t)(t / 1000000000u), (long)(t % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static int send_header(void *sock, msgpack_sbuffer *sb, const char *what)
+{
+    if (tl_proto_send(sock, NULL, 0, sb->data, sb->size, NULL, 0, NULL, NULL, 0) != 0)
+        return fail(1, "cannot send the %s message: %s", what, zmq_strerror(errno));
+    return 0;
+}
+
+/* Sends everything; *t0 gets the start of the clock. */
+static int send_scan(const options *o, const scan *sc, push_source *src, void *sock,
+                     uint64_t *t0, uint64_t *bytes)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    tl_proto_scan s = {.series = o->series, .geometry = TL_PROTO_PARALLEL, .rows = sc->rows,
+                       .cols = sc->cols, .dtype = proto_dtype(sc->dtype),
+                       .window = o->window ? o->window : sc->nproj, .darks = sc->ndark,
+                       .flats = sc->nflat, .first_index = 0, .has_center = o->has_center,
+                       .center = o->center, .already_linear = o->already_linear};
+    int rc = tl_proto_encode_scan(&sb, &s) ? fail(1, "out of memory") : 0;
+    /* blocks until a receiver is there: the clock starts after */
+    if (rc == 0)
+        rc = send_header(sock, &sb, "scan");
+    *t0 = now_ns(CLOCK_MONOTONIC);
+    progress pr = {isatty(STDERR_FILENO) == 1, o->quiet, *t0 + 1000000000u};
+    size_t frame_bytes = (size_t)sc->rows * sc->cols * tl_dtype_size(sc->dtype);
+    char err[512];
+    for (size_t p = 0; rc == 0 && p < sc->nsent; p++) {
+        if (o->rate > 0)
+            sleep_until(*t0 + (uint64_t)llround((double)sc->slot[p] * 1e9 / o->rate));
+        void *px = push_source_frame(src, p, err, sizeof err);
+        if (!px) {
+            rc = fail(1, "%s", err);
+            break;
+        }
+        const push_item *it = &sc->items[p];
+        tl_proto_frame f = {.series = o->series, .index = it->index,
+                            .kind = (tl_proto_kind)it->kind, .has_angle = it->kind == TL_FRAME_PROJ,
+                            .angle = it->angle, .dtype = proto_dtype(sc->dtype),
+                            .rows = sc->rows, .cols = sc->cols, .has_t_acq = true,
+                            .t_acq = now_ns(CLOCK_REALTIME)};
+        msgpack_sbuffer_clear(&sb);
+        if (tl_proto_encode_frame(&sb, &f) != 0) {
+            push_source_release(px, push_source_hint(src, p));
+            rc = fail(1, "out of memory");
+        } else if (tl_proto_send(sock, NULL, 0, sb.data, sb.size, px, frame_bytes,
+                                 push_source_release, push_source_hint(src, p), 0) != 0) {
+            rc = fail(1, "cannot send frame %zu: %s", p, zmq_strerror(errno));
+        } else {
+            *bytes += frame_bytes;
+            report(&pr, p + 1, sc->nsent, *t0, false);
+        }
+    }
+    if (rc == 0 && !o->no_end) {
+        msgpack_sbuffer_clear(&sb);
+        tl_proto_end e = {o->series};
+        rc = tl_proto_encode_end(&sb, &e) ? fail(1, "out of memory")
+                                          : send_header(sock, &sb, "end");
+    }
+    if (rc == 0)
+        report(&pr, sc->nsent, sc->nsent, *t0, true);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+static int open_socket(const options *o, void **ctx, void **sock)
+{
+    *ctx = zmq_ctx_new();
+    *sock = *ctx ? zmq_socket(*ctx, ZMQ_PUSH) : NULL;
+    int linger = -1, immediate = 1;
+    if (!*sock || zmq_setsockopt(*sock, ZMQ_SNDHWM, &o->sndhwm, sizeof o->sndhwm) ||
+        zmq_setsockopt(*sock, ZMQ_LINGER, &linger, sizeof linger) ||
+        /* queue nothing for a connection that is not up: sends block instead */
+        zmq_setsockopt(*sock, ZMQ_IMMEDIATE, &immediate, sizeof immediate))
+        return fail(1, "cannot create the socket: %s", zmq_strerror(errno));
+    if ((o->bind ? zmq_bind(*sock, o->endpoint) : zmq_connect(*sock, o->endpoint)) != 0)
+        return fail(o->bind && errno != EINVAL ? 1 : 2, "cannot %s '%s': %s",
+                    o->bind ? "bind" : "connect to", o->endpoint, zmq_strerror(errno));
+    return 0;
+}
+
+int tl_cmd_push(int argc, char **argv)
+{
+    options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    scan sc;
+    memset(&sc, 0, sizeof sc);
+    push_source *src = NULL;
+    void *ctx = NULL, *sock = NULL;
+    uint64_t t0 = 0, bytes = 0;
+    char err[512];
+    rc = open_source(&o, &src, &sc);
+    if (rc == 0)
+        rc = schedule(&o, &sc);
+    if (rc == 0)
+        rc = open_socket(&o, &ctx, &sock);
+    size_t frame_bytes = (size_t)sc.rows * sc.cols * tl_dtype_size(sc.dtype);
+    size_t nbuf = (o.buffer_mb << 20) / (frame_bytes ? frame_bytes : 1);
+    if (nbuf < 4)
+        nbuf = 4;
+    if (rc == 0 && push_source_start(src, sc.items, sc.nsent, nbuf, err, sizeof err) != 0)
+        rc = fail(1, "%s", err);
+    if (rc == 0 && nbuf < sc.nsent && !o.quiet)
+        fprintf(stderr, ME ": the scan (%.1f MB) exceeds --buffer-mb %zu: frames are made "
+                        "while sending, which may limit the rate\n",
+                (double)frame_bytes * (double)sc.nsent / 1048576.0, o.buffer_mb);
+    if (rc == 0) {
+        /* frames are made before the clock starts; a big scan takes a while: say so */
+        size_t ahead = nbuf < sc.nsent ? nbuf : sc.nsent, made;
+        bool tty = isatty(STDERR_FILENO) == 1, said = false;
+        while ((made = push_source_wait(src, ahead, 1.0)) < ahead && !push_source_failed(src))
+            if (!o.quiet) {
+                fprintf(stderr, "%s" ME ": making frames %zu/%zu%s", tty ? "\r" : "", made,
+                        ahead, tty ? "" : "\n");
+                said = true;
+            }
+        if (said && tty)
+            fputc('\n', stderr);
+        rc = send_scan(&o, &sc, src, sock, &t0, &bytes);
+    }
+    if (sock) {
+        if (rc != 0) { /* a failed run must not wait for delivery */
+            int zero = 0;
+            zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+        }
+        zmq_close(sock);
+    }
+    if (ctx)
+        zmq_ctx_term(ctx); /* waits until every frame is out: all buffers are back */
+    double secs = (double)(now_ns(CLOCK_MONOTONIC) - t0) * 1e-9;
+    if (rc == 0)
+        printf("pushed %zu frames (%u darks, %u flats, %zu projections, %u dropped) in %.3f s: "
+               "%.1f frames/s, %.3f GB/s\n",
+               sc.nsent, sc.ndark, sc.nflat, sc.nsent - sc.ndark - sc.nflat, sc.dropped, secs,
+               (double)sc.nsent / secs, (double)bytes / secs * 1e-9);
+    push_source_free(src);
+    free(sc.angles);
+    free(sc.items);
+    free(sc.slot);
+    return rc;
+}

@@ -1,0 +1,500 @@
+/* sub.c — `tomolive sub`: the slice viewer/recorder. Subscribes to slices published by
+ * tomolived, prints one line per slice (sequence, projections used and missing, window,
+ * end-to-end latency, kernel), keeps the latest image of each slice as a float32 TIFF (and
+ * an 8-bit PNG preview), counts sequence gaps (slices the publisher sent that we missed:
+ * PUB drops at the high-water mark) and summarises latencies at exit.
+ *
+ * Latest-image files are written under a temporary name and renamed, so a viewer that
+ * reloads DIR/<id>.tif never reads a half-written file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "clients/commands.h"
+#include "clients/png.h"
+#include "clients/tiff.h"
+#include "protocol/protocol.h"
+
+#define ME "tomolive sub"
+
+static const char usage_text[] =
+    "usage: tomolive sub [--endpoint E] [--out DIR [--png] [--every-seq]] [--count N]\n"
+    "                    [--until-final] [--timeout S] [--latency] [--quiet] (--all | ID...)\n"
+    "\n"
+    "Receives the slices ID... (or every slice with --all) from tomolived and prints one\n"
+    "line per slice:\n"
+    "  id=row0 seq=12 shape=256x256 projections=718 missing=2 window=0..719 "
+    "latency_ms=3.21 kernel=cpu-f32[ final]\n"
+    "(shape is rows x columns; latency is the receive time minus the acquisition time of\n"
+    "the newest projection used, both CLOCK_REALTIME).\n"
+    "\n"
+    "      --endpoint E   the daemon's slice socket (default tcp://localhost:5602)\n"
+    "      --all          every slice (subscribes to the prefix slice/)\n"
+    "      --out DIR      keep the latest image of each slice as DIR/<id>.tif (float32)\n"
+    "      --png          ... and as an 8-bit preview DIR/<id>.png\n"
+    "      --every-seq    ... and every image as DIR/<id>-<seq>.tif\n"
+    "      --count N      exit after N slices\n"
+    "      --until-final  exit once every ID (with --all: every slice seen) has received\n"
+    "                     its final slice (published when the scan ends)\n"
+    "      --timeout S    exit with status 3 after S seconds without a slice\n"
+    "      --latency      add latency percentiles (p50 p90 p99 max) to the summary\n"
+    "      --quiet        no per-slice lines (the summary is still printed)\n"
+    "\n"
+    "At exit (also on Ctrl-C) a summary per slice: received, missed (gaps in seq), last seq.\n"
+    "Exit status: 0 done, 1 failed (e.g. cannot write DIR), 2 usage error, 3 timeout.\n";
+
+typedef struct {
+    const char *endpoint, *out;
+    bool png, every_seq, until_final, latency, quiet, all;
+    uint64_t count;
+    double timeout; /* seconds; 0 = none */
+} options;
+
+/* What one slice id has seen. */
+typedef struct {
+    char id[TL_PROTO_MAX_ID + 1];
+    bool requested, have_seq, final;
+    uint64_t received, missed, last_seq;
+    double *lat;        /* latencies in ms, for the summary */
+    size_t nlat, cap;
+} track;
+
+typedef struct {
+    track *t;
+    size_t n, cap;
+    float *img;         /* an aligned copy of the current payload, as float32 */
+    size_t img_cap;
+    uint64_t total, rejected;
+} state;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+__attribute__((format(printf, 2, 3))) static int fail(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, ME ": ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return rc;
+}
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static bool valid_id(const char *s)
+{
+    size_t n = strlen(s);
+    return n >= 1 && n <= TL_PROTO_MAX_ID &&
+           strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+static track *find(state *S, const char *id, size_t len)
+{
+    for (size_t i = 0; i < S->n; i++)
+        if (strlen(S->t[i].id) == len && !memcmp(S->t[i].id, id, len))
+            return &S->t[i];
+    return NULL;
+}
+
+static track *add(state *S, const char *id, size_t len)
+{
+    if (S->n == S->cap) {
+        size_t cap = S->cap ? 2 * S->cap : 8;
+        track *t = realloc(S->t, cap * sizeof *t);
+        if (!t)
+            return NULL;
+        S->t = t;
+        S->cap = cap;
+    }
+    track *t = &S->t[S->n++];
+    memset(t, 0, sizeof *t);
+    memcpy(t->id, id, len < TL_PROTO_MAX_ID ? len : TL_PROTO_MAX_ID);
+    return t;
+}
+
+/* ---- files --------------------------------------------------------------------------- */
+
+static tl_dtype engine_dtype(tl_proto_dtype t)
+{
+    switch (t) {
+    case TL_PROTO_U8: return TL_DTYPE_U8;
+    case TL_PROTO_U16: return TL_DTYPE_U16;
+    case TL_PROTO_U32: return TL_DTYPE_U32;
+    default: return TL_DTYPE_F32;
+    }
+}
+
+/* The payload as float32 in S->img (ZeroMQ may hand it over at any alignment). */
+static int payload_floats(state *S, const tl_proto_slice *s)
+{
+    size_t n = (size_t)s->shape[0] * s->shape[1];
+    if (n > S->img_cap) {
+        float *p = realloc(S->img, n * sizeof *p);
+        if (!p)
+            return fail(1, "out of memory for a %u x %u slice", s->shape[0], s->shape[1]);
+        S->img = p;
+        S->img_cap = n;
+    }
+    const unsigned char *b = s->payload;
+    if (s->dtype == TL_PROTO_F32) {
+        memcpy(S->img, b, n * sizeof(float));
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint16_t v16;
+        uint32_t v32;
+        switch (s->dtype) {
+        case TL_PROTO_U8: S->img[i] = b[i]; break;
+        case TL_PROTO_U16: memcpy(&v16, b + 2 * i, 2); S->img[i] = v16; break;
+        default: memcpy(&v32, b + 4 * i, 4); S->img[i] = (float)v32; break;
+        }
+    }
+    return 0;
+}
+
+static int write_tiff(const char *path, const tl_proto_slice *s)
+{
+    char err[512];
+    tl_tiff_writer w;
+    if (tl_tiff_create(&w, path, s->payload_len, err, sizeof err) != 0)
+        return fail(1, "%s", err);
+    if (tl_tiff_write_page(&w, engine_dtype(s->dtype), s->payload, s->shape[0], s->shape[1],
+                           err, sizeof err) != 0) {
+        tl_tiff_finish(&w, NULL, 0);
+        return fail(1, "%s", err);
+    }
+    return tl_tiff_finish(&w, err, sizeof err) != 0 ? fail(1, "%s", err) : 0;
+}
+
+/* Writes a file under a temporary name and renames it into place. */
+static int replace_file(const char *dir, const char *id, const char *ext, state *S,
+                        const tl_proto_slice *s)
+{
+    char tmp[4096], path[4096];
+    snprintf(path, sizeof path, "%s/%s.%s", dir, id, ext);
+    snprintf(tmp, sizeof tmp, "%s/.%s.%s.tmp", dir, id, ext);
+    int rc;
+    char err[512];
+    if (!strcmp(ext, "tif"))
+        rc = write_tiff(tmp, s);
+    else if ((rc = payload_floats(S, s)) == 0 &&
+             tl_png_write_preview(tmp, S->img, s->shape[0], s->shape[1], NULL, err,
+                                  sizeof err) != 0)
+        rc = fail(1, "%s", err);
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = fail(1, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+    if (rc)
+        remove(tmp);
+    return rc;
+}
+
+static int save(const options *o, state *S, const track *t, const tl_proto_slice *s)
+{
+    if (!o->out)
+        return 0;
+    if (replace_file(o->out, t->id, "tif", S, s) || (o->png && replace_file(o->out, t->id,
+                                                                            "png", S, s)))
+        return 1;
+    if (o->every_seq) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s-%llu.tif", o->out, t->id,
+                 (unsigned long long)s->seq);
+        return write_tiff(path, s);
+    }
+    return 0;
+}
+
+/* ---- slices -------------------------------------------------------------------------- */
+
+static void print_str(tl_proto_str s)
+{
+    for (size_t i = 0; i < s.len; i++) /* network text: printable ASCII only */
+        putchar(s.ptr[i] > 0x20 && s.ptr[i] < 0x7f ? s.ptr[i] : '?');
+}
+
+/* Handles one decoded slice; returns 0, or the exit status to stop with. */
+static int on_slice(const options *o, state *S, const tl_proto_slice *s)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    double recv_ns = (double)now.tv_sec * 1e9 + (double)now.tv_nsec;
+    double lat = s->t_acq ? (recv_ns - (double)s->t_acq) * 1e-6 : NAN;
+
+    track *t = find(S, s->id.ptr, s->id.len);
+    if (!t && !(t = add(S, s->id.ptr, s->id.len)))
+        return fail(1, "out of memory");
+    if (t->have_seq && s->seq > t->last_seq + 1)
+        t->missed += s->seq - t->last_seq - 1;
+    t->have_seq = true;
+    t->last_seq = s->seq;
+    t->received++;
+    t->final |= s->final;
+    S->total++;
+    if (isfinite(lat)) {
+        if (t->nlat == t->cap) {
+            size_t cap = t->cap ? 2 * t->cap : 256;
+            double *l = realloc(t->lat, cap * sizeof *l);
+            if (!l)
+                return fail(1, "out of memory");
+            t->lat = l;
+            t->cap = cap;
+        }
+        t->lat[t->nlat++] = lat;
+    }
+    if (!o->quiet) {
+        printf("id=%s seq=%llu shape=%ux%u projections=%u missing=%u window=%llu..%llu "
+               "latency_ms=%.2f kernel=",
+               t->id, (unsigned long long)s->seq, s->shape[0], s->shape[1],
+               s->projections_used, s->missing, (unsigned long long)s->window_first,
+               (unsigned long long)s->window_last, lat);
+        print_str(s->kernel);
+        puts(s->final ? " final" : "");
+        fflush(stdout);
+    }
+    return save(o, S, t, s);
+}
+
+static bool all_final(const options *o, const state *S)
+{
+    if (S->n == 0)
+        return false;
+    for (size_t i = 0; i < S->n; i++)
+        if ((o->all || S->t[i].requested) && !S->t[i].final)
+            return false;
+    return true;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted v[0..n-1]. */
+static double percentile(const double *v, size_t n, double p)
+{
+    size_t k = (size_t)ceil(p / 100.0 * (double)n);
+    return v[k ? k - 1 : 0];
+}
+
+static void summary(const options *o, state *S)
+{
+    for (size_t i = 0; i < S->n; i++) {
+        track *t = &S->t[i];
+        printf("summary id=%s received=%llu missed=%llu last_seq=", t->id,
+               (unsigned long long)t->received, (unsigned long long)t->missed);
+        if (t->have_seq)
+            printf("%llu", (unsigned long long)t->last_seq);
+        else
+            putchar('-');
+        if (o->latency && t->nlat) {
+            qsort(t->lat, t->nlat, sizeof *t->lat, cmp_double);
+            printf(" latency_ms p50=%.2f p90=%.2f p99=%.2f max=%.2f",
+                   percentile(t->lat, t->nlat, 50), percentile(t->lat, t->nlat, 90),
+                   percentile(t->lat, t->nlat, 99), t->lat[t->nlat - 1]);
+        }
+        putchar('\n');
+    }
+    fflush(stdout);
+    if (S->rejected)
+        fprintf(stderr, ME ": %llu malformed messages rejected\n",
+                (unsigned long long)S->rejected);
+}
+
+/* Receives until done; returns the exit status. */
+static int receive(const options *o, state *S, void *sock)
+{
+    tl_proto_decoder *d = tl_proto_decoder_new();
+    if (!d)
+        return fail(1, "out of memory");
+    double last = mono_s();
+    int rc = -1;
+    while (rc < 0) {
+        if (interrupted) {
+            rc = 0;
+            break;
+        }
+        long ms = -1;
+        if (o->timeout > 0) {
+            double left = last + o->timeout - mono_s();
+            ms = left > 0 ? (long)ceil(left * 1000) : 0;
+        }
+        zmq_pollitem_t it = {sock, 0, ZMQ_POLLIN, 0};
+        int n = zmq_poll(&it, 1, ms);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = fail(1, "zmq_poll: %s", zmq_strerror(errno));
+            break;
+        }
+        if (n == 0) {
+            if (o->timeout > 0 && mono_s() - last >= o->timeout)
+                rc = fail(3, "no slice for %g s: giving up", o->timeout);
+            continue;
+        }
+        zmq_msg_t parts[TL_PROTO_MAX_PARTS];
+        tl_proto_error err;
+        tl_proto_msg m;
+        int np = tl_proto_recv(sock, parts, TL_PROTO_MAX_PARTS, ZMQ_DONTWAIT, &err);
+        if (np == -1)
+            continue;
+        int kept = np == -2 ? TL_PROTO_MAX_PARTS : np;
+        if (np == -2 || tl_proto_decode_parts(d, parts, np, TL_MSG_SLICE, &m, &err) !=
+                            TL_PROTO_OK) {
+            if (S->rejected++ == 0) /* once: a broken publisher would flood the terminal */
+                fprintf(stderr, ME ": rejected a malformed message (%s: %s); further ones "
+                                   "are only counted\n",
+                        tl_proto_err_name(err.code), err.message);
+        } else {
+            last = mono_s();
+            int r = on_slice(o, S, &m.slice);
+            if (r)
+                rc = r;
+            else if ((o->count && S->total >= o->count) ||
+                     (o->until_final && all_final(o, S)))
+                rc = 0;
+        }
+        tl_proto_close(parts, kept);
+    }
+    tl_proto_decoder_free(d);
+    return rc;
+}
+
+static int parse_options(int argc, char **argv, options *o)
+{
+    enum { O_ENDPOINT = 256, O_OUT, O_PNG, O_EVERY, O_COUNT, O_FINAL, O_TIMEOUT, O_LATENCY,
+           O_QUIET, O_ALL };
+    static const struct option longopts[] = {
+        {"endpoint", required_argument, NULL, O_ENDPOINT},
+        {"out", required_argument, NULL, O_OUT},
+        {"png", no_argument, NULL, O_PNG},
+        {"every-seq", no_argument, NULL, O_EVERY},
+        {"count", required_argument, NULL, O_COUNT},
+        {"until-final", no_argument, NULL, O_FINAL},
+        {"timeout", required_argument, NULL, O_TIMEOUT},
+        {"latency", no_argument, NULL, O_LATENCY},
+        {"quiet", no_argument, NULL, O_QUIET},
+        {"all", no_argument, NULL, O_ALL},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->endpoint = "tcp://localhost:5602";
+    optind = 1;
+    opterr = 0;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_ENDPOINT: o->endpoint = optarg; break;
+        case O_OUT: o->out = optarg; break;
+        case O_PNG: o->png = true; break;
+        case O_EVERY: o->every_seq = true; break;
+        case O_COUNT:
+            errno = 0;
+            o->count = strtoull(optarg, &end, 10);
+            if (end == optarg || *end || errno || o->count == 0 || *optarg == '-')
+                return fail(2, "bad --count '%s': need a whole number >= 1", optarg);
+            break;
+        case O_FINAL: o->until_final = true; break;
+        case O_TIMEOUT:
+            o->timeout = strtod(optarg, &end);
+            if (end == optarg || *end || !(o->timeout > 0) || o->timeout > 1e9)
+                return fail(2, "bad --timeout '%s': need seconds > 0", optarg);
+            break;
+        case O_LATENCY: o->latency = true; break;
+        case O_QUIET: o->quiet = true; break;
+        case O_ALL: o->all = true; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        default:
+            return fail(2, "%s '%s' (see tomolive sub --help)",
+                        c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
+        }
+    }
+    if (optind == argc && !o->all)
+        return fail(2, "name the slices to receive, or --all (see tomolive sub --help)");
+    for (int i = optind; i < argc; i++)
+        if (!valid_id(argv[i]))
+            return fail(2, "bad slice id '%s': 1 to %d of [A-Za-z0-9_.-]", argv[i],
+                        TL_PROTO_MAX_ID);
+    if ((o->png || o->every_seq) && !o->out)
+        return fail(2, "--png and --every-seq need --out DIR");
+    return -1;
+}
+
+int tl_cmd_sub(int argc, char **argv)
+{
+    options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    if (o.out && mkdir(o.out, 0777) != 0 && errno != EEXIST)
+        return fail(1, "cannot create '%s': %s", o.out, strerror(errno));
+    state S;
+    memset(&S, 0, sizeof S);
+    for (int i = optind; i < argc; i++)
+        if (!find(&S, argv[i], strlen(argv[i]))) {
+            track *t = add(&S, argv[i], strlen(argv[i]));
+            if (!t)
+                return fail(1, "out of memory");
+            t->requested = true;
+        }
+    void *ctx = zmq_ctx_new();
+    void *sock = ctx ? zmq_socket(ctx, ZMQ_SUB) : NULL;
+    if (!sock)
+        rc = fail(1, "cannot create a socket: %s", zmq_strerror(errno));
+    else if (zmq_connect(sock, o.endpoint) != 0)
+        rc = fail(2, "bad --endpoint '%s': %s", o.endpoint, zmq_strerror(errno));
+    char topic[TL_PROTO_MAX_ID + 16];
+    for (size_t i = 0; rc < 0 && i < (o.all ? 1 : S.n); i++) {
+        size_t len = o.all ? strlen(strcpy(topic, "slice/"))
+                           : tl_proto_slice_topic(topic, sizeof topic, S.t[i].id,
+                                                  strlen(S.t[i].id));
+        if (zmq_setsockopt(sock, ZMQ_SUBSCRIBE, topic, len) != 0)
+            rc = fail(1, "cannot subscribe: %s", zmq_strerror(errno));
+    }
+    if (rc < 0) {
+        /* Ctrl-C and kill end the loop with a summary; no SA_RESTART, so zmq_poll wakes */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        rc = receive(&o, &S, sock);
+        summary(&o, &S);
+    }
+    int linger = 0;
+    if (sock) {
+        zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_close(sock);
+    }
+    if (ctx)
+        zmq_ctx_term(ctx);
+    for (size_t i = 0; i < S.n; i++)
+        free(S.t[i].lat);
+    free(S.t);
+    free(S.img);
+    return rc;
+}

@@ -1,0 +1,540 @@
+/* check_push.c — `tomolive push` against a PULL socket of the test's own: the message
+ * sequence (scan with its fields, darks, flats, projections, end), the pixels (the camera
+ * model inverted gives back the phantom's line integrals, scaled to --attenuation, at the
+ * right angles and axis), disorder and loss (the drop list is exactly what is missing,
+ * the shuffle rate is roughly what was asked, both repeat for a seed), pacing, TIFF input
+ * and the usage errors.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clients/tiff.h"
+#include "gpu/phantom.h"
+#include "protocol/protocol.h"
+#include "tests/integration/clients_util.h"
+#include "tests/testutil.h"
+
+typedef struct {
+    tl_proto_msg m;
+    void *payload;   /* a copy */
+    size_t len;
+} rmsg;
+
+typedef struct {
+    rmsg *v;
+    size_t n;
+} stream;
+
+static char *dir;
+static void *ctx, *pull;
+static char ep[256];
+
+static void setup(void)
+{
+    dir = tl_tmpdir("push");
+    ck_assert_ptr_nonnull(dir);
+    ctx = zmq_ctx_new();
+    pull = tl_bind_loopback(ctx, ZMQ_PULL, ep, sizeof ep);
+}
+
+static void teardown(void)
+{
+    zmq_close(pull);
+    zmq_ctx_term(ctx);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
+static void free_stream(stream *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i].payload);
+    free(s->v);
+}
+
+/* Receives what the pusher pid sends until `end`, or until it has exited and nothing
+ * came for half a second. Every message must decode. */
+static stream collect(pid_t pid)
+{
+    stream s = {NULL, 0};
+    size_t cap = 0;
+    tl_proto_decoder *d = tl_proto_decoder_new();
+    double quiet_since = tl_now_s(), start = tl_now_s();
+    for (;;) {
+        ck_assert_msg(tl_now_s() - start < 60, "no end after 60 s (%zu messages)", s.n);
+        zmq_pollitem_t it = {pull, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 50) <= 0) {
+            if (!tl_client_running(pid) && tl_now_s() - quiet_since > 0.5)
+                break;
+            continue;
+        }
+        quiet_since = tl_now_s();
+        zmq_msg_t parts[TL_PROTO_MAX_PARTS];
+        tl_proto_error err;
+        int np = tl_proto_recv(pull, parts, TL_PROTO_MAX_PARTS, ZMQ_DONTWAIT, &err);
+        ck_assert_int_gt(np, 0);
+        rmsg r = {.payload = NULL};
+        ck_assert_msg(tl_proto_decode_parts(d, parts, np, TL_PROTO_INGEST, &r.m, &err) ==
+                          TL_PROTO_OK,
+                      "message %zu: %s: %s", s.n, tl_proto_err_name(err.code), err.message);
+        if (r.m.type == TL_MSG_FRAME) {
+            r.len = r.m.frame.payload_len;
+            r.payload = malloc(r.len ? r.len : 1);
+            memcpy(r.payload, r.m.frame.payload, r.len);
+            r.m.frame.payload = r.payload;
+        }
+        r.m.scan.filter = (tl_proto_str){NULL, 0}; /* points into the header: not kept */
+        tl_proto_close(parts, np);
+        if (s.n == cap)
+            s.v = realloc(s.v, (cap = cap ? 2 * cap : 256) * sizeof *s.v);
+        s.v[s.n++] = r;
+        if (r.m.type == TL_MSG_END)
+            break;
+    }
+    tl_proto_decoder_free(d);
+    return s;
+}
+
+static stream push(const char *const *args, int *rc)
+{
+    const char *argv[64] = {"push", "--endpoint", ep, "--quiet"};
+    size_t n = 4;
+    for (size_t i = 0; args[i]; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    pid_t pid = tl_client_start(dir, argv);
+    stream s = collect(pid);
+    *rc = tl_client_wait(pid, 60);
+    return s;
+}
+
+/* Checks the structure: scan, darks 0.., flats 0.., projections, end (when with_end);
+ * returns the projections' indices in arrival order. */
+static uint64_t *check_sequence(const stream *s, uint64_t series, uint32_t rows,
+                                uint32_t cols, tl_proto_dtype dtype, uint32_t ndark,
+                                uint32_t nflat, size_t *nproj, bool with_end)
+{
+    ck_assert_uint_ge(s->n, 1 + ndark + nflat + (with_end ? 1 : 0));
+    ck_assert_int_eq(s->v[0].m.type, TL_MSG_SCAN);
+    const tl_proto_scan *sc = &s->v[0].m.scan;
+    ck_assert_uint_eq(sc->series, series);
+    ck_assert_int_eq(sc->geometry, TL_PROTO_PARALLEL);
+    ck_assert_uint_eq(sc->rows, rows);
+    ck_assert_uint_eq(sc->cols, cols);
+    ck_assert_int_eq(sc->dtype, dtype);
+    ck_assert_uint_eq(sc->darks, ndark);
+    ck_assert_uint_eq(sc->flats, nflat);
+    ck_assert_uint_eq(sc->first_index, 0);
+    size_t end = s->n - (with_end ? 1 : 0);
+    if (with_end) {
+        ck_assert_int_eq(s->v[s->n - 1].m.type, TL_MSG_END);
+        ck_assert_uint_eq(s->v[s->n - 1].m.end.series, series);
+    }
+    size_t bytes = (size_t)rows * cols * tl_proto_dtype_size(dtype);
+    uint64_t *idx = malloc((end + 1) * sizeof *idx);
+    *nproj = 0;
+    uint64_t prev_t = 0;
+    for (size_t i = 1; i < end; i++) {
+        const tl_proto_frame *f = &s->v[i].m.frame;
+        ck_assert_int_eq(s->v[i].m.type, TL_MSG_FRAME);
+        ck_assert_uint_eq(f->series, series);
+        ck_assert_uint_eq(f->rows, rows);
+        ck_assert_uint_eq(f->cols, cols);
+        ck_assert_int_eq(f->dtype, dtype);
+        ck_assert_uint_eq(f->payload_len, bytes);
+        ck_assert(f->has_t_acq);
+        ck_assert_uint_ge(f->t_acq, prev_t); /* stamped at send, in send order */
+        prev_t = f->t_acq;
+        tl_proto_kind want = i <= ndark ? TL_PROTO_DARK
+                             : i <= ndark + nflat ? TL_PROTO_FLAT : TL_PROTO_PROJ;
+        ck_assert_int_eq(f->kind, want);
+        if (want == TL_PROTO_DARK)
+            ck_assert_uint_eq(f->index, i - 1);
+        else if (want == TL_PROTO_FLAT)
+            ck_assert_uint_eq(f->index, i - 1 - ndark);
+        else
+            idx[(*nproj)++] = f->index;
+        ck_assert(f->has_angle == (want == TL_PROTO_PROJ));
+    }
+    return idx;
+}
+
+static double sample(const rmsg *r, size_t i)
+{
+    if (r->m.frame.dtype == TL_PROTO_U16)
+        return ((const uint16_t *)r->payload)[i];
+    return ((const float *)r->payload)[i];
+}
+
+/* The camera model inverted: -log((P - D) / (F - D)) with the received dark and flat
+ * must be the phantom's line integrals at the frame's angle and the given axis, times one
+ * scale for the whole scan that makes the largest of them about `atten`. */
+static void check_pixels(const stream *s, uint32_t rows, uint32_t cols, double center,
+                         double atten, double start_deg, uint32_t nproj, double tol)
+{
+    tl_camera cam;
+    tl_camera_init(&cam);
+    const rmsg *dark = &s->v[1], *flat = &s->v[2];
+    size_t npix = (size_t)rows * cols;
+    for (size_t i = 0; i < npix; i++) {
+        ck_assert_double_le(fabs(sample(dark, i) - cam.dark), 1.0);
+        ck_assert_double_le(fabs(sample(flat, i) - cam.dark - cam.flux),
+                            cam.gain_variation * cam.flux + 1.0);
+    }
+    tl_phantom ph;
+    ck_assert_int_eq(tl_phantom_shepp_logan(&ph, 0.45 * cols, (rows - 1) / 2.0, 0.45 * rows), 0);
+    float *ref = malloc(npix * sizeof *ref), *li = malloc(npix * sizeof *li);
+    double scale0 = NAN, maxli = 0;
+    for (size_t m = 3; m < s->n && s->v[m].m.type == TL_MSG_FRAME; m++) {
+        const tl_proto_frame *f = &s->v[m].m.frame;
+        double want = (start_deg + (double)f->index * 180.0 / nproj) * M_PI / 180.0;
+        ck_assert_double_eq_tol(f->angle, want, 1e-12);
+        tl_phantom_project(&ph, f->angle, center, rows, cols, ref);
+        double num = 0, den = 0;
+        for (size_t i = 0; i < npix; i++) {
+            double d = sample(dark, i);
+            li[i] = (float)-log((sample(&s->v[m], i) - d) / (sample(flat, i) - d));
+            num += li[i] * (double)ref[i];
+            den += (double)ref[i] * ref[i];
+            maxli = fmax(maxli, li[i]);
+        }
+        double scale = num / den;
+        for (size_t i = 0; i < npix; i++)
+            ref[i] = (float)(ref[i] * scale);
+        double rel = tl_rel_l2(li, ref, npix);
+        ck_assert_msg(rel <= tol, "projection %llu: relative L2 %.3g vs the phantom",
+                      (unsigned long long)f->index, rel);
+        if (isnan(scale0))
+            scale0 = scale;
+        ck_assert_msg(fabs(scale / scale0 - 1) <= 10 * tol, "density scale %g vs %g", scale,
+                      scale0);
+    }
+    ck_assert_msg(maxli > 0.9 * atten && maxli < 1.1 * atten,
+                  "largest line integral %g, asked for %g", maxli, atten);
+    free(ref);
+    free(li);
+    tl_phantom_free(&ph);
+}
+
+START_TEST(test_push_sequence_and_pixels)
+{
+    int rc;
+    const char *args[] = {"--rows", "8", "--cols", "32", "--projections", "60", "--darks", "1",
+                          "--flats", "1", "--series", "7", "--window", "50", "--center",
+                          "14.25", "--angles-deg", "10:190", "--attenuation", "3", NULL};
+    stream s = push(args, &rc);
+    ck_assert_msg(rc == 0, "%s", tl_client_err());
+    size_t np;
+    uint64_t *idx = check_sequence(&s, 7, 8, 32, TL_PROTO_U16, 1, 1, &np, true);
+    ck_assert_uint_eq(np, 60);
+    for (size_t k = 0; k < np; k++) /* no shuffle: in order */
+        ck_assert_uint_eq(idx[k], k);
+    const tl_proto_scan *sc = &s.v[0].m.scan;
+    ck_assert_uint_eq(sc->window, 50);
+    ck_assert(sc->has_center);
+    ck_assert_double_eq(sc->center, 14.25);
+    check_pixels(&s, 8, 32, 14.25, 3.0, 10, 60, 5e-3);
+    char line[256];
+    snprintf(line, sizeof line, "pushed %zu frames (1 darks, 1 flats, 60 projections, 0 dropped)",
+             s.n - 2);
+    ck_assert_msg(strstr(tl_client_out(), line) != NULL, "%s", tl_client_out());
+    free(idx);
+    free_stream(&s);
+
+    /* float32 counts, default axis (not sent) and window (the projection count) */
+    const char *f32[] = {"--rows", "4", "--cols", "24", "--projections", "30", "--darks", "1",
+                         "--flats", "1", "--dtype", "f32", NULL};
+    s = push(f32, &rc);
+    ck_assert_msg(rc == 0, "%s", tl_client_err());
+    idx = check_sequence(&s, 1, 4, 24, TL_PROTO_F32, 1, 1, &np, true);
+    ck_assert_uint_eq(np, 30);
+    ck_assert(!s.v[0].m.scan.has_center);
+    ck_assert_uint_eq(s.v[0].m.scan.window, 30);
+    check_pixels(&s, 4, 24, 11.5, 2.0, 0, 30, 1e-4);
+    free(idx);
+    free_stream(&s);
+}
+END_TEST
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Pushes 1000 tiny projections with disorder; returns arrival order and the drop list. */
+static void disorder_run(const char *seed, const char *shuffle, const char *drop,
+                         uint64_t **order, size_t *n, uint64_t **lost, size_t *nlost)
+{
+    char list[1024];
+    snprintf(list, sizeof list, "%s/dropped.txt", dir);
+    const char *args[] = {"--rows", "1", "--cols", "8", "--projections", "1000", "--darks", "0",
+                          "--flats", "0", "--seed", seed, "--shuffle", shuffle, "--drop", drop,
+                          "--drop-list", list, NULL};
+    int rc;
+    stream s = push(args, &rc);
+    ck_assert_msg(rc == 0, "%s", tl_client_err());
+    *order = check_sequence(&s, 1, 1, 8, TL_PROTO_U16, 0, 0, n, true);
+    for (size_t i = 1; i + 1 < s.n; i++) { /* each angle belongs to its index */
+        const tl_proto_frame *f = &s.v[i].m.frame;
+        ck_assert_double_eq_tol(f->angle, (double)f->index * M_PI / 1000, 1e-12);
+    }
+    free_stream(&s);
+    FILE *f = fopen(list, "r");
+    ck_assert_ptr_nonnull(f);
+    *lost = malloc(1000 * sizeof **lost);
+    *nlost = 0;
+    unsigned long long v;
+    while (fscanf(f, "%llu", &v) == 1)
+        (*lost)[(*nlost)++] = v;
+    fclose(f);
+    char line[256];
+    snprintf(line, sizeof line, "(0 darks, 0 flats, %zu projections, %zu dropped)", *n, *nlost);
+    ck_assert_msg(strstr(tl_client_out(), line) != NULL, "%s", tl_client_out());
+}
+
+START_TEST(test_push_disorder)
+{
+    uint64_t *order, *lost;
+    size_t n, nlost;
+    disorder_run("3", "20", "10", &order, &n, &lost, &nlost);
+    /* the drop list is exactly the set of indices that never came, each came once */
+    uint64_t *sorted = malloc(n * sizeof *sorted);
+    memcpy(sorted, order, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, cmp_u64);
+    ck_assert_uint_eq(n + nlost, 1000);
+    size_t a = 0, b = 0;
+    for (uint64_t k = 0; k < 1000; k++) {
+        bool got = a < n && sorted[a] == k, gone = b < nlost && lost[b] == k;
+        ck_assert_msg(got != gone, "index %llu: received %d, in the drop list %d",
+                      (unsigned long long)k, got, gone);
+        a += got;
+        b += gone;
+    }
+    ck_assert_msg(nlost >= 50 && nlost <= 150, "%zu of 1000 dropped at 10 %%", nlost);
+    /* each swap puts one or two projections after a later one */
+    size_t descents = 0;
+    for (size_t i = 0; i + 1 < n; i++)
+        descents += order[i] > order[i + 1];
+    ck_assert_msg(descents >= 100 && descents <= 500, "%zu descents at 20 %% shuffle",
+                  descents);
+    for (size_t i = 0; i < n; i++) /* swaps reach a few positions, not across the scan */
+        ck_assert_msg(llabs((long long)order[i] - (long long)sorted[i]) <= 40,
+                      "index %llu at position %zu", (unsigned long long)order[i], i);
+
+    /* the same seed gives the same run; another seed another one */
+    uint64_t *order2, *lost2;
+    size_t n2, nlost2;
+    disorder_run("3", "20", "10", &order2, &n2, &lost2, &nlost2);
+    ck_assert_uint_eq(n2, n);
+    ck_assert_uint_eq(nlost2, nlost);
+    ck_assert(!memcmp(order2, order, n * sizeof *order));
+    ck_assert(!memcmp(lost2, lost, nlost * sizeof *lost));
+    free(order2);
+    free(lost2);
+    disorder_run("4", "20", "10", &order2, &n2, &lost2, &nlost2);
+    ck_assert(n2 != n || memcmp(order2, order, n * sizeof *order) != 0);
+    free(order2);
+    free(lost2);
+    free(order);
+    free(lost);
+    free(sorted);
+}
+END_TEST
+
+START_TEST(test_push_rate)
+{
+    const char *args[] = {"--rows", "2", "--cols", "16", "--projections", "50", "--darks", "0",
+                          "--flats", "0", "--rate", "100", NULL};
+    double t = tl_now_s();
+    int rc;
+    stream s = push(args, &rc);
+    t = tl_now_s() - t;
+    ck_assert_msg(rc == 0, "%s", tl_client_err());
+    ck_assert_msg(t >= 0.45 && t < 10, "50 frames at 100 fps took %.3f s", t);
+    /* deadlines are absolute (t0 + k / rate), so frame k leaves no earlier than k - 1
+     * periods after frame 0, however late frame 0 itself went */
+    uint64_t t0 = s.v[1].m.frame.t_acq;
+    for (size_t k = 1; k + 1 < s.n; k++)
+        ck_assert_msg(s.v[k].m.frame.t_acq - t0 + 10000000ull >= (k - 1) * 10000000ull,
+                      "frame %zu sent %.3f ms after the first", k - 1,
+                      (s.v[k].m.frame.t_acq - t0) * 1e-6);
+    double secs = 0;
+    const char *p = strstr(tl_client_out(), " in ");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(sscanf(p, " in %lf s", &secs), 1);
+    ck_assert_msg(secs >= 0.45, "reported %g s", secs);
+    free_stream(&s);
+}
+END_TEST
+
+START_TEST(test_push_no_end_and_bind)
+{
+    const char *args[] = {"--rows", "2", "--cols", "4", "--projections", "5", "--no-end", NULL};
+    int rc;
+    stream s = push(args, &rc);
+    ck_assert_msg(rc == 0, "%s", tl_client_err());
+    ck_assert_uint_eq(s.n, 1 + 10 + 10 + 5);
+    ck_assert_int_eq(s.v[s.n - 1].m.type, TL_MSG_FRAME);
+    free_stream(&s);
+
+    /* --bind: the pusher waits for its receiver to connect */
+    char bound[64];
+    snprintf(bound, sizeof bound, "tcp://127.0.0.1:%d", tl_free_port());
+    const char *bargs[] = {"push", "--bind", "--endpoint", bound, "--quiet", "--rows", "2",
+                           "--cols", "4", "--projections", "5", NULL};
+    pid_t pid = tl_client_start(dir, bargs);
+    usleep(200000); /* it is waiting, and must still be after a while */
+    ck_assert(tl_client_running(pid));
+    void *p2 = zmq_socket(ctx, ZMQ_PULL);
+    int linger = 0;
+    zmq_setsockopt(p2, ZMQ_LINGER, &linger, sizeof linger);
+    ck_assert_int_eq(zmq_connect(p2, bound), 0);
+    void *keep = pull;
+    pull = p2;
+    s = collect(pid);
+    pull = keep;
+    ck_assert_int_eq(tl_client_wait(pid, 30), 0);
+    zmq_close(p2);
+    size_t np;
+    uint64_t *idx = check_sequence(&s, 1, 2, 4, TL_PROTO_U16, 10, 10, &np, true);
+    ck_assert_uint_eq(np, 5);
+    free(idx);
+    free_stream(&s);
+}
+END_TEST
+
+static void write_stack(const char *name, tl_dtype t, uint32_t pages, uint32_t rows,
+                        uint32_t cols, double base)
+{
+    char path[1024], err[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    tl_tiff_writer w;
+    ck_assert_msg(tl_tiff_create(&w, path, 0, err, sizeof err) == 0, "%s", err);
+    size_t n = (size_t)rows * cols;
+    void *buf = malloc(n * 4);
+    for (uint32_t p = 0; p < pages; p++) {
+        for (size_t i = 0; i < n; i++) {
+            double v = base + p * 7 + i;
+            if (t == TL_DTYPE_U16)
+                ((uint16_t *)buf)[i] = (uint16_t)v;
+            else
+                ((float *)buf)[i] = (float)(v + 0.25);
+        }
+        ck_assert_msg(tl_tiff_write_page(&w, t, buf, rows, cols, err, sizeof err) == 0, "%s",
+                      err);
+    }
+    free(buf);
+    ck_assert_msg(tl_tiff_finish(&w, err, sizeof err) == 0, "%s", err);
+}
+
+START_TEST(test_push_tiff)
+{
+    write_stack("p.tif", TL_DTYPE_U16, 6, 3, 5, 1000);
+    write_stack("d.tif", TL_DTYPE_F32, 2, 3, 5, 10);
+    write_stack("f.tif", TL_DTYPE_U16, 3, 3, 5, 5000);
+    char p[1024], d[1024], f[1024], a[1024];
+    snprintf(p, sizeof p, "%s/p.tif", dir);
+    snprintf(d, sizeof d, "%s/d.tif", dir);
+    snprintf(f, sizeof f, "%s/f.tif", dir);
+    snprintf(a, sizeof a, "%s/angles.txt", dir);
+    FILE *af = fopen(a, "w");
+    const double deg[6] = {0, 1, 3, 6, 10, 15}; /* non-uniform */
+    for (int i = 0; i < 6; i++)
+        fprintf(af, "%g\n", deg[i]);
+    fclose(af);
+    const char *args[] = {"--tiff", p, "--tiff-darks", d, "--tiff-flats", f, "--angles", a,
+                          NULL};
+    int rc;
+    stream s = push(args, &rc);
+    ck_assert_msg(rc == 0, "%s", tl_client_err());
+    size_t np;
+    /* darks are float32, the rest uint16: everything goes as float32 */
+    uint64_t *idx = check_sequence(&s, 1, 3, 5, TL_PROTO_F32, 2, 3, &np, true);
+    ck_assert_uint_eq(np, 6);
+    ck_assert_uint_eq(s.v[0].m.scan.window, 6);
+    for (size_t m = 1; m + 1 < s.n; m++) {
+        const tl_proto_frame *fr = &s.v[m].m.frame;
+        double base = fr->kind == TL_PROTO_DARK ? 10.25 : fr->kind == TL_PROTO_FLAT ? 5000 : 1000;
+        for (size_t i = 0; i < 15; i++)
+            ck_assert_double_eq_tol(sample(&s.v[m], i), base + fr->index * 7 + i, 1e-3);
+        if (fr->kind == TL_PROTO_PROJ)
+            ck_assert_double_eq_tol(fr->angle, deg[fr->index] * M_PI / 180, 1e-12);
+    }
+    free(idx);
+    free_stream(&s);
+
+    /* same dtype everywhere: sent as is; START:STOP takes its count from the pages */
+    const char *u16[] = {"--tiff", p, "--tiff-flats", f, "--angles-deg", "0:180", NULL};
+    s = push(u16, &rc);
+    ck_assert_msg(rc == 0, "%s", tl_client_err());
+    idx = check_sequence(&s, 1, 3, 5, TL_PROTO_U16, 0, 3, &np, true);
+    ck_assert_uint_eq(np, 6);
+    ck_assert_double_eq_tol(s.v[4 + 5].m.frame.angle, 5 * M_PI / 6, 1e-12);
+    free(idx);
+    free_stream(&s);
+}
+END_TEST
+
+START_TEST(test_push_errors)
+{
+    char p[1024], bad[1024];
+    write_stack("p.tif", TL_DTYPE_U16, 4, 2, 2, 0);
+    snprintf(p, sizeof p, "%s/p.tif", dir);
+    snprintf(bad, sizeof bad, "%s/nope.tif", dir);
+    const struct {
+        int rc;
+        const char *phrase;
+        const char *args[16];
+    } cases[] = {
+        {2, "unknown option", {"push", "--frobnicate", NULL}},
+        {2, "bad --dtype", {"push", "--dtype", "u8", NULL}},
+        {2, "bad --shuffle", {"push", "--shuffle", "101", NULL}},
+        {2, "bad --rows", {"push", "--rows", "0", NULL}},
+        {2, "needs --angles", {"push", "--tiff", p, NULL}},
+        {2, "not for --tiff", {"push", "--tiff", p, "--angles-deg", "0:180:4", "--rows", "4", NULL}},
+        {2, "needs --tiff", {"push", "--tiff-darks", p, NULL}},
+        {1, "4 projections", {"push", "--tiff", p, "--angles-deg", "0:180:5", NULL}},
+        {1, "nope.tif", {"push", "--tiff", bad, "--angles-deg", "0:180", NULL}},
+        {1, "angles for", {"push", "--projections", "10", "--angles-deg", "0:180:9", NULL}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = tl_client_run(dir, cases[i].args, 30);
+        ck_assert_msg(rc == cases[i].rc, "case %zu: exit %d; stderr: %s", i, rc,
+                      tl_client_err());
+        ck_assert_msg(strstr(tl_client_err(), cases[i].phrase) != NULL,
+                      "case %zu: stderr lacks '%s': %s", i, cases[i].phrase, tl_client_err());
+        ck_assert_msg(!strncmp(tl_client_err(), "tomolive push: ", 15), "%s", tl_client_err());
+    }
+    const char *help[] = {"push", "--help", NULL};
+    ck_assert_int_eq(tl_client_run(dir, help, 30), 0);
+    ck_assert(strstr(tl_client_out(), "usage: tomolive push") != NULL);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("push");
+    TCase *tc = tcase_create("push");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_push_sequence_and_pixels);
+    tcase_add_test(tc, test_push_disorder);
+    tcase_add_test(tc, test_push_rate);
+    tcase_add_test(tc, test_push_no_end_and_bind);
+    tcase_add_test(tc, test_push_tiff);
+    tcase_add_test(tc, test_push_errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tl_run_suite(suite(), false);
+}
