@@ -43,3 +43,9 @@ TESTS += tests/integration/check_daemon
 tests_integration_check_daemon_SOURCES = tests/integration/check_daemon.c
 tests_integration_check_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 tests_integration_check_daemon_LDADD = $(FIXTURE_LIBS) $(NOTIFY_LISTENER_LIBS) $(TEST_LIBS)
+
+check_PROGRAMS += tests/integration/check_e2e
+TESTS += tests/integration/check_e2e
+tests_integration_check_e2e_SOURCES = tests/integration/check_e2e.c
+tests_integration_check_e2e_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_e2e_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)

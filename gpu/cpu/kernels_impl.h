@@ -122,10 +122,12 @@ static inline REAL FN(lerp)(const REAL *row, uint32_t W, REAL u)
     return a + f * (b - a);
 }
 
-/* Output row `row` of slice sl: every pixel summed over the projections. Within one output
- * row the detector column moves linearly with the output column, and for horizontal
- * slices the detector row is constant, so the common case reads one sinogram row per
- * projection. */
+/* Output row `row` of slice sl: every pixel summed over the projections. For the common
+ * case, the horizontal slice, the detector row is constant along an output row, so each
+ * projection reads one sinogram row. Each pixel's volume coordinates are computed exactly
+ * (start + j * step, exact for pixel grids of half-integers) and u from them by the same
+ * expression everywhere, so a voxel gets the same value in a row, an ortho-slice or a plane
+ * through it. */
 void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
                        const tl_bp_proj *proj, size_t nproj, int thread)
 {
@@ -141,8 +143,8 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
 
     for (size_t k = 0; k < nproj; k++) {
         const tl_bp_proj *p = &proj[k];
-        REAL c = (REAL)p->cos_t, sn = (REAL)p->sin_t, wt = (REAL)p->weight;
-        REAL u0 = (REAL)p->center + px * c - py * sn, du = dx * c - dy * sn;
+        REAL c = (REAL)p->cos_t, sn = (REAL)p->sin_t, wt = (REAL)p->weight, cen = (REAL)p->center;
+#define U(j) (cen + (px + (REAL)(j) * dx) * c - (py + (REAL)(j) * dy) * sn)
         if (dz == 0) {
             REAL fl = FLOOR(pz);
             REAL g = pz - fl;
@@ -151,12 +153,13 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
             const REAL *s1row = g != 0 && r0 + 1 >= 0 && r0 + 1 < (long)H
                                     ? win + ((size_t)(r0 + 1) * n + p->slot) * W
                                     : NULL;
-            if (s0row && !s1row && g == 0) {
-                for (uint32_t j = 0; j < w; j++)
-                    acc[j] += wt * FN(lerp)(s0row, W, u0 + (REAL)j * du);
+            if (g == 0) {
+                if (s0row)
+                    for (uint32_t j = 0; j < w; j++)
+                        acc[j] += wt * FN(lerp)(s0row, W, U(j));
             } else if (s0row || s1row) {
                 for (uint32_t j = 0; j < w; j++) {
-                    REAL u = u0 + (REAL)j * du;
+                    REAL u = U(j);
                     REAL a = s0row ? FN(lerp)(s0row, W, u) : 0;
                     REAL b = s1row ? FN(lerp)(s1row, W, u) : 0;
                     acc[j] += wt * (a + g * (b - a));
@@ -165,7 +168,7 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
             continue;
         }
         for (uint32_t j = 0; j < w; j++) {
-            REAL u = u0 + (REAL)j * du, z = pz + (REAL)j * dz;
+            REAL u = U(j), z = pz + (REAL)j * dz;
             if (!(z > (REAL)-1 && z < (REAL)H))
                 continue;
             REAL fl = FLOOR(z);
@@ -176,6 +179,7 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
                                       : 0;
             acc[j] += wt * (a + g * (b - a));
         }
+#undef U
     }
     float *out = sl->out + (size_t)row * w;
     for (uint32_t j = 0; j < w; j++)
