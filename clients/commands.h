@@ -12,5 +12,6 @@ int tl_cmd_sub(int argc, char **argv);
 int tl_cmd_ctl(int argc, char **argv);
 int tl_cmd_recon(int argc, char **argv);
 int tl_cmd_bench(int argc, char **argv);
+int tl_cmd_phantom(int argc, char **argv);
 
 #endif

@@ -81,11 +81,22 @@ static double max_line_integral(const tl_phantom *ph, uint32_t rows, uint32_t co
     return m;
 }
 
+int push_phantom_build(tl_phantom *ph, uint32_t rows, uint32_t cols, double center,
+                       double attenuation)
+{
+    if (tl_phantom_shepp_logan(ph, 0.45 * cols, (rows - 1) / 2.0, 0.45 * rows) != 0)
+        return -1;
+    /* densities are per detector pixel: scale them so the sample transmits */
+    double m = max_line_integral(ph, rows, cols, center);
+    if (m > 0)
+        tl_phantom_scale_density(ph, attenuation / m);
+    return 0;
+}
+
 push_source *push_source_phantom(const push_phantom_opts *o, char *err, size_t errlen)
 {
     push_source *s = alloc_source();
-    if (!s || tl_phantom_shepp_logan(&s->ph, 0.45 * o->cols, (o->rows - 1) / 2.0,
-                                     0.45 * o->rows) != 0) {
+    if (!s || push_phantom_build(&s->ph, o->rows, o->cols, o->center, o->attenuation) != 0) {
         snprintf(err, errlen, "out of memory for the phantom");
         free(s);
         return NULL;
@@ -96,10 +107,6 @@ push_source *push_source_phantom(const push_phantom_opts *o, char *err, size_t e
     s->cols = o->cols;
     s->dtype = o->dtype;
     s->frame_bytes = (size_t)o->rows * o->cols * tl_dtype_size(o->dtype);
-    /* densities are per detector pixel: scale them so the sample transmits */
-    double m = max_line_integral(&s->ph, o->rows, o->cols, o->center);
-    if (m > 0)
-        tl_phantom_scale_density(&s->ph, o->attenuation / m);
     tl_camera_init(&s->cam);
     s->cam.flux = o->flux;
     s->cam.noise = o->noise;

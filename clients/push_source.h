@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "gpu/engine.h"
+#include "gpu/phantom.h"
 
 /* One frame to send: a dark, flat or projection, its index within its kind (for a TIFF
  * source also the page it comes from) and, for projections, the angle in radians. */
@@ -42,6 +43,12 @@ typedef struct {
 } push_phantom_opts;
 
 typedef struct push_source push_source;
+
+/* The simulated sample: the 3-D Shepp-Logan phantom spanning 0.45 of the detector, its
+ * densities scaled so that the largest line integral is `attenuation` (what push sends and
+ * what `tomolive phantom` compares with). Returns 0, or -1 when out of memory. */
+int push_phantom_build(tl_phantom *ph, uint32_t rows, uint32_t cols, double center,
+                       double attenuation);
 
 /* A simulated camera. NULL with a message in err on failure. */
 push_source *push_source_phantom(const push_phantom_opts *o, char *err, size_t errlen);

@@ -1,9 +1,13 @@
 /* worker.c — the engine worker: take items from the queue, apply them, publish what is due.
  *
  * One turn: wait for an item (or for the next rate-limited slice to come due, or a poke),
- * apply it under the lock, then look at every slice: the due ones are reconstructed in one
- * engine call (one batch, so a GPU kernel can serve several slices per pass) into buffers
- * from the pool and posted to the publisher. Between turns the lock is free for control
+ * apply it and everything already queued behind it (for up to TL_WORKER_BATCH_NS), then
+ * look at every slice: the due ones are reconstructed in one engine call (one batch, so a
+ * GPU kernel can serve several slices per pass) into buffers from the pool and posted to
+ * the publisher. Applying the backlog first matters: a reconstruction slower than the frame
+ * interval would otherwise run after every frame and ingest would fall further behind with
+ * every slice; this way each slice includes all frames received, and frames are never
+ * delayed by more than one reconstruction. Between turns the lock is free for control
  * commands. The worker beats a heartbeat that the systemd watchdog checks, so a stuck
  * engine (a hung GPU) is noticed, not hidden by a live event loop.
  */
@@ -15,7 +19,8 @@
 
 #include "daemon/daemon.h"
 
-#define TL_WORKER_MAX_WAIT 0.2 /* seconds: heartbeat and rate-limit resolution */
+#define TL_WORKER_MAX_WAIT 0.2       /* seconds: heartbeat and rate-limit resolution */
+#define TL_WORKER_BATCH_NS 50000000ull /* frames applied back to back before slices are due */
 
 /* Reconstructs and posts every due slice (lock held). Returns when the next rate-limited
  * slice will be due (monotonic ns), or UINT64_MAX. */
@@ -94,16 +99,17 @@ static void *run(void *arg)
             timeout = TL_WORKER_MAX_WAIT;
         int got = tl_queue_pop(&d->queue, &it, timeout);
         pthread_mutex_lock(&d->lock);
-        if (got) {
+        uint64_t t0 = tl_now_ns();
+        while (got) {
             tl_hist_add(&d->stats.latency[TL_LAT_QUEUE], (tl_now_ns() - it.t_recv_mono) / 1e9);
             tl_scan_apply(d, &it);
+            zmq_msg_close(&it.payload); /* the pixels are in the engine now */
+            zmq_msg_init(&it.payload);
+            got = tl_now_ns() - t0 < TL_WORKER_BATCH_NS && !atomic_load(&d->worker_stop) &&
+                  tl_queue_pop(&d->queue, &it, 0);
         }
         wake = publish_due(d);
         pthread_mutex_unlock(&d->lock);
-        if (got) { /* give the payload back to ZeroMQ outside the lock */
-            zmq_msg_close(&it.payload);
-            zmq_msg_init(&it.payload);
-        }
     }
     zmq_msg_close(&it.payload);
     return NULL;

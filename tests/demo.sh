@@ -1,0 +1,85 @@
+#!/bin/sh
+# demo.sh — what `./bootstrap demo` runs (from the build directory): tomolived on loopback,
+# three slices (a row, an ortho-slice, an oblique plane), `tomolive sub` watching them and
+# the simulated camera pushing a phantom scan; then a summary and PNG previews in demo-out/.
+#
+# Environment: DEMO_ROWS, DEMO_COLS, DEMO_PROJECTIONS, DEMO_RATE (frames/s), DEMO_BACKEND
+# (auto, cpu, cuda), DEMO_PORT (first of three consecutive TCP ports, default 5600).
+set -eu
+
+rows=${DEMO_ROWS:-64}
+cols=${DEMO_COLS:-256}
+nproj=${DEMO_PROJECTIONS:-720}
+rate=${DEMO_RATE:-300}
+backend=${DEMO_BACKEND:-auto}
+port=${DEMO_PORT:-5600}
+out=demo-out
+PATH="$(pwd)/clients:$(pwd)/daemon:$PATH"
+export PATH
+
+ingest=tcp://127.0.0.1:$port
+control=tcp://127.0.0.1:$((port + 1))
+slices=tcp://127.0.0.1:$((port + 2))
+rm -rf "$out"
+mkdir -p "$out"
+
+tomolived --backend "$backend" --set "ingest.endpoint=$ingest" \
+    --set "control.endpoint=$control" --set "slices.endpoint=$slices" 2>"$out/tomolived.log" &
+daemon=$!
+stop_daemon() {
+    kill -TERM "$daemon" 2>/dev/null || true
+    wait "$daemon" 2>/dev/null || true
+}
+trap stop_daemon EXIT INT TERM
+
+ctl() { tomolive ctl --endpoint "$control" --timeout 5 "$@"; }
+tries=0
+until ctl status >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    if [ $tries -gt 50 ] || ! kill -0 "$daemon" 2>/dev/null; then
+        echo "demo: tomolived did not start:" >&2
+        cat "$out/tomolived.log" >&2
+        exit 1
+    fi
+    sleep 0.2
+done
+
+mid=$((rows / 2))
+zlo=$((rows / 4))
+ctl set_slice id=row kind=row z=$mid >/dev/null
+ctl set_slice id=ortho kind=ortho axis=y position=0 >/dev/null
+# oblique: tilted about the y axis, climbing half the detector's height across the slice
+plane="[$cols,0,$((rows / 2)),0,$cols,0,-$((cols / 2)),-$((cols / 2)),$zlo]"
+ctl set_slice id=oblique kind=plane "size=[$cols,$cols]" "orientation=$plane" >/dev/null
+
+tomolive sub --endpoint "$slices" --out "$out" --png --until-final --latency --timeout 120 \
+    --quiet row ortho oblique >"$out/sub.txt" 2>&1 &
+sub=$!
+sleep 1
+echo "demo: pushing $nproj projections of $rows x $cols (and 10 darks, 10 flats) at $rate frames/s"
+tomolive push --endpoint "$ingest" --rows "$rows" --cols "$cols" --projections "$nproj" \
+    --rate "$rate" --noise --quiet
+if ! wait "$sub"; then
+    echo "demo: the subscriber failed:" >&2
+    cat "$out/sub.txt" >&2
+    exit 1
+fi
+ctl status >"$out/status.json"
+stop_daemon
+trap - EXIT
+
+err_row=$(tomolive phantom --rows "$rows" --cols "$cols" --row $mid --compare "$out/row.tif")
+err_ortho=$(tomolive phantom --rows "$rows" --cols "$cols" --ortho y:0 --compare "$out/ortho.tif")
+err_plane=$(tomolive phantom --rows "$rows" --cols "$cols" --plane "$(echo "$plane" | tr -d '[]')" \
+    --size "$cols,$cols" --compare "$out/oblique.tif")
+
+echo
+echo "== summary"
+grep -E '^summary|^latency' "$out/sub.txt" || true
+sed -n 's/.*"backend": "\([a-z]*\)".*/backend: \1/p' "$out/status.json" | head -n 1
+echo "error against the phantom (relative L2, noisy data):"
+echo "  row     $err_row"
+echo "  ortho   $err_ortho"
+echo "  oblique $err_plane"
+echo "previews: $out/row.png $out/ortho.png $out/oblique.png (float32 TIFFs beside them)"
+echo "daemon log: $out/tomolived.log; status: $out/status.json"
