@@ -8,3 +8,7 @@ tests_gpu_check_cuda_SOURCES = tests/gpu/check_cuda.c
 tests_gpu_check_cuda_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_gpu_check_cuda_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_gpu_check_cuda_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+
+# the daemon end to end on the CUDA backend (skips without a GPU)
+TESTS += tests/gpu/e2e_cuda.sh
+EXTRA_DIST += tests/gpu/e2e_cuda.sh

@@ -290,5 +290,12 @@ static Suite *suite(void)
 
 int main(void)
 {
+    const char *be = getenv("TL_E2E_BACKEND");
+    tl_backend_kind b;
+    char why[256];
+    if (be && *be && (!tl_backend_parse(be, &b) || !tl_backend_available(b, why, sizeof why))) {
+        printf("SKIP: backend %s is not usable here\n", be);
+        return 77;
+    }
     return tl_run_suite(suite(), true);
 }
