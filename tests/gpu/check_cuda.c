@@ -888,27 +888,27 @@ END_TEST
 static Suite *suite(void)
 {
     Suite *s = suite_create("cuda");
-    TCase *t = tcase_create("cuda");
-    tcase_set_timeout(t, 600);
-    tcase_add_test(t, available_and_auto);
-    tcase_add_test(t, preprocess_all_dtypes);
-    tcase_add_test(t, calibration_batches_match_cpu);
-    tcase_add_test(t, pitched_host_frames);
-    tcase_add_test(t, filters_match_cpu);
-    tcase_add_test(t, kernels_phantom_256);
-    tcase_add_test(t, kernels_long_window);
-    tcase_add_test(t, kernels_odd_250_181);
-    tcase_add_test(t, kernels_odd_1000_1021);
-    tcase_add_test(t, kernels_zoom);
-    tcase_add_test(t, kernels_single_projection);
-    tcase_add_test(t, planes_match_cpu);
-    tcase_add_test(t, quality_selects_kernels);
-    tcase_add_test(t, device_frames_equal_host_frames);
-    tcase_add_test(t, rolling_window_equals_fresh);
-    tcase_add_test(t, memory_refusal);
-    tcase_add_test(t, bench_and_bench_store);
-    tcase_add_test(t, empty_window_is_zero);
-    suite_add_tcase(s, t);
+    /* four cases, so compute-sanitizer can run them as parallel processes (CK_RUN_CASE) */
+    const struct {
+        const char *name;
+        const TTest *tests[8];
+    } groups[] = {
+        {"pipeline", {available_and_auto, preprocess_all_dtypes, calibration_batches_match_cpu,
+                      pitched_host_frames, filters_match_cpu, NULL}},
+        {"kernels", {kernels_phantom_256, kernels_long_window, kernels_odd_250_181, kernels_zoom,
+                     kernels_single_projection, NULL}},
+        {"large", {kernels_odd_1000_1021, NULL}},
+        {"engine", {planes_match_cpu, quality_selects_kernels, device_frames_equal_host_frames,
+                    rolling_window_equals_fresh, memory_refusal, bench_and_bench_store,
+                    empty_window_is_zero, NULL}},
+    };
+    for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
+        TCase *t = tcase_create(groups[g].name);
+        tcase_set_timeout(t, 600);
+        for (int k = 0; groups[g].tests[k]; k++)
+            tcase_add_test(t, groups[g].tests[k]);
+        suite_add_tcase(s, t);
+    }
     return s;
 }
 
