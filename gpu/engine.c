@@ -226,12 +226,10 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         st = tl_fail(eb, TL_ENOMEM,
                      "scan needs %.2f GiB on the %s backend (window %u x %u rows x %u cols: "
                      "%.2f GiB, buffers %.2f GiB) but only %.2f GiB are free; reconstruct fewer "
-                     "rows, shorten the window%s",
+                     "rows or shorten the window",
                      m.total_bytes / 1073741824.0, e->ops->name, c->window, c->rows, c->cols,
                      m.window_bytes / 1073741824.0, m.buffer_bytes / 1073741824.0,
-                     m.available_bytes / 1073741824.0,
-                     c->quality == TL_QUALITY_EXACT ? ", or allow 16-bit storage (quality fast)"
-                                                    : "");
+                     m.available_bytes / 1073741824.0);
         goto fail;
     }
 
