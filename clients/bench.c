@@ -13,11 +13,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clients/cli.h"
 #include "clients/commands.h"
 #include "gpu/engine.h"
 #include "gpu/phantom.h"
@@ -57,16 +57,7 @@ typedef struct {
     uint32_t prow, pcol;
 } options;
 
-__attribute__((format(printf, 2, 3))) static int fail(int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, ME ": ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return rc;
-}
+#define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
 
 /* "AxB" with 1 <= A, B <= max. */
 static bool parse_pair(const char *s, uint32_t max, uint32_t *a, uint32_t *b)

@@ -11,13 +11,13 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/jsonpack.h"
 #include "protocol/protocol.h"
@@ -41,23 +41,8 @@ static const char usage_text[] =
     "Exit status: 0 ok, 1 error reply (\"error E_NAME (code): message\" on stderr) or\n"
     "failure, 2 usage error, 3 no reply within the timeout.\n";
 
-__attribute__((format(printf, 2, 3))) static int fail(int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, ME ": ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return rc;
-}
+#define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* Prints an ok reply's result (nothing when there is none). */
 static int print_result(const msgpack_object *result)
@@ -81,10 +66,10 @@ static int await_reply(void *sock, uint64_t id, const char *endpoint, double tim
     tl_proto_decoder *d = tl_proto_decoder_new();
     if (!d)
         return fail(1, "out of memory");
-    double deadline = now_s() + timeout;
+    double deadline = tl_cli_now() + timeout;
     int rc = -1;
     while (rc < 0) {
-        double left = deadline - now_s();
+        double left = deadline - tl_cli_now();
         zmq_pollitem_t it = {sock, 0, ZMQ_POLLIN, 0};
         int n = left > 0 ? zmq_poll(&it, 1, (long)ceil(left * 1000)) : 0;
         if (n < 0 && errno == EINTR)

@@ -17,7 +17,7 @@ JSONPACK_LIBS = clients/libtljson.a $(JANSSON_LIBS) $(MSGPACK_LIBS)
 
 bin_PROGRAMS += clients/tomolive
 clients_tomolive_SOURCES = \
-	clients/tomolive.c clients/commands.h \
+	clients/tomolive.c clients/commands.h clients/cli.h clients/cli.c \
 	clients/angles.h clients/angles.c \
 	clients/push.c clients/push_source.h clients/push_source.c \
 	clients/sub.c clients/ctl.c clients/recon.c clients/bench.c clients/phantom.c

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/push_source.h"
 #include "clients/tiff.h"
@@ -28,13 +29,8 @@ static const char usage_text[] =
     "--cols, --center, --attenuation), as a float32 TIFF, and/or the relative L2 error of a\n"
     "reconstructed slice against it (inside the reconstruction circle for rows).\n";
 
-static int fail(int code, const char *fmt, const char *arg)
-{
-    fprintf(stderr, "tomolive phantom: ");
-    fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    return code;
-}
+#define ME "tomolive phantom"
+#define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
 
 /* Reads a one-page float32 TIFF of h x w. */
 static float *read_slice(const char *path, uint32_t h, uint32_t w, char *err, size_t n)
@@ -120,7 +116,7 @@ int tl_cmd_phantom(int argc, char **argv)
 
     tl_phantom ph;
     if (push_phantom_build(&ph, rows, cols, center, att) != 0)
-        return fail(1, "%s", "out of memory");
+        return fail(1, "out of memory");
     float *truth = malloc((size_t)h * w * sizeof *truth);
     const int q = 4;
     for (uint32_t i = 0; i < h; i++)

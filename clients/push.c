@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "clients/angles.h"
+#include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/push_source.h"
 #include "gpu/phantom.h"
@@ -85,16 +85,7 @@ typedef struct {
     tl_dtype dtype;
 } options;
 
-__attribute__((format(printf, 2, 3))) static int fail(int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, ME ": ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return rc;
-}
+#define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
 
 static uint64_t now_ns(clockid_t clk)
 {

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 
 #include "clients/angles.h"
+#include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/tiff.h"
 #include "gpu/engine.h"
@@ -72,16 +72,7 @@ static const char usage_text[] =
     "Exit status: 0 done, 1 failed (bad input, bad or missing option values), 2 usage\n"
     "error (unknown option, option without its argument).\n";
 
-__attribute__((format(printf, 1, 2))) static int fail(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, ME ": ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
+#define fail(...) tl_cli_fail(ME, 1, __VA_ARGS__)
 
 /* ---- option values ------------------------------------------------------------------- */
 

@@ -13,13 +13,13 @@
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/png.h"
 #include "clients/tiff.h"
@@ -85,23 +85,8 @@ static void on_signal(int sig)
     interrupted = 1;
 }
 
-__attribute__((format(printf, 2, 3))) static int fail(int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, ME ": ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return rc;
-}
+#define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
 
-static double mono_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static bool valid_id(const char *s)
 {
@@ -329,7 +314,7 @@ static int receive(const options *o, state *S, void *sock)
     tl_proto_decoder *d = tl_proto_decoder_new();
     if (!d)
         return fail(1, "out of memory");
-    double last = mono_s();
+    double last = tl_cli_now();
     int rc = -1;
     while (rc < 0) {
         if (interrupted) {
@@ -338,7 +323,7 @@ static int receive(const options *o, state *S, void *sock)
         }
         long ms = -1;
         if (o->timeout > 0) {
-            double left = last + o->timeout - mono_s();
+            double left = last + o->timeout - tl_cli_now();
             ms = left > 0 ? (long)ceil(left * 1000) : 0;
         }
         zmq_pollitem_t it = {sock, 0, ZMQ_POLLIN, 0};
@@ -350,7 +335,7 @@ static int receive(const options *o, state *S, void *sock)
             break;
         }
         if (n == 0) {
-            if (o->timeout > 0 && mono_s() - last >= o->timeout)
+            if (o->timeout > 0 && tl_cli_now() - last >= o->timeout)
                 rc = fail(3, "no slice for %g s: giving up", o->timeout);
             continue;
         }
@@ -368,7 +353,7 @@ static int receive(const options *o, state *S, void *sock)
                                    "are only counted\n",
                         tl_proto_err_name(err.code), err.message);
         } else {
-            last = mono_s();
+            last = tl_cli_now();
             int r = on_slice(o, S, &m.slice);
             if (r)
                 rc = r;

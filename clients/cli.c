@@ -1,0 +1,26 @@
+/* cli.c — see cli.h. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "clients/cli.h"
+
+int tl_cli_fail(const char *me, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", me);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return rc;
+}
+
+double tl_cli_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}

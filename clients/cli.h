@@ -1,0 +1,17 @@
+/* cli.h — what the tomolive subcommands share: how they report errors and read the clock.
+ *
+ * Every subcommand prints its errors as "tomolive <name>: <message>" on stderr and returns
+ * an exit status (commands.h); each defines `ME` as its name and calls
+ *   return tl_cli_fail(ME, 1, "cannot open %s", path);
+ */
+#ifndef TL_CLI_H
+#define TL_CLI_H
+
+/* Prints "<me>: <message>\n" on stderr and returns rc. */
+int tl_cli_fail(const char *me, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Seconds on the monotonic clock (for timeouts and rates). */
+double tl_cli_now(void);
+
+#endif
