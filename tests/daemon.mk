@@ -42,7 +42,7 @@ check_PROGRAMS += tests/integration/check_daemon
 TESTS += tests/integration/check_daemon
 tests_integration_check_daemon_SOURCES = tests/integration/check_daemon.c
 tests_integration_check_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
-tests_integration_check_daemon_LDADD = $(FIXTURE_LIBS) $(NOTIFY_LISTENER_LIBS) $(TEST_LIBS)
+tests_integration_check_daemon_LDADD = $(FIXTURE_LIBS) $(NOTIFY_LISTENER_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 
 check_PROGRAMS += tests/integration/check_e2e
 TESTS += tests/integration/check_e2e

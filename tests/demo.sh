@@ -76,7 +76,7 @@ err_plane=$(tomolive phantom --rows "$rows" --cols "$cols" --plane "$(echo "$pla
 echo
 echo "== summary"
 grep -E '^summary|^latency' "$out/sub.txt" || true
-sed -n 's/.*"backend": "\([a-z]*\)".*/backend: \1/p' "$out/status.json" | head -n 1
+sed -n 's/.*"device": "\(.*\)".*/reconstructed on: \1/p' "$out/status.json" | head -n 1
 echo "error against the phantom (relative L2, noisy data):"
 echo "  row     $err_row"
 echo "  ortho   $err_ortho"

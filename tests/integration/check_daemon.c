@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "gpu/engine.h"
 #include "tests/daemon_fixture.h"
 #include "tests/notify_listener.h"
 #include "tests/testutil.h"
@@ -512,6 +513,22 @@ START_TEST(sigterm_under_load)
 }
 END_TEST
 
+/* Asking for a backend that cannot run is a start-up error, never a silent fallback. */
+START_TEST(unusable_backend_refused)
+{
+    if (tl_backend_available(TL_BACKEND_CUDA, NULL, 0))
+        return; /* a GPU is here: nothing to refuse (tests/gpu runs the daemon on it) */
+    tl_fixture f;
+    const char *args[] = {"--backend", "cuda", NULL};
+    ck_assert_int_ne(tl_fx_start(&f, "nocuda", args), 0);
+    char *log = tl_fx_log(&f);
+    ck_assert_msg(strstr(log, "event=start_failed") && strstr(log, "backend cuda requested but not usable"),
+                  "%s", log);
+    free(log);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("daemon");
@@ -524,6 +541,7 @@ static Suite *suite(void)
     tcase_add_test(t, slow_subscriber);
     tcase_add_test(t, systemd_reload_and_stop);
     tcase_add_test(t, sigterm_under_load);
+    tcase_add_test(t, unusable_backend_refused);
     suite_add_tcase(s, t);
     return s;
 }
