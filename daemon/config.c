@@ -19,7 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/log.h"
 
-typedef enum { K_STRING, K_BOOL, K_INT, K_DOUBLE, K_ENUM } ktype;
+typedef enum { K_STRING, K_LISTEN, K_BOOL, K_INT, K_DOUBLE, K_ENUM } ktype; /* K_STRING: an endpoint; K_LISTEN: HOST:PORT or empty */
 
 typedef struct {
     const char *section, *name, *dotted;
@@ -39,6 +39,8 @@ static const char *const filter_names[] = {"ram-lak", "shepp-logan", "cosine", "
 static const char *const quality_names[] = {"exact", "fast", "preview", NULL};
 static const char *const weights_names[] = {"uniform", "angles", NULL};
 static const char *const overflow_names[] = {"block", "drop", NULL};
+/* ingest.format: the adapters of daemon/adapter.h, by name */
+static const char *const format_names[] = {"tomolive", NULL};
 
 /* daemon.log_level is handed to tl_log_set_level as it is. */
 _Static_assert(TL_LOG_ERROR == 0 && TL_LOG_WARN == 1 && TL_LOG_INFO == 2 && TL_LOG_DEBUG == 3,
@@ -64,6 +66,8 @@ static const key keys[] = {
 
     {K("ingest", "endpoint"), K_STRING, F(ingest_endpoint), 0, 0, NULL, "tcp://*:5600", RESTART,
      "ZeroMQ endpoint of the PULL socket that receives scans and frames."},
+    {K("ingest", "format"), K_ENUM, F(ingest_format), 0, 0, format_names, "tomolive", RESTART,
+     "Stream format of the ingest socket (the tomolive protocol, or a detector's: see README)."},
     {K("ingest", "bind"), K_BOOL, F(ingest_bind), 0, 0, NULL, "true", RESTART,
      "true: bind the endpoint (senders connect); false: connect to it (e.g. a detector's PUSH)."},
     {K("ingest", "rcvhwm"), K_INT, F(ingest_rcvhwm), 1, 1000000, NULL, "1000", RESTART,
@@ -97,6 +101,10 @@ static const key keys[] = {
      "Accuracy the back-projection kernels must meet; a change applies from the next scan."},
     {K("engine", "weights"), K_ENUM, F(weights), 0, 0, weights_names, "uniform", RELOAD,
      "Angular weights: pi/N each (uniform), or each angle's share of the range; next scan."},
+    {K("http", "listen"), K_LISTEN, F(http_listen), 0, 0, NULL, "*:8600", RESTART,
+     "HOST:PORT of the HTTP server (preview page, /metrics, /api/status); empty: no server."},
+    {K("http", "preview_size"), K_INT, F(http_preview_size), 64, 4096, NULL, "512", RELOAD,
+     "Largest side, in pixels, of the slices sent to preview pages (downsampled to fit)."},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -185,17 +193,35 @@ int tl_config_check_endpoint(const char *ep, char *err, size_t errlen)
 }
 
 /* Parses v into k's field of c; on error writes "dotted: why" to msg. */
+
+/* HOST:PORT for a listening socket, or empty (off). */
+static int check_listen(const char *v, char *why, size_t n)
+{
+    if (!*v)
+        return 0;
+    const char *colon = strrchr(v, ':');
+    char *end;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || colon == v || !colon[1] || *end || port < 1 || port > 65535 ||
+        strpbrk(v, " \t/")) {
+        snprintf(why, n, "\"%s\" is not HOST:PORT (e.g. *:8600, 127.0.0.1:8600) or empty", v);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_value(const key *k, const char *v, tl_config *c, char *msg, size_t n)
 {
     switch (k->type) {
-    case K_STRING: {
+    case K_STRING:
+    case K_LISTEN: {
         char why[512];
         if (strlen(v) >= k->size) {
             snprintf(msg, n, "%s: longer than %zu characters", k->dotted, k->size - 1);
             return -1;
         }
-        /* every string key is an endpoint */
-        if (tl_config_check_endpoint(v, why, sizeof why) < 0) {
+        if ((k->type == K_STRING ? tl_config_check_endpoint(v, why, sizeof why)
+                                 : check_listen(v, why, sizeof why)) < 0) {
             snprintf(msg, n, "%s: %s", k->dotted, why);
             return -1;
         }
@@ -280,7 +306,8 @@ static void format_value(const key *k, const tl_config *c, char *b, size_t n)
 {
     const void *p = cfield(c, k);
     switch (k->type) {
-    case K_STRING: snprintf(b, n, "%s", (const char *)p); break;
+    case K_STRING:
+    case K_LISTEN: snprintf(b, n, "%s", (const char *)p); break;
     case K_BOOL: snprintf(b, n, "%s", *(const bool *)p ? "true" : "false"); break;
     case K_INT: snprintf(b, n, "%d", *(const int *)p); break;
     case K_DOUBLE: format_double(b, n, *(const double *)p); break;
@@ -298,7 +325,8 @@ static bool same_value(const key *k, const tl_config *a, const tl_config *b)
 {
     const void *x = cfield(a, k), *y = cfield(b, k);
     switch (k->type) {
-    case K_STRING: return strncmp(x, y, k->size) == 0;
+    case K_STRING:
+    case K_LISTEN: return strncmp(x, y, k->size) == 0;
     case K_BOOL: return *(const bool *)x == *(const bool *)y;
     case K_INT:
     case K_ENUM: return *(const int *)x == *(const int *)y;
@@ -313,7 +341,7 @@ void tl_config_defaults(tl_config *c)
     for (size_t i = 0; i < NKEYS; i++) {
         const key *k = &keys[i];
         char msg[256];
-        assert(k->type == K_STRING || k->size == (k->type == K_BOOL ? sizeof(bool)
+        assert(k->type == K_STRING || k->type == K_LISTEN || k->size == (k->type == K_BOOL ? sizeof(bool)
                                                   : k->type == K_DOUBLE ? sizeof(double)
                                                                         : sizeof(int)));
         if (parse_value(k, k->def, c, msg, sizeof msg) < 0) {
@@ -559,6 +587,7 @@ static void write_range(const key *k, FILE *f)
 {
     switch (k->type) {
     case K_STRING: fputs("# tcp://HOST:PORT, ipc://PATH or inproc://NAME.", f); break;
+    case K_LISTEN: fputs("# HOST:PORT (HOST a name, an address or *), or empty.", f); break;
     case K_BOOL: fputs("# true or false.", f); break;
     case K_INT: fprintf(f, "# Integer, %.0f to %.0f.", k->min, k->max); break;
     case K_DOUBLE: fprintf(f, "# Number, %g to %g.", k->min, k->max); break;

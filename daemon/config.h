@@ -51,6 +51,7 @@ typedef struct {
     double status_interval;   /* seconds between STATUS= updates and status log lines, 0.1..3600, default 5, reloadable */
     /* [ingest] */
     char ingest_endpoint[TL_CONFIG_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5600 */
+    int ingest_format;        /* enum: the stream format (adapter) of the ingest socket, default tomolive */
     bool ingest_bind;         /* bind (true, default) or connect (false, e.g. to a detector's PUSH) */
     int ingest_rcvhwm;        /* ZMQ_RCVHWM, messages, 1..1000000, default 1000 */
     int ingest_queue;         /* frames between the ingest thread and the engine, 1..65536, default 64 */
@@ -69,6 +70,9 @@ typedef struct {
     int filter;               /* enum ram-lak|shepp-logan|cosine|hamming|hann|parzen, reloadable (next scan) */
     int quality;              /* enum exact|fast|preview, default exact, reloadable (next scan) */
     int weights;              /* enum uniform|angles, default uniform, reloadable (next scan) */
+    /* [http] */
+    char http_listen[TL_CONFIG_ENDPOINT_MAX]; /* HOST:PORT, default *:8600, "" = no server */
+    int http_preview_size;    /* largest side sent to preview pages, 64..4096, default 512, reloadable */
 } tl_config;
 
 /* Indices of the enum keys' names (the order of the lists in config.c). */

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "daemon/adapter.h"
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/publisher.h"
@@ -65,6 +66,7 @@ typedef struct tl_daemon {
     tl_stats stats;
 
     /* ingest thread */
+    const tl_adapter_ops *adapter; /* the stream format of the ingest socket */
     tl_queue queue;
     pthread_t ingest_thread;
     atomic_bool ingest_stop;

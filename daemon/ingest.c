@@ -2,9 +2,10 @@
  *
  * It owns the PULL socket and does nothing that can wait on the rest of the daemon except
  * pushing into the bounded queue (which blocks or drops per ingest.overflow), so control
- * requests and publishing never starve frame ingest. Malformed messages are rejected here
- * with their protocol error, counted and logged at a limited rate; valid ones travel on
- * with their payload still in the ZeroMQ message they arrived in.
+ * requests and publishing never starve frame ingest. Each message goes through the adapter
+ * of the socket's stream format (adapter.h); malformed ones are rejected here with their
+ * protocol error, counted and logged at a limited rate; valid ones travel on with their
+ * payload still in the ZeroMQ message they arrived in.
  */
 #include <config.h>
 
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "daemon/adapter.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 
@@ -59,11 +61,15 @@ static void *run(void *arg)
         return NULL;
     }
 
-    tl_proto_decoder *dec = tl_proto_decoder_new();
+    const tl_adapter_ops *ad = d->adapter;
+    char aerr[256] = "";
+    void *as = ad->create(&d->cfg, aerr, sizeof aerr);
+    if (!as)
+        tl_log(TL_LOG_ERROR, "ingest_failed", "format=%s error=%s", ad->name, tl_logq(aerr));
     zmq_msg_t parts[TL_PROTO_MAX_PARTS];
     tl_item it;
     zmq_msg_init(&it.payload);
-    while (!atomic_load(&d->ingest_stop) && dec) {
+    while (!atomic_load(&d->ingest_stop) && as) {
         tl_proto_error err;
         int n = tl_proto_recv(sock, parts, TL_PROTO_MAX_PARTS, 0, &err);
         if (n == -1) {
@@ -80,30 +86,15 @@ static void *run(void *arg)
         for (int i = 0; i < kept; i++)
             bytes += zmq_msg_size(&parts[i]);
         tl_stats_add(&d->stats.bytes, bytes);
-        tl_proto_msg m;
-        if (n == -2 || tl_proto_decode_parts(dec, parts, n, TL_PROTO_INGEST, &m, &err) != TL_PROTO_OK) {
-            reject(d, &err);
-            tl_proto_close(parts, kept);
-            continue;
-        }
-        it.type = m.type;
-        it.bytes = bytes;
-        if (m.type == TL_MSG_SCAN) {
-            it.scan = m.scan;
-            size_t fl = m.scan.filter.len < sizeof it.filter - 1 ? m.scan.filter.len : sizeof it.filter - 1;
-            memcpy(it.filter, m.scan.filter.ptr ? m.scan.filter.ptr : "", fl);
-            it.filter[fl] = 0;
-            it.scan.filter = (tl_proto_str){NULL, 0};
-        } else if (m.type == TL_MSG_FRAME) {
-            it.frame = m.frame;
-            zmq_msg_move(&it.payload, &parts[1]); /* the pixels travel zero-copy */
-            it.frame.payload = NULL;              /* re-derived from it.payload by the worker */
-        } else {
-            it.end = m.end;
-        }
+        int got = n == -2 ? -1 : ad->decode(as, parts, n, &it, &err);
         tl_proto_close(parts, kept);
+        if (got < 0)
+            reject(d, &err);
+        if (got <= 0)
+            continue;
+        it.bytes = bytes;
         /* only frames may be dropped: a lost scan or end would mix up whole series */
-        bool block = m.type != TL_MSG_FRAME || atomic_load(&d->overflow) == TL_CONFIG_OVERFLOW_BLOCK;
+        bool block = it.type != TL_MSG_FRAME || atomic_load(&d->overflow) == TL_CONFIG_OVERFLOW_BLOCK;
         if (!tl_queue_push(&d->queue, &it, block, &d->ingest_stop)) {
             if (atomic_load(&d->ingest_stop))
                 break;
@@ -118,7 +109,8 @@ static void *run(void *arg)
         }
     }
     zmq_msg_close(&it.payload);
-    tl_proto_decoder_free(dec);
+    if (as)
+        ad->destroy(as);
     zmq_close(sock);
     return NULL;
 }

@@ -224,6 +224,12 @@ static int start(tl_daemon *d, char *err, size_t errlen)
         return -1;
     }
     atomic_store(&d->overflow, c->ingest_overflow);
+    d->adapter = tl_adapter_find(tl_config_enum_name("ingest.format", c->ingest_format));
+    if (!d->adapter) {
+        snprintf(err, errlen, "no adapter for ingest format %s",
+                 tl_config_enum_name("ingest.format", c->ingest_format));
+        return -1;
+    }
     if (tl_publisher_open(&d->pub, &d->loop, d->zctx, c->slices_endpoint, c->slices_sndhwm,
                           c->slices_max, &d->stats, on_subscriptions, d, err, errlen) != 0 ||
         tl_control_open(d, err, errlen) != 0 || tl_ingest_start(d, err, errlen) != 0)

@@ -118,8 +118,17 @@ void tl_publisher_post(tl_publisher *p, tl_slicebuf *b)
         uv_async_send(&p->async);
 }
 
+void tl_publisher_set_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b),
+                          void *ctx)
+{
+    p->tap = fn;
+    p->tap_ctx = ctx;
+}
+
 static void send_one(tl_publisher *p, tl_slicebuf *b)
 {
+    if (p->tap)
+        p->tap(p->tap_ctx, b);
     char topic[TL_PROTO_MAX_ID + 16];
     size_t tlen = tl_proto_slice_topic(topic, sizeof topic, b->id, strlen(b->id));
     uint64_t now = realtime_ns();

@@ -36,6 +36,8 @@ typedef struct {
     msgpack_sbuffer hdr;        /* reused header buffer (loop thread) */
     void (*on_change)(void *ctx);
     void *ctx;
+    void (*tap)(void *ctx, const tl_slicebuf *b); /* see tl_publisher_set_tap */
+    void *tap_ctx;
     bool open;
 } tl_publisher;
 
@@ -45,6 +47,11 @@ int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, void *zctx, const char *
                       void (*on_change)(void *ctx), void *ctx, char *err, size_t errlen);
 /* Posts a finished slice (any thread). */
 void tl_publisher_post(tl_publisher *p, tl_slicebuf *b);
+/* Shows every slice about to be published to fn as well (loop thread, before the send:
+ * the buffer is valid during the call only). For consumers inside the daemon, such as the
+ * preview page. */
+void tl_publisher_set_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b),
+                          void *ctx);
 /* Sends everything posted so far (loop thread). */
 void tl_publisher_flush(tl_publisher *p);
 /* Whether anyone is subscribed to topic (any thread). */
