@@ -11,3 +11,6 @@ include tests/tools.mk
 include tests/daemon.mk
 include tests/gpu.mk
 include tests/clients.mk
+include tests/interop.mk
+include tests/python.mk
+include tests/http.mk
