@@ -258,6 +258,7 @@ static void cmd_set_slice(request *r)
     sl->policy_given = given;
     sl->pinned = pin;
     sl->engine_id = trial.engine_id;
+    sl->tracked = false;
     sl->height = trial.height;
     sl->width = trial.width;
     memcpy(sl->orientation, trial.orientation, sizeof sl->orientation);

@@ -88,6 +88,8 @@ static const key keys[] = {
      "Send high-water mark per subscriber (ZMQ_SNDHWM); a slow one misses slices beyond it."},
     {K("slices", "max"), K_INT, F(slices_max), 1, 4096, NULL, "64", RESTART,
      "Most slices reconstructed at once (subscribed or pinned)."},
+    {K("slices", "incremental"), K_BOOL, F(slices_incremental), 0, 0, NULL, "true", RELOAD,
+     "Update watched slices per projection (add the new, subtract the old) instead of from scratch."},
     {K("slices", "update_every"), K_INT, F(update_every), 1, 1000000, NULL, "1", RELOAD,
      "Default update policy: publish a slice after every K new projections."},
     {K("slices", "update_on_complete"), K_BOOL, F(update_on_complete), 0, 0, NULL, "true", RELOAD,

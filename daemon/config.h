@@ -63,6 +63,7 @@ typedef struct {
     char slices_endpoint[TL_CONFIG_ENDPOINT_MAX];  /* default: tcp, all interfaces, port 5602 */
     int slices_sndhwm;        /* per-subscriber ZMQ_SNDHWM, messages, 1..100000, default 4 */
     int slices_max;           /* slices served at once, 1..4096, default 64 */
+    bool slices_incremental;  /* keep watched slices up to date per projection, default true, reloadable */
     int update_every;         /* publish every K new projections, 1..1000000, default 1, reloadable */
     bool update_on_complete;  /* also publish when the window becomes complete, default true, reloadable */
     double update_max_rate;   /* maximum publish rate per slice in Hz, 0.01..1000, default 10, reloadable */

@@ -33,8 +33,10 @@ void tl_scan_close(tl_daemon *d)
     tl_engine_destroy(s->engine);
     s->engine = NULL;
     s->open = false;
-    for (int i = 0; i < d->slices.n; i++)
+    for (int i = 0; i < d->slices.n; i++) {
         d->slices.v[i].engine_id = -1;
+        d->slices.v[i].tracked = false;
+    }
 }
 
 static tl_dtype engine_dtype(tl_proto_dtype t)
@@ -64,6 +66,7 @@ int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen)
         return -1;
     }
     sl->engine_id = id;
+    sl->tracked = false;
     sl->height = sp.height;
     sl->width = sp.width;
     tl_slice_plane(&sp, ec->rows, sl->orientation);

@@ -33,6 +33,7 @@ typedef struct {
     bool pinned;
     /* per scan */
     int engine_id;        /* -1: not in the current engine */
+    bool tracked;         /* kept incrementally by the engine (tl_engine_track) */
     uint32_t height, width;
     float orientation[9];
     /* scheduling */

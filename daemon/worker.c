@@ -37,7 +37,13 @@ static uint64_t publish_due(tl_daemon *d)
     for (int i = 0; i < d->slices.n; i++) {
         tl_slice *sl = &d->slices.v[i];
         bool wanted = sl->pinned || tl_publisher_wanted(&d->pub, sl->topic, sl->topic_len);
-        if (sl->engine_id < 0 || !tl_slice_due(sl, wanted, !es.empty, now, &wake))
+        if (sl->engine_id < 0)
+            continue;
+        /* watched slices follow each projection incrementally; the others cost nothing */
+        bool track = wanted && d->cfg.slices_incremental;
+        if (track != sl->tracked && tl_engine_track(s->engine, sl->engine_id, track) == TL_OK)
+            sl->tracked = track;
+        if (!tl_slice_due(sl, wanted, !es.empty, now, &wake))
             continue;
         if (n == w->cap)
             break; /* more slices than slices.max: the rest next turn */

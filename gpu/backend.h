@@ -74,6 +74,17 @@ typedef struct tl_backend_ops {
     tl_status (*backproject)(void *state, tl_bp_job *job);
     size_t (*memory_used)(const void *state);
     const char *(*device_name)(const void *state);
+    /* Accumulators of tracked slices (engine.h, tl_engine_track), keyed by slice id.
+     * acc_alloc makes room for h x w values (contents undefined until written);
+     * acc_update writes into the accumulators of ids[k] (the slices of job, in order):
+     * with add false, acc = the back projection of all of job->proj (a full rebuild);
+     * with add true, acc += sign * the contribution of job->proj (one or a few projections).
+     * acc_read copies them into out[k] (host). Work is ordered with store() as the engine
+     * calls them, so a subtraction issued before a store sees the slot's old contents. */
+    tl_status (*acc_alloc)(void *state, int id, uint32_t height, uint32_t width);
+    void (*acc_free)(void *state, int id);
+    tl_status (*acc_update)(void *state, tl_bp_job *job, const int *ids, bool add, double sign);
+    tl_status (*acc_read)(void *state, const int *ids, size_t n, float *const *out);
     /* The kernels this backend has (engine.h, tl_engine_kernels). */
     size_t (*kernels)(const void *state, tl_kernel_info *out, size_t cap);
     /* Benchmarks (engine.h): every kernel able to serve job, each timed reps times after a

@@ -25,7 +25,14 @@ typedef struct {
     bool used;
     tl_slice_spec spec;
     float plane[9];
+    bool tracked;             /* kept incrementally (tl_engine_track) */
+    bool valid;               /* its accumulator equals the window's back projection */
+    uint32_t updates;         /* incremental updates since the last rebuild */
 } slice_entry;
+
+/* Evictions in one tl_window_place beyond which tracked slices are rebuilt instead of
+ * updated projection by projection (a jump of the index by most of a window). */
+#define TL_TRACK_MAX_EVICT 8
 
 struct tl_engine {
     tl_engine_config cfg;
@@ -48,6 +55,14 @@ struct tl_engine {
     tl_bp_proj *proj;         /* scratch for reconstruct: one entry per slot */
     tl_bp_slice *bps;         /* scratch for reconstruct: one per requested slice */
     size_t cap_bps;
+    int *ids;                 /* scratch: slice ids, 3 per requested slice (reconstruct_split) */
+    float **bps_out;          /* scratch: outputs, 2 per requested slice */
+    size_t cap_ids;
+    tl_bp_slice *tbps;        /* scratch for incremental updates: one per tracked slice */
+    int *tids;
+    int ntracked, cap_tracked;
+    int evicted;              /* evictions seen by the current tl_window_place */
+    const char *track_kernel; /* what the backend's incremental updates ran */
     angle_key *order;         /* scratch for angular weights */
 
     uint64_t accepted[3], stale, duplicate, shape;
@@ -282,8 +297,12 @@ void tl_engine_destroy(tl_engine *e)
     free(e->t_recv);
     free(e->proj);
     free(e->order);
-    free(e->slices);
+    free(e->slices); /* the backend's destroy freed the accumulators */
     free(e->bps);
+    free(e->ids);
+    free(e->bps_out);
+    free(e->tbps);
+    free(e->tids);
     free(e);
 }
 
@@ -329,6 +348,108 @@ static tl_status submit_calibration(tl_engine *e, const tl_frame *f)
     return TL_OK;
 }
 
+/* ---- incremental slices ------------------------------------------------------------------ */
+
+static bool tracking_applies(const tl_engine *e)
+{
+    return e->cfg.weights == TL_WEIGHTS_UNIFORM; /* angular weights change with the set */
+}
+
+static void invalidate_tracked(tl_engine *e)
+{
+    for (int k = 0; k < e->nslices; k++)
+        e->slices[k].valid = false;
+}
+
+static tl_bp_proj proj_of_slot(const tl_engine *e, uint32_t slot)
+{
+    tl_bp_proj p = {.slot = slot,
+                    .cos_t = cos(e->angle[slot]),
+                    .sin_t = sin(e->angle[slot]),
+                    .center = e->cfg.center + e->center_offset[slot],
+                    .weight = M_PI / e->win.n};
+    return p;
+}
+
+/* Adds (sign +1) or removes (-1) the projection in slot from every valid tracked slice.
+ * A failure leaves the accumulators unknown: they are rebuilt at the next read-out. */
+static void track_update(tl_engine *e, uint32_t slot, double sign)
+{
+    if (!tracking_applies(e))
+        return;
+    int n = 0;
+    for (int k = 0; k < e->nslices; k++) {
+        slice_entry *se = &e->slices[k];
+        if (!se->used || !se->tracked || !se->valid)
+            continue;
+        tl_bp_slice *b = &e->tbps[n];
+        memcpy(b->plane, se->plane, sizeof se->plane);
+        b->height = se->spec.height;
+        b->width = se->spec.width;
+        b->out = NULL;
+        e->tids[n++] = k;
+    }
+    if (n == 0)
+        return;
+    tl_bp_proj p = proj_of_slot(e, slot);
+    tl_bp_job job = {.slices = e->tbps, .nslices = (size_t)n, .proj = &p, .nproj = 1,
+                     .force = e->cfg.kernel, .quality = e->cfg.quality};
+    if (e->ops->acc_update(e->be, &job, e->tids, true, sign) != TL_OK) {
+        invalidate_tracked(e);
+        return;
+    }
+    e->track_kernel = job.kernel;
+    if (sign > 0) /* the refresh period counts projections added, not removed */
+        for (int k = 0; k < n; k++)
+            e->slices[e->tids[k]].updates++;
+}
+
+/* tl_window_place's eviction callback: take the leaving projection out of tracked slices
+ * while its data is still in the slot (the store that follows overwrites it). */
+static void on_evict(void *ctx, uint32_t slot)
+{
+    tl_engine *e = ctx;
+    if (++e->evicted > TL_TRACK_MAX_EVICT) {
+        invalidate_tracked(e); /* cheaper to rebuild than to subtract a whole window */
+        return;
+    }
+    track_update(e, slot, -1.0);
+}
+
+tl_status tl_engine_track(tl_engine *e, int id, bool on)
+{
+    if (id < 0 || id >= e->nslices || !e->slices[id].used)
+        return tl_fail(&e->err, TL_ENOTFOUND, "no slice %d", id);
+    slice_entry *se = &e->slices[id];
+    if (se->tracked == on)
+        return TL_OK;
+    if (on) {
+        if (e->ntracked == e->cap_tracked) {
+            int cap = e->cap_tracked ? 2 * e->cap_tracked : 8;
+            tl_bp_slice *b = realloc(e->tbps, (size_t)cap * sizeof *b);
+            if (b)
+                e->tbps = b;
+            int *t = realloc(e->tids, (size_t)cap * sizeof *t);
+            if (t)
+                e->tids = t;
+            if (!b || !t)
+                return tl_fail(&e->err, TL_ENOMEM, "out of memory for tracked slices");
+            e->cap_tracked = cap;
+        }
+        tl_status st = e->ops->acc_alloc(e->be, id, se->spec.height, se->spec.width);
+        if (st != TL_OK)
+            return st;
+        e->ntracked++;
+    } else {
+        e->ops->acc_free(e->be, id);
+        e->ntracked--;
+    }
+    se->tracked = on;
+    se->valid = false;
+    se->updates = 0;
+    return TL_OK;
+}
+
 tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
 {
     tl_status st = check_frame(e, f);
@@ -338,7 +459,8 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
         return submit_calibration(e, f);
 
     uint32_t slot;
-    st = tl_window_place(&e->win, f->index, &slot, NULL, NULL);
+    e->evicted = 0;
+    st = tl_window_place(&e->win, f->index, &slot, on_evict, e);
     if (st == TL_ESTALE) {
         e->stale++;
         return tl_fail(&e->err, st, "projection %llu is older than the window [%llu, %llu]",
@@ -358,6 +480,7 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
     e->center_offset[slot] = f->center_offset;
     e->t_acq[slot] = f->t_acq;
     e->t_recv[slot] = f->t_recv;
+    track_update(e, slot, +1.0);
     e->proj_since[0] = e->proj_since[1] = true;
     e->accepted[TL_FRAME_PROJ]++;
     return TL_OK;
@@ -392,6 +515,7 @@ tl_status tl_engine_add_slice(tl_engine *e, const tl_slice_spec *s, int *id)
     if (k == e->nslices)
         e->nslices++;
     slice_entry *se = &e->slices[k];
+    memset(se, 0, sizeof *se);
     se->used = true;
     se->spec = *s;
     tl_slice_plane(s, e->cfg.rows, se->plane);
@@ -404,6 +528,8 @@ tl_status tl_engine_remove_slice(tl_engine *e, int id)
 {
     if (id < 0 || id >= e->nslices || !e->slices[id].used)
         return tl_fail(&e->err, TL_ENOTFOUND, "no slice %d", id);
+    if (e->slices[id].tracked)
+        tl_engine_track(e, id, false);
     e->slices[id].used = false;
     e->live_slices--;
     return TL_OK;
@@ -481,13 +607,88 @@ static tl_status prepare_job(tl_engine *e, const int *ids, size_t n, float *cons
     return TL_OK;
 }
 
+/* The tracked slices among ids: rebuilt where needed, then read out. The others are
+ * back-projected from scratch. job.kernel ends up naming what ran. */
+static tl_status reconstruct_split(tl_engine *e, const int *ids, size_t n, float *const *out,
+                                   const char **kernel)
+{
+    uint32_t refresh = e->cfg.refresh ? e->cfg.refresh : e->win.n;
+    size_t nt = 0, nu = 0, nr = 0;
+    for (size_t k = 0; k < n; k++) {
+        const slice_entry *se = &e->slices[ids[k]];
+        bool t = se->tracked && tracking_applies(e);
+        nt += t;
+        nr += t && (!se->valid || se->updates >= refresh);
+    }
+    nu = n - nt;
+    tl_status st = TL_OK;
+    tl_bp_job job;
+    *kernel = NULL;
+    /* scratch lists: rebuild ids, read ids and outs, untracked ids and outs */
+    int *rb = e->ids, *rd = e->ids + n, *un = e->ids + 2 * n;
+    float **rout = e->bps_out, **uout = e->bps_out + n;
+    size_t a = 0, b = 0, c = 0;
+    for (size_t k = 0; k < n; k++) {
+        slice_entry *se = &e->slices[ids[k]];
+        if (se->tracked && tracking_applies(e)) {
+            if (!se->valid || se->updates >= refresh)
+                rb[a++] = ids[k];
+            rd[b] = ids[k];
+            rout[b++] = out[k];
+        } else {
+            un[c] = ids[k];
+            uout[c++] = out[k];
+        }
+    }
+    if (nr) {
+        st = prepare_job(e, rb, nr, NULL, &job);
+        if (st == TL_OK)
+            st = e->ops->acc_update(e->be, &job, rb, false, 1.0);
+        if (st != TL_OK)
+            return st;
+        for (size_t k = 0; k < nr; k++) {
+            e->slices[rb[k]].valid = true;
+            e->slices[rb[k]].updates = 0;
+        }
+        *kernel = job.kernel;
+    }
+    if (nt) {
+        st = e->ops->acc_read(e->be, rd, nt, rout);
+        if (st != TL_OK)
+            return st;
+        if (!*kernel)
+            *kernel = e->track_kernel ? e->track_kernel : "incremental";
+    }
+    if (nu) {
+        st = prepare_job(e, un, nu, uout, &job);
+        if (st == TL_OK)
+            st = e->ops->backproject(e->be, &job);
+        if (st != TL_OK)
+            return st;
+        *kernel = job.kernel;
+    }
+    return TL_OK;
+}
+
 tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
                                 tl_slice_info *info)
 {
-    tl_bp_job job;
-    tl_status st = prepare_job(e, ids, n, out, &job);
-    if (st == TL_OK)
-        st = e->ops->backproject(e->be, &job);
+    if (3 * n > e->cap_ids) {
+        int *v = realloc(e->ids, 3 * n * sizeof *v);
+        float **o = realloc(e->bps_out, 2 * n * sizeof *o);
+        if (v)
+            e->ids = v;
+        if (o)
+            e->bps_out = o;
+        if (!v || !o)
+            return tl_fail(&e->err, TL_ENOMEM, "out of memory for %zu slices", n);
+        e->cap_ids = 3 * n;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (ids[k] < 0 || ids[k] >= e->nslices || !e->slices[ids[k]].used)
+            return tl_fail(&e->err, TL_ENOTFOUND, "no slice %d", ids[k]);
+    const char *kernel;
+    tl_status st = reconstruct_split(e, ids, n, out, &kernel);
     if (st != TL_OK)
         return st;
     if (info) {
@@ -496,18 +697,17 @@ tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *c
         si.missing = tl_window_missing(&e->win);
         si.window_first = e->win.empty ? 0 : tl_window_first(&e->win);
         si.window_last = e->win.last;
-        si.kernel = job.kernel ? job.kernel : "?";
+        si.kernel = kernel ? kernel : "?";
         /* the newest projection used: the highest index held */
-        uint64_t best = 0;
         bool found = false;
-        for (size_t k = 0; k < job.nproj; k++) {
-            uint32_t s = job.proj[k].slot;
-            if (!found || e->win.index[s] > best) {
-                best = e->win.index[s];
-                si.t_acq = e->t_acq[s];
-                si.t_recv = e->t_recv[s];
-                found = true;
-            }
+        uint64_t best = 0;
+        for (uint32_t s = 0; s < e->win.n; s++) {
+            if (!e->win.held[s] || (found && e->win.index[s] <= best))
+                continue;
+            best = e->win.index[s];
+            si.t_acq = e->t_acq[s];
+            si.t_recv = e->t_recv[s];
+            found = true;
         }
         for (size_t k = 0; k < n; k++)
             info[k] = si;
@@ -549,6 +749,7 @@ tl_status tl_engine_set_center(tl_engine *e, double center)
     if (!isfinite(center))
         return tl_fail(&e->err, TL_EINVAL, "center is not finite");
     e->cfg.center = center;
+    invalidate_tracked(e); /* every projection moved */
     return TL_OK;
 }
 
@@ -565,6 +766,7 @@ tl_status tl_engine_set_filter(tl_engine *e, tl_filter f)
 tl_status tl_engine_reset(tl_engine *e)
 {
     tl_window_clear(&e->win);
+    invalidate_tracked(e);
     for (int k = 0; k < 2; k++) {
         tl_status st = e->ops->calib_reset(e->be, k == 0 ? TL_FRAME_DARK : TL_FRAME_FLAT);
         if (st != TL_OK)

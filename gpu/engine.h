@@ -104,6 +104,8 @@ typedef struct {
     int device;               /* CUDA device ordinal */
     char kernel[32];          /* force a back-projection kernel by name (tests, benchmarks);
                                  "" = the fastest kernel of an allowed quality mode */
+    uint32_t refresh;         /* tracked slices: full recomputation after this many
+                                 incremental updates; 0 = once per window (N) */
 } tl_engine_config;
 
 /* Defaults for a detector of rows x cols and a window of N projections. */
@@ -198,6 +200,15 @@ void tl_slice_plane(const tl_slice_spec *s, uint32_t rows, float orientation[9])
 /* Adds a slice and returns its handle (>= 0). Slices persist until removed. */
 tl_status tl_engine_add_slice(tl_engine *e, const tl_slice_spec *s, int *id);
 tl_status tl_engine_remove_slice(tl_engine *e, int id);
+
+/* Tracks a slice incrementally (on) or not (off). A tracked slice keeps an accumulator in
+ * the backend: each new projection adds its contribution and each projection the window
+ * drops is subtracted (one projection of work each, instead of N), so reconstructing it
+ * is a read-out. The accumulator is rebuilt from scratch on the first reconstruction, after
+ * set_center or reset, and every `refresh` updates, which bounds the float drift. Only
+ * uniform weights are linear in each projection; with TL_WEIGHTS_ANGLES tracking changes
+ * nothing (every reconstruction is from scratch). */
+tl_status tl_engine_track(tl_engine *e, int id, bool on);
 
 /* What a reconstruction used. */
 typedef struct {

@@ -73,12 +73,16 @@ static void cpu_destroy(void *state)
             fftw_free(s->pad[i]);
         if (s->spec)
             fftw_free(s->spec[i]);
-        if (s->acc)
-            free(s->acc[i]);
+        if (s->rowbuf)
+            free(s->rowbuf[i]);
     }
     free(s->pad);
     free(s->spec);
+    free(s->rowbuf);
+    for (int k = 0; k < s->nacc; k++)
+        free(s->acc[k]);
     free(s->acc);
+    free(s->acc_size);
     free(s->window);
     for (int k = 0; k < 2; k++) {
         free(s->sum[k]);
@@ -131,9 +135,9 @@ static tl_status cpu_create(const tl_engine_config *c, size_t padded, tl_errbuf 
     s->response = alloc_counted(s, (padded / 2 + 1) * rs);
     s->pad = calloc((size_t)s->nthreads, sizeof *s->pad);
     s->spec = calloc((size_t)s->nthreads, sizeof *s->spec);
-    s->acc = calloc((size_t)s->nthreads, sizeof *s->acc);
+    s->rowbuf = calloc((size_t)s->nthreads, sizeof *s->rowbuf);
     if (!s->window || !s->sum[0] || !s->sum[1] || !s->avg[0] || !s->avg[1] || !s->gain ||
-        !s->response || !s->pad || !s->spec || !s->acc) {
+        !s->response || !s->pad || !s->spec || !s->rowbuf) {
         size_t need = npix * s->n * rs;
         cpu_destroy(s);
         return tl_fail(eb, TL_ENOMEM, "cannot allocate %.2f GiB for the window in host memory",
@@ -206,7 +210,24 @@ typedef struct {
     int kind;
     uint32_t count, slot;
     const tl_bp_job *job;
+    tl_cpu_dst dst;             /* back projection: where rows go */
+    const int *ids;             /* ... the accumulators of these slice ids */
+    double sign;
 } job_ctx;
+
+/* Small jobs run on the calling thread: waking the pool costs tens of microseconds, more
+ * than an incremental update of a small slice or a small frame is worth. */
+#define TL_CPU_INLINE_WORK 200000.0 /* operations, roughly */
+
+static void run_jobs(tl_cpu_state *s, size_t njobs, double work, tl_pool_fn fn, void *ctx)
+{
+    if (work < TL_CPU_INLINE_WORK) {
+        for (size_t j = 0; j < njobs; j++)
+            fn(ctx, j, 0);
+        return;
+    }
+    tl_pool_run(s->pool, njobs, fn, ctx);
+}
 
 static void calib_job(void *ctx, size_t row, int thread)
 {
@@ -224,7 +245,7 @@ static tl_status cpu_calib_add(void *state, const tl_frame *f, uint32_t count)
     if (st != TL_OK)
         return st;
     job_ctx j = {.s = s, .f = f, .kind = f->kind == TL_FRAME_DARK ? 0 : 1, .count = count};
-    tl_pool_run(s->pool, s->rows, calib_job, &j);
+    run_jobs(s, s->rows, (double)s->rows * s->cols, calib_job, &j);
     s->have[j.kind] = true;
     return TL_OK;
 }
@@ -245,7 +266,7 @@ static tl_status cpu_store(void *state, const tl_frame *f, uint32_t slot)
     if (st != TL_OK)
         return st;
     job_ctx j = {.s = s, .f = f, .slot = slot};
-    tl_pool_run(s->pool, s->rows, store_job, &j);
+    run_jobs(s, s->rows, (double)s->rows * s->padded * 8, store_job, &j);
     return TL_OK;
 }
 
@@ -257,35 +278,104 @@ static void bp_job(void *ctx, size_t k, int thread)
     size_t i = 0;
     while (k >= job->slices[i].height)
         k -= job->slices[i++].height;
+    void *acc = j->dst == TL_CPU_OUT ? NULL : j->s->acc[j->ids[i]];
     if (j->s->f64)
-        tl_cpu_bp_row_f64(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj, thread);
+        tl_cpu_bp_row_f64(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj, thread,
+                          j->dst, acc, j->sign);
     else
-        tl_cpu_bp_row_f32(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj, thread);
+        tl_cpu_bp_row_f32(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj, thread,
+                          j->dst, acc, j->sign);
 }
 
-static tl_status cpu_backproject(void *state, tl_bp_job *job)
+/* Runs the back projection of job over the pool, rows going to dst. */
+static tl_status run_bp(tl_cpu_state *s, tl_bp_job *job, tl_cpu_dst dst, const int *ids,
+                        double sign)
 {
-    tl_cpu_state *s = state;
     size_t rows = 0, width = 0;
     for (size_t i = 0; i < job->nslices; i++) {
         rows += job->slices[i].height;
         if (job->slices[i].width > width)
             width = job->slices[i].width;
     }
-    if (width > s->acc_cap) {
-        /* per-thread accumulators grow only when a wider slice appears */
+    if (width > s->row_cap) {
+        /* per-thread row buffers grow only when a wider slice appears */
         for (int t = 0; t < s->nthreads; t++) {
-            void *a = realloc(s->acc[t], width * s->real_size);
+            void *a = realloc(s->rowbuf[t], width * s->real_size);
             if (!a)
                 return tl_fail(s->eb, TL_ENOMEM, "out of memory for a %zu-wide slice", width);
-            s->acc[t] = a;
+            s->rowbuf[t] = a;
         }
-        s->mem += (width - s->acc_cap) * s->real_size * (size_t)s->nthreads;
-        s->acc_cap = width;
+        s->mem += (width - s->row_cap) * s->real_size * (size_t)s->nthreads;
+        s->row_cap = width;
     }
-    job_ctx j = {.s = s, .job = job};
-    tl_pool_run(s->pool, rows, bp_job, &j);
-    job->kernel = s->f64 ? "cpu-f64" : "cpu-f32";
+    job_ctx j = {.s = s, .job = job, .dst = dst, .ids = ids, .sign = sign};
+    run_jobs(s, rows, (double)width * rows * job->nproj, bp_job, &j);
+    job->kernel = dst == TL_CPU_ACC_ADD ? (s->f64 ? "cpu-f64-incremental" : "cpu-f32-incremental")
+                                        : (s->f64 ? "cpu-f64" : "cpu-f32");
+    return TL_OK;
+}
+
+static tl_status cpu_backproject(void *state, tl_bp_job *job)
+{
+    return run_bp(state, job, TL_CPU_OUT, NULL, 0);
+}
+
+/* ---- accumulators of tracked slices -------------------------------------------------------- */
+
+static tl_status cpu_acc_alloc(void *state, int id, uint32_t h, uint32_t w)
+{
+    tl_cpu_state *s = state;
+    if (id >= s->nacc) {
+        int n = id + 8;
+        void **a = realloc(s->acc, (size_t)n * sizeof *a);
+        if (a)
+            s->acc = a;
+        size_t *z = realloc(s->acc_size, (size_t)n * sizeof *z);
+        if (z)
+            s->acc_size = z;
+        if (!a || !z)
+            return tl_fail(s->eb, TL_ENOMEM, "out of memory for accumulators");
+        for (int k = s->nacc; k < n; k++) {
+            s->acc[k] = NULL;
+            s->acc_size[k] = 0;
+        }
+        s->nacc = n;
+    }
+    free(s->acc[id]);
+    s->acc[id] = malloc((size_t)h * w * s->real_size);
+    s->acc_size[id] = s->acc[id] ? (size_t)h * w : 0;
+    if (!s->acc[id])
+        return tl_fail(s->eb, TL_ENOMEM, "out of memory for a %u x %u accumulator", h, w);
+    return TL_OK;
+}
+
+static void cpu_acc_free(void *state, int id)
+{
+    tl_cpu_state *s = state;
+    if (id < s->nacc) {
+        free(s->acc[id]);
+        s->acc[id] = NULL;
+        s->acc_size[id] = 0;
+    }
+}
+
+static tl_status cpu_acc_update(void *state, tl_bp_job *job, const int *ids, bool add, double sign)
+{
+    return run_bp(state, job, add ? TL_CPU_ACC_ADD : TL_CPU_ACC_SET, ids, sign);
+}
+
+static tl_status cpu_acc_read(void *state, const int *ids, size_t n, float *const *out)
+{
+    tl_cpu_state *s = state;
+    for (size_t k = 0; k < n; k++) {
+        /* the size is the slice's, which the engine allocated the accumulator with */
+        size_t cnt = s->acc_size[ids[k]];
+        if (s->f64)
+            for (size_t i = 0; i < cnt; i++)
+                out[k][i] = (float)((const double *)s->acc[ids[k]])[i];
+        else
+            memcpy(out[k], s->acc[ids[k]], cnt * sizeof(float));
+    }
     return TL_OK;
 }
 
@@ -427,6 +517,10 @@ const tl_backend_ops tl_cpu_backend = {
     .backproject = cpu_backproject,
     .memory_used = cpu_memory_used,
     .device_name = cpu_device_name,
+    .acc_alloc = cpu_acc_alloc,
+    .acc_free = cpu_acc_free,
+    .acc_update = cpu_acc_update,
+    .acc_read = cpu_acc_read,
     .kernels = cpu_kernels,
     .bench = cpu_bench,
     .bench_store = cpu_bench_store,

@@ -38,12 +38,20 @@ typedef struct {
     int nthreads;
     void **pad;             /* per thread: real[P] */
     void **spec;            /* per thread: complex[P/2 + 1] */
-    void **acc;             /* per thread: real[acc_cap] */
-    size_t acc_cap;
+    void **rowbuf;          /* per thread: real[row_cap], one output row being summed */
+    size_t row_cap;
+
+    void **acc;             /* per slice id: real[h * w], the tracked slices' accumulators */
+    size_t *acc_size;       /* per slice id: h * w */
+    int nacc;               /* entries of acc and acc_size (indexed by slice id) */
 
     size_t mem;             /* bytes allocated */
     char device_name[64];
 } tl_cpu_state;
+
+/* Where a back-projected row goes: the slice's float output, or a tracked slice's real
+ * accumulator (replaced, or added to with a sign). */
+typedef enum { TL_CPU_OUT = 0, TL_CPU_ACC_SET, TL_CPU_ACC_ADD } tl_cpu_dst;
 
 /* Clamp of flat-field ratios and denominators before -log (engine.h, tl_engine_submit). */
 #define TL_CPU_MIN_RATIO 1e-6
@@ -58,8 +66,10 @@ void tl_cpu_store_row_f32(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uin
 void tl_cpu_store_row_f64(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uint32_t row,
                           int thread);
 void tl_cpu_bp_row_f32(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
-                       const tl_bp_proj *proj, size_t nproj, int thread);
+                       const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
+                       void *acc, double sign);
 void tl_cpu_bp_row_f64(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
-                       const tl_bp_proj *proj, size_t nproj, int thread);
+                       const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
+                       void *acc, double sign);
 
 #endif

@@ -129,7 +129,8 @@ static inline REAL FN(lerp)(const REAL *row, uint32_t W, REAL u)
  * expression everywhere, so a voxel gets the same value in a row, an ortho-slice or a plane
  * through it. */
 void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
-                       const tl_bp_proj *proj, size_t nproj, int thread)
+                       const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
+                       void *accum, double sign)
 {
     const REAL *win = s->window;
     uint32_t W = s->cols, H = s->rows, n = s->n, w = sl->width;
@@ -138,7 +139,7 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
     REAL px = (REAL)(o[6] + s0 * o[0] + t * o[3]), dx = (REAL)(o[0] / (double)w);
     REAL py = (REAL)(o[7] + s0 * o[1] + t * o[4]), dy = (REAL)(o[1] / (double)w);
     REAL pz = (REAL)(o[8] + s0 * o[2] + t * o[5]), dz = (REAL)(o[2] / (double)w);
-    REAL *acc = s->acc[thread];
+    REAL *acc = s->rowbuf[thread];
     memset(acc, 0, w * sizeof *acc);
 
     for (size_t k = 0; k < nproj; k++) {
@@ -181,7 +182,15 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
         }
 #undef U
     }
-    float *out = sl->out + (size_t)row * w;
-    for (uint32_t j = 0; j < w; j++)
-        out[j] = (float)acc[j];
+    if (dst == TL_CPU_OUT) {
+        float *out = sl->out + (size_t)row * w;
+        for (uint32_t j = 0; j < w; j++)
+            out[j] = (float)acc[j];
+    } else if (dst == TL_CPU_ACC_SET) {
+        memcpy((REAL *)accum + (size_t)row * w, acc, w * sizeof *acc);
+    } else {
+        REAL *a = (REAL *)accum + (size_t)row * w, sg = (REAL)sign;
+        for (uint32_t j = 0; j < w; j++)
+            a[j] += sg * acc[j];
+    }
 }

@@ -55,6 +55,18 @@ __device__ __forceinline__ float tl_lerp(float a, float b, float f)
     return fmaf(f, b - a, a);
 }
 
+/* Row `row` of a sinogram at column u: linear between bins, zero outside [0, W). */
+__device__ __forceinline__ float tl_sample_row(const float *__restrict__ row, int W, float u)
+{
+    if (!(u > -1.f && u < (float)W))
+        return 0.f;
+    const float fl = floorf(u);
+    const int i = (int)fl;
+    const float a = i >= 0 ? __ldg(row + i) : 0.f;
+    const float b = i + 1 < W ? __ldg(row + i + 1) : 0.f;
+    return tl_lerp(a, b, u - fl);
+}
+
 /* The kernels' launchers (bp_texture.cu, bp_alu.cu, bp_plane.cu). Each enqueues one slice
  * on s->stream, reading the job's projection tables (s->d_par, s->d_slot, s->d_texy) and
  * writing h x w floats at out. */

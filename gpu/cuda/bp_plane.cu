@@ -19,18 +19,6 @@
 
 #define PLANE_BLOCK 16 /* 16 x 16 threads, one pixel each */
 
-/* Row `row` of a sinogram at column u: linear between bins, zero outside [0, W). */
-__device__ __forceinline__ float sample_row(const float *__restrict__ row, int W, float u)
-{
-    if (!(u > -1.f && u < (float)W))
-        return 0.f;
-    const float fl = floorf(u);
-    const int i = (int)fl;
-    const float a = i >= 0 ? __ldg(row + i) : 0.f;
-    const float b = i + 1 < W ? __ldg(row + i + 1) : 0.f;
-    return tl_lerp(a, b, u - fl);
-}
-
 __global__ void __launch_bounds__(PLANE_BLOCK * PLANE_BLOCK)
 bp_plane_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W, int H,
                 const float4 *__restrict__ par, const int *__restrict__ slot, int nproj,
@@ -54,8 +42,8 @@ bp_plane_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_e
             const float4 q = __ldg(par + p);
             const size_t so = (size_t)__ldg(slot + p) * pitch_el;
             const float u = tl_ray_u(x, y, q);
-            const float a = row0 ? sample_row(row0 + so, W, u) : 0.f;
-            const float b = row1 ? sample_row(row1 + so, W, u) : 0.f;
+            const float a = row0 ? tl_sample_row(row0 + so, W, u) : 0.f;
+            const float b = row1 ? tl_sample_row(row1 + so, W, u) : 0.f;
             acc = fmaf(q.w, tl_lerp(a, b, gz), acc);
         }
     }

@@ -214,6 +214,7 @@ static void cuda_destroy(void *state)
         cudaStreamSynchronize(s->stream);
     tl_cuda_tex_destroy(s);
     tl_cuda_fft_destroy(s);
+    tl_cuda_acc_destroy(s);
     void *dev[] = {s->window, s->sum[0], s->sum[1], s->avg[0], s->avg[1], s->gain, s->raw,
                    s->pad, s->spec, s->response, s->d_par, s->d_slot, s->d_texy, s->out,
                    s->scratch};
@@ -408,6 +409,10 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_backproject,     /* backproject (backproject.cu) */
     cuda_memory_used,           /* memory_used */
     cuda_device_name,           /* device_name */
+    tl_cuda_op_acc_alloc,       /* acc_alloc (accumulate.cu) */
+    tl_cuda_op_acc_free,        /* acc_free */
+    tl_cuda_op_acc_update,      /* acc_update */
+    tl_cuda_op_acc_read,        /* acc_read */
     cuda_kernels,               /* kernels */
     tl_cuda_op_bench,           /* bench (bench.cu) */
     tl_cuda_op_bench_store,     /* bench_store (bench.cu) */

@@ -130,6 +130,11 @@ typedef struct {
     float *out;               /* slice outputs of a job, back to back */
     size_t out_cap;           /* floats */
     float *scratch;           /* bench_store target: rows x pitch */
+
+    /* accumulators of tracked slices (accumulate.cu), indexed by engine slice id */
+    float **acc;
+    size_t *acc_size;         /* floats */
+    int nacc;
 } tl_cuda_state;
 
 /* Operations of the table (tl_cuda_backend, cuda_backend.cu) defined in other files. */
@@ -139,6 +144,11 @@ tl_status tl_cuda_op_backproject(void *state, tl_bp_job *job);
 tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
                            size_t *n);
 tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, double *ms);
+tl_status tl_cuda_op_acc_alloc(void *state, int id, uint32_t height, uint32_t width);
+void tl_cuda_op_acc_free(void *state, int id);
+tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, bool add, double sign);
+tl_status tl_cuda_op_acc_read(void *state, const int *ids, size_t n, float *const *out);
+void tl_cuda_acc_destroy(tl_cuda_state *s);
 
 /* cuda_backend.cu */
 tl_status tl_cuda_use_device(tl_cuda_state *s);

@@ -885,13 +885,77 @@ START_TEST(empty_window_is_zero)
 }
 END_TEST
 
+/* Tracked slices (tl_engine_track) on the GPU: 20000 frames sliding through a window of
+ * 360, with frames out of order and missing; every 239 frames each tracked slice (a row,
+ * rebuilt by alu-exact, and an oblique plane) equals its from-scratch twin within the exact
+ * mode, and every other read-out is incremental state (delta-exact). */
+START_TEST(incremental_matches_scratch)
+{
+    const uint32_t R = 4, W = 256, N = 360, S = 256;
+    scan sc = {.rows = R, .cols = W, .nproj = 2 * N, .window = N};
+    tl_engine_config c = scan_config(&sc);
+    tl_engine *e = cuda_engine(&c, NULL);
+    tl_phantom ph;
+    shepp(&ph, &sc, 0.45 * W);
+    float *proj = malloc((size_t)2 * N * R * W * sizeof *proj);
+    for (uint32_t k = 0; k < 2 * N; k++)
+        tl_phantom_project(&ph, M_PI * k / N, (W - 1) / 2.0, R, W, proj + (size_t)k * R * W);
+    tl_slice_spec row, plane;
+    tl_slice_spec_row(&row, 2, S, S);
+    const float o[9] = {(float)S, 0, 2.5f, 0, (float)S, 0, -S / 2.0f, -S / 2.0f, 0.3f};
+    tl_slice_spec_plane(&plane, o, S, S);
+    int tracked[2], scratch[2];
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(tl_engine_add_slice(e, k ? &plane : &row, &tracked[k]), TL_OK);
+        ck_assert_int_eq(tl_engine_add_slice(e, k ? &plane : &row, &scratch[k]), TL_OK);
+        ck_assert_int_eq(tl_engine_track(e, tracked[k], true), TL_OK);
+    }
+    float *a = malloc((size_t)S * S * sizeof *a), *b = malloc((size_t)S * S * sizeof *b);
+    double worst = 0;
+    int incremental = 0, reads = 0;
+    srand(11);
+    for (uint64_t i = 0; i < 20000; i++) {
+        int r = rand() % 100;
+        uint64_t idx = r < 3 ? i + 2 : r < 4 ? (i > 30 ? i - 30 : 0) : i;
+        if (r == 99)
+            continue; /* lost */
+        uint32_t k = (uint32_t)(idx % (2 * N));
+        tl_frame f = {.kind = TL_FRAME_PROJ, .index = idx, .angle = M_PI * k / N,
+                      .dtype = TL_DTYPE_F32, .rows = R, .cols = W, .data = proj + (size_t)k * R * W};
+        tl_status st = tl_engine_submit(e, &f);
+        ck_assert_msg(st == TL_OK || st == TL_ESTALE || st == TL_EDUPLICATE, "%s",
+                      tl_engine_last_error(e));
+        if (i % 239 != 238)
+            continue;
+        for (int s2 = 0; s2 < 2; s2++) {
+            tl_slice_info ia;
+            ck_assert_int_eq(tl_engine_reconstruct(e, &tracked[s2], 1, &a, &ia), TL_OK);
+            ck_assert_int_eq(tl_engine_reconstruct(e, &scratch[s2], 1, &b, NULL), TL_OK);
+            double rel = tl_rel_l2(a, b, (size_t)S * S);
+            worst = rel > worst ? rel : worst;
+            incremental += strcmp(ia.kernel, "delta-exact") == 0;
+            reads++;
+        }
+    }
+    printf("  incremental vs from scratch, 20000 frames, window %u: worst rel L2 %.2e over %d "
+           "read-outs, %d incremental\n", N, worst, reads, incremental);
+    ck_assert_msg(worst <= 2e-5, "worst %g", worst);
+    ck_assert_int_ge(incremental, reads / 2 - 2);
+    free(a);
+    free(b);
+    free(proj);
+    tl_phantom_free(&ph);
+    tl_engine_destroy(e);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("cuda");
     /* four cases, so compute-sanitizer can run them as parallel processes (CK_RUN_CASE) */
     const struct {
         const char *name;
-        const TTest *tests[8];
+        const TTest *tests[10];
     } groups[] = {
         {"pipeline", {available_and_auto, preprocess_all_dtypes, calibration_batches_match_cpu,
                       pitched_host_frames, filters_match_cpu, NULL}},
@@ -900,7 +964,7 @@ static Suite *suite(void)
         {"large", {kernels_odd_1000_1021, NULL}},
         {"engine", {planes_match_cpu, quality_selects_kernels, device_frames_equal_host_frames,
                     rolling_window_equals_fresh, memory_refusal, bench_and_bench_store,
-                    empty_window_is_zero, NULL}},
+                    empty_window_is_zero, incremental_matches_scratch, NULL}},
     };
     for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
         TCase *t = tcase_create(groups[g].name);
