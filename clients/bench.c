@@ -31,6 +31,7 @@ static const char usage_text[] =
     "usage: tomolive bench [--backend auto|cpu|cuda] [--device N] [--shape SIZExPROJ ...]\n"
     "                      [--slices 1,2,4] [--reps 20] [--no-pipeline]\n"
     "                      [--pipeline-shape ROWSxCOLS]\n"
+    "       tomolive bench --stream ...   the daemon under a stream (--stream --help)\n"
     "\n"
     "Times every back-projection kernel of the backend on SIZE x SIZE row slices from a\n"
     "window of PROJ projections (default 1024x1024 and 2048x2048 on CUDA, 512x720 on the\n"
@@ -336,6 +337,9 @@ static int parse_options(int argc, char **argv, options *o)
 
 int tl_cmd_bench(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--stream") == 0)
+            return tl_cmd_stream_bench(argc, argv);
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)

@@ -12,6 +12,7 @@ int tl_cmd_sub(int argc, char **argv);
 int tl_cmd_ctl(int argc, char **argv);
 int tl_cmd_recon(int argc, char **argv);
 int tl_cmd_bench(int argc, char **argv);
+int tl_cmd_stream_bench(int argc, char **argv); /* tomolive bench --stream */
 int tl_cmd_phantom(int argc, char **argv);
 
 #endif

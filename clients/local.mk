@@ -20,7 +20,8 @@ clients_tomolive_SOURCES = \
 	clients/tomolive.c clients/commands.h clients/cli.h clients/cli.c \
 	clients/angles.h clients/angles.c \
 	clients/push.c clients/push_source.h clients/push_source.c \
-	clients/sub.c clients/ctl.c clients/recon.c clients/bench.c clients/phantom.c
+	clients/sub.c clients/ctl.c clients/recon.c clients/bench.c clients/phantom.c \
+	clients/stream_bench.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
 	$(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 clients_tomolive_LDADD = clients/libtlimages.a clients/libtljson.a $(PROTO_LIBS) \
