@@ -70,7 +70,7 @@ typedef struct {
     /* sender results */
     atomic_uint_least64_t sent, late;
     double t_start, t_end;
-    uint64_t t_run_ns;    /* CLOCK_REALTIME at the start of the run */
+    atomic_uint_least64_t t_run_ns; /* CLOCK_REALTIME at the start of the run */
     /* subscriber results */
     atomic_bool stop_sub;
     double *lat;          /* ms */
@@ -294,7 +294,7 @@ static void *subscriber(void *arg)
             r->received++;
             /* a slice whose newest frame is older than this run (a new subscriber's first
              * slice, computed from the last run's window) says nothing about this rate */
-            if (m.slice.t_acq >= r->t_run_ns && r->nlat < MAX_LAT)
+            if (m.slice.t_acq >= atomic_load(&r->t_run_ns) && r->nlat < MAX_LAT)
                 r->lat[r->nlat++] = (double)(int64_t)(now - m.slice.t_acq) / 1e6;
         }
         tl_proto_close(parts, n);
@@ -347,13 +347,13 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, result *out)
     r->nlat = 0;
     r->received = r->missed = 0;
     atomic_store(&r->stop_sub, false);
-    r->t_run_ns = UINT64_MAX; /* nothing counts until the first frame goes out */
+    atomic_store(&r->t_run_ns, UINT64_MAX); /* nothing counts before the first frame */
     pthread_t sub, snd[MAX_CONN];
     sender_arg args[MAX_CONN];
     pthread_create(&sub, NULL, subscriber, r);
     usleep(300000); /* the subscription reaches the daemon */
     r->t_start = tl_cli_now() + 0.05;
-    r->t_run_ns = realtime_ns();
+    atomic_store(&r->t_run_ns, realtime_ns());
     for (int c = 0; c < o->connections; c++) {
         args[c] = (sender_arg){r, c};
         pthread_create(&snd[c], NULL, sender, &args[c]);
