@@ -197,7 +197,8 @@ static int read_counts(void *ctl, tl_proto_decoder *dec, uint64_t *accepted, uin
         zmq_pollitem_t it = {ctl, 0, ZMQ_POLLIN, 0};
         zmq_msg_t parts[4];
         tl_proto_error err;
-        int n = zmq_poll(&it, 1, 5000) > 0 ? tl_proto_recv(ctl, parts, 4, 0, &err) : -1;
+        /* a daemon creating a large engine holds its lock for seconds: be patient */
+        int n = zmq_poll(&it, 1, 30000) > 0 ? tl_proto_recv(ctl, parts, 4, 0, &err) : -1;
         tl_proto_msg m;
         if (n >= 2 && tl_proto_decode(dec, zmq_msg_data(&parts[n - 1]), zmq_msg_size(&parts[n - 1]),
                                       TL_MSG_REP, &m, &err) == TL_PROTO_OK && m.rep.ok) {
