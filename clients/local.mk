@@ -26,3 +26,11 @@ clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAG
 	$(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 clients_tomolive_LDADD = clients/libtlimages.a clients/libtljson.a $(PROTO_LIBS) \
 	$(ENGINE_LIBS) $(TIFF_LIBS) $(PNG_LIBS) $(JANSSON_LIBS)
+
+# man page
+dist_man1_MANS = clients/tomolive.1
+
+# HDF5 scans (APS Data Exchange, NeXus NXtomo) for `tomolive recon` and `tomolive push --file`
+clients_tomolive_SOURCES += clients/hdf5.h clients/hdf5.c
+clients_tomolive_CFLAGS += $(HDF5_CFLAGS)
+clients_tomolive_LDADD += $(HDF5_LIBS)

@@ -23,6 +23,7 @@
 #include "clients/angles.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
+#include "clients/hdf5.h"
 #include "clients/push_source.h"
 #include "gpu/phantom.h"
 #include "protocol/protocol.h"
@@ -40,6 +41,10 @@ static const char usage_text[] =
     "or TIFF stacks:\n"
     "       --tiff P.tif [--tiff-darks D.tif] [--tiff-flats F.tif] [--already-linear]\n"
     "       (--angles-deg START:STOP[:COUNT] | --angles FILE)\n"
+    "or a data file, replayed (pace it with --rate):\n"
+    "       --file SCAN.h5 | P.tif   HDF5 (APS Data Exchange or NeXus NXtomo: darks, flats,\n"
+    "       projections and angles from the file; --angles-deg/--angles override the\n"
+    "       angles) or a TIFF stack as with --tiff\n"
     "\n"
     "Sends a scan to tomolived's ingest socket: scan, darks, flats, projections, end.\n"
     "\n"
@@ -76,6 +81,7 @@ typedef struct {
     const char *endpoint, *drop_list, *angles_deg, *angles_file;
     const char *tiff, *tiff_darks, *tiff_flats;
     const char *phantom_opt, *tiff_opt; /* one option of each kind given, for messages */
+    bool h5;                  /* --file names an HDF5 file (its path is in tiff) */
     bool bind, no_end, quiet, noise, already_linear, has_center, has_projections;
     uint64_t series, seed;
     double rate, shuffle, drop, flux, attenuation, center;
@@ -131,7 +137,9 @@ enum { O_ENDPOINT = 256, O_BIND, O_SERIES, O_RATE, O_SHUFFLE, O_DROP, O_SEED, O_
        /* phantom only */
        O_ROWS, O_COLS, O_PROJ, O_DARKS, O_FLATS, O_DTYPE, O_FLUX, O_NOISE, O_ATTEN,
        /* TIFF only */
-       O_TIFF, O_TDARKS, O_TFLATS, O_ANGLES, O_LINEAR };
+       O_TIFF, O_TDARKS, O_TFLATS, O_ANGLES, O_LINEAR,
+       /* a data file */
+       O_FILE };
 
 static const struct option longopts[] = {
     {"endpoint", required_argument, NULL, O_ENDPOINT},
@@ -163,6 +171,7 @@ static const struct option longopts[] = {
     {"tiff-flats", required_argument, NULL, O_TFLATS},
     {"angles", required_argument, NULL, O_ANGLES},
     {"already-linear", no_argument, NULL, O_LINEAR},
+    {"file", required_argument, NULL, O_FILE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -220,6 +229,10 @@ static bool apply(options *o, int c, const char *v)
     case O_TFLATS: o->tiff_flats = v; return true;
     case O_ANGLES: o->angles_file = v; return true;
     case O_LINEAR: o->already_linear = true; return true;
+    case O_FILE:
+        o->tiff = v;
+        o->h5 = tl_hdf5_is_hdf5(v);
+        return true;
     }
     return false;
 }
@@ -267,7 +280,10 @@ static int parse_options(int argc, char **argv, options *o)
         return fail(2, "--%s is for the simulated camera, not for --tiff", o->phantom_opt);
     if (!o->tiff && o->tiff_opt)
         return fail(2, "--%s needs --tiff", o->tiff_opt);
-    if (o->tiff && !o->angles_deg && !o->angles_file)
+    if (o->h5 && (o->tiff_darks || o->tiff_flats))
+        return fail(2, "an HDF5 --file holds its own darks and flats (--tiff-darks and "
+                    "--tiff-flats are for TIFF)");
+    if (o->tiff && !o->h5 && !o->angles_deg && !o->angles_file)
         return fail(2, "--tiff needs --angles-deg or --angles");
     if (o->angles_deg && o->angles_file)
         return fail(2, "give either --angles-deg or --angles, not both");
@@ -360,7 +376,9 @@ static int open_source(const options *o, push_source **src, scan *sc)
     char err[512];
     uint32_t pages[3];
     double center = o->has_center ? o->center : (o->cols - 1) / 2.0;
-    if (o->tiff) {
+    if (o->h5) {
+        *src = push_source_hdf5(o->tiff, err, sizeof err);
+    } else if (o->tiff) {
         *src = push_source_tiff(o->tiff, o->tiff_darks, o->tiff_flats, err, sizeof err);
     } else {
         push_phantom_opts po = {o->rows, o->cols, o->dtype, o->flux, o->attenuation, center,
@@ -374,6 +392,15 @@ static int open_source(const options *o, push_source **src, scan *sc)
     sc->nflat = o->tiff ? pages[TL_FRAME_FLAT] : o->flats;
     sc->nproj = o->tiff ? pages[TL_FRAME_PROJ] : o->projections;
     uint32_t n = 0;
+    const double *file_angles = o->h5 ? push_source_angles(*src) : NULL;
+    if (o->h5 && !o->angles_deg && !o->angles_file) { /* the file's own */
+        if (!file_angles)
+            return fail(1, "'%s' holds no angles: give --angles-deg or --angles", o->tiff);
+        n = sc->nproj;
+        if (!(sc->angles = malloc((n ? n : 1) * sizeof *sc->angles)))
+            return fail(1, "out of memory");
+        memcpy(sc->angles, file_angles, n * sizeof *sc->angles);
+    }
     const char *deg = o->angles_deg ? o->angles_deg : o->tiff ? NULL : "0:180";
     if (deg && !tl_angles_parse_deg(deg, sc->nproj, &sc->angles, &n))
         return fail(2, "bad --angles-deg '%s': need START:STOP[:COUNT] in degrees", deg);
@@ -389,20 +416,66 @@ static int open_source(const options *o, push_source **src, scan *sc)
 
 /* ---- sending ------------------------------------------------------------------------- */
 
+/* Progress on stderr. On a terminal: one line redrawn in place (carriage return, then
+ * erase to the end of the line), at most 10 times a second, because redrawing per frame
+ * at thousands of frames/s would cost more than the sending. Otherwise (a log file, a
+ * pipe): a plain line at most once a second, so logs stay readable. --quiet: nothing. */
 typedef struct {
-    bool tty, quiet;
-    uint64_t next_ns;        /* monotonic time of the next report */
+    bool tty, quiet, drawn;
+    uint64_t t0, next_ns;    /* monotonic: start of the clock, time of the next report */
 } progress;
 
-static void report(progress *pr, size_t done, size_t total, uint64_t t0, bool last)
+/* "4 s", "2:05", "1:02:03": the time left, short. */
+static void format_eta(char *b, size_t n, double s)
+{
+    long t = (long)ceil(s);
+    if (!isfinite(s) || s < 0)
+        snprintf(b, n, "--");
+    else if (t < 60)
+        snprintf(b, n, "%ld s", t);
+    else if (t < 3600)
+        snprintf(b, n, "%ld:%02ld", t / 60, t % 60);
+    else
+        snprintf(b, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+static void report(progress *pr, size_t done, size_t total, bool last)
 {
     uint64_t now = now_ns(CLOCK_MONOTONIC);
     if (pr->quiet || (!last && now < pr->next_ns))
         return;
-    pr->next_ns = now + 1000000000u;
-    double s = (double)(now - t0) * 1e-9;
-    fprintf(stderr, "%s" ME ": %zu/%zu frames, %.1f frames/s%s", pr->tty ? "\r" : "", done,
-            total, s > 0 ? (double)done / s : 0.0, pr->tty && !last ? "" : "\n");
+    pr->next_ns = now + (pr->tty ? 100000000u : 1000000000u);
+    double s = (double)(now - pr->t0) * 1e-9;
+    double rate = s > 0 ? (double)done / s : 0.0;
+    double frac = total ? (double)done / (double)total : 1.0;
+    char eta[32] = "";
+    if (!last) {
+        char t[24];
+        format_eta(t, sizeof t, rate > 0 ? (double)(total - done) / rate : NAN);
+        snprintf(eta, sizeof eta, " ETA %s", t);
+    }
+    if (pr->tty) {
+        enum { BAR = 20 };
+        char bar[BAR + 1];
+        int fill = (int)(frac * BAR);
+        for (int i = 0; i < BAR; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[BAR] = '\0';
+        fprintf(stderr, "\r[%s] %3d%% %.0f frames/s%s\033[K%s", bar, (int)(frac * 100), rate,
+                eta, last ? "\n" : "");
+        pr->drawn = !last;
+    } else {
+        fprintf(stderr, ME ": %zu/%zu frames (%d%%), %.1f frames/s%s%s\n", done, total,
+                (int)(frac * 100), rate, *eta ? "," : "", eta);
+    }
+}
+
+/* Ends a half-drawn progress line, so that an error message starts on a line of its own. */
+static void report_break(progress *pr)
+{
+    if (pr->drawn)
+        fputc('\n', stderr);
+    pr->drawn = false;
 }
 
 static void sleep_until(uint64_t t)
@@ -435,7 +508,8 @@ static int send_scan(const options *o, const scan *sc, push_source *src, void *s
     if (rc == 0)
         rc = send_header(sock, &sb, "scan");
     *t0 = now_ns(CLOCK_MONOTONIC);
-    progress pr = {isatty(STDERR_FILENO) == 1, o->quiet, *t0 + 1000000000u};
+    progress pr = {.tty = isatty(STDERR_FILENO) == 1, .quiet = o->quiet, .t0 = *t0};
+    pr.next_ns = *t0 + (pr.tty ? 100000000u : 1000000000u);
     size_t frame_bytes = (size_t)sc->rows * sc->cols * tl_dtype_size(sc->dtype);
     char err[512];
     for (size_t p = 0; rc == 0 && p < sc->nsent; p++) {
@@ -443,6 +517,7 @@ static int send_scan(const options *o, const scan *sc, push_source *src, void *s
             sleep_until(*t0 + (uint64_t)llround((double)sc->slot[p] * 1e9 / o->rate));
         void *px = push_source_frame(src, p, err, sizeof err);
         if (!px) {
+            report_break(&pr);
             rc = fail(1, "%s", err);
             break;
         }
@@ -455,23 +530,30 @@ static int send_scan(const options *o, const scan *sc, push_source *src, void *s
         msgpack_sbuffer_clear(&sb);
         if (tl_proto_encode_frame(&sb, &f) != 0) {
             push_source_release(px, push_source_hint(src, p));
+            report_break(&pr);
             rc = fail(1, "out of memory");
         } else if (tl_proto_send(sock, NULL, 0, sb.data, sb.size, px, frame_bytes,
                                  push_source_release, push_source_hint(src, p), 0) != 0) {
+            report_break(&pr);
             rc = fail(1, "cannot send frame %zu: %s", p, zmq_strerror(errno));
         } else {
             *bytes += frame_bytes;
-            report(&pr, p + 1, sc->nsent, *t0, false);
+            report(&pr, p + 1, sc->nsent, false);
         }
     }
     if (rc == 0 && !o->no_end) {
         msgpack_sbuffer_clear(&sb);
         tl_proto_end e = {o->series};
-        rc = tl_proto_encode_end(&sb, &e) ? fail(1, "out of memory")
-                                          : send_header(sock, &sb, "end");
+        if (tl_proto_encode_end(&sb, &e) != 0) {
+            report_break(&pr);
+            rc = fail(1, "out of memory");
+        } else if (tl_proto_send(sock, NULL, 0, sb.data, sb.size, NULL, 0, NULL, NULL, 0) != 0) {
+            report_break(&pr);
+            rc = fail(1, "cannot send the end message: %s", zmq_strerror(errno));
+        }
     }
     if (rc == 0)
-        report(&pr, sc->nsent, sc->nsent, *t0, true);
+        report(&pr, sc->nsent, sc->nsent, true);
     msgpack_sbuffer_destroy(&sb);
     return rc;
 }

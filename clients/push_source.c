@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clients/hdf5.h"
 #include "clients/push_source.h"
 #include "clients/tiff.h"
 #include "gpu/phantom.h"
@@ -42,6 +43,9 @@ struct push_source {
     /* TIFF: readers by tl_frame_kind (dark, flat, proj) */
     tl_tiff_reader r[3];
     bool open[3];
+    /* HDF5 */
+    tl_hdf5_reader h5;
+    bool is_h5;
     /* production */
     push_item *items;
     size_t n, nbuf, claim, produced;
@@ -175,9 +179,38 @@ push_source *push_source_tiff(const char *proj, const char *darks, const char *f
     return s;
 }
 
+push_source *push_source_hdf5(const char *path, char *err, size_t errlen)
+{
+    push_source *s = alloc_source();
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (tl_hdf5_open(&s->h5, path, err, errlen) != 0) {
+        push_source_free(s);
+        return NULL;
+    }
+    s->is_h5 = true;
+    s->rows = s->h5.rows;
+    s->cols = s->h5.cols;
+    s->dtype = s->h5.dtype;
+    s->frame_bytes = (size_t)s->rows * s->cols * tl_dtype_size(s->dtype);
+    return s;
+}
+
+const double *push_source_angles(const push_source *s)
+{
+    return s->is_h5 ? s->h5.angles : NULL;
+}
+
 static int produce_tiff(push_source *s, const push_item *it, void *out, void *page,
                         char *err, size_t errlen)
 {
+    if (s->is_h5) /* one reader thread: libhdf5 (serial) is not thread-safe */
+        return it->index > UINT32_MAX ? (snprintf(err, errlen, "frame %llu out of range",
+                                                  (unsigned long long)it->index), -1)
+                                      : tl_hdf5_read(&s->h5, it->kind, (uint32_t)it->index, out,
+                                                     err, errlen);
     tl_tiff_reader *r = &s->r[it->kind];
     if (!s->open[it->kind] || it->index >= r->pages) {
         static const char *what[3] = {"dark", "flat", "projection"};
@@ -208,7 +241,7 @@ void push_source_info(const push_source *s, uint32_t *rows, uint32_t *cols, tl_d
     *cols = s->cols;
     *dtype = s->dtype;
     for (int k = 0; k < 3; k++)
-        pages[k] = s->open[k] ? s->r[k].pages : 0;
+        pages[k] = s->is_h5 ? s->h5.count[k] : s->open[k] ? s->r[k].pages : 0;
 }
 
 /* ---- the ring ------------------------------------------------------------------------ */
@@ -371,6 +404,8 @@ void push_source_free(push_source *s)
             tl_tiff_close(&s->r[k]);
     if (s->is_phantom)
         tl_phantom_free(&s->ph);
+    if (s->is_h5)
+        tl_hdf5_close(&s->h5);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);

@@ -1,5 +1,6 @@
 /* push_source.h — where `tomolive push` gets its frames: the simulated camera (analytic
- * Shepp-Logan phantom, gpu/phantom.h) or TIFF stacks (clients/tiff.h).
+ * Shepp-Logan phantom, gpu/phantom.h), TIFF stacks (clients/tiff.h) or an HDF5 scan
+ * (clients/hdf5.h).
  *
  * Frames are produced ahead of the sender by worker threads into a ring of buffers and
  * sent zero-copy: ZeroMQ's free function hands a buffer back to the ring once the frame
@@ -56,6 +57,12 @@ push_source *push_source_phantom(const push_phantom_opts *o, char *err, size_t e
  * sent in the files' sample type, or as float32 when the files differ. */
 push_source *push_source_tiff(const char *proj, const char *darks, const char *flats,
                               char *err, size_t errlen);
+
+/* An HDF5 scan (clients/hdf5.h: Data Exchange or NXtomo): its darks, flats and projections,
+ * read frame by frame, in the file's sample type (float32 when its datasets differ). */
+push_source *push_source_hdf5(const char *path, char *err, size_t errlen);
+/* The projection angles an HDF5 file holds (radians, one per projection), or NULL. */
+const double *push_source_angles(const push_source *s);
 
 /* Detector shape, sample type, and pages per kind (tl_frame_kind; 0 for the phantom). */
 void push_source_info(const push_source *s, uint32_t *rows, uint32_t *cols, tl_dtype *dtype,

@@ -1,4 +1,5 @@
-/* recon.c — `tomolive recon`: filtered back projection of TIFF stacks, offline.
+/* recon.c — `tomolive recon`: filtered back projection of TIFF stacks or HDF5 files (APS
+ * Data Exchange, NeXus NXtomo: clients/hdf5.h), offline.
  *
  * The same engine the daemon runs, driven from files: the window is the whole scan (or, with
  * --window N and --indices, the N projections of a scan whose stream lost some, so a
@@ -24,6 +25,7 @@
 #include "clients/angles.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
+#include "clients/hdf5.h"
 #include "clients/tiff.h"
 #include "gpu/engine.h"
 
@@ -36,16 +38,21 @@ typedef struct {
 } options;
 
 static const char usage_text[] =
-    "usage: tomolive recon --input P.tif [--darks D.tif] [--flats F.tif]\n"
+    "usage: tomolive recon --input P.tif|SCAN.h5 [--darks D.tif] [--flats F.tif]\n"
     "                      (--angles-deg START:STOP:COUNT | --angles FILE)\n"
     "                      [--center C] [--filter NAME] [--rows A:B] [--already-linear]\n"
     "                      [--backend cpu|cuda|auto] [--size N] [--window N]\n"
     "                      [--indices FILE] [-v] --output OUT.tif\n"
     "\n"
     "Reconstructs horizontal slices from a multi-page TIFF of projections (one page per\n"
-    "projection; uint8/16/32 or float32) by filtered back projection.\n"
+    "projection; uint8/16/32 or float32) by filtered back projection, or from an HDF5\n"
+    "file (recognised by its signature or name) in the APS Data Exchange layout\n"
+    "(/exchange/data, data_white, data_dark, theta in degrees) or NeXus NXtomo\n"
+    "(/entry/data/data with image_key 0 projection, 1 flat, 2 dark, 3 skipped;\n"
+    "/entry/sample/rotation_angle in degrees): its darks, flats and angles are used unless\n"
+    "--darks, --flats, --angles-deg or --angles say otherwise.\n"
     "\n"
-    "  -i, --input FILE      projections\n"
+    "  -i, --input FILE      projections (TIFF), or the whole scan (HDF5)\n"
     "      --darks FILE      dark frames, averaged\n"
     "      --flats FILE      flat fields, averaged\n"
     "      --angles-deg S:E:N  N angles START + i (STOP - START) / N in degrees, i < N\n"
@@ -121,6 +128,22 @@ static void to_f32(const void *src, tl_dtype t, size_t n, float *dst)
         }
 }
 
+/* Frames of one kind: the pages of a TIFF stack, or one kind of an HDF5 file's frames. */
+typedef struct {
+    tl_tiff_reader tif;
+    tl_hdf5_reader *h5;      /* non-NULL: read kind from this file */
+    tl_frame_kind kind;
+    const char *path;
+    uint32_t pages, rows, cols;
+    tl_dtype dtype;
+} stack;
+
+static int stack_read(stack *s, uint32_t i, void *buf, char *err, size_t errlen)
+{
+    return s->h5 ? tl_hdf5_read(s->h5, s->kind, i, buf, err, errlen)
+                 : tl_tiff_read_page(&s->tif, i, buf, err, errlen);
+}
+
 typedef struct {
     tl_engine *engine;
     tl_dtype dtype;          /* what the engine takes */
@@ -132,12 +155,12 @@ typedef struct {
 } feeder;
 
 /* Submits every page; page i is frame index indices[i] (i when indices is NULL). */
-static int submit_stack(feeder *fd, tl_tiff_reader *r, tl_frame_kind kind,
+static int submit_stack(feeder *fd, stack *r, tl_frame_kind kind,
                         const double *angles, const uint64_t *indices, const char *what)
 {
     char err[512];
     for (uint32_t i = 0; i < r->pages; i++) {
-        if (tl_tiff_read_page(r, i, fd->page, err, sizeof err) != 0)
+        if (stack_read(r, i, fd->page, err, sizeof err) != 0)
             return fail("%s", err);
         const void *data = fd->page;
         if (fd->dtype != r->dtype) {
@@ -287,7 +310,9 @@ static int parse_options(int argc, char **argv, options *o)
 }
 
 typedef struct {
-    tl_tiff_reader proj, darks, flats;
+    stack proj, darks, flats;
+    tl_hdf5_reader h5;
+    bool has_h5;
     double *angles;
     uint64_t *indices;
     void *page;
@@ -299,9 +324,11 @@ typedef struct {
 
 static void release(resources *r)
 {
-    tl_tiff_close(&r->proj);
-    tl_tiff_close(&r->darks);
-    tl_tiff_close(&r->flats);
+    tl_tiff_close(&r->proj.tif);
+    tl_tiff_close(&r->darks.tif);
+    tl_tiff_close(&r->flats.tif);
+    if (r->has_h5)
+        tl_hdf5_close(&r->h5);
     free(r->angles);
     free(r->indices);
     free(r->page);
@@ -309,12 +336,23 @@ static void release(resources *r)
     tl_engine_destroy(r->engine);
 }
 
-static int open_stack(tl_tiff_reader *r, const char *path, const char *what,
-                      const tl_tiff_reader *proj)
+/* A stack of one kind from the HDF5 file. */
+static void h5_stack(stack *s, tl_hdf5_reader *h, tl_frame_kind kind)
+{
+    *s = (stack){.h5 = h, .kind = kind, .path = h->path, .pages = h->count[kind],
+                 .rows = h->rows, .cols = h->cols, .dtype = h->dtype};
+}
+
+static int open_stack(stack *r, const char *path, const char *what, const stack *proj)
 {
     char err[512];
-    if (tl_tiff_open(r, path, err, sizeof err) != 0)
+    if (tl_tiff_open(&r->tif, path, err, sizeof err) != 0)
         return fail("%s: %s", what, err);
+    r->path = r->tif.path;
+    r->pages = r->tif.pages;
+    r->rows = r->tif.rows;
+    r->cols = r->tif.cols;
+    r->dtype = r->tif.dtype;
     if (proj && (r->rows != proj->rows || r->cols != proj->cols))
         return fail("shape mismatch: %s '%s' are %u x %u (rows x cols), projections '%s' "
                     "are %u x %u",
@@ -329,7 +367,8 @@ static int run(const options *o, resources *R)
         return fail("missing required option --input (see tomolive recon --help)");
     if (!o->output)
         return fail("missing required option --output (see tomolive recon --help)");
-    if (!o->angles_deg && !o->angles_file)
+    bool hdf5 = tl_hdf5_is_hdf5(o->input);
+    if (!o->angles_deg && !o->angles_file && !hdf5)
         return fail("missing required option --angles-deg or --angles");
     if (o->angles_deg && o->angles_file)
         return fail("give either --angles-deg or --angles, not both");
@@ -369,11 +408,30 @@ static int run(const options *o, resources *R)
         return fail("%s", err);
 
     /* inputs: everything checked before the engine exists */
-    if (open_stack(&R->proj, o->input, "projections", NULL) ||
-        (o->darks && open_stack(&R->darks, o->darks, "darks", &R->proj)) ||
+    if (hdf5) {
+        if (tl_hdf5_open(&R->h5, o->input, err, sizeof err) != 0)
+            return fail("%s", err);
+        R->has_h5 = true;
+        h5_stack(&R->proj, &R->h5, TL_FRAME_PROJ);
+        h5_stack(&R->darks, &R->h5, TL_FRAME_DARK);
+        h5_stack(&R->flats, &R->h5, TL_FRAME_FLAT);
+        if (!o->angles_deg && !o->angles_file) {
+            if (!R->h5.angles)
+                return fail("'%s' holds no angles (/exchange/theta, rotation_angle): give "
+                            "--angles-deg or --angles", o->input);
+            nangles = R->h5.count[TL_FRAME_PROJ];
+            if (!(R->angles = malloc(nangles * sizeof *R->angles)))
+                return fail("out of memory");
+            memcpy(R->angles, R->h5.angles, nangles * sizeof *R->angles);
+        }
+    } else if (open_stack(&R->proj, o->input, "projections", NULL)) {
+        return 1;
+    }
+    if ((o->darks && open_stack(&R->darks, o->darks, "darks", &R->proj)) ||
         (o->flats && open_stack(&R->flats, o->flats, "flats", &R->proj)))
         return 1;
-    const tl_tiff_reader *P = &R->proj;
+    bool have_darks = R->darks.pages > 0, have_flats = R->flats.pages > 0;
+    const stack *P = &R->proj;
     if (o->indices && P->pages != nindices)
         return fail("page count mismatch: '%s' has %u projections but '%s' holds %u indices",
                     P->path, P->pages, o->indices, nindices);
@@ -414,7 +472,7 @@ static int run(const options *o, resources *R)
 
     /* one dtype for the engine: the files' own, or float32 when they differ */
     tl_dtype dtype = P->dtype;
-    if ((o->darks && R->darks.dtype != dtype) || (o->flats && R->flats.dtype != dtype))
+    if ((have_darks && R->darks.dtype != dtype) || (have_flats && R->flats.dtype != dtype))
         dtype = TL_DTYPE_F32;
     size_t npix = (size_t)P->rows * P->cols;
     R->page = malloc(npix * sizeof(uint32_t)); /* the widest sample */
@@ -458,8 +516,8 @@ static int run(const options *o, resources *R)
 
     feeder fd = {R->engine, dtype, row0, row1 - row0, P->cols, R->page, R->conv,
                  isatty(STDERR_FILENO) == 1};
-    if ((o->darks && submit_stack(&fd, &R->darks, TL_FRAME_DARK, NULL, NULL, "dark")) ||
-        (o->flats && submit_stack(&fd, &R->flats, TL_FRAME_FLAT, NULL, NULL, "flat")) ||
+    if ((have_darks && submit_stack(&fd, &R->darks, TL_FRAME_DARK, NULL, NULL, "dark")) ||
+        (have_flats && submit_stack(&fd, &R->flats, TL_FRAME_FLAT, NULL, NULL, "flat")) ||
         submit_stack(&fd, &R->proj, TL_FRAME_PROJ, R->angles, R->indices, "projection"))
         return 1;
 

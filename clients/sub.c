@@ -4,6 +4,11 @@
  * an 8-bit PNG preview), counts sequence gaps (slices the publisher sent that we missed:
  * PUB drops at the high-water mark) and summarises latencies at exit.
  *
+ * On a terminal, where a line per slice would scroll past faster than anyone reads it,
+ * one status line (slices, slices/s, latency p50 of the recent slices, the last slice) is
+ * redrawn in place instead, at most 10 times a second; pipes and files still get a line
+ * per slice (scripts and tests parse them), and so does a terminal with --lines.
+ *
  * Latest-image files are written under a temporary name and renamed, so a viewer that
  * reloads DIR/<id>.tif never reads a half-written file.
  */
@@ -18,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clients/cli.h"
 #include "clients/commands.h"
@@ -29,10 +35,11 @@
 
 static const char usage_text[] =
     "usage: tomolive sub [--endpoint E] [--out DIR [--png] [--every-seq]] [--count N]\n"
-    "                    [--until-final] [--timeout S] [--latency] [--quiet] (--all | ID...)\n"
+    "                    [--until-final] [--timeout S] [--latency] [--lines] [--quiet]\n"
+    "                    (--all | ID...)\n"
     "\n"
     "Receives the slices ID... (or every slice with --all) from tomolived and prints one\n"
-    "line per slice:\n"
+    "line per slice (on a terminal, one status line redrawn in place instead):\n"
     "  id=row0 seq=12 shape=256x256 projections=718 missing=2 window=0..719 "
     "latency_ms=3.21 kernel=cpu-f32[ final]\n"
     "(shape is rows x columns; latency is the receive time minus the acquisition time of\n"
@@ -48,14 +55,15 @@ static const char usage_text[] =
     "                     its final slice (published when the scan ends)\n"
     "      --timeout S    exit with status 3 after S seconds without a slice\n"
     "      --latency      add latency percentiles (p50 p90 p99 max) to the summary\n"
-    "      --quiet        no per-slice lines (the summary is still printed)\n"
+    "      --lines        one line per slice even on a terminal\n"
+    "      --quiet        no per-slice lines or status line (the summary is still printed)\n"
     "\n"
     "At exit (also on Ctrl-C) a summary per slice: received, missed (gaps in seq), last seq.\n"
     "Exit status: 0 done, 1 failed (e.g. cannot write DIR), 2 usage error, 3 timeout.\n";
 
 typedef struct {
     const char *endpoint, *out;
-    bool png, every_seq, until_final, latency, quiet, all;
+    bool png, every_seq, until_final, latency, quiet, all, lines;
     uint64_t count;
     double timeout; /* seconds; 0 = none */
 } options;
@@ -69,9 +77,20 @@ typedef struct {
     size_t nlat, cap;
 } track;
 
+/* The status line of a terminal: the most recent slices' receive times and latencies. */
+enum { RECENT = 128 };
+typedef struct {
+    bool on, drawn;          /* stdout is a terminal (and no --lines/--quiet); line shown */
+    double next;             /* monotonic time of the next redraw */
+    double t[RECENT], lat[RECENT];
+    size_t n;                /* slices recorded so far (the ring holds the last RECENT) */
+    char last[TL_PROTO_MAX_ID + 48];
+} status_line;
+
 typedef struct {
     track *t;
     size_t n, cap;
+    status_line st;
     float *img;         /* an aligned copy of the current payload, as float32 */
     size_t img_cap;
     uint64_t total, rejected;
@@ -219,6 +238,46 @@ static void print_str(tl_proto_str s)
         putchar(s.ptr[i] > 0x20 && s.ptr[i] < 0x7f ? s.ptr[i] : '?');
 }
 
+static int cmp_double(const void *a, const void *b);
+
+/* Redraws the status line (always when force, else at most 10 times a second). */
+static void status_draw(status_line *st, bool force)
+{
+    double now = tl_cli_now();
+    if (!st->on || (!force && now < st->next))
+        return;
+    st->next = now + 0.1;
+    size_t k = st->n < RECENT ? st->n : RECENT, recent = 0, nl = 0;
+    double lat[RECENT], span = 2.0;
+    for (size_t i = 0; i < k; i++) {
+        recent += now - st->t[i] <= span;
+        if (isfinite(st->lat[i]))
+            lat[nl++] = st->lat[i];
+    }
+    /* slices/s over the last 2 s (less just after the first slice), so it falls to 0
+     * when the stream stops */
+    double first = st->n ? st->t[st->n > RECENT ? st->n % RECENT : 0] : now;
+    double win = now - first < span ? now - first : span;
+    printf("\r%zu slices  %.1f slices/s", st->n, win > 0.05 ? (double)recent / win : 0.0);
+    if (nl) {
+        qsort(lat, nl, sizeof *lat, cmp_double);
+        printf("  latency p50 %.1f ms", lat[(nl - 1) / 2]);
+    }
+    printf("  %s%s\033[K", st->n ? "last " : "(waiting for slices)", st->last);
+    fflush(stdout);
+    st->drawn = true;
+}
+
+static void status_record(status_line *st, const char *id, const tl_proto_slice *s, double lat)
+{
+    size_t i = st->n++ % RECENT;
+    st->t[i] = tl_cli_now();
+    st->lat[i] = lat;
+    snprintf(st->last, sizeof st->last, "%s seq=%llu%s", id, (unsigned long long)s->seq,
+             s->final ? " final" : "");
+    status_draw(st, false);
+}
+
 /* Handles one decoded slice; returns 0, or the exit status to stop with. */
 static int on_slice(const options *o, state *S, const tl_proto_slice *s)
 {
@@ -248,7 +307,9 @@ static int on_slice(const options *o, state *S, const tl_proto_slice *s)
         }
         t->lat[t->nlat++] = lat;
     }
-    if (!o->quiet) {
+    if (S->st.on) {
+        status_record(&S->st, t->id, s, lat);
+    } else if (!o->quiet) {
         printf("id=%s seq=%llu shape=%ux%u projections=%u missing=%u window=%llu..%llu "
                "latency_ms=%.2f kernel=",
                t->id, (unsigned long long)s->seq, s->shape[0], s->shape[1],
@@ -286,6 +347,10 @@ static double percentile(const double *v, size_t n, double p)
 
 static void summary(const options *o, state *S)
 {
+    if (S->st.on) { /* the last state of the status line stays on the screen */
+        status_draw(&S->st, true);
+        putchar('\n');
+    }
     for (size_t i = 0; i < S->n; i++) {
         track *t = &S->t[i];
         printf("summary id=%s received=%llu missed=%llu last_seq=", t->id,
@@ -326,6 +391,8 @@ static int receive(const options *o, state *S, void *sock)
             double left = last + o->timeout - tl_cli_now();
             ms = left > 0 ? (long)ceil(left * 1000) : 0;
         }
+        if (S->st.on && (ms < 0 || ms > 500))
+            ms = 500; /* the status line's rate decays while nothing arrives */
         zmq_pollitem_t it = {sock, 0, ZMQ_POLLIN, 0};
         int n = zmq_poll(&it, 1, ms);
         if (n < 0 && errno == EINTR)
@@ -335,8 +402,14 @@ static int receive(const options *o, state *S, void *sock)
             break;
         }
         if (n == 0) {
-            if (o->timeout > 0 && tl_cli_now() - last >= o->timeout)
+            status_draw(&S->st, false);
+            if (o->timeout > 0 && tl_cli_now() - last >= o->timeout) {
+                if (S->st.drawn)
+                    putchar('\n');
+                S->st.drawn = false;
+                fflush(stdout);
                 rc = fail(3, "no slice for %g s: giving up", o->timeout);
+            }
             continue;
         }
         zmq_msg_t parts[TL_PROTO_MAX_PARTS];
@@ -370,7 +443,7 @@ static int receive(const options *o, state *S, void *sock)
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ENDPOINT = 256, O_OUT, O_PNG, O_EVERY, O_COUNT, O_FINAL, O_TIMEOUT, O_LATENCY,
-           O_QUIET, O_ALL };
+           O_QUIET, O_ALL, O_LINES };
     static const struct option longopts[] = {
         {"endpoint", required_argument, NULL, O_ENDPOINT},
         {"out", required_argument, NULL, O_OUT},
@@ -382,6 +455,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"latency", no_argument, NULL, O_LATENCY},
         {"quiet", no_argument, NULL, O_QUIET},
         {"all", no_argument, NULL, O_ALL},
+        {"lines", no_argument, NULL, O_LINES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -412,6 +486,7 @@ static int parse_options(int argc, char **argv, options *o)
         case O_LATENCY: o->latency = true; break;
         case O_QUIET: o->quiet = true; break;
         case O_ALL: o->all = true; break;
+        case O_LINES: o->lines = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
         default:
             return fail(2, "%s '%s' (see tomolive sub --help)",
@@ -439,6 +514,7 @@ int tl_cmd_sub(int argc, char **argv)
         return fail(1, "cannot create '%s': %s", o.out, strerror(errno));
     state S;
     memset(&S, 0, sizeof S);
+    S.st.on = !o.quiet && !o.lines && isatty(STDOUT_FILENO) == 1;
     for (int i = optind; i < argc; i++)
         if (!find(&S, argv[i], strlen(argv[i]))) {
             track *t = add(&S, argv[i], strlen(argv[i]));

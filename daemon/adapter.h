@@ -30,11 +30,24 @@ typedef struct {
      * The adapter closes none of parts; the caller does. */
     int (*decode)(void *state, zmq_msg_t *parts, int nparts, tl_item *out,
                   tl_proto_error *err);
+    /* Optional (NULL: never more than one). After decode returned 1, the caller calls next
+     * until it returns 0: further items the same message produced, in order — a format
+     * without scan messages answers its first frame with a synthesised scan from decode
+     * and the frame itself from next. next fills the type, the message fields and the
+     * payload; the receive times stay the caller's. */
+    int (*next)(void *state, tl_item *out);
 } tl_adapter_ops;
 
 /* The adapter named name, or NULL. */
 const tl_adapter_ops *tl_adapter_find(const char *name);
 
+/* The formats (adapter_*.c); adapter.c lists them for tl_adapter_find. */
 extern const tl_adapter_ops tl_adapter_native;
+extern const tl_adapter_ops tl_adapter_dectris2;
+extern const tl_adapter_ops tl_adapter_dectris1;
+extern const tl_adapter_ops tl_adapter_std_daq;
+extern const tl_adapter_ops tl_adapter_concert;
+extern const tl_adapter_ops tl_adapter_array10;
+extern const tl_adapter_ops tl_adapter_tomopackets;
 
 #endif

@@ -50,12 +50,3 @@ const tl_adapter_ops tl_adapter_native = {
     .destroy = native_destroy,
     .decode = native_decode,
 };
-
-const tl_adapter_ops *tl_adapter_find(const char *name)
-{
-    static const tl_adapter_ops *const all[] = {&tl_adapter_native};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        if (strcmp(all[i]->name, name) == 0)
-            return all[i];
-    return NULL;
-}

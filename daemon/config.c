@@ -19,7 +19,10 @@
 #include "daemon/config.h"
 #include "daemon/log.h"
 
-typedef enum { K_STRING, K_LISTEN, K_BOOL, K_INT, K_DOUBLE, K_ENUM } ktype; /* K_STRING: an endpoint; K_LISTEN: HOST:PORT or empty */
+typedef enum { K_STRING, K_LISTEN, K_BOOL, K_INT, K_DOUBLE, K_ENUM, K_ENDPOINT_OPT, K_TEXT, K_PATH } ktype;
+/* K_STRING: an endpoint; K_LISTEN: HOST:PORT or empty; K_ENDPOINT_OPT: an endpoint or empty;
+ * K_TEXT: a word or comma-separated words of [A-Za-z0-9_.-], or empty;
+ * K_PATH: an absolute path, or empty */
 
 typedef struct {
     const char *section, *name, *dotted;
@@ -40,7 +43,8 @@ static const char *const quality_names[] = {"exact", "fast", "preview", NULL};
 static const char *const weights_names[] = {"uniform", "angles", NULL};
 static const char *const overflow_names[] = {"block", "drop", NULL};
 /* ingest.format: the adapters of daemon/adapter.h, by name */
-static const char *const format_names[] = {"tomolive", NULL};
+static const char *const format_names[] = {"tomolive", "dectris-v2", "dectris-v1", "std-daq",
+                                           "concert", "array-1.0", "tomopackets", NULL};
 
 /* daemon.log_level is handed to tl_log_set_level as it is. */
 _Static_assert(TL_LOG_ERROR == 0 && TL_LOG_WARN == 1 && TL_LOG_INFO == 2 && TL_LOG_DEBUG == 3,
@@ -78,6 +82,24 @@ static const key keys[] = {
      "When the queue is full: block (senders wait, nothing is lost) or drop (count and discard)."},
     {K("ingest", "io_threads"), K_INT, F(io_threads), 1, 64, NULL, "2", RESTART,
      "ZeroMQ I/O threads, shared by all sockets (ZMQ_IO_THREADS)."},
+    {K("ingest", "window"), K_INT, F(ingest_window), 0, 1048576, NULL, "0", RESTART,
+     "Projections in the window; 0: from the stream (DECTRIS number_of_images, tomopackets proj_count). std-daq, concert, array-1.0 need it."},
+    {K("ingest", "angle_start"), K_DOUBLE, F(ingest_angle_start), -1e6, 1e6, NULL, "0", RESTART,
+     "Angle in degrees of projection index 0, for streams that carry no angles."},
+    {K("ingest", "angle_step"), K_DOUBLE, F(ingest_angle_step), -1e6, 1e6, NULL, "0", RESTART,
+     "Degrees between projection indices, for streams without angles; 0: 180 / window."},
+    {K("ingest", "darks"), K_INT, F(ingest_darks), 0, 1048576, NULL, "0", RESTART,
+     "Unlabelled frames at the start of a series that are darks (DECTRIS, concert, array-1.0)."},
+    {K("ingest", "flats"), K_INT, F(ingest_flats), 0, 1048576, NULL, "0", RESTART,
+     "Unlabelled frames after those darks that are flats; the frames after them are projections."},
+    {K("ingest", "series_kinds"), K_TEXT, F(ingest_series_kinds), 0, 0, NULL, "proj", RESTART,
+     "Kinds of successive DECTRIS series without user_data kind, cycled: e.g. dark,flat,proj."},
+    {K("ingest", "goniometer_axis"), K_TEXT, F(ingest_goniometer_axis), 0, 0, NULL, "omega", RESTART,
+     "DECTRIS goniometer axis whose start and increment give the projection angles."},
+    {K("ingest", "channel"), K_TEXT, F(ingest_channel), 0, 0, NULL, "", RESTART,
+     "DECTRIS Stream V2 image channel (threshold) to reconstruct; empty: the first."},
+    {K("ingest", "max_frame_mb"), K_INT, F(ingest_max_frame_mb), 1, 16384, NULL, "1024", RESTART,
+     "Largest decoded frame in MiB; larger declared shapes are refused before decoding."},
 
     {K("control", "endpoint"), K_STRING, F(control_endpoint), 0, 0, NULL, "tcp://*:5601", RESTART,
      "ZeroMQ endpoint of the ROUTER socket that answers control requests (bound)."},
@@ -107,6 +129,17 @@ static const key keys[] = {
      "HOST:PORT of the HTTP server (preview page, /metrics, /api/status); empty: no server."},
     {K("http", "preview_size"), K_INT, F(http_preview_size), 64, 4096, NULL, "512", RELOAD,
      "Largest side, in pixels, of the slices sent to preview pages (downsampled to fit)."},
+    {K("http", "root"), K_PATH, F(http_root), 0, 0, NULL, "", RESTART,
+     "Directory of the preview page (index.html, app.js, style.css); empty: the installed one."},
+
+    {K("recast3d", "server"), K_ENDPOINT_OPT, F(recast3d_server), 0, 0, NULL, "", RESTART,
+     "RECAST3D's request socket (e.g. tcp://viewer:5555) to show slices in; empty: off."},
+    {K("recast3d", "subscribe"), K_ENDPOINT_OPT, F(recast3d_subscribe), 0, 0, NULL, "", RESTART,
+     "RECAST3D's publisher socket (e.g. tcp://viewer:5556) for its slice requests."},
+    {K("recast3d", "scene"), K_TEXT, F(recast3d_scene), 0, 0, NULL, "tomolive", RESTART,
+     "Name of the scene tomolive creates in RECAST3D."},
+    {K("recast3d", "slice_size"), K_INT, F(recast3d_slice_size), 0, 8192, NULL, "0", RESTART,
+     "Pixels per side of the slices sent to RECAST3D; 0: the detector width."},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -212,18 +245,52 @@ static int check_listen(const char *v, char *why, size_t n)
     return 0;
 }
 
+/* Words of [A-Za-z0-9_.-] separated by commas, or empty. */
+static int check_text(const char *v, char *why, size_t n)
+{
+    for (const char *p = v; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("_.-,", *p)) {
+            snprintf(why, n, "\"%s\": only letters, digits, '_', '.', '-' and ',' are allowed%s", v,
+                     value_hint(v));
+            return -1;
+        }
+    return 0;
+}
+
+/* An absolute path without control characters, or empty. */
+static int check_path(const char *v, char *why, size_t n)
+{
+    for (const char *p = v; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+            snprintf(why, n, "the path has a control character");
+            return -1;
+        }
+    if (*v && *v != '/') {
+        snprintf(why, n, "\"%s\" is not an absolute path", v);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_value(const key *k, const char *v, tl_config *c, char *msg, size_t n)
 {
     switch (k->type) {
     case K_STRING:
-    case K_LISTEN: {
+    case K_LISTEN:
+    case K_ENDPOINT_OPT:
+    case K_TEXT:
+    case K_PATH: {
         char why[512];
         if (strlen(v) >= k->size) {
             snprintf(msg, n, "%s: longer than %zu characters", k->dotted, k->size - 1);
             return -1;
         }
-        if ((k->type == K_STRING ? tl_config_check_endpoint(v, why, sizeof why)
-                                 : check_listen(v, why, sizeof why)) < 0) {
+        int bad = k->type == K_STRING ? tl_config_check_endpoint(v, why, sizeof why)
+                  : k->type == K_LISTEN ? check_listen(v, why, sizeof why)
+                  : k->type == K_TEXT ? check_text(v, why, sizeof why)
+                  : k->type == K_PATH ? check_path(v, why, sizeof why)
+                  : *v ? tl_config_check_endpoint(v, why, sizeof why) : 0;
+        if (bad < 0) {
             snprintf(msg, n, "%s: %s", k->dotted, why);
             return -1;
         }
@@ -309,7 +376,10 @@ static void format_value(const key *k, const tl_config *c, char *b, size_t n)
     const void *p = cfield(c, k);
     switch (k->type) {
     case K_STRING:
-    case K_LISTEN: snprintf(b, n, "%s", (const char *)p); break;
+    case K_LISTEN:
+    case K_ENDPOINT_OPT:
+    case K_TEXT:
+    case K_PATH: snprintf(b, n, "%s", (const char *)p); break;
     case K_BOOL: snprintf(b, n, "%s", *(const bool *)p ? "true" : "false"); break;
     case K_INT: snprintf(b, n, "%d", *(const int *)p); break;
     case K_DOUBLE: format_double(b, n, *(const double *)p); break;
@@ -328,7 +398,10 @@ static bool same_value(const key *k, const tl_config *a, const tl_config *b)
     const void *x = cfield(a, k), *y = cfield(b, k);
     switch (k->type) {
     case K_STRING:
-    case K_LISTEN: return strncmp(x, y, k->size) == 0;
+    case K_LISTEN:
+    case K_ENDPOINT_OPT:
+    case K_TEXT:
+    case K_PATH: return strncmp(x, y, k->size) == 0;
     case K_BOOL: return *(const bool *)x == *(const bool *)y;
     case K_INT:
     case K_ENUM: return *(const int *)x == *(const int *)y;
@@ -343,7 +416,8 @@ void tl_config_defaults(tl_config *c)
     for (size_t i = 0; i < NKEYS; i++) {
         const key *k = &keys[i];
         char msg[256];
-        assert(k->type == K_STRING || k->type == K_LISTEN || k->size == (k->type == K_BOOL ? sizeof(bool)
+        assert(k->type == K_STRING || k->type == K_LISTEN || k->type == K_ENDPOINT_OPT ||
+               k->type == K_TEXT || k->type == K_PATH || k->size == (k->type == K_BOOL ? sizeof(bool)
                                                   : k->type == K_DOUBLE ? sizeof(double)
                                                                         : sizeof(int)));
         if (parse_value(k, k->def, c, msg, sizeof msg) < 0) {
@@ -362,6 +436,37 @@ static int check_rules(const tl_config *c, char *err, size_t errlen, const char 
                  "connects, and needs the sender's host instead of '*'", c->ingest_endpoint);
         *k1 = "ingest.bind";
         *k2 = "ingest.endpoint";
+        return -1;
+    }
+    int fmt = c->ingest_format;
+    if (c->ingest_window == 0 && (fmt == TL_CONFIG_FORMAT_STD_DAQ || fmt == TL_CONFIG_FORMAT_CONCERT ||
+                                  fmt == TL_CONFIG_FORMAT_ARRAY_1_0)) {
+        snprintf(err, errlen, "ingest.format = %s carries no projection count: set ingest.window "
+                 "to the projections of one scan", format_names[fmt]);
+        *k1 = "ingest.format";
+        *k2 = "ingest.window";
+        return -1;
+    }
+    char kinds[TL_CONFIG_TEXT_MAX];
+    snprintf(kinds, sizeof kinds, "%s", c->ingest_series_kinds);
+    char *save = NULL;
+    for (char *w = strtok_r(kinds, ",", &save); w; w = strtok_r(NULL, ",", &save))
+        if (strcmp(w, "dark") != 0 && strcmp(w, "flat") != 0 && strcmp(w, "proj") != 0) {
+            snprintf(err, errlen, "ingest.series_kinds \"%s\": \"%s\" is not dark, flat or proj",
+                     c->ingest_series_kinds, w);
+            *k1 = *k2 = "ingest.series_kinds";
+            return -1;
+        }
+    if (!c->ingest_series_kinds[0]) {
+        snprintf(err, errlen, "ingest.series_kinds is empty (e.g. proj, or dark,flat,proj)");
+        *k1 = *k2 = "ingest.series_kinds";
+        return -1;
+    }
+    if (!c->recast3d_server[0] != !c->recast3d_subscribe[0]) {
+        snprintf(err, errlen, "recast3d.server and recast3d.subscribe go together: set both "
+                 "(RECAST3D's ports 5555 and 5556) or neither");
+        *k1 = "recast3d.server";
+        *k2 = "recast3d.subscribe";
         return -1;
     }
     /* Two sockets cannot bind one endpoint; catch it here rather than as EADDRINUSE. */
@@ -452,9 +557,16 @@ static char *reader(char *str, int num, void *stream)
             load_error(x, "syntax error: missing ']' after [section");
         } else {
             x->section_unknown = !known_section(s + 1, (size_t)(end - s - 1));
-            if (x->section_unknown)
-                load_error(x, "unknown section [%.*s] (known: daemon, ingest, control, "
-                           "slices, engine)", (int)(end - s - 1), s + 1);
+            if (x->section_unknown) {
+                char known[256] = "";
+                size_t kl = 0;
+                for (size_t i = 0; i < NKEYS && kl < sizeof known; i++)
+                    if (i == 0 || strcmp(keys[i].section, keys[i - 1].section) != 0)
+                        kl += (size_t)snprintf(known + kl, sizeof known - kl, "%s%s",
+                                               i ? ", " : "", keys[i].section);
+                load_error(x, "unknown section [%.*s] (known: %s)", (int)(end - s - 1), s + 1,
+                           known);
+            }
         }
     } else {
         const char *sep = find_chars_or_comment(s, "=:");
@@ -590,6 +702,9 @@ static void write_range(const key *k, FILE *f)
     switch (k->type) {
     case K_STRING: fputs("# tcp://HOST:PORT, ipc://PATH or inproc://NAME.", f); break;
     case K_LISTEN: fputs("# HOST:PORT (HOST a name, an address or *), or empty.", f); break;
+    case K_ENDPOINT_OPT: fputs("# tcp://HOST:PORT, ipc://PATH or inproc://NAME, or empty.", f); break;
+    case K_TEXT: fputs("# Words of letters, digits, '_', '.', '-', separated by commas.", f); break;
+    case K_PATH: fputs("# An absolute path, or empty.", f); break;
     case K_BOOL: fputs("# true or false.", f); break;
     case K_INT: fprintf(f, "# Integer, %.0f to %.0f.", k->min, k->max); break;
     case K_DOUBLE: fprintf(f, "# Number, %g to %g.", k->min, k->max); break;

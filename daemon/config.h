@@ -41,6 +41,7 @@
 #include <stdio.h>
 
 #define TL_CONFIG_ENDPOINT_MAX 256
+#define TL_CONFIG_TEXT_MAX 64
 
 typedef struct {
     /* [daemon] */
@@ -57,6 +58,16 @@ typedef struct {
     int ingest_queue;         /* frames between the ingest thread and the engine, 1..65536, default 64 */
     int ingest_overflow;      /* enum block|drop: a full queue blocks the sender or drops, default block, reloadable */
     int io_threads;           /* ZeroMQ I/O threads, 1..64, default 2 */
+    /* [ingest], for stream formats other than tomolive's (daemon/adapter_*.c) */
+    int ingest_window;        /* projections in the window when the stream does not say, 0..1048576, 0 = from the stream */
+    double ingest_angle_start; /* degrees, when the stream carries no angles, default 0 */
+    double ingest_angle_step; /* degrees per projection index, 0 = 180 / window */
+    int ingest_darks;         /* unlabelled frames at the start of a series that are darks, default 0 */
+    int ingest_flats;         /* ... and flats after them, default 0 */
+    char ingest_series_kinds[TL_CONFIG_TEXT_MAX]; /* kinds of successive detector series, cycled: "proj", "dark,flat,proj" */
+    char ingest_goniometer_axis[TL_CONFIG_TEXT_MAX]; /* DECTRIS goniometer axis with the rotation, default omega */
+    char ingest_channel[TL_CONFIG_TEXT_MAX]; /* DECTRIS Stream V2 channel, "" = the first */
+    int ingest_max_frame_mb;  /* largest decoded frame, MiB, 1..16384, default 1024 */
     /* [control] */
     char control_endpoint[TL_CONFIG_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5601 */
     /* [slices] */
@@ -74,6 +85,12 @@ typedef struct {
     /* [http] */
     char http_listen[TL_CONFIG_ENDPOINT_MAX]; /* HOST:PORT, default *:8600, "" = no server */
     int http_preview_size;    /* largest side sent to preview pages, 64..4096, default 512, reloadable */
+    char http_root[TL_CONFIG_ENDPOINT_MAX]; /* the page's directory, "" = installed ($(pkgdatadir)/www) */
+    /* [recast3d] (daemon/recast3d.c) */
+    char recast3d_server[TL_CONFIG_ENDPOINT_MAX];    /* RECAST3D's REP socket (tcp://host:5555), "" = off */
+    char recast3d_subscribe[TL_CONFIG_ENDPOINT_MAX]; /* RECAST3D's PUB socket (tcp://host:5556) */
+    char recast3d_scene[TL_CONFIG_TEXT_MAX];         /* the scene's name, default tomolive */
+    int recast3d_slice_size;  /* pixels per side of slices sent to RECAST3D, 0 = detector width */
 } tl_config;
 
 /* Indices of the enum keys' names (the order of the lists in config.c). */
@@ -85,6 +102,12 @@ enum {
 enum { TL_CONFIG_QUALITY_EXACT = 0, TL_CONFIG_QUALITY_FAST, TL_CONFIG_QUALITY_PREVIEW };
 enum { TL_CONFIG_WEIGHTS_UNIFORM = 0, TL_CONFIG_WEIGHTS_ANGLES };
 enum { TL_CONFIG_OVERFLOW_BLOCK = 0, TL_CONFIG_OVERFLOW_DROP };
+/* ingest.format: the adapters of daemon/adapter.h, in the order of their names */
+enum {
+    TL_CONFIG_FORMAT_TOMOLIVE = 0, TL_CONFIG_FORMAT_DECTRIS_V2, TL_CONFIG_FORMAT_DECTRIS_V1,
+    TL_CONFIG_FORMAT_STD_DAQ, TL_CONFIG_FORMAT_CONCERT, TL_CONFIG_FORMAT_ARRAY_1_0,
+    TL_CONFIG_FORMAT_TOMOPACKETS
+};
 
 void tl_config_defaults(tl_config *c);
 

@@ -93,20 +93,22 @@ static void *run(void *arg)
         if (got <= 0)
             continue;
         it.bytes = bytes;
-        /* only frames may be dropped: a lost scan or end would mix up whole series */
-        bool block = it.type != TL_MSG_FRAME || atomic_load(&d->overflow) == TL_CONFIG_OVERFLOW_BLOCK;
-        if (!tl_queue_push(&d->queue, &it, block, &d->ingest_stop)) {
-            if (atomic_load(&d->ingest_stop))
-                break;
-            tl_stats_count(&d->stats.rejected[TL_REJ_QUEUE_FULL]);
-            static tl_ratelimit rl = TL_RATELIMIT_INIT;
-            uint64_t suppressed;
-            if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
-                tl_log(TL_LOG_WARN, "frame_dropped", "reason=queue_full depth=%u suppressed=%llu",
-                       tl_queue_depth(&d->queue), (unsigned long long)suppressed);
-            zmq_msg_close(&it.payload);
-            zmq_msg_init(&it.payload);
-        }
+        do { /* the message's items: one, or more from the adapter's next (a synthesised scan) */
+            /* only frames may be dropped: a lost scan or end would mix up whole series */
+            bool block = it.type != TL_MSG_FRAME || atomic_load(&d->overflow) == TL_CONFIG_OVERFLOW_BLOCK;
+            if (!tl_queue_push(&d->queue, &it, block, &d->ingest_stop)) {
+                if (atomic_load(&d->ingest_stop))
+                    break;
+                tl_stats_count(&d->stats.rejected[TL_REJ_QUEUE_FULL]);
+                static tl_ratelimit rl = TL_RATELIMIT_INIT;
+                uint64_t suppressed;
+                if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
+                    tl_log(TL_LOG_WARN, "frame_dropped", "reason=queue_full depth=%u suppressed=%llu",
+                           tl_queue_depth(&d->queue), (unsigned long long)suppressed);
+                zmq_msg_close(&it.payload);
+                zmq_msg_init(&it.payload);
+            }
+        } while (ad->next && ad->next(as, &it) > 0);
     }
     zmq_msg_close(&it.payload);
     if (as)

@@ -18,7 +18,9 @@
 #include <zmq.h>
 
 #include "daemon/daemon.h"
+#include "daemon/http.h"
 #include "daemon/notify.h"
+#include "daemon/recast3d.h"
 
 #define TL_STOP_BUDGET_NS 1500000000ull /* of the 2 s allowed for SIGTERM */
 #define TL_LINGER_MS 300
@@ -177,6 +179,8 @@ static void shutdown_daemon(tl_daemon *d)
     uint32_t left = tl_queue_depth(&d->queue);
     if (left)
         tl_log(TL_LOG_WARN, "frames_discarded_at_stop", "count=%u", left);
+    tl_http_stop(d);                            /* before the publisher: it taps it */
+    tl_recast3d_stop(d);                        /* before the publisher: it taps it */
     tl_publisher_close(&d->pub, TL_LINGER_MS);  /* sends what the worker published */
     tl_control_close(d);
     close_handle((uv_handle_t *)&d->sigterm);
@@ -232,7 +236,8 @@ static int start(tl_daemon *d, char *err, size_t errlen)
     }
     if (tl_publisher_open(&d->pub, &d->loop, d->zctx, c->slices_endpoint, c->slices_sndhwm,
                           c->slices_max, &d->stats, on_subscriptions, d, err, errlen) != 0 ||
-        tl_control_open(d, err, errlen) != 0 || tl_ingest_start(d, err, errlen) != 0)
+        tl_control_open(d, err, errlen) != 0 || tl_ingest_start(d, err, errlen) != 0 ||
+        tl_http_start(d, err, errlen) != 0 || tl_recast3d_start(d, err, errlen) != 0)
         return -1;
     if (tl_worker_start(d) != 0) {
         snprintf(err, errlen, "cannot start the engine worker");

@@ -118,17 +118,37 @@ void tl_publisher_post(tl_publisher *p, tl_slicebuf *b)
         uv_async_send(&p->async);
 }
 
+int tl_publisher_add_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b), void *ctx)
+{
+    if (p->ntaps >= TL_PUBLISHER_TAPS)
+        return -1;
+    p->taps[p->ntaps].fn = fn;
+    p->taps[p->ntaps].ctx = ctx;
+    p->ntaps++;
+    return 0;
+}
+
+void tl_publisher_remove_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b),
+                             void *ctx)
+{
+    for (int i = 0; i < p->ntaps; i++)
+        if (p->taps[i].fn == fn && p->taps[i].ctx == ctx) {
+            memmove(&p->taps[i], &p->taps[i + 1], (size_t)(p->ntaps - i - 1) * sizeof p->taps[0]);
+            p->ntaps--;
+            return;
+        }
+}
+
 void tl_publisher_set_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b),
                           void *ctx)
 {
-    p->tap = fn;
-    p->tap_ctx = ctx;
+    tl_publisher_add_tap(p, fn, ctx);
 }
 
 static void send_one(tl_publisher *p, tl_slicebuf *b)
 {
-    if (p->tap)
-        p->tap(p->tap_ctx, b);
+    for (int i = 0; i < p->ntaps; i++)
+        p->taps[i].fn(p->taps[i].ctx, b);
     char topic[TL_PROTO_MAX_ID + 16];
     size_t tlen = tl_proto_slice_topic(topic, sizeof topic, b->id, strlen(b->id));
     uint64_t now = realtime_ns();

@@ -23,6 +23,8 @@
 #include "daemon/subs.h"
 #include "daemon/zwatch.h"
 
+#define TL_PUBLISHER_TAPS 4 /* consumers inside the daemon: the preview page, RECAST3D, ... */
+
 typedef struct {
     void *sock;
     tl_zwatch watch;
@@ -36,8 +38,11 @@ typedef struct {
     msgpack_sbuffer hdr;        /* reused header buffer (loop thread) */
     void (*on_change)(void *ctx);
     void *ctx;
-    void (*tap)(void *ctx, const tl_slicebuf *b); /* see tl_publisher_set_tap */
-    void *tap_ctx;
+    struct {
+        void (*fn)(void *ctx, const tl_slicebuf *b);
+        void *ctx;
+    } taps[TL_PUBLISHER_TAPS];  /* see tl_publisher_add_tap */
+    int ntaps;
     bool open;
 } tl_publisher;
 
@@ -49,7 +54,13 @@ int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, void *zctx, const char *
 void tl_publisher_post(tl_publisher *p, tl_slicebuf *b);
 /* Shows every slice about to be published to fn as well (loop thread, before the send:
  * the buffer is valid during the call only). For consumers inside the daemon, such as the
- * preview page. */
+ * preview page; each adds its own tap (at most TL_PUBLISHER_TAPS; -1 when full), and taps
+ * run in the order they were added. remove_tap takes back the tap added with fn and ctx.
+ * Add taps after tl_publisher_open, which starts with none. */
+int tl_publisher_add_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b), void *ctx);
+void tl_publisher_remove_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b),
+                             void *ctx);
+/* The older name of tl_publisher_add_tap (it adds; it no longer replaces). */
 void tl_publisher_set_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b),
                           void *ctx);
 /* Sends everything posted so far (loop thread). */

@@ -19,3 +19,13 @@ etc/tomolived.service: etc/tomolived.service.in Makefile
 # make distcheck installs under its own prefix; without this the unit would go to the
 # host's systemd directory, outside it.
 AM_DISTCHECK_CONFIGURE_FLAGS = --with-systemdsystemunitdir=$$dc_install_base/$(systemdsystemunitdir)
+
+# tomolive.conf(5): a template whose KEYS section is made at build time from etc/tomolive.conf
+# (the config table's own output, see above) by conf2man.awk, so it lists every key there is.
+nodist_man5_MANS = etc/tomolive.conf.5
+EXTRA_DIST += etc/tomolive.conf.5.in etc/conf2man.awk
+CLEANFILES += etc/tomolive.conf.5 etc/tomolive.conf.5.tmp
+etc/tomolive.conf.5: etc/tomolive.conf.5.in etc/tomolive.conf etc/conf2man.awk
+	$(AM_V_GEN)$(MKDIR_P) $(@D) && \
+	$(AWK) -v conf=$(srcdir)/etc/tomolive.conf -f $(srcdir)/etc/conf2man.awk \
+		$(srcdir)/etc/tomolive.conf.5.in > $@.tmp && mv $@.tmp $@

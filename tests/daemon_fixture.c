@@ -54,9 +54,10 @@ int tl_fx_start_env(tl_fixture *f, const char *tag, const char *const *extra,
     snprintf(set_i, sizeof set_i, "ingest.endpoint=%s", f->ingest);
     snprintf(set_c, sizeof set_c, "control.endpoint=%s", f->control);
     snprintf(set_s, sizeof set_s, "slices.endpoint=%s", f->slices);
+    /* no HTTP server unless a test asks (parallel daemons would all want port 8600) */
     const char *argv[64] = {bin, "--set", set_i, "--set", set_c, "--set", set_s,
-                            "--backend", "cpu", "--log-level", "debug"};
-    int argc = 11;
+                            "--backend", "cpu", "--log-level", "debug", "--set", "http.listen="};
+    int argc = 13;
     for (int i = 0; extra && extra[i] && argc < 62; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;

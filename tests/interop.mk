@@ -1,1 +1,32 @@
-# interop tests
+# interop tests: detectors, files and viewers.
+#   check_bitshuffle  unit: bslz4 / LZ4 decoding, bit-exact against liblz4 + a reference
+#                     shuffle, and the refusals (sizes, corruption, bombs)
+#   check_interop     a real tomolived per stream format (DECTRIS Stream V2 and V1, std-daq,
+#                     concert, array-1.0, tomopackets), a phantom scan through each compared
+#                     with the native protocol's slices, and malformed input per adapter
+#   check_recast3d    a fake RECAST3D (REP + PUB) gets a scene, sets a slice, receives SliceData
+#   check_hdf5        tomolive recon on a Data Exchange HDF5 file equals the TIFF path
+check_PROGRAMS += tests/unit/check_bitshuffle tests/integration/check_interop \
+	tests/integration/check_recast3d tests/integration/check_hdf5
+TESTS += tests/unit/check_bitshuffle tests/integration/check_interop \
+	tests/integration/check_recast3d tests/integration/check_hdf5
+
+tests_unit_check_bitshuffle_SOURCES = tests/unit/check_bitshuffle.c \
+	daemon/bitshuffle.h daemon/bitshuffle.c
+tests_unit_check_bitshuffle_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LZ4_CFLAGS)
+tests_unit_check_bitshuffle_LDADD = $(TEST_LIBS) $(LZ4_LIBS)
+
+INTEROP_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+INTEROP_TEST_LIBS = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+
+tests_integration_check_interop_SOURCES = tests/integration/check_interop.c
+tests_integration_check_interop_CFLAGS = $(INTEROP_TEST_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
+tests_integration_check_interop_LDADD = $(INTEROP_TEST_LIBS) $(CBOR_LIBS) $(LZ4_LIBS)
+
+tests_integration_check_recast3d_SOURCES = tests/integration/check_recast3d.c
+tests_integration_check_recast3d_CFLAGS = $(INTEROP_TEST_CFLAGS)
+tests_integration_check_recast3d_LDADD = $(INTEROP_TEST_LIBS)
+
+tests_integration_check_hdf5_SOURCES = tests/integration/check_hdf5.c
+tests_integration_check_hdf5_CFLAGS = $(INTEROP_TEST_CFLAGS) $(HDF5_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_hdf5_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS) $(HDF5_LIBS)

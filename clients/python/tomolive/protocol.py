@@ -1,0 +1,421 @@
+"""Building and checking tomolive protocol v1 messages (protocol/PROTOCOL.md).
+
+This module knows the wire format and nothing about sockets.  Builders (``scan_header``,
+``frame_header``, ``end_header``, ``req_header``) check every value as the daemon's
+decoder would and raise the exception of the code the daemon would have answered
+(errors.py), so a bad message fails here, with a message naming the key, instead of
+being dropped and counted by the daemon.  Readers (``decode_rep``, ``decode_slice``)
+check what arrives: version, type, required keys, value types, and that a payload's
+length equals ``rows x cols x size(dtype)``.  Unknown keys are ignored (section 4).
+
+Headers are msgpack maps packed with ``use_bin_type=True`` (``str`` stays ``str``);
+payloads are raw little-endian samples in C order, in a ZeroMQ part of their own.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+
+import msgpack
+import numpy as np
+
+from .errors import (BadDtype, BadKind, DuplicateKey, ErrorCode, HeaderTooBig,
+                     KeyTypeError, LimitExceeded, MalformedHeader, MissingKey, NotAMap,
+                     NotFinite, OutOfRange, PartsError, PayloadLength, PayloadOverflow,
+                     ProtocolError, UnsupportedVersion, WrongType)
+
+__all__ = [
+    "VERSION", "MAX_HEADER", "MAX_DEPTH", "MAX_DIM", "MAX_FRAME_BYTES", "MAX_WINDOW",
+    "MAX_ID", "MAX_CMD", "MAX_FILTER", "DTYPES", "KINDS", "GEOMETRIES", "FILTERS",
+    "ErrorCode", "numpy_dtype", "dtype_name", "frame_bytes", "check_shape", "check_array",
+    "check_slice_id", "slice_topic", "scan_header", "frame_header", "end_header",
+    "req_header", "pack", "unpack", "decode_rep", "decode_slice",
+]
+
+VERSION = 1                  # the major version this module speaks (section 4)
+MAX_HEADER = 64 * 1024       # bytes in a header part (section 6)
+MAX_DEPTH = 8                # nesting of maps/arrays; the header map is depth 1
+MAX_DIM = 65536              # rows, cols, slice h and w
+MAX_FRAME_BYTES = 1 << 31    # rows x cols x size(dtype), exclusive
+MAX_WINDOW = 1 << 20         # projections in a rolling window
+MAX_ID = 64                  # bytes in a slice id
+MAX_CMD = 64                 # bytes in a command name
+MAX_FILTER = 32              # bytes in a filter name
+U64_MAX = (1 << 64) - 1
+U32_MAX = (1 << 32) - 1
+
+#: protocol dtype name -> the NumPy dtype of its samples (always little-endian)
+DTYPES: Dict[str, np.dtype] = {
+    "u8": np.dtype("<u1"), "u16": np.dtype("<u2"), "u32": np.dtype("<u4"),
+    "f32": np.dtype("<f4"),
+}
+KINDS = ("dark", "flat", "proj")
+GEOMETRIES = ("parallel", "cone")
+FILTERS = ("ram-lak", "shepp-logan", "cosine", "hamming", "hann", "parzen")
+MESSAGE_TYPES = ("scan", "frame", "end", "req", "rep", "slice")
+
+_ID_RE = re.compile(r"[A-Za-z0-9_.-]{1,%d}\Z" % MAX_ID)
+
+
+# ---- values (section 5) -------------------------------------------------------------------
+
+def _is_int(v: Any) -> bool:
+    # bool is an int in Python, never in msgpack
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _u64(key: str, v: Any, top: int = U64_MAX) -> int:
+    if not _is_int(v):
+        raise KeyTypeError("%r: expected an unsigned integer, got %s" % (key, type(v).__name__))
+    v = int(v)
+    if v < 0 or v > top:
+        raise OutOfRange("%r: %d is outside 0..%d" % (key, v, top))
+    return v
+
+
+def _u32(key: str, v: Any) -> int:
+    return _u64(key, v, U32_MAX)
+
+
+def _f64(key: str, v: Any) -> float:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                 np.floating)):
+        raise KeyTypeError("%r: expected a number, got %s" % (key, type(v).__name__))
+    v = float(v)
+    if not math.isfinite(v):
+        raise NotFinite("%r: %r is not finite" % (key, v))
+    return v
+
+
+def _bool(key: str, v: Any) -> bool:
+    if not isinstance(v, (bool, np.bool_)):
+        raise KeyTypeError("%r: expected true or false, got %s" % (key, type(v).__name__))
+    return bool(v)
+
+
+def _str(key: str, v: Any, lo: int = 0, hi: Optional[int] = None) -> str:
+    if not isinstance(v, str):
+        raise KeyTypeError("%r: expected a string, got %s" % (key, type(v).__name__))
+    n = len(v.encode("utf-8"))
+    if n < lo or (hi is not None and n > hi):
+        raise OutOfRange("%r: %d bytes, expected %d..%d" % (key, n, lo, hi))
+    return v
+
+
+def _enum(key: str, v: Any, names: Sequence[str], exc: type = BadKind) -> str:
+    _str(key, v)
+    if v not in names:
+        raise exc("%r: %r is not one of %s" % (key, v, ", ".join(names)))
+    return v
+
+
+# ---- dtypes, shapes, payloads -------------------------------------------------------------
+
+def numpy_dtype(name: Any) -> np.dtype:
+    """The NumPy dtype of a protocol dtype name (``"u16"`` -> ``<u2``); BadDtype otherwise."""
+    _str("dtype", name)
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise BadDtype("'dtype': %r is not one of %s" % (name, ", ".join(DTYPES))) from None
+
+
+def dtype_name(dtype: Any) -> str:
+    """The protocol name of a NumPy dtype (or of a protocol name); BadDtype otherwise.
+
+    Only uint8, uint16, uint32 and float32 in little-endian (or native little-endian)
+    byte order exist on the wire: a float64 or a big-endian array is refused, never
+    converted behind the caller's back.
+    """
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return dtype
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise BadDtype("'dtype': %r is not a dtype" % (dtype,)) from None
+    for name, want in DTYPES.items():
+        if dt == want:  # '=' native order compares equal to '<' on little-endian hosts
+            return name
+    raise BadDtype("'dtype': %s is not one of uint8, uint16, uint32, float32 (little-endian)"
+                   % dt.str)
+
+
+def frame_bytes(shape: Sequence[int], dtype: Any) -> int:
+    """rows x cols x size(dtype) of a valid shape; PayloadOverflow at 2 GiB or more."""
+    rows, cols = check_shape(shape)
+    n = rows * cols * numpy_dtype(dtype_name(dtype)).itemsize
+    if n >= MAX_FRAME_BYTES:
+        raise PayloadOverflow("'shape': %d x %d x %s is %d bytes, at least 2 GiB"
+                              % (rows, cols, dtype_name(dtype), n))
+    return n
+
+
+def check_shape(shape: Any, key: str = "shape") -> Tuple[int, int]:
+    """A ``[rows, cols]`` pair of 1..65536 each, as ``(rows, cols)``."""
+    if not isinstance(shape, (list, tuple)):
+        raise KeyTypeError("%r: expected [rows, cols], got %s" % (key, type(shape).__name__))
+    if len(shape) != 2:
+        raise OutOfRange("%r: %d elements, expected 2 ([rows, cols])" % (key, len(shape)))
+    out = []
+    for i, d in enumerate(shape):
+        d = _u32("%s[%d]" % (key, i), d)
+        if d < 1 or d > MAX_DIM:
+            raise OutOfRange("'%s[%d]': %d is outside 1..%d" % (key, i, d, MAX_DIM))
+        out.append(d)
+    return out[0], out[1]
+
+
+def check_array(array: Any) -> Tuple[str, Tuple[int, int]]:
+    """What a frame payload must be: a 2-D C-contiguous array of a wire dtype.
+
+    Returns ``(dtype name, (rows, cols))``.  Raises BadDtype, OutOfRange (not 2-D, a side
+    of 0 or over 65536), PayloadOverflow, or PayloadLength (not C-contiguous: the
+    protocol has no strides, and a silent copy would hide the cost).
+    """
+    if not isinstance(array, np.ndarray):
+        raise KeyTypeError("the payload must be a numpy.ndarray, got %s" % type(array).__name__)
+    name = dtype_name(array.dtype)
+    if array.ndim != 2:
+        raise OutOfRange("'shape': the array has %d dimensions, expected 2 ([rows, cols])"
+                         % array.ndim)
+    shape = check_shape(list(array.shape))
+    frame_bytes(shape, name)
+    if not array.flags.c_contiguous:
+        raise PayloadLength("the payload must be C-contiguous (row-major, no strides); "
+                            "use numpy.ascontiguousarray()")
+    return name, shape
+
+
+def check_slice_id(sid: Any) -> str:
+    """A slice id: 1..64 bytes of ``[A-Za-z0-9_.-]``."""
+    _str("id", sid)
+    if not _ID_RE.match(sid):
+        raise OutOfRange("'id': %r is not 1..%d bytes of [A-Za-z0-9_.-]" % (sid, MAX_ID))
+    return sid
+
+
+def slice_topic(sid: str) -> bytes:
+    """The topic of a slice, ``b"slice/<id>/"`` (the trailing ``/`` ends the id)."""
+    return b"slice/" + check_slice_id(sid).encode("ascii") + b"/"
+
+
+# ---- builders -----------------------------------------------------------------------------
+
+def scan_header(series: int, shape: Sequence[int], dtype: Any, window: int, *,
+                geometry: str = "parallel", darks: int = 0, flats: int = 0,
+                first_index: int = 0, center: Optional[float] = None,
+                angle_start: Optional[float] = None, angle_step: Optional[float] = None,
+                filter: Optional[str] = None, already_linear: bool = False) -> Dict[str, Any]:
+    """The header of a ``scan`` message (section 8.1), checked."""
+    h: Dict[str, Any] = {"v": VERSION, "type": "scan", "series": _u64("series", series),
+                         "geometry": _enum("geometry", geometry, GEOMETRIES),
+                         "dtype": dtype_name(dtype)}
+    rows, cols = check_shape(shape)
+    frame_bytes((rows, cols), h["dtype"])
+    h["shape"] = [rows, cols]
+    window = _u32("window", window)
+    if not 1 <= window <= MAX_WINDOW:
+        raise OutOfRange("'window': %d is outside 1..%d" % (window, MAX_WINDOW))
+    h["window"] = window
+    if darks:
+        h["darks"] = _u32("darks", darks)
+    if flats:
+        h["flats"] = _u32("flats", flats)
+    if first_index:
+        h["first_index"] = _u64("first_index", first_index)
+    if center is not None:
+        h["center"] = _f64("center", center)
+    if (angle_start is None) != (angle_step is None):
+        missing = "angle_step" if angle_step is None else "angle_start"
+        raise MissingKey("missing required key %r (angle_start and angle_step come together)"
+                         % missing)
+    if angle_start is not None:
+        h["angle_start"] = _f64("angle_start", angle_start)
+        h["angle_step"] = _f64("angle_step", angle_step)
+    if filter is not None:
+        h["filter"] = _str("filter", filter, 1, MAX_FILTER)
+    if already_linear:
+        h["already_linear"] = _bool("already_linear", already_linear)
+    return h
+
+
+def frame_header(series: int, index: int, kind: str, dtype: Any, shape: Sequence[int],
+                 angle: Optional[float] = None, t_acq: Optional[int] = None,
+                 center_offset: Optional[float] = None) -> Dict[str, Any]:
+    """The header of a ``frame`` message (section 8.2), checked.  Absent optional keys
+    (None) are left out: the protocol has no nil for "absent"."""
+    h: Dict[str, Any] = {"v": VERSION, "type": "frame", "series": _u64("series", series),
+                         "index": _u64("index", index), "kind": _enum("kind", kind, KINDS),
+                         "dtype": dtype_name(dtype)}
+    h["shape"] = list(check_shape(shape))
+    frame_bytes(h["shape"], h["dtype"])
+    if angle is not None:
+        h["angle"] = _f64("angle", angle)
+    if t_acq is not None:
+        h["t_acq"] = _u64("t_acq", t_acq)
+    if center_offset is not None:
+        h["center_offset"] = _f64("center_offset", center_offset)
+    return h
+
+
+def end_header(series: int) -> Dict[str, Any]:
+    """The header of an ``end`` message (section 8.3)."""
+    return {"v": VERSION, "type": "end", "series": _u64("series", series)}
+
+
+def req_header(rid: int, cmd: str, args: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """The header of a control request (section 9.1).  ``args`` None: no arguments."""
+    h: Dict[str, Any] = {"v": VERSION, "type": "req", "id": _u64("id", rid),
+                         "cmd": _str("cmd", cmd, 1, MAX_CMD)}
+    if args is not None:
+        if not isinstance(args, Mapping):
+            raise KeyTypeError("'args': expected a map, got %s" % type(args).__name__)
+        for k in args:
+            if not isinstance(k, str):
+                raise NotAMap("'args': key %r is not a string" % (k,))
+        h["args"] = dict(args)
+    return h
+
+
+def _plain(v: Any) -> Any:
+    """NumPy scalars and arrays as the Python values msgpack can pack."""
+    if isinstance(v, np.ndarray):
+        return [_plain(x) for x in v.tolist()]
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, Mapping):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+def pack(header: Mapping[str, Any]) -> bytes:
+    """A header as msgpack bytes; HeaderTooBig over 64 KiB."""
+    data = msgpack.packb(_plain(header), use_bin_type=True)
+    if len(data) > MAX_HEADER:
+        raise HeaderTooBig("the header is %d bytes, over %d" % (len(data), MAX_HEADER))
+    return data
+
+
+# ---- readers ------------------------------------------------------------------------------
+
+def _pairs(pairs):
+    """object_pairs_hook: str keys only, no key twice (E_NOT_MAP, E_DUP_KEY)."""
+    d: Dict[str, Any] = {}
+    for k, v in pairs:
+        if not isinstance(k, str):
+            raise NotAMap("a map key is %s, not a string" % type(k).__name__)
+        if k in d:
+            raise DuplicateKey("key %r appears twice" % k)
+        d[k] = v
+    return d
+
+
+def _depth(v: Any, level: int = 1) -> None:
+    if level > MAX_DEPTH:
+        raise LimitExceeded("nesting deeper than %d" % MAX_DEPTH)
+    if isinstance(v, dict):
+        for x in v.values():
+            if isinstance(x, (dict, list)):
+                _depth(x, level + 1)
+    elif isinstance(v, list):
+        for x in v:
+            if isinstance(x, (dict, list)):
+                _depth(x, level + 1)
+
+
+def unpack(data: Any, accept: Sequence[str] = MESSAGE_TYPES) -> Dict[str, Any]:
+    """Decodes and checks a header part in the order of section 7, steps 2-6: size,
+    syntax, a map with unique str keys, ``v``, ``type`` (one of ``accept``)."""
+    data = bytes(data)
+    if len(data) > MAX_HEADER:
+        raise HeaderTooBig("the header is %d bytes, over %d" % (len(data), MAX_HEADER))
+    if not data:
+        raise MalformedHeader("empty header")
+    try:
+        h = msgpack.unpackb(data, raw=False, strict_map_key=False, object_pairs_hook=_pairs)
+    except ProtocolError:
+        raise
+    except Exception as e:  # msgpack's ExtraData, FormatError, ValueError, ...
+        raise MalformedHeader("not one msgpack object: %s" % e) from None
+    if not isinstance(h, dict):
+        raise NotAMap("the header is a %s, not a map" % type(h).__name__)
+    _depth(h)
+    if "v" not in h:
+        raise MissingKey("missing required key 'v'")
+    if _u64("v", h["v"]) != VERSION:
+        raise UnsupportedVersion("'v': %d is not a version this reader speaks (%d)"
+                                 % (h["v"], VERSION))
+    if "type" not in h:
+        raise MissingKey("missing required key 'type'")
+    t = _str("type", h["type"])
+    if t not in accept:
+        raise WrongType("'type': %r is not accepted here (%s)" % (t, ", ".join(accept)))
+    return h
+
+
+def _need(h: Mapping[str, Any], key: str) -> Any:
+    if key not in h:
+        raise MissingKey("missing required key %r" % key)
+    return h[key]
+
+
+def decode_rep(data: Any) -> Dict[str, Any]:
+    """A control reply (section 9.2), checked.  Returns the header; on failure its
+    ``error`` map has an int ``code`` and a str ``message``."""
+    h = unpack(data, ("rep",))
+    _u64("id", _need(h, "id"))
+    if _bool("ok", _need(h, "ok")):
+        return h
+    e = _need(h, "error")
+    if not isinstance(e, dict):
+        raise KeyTypeError("'error': expected a map, got %s" % type(e).__name__)
+    code = _u32("error.code", _need(e, "code"))
+    if code > 0x7FFFFFFF:
+        raise OutOfRange("'error.code': %d exceeds %d" % (code, 0x7FFFFFFF))
+    _str("error.message", _need(e, "message"))
+    return h
+
+
+def decode_slice(topic: Any, data: Any, payload_len: int) -> Dict[str, Any]:
+    """A slice message (section 10): topic, header and the payload's length, checked in
+    the order of section 7.  Returns the header."""
+    h = unpack(data, ("slice",))
+    check_slice_id(_need(h, "id"))
+    _u64("seq", _need(h, "seq"))
+    name = _need(h, "dtype")
+    numpy_dtype(name)
+    shape = check_shape(_need(h, "shape"))
+    size = frame_bytes(shape, name)
+    o = _need(h, "orientation")
+    if not isinstance(o, list):
+        raise KeyTypeError("'orientation': expected an array of 9 numbers")
+    if len(o) != 9:
+        raise OutOfRange("'orientation': %d elements, expected 9" % len(o))
+    for i, x in enumerate(o):
+        _f64("orientation[%d]" % i, x)
+    _u32("projections_used", _need(h, "projections_used"))
+    _u32("missing", _need(h, "missing"))
+    w = _need(h, "window")
+    if not isinstance(w, list):
+        raise KeyTypeError("'window': expected [first, last]")
+    if len(w) != 2:
+        raise OutOfRange("'window': %d elements, expected 2" % len(w))
+    if _u64("window[0]", w[0]) > _u64("window[1]", w[1]):
+        raise OutOfRange("'window': first %d is after last %d" % (w[0], w[1]))
+    _u64("t_acq", _need(h, "t_acq"))
+    _u64("t_pub", _need(h, "t_pub"))
+    for k in ("t_recv", "t_done"):
+        if k in h:
+            _u64(k, h[k])
+    _str("kernel", _need(h, "kernel"))
+    if "final" in h:
+        _bool("final", h["final"])
+    if bytes(topic) != slice_topic(h["id"]):
+        raise PartsError("topic %r does not match the id %r" % (bytes(topic)[:80], h["id"]))
+    if payload_len != size:
+        raise PayloadLength("payload of %d bytes; %d x %d %s needs %d"
+                            % (payload_len, shape[0], shape[1], name, size))
+    return h

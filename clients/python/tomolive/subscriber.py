@@ -1,0 +1,197 @@
+"""Subscriber: receive the slices tomolived publishes, as NumPy arrays.
+
+A ZeroMQ SUB socket subscribed to ``slice/<id>/`` for each wanted id (or to ``slice/``
+for all).  Each message is checked (protocol.decode_slice) and returned as a
+:class:`Slice`, whose ``image`` is made with ``np.frombuffer`` on the received
+``zmq.Frame`` itself: no copy of the pixels is made, the array is read-only and keeps
+the frame alive.  Call ``image.copy()`` for a writable array of your own.
+
+Gaps in a slice's ``seq`` (slices the daemon published but this subscriber did not get:
+the publisher drops beyond its high-water mark when a subscriber is slow) are counted
+per id in ``missed``.  Malformed messages are counted in ``rejected`` and skipped, or
+raised with ``strict=True``.
+
+    with Subscriber("tcp://localhost:5602", ["row0"]) as sub:
+        for s in sub.slices(timeout=10, until_final=True):
+            print(s.id, s.seq, s.image.shape, s.latency)
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
+
+import numpy as np
+import zmq
+
+from . import protocol
+from .errors import PartsError, ProtocolError
+
+__all__ = ["Slice", "Subscriber"]
+
+
+class Slice:
+    """One received slice: ``header`` (the decoded header dict), ``image`` (a read-only
+    ``h x w`` NumPy array viewing ``frame``'s memory) and ``received_ns`` (local
+    CLOCK_REALTIME at receipt).  Header fields are also attributes."""
+
+    __slots__ = ("header", "image", "frame", "received_ns")
+
+    def __init__(self, header: Dict[str, Any], image: np.ndarray, frame: Any,
+                 received_ns: int):
+        self.header = header
+        self.image = image
+        self.frame = frame
+        self.received_ns = received_ns
+
+    id = property(lambda self: self.header["id"], doc="the slice id")
+    seq = property(lambda self: self.header["seq"], doc="publication counter of this slice")
+    shape = property(lambda self: tuple(self.header["shape"]), doc="(h, w)")
+    projections_used = property(lambda self: self.header["projections_used"])
+    missing = property(lambda self: self.header["missing"])
+    window = property(lambda self: tuple(self.header["window"]), doc="(first, last) index")
+    kernel = property(lambda self: self.header["kernel"])
+    t_acq = property(lambda self: self.header["t_acq"])
+    t_pub = property(lambda self: self.header["t_pub"])
+    final = property(lambda self: bool(self.header.get("final", False)),
+                     doc="the last slice of a scan, published when its end arrived")
+
+    @property
+    def orientation(self) -> np.ndarray:
+        """The plane as 9 floats: x-axis vector, y-axis vector, base point."""
+        return np.asarray(self.header["orientation"], dtype=np.float64)
+
+    @property
+    def latency(self) -> float:
+        """End-to-end latency in seconds: publication minus acquisition time."""
+        return (self.header["t_pub"] - self.header["t_acq"]) * 1e-9
+
+    @property
+    def age(self) -> float:
+        """Seconds from the acquisition of the newest frame used to our receipt."""
+        return (self.received_ns - self.header["t_acq"]) * 1e-9
+
+    def coordinates(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Volume coordinates ``(x, y, z)`` of every pixel, each an ``h x w`` array.
+
+        PROTOCOL.md section 10: pixel ``(i, j)`` lies at ``base + s*xaxis + t*yaxis``
+        with ``s = (j + 0.5) / w`` and ``t = 1 - (i + 0.5) / h``; ``x``, ``y`` in detector
+        pixels from the rotation axis, ``z`` the detector row.
+        """
+        h, w = self.shape
+        o = self.orientation
+        s = (np.arange(w) + 0.5) / w
+        t = 1.0 - (np.arange(h) + 0.5) / h
+        S, T = np.meshgrid(s, t)
+        return tuple(o[6 + k] + S * o[k] + T * o[3 + k] for k in range(3))  # type: ignore
+
+    def __repr__(self) -> str:
+        return "<Slice %s seq=%d %dx%d projections=%d missing=%d%s>" % (
+            self.id, self.seq, self.shape[0], self.shape[1], self.projections_used,
+            self.missing, " final" if self.final else "")
+
+
+class Subscriber:
+    """A SUB socket connected to the daemon's slice endpoint.
+
+    ``ids``: slice ids to subscribe to now (more with ``subscribe()``); ``all=True``
+    subscribes to every slice.  ``rcvhwm`` bounds the slices queued here (ZeroMQ's
+    default 1000 when None).  ``strict=True`` raises on a malformed message instead of
+    counting it in ``rejected``.
+    """
+
+    def __init__(self, endpoint: str = "tcp://localhost:5602", ids: Iterable[str] = (), *,
+                 all: bool = False, rcvhwm: Optional[int] = None, strict: bool = False,
+                 context: Optional[zmq.Context] = None):
+        self._ctx = context or zmq.Context.instance()
+        self._sock = self._ctx.socket(zmq.SUB)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        if rcvhwm is not None:
+            self._sock.setsockopt(zmq.RCVHWM, rcvhwm)
+        self._sock.connect(endpoint)
+        self.endpoint = endpoint
+        self.strict = strict
+        self.received: Dict[str, int] = {}
+        self.missed: Dict[str, int] = {}
+        self.last_seq: Dict[str, int] = {}
+        self.rejected = 0
+        self.last_error: Optional[ProtocolError] = None
+        if all:
+            self._sock.setsockopt(zmq.SUBSCRIBE, b"slice/")
+        if isinstance(ids, str):
+            ids = [ids]
+        for sid in ids:
+            self.subscribe(sid)
+
+    def subscribe(self, sid: str) -> None:
+        """Starts receiving slice ``sid`` (the exact topic ``slice/<sid>/``)."""
+        self._sock.setsockopt(zmq.SUBSCRIBE, protocol.slice_topic(sid))
+
+    def unsubscribe(self, sid: str) -> None:
+        """Stops receiving slice ``sid``."""
+        self._sock.setsockopt(zmq.UNSUBSCRIBE, protocol.slice_topic(sid))
+
+    def _decode(self, parts: list) -> Slice:
+        if len(parts) != 3:
+            raise PartsError("a slice message has 3 parts, got %d" % len(parts))
+        topic, head, payload = parts
+        h = protocol.decode_slice(topic.bytes, head.bytes, len(payload))
+        dt = protocol.numpy_dtype(h["dtype"])
+        # zero-copy: a view of the frame's memory (read-only; the view keeps it alive)
+        image = np.frombuffer(payload.buffer, dtype=dt).reshape(h["shape"])
+        # read-only: over inproc:// the memory may be shared with the publisher
+        image.flags.writeable = False
+        return Slice(h, image, payload, time.time_ns())
+
+    def recv(self, timeout: Optional[float] = None) -> Slice:
+        """The next valid slice; TimeoutError after ``timeout`` seconds (None: wait)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            ms = None
+            if deadline is not None:
+                ms = max(0, int((deadline - time.monotonic()) * 1000))
+            if not self._sock.poll(ms):
+                raise TimeoutError("no slice from %s within %g s" % (self.endpoint, timeout))
+            parts = self._sock.recv_multipart(copy=False)
+            try:
+                s = self._decode(parts)
+            except ProtocolError as e:
+                self.rejected += 1
+                self.last_error = e
+                if self.strict:
+                    raise
+                continue
+            sid = s.id
+            if sid in self.last_seq and s.seq > self.last_seq[sid] + 1:
+                self.missed[sid] = self.missed.get(sid, 0) + s.seq - self.last_seq[sid] - 1
+            self.last_seq[sid] = s.seq
+            self.received[sid] = self.received.get(sid, 0) + 1
+            return s
+
+    def slices(self, timeout: Optional[float] = None, count: Optional[int] = None,
+               until_final: bool = False) -> Iterator[Slice]:
+        """Yields slices: at most ``count``; with ``until_final``, until the final slice
+        of every subscribed id seen so far has come.  ``timeout`` applies to each wait and
+        raises TimeoutError."""
+        n = 0
+        pending: Dict[str, bool] = {}
+        while count is None or n < count:
+            s = self.recv(timeout)
+            n += 1
+            pending[s.id] = s.final
+            yield s
+            if until_final and all(pending.values()):
+                return
+
+    def __iter__(self) -> Iterator[Slice]:
+        return self.slices()
+
+    def close(self) -> None:
+        """Closes the socket (queued slices are dropped)."""
+        if not self._sock.closed:
+            self._sock.close(linger=0)
+
+    def __enter__(self) -> "Subscriber":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,62 @@
+/* http.h — tomolived's HTTP server: the live preview page, GET /metrics, GET /api/status.
+ *
+ * libwebsockets runs on the daemon's own libuv loop (a "foreign loop", through Debian's
+ * evlib-uv plugin), so every request, WebSocket message and slice hand-off happens on the
+ * loop thread, like the control socket's: no thread of its own, no locks of its own. Daemon
+ * state is read as the control commands read it (d->lock held briefly for the scan and the
+ * slice registry, atomics for the counters), and the page's actions are control requests
+ * run in-process with tl_commands_run.
+ *
+ * Routes (GET only):
+ *   /                  the page (index.html), and any NAME.html|js|css|png|svg under http.root
+ *   /metrics           Prometheus text (daemon/metrics.h)
+ *   /api/status        the `status` command's result as JSON
+ *   /ws                WebSocket, subprotocol "tomolive-preview" (daemon/www/app.js):
+ *                      binary preview images (daemon/preview.h) to the page, JSON both ways
+ *   anything else      404
+ *
+ * Preview slices: while at least one page is connected and a scan is open, the slices
+ * preview-row (a row), preview-x, preview-y and preview-z (ortho-slices through one point)
+ * are defined and pinned, so the engine computes them; when the last page leaves they are
+ * unpinned (still defined, so their positions survive a page reload) and, being no longer
+ * wanted, no longer computed. Each published preview slice is downsampled and quantised
+ * once, then handed to every page: latest wins per slice and page, so a slow browser only
+ * ever holds one image per view and drops (counts) the rest, and never slows the loop.
+ */
+#ifndef TL_HTTP_H
+#define TL_HTTP_H
+
+#include <stddef.h>
+
+struct tl_daemon;
+
+/* Binds http.listen (nothing when it is empty) and serves it on the daemon's loop; call
+ * after the publisher is open. Returns 0, or -1 with err set (the port cannot be bound,
+ * libwebsockets cannot use libuv, ...): start-up must fail then. */
+int tl_http_start(struct tl_daemon *d, char *err, size_t errlen);
+/* Closes every connection and the listening socket (loop thread; before the publisher
+ * closes). The loop finishes closing libwebsockets' handles. */
+void tl_http_stop(struct tl_daemon *d);
+
+/* ---- pure parts (unit-tested) ---------------------------------------------------------- */
+
+typedef enum {
+    TL_ROUTE_NOT_FOUND = 0,
+    TL_ROUTE_FILE,      /* a file of the page under http.root */
+    TL_ROUTE_METRICS,
+    TL_ROUTE_STATUS,
+    TL_ROUTE_WS,
+} tl_http_route;
+
+/* The route of a request path (without the query string). For TL_ROUTE_FILE, *file is the
+ * file's name in http.root: one path segment of [A-Za-z0-9_.-] ending in a known type and
+ * not starting with '.', so no path can leave the directory. */
+tl_http_route tl_http_route_path(const char *path, const char **file);
+/* The Content-Type of a file of the page (by its extension). */
+const char *tl_http_mime(const char *file);
+
+/* Splits http.listen ("HOST:PORT", "*:PORT", "[::1]:PORT") into an interface for
+ * libwebsockets (NULL for every interface) and a port. Returns 0, or -1 if malformed. */
+int tl_http_parse_listen(const char *listen, char *host, size_t hostlen, int *port);
+
+#endif

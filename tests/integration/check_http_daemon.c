@@ -1,0 +1,626 @@
+/* check_http_daemon.c — tomolived's HTTP server end to end (a real daemon, CPU backend, on a
+ * free loopback port; the page from the source tree):
+ *   - GET / and the page's files, 404 for everything else, /api/status as JSON;
+ *   - a WebSocket client (a minimal one written here, RFC 6455) receives binary preview
+ *     images of the four preview slices after a phantom scan, moves an ortho-slice and
+ *     sees the new one arrive; the preview slices are pinned while it is connected and
+ *     unpinned when it leaves;
+ *   - GET /metrics passes the strict exposition checker and agrees with `status`;
+ *   - a page that never reads does not slow the daemon: its images are dropped, counted;
+ *   - a port that cannot be bound fails start-up; SIGTERM with a page connected exits 0.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "daemon/preview.h"
+#include "tests/daemon_fixture.h"
+#include "tests/testutil.h"
+#include "tests/unit/check_http_expo.h"
+
+/* A port nobody listens on now (bind to port 0, read it, close): the daemon's http.listen
+ * takes 1..65535, so the test picks one; start() retries if somebody takes it meanwhile. */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    ck_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+              getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static int start(tl_fixture *f, const char *tag)
+{
+    const char *src = getenv("top_srcdir");
+    char root[1024], listen[64];
+    snprintf(root, sizeof root, "http.root=%s/daemon/www", src && *src ? src : ".");
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int port = free_port();
+        snprintf(listen, sizeof listen, "http.listen=127.0.0.1:%d", port);
+        const char *args[] = {"--set", listen, "--set", root, NULL};
+        if (tl_fx_start(f, tag, args) == 0)
+            return port;
+        tl_fx_cleanup(f);
+    }
+    ck_abort_msg("the daemon did not start");
+    return -1;
+}
+
+static int tcp_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert(fd >= 0);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
+    return fd;
+}
+
+/* Reads what is there within timeout seconds into buf; -1 on timeout or error, 0 at EOF. */
+static ssize_t read_some(int fd, void *buf, size_t n, double timeout)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, (int)(timeout * 1000)) <= 0)
+        return -1;
+    return read(fd, buf, n);
+}
+
+/* ---- HTTP/1.1 GET ------------------------------------------------------------------------ */
+
+typedef struct {
+    int status;
+    char ctype[128];
+    char *body;
+    size_t len;
+} response;
+
+static void get(int port, const char *path, response *r)
+{
+    int fd = tcp_connect(port);
+    char req[512];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n",
+                     path, port);
+    ck_assert(write(fd, req, (size_t)n) == n);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    double t0 = tl_fx_seconds();
+    char *hend = NULL;
+    long clen = -1;
+    for (;;) {
+        if (len + 1 >= cap)
+            buf = realloc(buf, cap *= 2);
+        ssize_t k = read_some(fd, buf + len, cap - len - 1, 10 - (tl_fx_seconds() - t0));
+        ck_assert_msg(k >= 0, "GET %s: no answer", path);
+        len += (size_t)k;
+        buf[len] = 0;
+        if (!hend && (hend = strstr(buf, "\r\n\r\n"))) {
+            char *cl = strcasestr(buf, "\r\ncontent-length:");
+            if (cl && cl < hend)
+                clen = strtol(cl + 17, NULL, 10);
+        }
+        if (k == 0 || (hend && clen >= 0 && len >= (size_t)(hend + 4 - buf) + (size_t)clen))
+            break;
+    }
+    close(fd);
+    ck_assert_msg(hend && sscanf(buf, "HTTP/1.1 %d", &r->status) == 1, "GET %s: %s", path, buf);
+    r->ctype[0] = 0;
+    char *ct = strcasestr(buf, "\r\ncontent-type:");
+    if (ct && ct < hend) {
+        ct += 15;
+        while (*ct == ' ')
+            ct++;
+        snprintf(r->ctype, sizeof r->ctype, "%.*s", (int)strcspn(ct, "\r"), ct);
+    }
+    r->len = len - (size_t)(hend + 4 - buf);
+    r->body = malloc(r->len + 1);
+    memcpy(r->body, hend + 4, r->len);
+    r->body[r->len] = 0;
+    free(buf);
+}
+
+/* ---- a minimal WebSocket client -------------------------------------------------------------- */
+
+typedef struct {
+    int fd;
+    uint8_t *buf;
+    size_t len, cap;
+} wsc;
+
+static void ws_open(wsc *w, int port, int rcvbuf)
+{
+    memset(w, 0, sizeof *w);
+    w->fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf)
+        setsockopt(w->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ck_assert(connect(w->fd, (struct sockaddr *)&a, sizeof a) == 0);
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                     "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: tomolive-preview\r\n\r\n",
+                     port);
+    ck_assert(write(w->fd, req, (size_t)n) == n);
+    w->cap = 1 << 20;
+    w->buf = malloc(w->cap);
+    char *end = NULL;
+    while (!end) {
+        ssize_t k = read_some(w->fd, w->buf + w->len, w->cap - w->len - 1, 10);
+        ck_assert_msg(k > 0, "no WebSocket handshake");
+        w->len += (size_t)k;
+        w->buf[w->len] = 0;
+        end = strstr((char *)w->buf, "\r\n\r\n");
+    }
+    ck_assert_msg(strncmp((char *)w->buf, "HTTP/1.1 101", 12) == 0, "%s", w->buf);
+    ck_assert_ptr_nonnull(strstr((char *)w->buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")); /* RFC 6455 1.3 */
+    size_t used = (size_t)(end + 4 - (char *)w->buf);
+    memmove(w->buf, w->buf + used, w->len - used);
+    w->len -= used;
+}
+
+/* One whole message (continuations joined): its opcode (1 text, 2 binary) and payload
+ * (malloc'd, NUL-terminated). false on timeout. Pings are answered, closes fail. */
+static bool ws_recv(wsc *w, int *opcode, uint8_t **msg, size_t *n, double timeout)
+{
+    double t0 = tl_fx_seconds();
+    uint8_t *out = NULL;
+    size_t olen = 0;
+    int op = 0;
+    for (;;) {
+        /* a whole frame in the buffer? */
+        if (w->len >= 2) {
+            size_t hl = 2, pl = w->buf[1] & 0x7f;
+            if (pl == 126)
+                hl = 4;
+            else if (pl == 127)
+                hl = 10;
+            if (w->len >= hl) {
+                if (pl == 126)
+                    pl = (size_t)w->buf[2] << 8 | w->buf[3];
+                else if (pl == 127) {
+                    pl = 0;
+                    for (int i = 0; i < 8; i++)
+                        pl = pl << 8 | w->buf[2 + i];
+                }
+                ck_assert_msg(!(w->buf[1] & 0x80), "a server frame must not be masked");
+                if (w->len >= hl + pl) {
+                    int fop = w->buf[0] & 0x0f;
+                    bool fin = w->buf[0] & 0x80;
+                    ck_assert_msg(fop != 8, "the server closed the WebSocket");
+                    if (fop != 9 && fop != 10) { /* ping / pong: not ours to answer here */
+                        if (fop)
+                            op = fop;
+                        out = realloc(out, olen + pl + 1);
+                        memcpy(out + olen, w->buf + hl, pl);
+                        olen += pl;
+                    }
+                    memmove(w->buf, w->buf + hl + pl, w->len - hl - pl);
+                    w->len -= hl + pl;
+                    if (fin && op) {
+                        out[olen] = 0;
+                        *opcode = op;
+                        *msg = out;
+                        *n = olen;
+                        return true;
+                    }
+                    continue;
+                }
+            }
+        }
+        if (w->len == w->cap)
+            w->buf = realloc(w->buf, w->cap *= 2);
+        double left = timeout - (tl_fx_seconds() - t0);
+        ssize_t k = left > 0 ? read_some(w->fd, w->buf + w->len, w->cap - w->len, left) : -1;
+        if (k <= 0) {
+            free(out);
+            return false;
+        }
+        w->len += (size_t)k;
+    }
+}
+
+static void ws_send_text(wsc *w, const char *text)
+{
+    size_t n = strlen(text);
+    ck_assert(n < 65536);
+    uint8_t f[8 + 65536];
+    size_t h = 0;
+    f[h++] = 0x81;
+    if (n < 126)
+        f[h++] = (uint8_t)(0x80 | n);
+    else {
+        f[h++] = 0x80 | 126;
+        f[h++] = (uint8_t)(n >> 8);
+        f[h++] = (uint8_t)n;
+    }
+    const uint8_t mask[4] = {0x12, 0x34, 0x56, 0x78};
+    memcpy(f + h, mask, 4);
+    h += 4;
+    for (size_t i = 0; i < n; i++)
+        f[h + i] = (uint8_t)text[i] ^ mask[i % 4];
+    ck_assert(write(w->fd, f, h + n) == (ssize_t)(h + n));
+}
+
+static void ws_close(wsc *w)
+{
+    close(w->fd);
+    free(w->buf);
+}
+
+/* Reads until a reply to request id comes; returns it (JSON). */
+static json_t *ws_reply(wsc *w, int id, double timeout)
+{
+    double t0 = tl_fx_seconds();
+    while (tl_fx_seconds() - t0 < timeout) {
+        int op;
+        uint8_t *m;
+        size_t n;
+        if (!ws_recv(w, &op, &m, &n, timeout - (tl_fx_seconds() - t0)))
+            break;
+        if (op == 1) {
+            json_t *j = json_loadb((char *)m, n, 0, NULL);
+            ck_assert_msg(j != NULL, "text message that is not JSON: %s", m);
+            const char *type = json_string_value(json_object_get(j, "type"));
+            if (type && strcmp(type, "reply") == 0 && json_integer_value(json_object_get(j, "req")) == id) {
+                free(m);
+                return j;
+            }
+            json_decref(j);
+        }
+        free(m);
+    }
+    ck_abort_msg("no reply to request %d", id);
+    return NULL;
+}
+
+/* Reads until an image of view v comes that pred accepts; false on timeout. */
+static bool ws_image(wsc *w, int v, bool (*pred)(const tl_preview_hdr *, void *), void *ctx,
+                     double timeout, tl_preview_hdr *hdr, uint8_t **pixels)
+{
+    double t0 = tl_fx_seconds();
+    while (tl_fx_seconds() - t0 < timeout) {
+        int op;
+        uint8_t *m;
+        size_t n;
+        if (!ws_recv(w, &op, &m, &n, timeout - (tl_fx_seconds() - t0)))
+            return false;
+        if (op == 2) {
+            tl_preview_hdr h;
+            ck_assert_msg(tl_preview_decode(m, n, &h) == 0, "a binary message that is not a preview image");
+            if (h.view == v && (!pred || pred(&h, ctx))) {
+                *hdr = h;
+                if (pixels)
+                    *pixels = m;
+                else
+                    free(m);
+                return true;
+            }
+        }
+        free(m);
+    }
+    return false;
+}
+
+static json_t *slice_by_id(json_t *list, const char *id)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(list, i, s)
+        if (strcmp(json_string_value(json_object_get(s, "id")), id) == 0)
+            return s;
+    return NULL;
+}
+
+/* ---- tests --------------------------------------------------------------------------------- */
+
+START_TEST(pages_and_404)
+{
+    tl_fixture f;
+    int port = start(&f, "http-pages");
+    response r;
+    get(port, "/", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.ctype, "text/html; charset=utf-8");
+    ck_assert_ptr_nonnull(strstr(r.body, "<script src=\"app.js\">"));
+    free(r.body);
+    get(port, "/app.js", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.ctype, "text/javascript; charset=utf-8");
+    ck_assert_ptr_nonnull(strstr(r.body, "tomolive-preview"));
+    free(r.body);
+    get(port, "/style.css", &r);
+    ck_assert_int_eq(r.status, 200);
+    free(r.body);
+    static const char *const missing[] = {"/nope", "/nope.js", "/api", "/metrics/x", "/../../etc/passwd",
+                                          "/%2e%2e/%2e%2e/etc/passwd", "/.hidden.html"};
+    for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) {
+        get(port, missing[i], &r);
+        ck_assert_msg(r.status == 404, "%s: %d", missing[i], r.status);
+        free(r.body);
+    }
+    get(port, "/ws", &r); /* not an upgrade */
+    ck_assert_int_eq(r.status, 400);
+    free(r.body);
+
+    /* /api/status: the status command's result as JSON */
+    get(port, "/api/status", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.ctype, "application/json");
+    json_error_t je;
+    json_t *st = json_loads(r.body, 0, &je);
+    ck_assert_msg(st != NULL, "%s: %s", je.text, r.body);
+    ck_assert_str_eq(json_string_value(json_object_get(st, "version")), PACKAGE_VERSION);
+    ck_assert(json_is_null(json_object_get(st, "scan")));
+    json_decref(st);
+    free(r.body);
+
+    /* /metrics with no scan */
+    get(port, "/metrics", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.ctype, "text/plain; version=0.0.4; charset=utf-8");
+    char err[512];
+    ck_assert_msg(tl_expo_check(r.body, err, sizeof err) == 0, "%s", err);
+    double v;
+    ck_assert(tl_expo_value(r.body, "tomolive_scan_open", &v) && v == 0);
+    free(r.body);
+
+    /* SIGTERM with a page connected: still a clean, quick exit */
+    wsc w;
+    ws_open(&w, port, 0);
+    double secs;
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, &secs), 0);
+    ck_assert_msg(secs < 2.5, "stopped in %.2f s", secs);
+    ws_close(&w);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
+static bool at_position(const tl_preview_hdr *h, void *ctx)
+{
+    return fabs(h->orientation[6] - *(double *)ctx) < 1e-4;
+}
+
+START_TEST(scan_preview_metrics)
+{
+    tl_fixture f;
+    int port = start(&f, "http-scan");
+    wsc w;
+    ws_open(&w, port, 0);
+    int op;
+    uint8_t *m;
+    size_t n;
+    ck_assert(ws_recv(&w, &op, &m, &n, 10));
+    ck_assert_int_eq(op, 1);
+    json_t *j = json_loads((char *)m, 0, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "state");
+    json_decref(j);
+    free(m);
+
+    char *out = NULL;
+    int rc = tl_fx_run(&out, "tomolive push --endpoint '%s' --rows 16 --cols 64 --projections 120 "
+                             "--darks 2 --flats 2 --quiet", f.ingest);
+    ck_assert_msg(rc == 0, "push: %s", out);
+    free(out);
+
+    /* one image of each view: 8-bit, the slice's size (all within 512), where it should be */
+    tl_preview_hdr h[4];
+    for (int v = 0; v < 4; v++) {
+        uint8_t *px;
+        ck_assert_msg(ws_image(&w, v, NULL, NULL, 30, &h[v], &px), "no image of view %d", v);
+        ck_assert_uint_eq(h[v].bits, 8);
+        ck_assert(h[v].hi > h[v].lo);
+        int lo = 255, hi = 0;
+        for (size_t i = 0; i < (size_t)h[v].width * h[v].height; i++) {
+            lo = px[TL_PREVIEW_HDR + i] < lo ? px[TL_PREVIEW_HDR + i] : lo;
+            hi = px[TL_PREVIEW_HDR + i] > hi ? px[TL_PREVIEW_HDR + i] : hi;
+        }
+        ck_assert_int_eq(lo, 0); /* quantised over the image's own range */
+        ck_assert_int_eq(hi, 255);
+        free(px);
+        ck_assert_uint_gt(h[v].t_pub, 0);
+    }
+    ck_assert_uint_eq(h[0].width, 64); /* row: cols x cols */
+    ck_assert_uint_eq(h[0].height, 64);
+    ck_assert_float_eq(h[0].orientation[8], 8); /* z = rows / 2 */
+    ck_assert_uint_eq(h[1].width, 64);          /* ortho x: rows x cols */
+    ck_assert_uint_eq(h[1].height, 16);
+    ck_assert_float_eq(h[1].orientation[6], 0); /* through the axis */
+
+    /* pinned while a page watches */
+    json_t *list = tl_fx_ok(&f, "list_slices", NULL);
+    for (int v = 0; v < 4; v++) {
+        static const char *const ids[] = {"preview-row", "preview-x", "preview-y", "preview-z"};
+        json_t *s = slice_by_id(list, ids[v]);
+        ck_assert_msg(s && json_is_true(json_object_get(s, "pinned")), "%s not pinned", ids[v]);
+    }
+    json_decref(list);
+
+    /* move the x ortho-slice: a reply, then an image at the new position */
+    ws_send_text(&w, "{\"req\":7,\"cmd\":\"move\",\"view\":\"preview-x\",\"position\":5}");
+    j = ws_reply(&w, 7, 10);
+    ck_assert_msg(json_is_true(json_object_get(j, "ok")), "%s", json_dumps(j, 0));
+    json_decref(j);
+    double want = 5;
+    tl_preview_hdr moved;
+    ck_assert_msg(ws_image(&w, 1, at_position, &want, 20, &moved, NULL), "no image at x = 5");
+    ck_assert_uint_gt(moved.seq, h[1].seq);
+    /* a bad request is answered with an error, and changes nothing */
+    ws_send_text(&w, "{\"req\":8,\"cmd\":\"move\",\"view\":\"someone-else\",\"position\":1}");
+    j = ws_reply(&w, 8, 10);
+    ck_assert(json_is_false(json_object_get(j, "ok")));
+    ck_assert_ptr_nonnull(json_string_value(json_object_get(j, "error")));
+    json_decref(j);
+    ws_send_text(&w, "{\"req\":9,\"cmd\":\"center\",\"value\":31.75}");
+    j = ws_reply(&w, 9, 10);
+    ck_assert_msg(json_is_true(json_object_get(j, "ok")), "%s", json_dumps(j, 0));
+    json_decref(j);
+    json_t *st = tl_fx_ok(&f, "status", NULL);
+    ck_assert_double_eq_tol(json_real_value(json_object_get(json_object_get(st, "scan"), "center")), 31.75, 1e-9);
+    json_decref(st);
+    ck_assert(tl_fx_wait_messages(&f, 2 + 2 + 120 + 2, 20)); /* scan, darks, flats, projections, end */
+
+    /* /metrics: valid, and the same numbers as status (taken before and after) */
+    json_t *s1 = tl_fx_ok(&f, "status", NULL);
+    response r;
+    get(port, "/metrics", &r);
+    json_t *s2 = tl_fx_ok(&f, "status", NULL);
+    char err[512];
+    ck_assert_msg(tl_expo_check(r.body, err, sizeof err) == 0, "%s\n%s", err, r.body);
+    static const struct {
+        const char *series, *path[3];
+    } same[] = {
+        {"tomolive_frames_accepted_total{kind=\"proj\"}", {"frames", "accepted", "proj"}},
+        {"tomolive_frames_accepted_total{kind=\"dark\"}", {"frames", "accepted", "dark"}},
+        {"tomolive_ingest_messages_total", {"frames", "messages", NULL}},
+        {"tomolive_ingest_bytes_total", {"frames", "bytes", NULL}},
+        {"tomolive_frames_rejected_total{reason=\"stale\"}", {"frames", "rejected", "stale"}},
+        {"tomolive_slices_published_total", {"slices", "published", NULL}},
+        {"tomolive_slices_computed_total", {"slices", "computed", NULL}},
+        {"tomolive_queue_capacity", {"queue", "capacity", NULL}},
+        {"tomolive_slices_defined", {"slices", "defined", NULL}},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+        double v;
+        ck_assert_msg(tl_expo_value(r.body, same[i].series, &v), "no %s", same[i].series);
+        json_t *a = s1, *b = s2;
+        for (int k = 0; k < 3 && same[i].path[k]; k++) {
+            a = json_object_get(a, same[i].path[k]);
+            b = json_object_get(b, same[i].path[k]);
+        }
+        ck_assert_msg(json_integer_value(a) <= v && v <= json_integer_value(b), "%s = %g, status %lld..%lld",
+                      same[i].series, v, (long long)json_integer_value(a), (long long)json_integer_value(b));
+    }
+    double v;
+    ck_assert(tl_expo_value(r.body, "tomolive_frames_accepted_total{kind=\"proj\"}", &v) && v == 120);
+    ck_assert(tl_expo_value(r.body, "tomolive_preview_clients", &v) && v == 1);
+    ck_assert(tl_expo_value(r.body, "tomolive_scan_open", &v) && v == 1);
+    ck_assert(tl_expo_value(r.body, "tomolive_window_fill_ratio", &v) && v == 1);
+    ck_assert(tl_expo_value(r.body, "tomolive_preview_frames_total{outcome=\"sent\"}", &v) && v >= 5);
+    ck_assert(tl_expo_value(r.body, "tomolive_stage_latency_seconds_count{stage=\"reconstruct\"}", &v) && v > 0);
+    ck_assert(tl_expo_value(r.body, "tomolive_slice_latency_seconds_count{since=\"received\"}", &v) && v > 0);
+    ck_assert_ptr_nonnull(strstr(r.body, "\ntomolive_scan_info{series=\"1\",backend=\"cpu\",device=\""));
+    ck_assert_ptr_null(strstr(r.body, "kernel=\"\"")); /* the kernel of the last slice */
+    json_decref(s1);
+    json_decref(s2);
+    free(r.body);
+
+    /* /api/status: valid JSON with the same numbers */
+    get(port, "/api/status", &r);
+    json_t *api = json_loads(r.body, 0, NULL);
+    ck_assert_ptr_nonnull(api);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(api, "frames"),
+                                                                        "accepted"), "proj")), 120);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(api, "scan"), "series")), 1);
+    json_decref(api);
+    free(r.body);
+
+    /* the page leaves: the preview slices are unpinned (and no longer computed) */
+    ws_close(&w);
+    bool unpinned = false;
+    for (double t0 = tl_fx_seconds(); !unpinned && tl_fx_seconds() - t0 < 10; usleep(50000)) {
+        list = tl_fx_ok(&f, "list_slices", NULL);
+        json_t *s = slice_by_id(list, "preview-x");
+        unpinned = s && json_is_false(json_object_get(s, "pinned"));
+        json_decref(list);
+    }
+    ck_assert_msg(unpinned, "preview-x still pinned after the page left");
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
+/* A page that never reads: the daemon goes on at full speed, keeps one image per view for
+ * it and counts the ones it drops. */
+START_TEST(slow_reader)
+{
+    tl_fixture f;
+    int port = start(&f, "http-slow");
+    wsc w;
+    ws_open(&w, port, 4096);
+    ws_send_text(&w, "{\"req\":1,\"cmd\":\"bits\",\"value\":16}");
+    json_t *j = ws_reply(&w, 1, 10);
+    ck_assert(json_is_true(json_object_get(j, "ok")));
+    json_decref(j);
+    /* from here on: not a byte read */
+    double t0 = tl_fx_seconds();
+    char *out = NULL;
+    int rc = tl_fx_run(&out, "tomolive push --endpoint '%s' --rows 32 --cols 256 --projections 720 "
+                             "--darks 2 --flats 2 --rate 240 --quiet", f.ingest);
+    ck_assert_msg(rc == 0, "push: %s", out);
+    free(out);
+    ck_assert(tl_fx_wait_messages(&f, 2 + 2 + 720 + 2, 30));
+    double secs = tl_fx_seconds() - t0;
+    ck_assert_msg(secs < 20, "the scan took %.1f s with a stalled page", secs);
+    ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), 720);
+    /* the control socket and /metrics answer at once meanwhile */
+    double t1 = tl_fx_seconds();
+    response r;
+    get(port, "/metrics", &r);
+    ck_assert_msg(tl_fx_seconds() - t1 < 2, "/metrics took %.2f s", tl_fx_seconds() - t1);
+    double dropped = 0, sent = 0;
+    ck_assert(tl_expo_value(r.body, "tomolive_preview_frames_total{outcome=\"dropped\"}", &dropped));
+    ck_assert(tl_expo_value(r.body, "tomolive_preview_frames_total{outcome=\"sent\"}", &sent));
+    printf("slow reader: %g images sent, %g dropped in %.1f s\n", sent, dropped, secs);
+    ck_assert_msg(dropped > 0, "nothing dropped (sent %g)", sent);
+    free(r.body);
+    ws_close(&w);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
+/* A port that cannot be bound is a start-up error, not a daemon without its page. */
+START_TEST(port_in_use)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    ck_assert(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 1) == 0 &&
+              getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    char listen_kv[64];
+    snprintf(listen_kv, sizeof listen_kv, "http.listen=127.0.0.1:%d", ntohs(a.sin_port));
+    const char *args[] = {"--set", listen_kv, NULL};
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "http-busy", args), -1);
+    char *log = tl_fx_log(&f);
+    ck_assert_msg(strstr(log, "cannot listen") && strstr(log, "Address already in use"), "%s", log);
+    free(log);
+    tl_fx_cleanup(&f);
+    close(fd);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("http_daemon");
+    TCase *tc = tcase_create("daemon");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, pages_and_404);
+    tcase_add_test(tc, scan_preview_metrics);
+    tcase_add_test(tc, slow_reader);
+    tcase_add_test(tc, port_in_use);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    return tl_run_suite(suite(), false);
+}

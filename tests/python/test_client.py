@@ -1,0 +1,349 @@
+"""The Python client against a real tomolived (tlfixture.Daemon): a scan pushed from
+NumPy comes back as slices equal to what `tomolive sub` saves and to the analytic
+object; control round trips; every typed error; zero-copy receive; seq gaps; timeouts."""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+import zmq
+
+import tlfixture as F
+import tomolive
+
+R, W, N = 4, 64, 180                     # detector rows, columns; projections (180 deg)
+RADIUS, X0, Y0, MU = 14.0, 6.0, -3.0, 0.05  # the cylinder: off-axis, so flips would show
+
+
+class DaemonCase(unittest.TestCase):
+    """A daemon per test class, stopped (and its log shown) when the class ends."""
+
+    extra: tuple = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.d = F.Daemon(cls.__name__.lower(), cls.extra)
+        cls.addClassCleanup(cls._stop)
+        cls.ctl = tomolive.Control(cls.d.control, timeout=10)
+
+    @classmethod
+    def _stop(cls):
+        cls.ctl.close()
+        log = cls.d.log()
+        rc = cls.d.stop()
+        sys.stderr.write("--- %s: tomolived exited %s; log tail:\n%s\n"
+                         % (cls.__name__, rc, "\n".join(log.splitlines()[-15:])))
+        assert rc == 0, "tomolived exited %s" % rc
+
+
+def push_disk(d: F.Daemon, series: int, dtype: str = "f32") -> None:
+    """The cylinder as a scan: float32 line integrals (already_linear), or uint16 camera
+    counts (flux x exp(-line integral) + dark 100) with 4 darks and 4 flats."""
+    li = F.disk_sinogram(R, W, N, RADIUS, X0, Y0, MU)
+    with tomolive.Pusher(d.ingest) as p:
+        if dtype == "f32":
+            p.scan((R, W), np.float32, N, series=series, already_linear=True)
+        else:
+            p.scan((R, W), np.uint16, N, series=series, darks=4, flats=4)
+            for i in range(4):
+                p.frame(i, np.full((R, W), 100, np.uint16), "dark")
+            for i in range(4):
+                p.frame(i, np.full((R, W), 10100, np.uint16), "flat")
+        for k in range(N):
+            frame = li[k] if dtype == "f32" else \
+                np.round(10000 * np.exp(-li[k].astype(np.float64)) + 100).astype(np.uint16)
+            p.frame(k, frame, "proj", angle=math.pi * k / N)
+        p.end()
+
+
+def final_slice(sub: tomolive.Subscriber, since_ns: int) -> list:
+    """The slices up to the final one of the scan pushed after ``since_ns`` (CLOCK_REALTIME):
+    a final image of an earlier scan (its end still queued when the slice was defined)
+    is skipped, by its acquisition time."""
+    got = []
+    for s in sub.slices(timeout=60):
+        if s.t_acq < since_ns:
+            continue
+        got.append(s)
+        if s.final:
+            return got
+
+
+def disk_errors(s: tomolive.Slice, x0: float = X0):
+    """Relative L2 error against the cylinder (pixels inside the reconstruction circle
+    and 2 pixels away from the disk's edge), and the mean inside the disk."""
+    truth, mask = F.disk_image(s, RADIUS, x0, Y0, MU)
+    x, y, _ = s.coordinates()
+    mask &= np.hypot(x, y) < W / 2 - 2
+    e = (s.image - truth)[mask]
+    return (float(np.linalg.norm(e) / np.linalg.norm(truth[mask])),
+            float(s.image[mask & (truth > 0)].mean()))
+
+
+class Scan(DaemonCase):
+    def test_f32_disk(self):
+        """Pusher -> daemon -> Subscriber: the final slice equals the one `tomolive sub`
+        saves (the same message, so exactly), and the analytic cylinder within FBP's error;
+        the image is a view of the received frame (zero-copy)."""
+        self.ctl.set_slice("disk", kind="row", z=1)
+        out = tempfile.mkdtemp(prefix="tlpy-sub-")
+        self.addCleanup(shutil.rmtree, out, True)
+        sub_c = subprocess.Popen([F.tool("tomolive"), "sub", "--endpoint", self.d.slices,
+                                  "--all", "--out", out, "--until-final", "--timeout", "60",
+                                  "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True)
+        try:
+            with tomolive.Subscriber(self.d.slices, ["disk"]) as sub:
+                # two distinct prefixes: slice/disk/ (us) and slice/ (tomolive sub)
+                self.ctl.wait_wanted(["disk"], subscriptions=2)
+                t0 = time.time_ns()
+                push_disk(self.d, 1)
+                got = final_slice(sub, t0)
+                self.assertEqual(sub.missed, {})
+                self.assertEqual(sub.rejected, 0)
+            so, se = sub_c.communicate(timeout=60)
+        finally:
+            if sub_c.poll() is None:
+                sub_c.kill()
+        self.assertEqual(sub_c.returncode, 0, se)
+        last = got[-1]
+        self.assertTrue(last.final)
+        self.assertFalse(any(s.final for s in got[:-1]))
+        self.assertEqual([s.seq for s in got], list(range(got[0].seq, last.seq + 1)))
+        self.assertEqual((last.shape, last.projections_used, last.missing, last.window),
+                         ((W, W), N, 0, (0, N - 1)))
+        self.assertEqual(last.image.dtype, np.float32)
+        self.assertGreaterEqual(last.latency, 0)
+
+        # the same slice, as `tomolive sub` saved it
+        tif = F.read_tiff_f32(os.path.join(out, "disk.tif"))
+        self.assertEqual(tif.shape, (W, W))
+        diff = float(np.max(np.abs(tif - last.image)))
+        print("max |python - tomolive sub| = %g" % diff)
+        self.assertLessEqual(diff, 1e-6)
+
+        # the analytic cylinder; mirrored in x it would be far off (the orientation counts)
+        rel, inside = disk_errors(last)
+        rel_flip, _ = disk_errors(last, -X0)
+        print("disk: relative L2 %.4f (mirrored %.3f), mean inside %.5f (true %g)"
+              % (rel, rel_flip, inside, MU))
+        self.assertLess(rel, 0.08)
+        self.assertLess(abs(inside - MU), 0.01 * MU)
+        self.assertGreater(rel_flip, 0.5)
+
+        # zero-copy: the image views the zmq.Frame's memory; read-only
+        base = last.image
+        while isinstance(base, np.ndarray):
+            base = base.base
+        self.assertIsInstance(base, memoryview)
+        self.assertIs(base.obj, last.frame)
+        addr = np.frombuffer(last.frame.buffer, np.uint8).ctypes.data
+        self.assertEqual(last.image.ctypes.data, addr)
+        self.assertFalse(last.image.flags.writeable)
+        self.assertTrue(last.image.copy().flags.writeable)
+        self.ctl.remove_slice("disk")
+
+    def test_u16_camera_frames(self):
+        """uint16 camera frames with darks and flats reconstruct the same cylinder."""
+        self.ctl.set_slice("cam", kind="row", z=2)
+        with tomolive.Subscriber(self.d.slices, "cam") as sub:
+            self.ctl.wait_wanted(["cam"])
+            t0 = time.time_ns()
+            push_disk(self.d, 2, "u16")
+            last = final_slice(sub, t0)[-1]
+        st = self.ctl.status()
+        self.assertEqual(st["scan"]["series"], 2)
+        self.assertEqual((st["scan"]["darks"], st["scan"]["flats"]), (4, 4))
+        rel, inside = disk_errors(last)
+        print("u16 disk: relative L2 %.4f, mean inside %.5f" % (rel, inside))
+        self.assertEqual((last.projections_used, last.missing), (N, 0))
+        self.assertLess(rel, 0.08)
+        self.assertLess(abs(inside - MU), 0.01 * MU)
+
+        # with a scan open: set_param and reset
+        self.assertEqual(self.ctl.set_param("center", 31.25), {"name": "center", "value": 31.25})
+        self.assertEqual(self.ctl.set_param("filter", "hann"), {"name": "filter",
+                                                                "value": "hann"})
+        with self.assertRaises(tomolive.BadArgument):
+            self.ctl.set_param("filter", "gaussian")
+        with self.assertRaises(tomolive.KeyTypeError):
+            self.ctl.set_param("center", "middle")
+        self.assertIs(self.ctl.reset(), True)
+        self.assertEqual(self.ctl.status()["scan"]["held"], 0)
+        self.ctl.remove_slice("cam")
+
+    def test_pusher_checks(self):
+        """A frame that does not fit the scan is refused before it is sent."""
+        with tomolive.Pusher(self.d.ingest) as p:
+            p.scan((R, W), "f32", N, series=9, already_linear=True)
+            with self.assertRaises(tomolive.BadArgument):
+                p.frame(0, np.zeros((R, W + 1), np.float32), angle=0.0)
+            with self.assertRaises(tomolive.BadArgument):
+                p.frame(0, np.zeros((R, W), np.uint16), angle=0.0)
+            with self.assertRaises(tomolive.BadArgument):
+                p.frame(0, np.zeros((R, W), np.float32))          # no angle, no schedule
+            with self.assertRaises(tomolive.BadDtype):
+                p.frame(0, np.zeros((R, W)), angle=0.0)           # float64
+            with self.assertRaises(tomolive.BadKind):
+                p.frame(0, np.zeros((R, W), np.float32), "white", angle=0.0)
+            h = p.frame(0, np.zeros((R, W), np.float32), angle=0.5, t_acq=123)
+            self.assertEqual((h["t_acq"], h["angle"], h["series"]), (123, 0.5, 9))
+            p.end()
+        self.assertEqual(p.frames_sent, 1)
+        # wait until the daemon has taken the end too: a slice defined while it is still
+        # queued would get that scan's final image
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            sc = self.ctl.status()["scan"] or {}
+            if sc.get("series") == 9 and sc.get("finished"):
+                break
+            time.sleep(0.02)
+        st = self.ctl.status()
+        self.assertEqual((st["scan"]["series"], st["scan"]["finished"]), (9, True))
+        self.assertEqual(st["scan"]["projections"], 1)
+        self.assertEqual(sum(st["frames"]["rejected"].values()), 0)
+
+
+class ControlCommands(DaemonCase):
+    extra = ("--set", "slices.max=3")
+
+    def test_round_trips(self):
+        c = self.ctl
+        self.assertEqual(c.commands(), ["status", "set_slice", "remove_slice", "list_slices",
+                                        "set_param", "reset", "commands"])
+        st = c.status()
+        self.assertEqual((st["protocol"], st["backend"], st["scan"]), (1, "cpu", None))
+        self.assertIsInstance(st["version"], str)
+        a = c.set_slice("a", kind="row", z=3, update={"every": 5}, pin=True)
+        self.assertEqual((a["id"], a["topic"], a["kind"], a["pinned"]),
+                         ("a", "slice/a/", "row", True))
+        self.assertEqual(a["update"]["every"], 5)
+        b = c.set_slice("b", kind="ortho", axis="x", position=0.0)
+        self.assertEqual(b["kind"], "ortho")
+        p = c.request("set_slice", {"id": "p", "kind": "plane", "size": [16, 32]},
+                      orientation=[20, 0, 1, 0, 10, 0, -10, -5, 2])
+        self.assertEqual(p["shape"], [16, 32])
+        self.assertEqual([s["id"] for s in c.list_slices()], ["a", "b", "p"])
+        self.assertIs(c.remove_slice("b"), True)
+        self.assertEqual([s["id"] for s in c.list_slices()], ["a", "p"])
+        for sid in ("a", "p"):
+            c.remove_slice(sid)
+        self.assertEqual(c.list_slices(), [])
+
+    def test_typed_errors(self):
+        """Each error reply raises its class, with the code, the command and a message;
+        a refused request changes nothing."""
+        c = self.ctl
+        c.set_slice("keep", kind="row", z=1)
+        cases = [
+            (lambda: c.request("stat"), tomolive.UnknownCommand, 32, "stat"),
+            (lambda: c.set_slice("x", kind="diagonal"), tomolive.BadArgument, 33, "set_slice"),
+            (lambda: c.request("set_slice"), tomolive.BadArgument, 33, "set_slice"),
+            (lambda: c.set_param("gain", 2), tomolive.BadArgument, 33, "set_param"),
+            (lambda: c.remove_slice("nope"), tomolive.NotFound, 34, "remove_slice"),
+            (lambda: c.set_param("center", 1.0), tomolive.StateError, 35, "set_param"),
+            (lambda: c.reset(), tomolive.StateError, 35, "reset"),
+            (lambda: c.set_slice("x", kind="row", z="mid"), tomolive.KeyTypeError, 10,
+             "set_slice"),
+            (lambda: c.set_slice("x", kind="plane", size=[0, 4],
+                                 orientation=[1] * 9), tomolive.OutOfRange, 12, "set_slice"),
+            (lambda: c.set_slice("x", kind="row", z=float("nan")), tomolive.NotFinite, 11,
+             "set_slice"),
+        ]
+        for fn, cls, code, cmd in cases:
+            with self.assertRaises(cls, msg=cls.__name__) as cm:
+                fn()
+            e = cm.exception
+            self.assertEqual((e.code, e.cmd), (code, cmd), str(e))
+            self.assertIsInstance(e, tomolive.TomoliveError)
+            self.assertTrue(e.message)
+        # slices.max = 3: the fourth is E_RESOURCE
+        c.set_slice("s2", kind="row", z=1)
+        c.set_slice("s3", kind="row", z=1)
+        with self.assertRaises(tomolive.ResourceError):
+            c.set_slice("s4", kind="row", z=1)
+        self.assertEqual([s["id"] for s in c.list_slices()], ["keep", "s2", "s3"])
+        for sid in ("keep", "s2", "s3"):
+            c.remove_slice(sid)
+
+    def test_local_checks_and_timeouts(self):
+        """Invalid requests fail here, unsent; a silent endpoint times out; a late reply
+        to a timed-out request is not taken for the next one's."""
+        total = self.ctl.status()["requests"]["total"]
+        with self.assertRaises(tomolive.OutOfRange):
+            self.ctl.request("x" * 65)
+        with self.assertRaises(tomolive.NotAMap):
+            self.ctl.request("set_slice", {1: 2})
+        self.assertEqual(self.ctl.status()["requests"]["total"], total + 1)
+
+        silent = tomolive.Control("ipc://%s/nobody" % self.d.dir, timeout=0.2)
+        t0 = time.monotonic()
+        with self.assertRaises(TimeoutError):
+            silent.status()
+        self.assertLess(time.monotonic() - t0, 2.0)
+        silent.close()
+
+        with self.assertRaises(TimeoutError):
+            self.ctl.request("list_slices", timeout=0)   # its reply arrives later...
+        self.assertEqual(self.ctl.status()["protocol"], 1)  # ...and is skipped here
+
+        p = tomolive.Pusher("ipc://%s/nobody-ingest" % self.d.dir)
+        with self.assertRaises(TimeoutError):
+            p.end(timeout=0.2)
+        p.close(0)
+
+
+class SubscriberUnit(unittest.TestCase):
+    """Subscriber against a hand-made publisher: seq gaps, bad messages, timeouts."""
+
+    def test_gaps_and_rejects(self):
+        import msgpack
+        d = tempfile.mkdtemp(prefix="tlpy-pub-")
+        ep = "ipc://%s/pub" % d
+        ctx = zmq.Context.instance()
+        pub = ctx.socket(zmq.XPUB)
+        pub.bind(ep)
+        sub = tomolive.Subscriber(ep, ["s"])
+        try:
+            self.assertEqual(pub.recv(), b"\x01slice/s/")  # the subscription has arrived
+
+            def send(seq, payload=b"\0" * 8, topic=b"slice/s/", **change):
+                h = {"v": 1, "type": "slice", "id": "s", "seq": seq, "shape": [1, 2],
+                     "dtype": "f32", "orientation": [2, 0, 0, 0, 1, 0, -1, 0, 0],
+                     "projections_used": 1, "missing": 0, "window": [0, 0], "t_acq": 1,
+                     "t_pub": 2, "kernel": "k", **change}
+                pub.send_multipart([topic, msgpack.packb(h), payload])
+
+            send(1)
+            send(2)
+            send(3, payload=b"\0" * 7)     # wrong payload length: rejected
+            send(5)                        # 3 and 4 missed (3 was sent but was invalid)
+            send(6, v=2)                   # another major version: rejected
+            got = [sub.recv(5).seq for _ in range(3)]
+            self.assertEqual(got, [1, 2, 5])
+            self.assertEqual(sub.received, {"s": 3})
+            self.assertEqual(sub.missed, {"s": 2})
+            self.assertEqual(sub.last_seq, {"s": 5})
+            with self.assertRaises(TimeoutError):
+                sub.recv(0.2)
+            self.assertEqual(sub.rejected, 2)
+            self.assertIsInstance(sub.last_error, tomolive.UnsupportedVersion)
+            sub.strict = True
+            send(7, payload=b"")
+            with self.assertRaises(tomolive.PayloadLength):
+                sub.recv(5)
+        finally:
+            sub.close()
+            pub.close(0)
+            shutil.rmtree(d, True)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
