@@ -6,7 +6,9 @@
  *   - the engine worker (worker.c, scan.c) owns the engine: it applies scans and frames,
  *     decides which slices are due and reconstructs them;
  *   - the event loop (main.c) owns the control ROUTER and the slices XPUB sockets, signals,
- *     timers and systemd notifications.
+ *     timers and systemd notifications, the HTTP server (http.c: preview page, /metrics)
+ *     and the RECAST3D viewer link (recast3d.c); the last two see published slices through
+ *     the publisher's taps and act through control commands (tl_commands_run).
  * `lock` guards the scan, its engine and the slice registry: the worker holds it per frame
  * and per reconstruction, control commands hold it briefly. Counters are atomics (stats.h);
  * the queue and the publisher's outbox have locks of their own.
