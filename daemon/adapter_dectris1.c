@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,15 +37,9 @@ typedef struct {
 
 static void *v1_create(const tl_config *c, char *err, size_t errlen)
 {
-    v1 *a = calloc(1, sizeof *a);
-    if (!a) {
-        snprintf(err, errlen, "out of memory");
+    v1 *a = tl_adapter_alloc(sizeof *a, offsetof(v1, st), c, err, errlen);
+    if (!a)
         return NULL;
-    }
-    if (tl_adapter_stream_init(&a->st, c, err, errlen) != 0) {
-        free(a);
-        return NULL;
-    }
     a->max_frame = (uint64_t)c->ingest_max_frame_mb << 20;
     return a;
 }

@@ -15,6 +15,7 @@
 #include <cbor.h>
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -567,15 +568,9 @@ static int image_pixels(v2 *a, zmq_msg_t *part, const v2msg *m, tl_det_image *im
 
 static void *v2_create(const tl_config *c, char *err, size_t errlen)
 {
-    v2 *a = calloc(1, sizeof *a);
-    if (!a) {
-        snprintf(err, errlen, "out of memory");
+    v2 *a = tl_adapter_alloc(sizeof *a, offsetof(v2, st), c, err, errlen);
+    if (!a)
         return NULL;
-    }
-    if (tl_adapter_stream_init(&a->st, c, err, errlen) != 0) {
-        free(a);
-        return NULL;
-    }
     a->max_frame = (uint64_t)c->ingest_max_frame_mb << 20;
     return a;
 }

@@ -21,6 +21,7 @@
 #include <config.h>
 
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,16 +37,10 @@ typedef struct {
 
 static void *create(preset p, const tl_config *c, char *err, size_t errlen)
 {
-    jad *a = calloc(1, sizeof *a);
-    if (!a) {
-        snprintf(err, errlen, "out of memory");
+    jad *a = tl_adapter_alloc(sizeof *a, offsetof(jad, st), c, err, errlen);
+    if (!a)
         return NULL;
-    }
     a->p = p;
-    if (tl_adapter_stream_init(&a->st, c, err, errlen) != 0) {
-        free(a);
-        return NULL;
-    }
     return a;
 }
 

@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,15 +36,9 @@ typedef struct {
 
 static void *tp_create(const tl_config *c, char *err, size_t errlen)
 {
-    tp *a = calloc(1, sizeof *a);
-    if (!a) {
-        snprintf(err, errlen, "out of memory");
+    tp *a = tl_adapter_alloc(sizeof *a, offsetof(tp, st), c, err, errlen);
+    if (!a)
         return NULL;
-    }
-    if (tl_adapter_stream_init(&a->st, c, err, errlen) != 0) {
-        free(a);
-        return NULL;
-    }
     a->darks = c->ingest_darks;
     a->flats = c->ingest_flats;
     return a;

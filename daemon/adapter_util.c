@@ -382,6 +382,20 @@ bool tl_adapter_kind(const char *name, size_t len, tl_proto_kind *k)
 
 /* ---- the stream ---------------------------------------------------------------------- */
 
+void *tl_adapter_alloc(size_t size, size_t offset, const tl_config *c, char *err, size_t errlen)
+{
+    char *a = calloc(1, size);
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (tl_adapter_stream_init((tl_adapter_stream *)(a + offset), c, err, errlen) != 0) {
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
 int tl_adapter_stream_init(tl_adapter_stream *s, const tl_config *c, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);

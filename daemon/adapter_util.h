@@ -85,6 +85,9 @@ typedef struct {
 } tl_adapter_stream;
 
 int tl_adapter_stream_init(tl_adapter_stream *s, const tl_config *c, char *err, size_t errlen);
+/* An adapter's state: size zeroed bytes whose tl_adapter_stream sits at offset, initialised
+ * (what every adapter's create does first). NULL with a message in err. */
+void *tl_adapter_alloc(size_t size, size_t offset, const tl_config *c, char *err, size_t errlen);
 void tl_adapter_stream_destroy(tl_adapter_stream *s);
 
 /* A scan of this series, shape and dtype, with the configuration's darks/flats counts and
