@@ -48,7 +48,7 @@ check_PROGRAMS += tests/integration/check_e2e
 TESTS += tests/integration/check_e2e
 tests_integration_check_e2e_SOURCES = tests/integration/check_e2e.c
 tests_integration_check_e2e_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(TIFF_CFLAGS)
-tests_integration_check_e2e_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+tests_integration_check_e2e_LDADD = $(SCAN_LIBS) $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 
 # the streaming benchmark runs (tomolive bench --stream, tiny frames, CPU)
 TESTS += tests/integration/stream_bench.sh

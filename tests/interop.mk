@@ -21,7 +21,7 @@ INTEROP_TEST_LIBS = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 
 tests_integration_check_interop_SOURCES = tests/integration/check_interop.c
 tests_integration_check_interop_CFLAGS = $(INTEROP_TEST_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
-tests_integration_check_interop_LDADD = $(INTEROP_TEST_LIBS) $(CBOR_LIBS) $(LZ4_LIBS)
+tests_integration_check_interop_LDADD = $(SCAN_LIBS) $(INTEROP_TEST_LIBS) $(CBOR_LIBS) $(LZ4_LIBS)
 
 tests_integration_check_recast3d_SOURCES = tests/integration/check_recast3d.c
 tests_integration_check_recast3d_CFLAGS = $(INTEROP_TEST_CFLAGS)
@@ -29,4 +29,4 @@ tests_integration_check_recast3d_LDADD = $(INTEROP_TEST_LIBS)
 
 tests_integration_check_hdf5_SOURCES = tests/integration/check_hdf5.c
 tests_integration_check_hdf5_CFLAGS = $(INTEROP_TEST_CFLAGS) $(HDF5_CFLAGS) $(TIFF_CFLAGS)
-tests_integration_check_hdf5_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS) $(HDF5_LIBS)
+tests_integration_check_hdf5_LDADD = $(SCAN_LIBS) $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS) $(HDF5_LIBS)

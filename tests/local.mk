@@ -14,3 +14,9 @@ include tests/clients.mk
 include tests/interop.mk
 include tests/python.mk
 include tests/http.mk
+
+# a simulated camera scan shared by integration tests (links the engine: list it first)
+noinst_LIBRARIES += tests/libtlscan.a
+tests_libtlscan_a_SOURCES = tests/camera_scan.h tests/camera_scan.c
+tests_libtlscan_a_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+SCAN_LIBS = tests/libtlscan.a

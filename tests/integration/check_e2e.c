@@ -22,7 +22,7 @@
 
 #include "clients/tiff.h"
 #include "gpu/engine.h"
-#include "gpu/phantom.h"
+#include "tests/camera_scan.h"
 #include "tests/daemon_fixture.h"
 #include "tests/testutil.h"
 
@@ -80,32 +80,16 @@ static float *read_stack(const char *path, uint32_t *pages, uint32_t *rows, uint
 
 static void write_stacks(const char *dir)
 {
-    tl_phantom ph;
-    ck_assert_int_eq(tl_phantom_shepp_logan(&ph, 0.45 * W, (R - 1) / 2.0, 0.45 * R * 4), 0);
-    tl_phantom_scale_density(&ph, 2.0 / tl_phantom_line_integral(&ph, 0, 0, (R - 1) / 2.0));
-    tl_camera cam;
-    tl_camera_init(&cam);
-    cam.noise = true;
-    tl_rng rng;
-    tl_rng_seed(&rng, 99);
-    float *li = malloc((size_t)R * W * sizeof *li);
-    uint16_t *frames = malloc((size_t)N * R * W * sizeof *frames);
-    char path[700];
+    uint16_t *frames[3];
+    tl_test_camera_scan(R, W, DARKS, FLATS, N, 99, &frames[0], &frames[1], &frames[2]);
     const char *names[] = {"d.tif", "f.tif", "p.tif"};
     const int counts[] = {DARKS, FLATS, N};
     for (int kind = 0; kind < 3; kind++) {
-        for (int k = 0; k < counts[kind]; k++) {
-            if (kind == 2)
-                tl_phantom_project(&ph, M_PI * k / N, (W - 1) / 2.0, R, W, li);
-            tl_camera_frame_u16(&cam, (tl_sim_kind)kind, kind == 2 ? li : NULL, R, W, &rng,
-                                frames + (size_t)k * R * W);
-        }
+        char path[700];
         snprintf(path, sizeof path, "%s/%s", dir, names[kind]);
-        write_u16(path, frames, (uint32_t)counts[kind], R, W);
+        write_u16(path, frames[kind], (uint32_t)counts[kind], R, W);
+        free(frames[kind]);
     }
-    free(li);
-    free(frames);
-    tl_phantom_free(&ph);
 }
 
 /* The final line tomolive sub printed for id: its projections= and missing= values. */

@@ -18,8 +18,8 @@
 #include <zmq.h>
 
 #include "clients/tiff.h"
-#include "gpu/phantom.h"
 #include "tests/daemon_fixture.h"
+#include "tests/camera_scan.h"
 #include "tests/testutil.h"
 
 enum { R = 8, W = 64, N = 90, D = 4, F = 4 };
@@ -29,27 +29,7 @@ static uint16_t *darks, *flats, *projs;
 
 static void make_scan(void)
 {
-    tl_phantom ph;
-    ck_assert_int_eq(tl_phantom_shepp_logan(&ph, 0.45 * W, (R - 1) / 2.0, 0.45 * R * 4), 0);
-    tl_phantom_scale_density(&ph, 2.0 / tl_phantom_line_integral(&ph, 0, 0, (R - 1) / 2.0));
-    tl_camera cam;
-    tl_camera_init(&cam);
-    cam.noise = true;
-    tl_rng rng;
-    tl_rng_seed(&rng, 11);
-    float li[NPIX];
-    darks = malloc(D * NPIX * 2);
-    flats = malloc(F * NPIX * 2);
-    projs = malloc(N * NPIX * 2);
-    for (int k = 0; k < D; k++)
-        tl_camera_frame_u16(&cam, TL_SIM_DARK, NULL, R, W, &rng, darks + k * NPIX);
-    for (int k = 0; k < F; k++)
-        tl_camera_frame_u16(&cam, TL_SIM_FLAT, NULL, R, W, &rng, flats + k * NPIX);
-    for (int k = 0; k < N; k++) {
-        tl_phantom_project(&ph, M_PI * k / N, (W - 1) / 2.0, R, W, li);
-        tl_camera_frame_u16(&cam, TL_SIM_PROJ, li, R, W, &rng, projs + k * NPIX);
-    }
-    tl_phantom_free(&ph);
+    tl_test_camera_scan(R, W, D, F, N, 11, &darks, &flats, &projs);
 }
 
 static void write_tiff(const char *path, const uint16_t *v, int pages)
