@@ -6,7 +6,9 @@
  * what is timed), then tl_engine_bench times every kernel able to serve that many row
  * slices. Rates are updates per second (pixels x projections x slices / time, DESIGN.md
  * §4) and every row is compared with a baseline measured in the same run: the standard
- * texture kernel "tex-std" of the same problem and slice count.
+ * texture kernel "tex-std" of the same problem and slice count. The choice column applies
+ * the autotuner's rule (tl_tune_choose) to each problem's table, so a benchmark shows what
+ * `tomolive tune` and the daemon would pick from the same numbers.
  */
 #include "config.h"
 
@@ -17,21 +19,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clients/bench_engine.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "gpu/engine.h"
 #include "gpu/phantom.h"
+#include "gpu/tune.h"
 
 #define ME "tomolive bench"
 #define MAX_SHAPES 16
 #define MAX_COUNTS 16
 #define MAX_KERNELS 64
+/* The engine the micro-benchmarks run on: they measure the device, not a problem. */
+#define RATES_ROWS 1
+#define RATES_COLS 64
+#define RATES_WINDOW 4
 
 static const char usage_text[] =
     "usage: tomolive bench [--backend auto|cpu|cuda] [--device N] [--shape SIZExPROJ ...]\n"
     "                      [--slices 1,2,4] [--reps 20] [--no-pipeline]\n"
     "                      [--pipeline-shape ROWSxCOLS]\n"
     "       tomolive bench --stream ...   the daemon under a stream (--stream --help)\n"
+    "       tomolive bench --volume ...   a whole volume, every row (--volume --help)\n"
     "\n"
     "Times every back-projection kernel of the backend on SIZE x SIZE row slices from a\n"
     "window of PROJ projections (default 1024x1024 and 2048x2048 on CUDA, 512x720 on the\n"
@@ -50,7 +59,7 @@ static const char usage_text[] =
 typedef struct {
     tl_backend_kind backend;
     int device, reps;
-    bool pipeline;
+    bool pipeline, rates;
     uint32_t size[MAX_SHAPES], proj[MAX_SHAPES];
     size_t nshapes;
     uint32_t counts[MAX_COUNTS];
@@ -98,47 +107,14 @@ static bool parse_counts(const char *s, options *o)
 
 /* ---- back projection ------------------------------------------------------------------ */
 
-/* An engine of `slices` detector rows holding a full window of phantom projections, with
- * one SIZE x SIZE row slice per detector row. */
-static int make_engine(const options *o, uint32_t size, uint32_t proj, uint32_t slices,
-                       tl_engine **e, int *ids)
-{
-    tl_engine_config c;
-    tl_engine_config_init(&c, slices, size, proj);
-    c.backend = o->backend;
-    c.device = o->device;
-    c.dtype = TL_DTYPE_F32;
-    c.already_linear = true;
-    tl_status st = tl_engine_create(&c, e);
-    if (st != TL_OK)
-        return fail(1, "cannot create an engine for %ux%u slices from %u projections: %s (%s)",
-                    size, size, proj, tl_engine_last_error(NULL), tl_status_name(st));
-    tl_phantom ph;
-    float *li = malloc((size_t)slices * size * sizeof *li);
-    if (!li || tl_phantom_shepp_logan(&ph, 0.45 * size, (slices - 1) / 2.0, 0.45 * size) != 0) {
-        free(li);
-        return fail(1, "out of memory for the phantom");
-    }
-    int rc = 0;
-    for (uint32_t k = 0; rc == 0 && k < proj; k++) {
-        double theta = k * M_PI / proj;
-        tl_phantom_project(&ph, theta, c.center, slices, size, li);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = theta,
-                      .dtype = TL_DTYPE_F32, .rows = slices, .cols = size, .data = li};
-        if ((st = tl_engine_submit(*e, &f)) != TL_OK)
-            rc = fail(1, "projection %u: %s (%s)", k, tl_engine_last_error(*e),
-                      tl_status_name(st));
-    }
-    tl_phantom_free(&ph);
-    free(li);
-    for (uint32_t z = 0; rc == 0 && z < slices; z++) {
-        tl_slice_spec s;
-        tl_slice_spec_row(&s, z, size, size);
-        if ((st = tl_engine_add_slice(*e, &s, &ids[z])) != TL_OK)
-            rc = fail(1, "slice %u: %s (%s)", z, tl_engine_last_error(*e), tl_status_name(st));
-    }
-    return rc;
-}
+/* One table row: a kernel timed on `count` slices. Names and params are static strings. */
+typedef struct {
+    tl_bench_row row;
+    uint32_t count, slices;   /* slices in the call, the kernel's slices per pass */
+    double updates_per_s;     /* of the whole call: pixels x projections x count / time */
+    const char *params;
+    const tl_bench_row *base; /* the baseline of the same count */
+} timing;
 
 static void print_header(const tl_engine *e, const options *o, bool *printed)
 {
@@ -153,62 +129,145 @@ static void print_header(const tl_engine *e, const options *o, bool *printed)
            o->reps);
 }
 
-/* One problem: a table with a row per kernel and slice count. */
+/* The marks of t in the choice column: "single:exact,batch:fast", "-" for none. The
+ * autotuner's rule (tl_tune_choose) picks kernels; a batch choice marks that kernel's row
+ * of highest throughput, which is the row that won. */
+static void choice_marks(const tl_tune_result *r, const timing *t, const timing *all, size_t n,
+                         char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int kind = 0; kind < 2; kind++)
+        for (int q = 0; q < TL_QUALITY_COUNT; q++) {
+            const char *name = kind == 0 ? r->choice.single[q] : r->choice.batch[q];
+            if (strcmp(name, t->row.kernel) != 0)
+                continue;
+            bool mine = kind == 0 ? t->count == 1 : true;
+            for (size_t i = 0; kind == 1 && i < n; i++) {
+                const timing *u = &all[i];
+                if (u != t && !strcmp(u->row.kernel, name) &&
+                    (u->updates_per_s > t->updates_per_s ||
+                     (u->updates_per_s == t->updates_per_s && u->count < t->count)))
+                    mine = false;
+            }
+            if (mine && used < len)
+                used += (size_t)snprintf(buf + used, len - used, "%s%s:%s", used ? "," : "",
+                                         kind == 0 ? "single" : "batch",
+                                         tl_quality_name((tl_quality)q));
+        }
+    if (!buf[0])
+        snprintf(buf, len, "-");
+}
+
+static void print_table(uint32_t size, uint32_t proj, const timing *t, size_t n)
+{
+    /* the choice the autotuner would make from these timings (as the daemon would use) */
+    tl_tune_result r = {0};
+    r.shape = (tl_tune_shape){.height = size, .width = size, .window = proj};
+    for (size_t i = 0; i < n && r.nentries < TL_TUNE_MAX_ENTRIES; i++) {
+        tl_tune_entry *x = &r.entries[r.nentries++];
+        snprintf(x->kernel, sizeof x->kernel, "%s", t[i].row.kernel);
+        x->quality = t[i].row.quality;
+        x->slices = t[i].slices;
+        x->batch = t[i].count;
+        x->ms = t[i].row.ms;
+        x->updates_per_s = t[i].updates_per_s;
+    }
+    tl_tune_choose(&r);
+    printf("%-16s | %-7s | %11s | %-11s | %6s | %6s | %11s | %11s | %10s | %-38s | %s\n",
+           "kernel", "mode", "slices/pass", "slice", "proj", "slices", "ms (median)",
+           "G updates/s", "x baseline", "choice", "params");
+    printf("-----------------+---------+-------------+-------------+--------+--------+-------"
+           "------+-------------+------------+----------------------------------------+-------\n");
+    char shape[32], marks[160];
+    snprintf(shape, sizeof shape, "%ux%u", size, size);
+    for (size_t i = 0; i < n; i++) {
+        choice_marks(&r, &t[i], t, n, marks, sizeof marks);
+        printf("%-16s | %-7s | %11u | %-11s | %6u | %6u | %11.3f | %11.2f | %10.2f | %-38s | "
+               "%s\n", t[i].row.kernel, tl_quality_name(t[i].row.quality), t[i].slices, shape,
+               proj, t[i].count, t[i].row.ms, t[i].updates_per_s * 1e-9,
+               t[i].base->ms / t[i].row.ms, marks, t[i].params);
+    }
+    fflush(stdout);
+}
+
+/* One problem: a table with a row per kernel and slice count, printed once every count is
+ * timed, so that the choice column can weigh them all. */
 static int bench_problem(const options *o, uint32_t size, uint32_t proj, bool *printed)
 {
     int rc = 0;
-    bool table = false;
+    size_t cap = o->ncounts * MAX_KERNELS, n = 0;
+    timing *all = calloc(cap, sizeof *all);
+    tl_bench_row *rows = calloc(cap, sizeof *rows); /* the bases point in here */
+    if (!all || !rows)
+        rc = fail(1, "out of memory");
+    bool no_base = false;
     for (size_t ci = 0; rc == 0 && ci < o->ncounts; ci++) {
-        uint32_t n = o->counts[ci];
-        int *ids = calloc(n, sizeof *ids);
+        uint32_t count = o->counts[ci];
+        int *ids = calloc(count, sizeof *ids);
         tl_engine *e = NULL;
-        rc = ids ? make_engine(o, size, proj, n, &e, ids) : fail(1, "out of memory");
-        tl_bench_row rows[MAX_KERNELS];
+        rc = ids ? tl_bench_engine(ME, o->backend, o->device, size, proj, count, &e, ids)
+                 : fail(1, "out of memory");
+        tl_bench_row *r = rows + ci * MAX_KERNELS;
         size_t nk = 0;
         tl_status st = TL_OK;
-        if (rc == 0 && (st = tl_engine_bench(e, ids, n, o->reps, rows, MAX_KERNELS, &nk)) !=
+        if (rc == 0 && (st = tl_engine_bench(e, ids, count, o->reps, r, MAX_KERNELS, &nk)) !=
                            TL_OK)
-            rc = fail(1, "benchmark of %ux%u x %u slices failed: %s (%s)", size, size, n,
+            rc = fail(1, "benchmark of %ux%u x %u slices failed: %s (%s)", size, size, count,
                       tl_engine_last_error(e), tl_status_name(st));
         if (rc == 0 && nk == 0)
-            rc = fail(1, "no kernel can serve %u row slices of %ux%u", n, size, size);
+            rc = fail(1, "no kernel can serve %u row slices of %ux%u", count, size, size);
         if (nk > MAX_KERNELS)
             nk = MAX_KERNELS;
         const tl_bench_row *base = NULL;
         for (size_t k = 0; rc == 0 && k < nk; k++)
-            if (!strcmp(rows[k].kernel, "tex-std"))
-                base = &rows[k];
-        if (rc == 0) {
-            print_header(e, o, printed);
-            if (!table) {
-                printf("\nproblem: %ux%u row slices from %u projections (detector %u columns, "
-                       "float32 line integrals)\n", size, size, proj, size);
-                if (!base)
-                    printf("baseline: n/a (no tex-std kernel on this backend): ratios are to "
-                           "the first kernel\n");
-                printf("%-16s | %-7s | %-11s | %6s | %6s | %11s | %11s | %10s\n", "kernel",
-                       "mode", "slice", "proj", "slices", "ms (median)", "G updates/s",
-                       "x baseline");
-                printf("-----------------+---------+-------------+--------+--------+--------"
-                       "-----+-------------+-----------\n");
-                table = true;
-            }
-            if (!base)
-                base = &rows[0];
-            double updates = (double)size * size * proj * n;
-            for (size_t k = 0; k < nk; k++) {
-                char shape[32];
-                snprintf(shape, sizeof shape, "%ux%u", size, size);
-                printf("%-16s | %-7s | %-11s | %6u | %6u | %11.3f | %11.2f | %10.2f\n",
-                       rows[k].kernel, tl_quality_name(rows[k].quality), shape, proj, n,
-                       rows[k].ms, updates / (rows[k].ms * 1e-3) * 1e-9,
-                       base->ms / rows[k].ms);
-            }
-            fflush(stdout);
+            if (!strcmp(r[k].kernel, "tex-std"))
+                base = &r[k];
+        if (rc == 0 && !base) {
+            no_base = true;
+            base = &r[0];
         }
+        for (size_t k = 0; rc == 0 && k < nk; k++) {
+            timing *t = &all[n++];
+            t->row = r[k];
+            t->count = count;
+            t->updates_per_s = (double)size * size * proj * count / (r[k].ms * 1e-3);
+            t->base = base;
+            tl_bench_kernel_info(e, r[k].kernel, &t->slices, &t->params);
+        }
+        if (rc == 0)
+            print_header(e, o, printed);
         tl_engine_destroy(e);
         free(ids);
     }
+    if (n > 0) { /* also what was timed before a failure */
+        printf("\nproblem: %ux%u row slices from %u projections (detector %u columns, "
+               "float32 line integrals)\n", size, size, proj, size);
+        if (no_base)
+            printf("baseline: n/a (no tex-std kernel on this backend): ratios are to the "
+                   "first kernel\n");
+        print_table(size, proj, all, n);
+    }
+    free(all);
+    free(rows);
+    return rc;
+}
+
+/* The device's micro-benchmarks, on backends that have them. */
+static int bench_rates(const options *o)
+{
+    tl_engine_config c;
+    tl_engine_config_init(&c, RATES_ROWS, RATES_COLS, RATES_WINDOW);
+    c.backend = o->backend;
+    c.device = o->device;
+    tl_engine *e;
+    tl_status st = tl_engine_create(&c, &e);
+    if (st != TL_OK)
+        return fail(1, "cannot create an engine for the micro-benchmarks: %s (%s)",
+                    tl_engine_last_error(NULL), tl_status_name(st));
+    bool unsupported;
+    int rc = tl_bench_print_rates(ME, e, &unsupported);
+    tl_engine_destroy(e);
     return rc;
 }
 
@@ -268,7 +327,8 @@ static int bench_pipeline(const options *o)
 
 static int parse_options(int argc, char **argv, options *o)
 {
-    enum { O_BACKEND = 256, O_DEVICE, O_SHAPE, O_SLICES, O_REPS, O_NOPIPE, O_PSHAPE };
+    enum { O_BACKEND = 256, O_DEVICE, O_SHAPE, O_SLICES, O_REPS, O_NOPIPE, O_PSHAPE,
+           O_NORATES };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"device", required_argument, NULL, O_DEVICE},
@@ -277,12 +337,13 @@ static int parse_options(int argc, char **argv, options *o)
         {"reps", required_argument, NULL, O_REPS},
         {"no-pipeline", no_argument, NULL, O_NOPIPE},
         {"pipeline-shape", required_argument, NULL, O_PSHAPE},
+        {"no-rates", no_argument, NULL, O_NORATES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->reps = 20;
-    o->pipeline = true;
+    o->pipeline = o->rates = true;
     o->counts[0] = 1, o->counts[1] = 2, o->counts[2] = 4, o->ncounts = 3;
     o->prow = o->pcol = 2048;
     optind = 1;
@@ -320,6 +381,7 @@ static int parse_options(int argc, char **argv, options *o)
             o->reps = (int)v;
             break;
         case O_NOPIPE: o->pipeline = false; break;
+        case O_NORATES: o->rates = false; break;
         case O_PSHAPE:
             if (!parse_pair(optarg, 65536, &o->prow, &o->pcol))
                 return fail(2, "bad --pipeline-shape '%s': need ROWSxCOLS", optarg);
@@ -340,6 +402,8 @@ int tl_cmd_bench(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--stream") == 0)
             return tl_cmd_stream_bench(argc, argv);
+        else if (strcmp(argv[i], "--volume") == 0)
+            return tl_cmd_volume_bench(argc, argv);
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)
@@ -365,6 +429,8 @@ int tl_cmd_bench(int argc, char **argv)
         if (bench_problem(&o, o.size[i], o.proj[i], &printed) != 0)
             rc = 1;
     if (rc < 0 && o.pipeline && bench_pipeline(&o) != 0)
+        rc = 1;
+    if (rc < 0 && o.rates && bench_rates(&o) != 0)
         rc = 1;
     return rc < 0 ? 0 : rc;
 }

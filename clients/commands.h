@@ -13,6 +13,8 @@ int tl_cmd_ctl(int argc, char **argv);
 int tl_cmd_recon(int argc, char **argv);
 int tl_cmd_bench(int argc, char **argv);
 int tl_cmd_stream_bench(int argc, char **argv); /* tomolive bench --stream */
+int tl_cmd_volume_bench(int argc, char **argv); /* tomolive bench --volume */
+int tl_cmd_tune(int argc, char **argv);
 int tl_cmd_phantom(int argc, char **argv);
 
 #endif

@@ -21,7 +21,7 @@ clients_tomolive_SOURCES = \
 	clients/angles.h clients/angles.c \
 	clients/push.c clients/push_source.h clients/push_source.c \
 	clients/sub.c clients/ctl.c clients/recon.c clients/bench.c clients/phantom.c \
-	clients/stream_bench.c
+	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
 	$(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 clients_tomolive_LDADD = clients/libtlimages.a clients/libtljson.a $(PROTO_LIBS) \

@@ -1,7 +1,8 @@
 /* stream_bench.c — `tomolive bench --stream`: the daemon under a camera's stream.
  *
  * It starts its own tomolived (backend as asked, ingest.overflow = drop, so a daemon that
- * falls behind loses frames instead of slowing the camera), defines a horizontal slice
+ * falls behind loses frames instead of slowing the camera; engine.tune = cached, so kernels
+ * come from `tomolive tune`'s cache and are never timed mid-stream), defines a horizontal slice
  * through the middle row and three ortho-slices, subscribes to all four, and for each rate
  * pushes paced frames over loopback TCP for a few seconds — from several PUSH sockets
  * (one TCP connection each: a single ZeroMQ connection moves only ~3.5 GB/s) with t_acq
@@ -98,7 +99,7 @@ static void sleep_until(double t)
 
 static pid_t start_daemon(const options *o, run *r, bool incremental, char *log, size_t loglen)
 {
-    char set[8][256];
+    char set[9][256];
     snprintf(set[0], sizeof set[0], "ingest.endpoint=%s", r->ingest);
     snprintf(set[1], sizeof set[1], "control.endpoint=%s", r->control);
     snprintf(set[2], sizeof set[2], "slices.endpoint=%s", r->slices);
@@ -107,9 +108,12 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
     snprintf(set[5], sizeof set[5], "slices.incremental=%s", incremental ? "true" : "false");
     snprintf(set[6], sizeof set[6], "http.listen=");
     snprintf(set[7], sizeof set[7], "slices.sndhwm=4");
+    /* kernels as `tomolive tune` left them in the cache, never timed mid-stream (timing a
+     * new slice size would stall the engine for the tuning budget and drop frames) */
+    snprintf(set[8], sizeof set[8], "engine.tune=cached");
     const char *argv[32] = {o->daemon, "--backend", o->backend, "--log-level", "warn"};
     int argc = 5;
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         argv[argc++] = "--set";
         argv[argc++] = set[i];
     }

@@ -4,7 +4,7 @@
  * request leaves the daemon as it was, and answers with exactly one reply: a result, or an
  * error whose code says what kind of problem it was and whose message names the argument.
  * Handlers run on the loop thread and take the daemon lock only around the engine and the
- * slice registry.
+ * slice registry; tune, which takes seconds, is handed to the worker and answered later.
  */
 #include <config.h>
 
@@ -20,6 +20,8 @@ typedef struct {
     uint64_t id;
     const msgpack_object *args;
     msgpack_packer *pk;
+    bool can_defer;     /* the caller can send the reply later (the control socket) */
+    bool deferred;      /* the worker answers: nothing was packed */
 } request;
 
 static void fail(request *r, tl_proto_err code, const char *fmt, ...)
@@ -399,6 +401,73 @@ static void cmd_reset(request *r)
     msgpack_pack_true(r->pk);
 }
 
+/* ---- tune --------------------------------------------------------------------------------- */
+
+/* Times the kernels for slice sizes of the open scan again, whatever the cache holds, stores
+ * and uses the result. The engine is the worker's, so the worker runs it (tuning.c) and
+ * the reply comes when it is done; meanwhile frames queue and control requests are served. */
+static void cmd_tune(request *r)
+{
+    tl_daemon *d = r->d;
+    tl_tuning *t = &d->tuning;
+    tl_proto_error e;
+    uint32_t size[2] = {0, 0};
+    if (!r->can_defer) {
+        fail(r, TL_PROTO_E_UNSUPPORTED, "tune is served on the control socket only");
+        return;
+    }
+    if (r->args && tl_proto_get_dims(r->args, "size", false, size, 2, TL_PROTO_MAX_DIM, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    if (!d->scan.open) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_STATE, "no scan is open: tune times the kernels on the scan's engine "
+             "(send the scan message first, its frames after)");
+        return;
+    }
+    if (t->job != TL_TUNE_JOB_IDLE) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_STATE, "a tune is already running");
+        return;
+    }
+    int n = 0;
+    if (size[0]) {
+        t->job_dims[n][0] = size[0];
+        t->job_dims[n++][1] = size[1];
+    }
+    /* no size given: every size of the slices in the engine, else the default row slice */
+    for (int i = 0; !size[0] && i < d->slices.n; i++) {
+        const tl_slice *sl = &d->slices.v[i];
+        bool seen = sl->engine_id < 0;
+        for (int k = 0; k < n && !seen; k++)
+            seen = t->job_dims[k][0] == sl->height && t->job_dims[k][1] == sl->width;
+        if (seen)
+            continue;
+        if (n == TL_TUNE_MAX_SIZES) {
+            pthread_mutex_unlock(&d->lock);
+            fail(r, TL_PROTO_E_RESOURCE, "the slices have more than %d sizes: name one with "
+                 "\"size\": [h, w]", TL_TUNE_MAX_SIZES);
+            return;
+        }
+        t->job_dims[n][0] = sl->height;
+        t->job_dims[n++][1] = sl->width;
+    }
+    if (n == 0) {
+        t->job_dims[n][0] = d->scan.msg.cols;
+        t->job_dims[n++][1] = d->scan.msg.cols;
+    }
+    t->job_n = n;
+    t->job_id = r->id;
+    t->job = TL_TUNE_JOB_QUEUED;
+    pthread_mutex_unlock(&d->lock);
+    tl_log(TL_LOG_INFO, "tune_requested", "sizes=%d first=%ux%u", n, t->job_dims[0][0],
+           t->job_dims[0][1]);
+    r->deferred = true;
+    tl_worker_poke(d);
+}
+
 /* ---- status ------------------------------------------------------------------------------- */
 
 static void pack_scan(tl_daemon *d, msgpack_packer *pk)
@@ -478,7 +547,7 @@ static void cmd_status(request *r)
     tl_stats *st = &d->stats;
     msgpack_packer *pk = r->pk;
     tl_proto_begin_rep_ok(pk, r->id);
-    msgpack_pack_map(pk, 11);
+    msgpack_pack_map(pk, 12);
     tl_proto_pack_kv_str(pk, "version", PACKAGE_VERSION);
     tl_proto_pack_kv_u64(pk, "protocol", TL_PROTO_VERSION);
     tl_proto_pack_kv_double(pk, "uptime_s", (tl_now_ns() - d->started_ns) / 1e9);
@@ -496,6 +565,8 @@ static void cmd_status(request *r)
         wanted += d->slices.v[i].pinned ||
                   tl_publisher_wanted(&d->pub, d->slices.v[i].topic, d->slices.v[i].topic_len);
     int defined = d->slices.n;
+    pack_key(pk, "kernels");
+    tl_tuning_pack_status(d, pk);
     pthread_mutex_unlock(&d->lock);
     pack_key(pk, "frames");
     pack_frames(d, pk);
@@ -535,7 +606,7 @@ static const command commands[] = {
     {"status", cmd_status, false},           {"set_slice", cmd_set_slice, true},
     {"remove_slice", cmd_remove_slice, true}, {"list_slices", cmd_list_slices, false},
     {"set_param", cmd_set_param, true},       {"reset", cmd_reset, false},
-    {"commands", cmd_commands, false},
+    {"tune", cmd_tune, false},               {"commands", cmd_commands, false},
 };
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 
@@ -547,19 +618,31 @@ static void cmd_commands(request *r)
         tl_proto_pack_cstr(r->pk, commands[i].name);
 }
 
-void tl_commands_run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk)
+/* Runs req; returns true when the reply was deferred (can_defer only). */
+static bool run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk, bool can_defer)
 {
-    request r = {d, req->id, req->args, pk};
+    request r = {d, req->id, req->args, pk, can_defer, false};
     for (size_t i = 0; i < NCOMMANDS; i++) {
         if (!tl_proto_str_eq(req->cmd, commands[i].name))
             continue;
         if (commands[i].needs_args && !req->args) {
             fail(&r, TL_PROTO_E_BAD_ARG, "%s needs arguments (\"args\": {...})", commands[i].name);
-            return;
+            return false;
         }
         commands[i].fn(&r);
-        return;
+        return r.deferred;
     }
     fail(&r, TL_PROTO_E_UNKNOWN_CMD, "unknown command \"%.*s\" (try \"commands\")",
          (int)(req->cmd.len < 64 ? req->cmd.len : 64), req->cmd.ptr);
+    return false;
+}
+
+void tl_commands_run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk)
+{
+    run(d, req, pk, false);
+}
+
+bool tl_commands_run_control(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk)
+{
+    return run(d, req, pk, true);
 }

@@ -42,6 +42,9 @@ static const char *const filter_names[] = {"ram-lak", "shepp-logan", "cosine", "
 static const char *const quality_names[] = {"exact", "fast", "preview", NULL};
 static const char *const weights_names[] = {"uniform", "angles", NULL};
 static const char *const overflow_names[] = {"block", "drop", NULL};
+static const char *const tune_names[] = {"auto", "cached", "off", NULL};
+/* engine.tune_batch: the value is the index, tl_config_tune_batch gives the number */
+static const char *const tune_batch_names[] = {"1", "2", "4", NULL};
 /* ingest.format: the adapters of daemon/adapter.h, by name */
 static const char *const format_names[] = {"tomolive", "dectris-v2", "dectris-v1", "std-daq",
                                            "concert", "array-1.0", "tomopackets", NULL};
@@ -125,6 +128,16 @@ static const key keys[] = {
      "Accuracy the back-projection kernels must meet; a change applies from the next scan."},
     {K("engine", "weights"), K_ENUM, F(weights), 0, 0, weights_names, "uniform", RELOAD,
      "Angular weights: pi/N each (uniform), or each angle's share of the range; next scan."},
+    {K("engine", "tune"), K_ENUM, F(tune), 0, 0, tune_names, "auto", RELOAD,
+     "Kernels per slice size: auto uses the cached choice, else times the kernels and caches "
+     "it (frames queue meanwhile: tune before the scan); cached: cache only; off: built-in rule."},
+    {K("engine", "tune_cache"), K_PATH, F(tune_cache), 0, 0, NULL, "", RELOAD,
+     "Cache of kernel timings (by GPU, driver, shape); empty: $TOMOLIVE_TUNE_CACHE, else "
+     "$XDG_CACHE_HOME/tomolive/tune.json, else ~/.cache/tomolive/tune.json."},
+    {K("engine", "tune_budget"), K_DOUBLE, F(tune_budget), 1, 120, NULL, "15", RELOAD,
+     "Seconds that timing the kernels for one slice size aims to take (auto tuning and the tune command)."},
+    {K("engine", "tune_batch"), K_ENUM, F(tune_batch), 0, 0, tune_batch_names, "4", RELOAD,
+     "Most horizontal slices reconstructed together that the tuner times for throughput (at most the detector rows)."},
     {K("http", "listen"), K_LISTEN, F(http_listen), 0, 0, NULL, "*:8600", RESTART,
      "HOST:PORT of the HTTP server (preview page, /metrics, /api/status); empty: no server."},
     {K("http", "preview_size"), K_INT, F(http_preview_size), 64, 4096, NULL, "512", RELOAD,

@@ -82,6 +82,12 @@ typedef struct {
     int filter;               /* enum ram-lak|shepp-logan|cosine|hamming|hann|parzen, reloadable (next scan) */
     int quality;              /* enum exact|fast|preview, default exact, reloadable (next scan) */
     int weights;              /* enum uniform|angles, default uniform, reloadable (next scan) */
+    /* [engine]: the kernel autotuner (gpu/tune.h, daemon/tuning.c); reloadable, for the
+     * slice sizes resolved from then on */
+    int tune;                 /* enum auto|cached|off, default auto */
+    char tune_cache[TL_CONFIG_ENDPOINT_MAX]; /* cache file, "" = tl_tune_default_path */
+    double tune_budget;       /* seconds of timing per slice size, 1..120, default 15 */
+    int tune_batch;           /* enum 1|2|4 (an index: tl_config_tune_batch), default 4 */
     /* [http] */
     char http_listen[TL_CONFIG_ENDPOINT_MAX]; /* HOST:PORT, default *:8600, "" = no server */
     int http_preview_size;    /* largest side sent to preview pages, 64..4096, default 512, reloadable */
@@ -101,6 +107,12 @@ enum {
 };
 enum { TL_CONFIG_QUALITY_EXACT = 0, TL_CONFIG_QUALITY_FAST, TL_CONFIG_QUALITY_PREVIEW };
 enum { TL_CONFIG_WEIGHTS_UNIFORM = 0, TL_CONFIG_WEIGHTS_ANGLES };
+enum { TL_CONFIG_TUNE_AUTO = 0, TL_CONFIG_TUNE_CACHED, TL_CONFIG_TUNE_OFF };
+/* engine.tune_batch is an enum of the names "1", "2", "4": the number it stands for. */
+static inline unsigned tl_config_tune_batch(const tl_config *c)
+{
+    return 1u << c->tune_batch;
+}
 enum { TL_CONFIG_OVERFLOW_BLOCK = 0, TL_CONFIG_OVERFLOW_DROP };
 /* ingest.format: the adapters of daemon/adapter.h, in the order of their names */
 enum {

@@ -11,7 +11,8 @@
  *     the publisher's taps and act through control commands (tl_commands_run).
  * `lock` guards the scan, its engine and the slice registry: the worker holds it per frame
  * and per reconstruction, control commands hold it briefly. Counters are atomics (stats.h);
- * the queue and the publisher's outbox have locks of their own.
+ * the queue and the publisher's outbox have locks of their own. Timing kernels (tuning.c)
+ * runs on the worker without the lock, on an engine of its own.
  */
 #ifndef TL_DAEMON_H
 #define TL_DAEMON_H
@@ -31,6 +32,7 @@
 #include "daemon/stats.h"
 #include "daemon/zwatch.h"
 #include "gpu/engine.h"
+#include "gpu/tune.h"
 #include "protocol/protocol.h"
 
 /* The worker's per-turn arrays, one entry per slice it may reconstruct at once. */
@@ -54,6 +56,50 @@ typedef struct {
     uint64_t projections;       /* accepted in this scan */
     char last_error[512];       /* why the last scan was refused, for status */
 } tl_scan;
+
+/* The kernels chosen for one slice size of the current engine (tuning.c). */
+typedef enum {
+    TL_TUNE_SRC_TUNING = 0,     /* being timed now */
+    TL_TUNE_SRC_CACHE,          /* read from the cache */
+    TL_TUNE_SRC_TUNED,          /* timed for this engine */
+    TL_TUNE_SRC_OFF,            /* the backend's built-in rule (engine.tune = off, or not cached) */
+    TL_TUNE_SRC_FAILED          /* the built-in rule, because the cache or the timing failed */
+} tl_tune_source;
+const char *tl_tune_source_name(tl_tune_source s);
+
+#define TL_TUNE_MAX_SIZES 16    /* sizes an engine keeps choices for (tl_engine_set_choice) */
+
+typedef struct {
+    uint32_t height, width, window, batch; /* the tuned shape */
+    tl_tune_source source;
+    tl_kernel_choice choice;    /* names "" where the built-in rule applies */
+    double seconds;             /* the resolution took */
+} tl_tune_size;
+
+/* The tune command: queued by commands.c, run by the worker, answered by control.c. */
+typedef enum { TL_TUNE_JOB_IDLE = 0, TL_TUNE_JOB_QUEUED, TL_TUNE_JOB_RUNNING, TL_TUNE_JOB_DONE } tl_tune_job_state;
+
+typedef struct {
+    /* guarded by lock */
+    tl_tune_size sizes[TL_TUNE_MAX_SIZES]; /* resolved for the current engine; emptied with it */
+    int nsizes;
+    bool full_logged;           /* more sizes than the engine keeps: said once per engine */
+    tl_tune_job_state job;
+    uint64_t job_id;            /* the request's id */
+    uint32_t job_dims[TL_TUNE_MAX_SIZES][2];
+    int job_n;
+    /* the job's reply: packed by the worker (RUNNING), sent by the loop (DONE) */
+    msgpack_sbuffer job_reply;
+    unsigned char job_route[256]; /* the requester's ROUTER identity (control.c) */
+    size_t job_route_len;
+    bool job_envelope;          /* a REQ client: an empty part after the identity */
+    uv_async_t job_done;        /* the worker wakes the loop to send the reply */
+    bool job_async_ready;
+    tl_tune_result *result;     /* the worker's: timings of the size being resolved */
+    /* the watchdog accepts a silent worker until then (monotonic ns), 0 = no timing */
+    atomic_uint_least64_t busy_until;
+    atomic_int threads;         /* timing threads running (left behind by a stop, too) */
+} tl_tuning;
 
 typedef struct tl_daemon {
     tl_config cfg;
@@ -86,6 +132,7 @@ typedef struct tl_daemon {
     pthread_mutex_t lock;
     tl_scan scan;
     tl_slices slices;
+    tl_tuning tuning;
 
     /* event loop */
     tl_publisher pub;
@@ -123,8 +170,26 @@ int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen);
 int tl_control_open(tl_daemon *d, char *err, size_t errlen);
 void tl_control_close(tl_daemon *d);
 
-/* commands.c — one control request; packs the whole reply with pk. */
+/* commands.c — one control request; packs the whole reply with pk. In-process callers
+ * (HTTP, RECAST3D) use tl_commands_run, which refuses commands that answer later (tune).
+ * The control socket uses tl_commands_run_control: it returns true when the command was
+ * handed to the worker and nothing was packed; the reply then comes from tl_tuning's job
+ * (control.c sends it when the worker signals job_done). */
 void tl_commands_run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk);
+bool tl_commands_run_control(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk);
+
+/* tuning.c — which kernels serve each slice size (gpu/tune.h). init and destroy come with
+ * the worker (tl_worker_start, tl_worker_stop); the others want the lock held. */
+int tl_tuning_init(tl_daemon *d);   /* 0, or -1 out of memory */
+void tl_tuning_destroy(tl_daemon *d);
+/* Worker thread: resolves the kernel choice of every wanted slice size that the current
+ * engine has none for yet (cache, timing or the built-in rule, per engine.tune), and runs
+ * a queued tune command. Releases the lock while timing. */
+void tl_tuning_turn(tl_daemon *d);
+/* The engine went away (tl_scan_close): its sizes are forgotten. */
+void tl_tuning_forget(tl_daemon *d);
+/* status: the "kernels" map. */
+void tl_tuning_pack_status(tl_daemon *d, msgpack_packer *pk);
 
 /* The policy a slice follows when its request gave none. */
 tl_update_policy tl_default_policy(const tl_config *c);

@@ -33,6 +33,7 @@ void tl_scan_close(tl_daemon *d)
     tl_engine_destroy(s->engine);
     s->engine = NULL;
     s->open = false;
+    tl_tuning_forget(d); /* kernel choices belong to the engine */
     for (int i = 0; i < d->slices.n; i++) {
         d->slices.v[i].engine_id = -1;
         d->slices.v[i].tracked = false;

@@ -10,6 +10,10 @@
  * delayed by more than one reconstruction. Between turns the lock is free for control
  * commands. The worker beats a heartbeat that the systemd watchdog checks, so a stuck
  * engine (a hung GPU) is noticed, not hidden by a live event loop.
+ *
+ * Before the due slices are reconstructed, every wanted slice size new to the engine gets
+ * its kernels resolved (tuning.c: cache, timing or the built-in rule), so a slice is never
+ * served by a kernel other than the one chosen for it; a tune command runs there too.
  */
 #include <config.h>
 
@@ -114,6 +118,7 @@ static void *run(void *arg)
             got = tl_now_ns() - t0 < TL_WORKER_BATCH_NS && !atomic_load(&d->worker_stop) &&
                   tl_queue_pop(&d->queue, &it, 0);
         }
+        tl_tuning_turn(d); /* may free the lock while timing */
         wake = publish_due(d);
         pthread_mutex_unlock(&d->lock);
     }
@@ -149,7 +154,7 @@ int tl_worker_start(tl_daemon *d)
     w->bufs = calloc((size_t)w->cap, sizeof *w->bufs);
     w->outs = calloc((size_t)w->cap, sizeof *w->outs);
     w->info = calloc((size_t)w->cap, sizeof *w->info);
-    if (!w->ids || !w->due || !w->bufs || !w->outs || !w->info)
+    if (!w->ids || !w->due || !w->bufs || !w->outs || !w->info || tl_tuning_init(d) != 0)
         return -1;
     atomic_store(&d->worker_stop, false);
     atomic_store(&d->worker_beat, tl_now_ns());
@@ -168,6 +173,7 @@ void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
     free(w->bufs);
     free(w->outs);
     free(w->info);
+    tl_tuning_destroy(d);
 }
 
 void tl_worker_poke(tl_daemon *d)

@@ -50,7 +50,12 @@ typedef struct {
     size_t nproj;
     const char *force;  /* kernel name to use ("" or NULL: the backend chooses) */
     tl_quality quality; /* worst quality mode allowed */
-    const char *kernel; /* set by the backend: name of the kernel it used */
+    const tl_kernel_choice *choices; /* the tuned kernels by slice size (engine.h) */
+    size_t nchoices;
+    const char *kernel; /* set by the backend: name of the kernel it used ("mixed" when
+                           slices differed) */
+    const char **slice_kernel; /* NULL, or nslices entries the backend sets to the name of
+                                  each slice's kernel (static strings) */
 } tl_bp_job;
 
 typedef struct tl_backend_ops {
@@ -92,6 +97,9 @@ typedef struct tl_backend_ops {
     tl_status (*bench)(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
                        size_t *n);
     tl_status (*bench_store)(void *state, const tl_frame *f, int reps, double *ms);
+    void (*device_id)(const void *state, tl_device_id *id);
+    /* Micro-benchmarks of the device (engine.h); NULL where there are none. */
+    tl_status (*hw_rates)(void *state, tl_hw_rate *out, size_t cap, size_t *n);
 } tl_backend_ops;
 
 extern const tl_backend_ops tl_cpu_backend;

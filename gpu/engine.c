@@ -34,6 +34,11 @@ typedef struct {
  * updated projection by projection (a jump of the index by most of a window). */
 #define TL_TRACK_MAX_EVICT 8
 
+/* Slice sizes with a tuned kernel choice (tl_engine_set_choice). */
+#define TL_ENGINE_MAX_CHOICES 16
+/* Kernels a backend may list. */
+#define TL_ENGINE_MAX_KERNELS 128
+
 struct tl_engine {
     tl_engine_config cfg;
     const tl_backend_ops *ops;
@@ -57,6 +62,8 @@ struct tl_engine {
     size_t cap_bps;
     int *ids;                 /* scratch: slice ids, 3 per requested slice (reconstruct_split) */
     float **bps_out;          /* scratch: outputs, 2 per requested slice */
+    const char **bps_kernel;  /* scratch: the kernel of each slice of a job */
+    const char **kernel_of;   /* scratch: the kernel of each requested slice */
     size_t cap_ids;
     tl_bp_slice *tbps;        /* scratch for incremental updates: one per tracked slice */
     int *tids;
@@ -66,6 +73,9 @@ struct tl_engine {
     angle_key *order;         /* scratch for angular weights */
 
     uint64_t accepted[3], stale, duplicate, shape;
+
+    tl_kernel_choice choices[TL_ENGINE_MAX_CHOICES]; /* tuned kernels by slice size */
+    size_t nchoices;
 };
 
 static _Thread_local tl_errbuf create_error;
@@ -207,9 +217,9 @@ static tl_status apply_filter(tl_engine *e, tl_filter f)
 
 static bool has_kernel(const tl_engine *e, const char *name)
 {
-    tl_kernel_info k[32];
-    size_t n = e->ops->kernels(e->be, k, 32);
-    for (size_t i = 0; i < n && i < 32; i++)
+    tl_kernel_info k[TL_ENGINE_MAX_KERNELS];
+    size_t n = e->ops->kernels(e->be, k, TL_ENGINE_MAX_KERNELS);
+    for (size_t i = 0; i < n && i < TL_ENGINE_MAX_KERNELS; i++)
         if (strncmp(k[i].name, name, sizeof e->cfg.kernel) == 0)
             return true;
     return false;
@@ -299,6 +309,8 @@ void tl_engine_destroy(tl_engine *e)
     free(e->order);
     free(e->slices); /* the backend's destroy freed the accumulators */
     free(e->bps);
+    free(e->bps_kernel);
+    free(e->kernel_of);
     free(e->ids);
     free(e->bps_out);
     free(e->tbps);
@@ -587,9 +599,13 @@ static tl_status prepare_job(tl_engine *e, const int *ids, size_t n, float *cons
 {
     if (n > e->cap_bps) {
         tl_bp_slice *b = realloc(e->bps, n * sizeof *b);
-        if (!b)
+        if (b)
+            e->bps = b;
+        const char **k = realloc(e->bps_kernel, n * sizeof *k);
+        if (k)
+            e->bps_kernel = k;
+        if (!b || !k)
             return tl_fail(&e->err, TL_ENOMEM, "out of memory for %zu slices", n);
-        e->bps = b;
         e->cap_bps = n;
     }
     for (size_t k = 0; k < n; k++) {
@@ -602,9 +618,41 @@ static tl_status prepare_job(tl_engine *e, const int *ids, size_t n, float *cons
         e->bps[k].out = out ? out[k] : NULL;
     }
     *job = (tl_bp_job){.slices = e->bps, .nslices = n, .proj = e->proj,
-                       .force = e->cfg.kernel, .quality = e->cfg.quality};
+                       .force = e->cfg.kernel, .quality = e->cfg.quality,
+                       .choices = e->choices, .nchoices = e->nchoices,
+                       .slice_kernel = e->bps_kernel};
+    for (size_t k = 0; k < n; k++)
+        e->bps_kernel[k] = NULL;
     job->nproj = build_projections(e);
     return TL_OK;
+}
+
+/* A full window for benchmarks: every slot, uniform angles over 180 degrees. */
+static size_t full_projections(tl_engine *e)
+{
+    uint32_t n = e->win.n;
+    for (uint32_t s = 0; s < n; s++) {
+        double theta = M_PI * s / n;
+        e->proj[s] = (tl_bp_proj){.slot = s, .cos_t = cos(theta), .sin_t = sin(theta),
+                                  .center = e->cfg.center, .weight = M_PI / n};
+    }
+    return n;
+}
+
+static size_t index_of(const int *ids, size_t n, int id)
+{
+    for (size_t k = 0; k < n; k++)
+        if (ids[k] == id)
+            return k;
+    return 0; /* not reached: id comes from ids */
+}
+
+/* Records the kernel that made slice id (ids may name a slice more than once: all). */
+static void set_slice_kernel(tl_engine *e, const int *ids, size_t n, int id, const char *name)
+{
+    for (size_t k = 0; k < n; k++)
+        if (ids[k] == id)
+            e->kernel_of[k] = name;
 }
 
 /* The tracked slices among ids: rebuilt where needed, then read out. The others are
@@ -646,6 +694,8 @@ static tl_status reconstruct_split(tl_engine *e, const int *ids, size_t n, float
             st = e->ops->acc_update(e->be, &job, rb, false, 1.0);
         if (st != TL_OK)
             return st;
+        for (size_t k = 0; k < nr; k++)
+            set_slice_kernel(e, ids, n, rb[k], e->bps_kernel[k] ? e->bps_kernel[k] : job.kernel);
         for (size_t k = 0; k < nr; k++) {
             e->slices[rb[k]].valid = true;
             e->slices[rb[k]].updates = 0;
@@ -658,6 +708,10 @@ static tl_status reconstruct_split(tl_engine *e, const int *ids, size_t n, float
             return st;
         if (!*kernel)
             *kernel = e->track_kernel ? e->track_kernel : "incremental";
+        for (size_t k = 0; k < nt; k++) /* read-outs not rebuilt now: the update kernel */
+            if (!e->kernel_of[index_of(ids, n, rd[k])])
+                set_slice_kernel(e, ids, n, rd[k],
+                                 e->track_kernel ? e->track_kernel : "incremental");
     }
     if (nu) {
         st = prepare_job(e, un, nu, uout, &job);
@@ -666,6 +720,8 @@ static tl_status reconstruct_split(tl_engine *e, const int *ids, size_t n, float
         if (st != TL_OK)
             return st;
         *kernel = job.kernel;
+        for (size_t k = 0; k < nu; k++)
+            set_slice_kernel(e, ids, n, un[k], e->bps_kernel[k] ? e->bps_kernel[k] : job.kernel);
     }
     return TL_OK;
 }
@@ -676,14 +732,19 @@ tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *c
     if (3 * n > e->cap_ids) {
         int *v = realloc(e->ids, 3 * n * sizeof *v);
         float **o = realloc(e->bps_out, 2 * n * sizeof *o);
+        const char **kn = realloc(e->kernel_of, n * sizeof *kn);
         if (v)
             e->ids = v;
         if (o)
             e->bps_out = o;
-        if (!v || !o)
+        if (kn)
+            e->kernel_of = kn;
+        if (!v || !o || !kn)
             return tl_fail(&e->err, TL_ENOMEM, "out of memory for %zu slices", n);
         e->cap_ids = 3 * n;
     }
+    for (size_t k = 0; k < n; k++)
+        e->kernel_of[k] = NULL;
     for (size_t k = 0; k < n; k++)
         if (ids[k] < 0 || ids[k] >= e->nslices || !e->slices[ids[k]].used)
             return tl_fail(&e->err, TL_ENOTFOUND, "no slice %d", ids[k]);
@@ -709,8 +770,11 @@ tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *c
             si.t_recv = e->t_recv[s];
             found = true;
         }
-        for (size_t k = 0; k < n; k++)
+        for (size_t k = 0; k < n; k++) {
             info[k] = si;
+            if (e->kernel_of[k])
+                info[k].kernel = e->kernel_of[k];
+        }
     }
     return TL_OK;
 }
@@ -729,7 +793,88 @@ tl_status tl_engine_bench(tl_engine *e, const int *ids, size_t nids, int reps, t
     tl_status st = prepare_job(e, ids, nids, NULL, &job);
     if (st != TL_OK)
         return st;
+    job.nproj = full_projections(e);
     return e->ops->bench(e->be, &job, reps < 1 ? 1 : reps, rows, cap, n);
+}
+
+tl_status tl_engine_bench_kernel(tl_engine *e, const int *ids, size_t nids, const char *kernel,
+                                 int reps, tl_bench_row *row)
+{
+    tl_bp_job job;
+    tl_status st = prepare_job(e, ids, nids, NULL, &job);
+    if (st != TL_OK)
+        return st;
+    if (!kernel || !has_kernel(e, kernel))
+        return tl_fail(&e->err, TL_EINVAL, "the %s backend has no kernel \"%s\"", e->ops->name,
+                       kernel ? kernel : "(null)");
+    job.force = kernel;
+    job.nproj = full_projections(e);
+    size_t n = 0;
+    st = e->ops->bench(e->be, &job, reps < 1 ? 1 : reps, row, 1, &n);
+    if (st == TL_OK && n == 0)
+        st = tl_fail(&e->err, TL_EINVAL, "kernel %s cannot serve these slices", kernel);
+    return st;
+}
+
+tl_status tl_engine_hw_rates(tl_engine *e, tl_hw_rate *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    if (!e->ops->hw_rates)
+        return tl_fail(&e->err, TL_EUNSUPPORTED, "the %s backend has no micro-benchmarks",
+                       e->ops->name);
+    return e->ops->hw_rates(e->be, out, cap, n);
+}
+
+void tl_engine_device_id(const tl_engine *e, tl_device_id *id)
+{
+    memset(id, 0, sizeof *id);
+    e->ops->device_id(e->be, id);
+}
+
+/* ---- tuned kernel choices ----------------------------------------------------------------- */
+
+static tl_kernel_choice *find_choice(const tl_engine *e, uint32_t h, uint32_t w)
+{
+    for (size_t i = 0; i < e->nchoices; i++)
+        if (e->choices[i].height == h && e->choices[i].width == w)
+            return (tl_kernel_choice *)&e->choices[i];
+    return NULL;
+}
+
+tl_status tl_engine_set_choice(tl_engine *e, const tl_kernel_choice *c)
+{
+    for (int q = 0; q < TL_QUALITY_COUNT; q++)
+        for (int b = 0; b < 2; b++) {
+            const char *name = b ? c->batch[q] : c->single[q];
+            if (memchr(name, '\0', sizeof c->single[q]) == NULL)
+                return tl_fail(&e->err, TL_EINVAL, "kernel choice: name not terminated");
+            if (name[0] && !has_kernel(e, name))
+                return tl_fail(&e->err, TL_EINVAL, "kernel choice: the %s backend has no "
+                               "kernel \"%s\"", e->ops->name, name);
+        }
+    tl_kernel_choice *slot = find_choice(e, c->height, c->width);
+    if (!slot) {
+        if (e->nchoices == TL_ENGINE_MAX_CHOICES)
+            return tl_fail(&e->err, TL_EINVAL, "kernel choices for more than %d slice sizes",
+                           TL_ENGINE_MAX_CHOICES);
+        slot = &e->choices[e->nchoices++];
+    }
+    *slot = *c;
+    return TL_OK;
+}
+
+bool tl_engine_get_choice(const tl_engine *e, uint32_t height, uint32_t width,
+                          tl_kernel_choice *out)
+{
+    const tl_kernel_choice *c = find_choice(e, height, width);
+    if (c && out)
+        *out = *c;
+    return c != NULL;
+}
+
+void tl_engine_clear_choices(tl_engine *e)
+{
+    e->nchoices = 0;
 }
 
 tl_status tl_engine_bench_store(tl_engine *e, const tl_frame *f, int reps, double *ms)

@@ -228,12 +228,46 @@ tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *c
 
 /* The back-projection kernels a backend has, with the quality mode each satisfies. */
 typedef struct {
-    const char *name;         /* static string, e.g. "tex-std", "alu-exact", "cpu-f32" */
+    const char *name;         /* static string, e.g. "tex-std", "alu-fr/t64q16s8", "cpu-f32" */
     tl_quality quality;
     bool planes;              /* serves arbitrary planes (else horizontal rows only) */
+    uint32_t slices;          /* horizontal slices computed per pass (1, 2 or 4): a kernel of
+                                 2 or 4 serves that many rows of the same geometry at once */
+    const char *params;       /* static string: its parameters, for tables ("tile 64x64, ...") */
 } tl_kernel_info;
 /* Writes at most cap entries, returns how many kernels there are. */
 size_t tl_engine_kernels(const tl_engine *e, tl_kernel_info *out, size_t cap);
+
+/* The kernels to use for height x width slices, as the autotuner (gpu/tune.h) chose them on
+ * this card, indexed by the allowed quality (tl_quality): `single` for a slice on its own
+ * (latency), `batch` for several horizontal slices of that size and geometry reconstructed
+ * together (throughput). An empty name leaves that case to the backend's built-in rule, as
+ * does a size without a choice. A chosen kernel that cannot serve a slice (a plane, a
+ * window beyond its limits) is passed over for the built-in rule, never an error. */
+#define TL_QUALITY_COUNT 3
+typedef struct {
+    uint32_t height, width;
+    char single[TL_QUALITY_COUNT][32];
+    char batch[TL_QUALITY_COUNT][32];
+} tl_kernel_choice;
+/* Sets the choice for c->height x c->width (replacing an earlier one of that size); names
+ * must be kernels of this backend (TL_EINVAL otherwise). At most 16 sizes per engine. */
+tl_status tl_engine_set_choice(tl_engine *e, const tl_kernel_choice *c);
+/* The choice for h x w; false when there is none. */
+bool tl_engine_get_choice(const tl_engine *e, uint32_t height, uint32_t width,
+                          tl_kernel_choice *out);
+void tl_engine_clear_choices(tl_engine *e);
+
+/* What the engine runs on, as the tuning cache keys it. */
+typedef struct {
+    char name[160];           /* "NVIDIA H100 80GB HBM3", "CPU (16 threads)" */
+    char uuid[48];            /* "GPU-1a2b...", "cpu" */
+    char driver[32];          /* CUDA driver API version "13.0", "" on the CPU */
+    char runtime[32];         /* CUDA runtime version, "" on the CPU */
+    int cc_major, cc_minor;   /* compute capability (0 on the CPU) */
+    int sm_count;             /* multiprocessors (threads on the CPU) */
+} tl_device_id;
+void tl_engine_device_id(const tl_engine *e, tl_device_id *id);
 
 /* ---- benchmarks -------------------------------------------------------------------------- */
 
@@ -246,10 +280,27 @@ typedef struct {
     double updates_per_s;     /* pixels x projections x slices / time */
 } tl_bench_row;
 
-/* Times every kernel able to serve these slices from the current window (reconstructing
- * into internal buffers, no host copies). Writes at most cap rows, sets *n to the count. */
+/* Times every kernel able to serve these slices (reconstructing into internal buffers, no
+ * host copies) as if the window were full: every slot, uniform angles over 180 degrees,
+ * whatever the slots hold, so a new scan can be timed before its first frame. Writes at
+ * most cap rows, sets *n to the count. */
 tl_status tl_engine_bench(tl_engine *e, const int *ids, size_t nids, int reps, tl_bench_row *rows,
                           size_t cap, size_t *n);
+/* The same for one kernel only (by name); TL_EINVAL when it cannot serve the slices. An
+ * engine created with config.kernel set times only that kernel in tl_engine_bench too. */
+tl_status tl_engine_bench_kernel(tl_engine *e, const int *ids, size_t nids, const char *kernel,
+                                 int reps, tl_bench_row *row);
+
+/* One measured hardware rate of the engine's device (seed-000-001.md §6.2 AP-2: the card's
+ * row of the paper's Table 10): texture filter rates, conversion rates, shared memory. */
+typedef struct {
+    const char *name;         /* static: "texture float linear", "shared 128-bit loads", ... */
+    const char *unit;         /* static: "G texels/s", "G ops/s", "GB/s" */
+    double value;
+} tl_hw_rate;
+/* Runs the micro-benchmarks (a second or two on a GPU). TL_EUNSUPPORTED on backends
+ * without them (the CPU). Writes at most cap rows, sets *n to the count. */
+tl_status tl_engine_hw_rates(tl_engine *e, tl_hw_rate *out, size_t cap, size_t *n);
 /* Times the per-frame path (upload from pinned host memory, convert, correct, filter,
  * store) for frame f, median of reps calls after warm-up. The frame is not kept. */
 tl_status tl_engine_bench_store(tl_engine *e, const tl_frame *f, int reps, double *ms);

@@ -8,8 +8,9 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/filter.h gpu/filter.c \
 	gpu/cpu/pool.h gpu/cpu/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
 	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
-	gpu/phantom.h gpu/phantom.c
-gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS)
+	gpu/phantom.h gpu/phantom.c \
+	gpu/tune.h gpu/tune.c gpu/tune_cache.c
+gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS) $(JANSSON_CFLAGS)
 
 ENGINE_LIBS = gpu/libtlengine.a
 if HAVE_CUDA
@@ -25,6 +26,6 @@ NVCC_ALLFLAGS = $(NVCC_GENCODE) -std=c++17 -O3 -lineinfo -Xcompiler -Wall,-Wextr
 -include $(patsubst %.cu,%.d,$(filter %.cu,$(gpu_libtlcuda_a_SOURCES)))
 CLEANFILES += gpu/cuda/*.d
 endif
-ENGINE_LIBS += $(FFTW_LIBS) -lm
+ENGINE_LIBS += $(FFTW_LIBS) $(JANSSON_LIBS) -lm
 # the CUDA backend's file list (CUDA_SOURCES) and its tests live with it
 include gpu/cuda/cuda.mk

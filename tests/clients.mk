@@ -37,3 +37,7 @@ tests_integration_check_bench_LDADD = $(CLIENT_TEST_LIBS) $(ENGINE_LIBS)
 tests_integration_check_recon_window_SOURCES = tests/integration/check_recon_window.c
 tests_integration_check_recon_window_CFLAGS = $(CLIENT_TEST_CFLAGS) $(TIFF_CFLAGS)
 tests_integration_check_recon_window_LDADD = $(CLIENT_TEST_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS)
+
+# tomolive tune (the autotuner and its cache, CPU backend)
+TESTS += tests/integration/check_tune.sh
+EXTRA_DIST += tests/integration/check_tune.sh

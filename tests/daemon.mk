@@ -1,5 +1,10 @@
 # daemon tests (config, notify, logs, end to end)
 
+# Daemons that tests start without naming a tuning cache (tomolive bench --stream, the
+# tools' tests) keep their kernel timings in the build tree, not in the user's ~/.cache.
+AM_TESTS_ENVIRONMENT += TOMOLIVE_TUNE_CACHE='$(abs_top_builddir)/tests/tune-cache.json'; export TOMOLIVE_TUNE_CACHE;
+CLEANFILES += tests/tune-cache.json
+
 # A fake systemd notification socket (AF_UNIX datagrams), for check_notify and the
 # end-to-end tests: link NOTIFY_LISTENER_LIBS.
 noinst_LIBRARIES += tests/libtlnotify.a
@@ -53,3 +58,11 @@ tests_integration_check_e2e_LDADD = $(SCAN_LIBS) $(FIXTURE_LIBS) $(IMAGE_LIBS) $
 # the streaming benchmark runs (tomolive bench --stream, tiny frames, CPU)
 TESTS += tests/integration/stream_bench.sh
 EXTRA_DIST += tests/integration/stream_bench.sh
+
+# the kernel autotuner in the daemon: engine.tune auto/cached/off, a corrupt cache, the
+# tune command, kernels in status and slice headers (CPU backend)
+check_PROGRAMS += tests/integration/check_tune_daemon
+TESTS += tests/integration/check_tune_daemon
+tests_integration_check_tune_daemon_SOURCES = tests/integration/check_tune_daemon.c
+tests_integration_check_tune_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_tune_daemon_LDADD = $(FIXTURE_LIBS) $(TEST_LIBS)

@@ -49,15 +49,19 @@ int tl_fx_start_env(tl_fixture *f, const char *tag, const char *const *extra,
     snprintf(f->control, sizeof f->control, "ipc://%s/control", f->dir);
     snprintf(f->slices, sizeof f->slices, "ipc://%s/slices", f->dir);
     snprintf(f->log_path, sizeof f->log_path, "%s/daemon.log", f->dir);
-    char bin[1024], set_i[600], set_c[600], set_s[600];
+    char bin[1024], set_i[600], set_c[600], set_s[600], set_t[600];
     snprintf(bin, sizeof bin, "%s/daemon/tomolived", builddir());
     snprintf(set_i, sizeof set_i, "ingest.endpoint=%s", f->ingest);
     snprintf(set_c, sizeof set_c, "control.endpoint=%s", f->control);
     snprintf(set_s, sizeof set_s, "slices.endpoint=%s", f->slices);
+    /* No kernel timing unless a test asks (it takes seconds per slice size, during which
+     * frames queue); its cache in the test's directory, not the user's ~/.cache. */
+    snprintf(set_t, sizeof set_t, "engine.tune_cache=%s/tune.json", f->dir);
     /* no HTTP server unless a test asks (parallel daemons would all want port 8600) */
     const char *argv[64] = {bin, "--set", set_i, "--set", set_c, "--set", set_s,
-                            "--backend", "cpu", "--log-level", "debug", "--set", "http.listen="};
-    int argc = 13;
+                            "--backend", "cpu", "--log-level", "debug", "--set", "http.listen=",
+                            "--set", set_t, "--set", "engine.tune=off"};
+    int argc = 17;
     for (int i = 0; extra && extra[i] && argc < 62; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;

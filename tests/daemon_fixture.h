@@ -34,7 +34,8 @@ typedef struct {
 } tl_fixture;
 
 /* Starts the daemon (CPU backend unless extra says otherwise) and waits until it answers
- * a status request. extra: more command-line arguments, NULL-terminated (may be NULL).
+ * a status request. Kernel tuning is off (engine.tune=off) unless extra says otherwise,
+ * and its cache is DIR/tune.json. extra: more command-line arguments, NULL-terminated (may be NULL).
  * env: "NAME=value" strings added to its environment, NULL-terminated (may be NULL). */
 int tl_fx_start_env(tl_fixture *f, const char *tag, const char *const *extra,
                     const char *const *env);

@@ -17,3 +17,14 @@ TESTS += tests/unit/check_engine_alloc
 tests_unit_check_engine_alloc_SOURCES = tests/unit/check_engine_alloc.c
 tests_unit_check_engine_alloc_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_engine_alloc_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# the FP32 rounding trick of the ALU kernels (gpu/cuda/fround.h is plain C outside nvcc)
+check_PROGRAMS += tests/unit/check_fround
+TESTS += tests/unit/check_fround
+tests_unit_check_fround_SOURCES = tests/unit/check_fround.c gpu/cuda/fround.h
+tests_unit_check_fround_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_fround_LDADD = $(TEST_LIBS) -lm
+check_PROGRAMS += tests/unit/check_tune
+TESTS += tests/unit/check_tune
+tests_unit_check_tune_SOURCES = tests/unit/check_tune.c
+tests_unit_check_tune_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_tune_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)

@@ -8,6 +8,13 @@ tests_gpu_check_cuda_SOURCES = tests/gpu/check_cuda.c
 tests_gpu_check_cuda_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_gpu_check_cuda_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_gpu_check_cuda_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# every kernel the CUDA backend lists, generically, against the float64 reference
+check_PROGRAMS += tests/gpu/check_kernels
+TESTS += tests/gpu/check_kernels
+tests_gpu_check_kernels_SOURCES = tests/gpu/check_kernels.c
+tests_gpu_check_kernels_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_gpu_check_kernels_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_gpu_check_kernels_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
 
 # the daemon end to end on the CUDA backend (skips without a GPU)
 TESTS += tests/gpu/e2e_cuda.sh

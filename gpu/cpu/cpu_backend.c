@@ -383,7 +383,8 @@ static size_t cpu_kernels(const void *state, tl_kernel_info *out, size_t cap)
 {
     const tl_cpu_state *s = state;
     if (cap > 0)
-        out[0] = (tl_kernel_info){s->f64 ? "cpu-f64" : "cpu-f32", TL_QUALITY_EXACT, true};
+        out[0] = (tl_kernel_info){s->f64 ? "cpu-f64" : "cpu-f32", TL_QUALITY_EXACT, true, 1,
+                                  "pixel-driven, slice-parallel threads, exact linear"};
     return 1;
 }
 
@@ -505,6 +506,14 @@ static const char *cpu_device_name(const void *state)
     return ((const tl_cpu_state *)state)->device_name;
 }
 
+static void cpu_device_id(const void *state, tl_device_id *id)
+{
+    const tl_cpu_state *s = state;
+    snprintf(id->name, sizeof id->name, "%s", s->device_name);
+    snprintf(id->uuid, sizeof id->uuid, "cpu");
+    id->sm_count = s->nthreads;
+}
+
 const tl_backend_ops tl_cpu_backend = {
     .name = "cpu",
     .estimate = cpu_estimate,
@@ -524,4 +533,6 @@ const tl_backend_ops tl_cpu_backend = {
     .kernels = cpu_kernels,
     .bench = cpu_bench,
     .bench_store = cpu_bench_store,
+    .device_id = cpu_device_id,
+    .hw_rates = NULL, /* the micro-benchmarks are of GPU units */
 };

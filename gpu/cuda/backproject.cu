@@ -1,20 +1,21 @@
-/* backproject.cu — the reconstruct path: which kernel serves which slice, the job's
- * projection tables, launching, and the copy of the slices back to the host.
+/* backproject.cu — the reconstruct path: which kernel serves which slice, batching slices
+ * for the multi-slice kernels, the job's projection tables, launching, and the copy of the
+ * slices back to the host.
  *
- * Kernel choice (per slice, unless the job forces one kernel for all):
- *   - a horizontal slice (xaxis and yaxis without z components) at an integer detector row
- *     inside [0, rows) may use the fast kernels:
- *       quality EXACT           -> alu-exact;
- *       quality FAST or PREVIEW -> tex-std, the texture kernel of seed 000 Alg. 1.
- *     (Seed-000-001.md §3.5 predicts the ALU kernel to be faster on an H100, but that is for
- *     its tuned variants; this first, untuned alu-exact is unmeasured, so the rule keeps
- *     the paper's baseline for the fast modes. `tomolive bench` times both, and the
- *     autotuner of a later issue replaces this rule with measurements.)
- *     A fast kernel that cannot serve the slice (window beyond the texture limits, pixel
- *     spacing beyond the ALU cache) falls back to the next: tex-std -> alu-exact ->
- *     plane-exact, each at least as exact as the one before.
- *   - everything else (planes, ortho-slices, non-integer z) -> plane-exact.
- * job->kernel names the kernel, or the kernels joined with "+" when slices differed.
+ * Kernel choice, per slice (kernels.cuh lists the kernels):
+ *   1. a forced kernel (config.kernel) serves every slice or the job fails (TL_EINVAL);
+ *   2. else the autotuner's choice for the slice's size (tl_kernel_choice): `batch` when
+ *      the job has other horizontal slices of the same geometry that kernel can take in
+ *      the same pass, else `single` — when that kernel can serve the slice;
+ *   3. else the built-in rule below, which also catches what a chosen kernel cannot serve:
+ *      the first kernel of BUILTIN_* of an allowed quality that serves the slice. Every
+ *      list ends with plane-exact, which serves anything.
+ * The built-in order is the H100 ranking measured by `tomolive tune` (see the kernel
+ * files); on another card the tuner's choice replaces it.
+ *
+ * Batching: slices that chose the same multi-slice kernel and share a geometry (the same
+ * horizontal plane up to z, the same size) are launched together, up to the kernel's
+ * slices per pass, in job order.
  *
  * The projection tables (float cos, sin, centre, weight; slot; slot + 0.5 for the texture
  * row) are filled in pinned host memory and uploaded on the engine's stream once per job;
@@ -30,25 +31,61 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpu/cuda/bp_common.cuh"
+#include "gpu/cuda/kernels.cuh"
 
-static const char *const kernel_names[TL_CUDA_NKERNELS] = {"tex-std", "alu-exact", "plane-exact"};
-static const tl_quality kernel_quality[TL_CUDA_NKERNELS] = {TL_QUALITY_FAST, TL_QUALITY_EXACT,
-                                                            TL_QUALITY_EXACT};
-/* job->kernel must be a static string: every combination, indexed by a bit mask of kernels */
-static const char *const kernel_combos[1 << TL_CUDA_NKERNELS] = {
-    "none", "tex-std", "alu-exact", "tex-std+alu-exact", "plane-exact", "tex-std+plane-exact",
-    "alu-exact+plane-exact", "tex-std+alu-exact+plane-exact"};
+/* ---- the table --------------------------------------------------------------------------- */
 
-const char *tl_cuda_kernel_name(int k)
+static const struct {
+    const tl_cuda_kernel *list;
+    const int *n;
+} families[] = {
+    {tl_cuda_tex_kernels, &tl_cuda_tex_nkernels}, {tl_cuda_alu_kernels, &tl_cuda_alu_nkernels},
+    {tl_cuda_hyb_kernels, &tl_cuda_hyb_nkernels}, {tl_cuda_os_kernels, &tl_cuda_os_nkernels},
+    {tl_cuda_plane_kernels, &tl_cuda_plane_nkernels},
+};
+#define NFAMILIES (sizeof families / sizeof *families)
+
+int tl_cuda_kernel_count(void)
 {
-    return k >= 0 && k < TL_CUDA_NKERNELS ? kernel_names[k] : "?";
+    int n = 0;
+    for (size_t f = 0; f < NFAMILIES; f++)
+        n += *families[f].n;
+    return n;
 }
 
-tl_quality tl_cuda_kernel_quality(int k)
+const tl_cuda_kernel *tl_cuda_kernel_at(int i)
 {
-    return k >= 0 && k < TL_CUDA_NKERNELS ? kernel_quality[k] : TL_QUALITY_EXACT;
+    for (size_t f = 0; f < NFAMILIES && i >= 0; f++) {
+        if (i < *families[f].n)
+            return &families[f].list[i];
+        i -= *families[f].n;
+    }
+    return NULL;
 }
+
+int tl_cuda_kernel_find(const char *name)
+{
+    if (!name || !name[0])
+        return -1;
+    for (int i = 0, n = tl_cuda_kernel_count(); i < n; i++)
+        if (strcmp(tl_cuda_kernel_at(i)->name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* The built-in choice: kernel names in order of preference, per allowed quality. */
+static const char *const builtin_single[TL_QUALITY_COUNT][4] = {
+    {"alu-fr/t64q16s8", "alu-exact", "plane-exact", NULL},
+    {"alu-fr/t64q16s8", "tex-std", "alu-exact", "plane-exact"},
+    {"alu-fr/t64q16s8", "tex-std", "alu-exact", "plane-exact"},
+};
+static const char *const builtin_batch[TL_QUALITY_COUNT][4] = {
+    {"alu2-fr/t64q8s8", "alu-fr/t64q16s8", "alu-exact", "plane-exact"},
+    {"alu4h/t64q8s8", "alu2-fr/t64q8s8", "alu-fr/t64q16s8", "plane-exact"},
+    {"alu4h/t64q8s8", "alu2-fr/t64q8s8", "alu-fr/t64q16s8", "plane-exact"},
+};
+
+/* ---- geometry ---------------------------------------------------------------------------- */
 
 tl_cuda_geom tl_cuda_make_geom(const tl_bp_slice *sl)
 {
@@ -79,52 +116,121 @@ bool tl_cuda_horizontal(const tl_bp_slice *sl, uint32_t rows, uint32_t *z)
     return true;
 }
 
-bool tl_cuda_can_serve(const tl_cuda_state *s, int k, const tl_bp_slice *sl,
+/* Two horizontal slices that differ in z only (a batch may hold both). */
+static bool same_geometry(const tl_bp_slice *a, const tl_bp_slice *b)
+{
+    return a->height == b->height && a->width == b->width &&
+           memcmp(a->plane, b->plane, 8 * sizeof(float)) == 0;
+}
+
+int tl_cuda_cache_width(const tl_cuda_geom *g, const tl_bp_job *job, int tile, int max_cache)
+{
+    double span = 0;
+    for (size_t k = 0; k < job->nproj; k++) {
+        double c = job->proj[k].cos_t, s = job->proj[k].sin_t;
+        double duj = (double)g->ax * c - (double)g->ay * s; /* per output column */
+        double dui = (double)g->bx * c - (double)g->by * s; /* per output row */
+        double sp = (tile - 1) * (fabs(duj) + fabs(dui));
+        if (sp > span)
+            span = sp;
+    }
+    /* + the bin below the lowest (h >= 1 for the rounding trick), the floor, the upper
+     * neighbour, and float rounding of the corners */
+    double cw = ceil(span) + 5;
+    return cw <= max_cache ? (int)cw : 0;
+}
+
+bool tl_cuda_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_slice *sl,
                        const tl_bp_job *job, char *why, size_t why_len)
 {
     uint32_t z;
-    if (k == TL_CUDA_K_PLANE)
+    if (k->family == TL_KF_PLANE)
         return true;
     if (!tl_cuda_horizontal(sl, s->rows, &z)) {
         snprintf(why, why_len,
                  "%s serves horizontal slices at an integer detector row only (this slice: "
                  "plane with z components %g, %g, base z %g; detector rows 0..%u)",
-                 tl_cuda_kernel_name(k), sl->plane[2], sl->plane[5], sl->plane[8], s->rows - 1);
+                 k->name, sl->plane[2], sl->plane[5], sl->plane[8], s->rows - 1);
         return false;
     }
-    if (k == TL_CUDA_K_TEX && !s->tex_ok) {
-        snprintf(why, why_len, "tex-std is unavailable for this scan: %s", s->tex_why);
+    if ((k->family == TL_KF_TEX || k->family == TL_KF_HYB) && !s->tex_ok) {
+        snprintf(why, why_len, "%s is unavailable for this scan: %s", k->name, s->tex_why);
         return false;
     }
-    if (k == TL_CUDA_K_ALU) {
+    if (k->pack && !s->pack) {
+        snprintf(why, why_len, "%s is unavailable for this scan: %s", k->name, s->tex_why);
+        return false;
+    }
+    if (k->family == TL_KF_ALU || k->family == TL_KF_HYB) {
         tl_cuda_geom g = tl_cuda_make_geom(sl);
-        if (tl_cuda_alu_cache_width(&g, job) == 0) {
+        if (tl_cuda_cache_width(&g, job, k->tile, k->max_cache) == 0) {
             snprintf(why, why_len,
-                     "alu-exact cannot cache the detector span of a tile at this pixel "
-                     "spacing (scale too large); use plane-exact");
+                     "%s cannot cache the detector span of a %dx%d tile at this pixel spacing "
+                     "(scale too large); use plane-exact",
+                     k->name, k->tile, k->tile);
             return false;
         }
     }
     return true;
 }
 
-/* The kernel for slice sl: the forced one, or by the rule above. -1 when forced but unable. */
-static int choose(const tl_cuda_state *s, const tl_bp_slice *sl, const tl_bp_job *job,
-                  int forced, char *why, size_t why_len)
+/* ---- choice ------------------------------------------------------------------------------ */
+
+static const tl_kernel_choice *find_choice(const tl_bp_job *job, const tl_bp_slice *sl)
 {
-    if (forced >= 0)
-        return tl_cuda_can_serve(s, forced, sl, job, why, why_len) ? forced : -1;
-    int order[3];
-    int n = 0;
-    if (job->quality != TL_QUALITY_EXACT)
-        order[n++] = TL_CUDA_K_TEX;
-    order[n++] = TL_CUDA_K_ALU;
-    order[n++] = TL_CUDA_K_PLANE;
-    for (int i = 0; i < n; i++)
-        if (tl_cuda_can_serve(s, order[i], sl, job, why, why_len))
-            return order[i];
-    return TL_CUDA_K_PLANE; /* not reached: plane-exact serves everything */
+    for (size_t i = 0; i < job->nchoices; i++)
+        if (job->choices[i].height == sl->height && job->choices[i].width == sl->width)
+            return &job->choices[i];
+    return NULL;
 }
+
+/* Other slices of the job that could share a pass with slice i. */
+static bool has_partners(const tl_cuda_state *s, const tl_bp_job *job, size_t i)
+{
+    uint32_t z;
+    if (!tl_cuda_horizontal(&job->slices[i], s->rows, &z))
+        return false;
+    for (size_t j = 0; j < job->nslices; j++)
+        if (j != i && tl_cuda_horizontal(&job->slices[j], s->rows, &z) &&
+            same_geometry(&job->slices[i], &job->slices[j]))
+            return true;
+    return false;
+}
+
+static int try_name(const tl_cuda_state *s, const char *name, const tl_bp_slice *sl,
+                    const tl_bp_job *job)
+{
+    char why[256];
+    int k = tl_cuda_kernel_find(name);
+    if (k < 0 || tl_cuda_kernel_at(k)->quality > job->quality)
+        return -1;
+    return tl_cuda_can_serve(s, tl_cuda_kernel_at(k), sl, job, why, sizeof why) ? k : -1;
+}
+
+/* The kernel for slice i: the forced one, the tuned one, or by the built-in rule.
+ * -1 when forced but unable (why says so). */
+static int choose(const tl_cuda_state *s, const tl_bp_job *job, size_t i, int forced, char *why,
+                  size_t why_len)
+{
+    const tl_bp_slice *sl = &job->slices[i];
+    if (forced >= 0)
+        return tl_cuda_can_serve(s, tl_cuda_kernel_at(forced), sl, job, why, why_len) ? forced
+                                                                                      : -1;
+    int q = job->quality < TL_QUALITY_COUNT ? (int)job->quality : TL_QUALITY_PREVIEW;
+    bool batch = has_partners(s, job, i);
+    const tl_kernel_choice *c = find_choice(job, sl);
+    int k = -1;
+    if (c && batch)
+        k = try_name(s, c->batch[q], sl, job);
+    if (k < 0 && c)
+        k = try_name(s, c->single[q], sl, job);
+    const char *const *rule = batch ? builtin_batch[q] : builtin_single[q];
+    for (int r = 0; k < 0 && r < 4 && rule[r]; r++)
+        k = try_name(s, rule[r], sl, job);
+    return k >= 0 ? k : tl_cuda_kernel_find("plane-exact");
+}
+
+/* ---- jobs -------------------------------------------------------------------------------- */
 
 static size_t total_pixels(const tl_bp_job *job)
 {
@@ -172,69 +278,109 @@ tl_status tl_cuda_job_prepare(tl_cuda_state *s, const tl_bp_job *job)
     return TL_OK;
 }
 
-tl_status tl_cuda_job_launch(tl_cuda_state *s, const tl_bp_job *job, int forced)
+tl_status tl_cuda_job_reserve(tl_cuda_state *s, size_t nslices)
 {
-    size_t off = 0;
+    if (nslices <= s->job_cap)
+        return TL_OK;
+    /* only when a job has more slices than any before (never on the per-frame path) */
+    int *k = (int *)realloc(s->job_kernel, nslices * sizeof *k);
+    if (k)
+        s->job_kernel = k;
+    size_t *o = (size_t *)realloc(s->job_off, nslices * sizeof *o);
+    if (o)
+        s->job_off = o;
+    bool *d = (bool *)realloc(s->job_done, nslices * sizeof *d);
+    if (d)
+        s->job_done = d;
+    if (!k || !o || !d)
+        return tl_fail(s->eb, TL_ENOMEM, "out of memory for a job of %zu slices", nslices);
+    s->job_cap = nslices;
+    return TL_OK;
+}
+
+tl_status tl_cuda_job_choose(tl_cuda_state *s, const tl_bp_job *job, int forced, bool *constant)
+{
+    *constant = false;
     for (size_t i = 0; i < job->nslices; i++) {
-        const tl_bp_slice *sl = &job->slices[i];
         char why[256];
-        int k = choose(s, sl, job, forced, why, sizeof why);
+        int k = choose(s, job, i, forced, why, sizeof why);
         if (k < 0)
             return tl_fail(s->eb, TL_EINVAL, "slice %zu: %s", i, why);
-        tl_cuda_geom g = tl_cuda_make_geom(sl);
-        float *out = s->out + off;
-        uint32_t z = 0;
-        tl_cuda_horizontal(sl, s->rows, &z);
-        switch (k) {
-        case TL_CUDA_K_TEX:
-            TL_TRY(tl_cuda_bp_texture(s, &g, z, job->nproj, out));
-            break;
-        case TL_CUDA_K_ALU:
-            TL_TRY(tl_cuda_bp_alu(s, &g, z, job->nproj, tl_cuda_alu_cache_width(&g, job), out));
-            break;
-        default:
-            TL_TRY(tl_cuda_bp_plane(s, &g, job->nproj, out));
-            break;
-        }
-        off += (size_t)sl->height * sl->width;
+        s->job_kernel[i] = k;
+        *constant = *constant || tl_cuda_kernel_at(k)->constant;
     }
     return TL_OK;
 }
 
-static int find_kernel(const char *name)
+tl_cuda_rows tl_cuda_batch_rows(const tl_cuda_state *s, const tl_cuda_batch *b)
 {
-    if (!name || !name[0])
-        return -1;
-    for (int k = 0; k < TL_CUDA_NKERNELS; k++)
-        if (strcmp(name, kernel_names[k]) == 0)
-            return k;
-    return -2;
+    tl_cuda_rows r;
+    for (int k = 0; k < TL_CUDA_MAX_NV; k++)
+        r.row[k] = s->window + (size_t)b->z[k < b->nz ? k : b->nz - 1] * s->slab_el;
+    return r;
+}
+
+tl_status tl_cuda_job_launch(tl_cuda_state *s, const tl_bp_job *job)
+{
+    size_t *off = s->job_off;
+    size_t o = 0;
+    for (size_t i = 0; i < job->nslices; i++) {
+        off[i] = o;
+        o += (size_t)job->slices[i].height * job->slices[i].width;
+        s->job_done[i] = false;
+    }
+    for (size_t i = 0; i < job->nslices; i++) {
+        if (s->job_done[i])
+            continue;
+        const tl_cuda_kernel *k = tl_cuda_kernel_at(s->job_kernel[i]);
+        tl_cuda_batch b;
+        memset(&b, 0, sizeof b);
+        b.g = tl_cuda_make_geom(&job->slices[i]);
+        /* this slice and the next ones of the same kernel and geometry, up to a pass */
+        for (size_t j = i; j < job->nslices && b.nz < k->slices; j++) {
+            if (s->job_done[j] || s->job_kernel[j] != s->job_kernel[i] ||
+                (j != i && !same_geometry(&job->slices[i], &job->slices[j])))
+                continue;
+            uint32_t z = 0;
+            tl_cuda_horizontal(&job->slices[j], s->rows, &z);
+            b.z[b.nz] = z;
+            b.out[b.nz] = s->out + off[j];
+            b.nz++;
+            s->job_done[j] = true;
+        }
+        if (k->family == TL_KF_ALU || k->family == TL_KF_HYB)
+            b.cache_width = tl_cuda_cache_width(&b.g, job, k->tile, k->max_cache);
+        TL_TRY(k->launch(s, k, &b, job->nproj));
+    }
+    return TL_OK;
 }
 
 tl_status tl_cuda_op_backproject(void *state, tl_bp_job *job)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
-    int forced = find_kernel(job->force);
-    if (forced == -2)
+    int forced = tl_cuda_kernel_find(job->force);
+    if (job->force && job->force[0] && forced < 0)
         return tl_fail(s->eb, TL_EINVAL, "the cuda backend has no kernel \"%s\"", job->force);
+    TL_TRY(tl_cuda_job_reserve(s, job->nslices));
 
     /* validate every slice before anything is enqueued, and name what will run */
-    unsigned used = 0;
+    bool constant;
+    TL_TRY(tl_cuda_job_choose(s, job, forced, &constant));
+    job->kernel = job->nslices ? tl_cuda_kernel_at(s->job_kernel[0])->name : "none";
     for (size_t i = 0; i < job->nslices; i++) {
-        char why[256];
-        int k = choose(s, &job->slices[i], job, forced, why, sizeof why);
-        if (k < 0)
-            return tl_fail(s->eb, TL_EINVAL, "slice %zu: %s", i, why);
-        used |= 1u << k;
+        const char *name = tl_cuda_kernel_at(s->job_kernel[i])->name;
+        if (job->slice_kernel)
+            job->slice_kernel[i] = name;
+        if (strcmp(name, job->kernel) != 0)
+            job->kernel = "mixed";
     }
-    job->kernel = kernel_combos[used];
     if (job->nslices == 0)
         return TL_OK;
 
     TL_TRY(tl_cuda_job_prepare(s, job));
-    tl_cuda_constant_guard guard((used & (1u << TL_CUDA_K_TEX)) != 0);
-    TL_TRY(tl_cuda_job_launch(s, job, forced));
+    tl_cuda_constant_guard guard(constant);
+    TL_TRY(tl_cuda_job_launch(s, job));
     size_t off = 0;
     for (size_t i = 0; i < job->nslices; i++) {
         const tl_bp_slice *sl = &job->slices[i];

@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 
-#include "gpu/cuda/bp_common.cuh"
+#include "gpu/cuda/kernels.cuh"
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -34,15 +34,18 @@ static tl_status elapsed_ms(tl_cuda_state *s, double *ms)
     return TL_OK;
 }
 
+/* Times job with kernel k forced for every slice (batched as backproject() would). */
 static tl_status time_kernel(tl_cuda_state *s, const tl_bp_job *job, int k, int reps, double *t,
                              double *ms)
 {
-    tl_cuda_constant_guard guard(k == TL_CUDA_K_TEX);
-    TL_TRY(tl_cuda_job_launch(s, job, k)); /* warm-up */
+    bool constant;
+    TL_TRY(tl_cuda_job_choose(s, job, k, &constant));
+    tl_cuda_constant_guard guard(constant);
+    TL_TRY(tl_cuda_job_launch(s, job)); /* warm-up */
     TL_CUDA(s->eb, cudaStreamSynchronize(s->stream));
     for (int r = 0; r < reps; r++) {
         TL_CUDA(s->eb, cudaEventRecord(s->t0, s->stream));
-        TL_TRY(tl_cuda_job_launch(s, job, k));
+        TL_TRY(tl_cuda_job_launch(s, job));
         TL_CUDA(s->eb, cudaEventRecord(s->t1, s->stream));
         TL_TRY(elapsed_ms(s, &t[r]));
     }
@@ -50,8 +53,8 @@ static tl_status time_kernel(tl_cuda_state *s, const tl_bp_job *job, int k, int 
     return TL_OK;
 }
 
-/* Every kernel able to serve all slices of the job, in tl_engine_kernels order; *n is the
- * number of rows written (at most cap). */
+/* Every kernel able to serve all slices of the job (or only job->force when set), in
+ * tl_engine_kernels order; *n is the number of rows written (at most cap). */
 tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
                            size_t *n)
 {
@@ -63,27 +66,35 @@ tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *
     double updates = 0;
     for (size_t i = 0; i < job->nslices; i++)
         updates += (double)job->slices[i].height * job->slices[i].width * (double)job->nproj;
+    int only = tl_cuda_kernel_find(job->force);
+    if (job->force && job->force[0] && only < 0)
+        return tl_fail(s->eb, TL_EINVAL, "the cuda backend has no kernel \"%s\"", job->force);
+    TL_TRY(tl_cuda_job_reserve(s, job->nslices));
     TL_TRY(tl_cuda_job_prepare(s, job));
     double *t = (double *)malloc((size_t)reps * sizeof *t);
     if (!t)
         return tl_fail(s->eb, TL_ENOMEM, "out of memory for %d timings", reps);
     tl_status st = TL_OK;
-    for (int k = 0; k < TL_CUDA_NKERNELS && st == TL_OK && *n < cap && job->nslices > 0; k++) {
+    for (int k = 0; k < tl_cuda_kernel_count() && st == TL_OK && *n < cap && job->nslices > 0;
+         k++) {
+        if (only >= 0 && k != only)
+            continue;
+        const tl_cuda_kernel *kern = tl_cuda_kernel_at(k);
         char why[256];
         bool serves = true;
         for (size_t i = 0; i < job->nslices && serves; i++)
-            serves = tl_cuda_can_serve(s, k, &job->slices[i], job, why, sizeof why);
+            serves = tl_cuda_can_serve(s, kern, &job->slices[i], job, why, sizeof why);
         if (!serves)
             continue;
         double ms = 0;
         st = time_kernel(s, job, k, reps, t, &ms);
         if (st != TL_OK)
             break;
-        rows[*n].kernel = tl_cuda_kernel_name(k);
-        rows[*n].quality = tl_cuda_kernel_quality(k);
+        rows[*n].kernel = kern->name;
+        rows[*n].quality = kern->quality;
         rows[*n].ms = ms;
         rows[*n].updates_per_s = ms > 0 ? updates / (ms * 1e-3) : 0;
-        job->kernel = tl_cuda_kernel_name(k);
+        job->kernel = kern->name;
         (*n)++;
     }
     free(t);

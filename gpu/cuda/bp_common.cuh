@@ -67,21 +67,9 @@ __device__ __forceinline__ float tl_sample_row(const float *__restrict__ row, in
     return tl_lerp(a, b, u - fl);
 }
 
-/* The kernels' launchers (bp_texture.cu, bp_alu.cu, bp_plane.cu). Each enqueues one slice
- * on s->stream, reading the job's projection tables (s->d_par, s->d_slot, s->d_texy) and
- * writing h x w floats at out. */
+/* The texture objects over the window (bp_texture.cu), made in create(). */
 tl_status tl_cuda_tex_create(tl_cuda_state *s);
 void tl_cuda_tex_destroy(tl_cuda_state *s);
-tl_status tl_cuda_bp_texture(tl_cuda_state *s, const tl_cuda_geom *g, uint32_t z, size_t nproj,
-                             float *out);
-
-/* Shared-memory bins per cached projection the ALU kernel needs for this slice and job,
- * or 0 when more than it can hold (then it cannot serve the slice). */
-int tl_cuda_alu_cache_width(const tl_cuda_geom *g, const tl_bp_job *job);
-tl_status tl_cuda_bp_alu(tl_cuda_state *s, const tl_cuda_geom *g, uint32_t z, size_t nproj,
-                         int cache_width, float *out);
-
-tl_status tl_cuda_bp_plane(tl_cuda_state *s, const tl_cuda_geom *g, size_t nproj, float *out);
 
 /* The __constant__ projection table of the texture kernel is one per process and device:
  * whoever uploads it must hold this lock until the kernels that read it have finished. */

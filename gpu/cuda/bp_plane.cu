@@ -15,7 +15,7 @@
 
 #include "gpu/backend.h"
 
-#include "gpu/cuda/bp_common.cuh"
+#include "gpu/cuda/kernels.cuh"
 
 #define PLANE_BLOCK 16 /* 16 x 16 threads, one pixel each */
 
@@ -50,14 +50,23 @@ bp_plane_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_e
     out[(size_t)i * g.w + j] = acc;
 }
 
-tl_status tl_cuda_bp_plane(tl_cuda_state *s, const tl_cuda_geom *g, size_t nproj, float *out)
+static tl_status plane_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_cuda_batch *b,
+                              size_t nproj)
 {
+    const tl_cuda_geom *g = &b->g;
     const dim3 block(PLANE_BLOCK, PLANE_BLOCK);
     const dim3 grid((unsigned)((g->w + PLANE_BLOCK - 1) / PLANE_BLOCK),
                     (unsigned)((g->h + PLANE_BLOCK - 1) / PLANE_BLOCK));
     bp_plane_kernel<<<grid, block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
                                                    (int)s->cols, (int)s->rows, s->d_par,
-                                                   s->d_slot, (int)nproj, *g, out);
+                                                   s->d_slot, (int)nproj, *g, b->out[0]);
     TL_CUDA_LAUNCHED(s->eb, "bp_plane_kernel");
     return TL_OK;
 }
+
+const tl_cuda_kernel tl_cuda_plane_kernels[] = {
+    {"plane-exact", TL_QUALITY_EXACT, 1, TL_KF_PLANE,
+     "16x16 threads, 1 pixel each, bilinear in (u, z), global-memory reads", 0, 0, false, false,
+     plane_launch},
+};
+const int tl_cuda_plane_nkernels = 1;

@@ -1,6 +1,7 @@
 # gpu/cuda/ — the CUDA backend (compiled by nvcc; see gpu/local.mk). One .cu per concern:
 # the operation table and device state, the per-frame path (staging, preprocessing, cuFFT
-# filter), the three back-projection kernels and their selection, and the benchmarks.
+# filter), the back-projection kernel family (kernels.cuh) and its selection, and the
+# benchmarks.
 CUDA_SOURCES = \
 	gpu/cuda/cuda_backend.cu \
 	gpu/cuda/store.cu \
@@ -10,7 +11,11 @@ CUDA_SOURCES = \
 	gpu/cuda/bp_texture.cu \
 	gpu/cuda/bp_alu.cu \
 	gpu/cuda/bp_plane.cu \
+	gpu/cuda/bp_hybrid.cu \
+	gpu/cuda/bp_oversample.cu \
+	gpu/cuda/bp_state.cu \
 	gpu/cuda/bench.cu \
+	gpu/cuda/microbench.cu \
 	gpu/cuda/accumulate.cu
 # The headers are listed here, not in CUDA_SOURCES: gpu/local.mk includes
 # $(CUDA_SOURCES:.cu=.d) as nvcc's dependency files, and a header in that list would be
@@ -18,4 +23,7 @@ CUDA_SOURCES = \
 noinst_HEADERS += \
 	gpu/cuda/check.cuh \
 	gpu/cuda/cuda_state.cuh \
-	gpu/cuda/bp_common.cuh
+	gpu/cuda/bp_common.cuh \
+	gpu/cuda/bp_alu.cuh \
+	gpu/cuda/kernels.cuh \
+	gpu/cuda/fround.h

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/cuda/bp_common.cuh"
+#include "gpu/cuda/kernels.cuh"
 #include "gpu/cuda/cuda_state.cuh"
 
 /* ---- errors ------------------------------------------------------------------------------ */
@@ -177,8 +177,10 @@ static void compute_sizes(const tl_engine_config *c, size_t P, const device_limi
     z->proj = (size_t)c->window * (sizeof(float4) + sizeof(int) + sizeof(float));
     z->scratch = (size_t)c->rows * z->pitch;
     z->out = (size_t)c->cols * c->cols * sizeof(float);
+    z->pack_pitch = round_up((size_t)c->cols * 2 * sizeof(float), pa);
+    z->pack = (size_t)c->window * z->pack_pitch;
     z->buffers = z->raw + z->pad + z->spec + z->fft_work + z->response + z->calib + z->proj +
-                 z->scratch + z->out;
+                 z->scratch + z->out + z->pack;
 }
 
 /* ---- estimate, create, destroy ----------------------------------------------------------- */
@@ -217,7 +219,7 @@ static void cuda_destroy(void *state)
     tl_cuda_acc_destroy(s);
     void *dev[] = {s->window, s->sum[0], s->sum[1], s->avg[0], s->avg[1], s->gain, s->raw,
                    s->pad, s->spec, s->response, s->d_par, s->d_slot, s->d_texy, s->out,
-                   s->scratch};
+                   s->scratch, s->pack, s->d_maxabs, s->d_scale, s->d_tickets};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -236,6 +238,9 @@ static void cuda_destroy(void *state)
         cudaStreamDestroy(s->stream);
     cudaGetLastError();
     free(s->response_host);
+    free(s->job_kernel);
+    free(s->job_off);
+    free(s->job_done);
     free(s);
 }
 
@@ -310,6 +315,7 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
 
     TL_TRY(tl_cuda_fft_create(s));
     TL_TRY(tl_cuda_tex_create(s));
+    TL_TRY(tl_cuda_bp_create(s));
     /* the memsets above must be done before the first frame can be trusted */
     TL_CUDA(eb, cudaStreamSynchronize(s->stream));
     return TL_OK;
@@ -378,12 +384,16 @@ static tl_status cuda_calib_reset(void *state, tl_frame_kind kind)
 
 static size_t cuda_kernels(const void *state, tl_kernel_info *out, size_t cap)
 {
-    for (int k = 0; k < TL_CUDA_NKERNELS && (size_t)k < cap; k++) {
-        out[k].name = tl_cuda_kernel_name(k);
-        out[k].quality = tl_cuda_kernel_quality(k);
-        out[k].planes = k == TL_CUDA_K_PLANE; /* the others serve horizontal rows only */
+    int n = tl_cuda_kernel_count();
+    for (int i = 0; i < n && (size_t)i < cap; i++) {
+        const tl_cuda_kernel *k = tl_cuda_kernel_at(i);
+        out[i].name = k->name;
+        out[i].quality = k->quality;
+        out[i].planes = k->family == TL_KF_PLANE; /* the others serve horizontal rows only */
+        out[i].slices = (uint32_t)k->slices;
+        out[i].params = k->params;
     }
-    return TL_CUDA_NKERNELS;
+    return (size_t)n;
 }
 
 static size_t cuda_memory_used(const void *state)
@@ -394,6 +404,44 @@ static size_t cuda_memory_used(const void *state)
 static const char *cuda_device_name(const void *state)
 {
     return ((const tl_cuda_state *)state)->device_name;
+}
+
+static void cuda_device_id(const void *state, tl_device_id *id)
+{
+    const tl_cuda_state *s = (const tl_cuda_state *)state;
+    cudaDeviceProp p;
+    int drv = 0, rt = 0;
+    snprintf(id->name, sizeof id->name, "%s", s->device_name);
+    if (cudaGetDeviceProperties(&p, s->device) == cudaSuccess) {
+        snprintf(id->name, sizeof id->name, "%.159s", p.name);
+        char *u = id->uuid;
+        u += sprintf(u, "GPU-");
+        for (int i = 0; i < 16; i++)
+            u += sprintf(u, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "",
+                         (unsigned char)p.uuid.bytes[i]);
+        id->cc_major = p.major;
+        id->cc_minor = p.minor;
+        id->sm_count = p.multiProcessorCount;
+    }
+    /* the kernel module's version ("580.65.06"), which changes more often than the CUDA
+     * driver API version it implements; that one where /proc does not say */
+    char line[256] = "", ver[32] = "";
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (f) {
+        if (fgets(line, sizeof line, f)) {
+            const char *m = strstr(line, "Kernel Module");
+            if (m && sscanf(m + strlen("Kernel Module"), " %31s", ver) != 1)
+                ver[0] = '\0';
+        }
+        fclose(f);
+    }
+    if (cudaDriverGetVersion(&drv) == cudaSuccess)
+        snprintf(id->driver, sizeof id->driver, "%s%sCUDA %d.%d", ver, ver[0] ? " " : "",
+                 drv / 1000, drv % 1000 / 10);
+    else
+        snprintf(id->driver, sizeof id->driver, "%s", ver);
+    if (cudaRuntimeGetVersion(&rt) == cudaSuccess)
+        snprintf(id->runtime, sizeof id->runtime, "%d.%d", rt / 1000, rt % 1000 / 10);
 }
 
 /* Positional, in the order of tl_backend_ops (C++17 has no designated initialisers). */
@@ -416,4 +464,6 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     cuda_kernels,               /* kernels */
     tl_cuda_op_bench,           /* bench (bench.cu) */
     tl_cuda_op_bench_store,     /* bench_store (bench.cu) */
+    cuda_device_id,             /* device_id */
+    tl_cuda_op_hw_rates,        /* hw_rates (microbench.cu) */
 };

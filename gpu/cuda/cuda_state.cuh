@@ -48,8 +48,6 @@ static inline unsigned tl_cuda_elem_grid(size_t total)
     return (unsigned)(b < TL_CUDA_ELEM_MAX_GRID ? b : TL_CUDA_ELEM_MAX_GRID);
 }
 
-/* The back-projection kernels, in the order tl_engine_kernels lists them. */
-typedef enum { TL_CUDA_K_TEX = 0, TL_CUDA_K_ALU, TL_CUDA_K_PLANE, TL_CUDA_NKERNELS } tl_cuda_kernel;
 
 /* Byte sizes of everything create() allocates on the device (estimate() uses the same). */
 typedef struct {
@@ -64,6 +62,8 @@ typedef struct {
     size_t calib;      /* dark/flat sums (double), averages and gain (float) */
     size_t proj;       /* per-projection tables of a job */
     size_t scratch;    /* one slot of every row: the bench_store target */
+    size_t pack_pitch; /* between slots of the packed multi-slice texture (8-byte texels) */
+    size_t pack;       /* the packed texture: window slots x pack_pitch (0 without textures) */
     size_t out;        /* initial slice output buffer: one cols x cols slice */
     size_t buffers;    /* all of the above but the window */
 } tl_cuda_sizes;
@@ -127,6 +127,23 @@ typedef struct {
     int *d_slot, *h_slot;
     float *d_texy, *h_texy;
 
+    /* multi-slice texture kernels: up to 4 sinograms interleaved per texel (bp_texture.cu),
+     * seen as float2 (2 slices) or half4 (4 slices), both linearly filtered */
+    void *pack;
+    cudaTextureObject_t tex_pack2, tex_pack4h;
+    /* 16-bit kernels: per-sinogram max |value| (as uint bits) and the scales derived */
+    unsigned *d_maxabs;
+    float *d_scale;
+    /* hybrid kernels: per-SM block tickets, sized by the SM ids the device reports */
+    unsigned *d_tickets;
+    int nsmid;
+
+    /* the current job: kernel index per slice, output offsets, batching marks */
+    int *job_kernel;
+    size_t *job_off;
+    bool *job_done;
+    size_t job_cap;
+
     float *out;               /* slice outputs of a job, back to back */
     size_t out_cap;           /* floats */
     float *scratch;           /* bench_store target: rows x pitch */
@@ -144,6 +161,8 @@ tl_status tl_cuda_op_backproject(void *state, tl_bp_job *job);
 tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
                            size_t *n);
 tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, double *ms);
+/* microbench.cu: the card's texture, conversion and shared-memory rates (engine.h) */
+tl_status tl_cuda_op_hw_rates(void *state, tl_hw_rate *out, size_t cap, size_t *n);
 tl_status tl_cuda_op_acc_alloc(void *state, int id, uint32_t height, uint32_t width);
 void tl_cuda_op_acc_free(void *state, int id);
 tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, bool add, double sign);
@@ -178,16 +197,22 @@ void tl_cuda_fft_destroy(tl_cuda_state *s);
  * each into dst (rows dst_stride floats apart). */
 tl_status tl_cuda_filter_rows(tl_cuda_state *s, float *dst, size_t dst_stride);
 
-/* backproject.cu: jobs shared by backproject() and bench() */
-const char *tl_cuda_kernel_name(int k);
-tl_quality tl_cuda_kernel_quality(int k);
+/* backproject.cu: jobs shared by backproject() and bench() (kernels.cuh has the table) */
+struct tl_cuda_kernel;
 /* Whether kernel k can serve slice sl of job (why gets the reason when not). */
-bool tl_cuda_can_serve(const tl_cuda_state *s, int k, const tl_bp_slice *sl,
-                       const tl_bp_job *job, char *why, size_t why_len);
+bool tl_cuda_can_serve(const tl_cuda_state *s, const struct tl_cuda_kernel *k,
+                       const tl_bp_slice *sl, const tl_bp_job *job, char *why, size_t why_len);
+/* Room for the per-slice bookkeeping of a job of nslices. */
+tl_status tl_cuda_job_reserve(tl_cuda_state *s, size_t nslices);
+/* Chooses the kernel of every slice (s->job_kernel; forced >= 0: that kernel for all);
+ * *constant tells whether one of them reads the __constant__ table. */
+tl_status tl_cuda_job_choose(tl_cuda_state *s, const tl_bp_job *job, int forced, bool *constant);
+/* The kernels' own device state (pack texture scales, hybrid tickets), in create(). */
+tl_status tl_cuda_bp_create(tl_cuda_state *s);
 /* Grows the output buffer and uploads the projection tables of job. */
 tl_status tl_cuda_job_prepare(tl_cuda_state *s, const tl_bp_job *job);
-/* Enqueues every slice of job into s->out with kernel k (or, k < 0, the chosen kernel of
- * each slice). The caller holds the constant-memory lock when the texture kernel runs. */
-tl_status tl_cuda_job_launch(tl_cuda_state *s, const tl_bp_job *job, int k);
+/* Enqueues every slice of job into s->out with the chosen kernels, batched. The caller
+ * holds the constant-memory lock when a kernel that reads it runs. */
+tl_status tl_cuda_job_launch(tl_cuda_state *s, const tl_bp_job *job);
 
 #endif

@@ -1,7 +1,8 @@
 /* check_bench.c — `tomolive bench` on the CPU backend with tiny problems: the header
  * (device, what the time covers, the problem), one table row per kernel and slice count
- * with consistent numbers (the rate is updates / time), the per-frame pipeline line, and
- * the errors. Timing values themselves are not judged: benchmarks do not fail CI.
+ * with consistent numbers (the rate is updates / time) and the autotuner's choice marks,
+ * the per-frame pipeline line, and the errors. Timing values themselves are not judged:
+ * benchmarks do not fail CI.
  */
 #include "config.h"
 
@@ -42,30 +43,38 @@ static size_t cpu_kernels(void)
     return n;
 }
 
-/* Checks every table row of the output (lines with 7 '|' that are not the heading) and
- * returns how many rows there were with each slice count in counts[]. */
-static int check_rows(const char *out, int size, int proj, const int *counts, int ncounts)
+/* Checks every table row of the output (lines with at least 10 '|' that are not the
+ * heading) and returns how many rows there were with each slice count in counts[].
+ * Columns: kernel | mode | slices/pass | slice | proj | slices | ms | G updates/s |
+ * x baseline | choice | params. On the CPU (one kernel) the choice marks are known: the
+ * one-slice row is the latency choice of every mode, and exactly one row of the problem
+ * (*batch_rows counts them) is the throughput choice of every mode. */
+static int check_rows(const char *out, int size, int proj, const int *counts, int ncounts,
+                      int *batch_rows)
 {
     int rows = 0;
+    *batch_rows = 0;
     for (const char *p = out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
         const char *eol = strchr(p, '\n');
         size_t len = eol ? (size_t)(eol - p) : strlen(p);
         int bars = 0;
         for (size_t i = 0; i < len; i++)
             bars += p[i] == '|';
-        if (bars != 7 || !strncmp(p, "kernel", 6) || p[0] == '-')
+        if (bars < 10 || !strncmp(p, "kernel", 6) || p[0] == '-')
             continue;
-        char kernel[64], mode[16], shape[32];
-        int pr, sl;
+        char kernel[64], mode[16], shape[32], choice[128];
+        int per, pr, sl;
         double ms, gups, ratio;
-        ck_assert_int_eq(sscanf(p, "%63s | %15s | %31s | %d | %d | %lf | %lf | %lf", kernel,
-                                mode, shape, &pr, &sl, &ms, &gups, &ratio), 8);
+        ck_assert_int_eq(sscanf(p, "%63s | %15s | %d | %31s | %d | %d | %lf | %lf | %lf | %127s",
+                                kernel, mode, &per, shape, &pr, &sl, &ms, &gups, &ratio, choice),
+                         10);
         char want[32];
         snprintf(want, sizeof want, "%dx%d", size, size);
         if (strcmp(shape, want) != 0)
             continue; /* another problem's row */
         tl_quality q;
         ck_assert_msg(tl_quality_parse(mode, &q), "mode '%s'", mode);
+        ck_assert_msg(per == 1 || per == 2 || per == 4, "slices/pass %d", per);
         ck_assert_int_eq(pr, proj);
         bool known = false;
         for (int i = 0; i < ncounts; i++)
@@ -76,6 +85,14 @@ static int check_rows(const char *out, int size, int proj, const int *counts, in
         /* ms printed with 3 decimals, the rate with 2: allow both roundings */
         ck_assert_msg(gups >= 0 && fabs(gups - expect) <= expect * 0.0005 / ms + 0.006,
                       "%g G updates/s for %g ms (expected %g)", gups, ms, expect);
+        if (!strcmp(kernel, "cpu-f32")) {
+            bool single = strstr(choice, "single:exact,single:fast,single:preview") != NULL;
+            ck_assert_msg(single == (sl == 1), "choice '%s' for %d slices", choice, sl);
+            if (strstr(choice, "batch:exact,batch:fast,batch:preview"))
+                ++*batch_rows;
+            else
+                ck_assert_msg(single || !strcmp(choice, "-"), "choice '%s'", choice);
+        }
         rows++;
     }
     return rows;
@@ -84,7 +101,7 @@ static int check_rows(const char *out, int size, int proj, const int *counts, in
 START_TEST(test_bench_cpu_table)
 {
     const char *args[] = {"bench", "--backend", "cpu", "--shape", "64x90", "--slices", "1,2",
-                          "--reps", "3", "--no-pipeline", NULL};
+                          "--reps", "3", "--no-pipeline", "--no-rates", NULL};
     ck_assert_msg(tl_client_run(dir, args, 120) == 0, "%s", tl_client_err());
     const char *o = tl_client_out();
     ck_assert_msg(strstr(o, "device: ") != NULL, "%s", o);
@@ -94,7 +111,11 @@ START_TEST(test_bench_cpu_table)
     ck_assert(strstr(o, "baseline") != NULL);
     ck_assert(strstr(o, "per-frame pipeline") == NULL);
     const int counts[] = {1, 2};
-    ck_assert_int_eq(check_rows(o, 64, 90, counts, 2), (int)(2 * cpu_kernels()));
+    int batch_rows;
+    ck_assert_int_eq(check_rows(o, 64, 90, counts, 2, &batch_rows), (int)(2 * cpu_kernels()));
+    ck_assert_int_eq(batch_rows, 1);
+    ck_assert(strstr(o, "| choice ") != NULL && strstr(o, "| params") != NULL);
+    ck_assert(strstr(o, "micro-benchmarks") == NULL); /* none on the CPU */
 
     /* two problems, the pipeline on a small detector */
     const char *two[] = {"bench", "--backend", "cpu", "--shape", "48x30", "--shape", "32x20",
@@ -102,8 +123,10 @@ START_TEST(test_bench_cpu_table)
     ck_assert_msg(tl_client_run(dir, two, 120) == 0, "%s", tl_client_err());
     o = tl_client_out();
     const int three[] = {3};
-    ck_assert_int_eq(check_rows(o, 48, 30, three, 1), (int)cpu_kernels());
-    ck_assert_int_eq(check_rows(o, 32, 20, three, 1), (int)cpu_kernels());
+    ck_assert_int_eq(check_rows(o, 48, 30, three, 1, &batch_rows), (int)cpu_kernels());
+    ck_assert_int_eq(batch_rows, 1); /* no one-slice rows: no latency choice */
+    ck_assert_int_eq(check_rows(o, 32, 20, three, 1, &batch_rows), (int)cpu_kernels());
+    ck_assert_int_eq(batch_rows, 1);
     const char *pl = strstr(o, "per-frame pipeline 64x96 u16 (");
     ck_assert_msg(pl != NULL, "%s", o);
     double ms, fps, gbs;

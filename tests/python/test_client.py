@@ -177,6 +177,14 @@ class Scan(DaemonCase):
             self.ctl.set_param("center", "middle")
         self.assertIs(self.ctl.reset(), True)
         self.assertEqual(self.ctl.status()["scan"]["held"], 0)
+        # and tune: the kernels timed for a size, chosen, and shown in status
+        t = self.ctl.tune([16, 24])["sizes"][0]
+        self.assertEqual((t["height"], t["width"], t["single"]["exact"]), (16, 24, "cpu-f32"))
+        self.assertIn("cpu-f32", [e["kernel"] for e in t["ranking"]])
+        k = self.ctl.status()["kernels"]
+        self.assertIn((16, 24, "tuned"), [(s["height"], s["width"], s["source"])
+                                          for s in k["sizes"]])
+        self.assertGreaterEqual(k["tune_runs"], 1)
         self.ctl.remove_slice("cam")
 
     def test_pusher_checks(self):
@@ -217,7 +225,7 @@ class ControlCommands(DaemonCase):
     def test_round_trips(self):
         c = self.ctl
         self.assertEqual(c.commands(), ["status", "set_slice", "remove_slice", "list_slices",
-                                        "set_param", "reset", "commands"])
+                                        "set_param", "reset", "tune", "commands"])
         st = c.status()
         self.assertEqual((st["protocol"], st["backend"], st["scan"]), (1, "cpu", None))
         self.assertIsInstance(st["version"], str)

@@ -50,7 +50,10 @@ class Daemon:
                 "--set", "ingest.endpoint=" + self.ingest,
                 "--set", "control.endpoint=" + self.control,
                 "--set", "slices.endpoint=" + self.slices,
-                "--set", "http.listen="] + list(extra)
+                "--set", "http.listen=",
+                # no kernel timing (seconds per slice size) unless asked; no cache in ~/.cache
+                "--set", "engine.tune=off",
+                "--set", "engine.tune_cache=" + os.path.join(self.dir, "tune.json")] + list(extra)
         self._log = open(self.log_path, "wb")
         self.proc: Optional[subprocess.Popen] = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log)

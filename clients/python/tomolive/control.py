@@ -103,6 +103,14 @@ class Control:
         """Empties the window and the dark/flat batches of the open scan."""
         return self.request("reset")
 
+    def tune(self, size: Optional[Sequence[int]] = None, timeout: float = 120.0) -> Dict[str, Any]:
+        """Times the back-projection kernels again for slice ``size`` [h, w] of the open
+        scan (default: every size of its slices), stores and uses the choice.  The reply
+        comes when the timing is done (engine.tune_budget seconds per size), hence the
+        longer ``timeout``.  Returns ``{"sizes": [...]}`` with the kernels chosen and the
+        ranking; StateError without a scan."""
+        return self.request("tune", {"size": list(size)} if size else None, timeout=timeout)
+
     def wait_wanted(self, ids: Sequence[str], timeout: float = 10.0,
                     subscriptions: Optional[int] = None) -> None:
         """Waits until the daemon sees a subscriber (or pin) for every slice in ``ids``

@@ -1,0 +1,101 @@
+/* bench_engine.c — see bench_engine.h. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clients/bench_engine.h"
+#include "clients/cli.h"
+#include "gpu/phantom.h"
+
+/* The phantom's outer ellipse, as a share of the detector width. */
+#define PHANTOM_RADIUS 0.45
+/* Kernels and micro-benchmarks a table lists at most. */
+#define MAX_KERNELS 128
+#define MAX_RATES 64
+
+int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_t size,
+                    uint32_t proj, uint32_t rows, tl_engine **e, int *ids)
+{
+    tl_engine_config c;
+    tl_engine_config_init(&c, rows, size, proj);
+    c.backend = backend;
+    c.device = device;
+    c.dtype = TL_DTYPE_F32;
+    c.already_linear = true;
+    tl_status st = tl_engine_create(&c, e);
+    if (st != TL_OK)
+        return tl_cli_fail(me, 1, "cannot create an engine for %ux%u slices from %u "
+                           "projections: %s (%s)", size, size, proj,
+                           tl_engine_last_error(NULL), tl_status_name(st));
+    tl_phantom ph;
+    float *li = malloc((size_t)rows * size * sizeof *li);
+    int rc = 0;
+    if (!li || tl_phantom_shepp_logan(&ph, PHANTOM_RADIUS * size, (rows - 1) / 2.0,
+                                      PHANTOM_RADIUS * size) != 0) {
+        free(li);
+        li = NULL;
+        rc = tl_cli_fail(me, 1, "out of memory for the phantom");
+    }
+    for (uint32_t k = 0; li && rc == 0 && k < proj; k++) {
+        double theta = k * M_PI / proj;
+        tl_phantom_project(&ph, theta, c.center, rows, size, li);
+        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = theta,
+                      .dtype = TL_DTYPE_F32, .rows = rows, .cols = size, .data = li};
+        if ((st = tl_engine_submit(*e, &f)) != TL_OK)
+            rc = tl_cli_fail(me, 1, "projection %u: %s (%s)", k, tl_engine_last_error(*e),
+                             tl_status_name(st));
+    }
+    if (li) {
+        tl_phantom_free(&ph);
+        free(li);
+    }
+    for (uint32_t z = 0; ids && rc == 0 && z < rows; z++) {
+        tl_slice_spec s;
+        tl_slice_spec_row(&s, z, size, size);
+        if ((st = tl_engine_add_slice(*e, &s, &ids[z])) != TL_OK)
+            rc = tl_cli_fail(me, 1, "slice %u: %s (%s)", z, tl_engine_last_error(*e),
+                             tl_status_name(st));
+    }
+    if (rc != 0) {
+        tl_engine_destroy(*e);
+        *e = NULL;
+    }
+    return rc;
+}
+
+void tl_bench_kernel_info(const tl_engine *e, const char *name, uint32_t *slices,
+                          const char **params)
+{
+    tl_kernel_info k[MAX_KERNELS];
+    size_t n = tl_engine_kernels(e, k, MAX_KERNELS);
+    *slices = 0;
+    *params = "";
+    for (size_t i = 0; i < n && i < MAX_KERNELS; i++)
+        if (strcmp(k[i].name, name) == 0) {
+            *slices = k[i].slices;
+            *params = k[i].params ? k[i].params : "";
+        }
+}
+
+int tl_bench_print_rates(const char *me, tl_engine *e, bool *unsupported)
+{
+    tl_hw_rate r[MAX_RATES];
+    size_t n = 0;
+    tl_status st = tl_engine_hw_rates(e, r, MAX_RATES, &n);
+    *unsupported = st == TL_EUNSUPPORTED;
+    if (*unsupported)
+        return 0;
+    if (st != TL_OK)
+        return tl_cli_fail(me, 1, "micro-benchmarks failed: %s (%s)", tl_engine_last_error(e),
+                           tl_status_name(st));
+    printf("\nmicro-benchmarks of the device:\n");
+    printf("%-32s | %12s | %s\n", "name", "value", "unit");
+    printf("---------------------------------+--------------+-----------\n");
+    for (size_t i = 0; i < n && i < MAX_RATES; i++)
+        printf("%-32s | %12.2f | %s\n", r[i].name, r[i].value, r[i].unit);
+    fflush(stdout);
+    return 0;
+}

@@ -1,0 +1,94 @@
+/* kernels.cuh — the back-projection kernel family as a table: every kernel and parameter set
+ * the CUDA backend can run, with the quality mode it guarantees (DESIGN.md §3) and how
+ * many slices it computes per pass. backproject.cu chooses from this table (a forced name,
+ * the autotuner's choice, or the built-in rule), groups a job's slices into batches for
+ * the multi-slice kernels and launches them; bench.cu times every entry able to serve a
+ * job; tl_engine_kernels lists them.
+ *
+ * The families, one file each (seed-000-001.md §2):
+ *   bp_texture.cu    tex-*   the texture unit interpolates (seed 000 Sect. 5), `fast`
+ *   bp_alu.cu        alu*-*  shared-memory caches, ALU interpolation (Sect. 6)
+ *   bp_hybrid.cu     hyb-*   texture and ALU blocks sharing the card (Sect. 7.1)
+ *   bp_oversample.cu os*-*   x4 oversampled caches, nearest-neighbour lookup (Sect. 7.2)
+ *   bp_plane.cu      plane-exact  any plane, two detector rows per projection
+ * A name is family + "/" + parameters where a family has several parameter sets, e.g.
+ * "alu-fr/t64q16s8": tile 64 x 64, 16 pixels per thread, 8 projections cached per pass.
+ */
+#ifndef TL_CUDA_KERNELS_CUH
+#define TL_CUDA_KERNELS_CUH
+
+#include "gpu/cuda/bp_common.cuh"
+
+#define TL_CUDA_MAX_NV 4 /* slices per pass, at most */
+
+/* Up to TL_CUDA_MAX_NV horizontal slices of one geometry (rows z[0..nz-1]) for one launch,
+ * or a single slice (any plane) for plane-exact. Kernels of nv slices given nz < nv
+ * compute the missing ones from the last row again and do not write them. */
+typedef struct {
+    tl_cuda_geom g;
+    int nz;
+    uint32_t z[TL_CUDA_MAX_NV];
+    float *out[TL_CUDA_MAX_NV];
+    int cache_width;   /* shared-memory kernels: bins cached per projection */
+} tl_cuda_batch;
+
+typedef enum {
+    TL_KF_TEX = 0,   /* needs the window's textures */
+    TL_KF_ALU,       /* needs a cache width that fits (tile, max_cache) */
+    TL_KF_HYB,       /* both */
+    TL_KF_PLANE      /* serves anything */
+} tl_cuda_family;
+
+struct tl_cuda_kernel;
+typedef tl_status (*tl_cuda_launch_fn)(tl_cuda_state *s, const struct tl_cuda_kernel *k,
+                                       const tl_cuda_batch *b, size_t nproj);
+
+typedef struct tl_cuda_kernel {
+    const char *name;
+    tl_quality quality;
+    int slices;             /* per pass: 1, 2 or 4 */
+    tl_cuda_family family;
+    const char *params;     /* for tables */
+    int tile;               /* shared-memory kernels: tile side in pixels */
+    int max_cache;          /* ... and the most bins per projection their cache holds */
+    bool constant;          /* reads the __constant__ projection table (holds its lock) */
+    bool pack;              /* reads the packed multi-slice texture (s->pack) */
+    tl_cuda_launch_fn launch;
+} tl_cuda_kernel;
+
+/* The table, in listing order; tl_cuda_kernel_count() entries. */
+const tl_cuda_kernel *tl_cuda_kernel_at(int i);
+int tl_cuda_kernel_count(void);
+/* Index of the kernel called name, -1 if none. */
+int tl_cuda_kernel_find(const char *name);
+
+/* Each family's entries (defined in its file). */
+extern const tl_cuda_kernel tl_cuda_tex_kernels[];
+extern const int tl_cuda_tex_nkernels;
+extern const tl_cuda_kernel tl_cuda_alu_kernels[];
+extern const int tl_cuda_alu_nkernels;
+extern const tl_cuda_kernel tl_cuda_hyb_kernels[];
+extern const int tl_cuda_hyb_nkernels;
+extern const tl_cuda_kernel tl_cuda_os_kernels[];
+extern const int tl_cuda_os_nkernels;
+extern const tl_cuda_kernel tl_cuda_plane_kernels[];
+extern const int tl_cuda_plane_nkernels;
+
+/* Bins per projection a tile of side `tile` spans for this slice and job, plus margins;
+ * 0 when more than max_cache (the kernel cannot serve the slice). */
+int tl_cuda_cache_width(const tl_cuda_geom *g, const tl_bp_job *job, int tile, int max_cache);
+
+/* Row pointers of a batch's sinograms in the window, the last repeated up to nv. */
+struct tl_cuda_rows {
+    const float *row[TL_CUDA_MAX_NV];
+};
+tl_cuda_rows tl_cuda_batch_rows(const tl_cuda_state *s, const tl_cuda_batch *b);
+
+/* The 16-bit kernels' per-sinogram scales: s->d_scale[k] = 2^10 / max |value| of row z[k]
+ * (over the whole window), computed on the device (no host round trip) before the kernel
+ * runs. 2^10 keeps weighted sums of a pass (at most 16 values, weights at most pi) below
+ * half's 65504, and values 10^-7 of the largest still normal or nearly so. */
+#define TL_CUDA_HALF_PEAK 1024.f
+tl_status tl_cuda_half_scales(tl_cuda_state *s, const tl_cuda_batch *b, size_t nproj);
+
+#endif
