@@ -183,6 +183,8 @@ const tl_cuda_kernel tl_cuda_alu_kernels[] = {
        "tile 64x64, 16 px/thread, 8 proj/pass, (a', d) cache, FP rounding"),
     FR("alu-fr/t64q16s16", TL_QUALITY_EXACT, 1, 64, 4, 16, CELL_F32,
        "tile 64x64, 16 px/thread, 16 proj/pass, (a', d) cache, FP rounding"),
+    FR("alu-fr/t64q16s32", TL_QUALITY_EXACT, 1, 64, 4, 32, CELL_F32,
+       "tile 64x64, 16 px/thread, 32 proj/pass, (a', d) cache, FP rounding"),
     FR("alu-fr/t64q8s16", TL_QUALITY_EXACT, 1, 64, 8, 16, CELL_F32,
        "tile 64x64, 8 px/thread (512 threads), 16 proj/pass, (a', d) cache, FP rounding"),
     FR("alu2-fr/t32q4s16", TL_QUALITY_EXACT, 2, 32, 8, 16, CELL_F32,

@@ -11,7 +11,10 @@
 #include "gpu/cuda/kernels.cuh"
 
 #define ALU_FAR 1e9f              /* |first bin| bound, far beyond any detector */
-#define ALU_SMEM_MAX (48 * 1024)  /* bytes of dynamic shared memory without opt-in */
+/* Bytes of dynamic shared memory a cache may take: without opt-in a block has 48 KiB in
+ * all, and the kernels' static arrays (per-projection tables, at most 32 x 24 bytes) come
+ * out of the same 48 KiB. */
+#define ALU_SMEM_MAX (48 * 1024 - 1024)
 
 enum { CELL_F32 = 0, CELL_F16 = 1 };
 

@@ -86,8 +86,9 @@ tl_cuda_rows tl_cuda_batch_rows(const tl_cuda_state *s, const tl_cuda_batch *b);
 
 /* The 16-bit kernels' per-sinogram scales: s->d_scale[k] = 2^10 / max |value| of row z[k]
  * (over the whole window), computed on the device (no host round trip) before the kernel
- * runs. 2^10 keeps weighted sums of a pass (at most 16 values, weights at most pi) below
- * half's 65504, and values 10^-7 of the largest still normal or nearly so. */
+ * runs. 2^10 keeps any weighted partial sum below pi 2^10 (the weights are non-negative
+ * and sum to pi), far from half's 65504, and values 10^-7 of the largest still normal or
+ * nearly so. */
 #define TL_CUDA_HALF_PEAK 1024.f
 tl_status tl_cuda_half_scales(tl_cuda_state *s, const tl_cuda_batch *b, size_t nproj);
 

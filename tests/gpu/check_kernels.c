@@ -589,6 +589,84 @@ START_TEST(long_window)
 }
 END_TEST
 
+/* ---- (h) hybrids: every tile is the texture path's or the ALU path's (AC-8) ------------------ */
+
+#define HYB_TILE 64               /* bp_hybrid.cu's tile */
+#define HYB_TEX "tex-std"         /* what its texture blocks compute, bit for bit */
+#define HYB_ALU "alu-fr/t64q16s8" /* what its ALU blocks compute, bit for bit */
+
+/* A 1024 x 1024 slice is 256 tiles on an H100's 132 SMs, so the per-SM tickets give both
+ * paths work in one launch. Each 64 x 64 tile of a hybrid result must equal exactly the
+ * same tile of tex-std or of alu-fr/t64q16s8 (the map of which path computed it), both
+ * paths must occur, and the whole image must be within fast of the ALU result (max/range
+ * 3e-3) and of the float64 reference. */
+START_TEST(hybrid_tiles)
+{
+    scan s = {.rows = 1, .cols = 1024, .nproj = 64, .offsets = true};
+    const uint32_t S = 1024, T = S / HYB_TILE;
+    float *frames = make_frames(&s);
+    tl_engine_config c = scan_config(&s);
+    tl_slice_spec proto;
+    tl_slice_spec_row(&proto, 0, S, S);
+    float **ref = reference_rows(&s, frames, &proto);
+    float *path[2];
+    const char *paths[2] = {HYB_TEX, HYB_ALU};
+    uint32_t z = 0;
+    for (int k = 0; k < 2; k++) {
+        tl_engine *e = cuda_engine(&c, paths[k]);
+        feed(e, &s, frames);
+        recon_rows(e, &proto, &z, 1, &path[k], NULL, paths[k]);
+        tl_engine_destroy(e);
+    }
+    klist l;
+    cuda_kernel_list(&l);
+    int tested = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        if (strncmp(l.k[i].name, "hyb", 3) != 0)
+            continue;
+        tested++;
+        tl_engine *e = cuda_engine(&c, l.k[i].name);
+        feed(e, &s, frames);
+        for (int call = 0; call < 2; call++) {
+            float *img;
+            tl_slice_info info;
+            recon_rows(e, &proto, &z, 1, &img, &info, l.k[i].name);
+            ck_assert_str_eq(info.kernel, l.k[i].name);
+            int count[2] = {0, 0};
+            for (uint32_t ty = 0; ty < T; ty++)
+                for (uint32_t tx = 0; tx < T; tx++) {
+                    bool same[2] = {true, true};
+                    for (uint32_t y = ty * HYB_TILE; y < (ty + 1) * HYB_TILE; y++) {
+                        size_t o = (size_t)y * S + tx * HYB_TILE;
+                        for (int k = 0; k < 2; k++)
+                            same[k] = same[k] && memcmp(img + o, path[k] + o,
+                                                        HYB_TILE * sizeof(float)) == 0;
+                    }
+                    ck_assert_msg(same[0] || same[1],
+                                  "%s: tile (%u, %u) is neither %s's nor %s's", l.k[i].name,
+                                  tx, ty, HYB_TEX, HYB_ALU);
+                    count[same[1] ? 1 : 0]++;
+                }
+            printf("  %-16s call %d: %d texture tiles, %d ALU tiles of %u\n", l.k[i].name, call,
+                   count[0], count[1], T * T);
+            ck_assert_msg(count[0] > 0 && count[1] > 0, "%s: one path only", l.k[i].name);
+            char what[96];
+            snprintf(what, sizeof what, "%s vs %s", l.k[i].name, HYB_ALU);
+            expect_close(what, img, path[1], (size_t)S * S, phantom_limits(TL_QUALITY_FAST));
+            snprintf(what, sizeof what, "%s vs float64", l.k[i].name);
+            expect_close(what, img, ref[0], (size_t)S * S, phantom_limits(TL_QUALITY_FAST));
+            free(img);
+        }
+        tl_engine_destroy(e);
+    }
+    ck_assert_int_gt(tested, 0);
+    free(path[0]);
+    free(path[1]);
+    free_rows(ref, s.rows);
+    free(frames);
+}
+END_TEST
+
 /* ---- (e) selection by tuned choice ---------------------------------------------------------- */
 
 static void set_name(char dst[32], const char *name)
@@ -785,7 +863,7 @@ static Suite *suite(void)
         {"list", {kernel_list, hw_rates, choice_selection, NULL}},
         {"phantom", {phantom_197_181, phantom_250_251, NULL}},
         {"noise", {random_data, slice_count_invariance, NULL}},
-        {"long", {long_window, NULL}},
+        {"long", {long_window, hybrid_tiles, NULL}},
     };
     for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
         TCase *t = tcase_create(groups[g].name);
