@@ -43,6 +43,12 @@ tests_libtlfixture_a_SOURCES = tests/daemon_fixture.h tests/daemon_fixture.c cli
 tests_libtlfixture_a_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 FIXTURE_LIBS = tests/libtlfixture.a $(PROTO_LIBS) $(JANSSON_LIBS)
 
+check_PROGRAMS += tests/integration/check_backpressure
+TESTS += tests/integration/check_backpressure
+tests_integration_check_backpressure_SOURCES = tests/integration/check_backpressure.c
+tests_integration_check_backpressure_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_backpressure_LDADD = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+
 check_PROGRAMS += tests/integration/check_daemon
 TESTS += tests/integration/check_daemon
 tests_integration_check_daemon_SOURCES = tests/integration/check_daemon.c
