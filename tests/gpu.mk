@@ -2,19 +2,24 @@
 # the public engine API. They exit 77 (automake: SKIP) where no CUDA device is usable and
 # in builds without CUDA (then the program only returns 77). Check runs without fork()
 # (CUDA does not survive it).
+noinst_LIBRARIES += tests/libtlgputest.a
+tests_libtlgputest_a_SOURCES = tests/gpu/gpu_test.h tests/gpu/gpu_test.c
+tests_libtlgputest_a_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+GPU_TEST_LIBS = tests/libtlgputest.a $(ENGINE_LIBS) $(TEST_LIBS)
+
 check_PROGRAMS += tests/gpu/check_cuda
 TESTS += tests/gpu/check_cuda
 tests_gpu_check_cuda_SOURCES = tests/gpu/check_cuda.c
 tests_gpu_check_cuda_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_gpu_check_cuda_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_gpu_check_cuda_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+tests_gpu_check_cuda_LDADD = $(GPU_TEST_LIBS)
 # every kernel the CUDA backend lists, generically, against the float64 reference
 check_PROGRAMS += tests/gpu/check_kernels
 TESTS += tests/gpu/check_kernels
 tests_gpu_check_kernels_SOURCES = tests/gpu/check_kernels.c
 tests_gpu_check_kernels_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_gpu_check_kernels_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_gpu_check_kernels_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+tests_gpu_check_kernels_LDADD = $(GPU_TEST_LIBS)
 
 # the daemon end to end on the CUDA backend (skips without a GPU)
 TESTS += tests/gpu/e2e_cuda.sh

@@ -18,7 +18,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *t, int n)
+double tl_cuda_median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
     return t[n / 2];
@@ -49,7 +49,7 @@ static tl_status time_kernel(tl_cuda_state *s, const tl_bp_job *job, int k, int 
         TL_CUDA(s->eb, cudaEventRecord(s->t1, s->stream));
         TL_TRY(elapsed_ms(s, &t[r]));
     }
-    *ms = median(t, reps);
+    *ms = tl_cuda_median(t, reps);
     return TL_OK;
 }
 
@@ -144,7 +144,7 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
             st = tl_cuda_fail_call(s->eb, e, "cudaEventRecord", __FILE__, __LINE__);
     }
     if (st == TL_OK)
-        *ms = median(t + 1, reps);
+        *ms = tl_cuda_median(t + 1, reps);
     free(t);
     return st;
 }

@@ -161,6 +161,8 @@ tl_status tl_cuda_op_backproject(void *state, tl_bp_job *job);
 tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
                            size_t *n);
 tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, double *ms);
+/* bench.cu: the median of t[0..n-1] (sorts t) */
+double tl_cuda_median(double *t, int n);
 /* microbench.cu: the card's texture, conversion and shared-memory rates (engine.h) */
 tl_status tl_cuda_op_hw_rates(void *state, tl_hw_rate *out, size_t cap, size_t *n);
 tl_status tl_cuda_op_acc_alloc(void *state, int id, uint32_t height, uint32_t width);

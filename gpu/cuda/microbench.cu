@@ -300,17 +300,6 @@ typedef struct {
     bool have_tex[MB_NTEX];
 } mb_ctx;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return t[n / 2];
-}
 
 static bool room(const mb_ctx *c, size_t rows)
 {
@@ -350,7 +339,7 @@ template <class Launch> static tl_status time_launch(tl_cuda_state *s, Launch la
         TL_CUDA(s->eb, cudaEventRecord(s->t1, s->stream));
         TL_TRY(elapsed_ms(s, &t[r]));
     }
-    *ms = median(t, MB_REPS);
+    *ms = tl_cuda_median(t, MB_REPS);
     return TL_OK;
 }
 
@@ -471,7 +460,7 @@ static tl_status clock_mhz(mb_ctx *c, double *mhz)
         if (r >= 0)
             f[r] = ms > 0 ? (double)most / (ms * 1e3) : 0; /* cycles per microsecond */
     }
-    *mhz = median(f, MB_REPS);
+    *mhz = tl_cuda_median(f, MB_REPS);
     return TL_OK;
 }
 

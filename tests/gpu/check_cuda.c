@@ -38,37 +38,10 @@ int main(void)
 
 #include "gpu/engine.h"
 #include "gpu/phantom.h"
+#include "tests/gpu/gpu_test.h"
 #include "tests/testutil.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-static tl_engine *make_engine(const tl_engine_config *base, tl_backend_kind b, tl_precision p,
-                              const char *kernel)
-{
-    tl_engine_config c = *base;
-    c.backend = b;
-    c.precision = p;
-    memset(c.kernel, 0, sizeof c.kernel);
-    if (kernel) {
-        size_t len = strlen(kernel);
-        memcpy(c.kernel, kernel, len < sizeof c.kernel ? len : sizeof c.kernel - 1);
-    }
-    tl_engine *e = NULL;
-    tl_status st = tl_engine_create(&c, &e);
-    ck_assert_msg(st == TL_OK, "create %s %s: %s: %s", tl_backend_name(b), kernel ? kernel : "",
-                  tl_status_name(st), tl_engine_last_error(NULL));
-    return e;
-}
-
-static tl_engine *cuda_engine(const tl_engine_config *c, const char *kernel)
-{
-    return make_engine(c, TL_BACKEND_CUDA, TL_PRECISION_F32, kernel);
-}
-
-static tl_engine *cpu_engine(const tl_engine_config *c, tl_precision p)
-{
-    return make_engine(c, TL_BACKEND_CPU, p, NULL);
-}
 
 static void submit_all(tl_engine **e, int ne, const tl_frame *f)
 {
@@ -143,15 +116,12 @@ typedef struct {
 
 static double angle_of(const scan *s, uint64_t k)
 {
-    double a = M_PI * (double)k / s->nproj;
-    if (s->nonuniform)
-        a = M_PI * pow((double)k / s->nproj, 1.3) + 0.4 * M_PI / s->nproj * sin(12.9898 * k);
-    return a + s->angle0;
+    return tl_gt_angle(s->nproj, s->nonuniform, s->angle0, k);
 }
 
 static double offset_of(const scan *s, uint64_t k)
 {
-    return s->offsets ? 1.5 * sin(78.233 * (double)k) : 0.0;
+    return tl_gt_offset(s->offsets, k);
 }
 
 static tl_engine_config scan_config(const scan *s)
@@ -197,10 +167,10 @@ static void kernels_vs_reference(const char *name, const scan *s, const tl_slice
     tl_phantom ph;
     shepp(&ph, s, 0.45 * s->cols);
     tl_engine *e[2 + NKERNELS];
-    e[0] = cpu_engine(&c, TL_PRECISION_F64);
-    e[1] = cpu_engine(&c, TL_PRECISION_F32);
+    e[0] = tl_gt_cpu(&c, TL_PRECISION_F64);
+    e[1] = tl_gt_cpu(&c, TL_PRECISION_F32);
     for (int k = 0; k < NKERNELS; k++)
-        e[2 + k] = cuda_engine(&c, all_kernels[k]);
+        e[2 + k] = tl_gt_cuda(&c, all_kernels[k]);
     feed(e, 2 + NKERNELS, s, &ph, 0, s->nproj);
     size_t n = (size_t)sp->height * sp->width;
     float *ref = recon(e[0], sp, NULL), *cpu = recon(e[1], sp, NULL);
@@ -236,7 +206,7 @@ START_TEST(available_and_auto)
     ck_assert_msg(tl_backend_available(TL_BACKEND_CUDA, why, sizeof why), "%s", why);
     tl_engine_config c;
     tl_engine_config_init(&c, 4, 64, 8);
-    tl_engine *e = cuda_engine(&c, NULL);
+    tl_engine *e = tl_gt_cuda(&c, NULL);
     tl_engine_state st;
     tl_engine_get_state(e, &st);
     printf("  device: %s, %zu bytes for a 4 x 64 x 8 window\n", st.device_name, st.memory_bytes);
@@ -354,7 +324,7 @@ START_TEST(preprocess_all_dtypes)
             c.dtype = dt;
             c.filter = TL_FILTER_NONE;
             c.already_linear = linear;
-            tl_engine *e[2] = {cuda_engine(&c, READOUT), cpu_engine(&c, TL_PRECISION_F32)};
+            tl_engine *e[2] = {tl_gt_cuda(&c, READOUT), tl_gt_cpu(&c, TL_PRECISION_F32)};
             size_t pitch = W * tl_dtype_size(dt);
             void *buf = malloc(R * pitch);
             for (int kind = 0; kind < 3; kind++)
@@ -408,7 +378,7 @@ START_TEST(calibration_batches_match_cpu)
     tl_engine_config_init(&c, R, W, 1);
     c.dtype = TL_DTYPE_U16;
     c.filter = TL_FILTER_NONE;
-    tl_engine *e[2] = {cuda_engine(&c, READOUT), cpu_engine(&c, TL_PRECISION_F32)};
+    tl_engine *e[2] = {tl_gt_cuda(&c, READOUT), tl_gt_cpu(&c, TL_PRECISION_F32)};
     uint16_t buf[3 * 50];
     /* the sequence: kind and the frame number fed to fill_frame */
     const int seq[][2] = {{2, 0}, {0, 0}, {1, 0}, {0, 1}, {2, 1}, {0, 2}, {2, 2},
@@ -455,7 +425,7 @@ START_TEST(pitched_host_frames)
     c.filter = TL_FILTER_SHEPP_LOGAN;
     float *o[2];
     for (int k = 0; k < 2; k++) {
-        tl_engine *e = cuda_engine(&c, READOUT);
+        tl_engine *e = tl_gt_cuda(&c, READOUT);
         tl_frame f = {.kind = TL_FRAME_PROJ, .angle = 0.3, .dtype = TL_DTYPE_U16, .rows = R,
                       .cols = W, .data = k ? (void *)(big + 3) : (void *)packed,
                       .pitch = k ? P * sizeof(uint16_t) : 0};
@@ -488,7 +458,7 @@ START_TEST(filters_match_cpu)
         c.dtype = TL_DTYPE_F32;
         c.already_linear = true;
         c.filter = (tl_filter)fi;
-        tl_engine *e[2] = {cuda_engine(&c, READOUT), cpu_engine(&c, TL_PRECISION_F32)};
+        tl_engine *e[2] = {tl_gt_cuda(&c, READOUT), tl_gt_cpu(&c, TL_PRECISION_F32)};
         tl_frame f = {.kind = TL_FRAME_PROJ, .dtype = TL_DTYPE_F32, .rows = R, .cols = W,
                       .data = img};
         submit_all(e, 2, &f);
@@ -506,7 +476,7 @@ START_TEST(filters_match_cpu)
     tl_engine_config_init(&c, R, W, 2);
     c.dtype = TL_DTYPE_F32;
     c.already_linear = true;
-    tl_engine *e[2] = {cuda_engine(&c, READOUT), cpu_engine(&c, TL_PRECISION_F32)};
+    tl_engine *e[2] = {tl_gt_cuda(&c, READOUT), tl_gt_cpu(&c, TL_PRECISION_F32)};
     tl_frame f = {.kind = TL_FRAME_PROJ, .dtype = TL_DTYPE_F32, .rows = R, .cols = W, .data = img};
     submit_all(e, 2, &f);
     for (int k = 0; k < 2; k++)
@@ -601,10 +571,10 @@ START_TEST(planes_match_cpu)
     shepp(&ph, &s, 14);
     /* 0 cpu-f32, 1 cuda auto, 2.. cuda forced */
     tl_engine *e[2 + NKERNELS];
-    e[0] = cpu_engine(&c, TL_PRECISION_F32);
-    e[1] = cuda_engine(&c, NULL);
+    e[0] = tl_gt_cpu(&c, TL_PRECISION_F32);
+    e[1] = tl_gt_cuda(&c, NULL);
     for (int k = 0; k < NKERNELS; k++)
-        e[2 + k] = cuda_engine(&c, all_kernels[k]);
+        e[2 + k] = tl_gt_cuda(&c, all_kernels[k]);
     feed(e, 2 + NKERNELS, &s, &ph, 0, s.nproj);
     const uint32_t S = 48, H = s.rows;
 
@@ -691,7 +661,7 @@ START_TEST(quality_selects_kernels)
     c.quality = TL_QUALITY_FAST;
     tl_phantom ph;
     shepp(&ph, &s, 20);
-    tl_engine *e = cuda_engine(&c, NULL);
+    tl_engine *e = tl_gt_cuda(&c, NULL);
     feed(&e, 1, &s, &ph, 0, s.nproj);
     tl_slice_spec row, ortho;
     tl_slice_spec_row(&row, 2, 64, 64);
@@ -719,7 +689,7 @@ START_TEST(device_frames_equal_host_frames)
     tl_engine_config c;
     tl_engine_config_init(&c, R, W, N);
     c.dtype = TL_DTYPE_U16;
-    tl_engine *host = cuda_engine(&c, NULL), *dev = cuda_engine(&c, NULL);
+    tl_engine *host = tl_gt_cuda(&c, NULL), *dev = tl_gt_cuda(&c, NULL);
     size_t row = W * sizeof(uint16_t), dpitch = 0;
     void *d = NULL;
     ck_assert_int_eq(cudaMallocPitch(&d, &dpitch, row, R), cudaSuccess);
@@ -769,10 +739,10 @@ START_TEST(rolling_window_equals_fresh)
     shepp(&ph, &s, 0.45 * s.cols);
     tl_engine *roll[NKERNELS], *fresh[NKERNELS];
     for (int k = 0; k < NKERNELS; k++) {
-        roll[k] = cuda_engine(&c, all_kernels[k]);
-        fresh[k] = cuda_engine(&c, all_kernels[k]);
+        roll[k] = tl_gt_cuda(&c, all_kernels[k]);
+        fresh[k] = tl_gt_cuda(&c, all_kernels[k]);
     }
-    tl_engine *cpu = cpu_engine(&c, TL_PRECISION_F32);
+    tl_engine *cpu = tl_gt_cpu(&c, TL_PRECISION_F32);
     feed(roll, NKERNELS, &s, &ph, 0, 137);
     tl_engine *both[2 * NKERNELS + 1];
     for (int k = 0; k < NKERNELS; k++) {
@@ -844,7 +814,7 @@ START_TEST(bench_and_bench_store)
     tl_engine_config c = scan_config(&s);
     tl_phantom ph;
     shepp(&ph, &s, 0.45 * s.cols);
-    tl_engine *e = cuda_engine(&c, NULL);
+    tl_engine *e = tl_gt_cuda(&c, NULL);
     feed(&e, 1, &s, &ph, 0, s.nproj);
     tl_slice_spec row, ortho;
     tl_slice_spec_row(&row, 1, 96, 96);
@@ -896,7 +866,7 @@ START_TEST(empty_window_is_zero)
     tl_slice_spec sp;
     tl_slice_spec_row(&sp, 1, 33, 35);
     for (int k = 0; k < NKERNELS; k++) {
-        tl_engine *e = cuda_engine(&c, all_kernels[k]);
+        tl_engine *e = tl_gt_cuda(&c, all_kernels[k]);
         for (int pass = 0; pass < 2; pass++) {
             float *o = recon(e, &sp, NULL);
             for (size_t i = 0; i < 33 * 35; i++)
@@ -920,7 +890,7 @@ START_TEST(incremental_matches_scratch)
     const uint32_t R = 4, W = 256, N = 360, S = 256;
     scan sc = {.rows = R, .cols = W, .nproj = 2 * N, .window = N};
     tl_engine_config c = scan_config(&sc);
-    tl_engine *e = cuda_engine(&c, NULL);
+    tl_engine *e = tl_gt_cuda(&c, NULL);
     tl_phantom ph;
     shepp(&ph, &sc, 0.45 * W);
     float *proj = malloc((size_t)2 * N * R * W * sizeof *proj);

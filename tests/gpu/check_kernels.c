@@ -49,6 +49,7 @@ int main(void)
 
 #include "gpu/engine.h"
 #include "gpu/phantom.h"
+#include "tests/gpu/gpu_test.h"
 #include "tests/testutil.h"
 
 /* ---- thresholds -------------------------------------------------------------------------- */
@@ -98,35 +99,7 @@ static limits noise_limits(tl_quality q)
     }
 }
 
-/* ---- helpers (as tests/gpu/check_cuda.c) --------------------------------------------------- */
-
-static tl_engine *make_engine(const tl_engine_config *base, tl_backend_kind b, tl_precision p,
-                              const char *kernel)
-{
-    tl_engine_config c = *base;
-    c.backend = b;
-    c.precision = p;
-    memset(c.kernel, 0, sizeof c.kernel);
-    if (kernel) {
-        size_t len = strlen(kernel);
-        memcpy(c.kernel, kernel, len < sizeof c.kernel ? len : sizeof c.kernel - 1);
-    }
-    tl_engine *e = NULL;
-    tl_status st = tl_engine_create(&c, &e);
-    ck_assert_msg(st == TL_OK, "create %s %s: %s: %s", tl_backend_name(b), kernel ? kernel : "",
-                  tl_status_name(st), tl_engine_last_error(NULL));
-    return e;
-}
-
-static tl_engine *cuda_engine(const tl_engine_config *c, const char *kernel)
-{
-    return make_engine(c, TL_BACKEND_CUDA, TL_PRECISION_F32, kernel);
-}
-
-static tl_engine *cpu_engine(const tl_engine_config *c, tl_precision p)
-{
-    return make_engine(c, TL_BACKEND_CPU, p, NULL);
-}
+/* ---- helpers --------------------------------------------------------------------------------- */
 
 static void expect_close(const char *what, const float *got, const float *ref, size_t n,
                          limits lim)
@@ -159,7 +132,7 @@ static void cuda_kernel_list(klist *l)
 {
     tl_engine_config c;
     tl_engine_config_init(&c, 4, 64, 8);
-    tl_engine *e = cuda_engine(&c, NULL);
+    tl_engine *e = tl_gt_cuda(&c, NULL);
     l->n = tl_engine_kernels(e, l->k, MAXK);
     ck_assert_msg(l->n >= 1 && l->n <= MAXK, "%zu kernels (this test holds %d)", l->n, MAXK);
     tl_engine_destroy(e);
@@ -223,15 +196,12 @@ typedef struct {
 
 static double angle_of(const scan *s, uint64_t k)
 {
-    double a = M_PI * (double)k / s->nproj;
-    if (s->nonuniform)
-        a = M_PI * pow((double)k / s->nproj, 1.3) + 0.4 * M_PI / s->nproj * sin(12.9898 * k);
-    return a + s->angle0;
+    return tl_gt_angle(s->nproj, s->nonuniform, s->angle0, k);
 }
 
 static double offset_of(const scan *s, uint64_t k)
 {
-    return s->offsets ? 1.5 * sin(78.233 * (double)k) : 0.0;
+    return tl_gt_offset(s->offsets, k);
 }
 
 static tl_engine_config scan_config(const scan *s)
@@ -308,7 +278,7 @@ static void recon_rows(tl_engine *e, const tl_slice_spec *proto, const uint32_t 
 static float **reference_rows(const scan *s, const float *frames, const tl_slice_spec *proto)
 {
     tl_engine_config c = scan_config(s);
-    tl_engine *e = cpu_engine(&c, TL_PRECISION_F64);
+    tl_engine *e = tl_gt_cpu(&c, TL_PRECISION_F64);
     feed(e, s, frames);
     float **ref = calloc(s->rows, sizeof *ref);
     ck_assert_ptr_nonnull(ref);
@@ -342,7 +312,7 @@ static void kernel_vs_reference(const char *name, const scan *s, const float *fr
                                 bool noisy)
 {
     tl_engine_config c = scan_config(s);
-    tl_engine *e = cuda_engine(&c, K->name);
+    tl_engine *e = tl_gt_cuda(&c, K->name);
     feed(e, s, frames);
     int m = (int)(K->slices < s->rows ? K->slices : s->rows);
     uint32_t z0 = s->rows >= (uint32_t)m + 1 ? 1 : 0, zs[4];
@@ -433,7 +403,7 @@ START_TEST(kernel_list)
     /* cap smaller than the list: the count of all, only cap entries written */
     tl_engine_config c;
     tl_engine_config_init(&c, 4, 64, 8);
-    tl_engine *e = cuda_engine(&c, NULL);
+    tl_engine *e = tl_gt_cuda(&c, NULL);
     tl_kernel_info two[3];
     memset(two, 0, sizeof two);
     two[2].name = "sentinel";
@@ -518,7 +488,7 @@ START_TEST(slice_count_invariance)
         tested++;
         int m = (int)K->slices;
         ck_assert_uint_ge(s.rows, (uint32_t)m + 2);
-        tl_engine *e = cuda_engine(&c, K->name);
+        tl_engine *e = tl_gt_cuda(&c, K->name);
         feed(e, &s, frames);
         /* each row alone */
         float *single[6];
@@ -613,7 +583,7 @@ START_TEST(hybrid_tiles)
     const char *paths[2] = {HYB_TEX, HYB_ALU};
     uint32_t z = 0;
     for (int k = 0; k < 2; k++) {
-        tl_engine *e = cuda_engine(&c, paths[k]);
+        tl_engine *e = tl_gt_cuda(&c, paths[k]);
         feed(e, &s, frames);
         recon_rows(e, &proto, &z, 1, &path[k], NULL, paths[k]);
         tl_engine_destroy(e);
@@ -625,7 +595,7 @@ START_TEST(hybrid_tiles)
         if (strncmp(l.k[i].name, "hyb", 3) != 0)
             continue;
         tested++;
-        tl_engine *e = cuda_engine(&c, l.k[i].name);
+        tl_engine *e = tl_gt_cuda(&c, l.k[i].name);
         feed(e, &s, frames);
         for (int call = 0; call < 2; call++) {
             float *img;
@@ -684,7 +654,7 @@ START_TEST(choice_selection)
     klist l;
     cuda_kernel_list(&l);
     float *frames = make_frames(&s);
-    tl_engine *e = cuda_engine(&c, NULL);
+    tl_engine *e = tl_gt_cuda(&c, NULL);
     feed(e, &s, frames);
     tl_slice_spec proto, other;
     tl_slice_spec_row(&proto, 0, S, S);
@@ -827,7 +797,7 @@ START_TEST(hw_rates)
 {
     tl_engine_config c;
     tl_engine_config_init(&c, 4, 64, 8);
-    tl_engine *e = cuda_engine(&c, NULL);
+    tl_engine *e = tl_gt_cuda(&c, NULL);
     tl_hw_rate r[64];
     size_t n = 0;
     tl_status st = tl_engine_hw_rates(e, r, 64, &n);
