@@ -10,8 +10,8 @@
  *   3. else the built-in rule below, which also catches what a chosen kernel cannot serve:
  *      the first kernel of BUILTIN_* of an allowed quality that serves the slice. Every
  *      list ends with plane-exact, which serves anything.
- * The built-in order is the H100 ranking measured by `tomolive tune` (see the kernel
- * files); on another card the tuner's choice replaces it.
+ * The built-in order is the H100's ranking for 2048^2 slices from 2048 projections as
+ * `tomolive tune` measured it; on another card or shape the tuner's choice replaces it.
  *
  * Batching: slices that chose the same multi-slice kernel and share a geometry (the same
  * horizontal plane up to z, the same size) are launched together, up to the kernel's
@@ -75,14 +75,14 @@ int tl_cuda_kernel_find(const char *name)
 
 /* The built-in choice: kernel names in order of preference, per allowed quality. */
 static const char *const builtin_single[TL_QUALITY_COUNT][4] = {
-    {"alu-fr/t64q16s8", "alu-exact", "plane-exact", NULL},
-    {"alu-fr/t64q16s8", "tex-std", "alu-exact", "plane-exact"},
-    {"alu-fr/t64q16s8", "tex-std", "alu-exact", "plane-exact"},
+    {"alu-fr/t64q16s16", "alu-exact", "plane-exact", NULL},
+    {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
+    {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
 };
 static const char *const builtin_batch[TL_QUALITY_COUNT][4] = {
-    {"alu2-fr/t64q8s8", "alu-fr/t64q16s8", "alu-exact", "plane-exact"},
-    {"alu4h/t64q8s8", "alu2-fr/t64q8s8", "alu-fr/t64q16s8", "plane-exact"},
-    {"alu4h/t64q8s8", "alu2-fr/t64q8s8", "alu-fr/t64q16s8", "plane-exact"},
+    {"alu2-fr/t64q8s16", "alu-fr/t64q16s16", "alu-exact", "plane-exact"},
+    {"alu4h/t64q8s16", "alu2-fr/t64q8s16", "alu-fr/t64q16s16", "plane-exact"},
+    {"alu4h/t64q8s16", "alu2-fr/t64q8s16", "alu-fr/t64q16s16", "plane-exact"},
 };
 
 /* ---- geometry ---------------------------------------------------------------------------- */
