@@ -349,7 +349,6 @@ static int parse_options(int argc, char **argv, options *o)
     optind = 1;
     opterr = 0;
     int c;
-    char *end;
     long v;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -358,8 +357,7 @@ static int parse_options(int argc, char **argv, options *o)
                 return fail(2, "unknown backend '%s' (cpu, cuda, auto)", optarg);
             break;
         case O_DEVICE:
-            v = strtol(optarg, &end, 10);
-            if (end == optarg || *end || v < 0 || v > 1024)
+            if (!tl_cli_long(optarg, 0, 1024, &v))
                 return fail(2, "bad --device '%s': need a device ordinal", optarg);
             o->device = (int)v;
             break;
@@ -375,8 +373,7 @@ static int parse_options(int argc, char **argv, options *o)
                 return fail(2, "bad --slices '%s': need counts 1..256 like 1,2,4", optarg);
             break;
         case O_REPS:
-            v = strtol(optarg, &end, 10);
-            if (end == optarg || *end || v < 1 || v > 100000)
+            if (!tl_cli_long(optarg, 1, 100000, &v))
                 return fail(2, "bad --reps '%s': need a whole number >= 1", optarg);
             o->reps = (int)v;
             break;

@@ -12,7 +12,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -59,7 +58,6 @@ static int parse(int argc, char **argv, options *o)
     optind = 1;
     opterr = 0;
     int c;
-    char *end;
     long v;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
@@ -77,9 +75,7 @@ static int parse(int argc, char **argv, options *o)
         case 'b':
         case 'r':
         case 'd':
-            errno = 0;
-            v = strtol(optarg, &end, 10);
-            if (end == optarg || *end || errno || v < (c == 'd' ? 0 : 1) || v > 65536)
+            if (!tl_cli_long(optarg, c == 'd' ? 0 : 1, 65536, &v))
                 return tl_cli_fail(ME, 2, "bad value '%s' for --%s", optarg,
                                    c == 'b' ? "batch" : c == 'r' ? "reps" : "device");
             if (c == 'b')

@@ -7,9 +7,14 @@
 #ifndef TL_CLI_H
 #define TL_CLI_H
 
+#include <stdbool.h>
+
 /* Prints "<me>: <message>\n" on stderr and returns rc. */
 int tl_cli_fail(const char *me, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* A whole decimal number in [lo, hi] and nothing else ("12", not "12x", "", "1e3"). */
+bool tl_cli_long(const char *s, long lo, long hi, long *out);
 
 /* Seconds on the monotonic clock (for timeouts and rates). */
 double tl_cli_now(void);

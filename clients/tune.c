@@ -116,8 +116,7 @@ static int parse_options(int argc, char **argv, options *o)
                 return fail(2, "unknown backend '%s' (cpu, cuda, auto)", optarg);
             break;
         case O_DEVICE:
-            v = strtol(optarg, &end, 10);
-            if (end == optarg || *end || v < 0 || v > 1024)
+            if (!tl_cli_long(optarg, 0, 1024, &v))
                 return fail(2, "bad --device '%s': need a device ordinal", optarg);
             o->device = (int)v;
             break;

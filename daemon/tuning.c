@@ -21,7 +21,7 @@
  * leaves behind rather than wait for. Only when that engine cannot be had (the scan's
  * window fills the memory) does it time the scan's engine, on the worker, lock held.
  */
-#include <config.h>
+#include "config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
