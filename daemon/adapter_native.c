@@ -1,8 +1,9 @@
 /* adapter_native.c — the tomolive wire protocol as an ingest format (adapter.h). The
  * protocol module does all the checking; this only moves the decoded fields and the
  * payload part into the daemon's record. */
-#include <config.h>
+#include "config.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,14 @@ static int native_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *it,
         memcpy(it->filter, m.scan.filter.ptr ? m.scan.filter.ptr : "", fl);
         it->filter[fl] = 0;
         it->scan.filter = (tl_proto_str){NULL, 0}; /* the header part is about to go */
+        it->scan.release = (tl_proto_str){NULL, 0};
+    } else if (m.type == TL_MSG_FRAME && m.frame.has_ipc) {
+        /* the protocol describes frames in GPU memory (PROTOCOL.md §8.4); this daemon
+         * cannot consume them yet: a clear, counted rejection, never a silent drop */
+        tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED, "frame %" PRIu64 " of series %" PRIu64
+                      " is in GPU memory (CUDA IPC): not supported by this daemon yet",
+                      m.frame.index, m.frame.series);
+        return -1;
     } else if (m.type == TL_MSG_FRAME) {
         it->frame = m.frame;
         zmq_msg_move(&it->payload, &parts[1]); /* the pixels travel zero-copy */

@@ -118,6 +118,7 @@ tl_proto_err tl_proto_decode(tl_proto_decoder *d, const void *hdr, size_t len, u
     case TL_MSG_REQ: rc = tlp_decode_req(h, d->zone, &out->req, err); break;
     case TL_MSG_REP: rc = tlp_decode_rep(h, &out->rep, err); break;
     case TL_MSG_SLICE: rc = tlp_decode_slice(h, &out->slice, err); break;
+    case TL_MSG_RELEASE: rc = tlp_decode_release(h, &out->release, err); break;
     }
     if (rc == TL_PROTO_OK && err) {
         err->code = TL_PROTO_OK;

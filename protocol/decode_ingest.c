@@ -1,4 +1,5 @@
-/* decode_ingest.c — the ingest messages: "scan", "frame", "end" (PROTOCOL.md §Ingest).
+/* decode_ingest.c — the ingest messages: "scan", "frame", "end", and the "release" a
+ * daemon sends back to the producer of frames in GPU memory (PROTOCOL.md §8).
  *
  * Only what a header alone can prove is checked here: types, ranges, finiteness, names, and
  * that rows * cols * dtype size stays under the frame limit (so no later multiplication can
@@ -8,6 +9,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
@@ -75,6 +77,78 @@ tl_proto_err tlp_decode_scan(const msgpack_object *h, tl_proto_scan *m, tl_proto
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"filter\": %zu bytes, expected 1..%d",
                              m->filter.len, TLP_MAX_FILTER);
     TRY(tl_proto_get_bool(h, "already_linear", false, &m->already_linear, err));
+    TRY(tl_proto_get_str(h, "release", false, &m->release, err));
+    if (tl_proto_map_get(h, "release") &&
+        (m->release.len < 1 || m->release.len > TL_PROTO_MAX_ENDPOINT))
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"release\": %zu bytes, expected 1..%d",
+                             m->release.len, TL_PROTO_MAX_ENDPOINT);
+    return TL_PROTO_OK;
+}
+
+/* "GPU-" and 8-4-4-4-12 hexadecimal digits. */
+static bool uuid_valid(tl_proto_str s)
+{
+    if (s.len != TL_PROTO_UUID_LEN || memcmp(s.ptr, "GPU-", 4) != 0)
+        return false;
+    for (size_t i = 4; i < s.len; i++) {
+        char c = s.ptr[i];
+        bool dash = i == 12 || i == 17 || i == 22 || i == 27;
+        bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        if (dash ? c != '-' : !hex)
+            return false;
+    }
+    return true;
+}
+
+/* The ipc_* keys of a frame in GPU memory: all of them or none (E_MISSING naming the first
+ * absent one); the handle is 64 bytes of bin; the rows fit in the allocation (E_RANGE),
+ * with every product overflow-checked. */
+static tl_proto_err decode_ipc(const msgpack_object *h, tl_proto_frame *m, tl_proto_error *err)
+{
+    static const char *const keys[] = {"ipc_handle", "ipc_buffer", "ipc_size", "ipc_offset",
+                                       "ipc_pitch",  "ipc_device", "ipc_slot"};
+    int present = 0;
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        present += tl_proto_map_get(h, keys[k]) != NULL;
+    m->has_ipc = present > 0;
+    if (!m->has_ipc)
+        return TL_PROTO_OK;
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        if (!tl_proto_map_get(h, keys[k]))
+            return tl_proto_fail(err, TL_PROTO_E_MISSING, "missing required key \"%s\": the "
+                                 "ipc_* keys of a frame in GPU memory come together", keys[k]);
+    tl_proto_ipc *ipc = &m->ipc;
+    const msgpack_object *o = tl_proto_map_get(h, "ipc_handle");
+    if (o->type != MSGPACK_OBJECT_BIN)
+        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "\"ipc_handle\": expected bin, got %s",
+                             tlp_object_type_name(o));
+    if (o->via.bin.size != TL_PROTO_IPC_HANDLE)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"ipc_handle\": %" PRIu32 " bytes, a "
+                             "CUDA IPC handle has %d", o->via.bin.size, TL_PROTO_IPC_HANDLE);
+    ipc->handle = (const uint8_t *)o->via.bin.ptr;
+    TRY(tl_proto_get_u64(h, "ipc_buffer", true, &ipc->buffer, err));
+    TRY(tl_proto_get_u64(h, "ipc_size", true, &ipc->size, err));
+    TRY(tl_proto_get_u64(h, "ipc_offset", true, &ipc->offset, err));
+    TRY(tl_proto_get_u64(h, "ipc_pitch", true, &ipc->pitch, err));
+    TRY(tl_proto_get_str(h, "ipc_device", true, &ipc->device, err));
+    TRY(tl_proto_get_u32(h, "ipc_slot", true, &ipc->slot, err));
+    if (!uuid_valid(ipc->device)) {
+        char q[64];
+        tlp_quote(q, sizeof q, ipc->device.ptr, ipc->device.len, 48);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"ipc_device\": \"%s\" is not a GPU "
+                             "UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", q);
+    }
+    uint64_t row = (uint64_t)m->cols * tl_proto_dtype_size(m->dtype); /* < 2^31: shape checked */
+    if (ipc->pitch < row)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"ipc_pitch\": %" PRIu64 " bytes, less "
+                             "than a row of %" PRIu64, ipc->pitch, row);
+    /* offset + (rows - 1) * pitch + row <= size, without overflow */
+    uint64_t rows1 = m->rows - 1u, span;
+    if ((ipc->pitch != 0 && rows1 > (UINT64_MAX - row) / ipc->pitch) ||
+        (span = rows1 * ipc->pitch + row) > ipc->size || ipc->offset > ipc->size - span)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"ipc_offset\" %" PRIu64 ", \"ipc_pitch\" "
+                             "%" PRIu64 ": %" PRIu32 " rows do not fit in the %" PRIu64 " bytes "
+                             "of \"ipc_size\"", ipc->offset, ipc->pitch, m->rows, ipc->size);
     return TL_PROTO_OK;
 }
 
@@ -94,6 +168,7 @@ tl_proto_err tlp_decode_frame(const msgpack_object *h, tl_proto_frame *m, tl_pro
     m->has_t_acq = tl_proto_map_get(h, "t_acq") != NULL;
     TRY(tl_proto_get_double(h, "center_offset", false, &m->center_offset, err));
     m->has_center_offset = tl_proto_map_get(h, "center_offset") != NULL;
+    TRY(decode_ipc(h, m, err));
     m->payload = NULL;
     m->payload_len = 0;
     return TL_PROTO_OK;
@@ -102,4 +177,22 @@ tl_proto_err tlp_decode_frame(const msgpack_object *h, tl_proto_frame *m, tl_pro
 tl_proto_err tlp_decode_end(const msgpack_object *h, tl_proto_end *m, tl_proto_error *err)
 {
     return tl_proto_get_u64(h, "series", true, &m->series, err);
+}
+
+tl_proto_err tlp_decode_release(const msgpack_object *h, tl_proto_release *m,
+                                tl_proto_error *err)
+{
+    TRY(tl_proto_get_u64(h, "series", true, &m->series, err));
+    TRY(tl_proto_get_u64(h, "index", true, &m->index, err));
+    TRY(tl_proto_get_u32(h, "slot", true, &m->slot, err));
+    TRY(tl_proto_get_bool(h, "ok", true, &m->ok, err));
+    if (m->ok)
+        return TL_PROTO_OK;
+    uint64_t code;
+    TRY(tl_proto_get_u64(h, "code", true, &code, err));
+    if (code < 1 || code > TL_PROTO_E_INTERNAL)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"code\": %" PRIu64 " is not an error "
+                             "code", code);
+    m->code = (tl_proto_err)code;
+    return tl_proto_get_str(h, "message", true, &m->message, err);
 }

@@ -72,7 +72,8 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
     msgpack_packer pk;
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
     size_t n = 7 + (m->darks != 0) + (m->flats != 0) + (m->first_index != 0) + m->has_center +
-               2 * m->has_angles + (m->filter.len != 0) + m->already_linear;
+               2 * m->has_angles + (m->filter.len != 0) + m->already_linear +
+               (m->release.len != 0);
     P(envelope(&pk, n, TL_MSG_SCAN));
     P(tl_proto_pack_kv_u64(&pk, "series", m->series));
     P(tl_proto_pack_kv_str(&pk, "geometry", tl_proto_geometry_name(m->geometry)));
@@ -97,6 +98,10 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
     }
     if (m->already_linear)
         P(tl_proto_pack_kv_bool(&pk, "already_linear", true));
+    if (m->release.len) {
+        P(tl_proto_pack_cstr(&pk, "release"));
+        P(pack_pstr(&pk, m->release));
+    }
     return 0;
 }
 
@@ -104,7 +109,7 @@ int tl_proto_encode_frame(msgpack_sbuffer *buf, const tl_proto_frame *m)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
-    size_t n = 7 + m->has_angle + m->has_t_acq + m->has_center_offset;
+    size_t n = 7 + m->has_angle + m->has_t_acq + m->has_center_offset + 7 * m->has_ipc;
     P(envelope(&pk, n, TL_MSG_FRAME));
     P(tl_proto_pack_kv_u64(&pk, "series", m->series));
     P(tl_proto_pack_kv_u64(&pk, "index", m->index));
@@ -117,7 +122,35 @@ int tl_proto_encode_frame(msgpack_sbuffer *buf, const tl_proto_frame *m)
         P(tl_proto_pack_kv_u64(&pk, "t_acq", m->t_acq));
     if (m->has_center_offset)
         P(tl_proto_pack_kv_double(&pk, "center_offset", m->center_offset));
+    if (m->has_ipc) {
+        P(tl_proto_pack_cstr(&pk, "ipc_handle"));
+        P(msgpack_pack_bin(&pk, TL_PROTO_IPC_HANDLE));
+        P(msgpack_pack_bin_body(&pk, m->ipc.handle, TL_PROTO_IPC_HANDLE));
+        P(tl_proto_pack_kv_u64(&pk, "ipc_buffer", m->ipc.buffer));
+        P(tl_proto_pack_kv_u64(&pk, "ipc_size", m->ipc.size));
+        P(tl_proto_pack_kv_u64(&pk, "ipc_offset", m->ipc.offset));
+        P(tl_proto_pack_kv_u64(&pk, "ipc_pitch", m->ipc.pitch));
+        P(tl_proto_pack_cstr(&pk, "ipc_device"));
+        P(pack_pstr(&pk, m->ipc.device));
+        P(tl_proto_pack_kv_u64(&pk, "ipc_slot", m->ipc.slot));
+    }
     return 0;
+}
+
+int tl_proto_encode_release(msgpack_sbuffer *buf, const tl_proto_release *m)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
+    P(envelope(&pk, m->ok ? 6 : 8, TL_MSG_RELEASE));
+    P(tl_proto_pack_kv_u64(&pk, "series", m->series));
+    P(tl_proto_pack_kv_u64(&pk, "index", m->index));
+    P(tl_proto_pack_kv_u64(&pk, "slot", m->slot));
+    P(tl_proto_pack_kv_bool(&pk, "ok", m->ok));
+    if (m->ok)
+        return 0;
+    P(tl_proto_pack_kv_u64(&pk, "code", (uint64_t)m->code));
+    P(tl_proto_pack_cstr(&pk, "message"));
+    return pack_pstr(&pk, m->message);
 }
 
 int tl_proto_encode_end(msgpack_sbuffer *buf, const tl_proto_end *m)

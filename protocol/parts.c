@@ -1,8 +1,9 @@
 /* parts.c — the part layout of a whole multipart message (PROTOCOL.md §Framing).
  *
- *   scan, end, req, rep:  [header]
- *   frame:                [header, payload]
- *   slice:                [topic "slice/<id>/", header, payload]
+ *   scan, end, req, rep, release:  [header]
+ *   frame:                         [header, payload], or [header] for a frame in GPU
+ *                                  memory (its ipc_* keys say where the pixels are)
+ *   slice:                         [topic "slice/<id>/", header, payload]
  *
  * A slice is recognised by its first part starting with "slice/" (only where slices are
  * accepted): a header always starts with a map byte (0x80-0x8f, 0xde, 0xdf) and never with
@@ -17,15 +18,22 @@
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-static int parts_for(tl_msg_type t)
+static bool has_payload(const tl_proto_msg *m)
 {
-    return t == TL_MSG_FRAME ? 2 : t == TL_MSG_SLICE ? 3 : 1;
+    return m->type == TL_MSG_SLICE || (m->type == TL_MSG_FRAME && !m->frame.has_ipc);
 }
 
-static const char *layout(tl_msg_type t)
+static int parts_for(const tl_proto_msg *m)
 {
-    return t == TL_MSG_FRAME ? "header, payload" : t == TL_MSG_SLICE ? "topic, header, payload"
-                                                                      : "header";
+    return m->type == TL_MSG_SLICE ? 3 : has_payload(m) ? 2 : 1;
+}
+
+static const char *layout(const tl_proto_msg *m)
+{
+    return m->type == TL_MSG_SLICE ? "topic, header, payload"
+           : has_payload(m)        ? "header, payload"
+           : m->type == TL_MSG_FRAME ? "header only: its pixels are in GPU memory"
+                                     : "header";
 }
 
 static bool is_topic(zmq_msg_t *p)
@@ -55,12 +63,12 @@ tl_proto_err tl_proto_decode_parts(tl_proto_decoder *d, zmq_msg_t *parts, int np
     if ((out->type == TL_MSG_SLICE) != topic)
         return tl_proto_fail(err, TL_PROTO_E_PARTS, topic ? "a topic part precedes a \"%s\" "
                              "header" : "a \"%s\" header must follow a topic part", name);
-    int want = parts_for(out->type);
+    int want = parts_for(out);
     if (nparts != want)
         return tl_proto_fail(err, TL_PROTO_E_PARTS, "\"%s\" needs %d part%s (%s), got %d",
-                             name, want, want > 1 ? "s" : "", layout(out->type), nparts);
+                             name, want, want > 1 ? "s" : "", layout(out), nparts);
 
-    if (out->type == TL_MSG_FRAME) {
+    if (out->type == TL_MSG_FRAME && !out->frame.has_ipc) {
         tl_proto_frame *f = &out->frame;
         f->payload_len = zmq_msg_size(&parts[1]);
         if ((rc = tl_proto_check_payload(f->rows, f->cols, f->dtype, f->payload_len, err)))

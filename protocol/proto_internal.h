@@ -61,5 +61,7 @@ tl_proto_err tlp_decode_req(const msgpack_object *h, msgpack_zone *zone, tl_prot
                             tl_proto_error *err);
 tl_proto_err tlp_decode_rep(const msgpack_object *h, tl_proto_rep *m, tl_proto_error *err);
 tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_proto_error *err);
+tl_proto_err tlp_decode_release(const msgpack_object *h, tl_proto_release *m,
+                                tl_proto_error *err);
 
 #endif

@@ -93,7 +93,8 @@ typedef enum {
     TL_MSG_END = 1 << 2,
     TL_MSG_REQ = 1 << 3,
     TL_MSG_REP = 1 << 4,
-    TL_MSG_SLICE = 1 << 5
+    TL_MSG_SLICE = 1 << 5,
+    TL_MSG_RELEASE = 1 << 6     /* daemon -> producer: a GPU frame's slot is free again */
 } tl_msg_type;
 
 /* What each socket accepts (the `accept` mask of the decoders). */
@@ -135,7 +136,24 @@ typedef struct {
     double angle_start, angle_step; /* radians */
     tl_proto_str filter;        /* optional filter name (len 0 = absent); the engine validates it */
     bool already_linear;        /* optional, default false: skip -log */
+    tl_proto_str release;       /* optional endpoint (len 0 = absent) where the producer of
+                                   frames in GPU memory receives "release" messages */
 } tl_proto_scan;
+
+/* Where a frame in another process's GPU memory is (CUDA IPC, PROTOCOL.md §8.4): the frame
+ * header's ipc_* keys instead of a payload part. */
+#define TL_PROTO_IPC_HANDLE 64      /* bytes of a cudaIpcMemHandle_t */
+#define TL_PROTO_UUID_LEN 40        /* "GPU-" + 8-4-4-4-12 hex digits, as nvidia-smi -L prints */
+#define TL_PROTO_MAX_ENDPOINT 256   /* bytes of an endpoint string */
+typedef struct {
+    const uint8_t *handle;      /* TL_PROTO_IPC_HANDLE bytes (inside the header) */
+    uint64_t buffer;            /* the producer's id of the exported allocation */
+    uint64_t size;              /* bytes of that allocation */
+    uint64_t offset;            /* bytes from its start to the frame's row 0 */
+    uint64_t pitch;             /* bytes between rows (>= cols * dtype size) */
+    tl_proto_str device;        /* UUID of the GPU that holds it */
+    uint32_t slot;              /* the producer's ring slot, handed back in a "release" */
+} tl_proto_ipc;
 
 /* ingest: "frame" — one detector frame; the payload is part 1. */
 typedef struct {
@@ -150,6 +168,8 @@ typedef struct {
     uint64_t t_acq;             /* acquisition time, ns since the Unix epoch */
     bool has_center_offset;
     double center_offset;       /* per-projection axis correction, detector pixels */
+    bool has_ipc;               /* the pixels are in GPU memory (ipc), not in a payload part */
+    tl_proto_ipc ipc;
     const void *payload;        /* set by tl_proto_decode_parts (NULL from tl_proto_decode) */
     size_t payload_len;
 } tl_proto_frame;
@@ -158,6 +178,17 @@ typedef struct {
 typedef struct {
     uint64_t series;
 } tl_proto_end;
+
+/* daemon -> producer: "release" — the daemon no longer needs the GPU memory of frame
+ * (series, index) in ring slot `slot`: it copied the frame (ok), or rejected it (!ok, with
+ * the error's code and message). */
+typedef struct {
+    uint64_t series, index;
+    uint32_t slot;
+    bool ok;
+    tl_proto_err code;          /* when !ok */
+    tl_proto_str message;       /* when !ok */
+} tl_proto_release;
 
 /* control: "req". args is a msgpack map (or NULL when absent) living in the decoder's zone. */
 typedef struct {
@@ -204,6 +235,7 @@ typedef struct {
         tl_proto_req req;
         tl_proto_rep rep;
         tl_proto_slice slice;
+        tl_proto_release release;
     };
 } tl_proto_msg;
 
@@ -219,9 +251,9 @@ void tl_proto_decoder_free(tl_proto_decoder *d);
 tl_proto_err tl_proto_decode(tl_proto_decoder *d, const void *hdr, size_t len, unsigned accept,
                              tl_proto_msg *out, tl_proto_error *err);
 
-/* Decodes a whole multipart message: checks the part count for the type (frame: 2; scan,
- * end, req, rep: 1; slice: 3 = topic, header, payload), decodes the header and checks the
- * payload length against shape * dtype size. */
+/* Decodes a whole multipart message: checks the part count for the type (frame: 2, or 1 for
+ * a frame in GPU memory; scan, end, req, rep, release: 1; slice: 3 = topic, header,
+ * payload), decodes the header and checks the payload length against shape * dtype size. */
 tl_proto_err tl_proto_decode_parts(tl_proto_decoder *d, zmq_msg_t *parts, int nparts,
                                    unsigned accept, tl_proto_msg *out, tl_proto_error *err);
 
@@ -263,6 +295,7 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m);
 int tl_proto_encode_frame(msgpack_sbuffer *buf, const tl_proto_frame *m);
 int tl_proto_encode_end(msgpack_sbuffer *buf, const tl_proto_end *m);
 int tl_proto_encode_slice(msgpack_sbuffer *buf, const tl_proto_slice *m);
+int tl_proto_encode_release(msgpack_sbuffer *buf, const tl_proto_release *m);
 
 /* Requests and replies carry a free-form value: these pack everything but that value, and
  * the caller packs exactly one object (the args map, or the result) with pk right after.

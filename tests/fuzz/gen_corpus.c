@@ -78,6 +78,27 @@ int main(int argc, char **argv)
                                                  .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_U8,
                                                  .rows = 4, .cols = 6});
     put("frame-min-u8");
+    begin();
+    uint8_t handle[TL_PROTO_IPC_HANDLE];
+    for (int i = 0; i < TL_PROTO_IPC_HANDLE; i++)
+        handle[i] = (uint8_t)(i * 37 + 11);
+    tl_proto_encode_frame(&sb, &(tl_proto_frame){
+        .series = 4, .index = 7, .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_U16, .rows = 2048,
+        .cols = 2048, .has_angle = true, .angle = 0.5, .has_t_acq = true,
+        .t_acq = 1761234567890123456ull, .has_ipc = true,
+        .ipc = {.handle = handle, .buffer = 1, .size = 64ull << 20, .offset = 8ull << 20,
+                .pitch = 4096, .device = S("GPU-8695f54f-567f-78f5-adb5-abcd659e9ff1"),
+                .slot = 3}});
+    put("frame-gpu-u16");
+    begin();
+    tl_proto_encode_release(&sb, &(tl_proto_release){.series = 4, .index = 7, .slot = 3,
+                                                      .ok = true});
+    put("release-ok");
+    begin();
+    tl_proto_encode_release(&sb, &(tl_proto_release){
+        .series = 4, .index = 8, .slot = 4, .ok = false, .code = TL_PROTO_E_UNSUPPORTED,
+        .message = S("frame 8 of series 4 is in GPU memory (CUDA IPC): not supported")});
+    put("release-error");
 
     begin();
     tl_proto_encode_end(&sb, &(tl_proto_end){.series = 2});

@@ -186,7 +186,25 @@ START_TEST(scans_and_rejections)
         h2.index = (uint64_t)k;
         tl_fx_send_frame(&f, &h2, fpx, sizeof fpx), sent++;
     }
+    /* a frame in GPU memory (PROTOCOL.md §8.4): well-formed, not consumable yet — a counted
+     * E_UNSUPPORTED rejection that names it, never a silent drop */
+    uint8_t handle[TL_PROTO_IPC_HANDLE] = {0};
+    const char *uuid = "GPU-8695f54f-567f-78f5-adb5-abcd659e9ff1";
+    h2.index = 4;
+    h2.has_ipc = true;
+    h2.ipc = (tl_proto_ipc){.handle = handle, .buffer = 1, .size = 1 << 20, .offset = 0,
+                            .pitch = 24 * 4, .device = {uuid, strlen(uuid)}, .slot = 0};
+    msgpack_sbuffer gpu;
+    msgpack_sbuffer_init(&gpu);
+    ck_assert_int_eq(tl_proto_encode_frame(&gpu, &h2), 0);
+    const void *gp[1] = {gpu.data};
+    size_t gl[1] = {gpu.size};
+    ck_assert_int_eq(tl_fx_send_raw(&f, gp, gl, 1), 0);
+    sent++;
+    msgpack_sbuffer_destroy(&gpu);
+    h2.has_ipc = false;
     ck_assert(tl_fx_wait_messages(&f, sent, 10));
+    ck_assert_int_eq(tl_fx_status_int(&f, "frames.rejected_protocol.E_UNSUPPORTED"), 1);
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.series"), 2);
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.held"), 4);
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.rejected.angle"), 1);

@@ -14,11 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zmq.h>
+
 #include "protocol/protocol.h"
 #include "tests/testutil.h"
 #include "tests/unit/check_proto_util.h"
 
-#define ALL (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE)
+#define ALL (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE | \
+             TL_MSG_RELEASE)
 
 static tl_proto_decoder *dec;
 static msgpack_sbuffer sb;
@@ -137,6 +140,75 @@ START_TEST(frame_each_kind_dtype)
     ck_assert(o->center_offset == f.center_offset);
     ck_assert_ptr_null(o->payload); /* header-only decode */
     ck_assert_uint_eq(o->payload_len, 0);
+}
+END_TEST
+
+/* A frame in GPU memory: the ipc_* keys round-trip, the handle byte for byte, and the whole
+ * message is one part (no payload). */
+START_TEST(frame_in_gpu_memory)
+{
+    uint8_t handle[TL_PROTO_IPC_HANDLE];
+    for (int i = 0; i < TL_PROTO_IPC_HANDLE; i++)
+        handle[i] = (uint8_t)(i * 37 + 11);
+    const char *uuid = "GPU-8695f54f-567f-78f5-adb5-abcd659e9ff1";
+    tl_proto_frame f = {.series = 3, .index = 1ull << 35, .kind = TL_PROTO_PROJ,
+                        .dtype = TL_PROTO_U16, .rows = 2048, .cols = 2048, .has_angle = true,
+                        .angle = 1.25, .has_ipc = true,
+                        .ipc = {.handle = handle, .buffer = 1ull << 40, .size = 64ull << 20,
+                                .offset = 8ull << 20, .pitch = 4608,
+                                .device = {uuid, strlen(uuid)}, .slot = 77}};
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_frame(&sb, &f), 0);
+    tl_proto_msg m = decode_ok(TL_MSG_FRAME);
+    const tl_proto_frame *o = &m.frame;
+    ck_assert(o->has_ipc);
+    ck_assert_mem_eq(o->ipc.handle, handle, TL_PROTO_IPC_HANDLE);
+    ck_assert_uint_eq(o->ipc.buffer, f.ipc.buffer);
+    ck_assert_uint_eq(o->ipc.size, f.ipc.size);
+    ck_assert_uint_eq(o->ipc.offset, f.ipc.offset);
+    ck_assert_uint_eq(o->ipc.pitch, f.ipc.pitch);
+    assert_str(o->ipc.device, uuid);
+    ck_assert_uint_eq(o->ipc.slot, 77);
+    ck_assert_uint_eq(o->rows, 2048);
+
+    zmq_msg_t part;
+    zmq_msg_init_size(&part, sb.size);
+    memcpy(zmq_msg_data(&part), sb.data, sb.size);
+    tl_proto_error err;
+    tl_proto_err rc = tl_proto_decode_parts(dec, &part, 1, TL_PROTO_INGEST, &m, &err);
+    ck_assert_msg(rc == TL_PROTO_OK, "%s", err.message);
+    ck_assert(m.frame.has_ipc);
+    ck_assert_ptr_null(m.frame.payload);
+    zmq_msg_close(&part);
+}
+END_TEST
+
+START_TEST(release_roundtrip)
+{
+    const char *ep = "ipc:///run/camera/release";
+    tl_proto_scan sc = {.series = 3, .geometry = TL_PROTO_PARALLEL, .rows = 8, .cols = 8,
+                        .dtype = TL_PROTO_U16, .window = 10, .release = {ep, strlen(ep)}};
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_scan(&sb, &sc), 0);
+    tl_proto_msg m = decode_ok(TL_MSG_SCAN);
+    assert_str(m.scan.release, ep);
+
+    for (int ok = 0; ok < 2; ok++) {
+        const char *why = "frame 9: not supported";
+        tl_proto_release r = {.series = UINT64_MAX, .index = 9, .slot = 4000000000u, .ok = ok,
+                              .code = TL_PROTO_E_UNSUPPORTED, .message = {why, strlen(why)}};
+        msgpack_sbuffer_clear(&sb);
+        ck_assert_int_eq(tl_proto_encode_release(&sb, &r), 0);
+        m = decode_ok(TL_MSG_RELEASE);
+        ck_assert_uint_eq(m.release.series, UINT64_MAX);
+        ck_assert_uint_eq(m.release.index, 9);
+        ck_assert_uint_eq(m.release.slot, 4000000000u);
+        ck_assert_int_eq(m.release.ok, ok);
+        if (!ok) {
+            ck_assert_int_eq(m.release.code, TL_PROTO_E_UNSUPPORTED);
+            assert_str(m.release.message, why);
+        }
+    }
 }
 END_TEST
 
@@ -472,6 +544,8 @@ static Suite *suite(void)
     tcase_add_test(tc, scan_all_optional);
     tcase_add_loop_test(tc, frame_each_kind_dtype, 0, 12);
     tcase_add_test(tc, end_roundtrip);
+    tcase_add_test(tc, frame_in_gpu_memory);
+    tcase_add_test(tc, release_roundtrip);
     tcase_add_test(tc, req_without_args);
     tcase_add_test(tc, req_with_args);
     tcase_add_test(tc, rep_ok_with_result);

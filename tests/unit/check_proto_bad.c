@@ -16,10 +16,20 @@
 #include "tests/testutil.h"
 #include "tests/unit/check_proto_util.h"
 
-#define ALL (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE)
+#define ALL (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE | \
+             TL_MSG_RELEASE)
 
 #define FRAME "{\"v\": 1, \"type\": \"frame\", \"series\": 7, \"index\": 42, \"kind\": \"proj\", " \
               "\"dtype\": \"u16\", \"shape\": [4, 6], \"angle\": 0.5, \"t_acq\": 17}"
+/* FRAME in GPU memory: a 64-byte handle, rows of 12 bytes at a pitch of 16 from offset 1024
+ * of a 4096-byte allocation */
+#define IPC_FRAME "{\"v\": 1, \"type\": \"frame\", \"series\": 7, \"index\": 42, " \
+    "\"kind\": \"proj\", \"dtype\": \"u16\", \"shape\": [4, 6], \"angle\": 0.5, " \
+    "\"ipc_handle\": b\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\", " \
+    "\"ipc_buffer\": 3, \"ipc_size\": 4096, \"ipc_offset\": 1024, \"ipc_pitch\": 16, " \
+    "\"ipc_device\": \"GPU-8695f54f-567f-78f5-adb5-abcd659e9ff1\", \"ipc_slot\": 2}"
+#define RELEASE "{\"v\": 1, \"type\": \"release\", \"series\": 7, \"index\": 42, " \
+    "\"slot\": 2, \"ok\": false, \"code\": 36, \"message\": \"not supported\"}"
 #define SCAN "{\"v\": 1, \"type\": \"scan\", \"series\": 7, \"geometry\": \"parallel\", " \
              "\"shape\": [4, 6], \"dtype\": \"u16\", \"window\": 180}"
 #define SLICE "{\"v\": 1, \"type\": \"slice\", \"id\": \"z0\", \"seq\": 3, \"shape\": [4, 4], " \
@@ -98,6 +108,38 @@ static const bad_case cases[] = {
     {"req on the ingest socket", TEXT, REQ, NULL, NULL, TL_PROTO_INGEST, TL_PROTO_E_TYPE,
      "not accepted"},
     {"type with a NUL byte", WITH, FRAME, "type", "\"frame\\0\"", 0, TL_PROTO_E_TYPE, NULL},
+    /* frames in GPU memory (CUDA IPC) */
+    {"ipc without handle", WITH, IPC_FRAME, "ipc_handle", NULL, 0, TL_PROTO_E_MISSING,
+     "ipc_handle"},
+    {"ipc without slot", WITH, IPC_FRAME, "ipc_slot", NULL, 0, TL_PROTO_E_MISSING, "ipc_slot"},
+    {"ipc alone", WITH, FRAME, "ipc_pitch", "16", 0, TL_PROTO_E_MISSING, "ipc_handle"},
+    {"ipc handle as str", WITH, IPC_FRAME, "ipc_handle", "\"0123\"", 0, TL_PROTO_E_KEY_TYPE,
+     "ipc_handle"},
+    {"ipc handle of 63 bytes", WITH, IPC_FRAME, "ipc_handle",
+     "b\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\"", 0,
+     TL_PROTO_E_RANGE, "ipc_handle"},
+    {"ipc pitch below a row", WITH, IPC_FRAME, "ipc_pitch", "11", 0, TL_PROTO_E_RANGE,
+     "ipc_pitch"},
+    {"ipc rows past the allocation", WITH, IPC_FRAME, "ipc_offset", "4049", 0, TL_PROTO_E_RANGE,
+     "ipc_size"},
+    {"ipc offset 2^64-1", WITH, IPC_FRAME, "ipc_offset", "18446744073709551615", 0,
+     TL_PROTO_E_RANGE, "ipc_size"},
+    {"ipc pitch overflowing", WITH, IPC_FRAME, "ipc_pitch", "9223372036854775808", 0,
+     TL_PROTO_E_RANGE, "ipc_size"},
+    {"ipc device not a UUID", WITH, IPC_FRAME, "ipc_device", "\"GPU-0\"", 0, TL_PROTO_E_RANGE,
+     "ipc_device"},
+    {"ipc device with a bad digit", WITH, IPC_FRAME, "ipc_device",
+     "\"GPU-8695f54f-567f-78f5-adb5-abcd659e9ffg\"", 0, TL_PROTO_E_RANGE, "ipc_device"},
+    {"ipc device as int", WITH, IPC_FRAME, "ipc_device", "5", 0, TL_PROTO_E_KEY_TYPE,
+     "ipc_device"},
+    {"ipc slot negative", WITH, IPC_FRAME, "ipc_slot", "-1", 0, TL_PROTO_E_RANGE, "ipc_slot"},
+    {"scan release empty", WITH, SCAN, "release", "\"\"", 0, TL_PROTO_E_RANGE, "release"},
+    {"scan release as int", WITH, SCAN, "release", "5", 0, TL_PROTO_E_KEY_TYPE, "release"},
+    {"release without slot", WITH, RELEASE, "slot", NULL, 0, TL_PROTO_E_MISSING, "slot"},
+    {"release without ok", WITH, RELEASE, "ok", NULL, 0, TL_PROTO_E_MISSING, "ok"},
+    {"failed release without code", WITH, RELEASE, "code", NULL, 0, TL_PROTO_E_MISSING, "code"},
+    {"failed release, code 0", WITH, RELEASE, "code", "0", 0, TL_PROTO_E_RANGE, "code"},
+    {"release on ingest", TEXT, RELEASE, NULL, NULL, TL_PROTO_INGEST, TL_PROTO_E_TYPE, "release"},
     /* frame: required keys */
     {"frame without series", WITH, FRAME, "series", NULL, 0, TL_PROTO_E_MISSING, "series"},
     {"frame without index", WITH, FRAME, "index", NULL, 0, TL_PROTO_E_MISSING, "index"},
@@ -483,6 +525,17 @@ START_TEST(bad_parts)
     add_part(fr.data, fr.size);
     add_part(pay, 0);
     expect_parts(TL_PROTO_INGEST, TL_PROTO_E_PAYLOAD, NULL, "empty payload");
+
+    /* a frame in GPU memory has no payload part */
+    msgpack_sbuffer ipc;
+    msgpack_sbuffer_init(&ipc);
+    tlt_pack_text(&ipc, IPC_FRAME);
+    add_part(ipc.data, ipc.size);
+    expect_parts(TL_PROTO_INGEST, TL_PROTO_OK, NULL, "frame in GPU memory");
+    add_part(ipc.data, ipc.size);
+    add_part(pay, fp);
+    expect_parts(TL_PROTO_INGEST, TL_PROTO_E_PARTS, "GPU memory", "GPU frame with a payload");
+    msgpack_sbuffer_destroy(&ipc);
 
     msgpack_sbuffer scan;
     msgpack_sbuffer_init(&scan);
