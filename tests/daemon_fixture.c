@@ -16,6 +16,9 @@
 
 #include "clients/jsonpack.h"
 #include "tests/daemon_fixture.h"
+
+/* Seconds to wait for a control reply (tl_fx_request). */
+#define TL_FX_REPLY_S 30
 #include "tests/testutil.h"
 
 extern char **environ;
@@ -147,7 +150,7 @@ json_t *tl_fx_request(tl_fixture *f, const char *cmd, const char *args)
     msgpack_sbuffer_destroy(&sb);
     zmq_pollitem_t it = {f->ctl, 0, ZMQ_POLLIN, 0};
     double t0 = tl_fx_seconds();
-    while (tl_fx_seconds() - t0 < 10) {
+    while (tl_fx_seconds() - t0 < TL_FX_REPLY_S) {
         if (zmq_poll(&it, 1, 200) <= 0)
             continue;
         zmq_msg_t m;

@@ -43,7 +43,9 @@ int tl_fx_start(tl_fixture *f, const char *tag, const char *const *extra);
 
 /* A control request; args is a JSON object text or NULL. Returns the reply as JSON:
  * {"ok": true, "result": ...} or {"ok": false, "code": N, "name": "E_...", "message": "..."};
- * NULL when no reply came within 10 s. The caller json_decref()s it. */
+ * NULL when no reply came within 30 s (a reply takes milliseconds; the margin is for
+ * heavily loaded test machines, e.g. make distcheck running suites in parallel). The
+ * caller json_decref()s it. */
 json_t *tl_fx_request(tl_fixture *f, const char *cmd, const char *args);
 /* The same for a request that must succeed: returns the result (a new reference). */
 json_t *tl_fx_ok(tl_fixture *f, const char *cmd, const char *args);
