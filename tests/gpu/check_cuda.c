@@ -945,14 +945,10 @@ START_TEST(incremental_matches_scratch)
 }
 END_TEST
 
-static Suite *suite(void)
+int main(void)
 {
-    Suite *s = suite_create("cuda");
-    /* four cases, so compute-sanitizer can run them as parallel processes (CK_RUN_CASE) */
-    const struct {
-        const char *name;
-        const TTest *tests[10];
-    } groups[] = {
+    /* cases, so compute-sanitizer can run them as parallel processes (CK_RUN_CASE) */
+    const tl_gt_case cases[] = {
         {"pipeline", {available_and_auto, preprocess_all_dtypes, calibration_batches_match_cpu,
                       pitched_host_frames, filters_match_cpu, NULL}},
         {"kernels", {kernels_phantom_256, kernels_long_window, kernels_odd_250_181, kernels_zoom,
@@ -962,24 +958,7 @@ static Suite *suite(void)
                     rolling_window_equals_fresh, memory_refusal, bench_and_bench_store,
                     empty_window_is_zero, incremental_matches_scratch, NULL}},
     };
-    for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
-        TCase *t = tcase_create(groups[g].name);
-        tcase_set_timeout(t, 600);
-        for (int k = 0; groups[g].tests[k]; k++)
-            tcase_add_test(t, groups[g].tests[k]);
-        suite_add_tcase(s, t);
-    }
-    return s;
-}
-
-int main(void)
-{
-    char why[256] = "";
-    if (!tl_backend_available(TL_BACKEND_CUDA, why, sizeof why)) {
-        printf("SKIP: no usable CUDA device: %s\n", why);
-        return 77;
-    }
-    return tl_run_suite(suite(), true); /* no fork: CUDA does not survive it */
+    return tl_gt_main("cuda", cases, sizeof cases / sizeof *cases);
 }
 
 #endif /* HAVE_CUDA */

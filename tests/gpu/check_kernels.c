@@ -822,37 +822,16 @@ START_TEST(hw_rates)
 }
 END_TEST
 
-static Suite *suite(void)
+int main(void)
 {
-    Suite *s = suite_create("kernels");
-    /* four cases, so compute-sanitizer can run them as parallel processes (CK_RUN_CASE) */
-    const struct {
-        const char *name;
-        const TTest *tests[6];
-    } groups[] = {
+    /* cases, so compute-sanitizer can run them as parallel processes (CK_RUN_CASE) */
+    const tl_gt_case cases[] = {
         {"list", {kernel_list, hw_rates, choice_selection, NULL}},
         {"phantom", {phantom_197_181, phantom_250_251, NULL}},
         {"noise", {random_data, slice_count_invariance, NULL}},
         {"long", {long_window, hybrid_tiles, NULL}},
     };
-    for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
-        TCase *t = tcase_create(groups[g].name);
-        tcase_set_timeout(t, 600);
-        for (int k = 0; groups[g].tests[k]; k++)
-            tcase_add_test(t, groups[g].tests[k]);
-        suite_add_tcase(s, t);
-    }
-    return s;
-}
-
-int main(void)
-{
-    char why[256] = "";
-    if (!tl_backend_available(TL_BACKEND_CUDA, why, sizeof why)) {
-        printf("SKIP: no usable CUDA device: %s\n", why);
-        return 77;
-    }
-    return tl_run_suite(suite(), true); /* no fork: CUDA does not survive it */
+    return tl_gt_main("kernels", cases, sizeof cases / sizeof *cases);
 }
 
 #endif /* HAVE_CUDA */

@@ -3,9 +3,13 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/gpu/gpu_test.h"
+#include "tests/testutil.h"
+
+#define TL_GT_TIMEOUT_S 600 /* per case: the sanitizers slow the kernels down a lot */
 
 tl_engine *tl_gt_engine(const tl_engine_config *base, tl_backend_kind b, tl_precision p,
                         const char *kernel)
@@ -46,4 +50,22 @@ double tl_gt_angle(uint32_t nproj, bool nonuniform, double angle0, uint64_t k)
 double tl_gt_offset(bool offsets, uint64_t k)
 {
     return offsets ? 1.5 * sin(78.233 * (double)k) : 0.0;
+}
+
+int tl_gt_main(const char *suite, const tl_gt_case *cases, size_t ncases)
+{
+    char why[256] = "";
+    if (!tl_backend_available(TL_BACKEND_CUDA, why, sizeof why)) {
+        printf("SKIP: no usable CUDA device: %s\n", why);
+        return 77;
+    }
+    Suite *s = suite_create(suite);
+    for (size_t c = 0; c < ncases; c++) {
+        TCase *t = tcase_create(cases[c].name);
+        tcase_set_timeout(t, TL_GT_TIMEOUT_S);
+        for (int k = 0; k < TL_GT_MAX_TESTS && cases[c].tests[k]; k++)
+            tcase_add_test(t, cases[c].tests[k]);
+        suite_add_tcase(s, t);
+    }
+    return tl_run_suite(s, true);
 }
