@@ -7,7 +7,7 @@
  * pushes paced frames over loopback TCP for a few seconds — from several PUSH sockets
  * (one TCP connection each: a single ZeroMQ connection moves only ~3.5 GB/s) with t_acq
  * stamped at send time. It reports what a control system sees: frames lost (dropped by the
- * daemon, or sent more than one frame period late because the daemon pushed back), the
+ * daemon, or late: its send blocked for more than a frame period because the daemon pushed back), the
  * ingest rate achieved, and the latency of each slice received — its arrival time minus
  * the t_acq of the newest frame it contains — as percentiles. With --search it raises the rate until
  * frames are lost and reports the highest loss-free rate.
@@ -17,6 +17,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
@@ -35,12 +36,14 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "protocol/protocol.h"
+#include "protocol/shm.h"
 
 #define ME "tomolive bench --stream"
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
 #define NPATTERN 8       /* distinct frames cycled */
 #define MAX_CONN 16
 #define MAX_LAT 200000   /* latency samples kept per run */
+#define TL_BENCH_WARMUP_S 1.0 /* seconds of frames before the measured rates */
 
 extern char **environ;
 
@@ -56,6 +59,7 @@ typedef struct {
     int nrates;
     bool search;
     double max_rate;
+    bool shm;             /* slices through shared memory (topic shm/), else over TCP */
 } options;
 
 typedef struct {
@@ -67,7 +71,10 @@ typedef struct {
     uint16_t *pattern[NPATTERN];
     size_t frame_bytes;
     void *zctx;
+    void *push_ctx[MAX_CONN], *push[MAX_CONN]; /* a context (I/O thread) per connection */
+    pthread_mutex_t mu;   /* the subscriber's results, shared with one_rate */
     char ingest[64], control[64], slices[64];
+    char shm_prefix[32];
     /* sender results */
     atomic_uint_least64_t sent, late;
     double t_start, t_end;
@@ -77,6 +84,9 @@ typedef struct {
     double *lat;          /* ms */
     size_t nlat;
     uint64_t received, missed; /* slices */
+    uint64_t stale;       /* shm: slots rewritten before the copy finished */
+    pid_t daemon_pid;
+    bool incremental;
 } run;
 
 static uint64_t realtime_ns(void)
@@ -99,7 +109,7 @@ static void sleep_until(double t)
 
 static pid_t start_daemon(const options *o, run *r, bool incremental, char *log, size_t loglen)
 {
-    char set[9][256];
+    char set[10][256];
     snprintf(set[0], sizeof set[0], "ingest.endpoint=%s", r->ingest);
     snprintf(set[1], sizeof set[1], "control.endpoint=%s", r->control);
     snprintf(set[2], sizeof set[2], "slices.endpoint=%s", r->slices);
@@ -111,9 +121,10 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
     /* kernels as `tomolive tune` left them in the cache, never timed mid-stream (timing a
      * new slice size would stall the engine for the tuning budget and drop frames) */
     snprintf(set[8], sizeof set[8], "engine.tune=cached");
+    snprintf(set[9], sizeof set[9], "slices.shm=%s", o->shm ? r->shm_prefix : "");
     const char *argv[32] = {o->daemon, "--backend", o->backend, "--log-level", "warn"};
     int argc = 5;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         argv[argc++] = "--set";
         argv[argc++] = set[i];
     }
@@ -128,26 +139,43 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
     return rc == 0 ? pid : -1;
 }
 
-/* One control request; args is packed by the caller into pk after begin. Returns 0 when
- * the reply is ok. */
-static int request(void *ctl, tl_proto_decoder *dec, msgpack_sbuffer *sb, double timeout)
+static uint64_t last_id; /* request ids: a reply is matched to its request by id */
+
+/* Sends the request in sb (packed with id) and waits up to timeout seconds for the reply
+ * with that id, discarding late replies to earlier requests (wait_ready gives up on a
+ * slow daemon and asks again). *m points into parts, which the caller closes when the
+ * result is > 0 (the number of parts); -1 without a reply. */
+static int exchange(void *ctl, tl_proto_decoder *dec, msgpack_sbuffer *sb, uint64_t id,
+                    double timeout, zmq_msg_t *parts, tl_proto_msg *m)
 {
     if (zmq_send(ctl, "", 0, ZMQ_SNDMORE) < 0 || zmq_send(ctl, sb->data, sb->size, 0) < 0)
         return -1;
-    zmq_pollitem_t it = {ctl, 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&it, 1, (long)(timeout * 1000)) <= 0)
-        return -1;
-    zmq_msg_t parts[4];
-    tl_proto_error err;
-    int n = tl_proto_recv(ctl, parts, 4, 0, &err);
-    if (n < 2) {
+    double deadline = tl_cli_now() + timeout;
+    for (;;) {
+        double left = deadline - tl_cli_now();
+        zmq_pollitem_t it = {ctl, 0, ZMQ_POLLIN, 0};
+        if (left <= 0 || zmq_poll(&it, 1, (long)(left * 1000) + 1) <= 0)
+            return -1;
+        tl_proto_error err;
+        int n = tl_proto_recv(ctl, parts, 4, 0, &err);
+        if (n >= 2 && tl_proto_decode(dec, zmq_msg_data(&parts[n - 1]), zmq_msg_size(&parts[n - 1]),
+                                      TL_MSG_REP, m, &err) == TL_PROTO_OK && m->rep.id == id)
+            return n;
         tl_proto_close(parts, n < 0 ? 0 : n);
-        return -1;
     }
+}
+
+/* One control request; args is packed by the caller. Returns 0 when the reply is ok. */
+static int request(void *ctl, tl_proto_decoder *dec, msgpack_sbuffer *sb, uint64_t id,
+                   double timeout)
+{
+    zmq_msg_t parts[4];
     tl_proto_msg m;
-    int ok = tl_proto_decode(dec, zmq_msg_data(&parts[n - 1]), zmq_msg_size(&parts[n - 1]),
-                             TL_MSG_REP, &m, &err) == TL_PROTO_OK && m.rep.ok;
-    if (!ok && n >= 2 && m.type == TL_MSG_REP && !m.rep.ok)
+    int n = exchange(ctl, dec, sb, id, timeout, parts, &m);
+    if (n < 0)
+        return -1;
+    bool ok = m.rep.ok;
+    if (!ok)
         fprintf(stderr, ME ": daemon: %.*s\n", (int)m.rep.message.len, m.rep.message.ptr);
     tl_proto_close(parts, n);
     return ok ? 0 : -1;
@@ -160,10 +188,12 @@ static int wait_ready(void *ctl, tl_proto_decoder *dec)
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    tl_proto_begin_req(&pk, 1, "status", false);
     int rc = -1;
-    for (int i = 0; i < 100 && rc != 0; i++)
-        rc = request(ctl, dec, &sb, 0.2);
+    for (int i = 0; i < 100 && rc != 0; i++) {
+        msgpack_sbuffer_clear(&sb);
+        tl_proto_begin_req(&pk, ++last_id, "status", false);
+        rc = request(ctl, dec, &sb, last_id, 0.2);
+    }
     msgpack_sbuffer_destroy(&sb);
     return rc;
 }
@@ -175,50 +205,143 @@ static int set_slice(void *ctl, tl_proto_decoder *dec, const char *id, const cha
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    tl_proto_begin_req(&pk, 2, "set_slice", true);
+    tl_proto_begin_req(&pk, ++last_id, "set_slice", true);
     msgpack_pack_map(&pk, axis ? 4 : 3);
     tl_proto_pack_kv_str(&pk, "id", id);
     tl_proto_pack_kv_str(&pk, "kind", kind);
     tl_proto_pack_kv_double(&pk, key, value);
     if (axis)
         tl_proto_pack_kv_str(&pk, "axis", axis);
-    int rc = request(ctl, dec, &sb, 5);
+    int rc = request(ctl, dec, &sb, last_id, 5);
     msgpack_sbuffer_destroy(&sb);
     return rc;
+}
+
+/* A status reply: *m points into parts (n of them), which the caller closes. Returns the
+ * number of parts, or -1 without a reply. */
+static int status(void *ctl, tl_proto_decoder *dec, zmq_msg_t *parts, tl_proto_msg *m)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    tl_proto_begin_req(&pk, ++last_id, "status", false);
+    /* a daemon creating a large engine holds its lock for seconds: be patient */
+    int n = exchange(ctl, dec, &sb, last_id, 30, parts, m);
+    if (n > 0 && !m->rep.ok) {
+        tl_proto_close(parts, n);
+        n = -1;
+    }
+    msgpack_sbuffer_destroy(&sb);
+    return n;
 }
 
 /* status.frames.accepted.proj and rejected.queue_full, from a status reply. */
 static int read_counts(void *ctl, tl_proto_decoder *dec, uint64_t *accepted, uint64_t *dropped,
                        uint64_t *messages)
 {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    tl_proto_begin_req(&pk, 3, "status", false);
-    int rc = -1;
-    if (zmq_send(ctl, "", 0, ZMQ_SNDMORE) >= 0 && zmq_send(ctl, sb.data, sb.size, 0) >= 0) {
-        zmq_pollitem_t it = {ctl, 0, ZMQ_POLLIN, 0};
-        zmq_msg_t parts[4];
-        tl_proto_error err;
-        /* a daemon creating a large engine holds its lock for seconds: be patient */
-        int n = zmq_poll(&it, 1, 30000) > 0 ? tl_proto_recv(ctl, parts, 4, 0, &err) : -1;
-        tl_proto_msg m;
-        if (n >= 2 && tl_proto_decode(dec, zmq_msg_data(&parts[n - 1]), zmq_msg_size(&parts[n - 1]),
-                                      TL_MSG_REP, &m, &err) == TL_PROTO_OK && m.rep.ok) {
-            const msgpack_object *fr = tl_proto_map_get(m.rep.result, "frames");
-            const msgpack_object *acc = fr ? tl_proto_map_get(fr, "accepted") : NULL;
-            const msgpack_object *rej = fr ? tl_proto_map_get(fr, "rejected") : NULL;
-            if (acc && rej && tl_proto_get_u64(acc, "proj", true, accepted, &err) == TL_PROTO_OK &&
-                tl_proto_get_u64(rej, "queue_full", true, dropped, &err) == TL_PROTO_OK &&
-                tl_proto_get_u64(fr, "messages", true, messages, &err) == TL_PROTO_OK)
-                rc = 0;
-        }
-        if (n > 0)
-            tl_proto_close(parts, n);
-    }
-    msgpack_sbuffer_destroy(&sb);
+    zmq_msg_t parts[4];
+    tl_proto_msg m;
+    tl_proto_error err;
+    int n = status(ctl, dec, parts, &m), rc = -1;
+    if (n < 0)
+        return -1;
+    const msgpack_object *fr = tl_proto_map_get(m.rep.result, "frames");
+    const msgpack_object *acc = fr ? tl_proto_map_get(fr, "accepted") : NULL;
+    const msgpack_object *rej = fr ? tl_proto_map_get(fr, "rejected") : NULL;
+    if (acc && rej && tl_proto_get_u64(acc, "proj", true, accepted, &err) == TL_PROTO_OK &&
+        tl_proto_get_u64(rej, "queue_full", true, dropped, &err) == TL_PROTO_OK &&
+        tl_proto_get_u64(fr, "messages", true, messages, &err) == TL_PROTO_OK)
+        rc = 0;
+    tl_proto_close(parts, n);
     return rc;
+}
+
+/* The daemon's own per-stage latency histograms (status.latency_ms, since it started). */
+static void print_stages(void *ctl, tl_proto_decoder *dec, bool incremental)
+{
+    static const char *const stage[] = {"queue", "submit", "reconstruct", "frame_to_publish",
+                                        "acquisition_to_publish"};
+    zmq_msg_t parts[4];
+    tl_proto_msg m;
+    tl_proto_error err;
+    int n = status(ctl, dec, parts, &m);
+    if (n < 0)
+        return;
+    const msgpack_object *lat = tl_proto_map_get(m.rep.result, "latency_ms");
+    for (size_t i = 0; lat && i < sizeof stage / sizeof *stage; i++) {
+        const msgpack_object *h = tl_proto_map_get(lat, stage[i]);
+        double p50, p99, max;
+        if (h && tl_proto_get_double(h, "p50", true, &p50, &err) == TL_PROTO_OK &&
+            tl_proto_get_double(h, "p99", true, &p99, &err) == TL_PROTO_OK &&
+            tl_proto_get_double(h, "max", true, &max, &err) == TL_PROTO_OK)
+            printf("%-11s | daemon stage %-22s p50 %8.3f  p99 %8.3f  max %8.3f ms\n",
+                   incremental ? "incremental" : "recompute", stage[i], p50, p99, max);
+    }
+    tl_proto_close(parts, n);
+}
+
+/* ---- where the CPU goes: per-thread CPU time of a process (/proc/PID/task/TID/stat) ------- */
+
+#define MAX_THREADS 256
+
+typedef struct {
+    int n;
+    int tid[MAX_THREADS];
+    char name[MAX_THREADS][24];
+    double cpu[MAX_THREADS]; /* seconds of user + system time */
+} cpu_snap;
+
+static void cpu_sample(pid_t pid, cpu_snap *s)
+{
+    s->n = 0;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    if (!dir)
+        return;
+    const double tick = (double)sysconf(_SC_CLK_TCK);
+    struct dirent *e;
+    while ((e = readdir(dir)) && s->n < MAX_THREADS) {
+        if (e->d_name[0] == '.')
+            continue;
+        char file[512], line[1024];
+        snprintf(file, sizeof file, "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+        FILE *f = fopen(file, "r");
+        if (!f)
+            continue;
+        size_t len = fread(line, 1, sizeof line - 1, f);
+        fclose(f);
+        line[len] = 0;
+        char *open = strchr(line, '('), *close = strrchr(line, ')');
+        unsigned long ut, st;
+        /* after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt
+         * cmajflt utime stime */
+        if (!open || !close || sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                                      &ut, &st) != 2)
+            continue;
+        int k = s->n++;
+        s->tid[k] = atoi(e->d_name);
+        snprintf(s->name[k], sizeof s->name[k], "%.*s", (int)(close - open - 1), open + 1);
+        s->cpu[k] = (double)(ut + st) / tick;
+    }
+    closedir(dir);
+}
+
+/* Prints the threads that used more than 10 % of a core between a and b (dt seconds). */
+static void cpu_report(const char *who, const cpu_snap *a, const cpu_snap *b, double dt)
+{
+    printf("            | %s CPU (%% of a core):", who);
+    for (int i = 0; i < b->n; i++) {
+        double before = 0;
+        for (int j = 0; j < a->n; j++)
+            if (a->tid[j] == b->tid[i])
+                before = a->cpu[j];
+        double pct = 100 * (b->cpu[i] - before) / dt;
+        if (pct >= 10)
+            printf(" %s %.0f", b->name[i], pct);
+    }
+    printf("\n");
 }
 
 /* ---- sender ------------------------------------------------------------------------------ */
@@ -238,34 +361,64 @@ static void no_free(void *data, void *hint)
 static void *sender(void *arg)
 {
     sender_arg *a = arg;
+    pthread_setname_np(pthread_self(), "bench-send");
     run *r = a->r;
     const options *o = r->o;
-    void *push = zmq_socket(r->zctx, ZMQ_PUSH);
-    int hwm = 4, linger = 10000;
-    zmq_setsockopt(push, ZMQ_SNDHWM, &hwm, sizeof hwm);
-    zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_connect(push, r->ingest);
+    void *push = r->push[a->conn];
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     double period = 1.0 / r->rate;
     for (uint64_t k = (uint64_t)a->conn; k < r->nframes; k += (uint64_t)o->connections) {
         double slot = r->t_start + (double)k * period;
         sleep_until(slot);
-        if (tl_cli_now() > slot + period)
-            atomic_fetch_add(&r->late, 1); /* the daemon's back-pressure held us up */
         tl_proto_frame h = {.series = 1, .index = r->base + k, .kind = TL_PROTO_PROJ,
                             .has_angle = true, .angle = M_PI * (double)(r->base + k) / o->window, .dtype = TL_PROTO_U16,
                             .rows = o->rows, .cols = o->cols, .has_t_acq = true,
                             .t_acq = realtime_ns()};
         msgpack_sbuffer_clear(&sb);
         tl_proto_encode_frame(&sb, &h);
+        double t0 = tl_cli_now();
         if (tl_proto_send(push, NULL, 0, sb.data, sb.size, r->pattern[k % NPATTERN],
                           r->frame_bytes, no_free, NULL, 0) == 0)
             atomic_fetch_add(&r->sent, 1);
+        /* a send that blocks (the connection's high-water mark reached) is the daemon
+         * pushing back; a late wake-up of this thread is the bench's own jitter, caught up
+         * at once, and not counted */
+        if (tl_cli_now() - t0 > period)
+            atomic_fetch_add(&r->late, 1);
     }
     msgpack_sbuffer_destroy(&sb);
-    zmq_close(push);
     return NULL;
+}
+
+/* The connections, made once per daemon and kept across rates, as a camera's are. Each has
+ * its own context, hence its own I/O thread: connections made at the same instant in one
+ * context all land on one I/O thread, which then caps the sender near 3 GB/s; and they are
+ * made one at a time so that the daemon, too, spreads them over its I/O threads. */
+static int connect_senders(run *r)
+{
+    for (int c = 0; c < r->o->connections; c++) {
+        int hwm = 4, linger = 10000;
+        r->push_ctx[c] = zmq_ctx_new();
+        r->push[c] = r->push_ctx[c] ? zmq_socket(r->push_ctx[c], ZMQ_PUSH) : NULL;
+        if (!r->push[c] || zmq_setsockopt(r->push[c], ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
+            zmq_setsockopt(r->push[c], ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+            zmq_connect(r->push[c], r->ingest) != 0)
+            return -1;
+        usleep(50000);
+    }
+    return 0;
+}
+
+static void close_senders(run *r)
+{
+    for (int c = 0; c < r->o->connections; c++) {
+        if (r->push[c])
+            zmq_close(r->push[c]);
+        if (r->push_ctx[c])
+            zmq_ctx_term(r->push_ctx[c]);
+        r->push[c] = r->push_ctx[c] = NULL;
+    }
 }
 
 /* ---- subscriber -------------------------------------------------------------------------- */
@@ -273,12 +426,15 @@ static void *sender(void *arg)
 static void *subscriber(void *arg)
 {
     run *r = arg;
+    pthread_setname_np(pthread_self(), "bench-sub");
     void *sub = zmq_socket(r->zctx, ZMQ_SUB);
     int hwm = 64;
     zmq_setsockopt(sub, ZMQ_RCVHWM, &hwm, sizeof hwm);
     zmq_connect(sub, r->slices);
-    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "slice/bench-", 12);
+    const char *topic = r->o->shm ? "shm/bench-" : "slice/bench-";
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, topic, strlen(topic));
     tl_proto_decoder *dec = tl_proto_decoder_new();
+    tl_shm_reader rd = {0};
     uint64_t last_seq[4] = {0};
     while (!atomic_load(&r->stop_sub)) {
         zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
@@ -289,9 +445,32 @@ static void *subscriber(void *arg)
         int n = tl_proto_recv(sub, parts, 4, 0, &err);
         if (n < 0)
             continue;
-        uint64_t now = realtime_ns();
         tl_proto_msg m;
-        if (tl_proto_decode_parts(dec, parts, n, TL_MSG_SLICE, &m, &err) == TL_PROTO_OK) {
+        int got = tl_proto_decode_parts(dec, parts, n, TL_MSG_SLICE, &m, &err) == TL_PROTO_OK;
+        if (got && m.slice.has_shm) {
+            /* the slice has arrived when its pixels can be read in place (a control loop
+             * reads them there; copying 16 MB out is a choice, not part of delivery); a
+             * pixel is read and the slot checked after, as a user of the view would */
+            char why[256];
+            const void *px;
+            volatile float first = 0;
+            int rc = tl_shm_view(&rd, &m.slice, &px, why, sizeof why);
+            if (rc == 0) {
+                first = *(const float *)px;
+                rc = tl_shm_valid(&rd, &m.slice) ? 0 : TL_SHM_STALE;
+            }
+            (void)first;
+            pthread_mutex_lock(&r->mu);
+            if (rc == TL_SHM_STALE)
+                r->stale++;
+            else if (rc < 0 && r->stale++ == 0)
+                fprintf(stderr, ME ": %s\n", why);
+            pthread_mutex_unlock(&r->mu);
+            got = rc == 0;
+        }
+        uint64_t now = realtime_ns();
+        pthread_mutex_lock(&r->mu);
+        if (got) {
             int which = (int)(m.slice.id.ptr[m.slice.id.len - 1] - '0') & 3;
             if (last_seq[which] && m.slice.seq > last_seq[which] + 1)
                 r->missed += m.slice.seq - last_seq[which] - 1;
@@ -302,9 +481,11 @@ static void *subscriber(void *arg)
             if (m.slice.t_acq >= atomic_load(&r->t_run_ns) && r->nlat < MAX_LAT)
                 r->lat[r->nlat++] = (double)(int64_t)(now - m.slice.t_acq) / 1e6;
         }
+        pthread_mutex_unlock(&r->mu);
         tl_proto_close(parts, n);
     }
     tl_proto_decoder_free(dec);
+    tl_shm_reader_close(&rd);
     zmq_close(sub);
     return NULL;
 }
@@ -327,38 +508,40 @@ static double pct(const double *v, size_t n, double q)
 
 typedef struct {
     double rate, achieved, gbs, p50, p90, p99, max;
-    uint64_t sent, lost, dropped, late, slices;
+    uint64_t sent, lost, dropped, late, slices, stale;
 } result;
 
 static void print_result(const result *s, bool incremental)
 {
-    printf("%-11s | %7.0f | %8.1f | %6.2f | %6llu | %6llu | %6llu | %6llu | %7.2f | %7.2f | %7.2f | %7.2f\n",
+    printf("%-11s | %7.0f | %8.1f | %6.2f | %6llu | %6llu | %6llu | %6llu | %7.2f | %7.2f | %7.2f | %7.2f | %6llu | %5llu\n",
            incremental ? "incremental" : "recompute", s->rate, s->achieved, s->gbs,
            (unsigned long long)s->sent, (unsigned long long)s->lost,
            (unsigned long long)s->dropped, (unsigned long long)s->late, s->p50, s->p90, s->p99,
-           s->max);
+           s->max, (unsigned long long)s->slices, (unsigned long long)s->stale);
     fflush(stdout);
 }
 
-static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, result *out)
+static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bool report,
+                    result *out)
 {
+    static cpu_snap cd0, cd1, cs0, cs1; /* daemon and bench threads, before and after */
     const options *o = r->o;
     uint64_t acc0, drop0, msg0, acc1, drop1, msg1;
     if (read_counts(ctl, dec, &acc0, &drop0, &msg0) != 0)
         return fail(1, "no status from the daemon");
-    r->nframes = (uint64_t)(r->rate * o->seconds);
+    r->nframes = (uint64_t)(r->rate * seconds);
     atomic_store(&r->sent, 0);
     atomic_store(&r->late, 0);
-    r->nlat = 0;
-    r->received = r->missed = 0;
-    atomic_store(&r->stop_sub, false);
-    atomic_store(&r->t_run_ns, UINT64_MAX); /* nothing counts before the first frame */
-    pthread_t sub, snd[MAX_CONN];
+    pthread_t snd[MAX_CONN];
     sender_arg args[MAX_CONN];
-    pthread_create(&sub, NULL, subscriber, r);
-    usleep(300000); /* the subscription reaches the daemon */
     r->t_start = tl_cli_now() + 0.05;
+    pthread_mutex_lock(&r->mu);
+    r->nlat = 0;
+    r->received = r->missed = r->stale = 0;
     atomic_store(&r->t_run_ns, realtime_ns());
+    pthread_mutex_unlock(&r->mu);
+    cpu_sample(r->daemon_pid, &cd0);
+    cpu_sample(getpid(), &cs0);
     for (int c = 0; c < o->connections; c++) {
         args[c] = (sender_arg){r, c};
         pthread_create(&snd[c], NULL, sender, &args[c]);
@@ -366,6 +549,8 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, result *out)
     for (int c = 0; c < o->connections; c++)
         pthread_join(snd[c], NULL);
     r->t_end = tl_cli_now();
+    cpu_sample(r->daemon_pid, &cd1);
+    cpu_sample(getpid(), &cs1);
     /* let the daemon take what is queued, then read its counters */
     uint64_t sent = atomic_load(&r->sent);
     for (int i = 0; i < 100; i++) {
@@ -374,9 +559,9 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, result *out)
         usleep(50000);
     }
     usleep(300000);
-    atomic_store(&r->stop_sub, true);
-    pthread_join(sub, NULL);
     read_counts(ctl, dec, &acc1, &drop1, &msg1);
+    pthread_mutex_lock(&r->mu); /* the samples of this rate end here */
+    atomic_store(&r->t_run_ns, UINT64_MAX);
     r->base += r->nframes;
     qsort(r->lat, r->nlat, sizeof *r->lat, cmp_double);
     double dt = r->t_end - r->t_start;
@@ -394,6 +579,13 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, result *out)
     out->p99 = pct(r->lat, r->nlat, 0.99);
     out->max = r->nlat ? r->lat[r->nlat - 1] : NAN;
     out->slices = r->received;
+    out->stale = r->stale;
+    pthread_mutex_unlock(&r->mu);
+    if (!report)
+        return 0;
+    print_result(out, r->incremental);
+    cpu_report("daemon", &cd0, &cd1, dt);
+    cpu_report("bench", &cs0, &cs1, dt);
     return 0;
 }
 
@@ -405,6 +597,7 @@ static int run_mode(const options *o, bool incremental)
     snprintf(r.ingest, sizeof r.ingest, "tcp://127.0.0.1:%d", o->port);
     snprintf(r.control, sizeof r.control, "tcp://127.0.0.1:%d", o->port + 1);
     snprintf(r.slices, sizeof r.slices, "tcp://127.0.0.1:%d", o->port + 2);
+    snprintf(r.shm_prefix, sizeof r.shm_prefix, "tlbench%d", (int)getpid());
     r.frame_bytes = (size_t)o->rows * o->cols * 2;
     for (int p = 0; p < NPATTERN; p++) {
         r.pattern[p] = malloc(r.frame_bytes);
@@ -416,10 +609,13 @@ static int run_mode(const options *o, bool incremental)
         }
     }
     r.lat = malloc(MAX_LAT * sizeof *r.lat);
+    pthread_mutex_init(&r.mu, NULL);
     char log[256];
     pid_t pid = start_daemon(o, &r, incremental, log, sizeof log);
     if (pid < 0)
         return fail(1, "cannot start %s", o->daemon);
+    r.daemon_pid = pid;
+    r.incremental = incremental;
     r.zctx = zmq_ctx_new();
     zmq_ctx_set(r.zctx, ZMQ_IO_THREADS, o->connections < 2 ? 2 : o->connections);
     void *ctl = zmq_socket(r.zctx, ZMQ_DEALER);
@@ -428,6 +624,8 @@ static int run_mode(const options *o, bool incremental)
     zmq_connect(ctl, r.control);
     tl_proto_decoder *dec = tl_proto_decoder_new();
     int rc = 0;
+    bool subscribed = false;
+    pthread_t sub;
     if (wait_ready(ctl, dec) != 0) {
         rc = fail(1, "the daemon did not start (log: %s)", log);
         goto out;
@@ -451,16 +649,37 @@ static int run_mode(const options *o, bool incremental)
         rc = fail(1, "the daemon refused the slices (log: %s)", log);
         goto out;
     }
+    if (connect_senders(&r) != 0) {
+        rc = fail(1, "cannot connect to %s: %s", r.ingest, zmq_strerror(zmq_errno()));
+        goto out;
+    }
+    /* one subscriber for all rates, as a control system would keep it */
+    atomic_store(&r.t_run_ns, UINT64_MAX);
+    atomic_store(&r.stop_sub, false);
+    if (pthread_create(&sub, NULL, subscriber, &r) != 0) {
+        rc = fail(1, "cannot start the subscriber thread");
+        goto out;
+    }
+    subscribed = true;
+    usleep(300000); /* the subscription reaches the daemon */
+    /* A warm-up second at the first rate, not reported: the daemon allocates its slice
+     * buffers (page-locked) on the first publications, as it would when a control system
+     * subscribes before its scan; the rates measure the stream, not that. */
+    result warm;
+    r.rate = o->rates[0];
+    if (one_rate(&r, ctl, dec, TL_BENCH_WARMUP_S, false, &warm) != 0) {
+        rc = 1;
+        goto out;
+    }
     if (o->search) {
         double rate = o->rates[0], best = 0;
         result res;
         r.rate = rate;
         for (int i = 0; i < 12 && rate <= o->max_rate; i++) {
-            if (one_rate(&r, ctl, dec, &res) != 0) {
+            if (one_rate(&r, ctl, dec, o->seconds, true, &res) != 0) {
                 rc = 1;
                 break;
             }
-            print_result(&res, incremental);
             if (res.lost > 0)
                 break;
             best = rate;
@@ -474,14 +693,19 @@ static int run_mode(const options *o, bool incremental)
         for (int i = 0; i < o->nrates; i++) {
             result res;
             r.rate = o->rates[i];
-            if (one_rate(&r, ctl, dec, &res) != 0) {
+            if (one_rate(&r, ctl, dec, o->seconds, true, &res) != 0) {
                 rc = 1;
                 break;
             }
-            print_result(&res, incremental);
         }
     }
+    print_stages(ctl, dec, incremental);
 out:
+    if (subscribed) {
+        atomic_store(&r.stop_sub, true);
+        pthread_join(sub, NULL);
+    }
+    close_senders(&r);
     tl_proto_decoder_free(dec);
     zmq_close(ctl);
     kill(pid, SIGTERM);
@@ -491,6 +715,7 @@ out:
     for (int p = 0; p < NPATTERN; p++)
         free(r.pattern[p]);
     free(r.lat);
+    pthread_mutex_destroy(&r.mu);
     unlink(log);
     return rc;
 }
@@ -499,23 +724,28 @@ static const char usage_text[] =
     "usage: tomolive bench --stream [--backend B] [--rows R] [--cols C] [--window N]\n"
     "                      [--rate FPS ...] [--search] [--max-rate FPS] [--seconds S]\n"
     "                      [--connections K] [--incremental on|off|both] [--port P]\n"
-    "                      [--daemon PATH]\n"
+    "                      [--delivery tcp|shm] [--daemon PATH]\n"
     "\n"
     "Starts tomolived (ingest.overflow = drop) on 127.0.0.1 ports P, P+1, P+2 (default\n"
     "57600), defines a row slice and three ortho-slices, subscribes to them, and pushes\n"
     "paced uint16 frames of R x C (default 2048 x 2048; window N, default 1800) over K TCP\n"
     "connections (default 4) for S seconds per rate (default 5). Prints per rate: frames\n"
-    "sent and lost (dropped by the daemon, or late because it pushed back), the achieved\n"
+    "sent and lost (dropped by the daemon, or late: its send blocked for more than a frame\n"
+    "period because the daemon pushed back), the achieved\n"
     "rate in frames/s and GB/s, and the latency of each slice received: its arrival minus the\n"
     "t_acq of the newest frame in it (ms: p50, p90, p99, max). --search raises the rate by\n"
     "25 % from the\n"
     "first --rate until frames are lost. --incremental both (the default) runs the\n"
-    "daemon with and without incremental slice updates (the latter as the baseline).\n";
+    "daemon with and without incremental slice updates (the latter as the baseline).\n"
+    "--delivery shm (the default) subscribes to the slices through shared memory (topic\n"
+    "shm/<id>/, slices.shm set): a slice has arrived when its pixels can be read in place\n"
+    "(mapped, and its slot holds it); tcp takes them over the slices socket.\n";
 
 int tl_cmd_stream_bench(int argc, char **argv)
 {
     options o = {.backend = "auto", .port = 57600, .rows = 2048, .cols = 2048, .window = 1800,
-                 .seconds = 5, .connections = 4, .incremental = -1, .max_rate = 20000};
+                 .seconds = 5, .connections = 4, .incremental = -1, .max_rate = 20000,
+                 .shm = true};
     snprintf(o.daemon, sizeof o.daemon, "tomolived");
     /* in a build tree, the daemon is beside clients/ */
     char self[1024];
@@ -530,7 +760,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
         }
     }
     enum { O_BACKEND = 256, O_ROWS, O_COLS, O_WINDOW, O_RATE, O_SEARCH, O_MAX, O_SECONDS,
-           O_CONN, O_INC, O_PORT, O_DAEMON, O_STREAM };
+           O_CONN, O_INC, O_PORT, O_DAEMON, O_STREAM, O_DELIVERY };
     static const struct option opts[] = {
         {"stream", no_argument, NULL, O_STREAM},      {"backend", required_argument, NULL, O_BACKEND},
         {"rows", required_argument, NULL, O_ROWS},    {"cols", required_argument, NULL, O_COLS},
@@ -540,6 +770,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
         {"connections", required_argument, NULL, O_CONN},
         {"incremental", required_argument, NULL, O_INC}, {"port", required_argument, NULL, O_PORT},
         {"daemon", required_argument, NULL, O_DAEMON}, {"help", no_argument, NULL, 'h'},
+        {"delivery", required_argument, NULL, O_DELIVERY},
         {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
@@ -563,6 +794,13 @@ int tl_cmd_stream_bench(int argc, char **argv)
             break;
         case O_PORT: o.port = atoi(optarg); break;
         case O_DAEMON: snprintf(o.daemon, sizeof o.daemon, "%s", optarg); break;
+        case O_DELIVERY:
+            if (strcmp(optarg, "shm") != 0 && strcmp(optarg, "tcp") != 0) {
+                fputs(usage_text, stderr);
+                return 2;
+            }
+            o.shm = strcmp(optarg, "shm") == 0;
+            break;
         case 'h': fputs(usage_text, stdout); return 0;
         default: fputs(usage_text, stderr); return 2;
         }
@@ -576,11 +814,11 @@ int tl_cmd_stream_bench(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     printf("streaming: %u x %u uint16 frames (%.1f MB), window %u, slices: 1 row %u^2 + 3 ortho, "
-           "%d TCP connections, %.0f s per rate, backend %s, overflow drop\n",
+           "%d TCP connections, %.0f s per rate, backend %s, overflow drop, slices by %s\n",
            o.rows, o.cols, o.rows * (double)o.cols * 2 / 1e6, o.window, o.cols, o.connections,
-           o.seconds, o.backend);
+           o.seconds, o.backend, o.shm ? "shared memory" : "TCP");
     printf("latency: t_acq of the newest frame in a slice -> slice received by the subscriber\n");
-    printf("mode        | target  | achieved | GB/s   | sent   | lost   | dropped| late   | p50 ms  | p90 ms  | p99 ms  | max ms\n");
+    printf("mode        | target  | achieved | GB/s   | sent   | lost   | dropped| late   | p50 ms  | p90 ms  | p99 ms  | max ms  | slices | stale\n");
     int rc = 0;
     if (o.incremental != 1)
         rc |= run_mode(&o, false);

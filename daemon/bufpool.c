@@ -1,21 +1,23 @@
 /* bufpool.c — see bufpool.h. */
 #include <config.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/bufpool.h"
 
-void tl_bufpool_init(tl_bufpool *p, size_t max_free)
+void tl_bufpool_init(tl_bufpool *p, size_t max_free, tl_backend_kind memory)
 {
     memset(p, 0, sizeof *p);
     pthread_mutex_init(&p->mu, NULL);
     p->max_free = max_free;
+    p->memory = memory;
 }
 
 static void release(tl_slicebuf *b)
 {
-    free(b->data);
+    tl_host_free(b->pool->memory, b->data);
     free(b);
 }
 
@@ -49,13 +51,18 @@ tl_slicebuf *tl_bufpool_get(tl_bufpool *p, size_t n)
     pthread_mutex_unlock(&p->mu);
     if (!b) {
         b = calloc(1, sizeof *b);
-        if (!b)
+        if (!b) {
+            snprintf(p->error, sizeof p->error, "out of host memory");
             goto oom;
+        }
         b->pool = p;
     }
-    if (b->cap < n) {
-        float *d = realloc(b->data, n * sizeof *d);
-        if (!d) {
+    if (b->cap < n) { /* grown by a new allocation: the old pixels are not needed */
+        tl_host_free(p->memory, b->data);
+        b->data = NULL;
+        b->cap = 0;
+        void *d;
+        if (tl_host_alloc(p->memory, n * sizeof(float), &d, p->error, sizeof p->error) != TL_OK) {
             release(b);
             goto oom;
         }

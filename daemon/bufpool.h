@@ -4,7 +4,8 @@
  * reconstructs into it and posts it; the publisher sends the pixels zero-copy, and ZeroMQ
  * hands the buffer back from its I/O thread once every subscriber has it. Returned buffers
  * are kept for reuse, so steady streaming allocates nothing; a bounded number is kept so a
- * burst does not pin memory forever.
+ * burst does not pin memory forever. The pixels live in the engine backend's host memory
+ * (tl_host_alloc: page-locked with CUDA), so the read-out from the GPU runs at bus speed.
  */
 #ifndef TL_BUFPOOL_H
 #define TL_BUFPOOL_H
@@ -32,6 +33,9 @@ typedef struct tl_slicebuf {
     tl_slice_info info;
     uint64_t t_done;            /* CLOCK_REALTIME ns */
     bool final;
+    bool tcp;                   /* data holds the pixels: sent on "slice/<id>/", shown to taps */
+    char shm_name[TL_PROTO_SHM_NAME_MAX + 1]; /* "" or the shared memory holding the pixels */
+    uint64_t shm_offset;        /*   at this offset: announced on "shm/<id>/" */
 } tl_slicebuf;
 
 struct tl_bufpool {
@@ -39,12 +43,14 @@ struct tl_bufpool {
     tl_slicebuf *free;
     size_t nfree, max_free;
     size_t live;                /* handed out and not yet returned */
+    tl_backend_kind memory;     /* whose host memory the pixels are in */
+    char error[256];            /* why the last get failed */
 };
 
-void tl_bufpool_init(tl_bufpool *p, size_t max_free);
+void tl_bufpool_init(tl_bufpool *p, size_t max_free, tl_backend_kind memory);
 /* Frees the kept buffers. Call only once every buffer has come back (live == 0). */
 void tl_bufpool_destroy(tl_bufpool *p);
-/* A buffer for at least n floats, or NULL when out of memory. */
+/* A buffer for at least n floats, or NULL when out of memory (p->error says why). */
 tl_slicebuf *tl_bufpool_get(tl_bufpool *p, size_t n);
 /* Gives a buffer back (any thread). */
 void tl_bufpool_put(tl_slicebuf *b);

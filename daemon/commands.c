@@ -294,6 +294,7 @@ static void cmd_remove_slice(request *r)
     if (sl->engine_id >= 0)
         tl_engine_remove_slice(d->scan.engine, sl->engine_id);
     tl_log(TL_LOG_INFO, "slice_removed", "id=%s", tl_logq(sl->id));
+    tl_slice_shm_drop(d, sl);
     tl_slices_remove(&d->slices, sl);
     pthread_mutex_unlock(&d->lock);
     tl_proto_begin_rep_ok(r->pk, r->id);
@@ -577,13 +578,15 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_u64(pk, "capacity", d->queue.cap);
     tl_proto_pack_kv_str(pk, "overflow", tl_config_enum_name("ingest.overflow", atomic_load(&d->overflow)));
     pack_key(pk, "slices");
-    msgpack_pack_map(pk, 6);
+    msgpack_pack_map(pk, 8);
     tl_proto_pack_kv_u64(pk, "defined", (uint64_t)defined);
     tl_proto_pack_kv_u64(pk, "wanted", (uint64_t)wanted);
     tl_proto_pack_kv_u64(pk, "subscriptions", tl_subs_count(&d->pub.subs));
     tl_proto_pack_kv_u64(pk, "computed", tl_stats_get(&st->slices_computed));
     tl_proto_pack_kv_u64(pk, "published", tl_stats_get(&st->slices_published));
     tl_proto_pack_kv_u64(pk, "superseded", tl_stats_get(&st->slices_superseded));
+    tl_proto_pack_kv_u64(pk, "shared_memory", tl_stats_get(&st->slices_shm));
+    tl_proto_pack_kv_u64(pk, "shm_failed", tl_stats_get(&st->shm_failed));
     pack_key(pk, "requests");
     msgpack_pack_map(pk, 2);
     tl_proto_pack_kv_u64(pk, "total", tl_stats_get(&st->requests));

@@ -74,6 +74,8 @@ typedef struct {
     char slices_endpoint[TL_CONFIG_ENDPOINT_MAX];  /* default: tcp, all interfaces, port 5602 */
     int slices_sndhwm;        /* per-subscriber ZMQ_SNDHWM, messages, 1..100000, default 4 */
     int slices_max;           /* slices served at once, 1..4096, default 64 */
+    char slices_shm[TL_CONFIG_TEXT_MAX]; /* shared-memory name prefix, "" = no shm delivery */
+    int slices_shm_slots;     /* slots per slice in shared memory, 2..64, default 4 */
     bool slices_incremental;  /* keep watched slices up to date per projection, default true, reloadable */
     int update_every;         /* publish every K new projections, 1..1000000, default 1, reloadable */
     bool update_on_complete;  /* also publish when the window becomes complete, default true, reloadable */

@@ -41,6 +41,9 @@ typedef struct {
     int *ids, *due;
     tl_slicebuf **bufs;
     float **outs;
+    float **shm;                /* the shared-memory slot written, or NULL */
+    uint64_t *shm_off;
+    bool *tcp;
     tl_slice_info *info;
 } tl_worker_scratch;
 
@@ -111,6 +114,7 @@ typedef struct tl_daemon {
 
     void *zctx;
     uv_loop_t loop;
+    tl_backend_kind host_memory; /* whose host memory slice buffers use (tl_host_alloc) */
     tl_stats stats;
 
     /* ingest thread */
@@ -165,6 +169,13 @@ void tl_scan_apply(tl_daemon *d, tl_item *it);
 void tl_scan_close(tl_daemon *d);
 /* Adds a registered slice to the current engine (resolving its size); 0 or -1 with err. */
 int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen);
+
+/* slice_shm.c (worker thread, lock held): prepare creates (or resizes) a slice's
+ * shared-memory slots, 0 or -1 (logged and counted); begin returns the next slot, prepared
+ * as needed, or NULL. Drop unmaps them. */
+int tl_slice_shm_prepare(tl_daemon *d, tl_slice *sl);
+float *tl_slice_shm_begin(tl_daemon *d, tl_slice *sl, uint64_t *offset);
+void tl_slice_shm_drop(tl_daemon *d, tl_slice *sl);
 
 /* control.c — loop thread */
 int tl_control_open(tl_daemon *d, char *err, size_t errlen);

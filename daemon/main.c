@@ -11,6 +11,7 @@
 #include <config.h>
 
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,8 +237,12 @@ static int start(tl_daemon *d, char *err, size_t errlen)
                  tl_config_enum_name("ingest.format", c->ingest_format));
         return -1;
     }
-    if (tl_publisher_open(&d->pub, &d->loop, d->zctx, c->slices_endpoint, c->slices_sndhwm,
-                          c->slices_max, &d->stats, on_subscriptions, d, err, errlen) != 0 ||
+    /* slice buffers: pinned where the GPU fills them */
+    d->host_memory = TL_BACKEND_CPU;
+    tl_backend_parse(tl_config_enum_name("daemon.backend", c->backend), &d->host_memory);
+    if (tl_publisher_open(&d->pub, &d->loop, c->slices_endpoint, c->slices_sndhwm,
+                          c->slices_max, d->host_memory, &d->stats, on_subscriptions, d, err,
+                          errlen) != 0 ||
         tl_control_open(d, err, errlen) != 0 || tl_ingest_start(d, err, errlen) != 0 ||
         tl_http_start(d, err, errlen) != 0 || tl_recast3d_start(d, err, errlen) != 0)
         return -1;
@@ -272,10 +277,25 @@ static int start(tl_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
+#define TL_FRAME_HEAP_MAX (32 << 20) /* glibc's largest mmap threshold */
+
+/* ZeroMQ allocates every received frame (8 MB for a 2048² uint16 camera) and the worker
+ * frees it after the upload. By default glibc serves such sizes with mmap and gives them
+ * back with munmap, so every frame page-faults 2,000 fresh pages (~1 ms of an I/O thread)
+ * and the kernel zeroes them. Raised thresholds keep freed frames in the heap for the next. */
+static void keep_frame_memory(void)
+{
+#ifdef M_MMAP_THRESHOLD
+    mallopt(M_MMAP_THRESHOLD, TL_FRAME_HEAP_MAX);
+    mallopt(M_TRIM_THRESHOLD, 8 * TL_FRAME_HEAP_MAX);
+#endif
+}
+
 int main(int argc, char **argv)
 {
     static tl_daemon daemon; /* large, and zero-initialised */
     tl_daemon *d = &daemon;
+    keep_frame_memory();
     tl_log_init();
     d->overrides = calloc((size_t)argc, sizeof *d->overrides);
     bool check = false, print = false;
@@ -338,9 +358,11 @@ int main(int argc, char **argv)
     }
     uv_run(&d->loop, UV_RUN_DEFAULT);
     tl_queue_destroy(&d->queue); /* frames the stop budget left unprocessed */
-    zmq_ctx_term(d->zctx);       /* waits for the linger of the last slices */
-    tl_publisher_destroy(&d->pub);
+    zmq_ctx_term(d->zctx);
+    tl_publisher_destroy(&d->pub); /* waits for the linger of the last slices */
     tl_scan_close(d);
+    for (int i = 0; i < d->slices.n; i++)
+        tl_slice_shm_drop(d, &d->slices.v[i]);
     tl_slices_destroy(&d->slices);
     uv_loop_close(&d->loop);
     free(d->overrides);

@@ -166,6 +166,10 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
     counter(&o, "tomolive_slices_superseded_total",
             "Slices replaced by a newer one of the same id before they were sent.",
             &st->slices_superseded);
+    counter(&o, "tomolive_slices_shm_total",
+            "Slices published through shared memory (topic shm/<id>/).", &st->slices_shm);
+    counter(&o, "tomolive_shm_failed_total",
+            "Times a slice's shared-memory slots could not be created.", &st->shm_failed);
     counter(&o, "tomolive_requests_total", "Control requests (the preview page's included).",
             &st->requests);
     counter(&o, "tomolive_request_errors_total", "Control requests answered with an error.",

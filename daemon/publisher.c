@@ -49,8 +49,8 @@ static void on_async(uv_async_t *h)
     tl_publisher_flush(h->data);
 }
 
-int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, void *zctx, const char *endpoint,
-                      int sndhwm, int max_slices, tl_stats *stats,
+int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const char *endpoint,
+                      int sndhwm, int max_slices, tl_backend_kind memory, tl_stats *stats,
                       void (*on_change)(void *ctx), void *ctx, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
@@ -64,10 +64,15 @@ int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, void *zctx, const char *
         return -1;
     }
     pthread_mutex_init(&p->mu, NULL);
-    tl_bufpool_init(&p->pool, 2 * (size_t)max_slices + 4);
+    tl_bufpool_init(&p->pool, 2 * (size_t)max_slices + 4, memory);
     tl_subs_init(&p->subs);
     msgpack_sbuffer_init(&p->hdr);
-    p->sock = zmq_socket(zctx, ZMQ_XPUB);
+    p->zctx = zmq_ctx_new();
+    if (!p->zctx || zmq_ctx_set(p->zctx, ZMQ_IO_THREADS, 1) != 0) {
+        snprintf(err, errlen, "cannot create the slices' ZeroMQ context");
+        return -1;
+    }
+    p->sock = zmq_socket(p->zctx, ZMQ_XPUB);
     int one = 1, linger = 0;
     if (!p->sock || zmq_setsockopt(p->sock, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm) != 0 ||
         zmq_setsockopt(p->sock, ZMQ_XPUB_VERBOSER, &one, sizeof one) != 0 ||
@@ -145,12 +150,23 @@ void tl_publisher_set_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_sliceb
     tl_publisher_add_tap(p, fn, ctx);
 }
 
+static void send_failed(const tl_slicebuf *b)
+{
+    static tl_ratelimit rl = TL_RATELIMIT_INIT;
+    uint64_t suppressed;
+    if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
+        tl_log(TL_LOG_WARN, "slice_send_failed", "id=%s error=%s suppressed=%llu",
+               tl_logq(b->id), tl_logq(zmq_strerror(zmq_errno())), (unsigned long long)suppressed);
+}
+
+/* Sends b on "slice/<id>/" (pixels zero-copy from b, which ZeroMQ gives back to the pool)
+ * and/or announces it on "shm/<id>/" (header only; the pixels are in shared memory). */
 static void send_one(tl_publisher *p, tl_slicebuf *b)
 {
-    for (int i = 0; i < p->ntaps; i++)
-        p->taps[i].fn(p->taps[i].ctx, b);
+    if (b->tcp) /* taps read b->data, which only TCP buffers fill */
+        for (int i = 0; i < p->ntaps; i++)
+            p->taps[i].fn(p->taps[i].ctx, b);
     char topic[TL_PROTO_MAX_ID + 16];
-    size_t tlen = tl_proto_slice_topic(topic, sizeof topic, b->id, strlen(b->id));
     uint64_t now = realtime_ns();
     tl_proto_slice h = {
         .id = {b->id, strlen(b->id)},
@@ -169,25 +185,44 @@ static void send_one(tl_publisher *p, tl_slicebuf *b)
         .kernel = {b->info.kernel, strlen(b->info.kernel)},
     };
     memcpy(h.orientation, b->orientation, sizeof h.orientation);
-    msgpack_sbuffer_clear(&p->hdr);
-    size_t bytes = (size_t)b->height * b->width * sizeof(float);
-    if (tl_proto_encode_slice(&p->hdr, &h) != 0 ||
-        tl_proto_send(p->sock, topic, tlen, p->hdr.data, p->hdr.size, b->data, bytes,
-                      tl_bufpool_zmq_free, b, ZMQ_DONTWAIT) != 0) {
-        /* tl_proto_send frees a zero-copy payload it could not send */
-        static tl_ratelimit rl = TL_RATELIMIT_INIT;
-        uint64_t suppressed;
-        if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
-            tl_log(TL_LOG_WARN, "slice_send_failed", "id=%s error=%s suppressed=%llu",
-                   tl_logq(b->id), tl_logq(zmq_strerror(zmq_errno())),
-                   (unsigned long long)suppressed);
-        return;
+    bool sent = false;
+    if (b->shm_name[0]) { /* first: the local subscriber waiting for it gets it soonest */
+        h.has_shm = true;
+        h.shm_name = (tl_proto_str){b->shm_name, strlen(b->shm_name)};
+        h.shm_offset = b->shm_offset;
+        size_t tlen = tl_proto_shm_topic(topic, sizeof topic, b->id, strlen(b->id));
+        msgpack_sbuffer_clear(&p->hdr);
+        if (tl_proto_encode_slice(&p->hdr, &h) != 0 ||
+            tl_proto_send(p->sock, topic, tlen, p->hdr.data, p->hdr.size, NULL, 0, NULL, NULL,
+                          ZMQ_DONTWAIT) != 0) {
+            send_failed(b);
+        } else {
+            tl_stats_count(&p->stats->slices_shm);
+            sent = true;
+        }
+        h.has_shm = false;
     }
+    if (b->tcp) {
+        size_t tlen = tl_proto_slice_topic(topic, sizeof topic, b->id, strlen(b->id));
+        size_t bytes = (size_t)b->height * b->width * sizeof(float);
+        msgpack_sbuffer_clear(&p->hdr);
+        /* tl_proto_send gives a zero-copy payload it could not send back to the pool */
+        if (tl_proto_encode_slice(&p->hdr, &h) != 0 ||
+            tl_proto_send(p->sock, topic, tlen, p->hdr.data, p->hdr.size, b->data, bytes,
+                          tl_bufpool_zmq_free, b, ZMQ_DONTWAIT) != 0)
+            send_failed(b);
+        else
+            sent = true;
+    } else {
+        tl_bufpool_put(b); /* no payload left this buffer */
+    }
+    if (!sent)
+        return;
     tl_stats_count(&p->stats->slices_published);
-    if (b->info.t_recv)
-        tl_hist_add(&p->stats->latency[TL_LAT_FRAME_TO_PUB], (double)(int64_t)(now - b->info.t_recv) / 1e9);
-    if (b->info.t_acq)
-        tl_hist_add(&p->stats->latency[TL_LAT_ACQ_TO_PUB], (double)(int64_t)(now - b->info.t_acq) / 1e9);
+    if (h.t_recv)
+        tl_hist_add(&p->stats->latency[TL_LAT_FRAME_TO_PUB], (double)(int64_t)(now - h.t_recv) / 1e9);
+    if (h.t_acq)
+        tl_hist_add(&p->stats->latency[TL_LAT_ACQ_TO_PUB], (double)(int64_t)(now - h.t_acq) / 1e9);
 }
 
 void tl_publisher_flush(tl_publisher *p)
@@ -224,8 +259,17 @@ void tl_publisher_close(tl_publisher *p, int linger_ms)
     p->sock = NULL;
 }
 
+static void term_context(tl_publisher *p)
+{
+    if (p->zctx) {
+        zmq_ctx_term(p->zctx); /* waits for the linger of the last slices */
+        p->zctx = NULL;
+    }
+}
+
 void tl_publisher_destroy(tl_publisher *p)
 {
+    term_context(p);
     tl_publisher_flush(p); /* anything posted after close goes back to the pool */
     tl_bufpool_destroy(&p->pool);
     tl_subs_destroy(&p->subs);

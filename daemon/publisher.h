@@ -10,6 +10,11 @@
  *
  * The socket also reports subscriptions (ZMQ_XPUB_VERBOSER); when the set of wanted
  * topics changes, on_change runs on the loop thread so the worker can start or stop work.
+ *
+ * The socket lives in a ZeroMQ context of its own, with its own I/O thread: writing a few
+ * 16 MB slices to a subscriber keeps an I/O thread busy for milliseconds, and an ingest
+ * connection sharing that thread would stall meanwhile (the camera would see it as
+ * back-pressure, and the frames' latency would grow).
  */
 #ifndef TL_PUBLISHER_H
 #define TL_PUBLISHER_H
@@ -26,6 +31,7 @@
 #define TL_PUBLISHER_TAPS 4 /* consumers inside the daemon: the preview page, RECAST3D, ... */
 
 typedef struct {
+    void *zctx;                 /* the publisher's own context (above) */
     void *sock;
     tl_zwatch watch;
     uv_async_t async;
@@ -46,9 +52,10 @@ typedef struct {
     bool open;
 } tl_publisher;
 
-/* Binds the XPUB socket at endpoint. Returns 0, or -1 with err set. */
-int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, void *zctx, const char *endpoint,
-                      int sndhwm, int max_slices, tl_stats *stats,
+/* Binds the XPUB socket at endpoint; slice buffers come from memory's host memory
+ * (tl_host_alloc). Returns 0, or -1 with err set. */
+int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const char *endpoint,
+                      int sndhwm, int max_slices, tl_backend_kind memory, tl_stats *stats,
                       void (*on_change)(void *ctx), void *ctx, char *err, size_t errlen);
 /* Posts a finished slice (any thread). */
 void tl_publisher_post(tl_publisher *p, tl_slicebuf *b);

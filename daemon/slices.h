@@ -16,6 +16,7 @@
 
 #include "gpu/engine.h"
 #include "protocol/protocol.h"
+#include "protocol/shm.h"
 
 typedef struct {
     uint32_t every;       /* publish after this many new projections (>= 1) */
@@ -27,6 +28,10 @@ typedef struct {
     char id[TL_PROTO_MAX_ID + 1];
     char topic[TL_PROTO_MAX_ID + 16];
     size_t topic_len;
+    char shm_topic[TL_PROTO_MAX_ID + 16]; /* "shm/<id>/": delivery through shared memory */
+    size_t shm_topic_len;
+    tl_shm_ring shm;      /* its slots, while a local subscriber wants them (slice_shm.c) */
+    uint32_t shm_gen;     /* in the object's name: a new size makes a new object */
     tl_slice_spec spec;   /* as requested; height/width 0 = from the scan's detector */
     tl_update_policy policy;
     bool policy_given;    /* false: follows the configured defaults (reloadable) */

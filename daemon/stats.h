@@ -73,6 +73,7 @@ typedef struct {
     tl_counter queue_high;        /* queue high-water mark */
     tl_counter requests, request_errors;
     tl_counter slices_computed, slices_published, slices_superseded;
+    tl_counter slices_shm, shm_failed; /* published through shared memory; slots not created */
     tl_counter tune_runs;         /* kernel timings run (daemon/tuning.c) */
     tl_counter tune_failures;     /* cache unreadable, timing or cache write failed, ... */
     tl_hist latency[TL_LAT_COUNT];

@@ -40,24 +40,41 @@ static uint64_t publish_due(tl_daemon *d)
     int n = 0;
     for (int i = 0; i < d->slices.n; i++) {
         tl_slice *sl = &d->slices.v[i];
-        bool wanted = sl->pinned || tl_publisher_wanted(&d->pub, sl->topic, sl->topic_len);
+        /* over TCP (or to the daemon's own taps), and/or through shared memory */
+        bool tcp = sl->pinned || tl_publisher_wanted(&d->pub, sl->topic, sl->topic_len);
+        bool shm = d->cfg.slices_shm[0] &&
+                   tl_publisher_wanted(&d->pub, sl->shm_topic, sl->shm_topic_len);
+        bool wanted = tcp || shm;
         if (sl->engine_id < 0)
             continue;
         /* watched slices follow each projection incrementally; the others cost nothing */
         bool track = wanted && d->cfg.slices_incremental;
         if (track != sl->tracked && tl_engine_track(s->engine, sl->engine_id, track) == TL_OK)
             sl->tracked = track;
+        if (shm && !sl->shm.base)
+            tl_slice_shm_prepare(d, sl); /* now, before frames flow behind its first read-out */
         if (!tl_slice_due(sl, wanted, !es.empty, now, &wake))
             continue;
         if (n == w->cap)
             break; /* more slices than slices.max: the rest next turn */
-        tl_slicebuf *b = tl_bufpool_get(&d->pub.pool, (size_t)sl->height * sl->width);
-        if (!b)
-            break; /* out of memory: try again next turn */
+        /* the read-out goes straight into the shared-memory slot when there is one */
+        w->shm[n] = shm ? tl_slice_shm_begin(d, sl, &w->shm_off[n]) : NULL;
+        if (shm && !w->shm[n] && !tcp)
+            continue; /* logged and counted; tried again at the next due time */
+        tl_slicebuf *b = tl_bufpool_get(&d->pub.pool, tcp ? (size_t)sl->height * sl->width : 0);
+        if (!b) { /* out of memory: said, and tried again next turn */
+            static tl_ratelimit rl = TL_RATELIMIT_INIT;
+            uint64_t suppressed;
+            if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
+                tl_log(TL_LOG_ERROR, "slice_buffer_failed", "id=%s error=%s suppressed=%llu",
+                       tl_logq(sl->id), tl_logq(d->pub.pool.error), (unsigned long long)suppressed);
+            break;
+        }
         w->due[n] = i;
         w->ids[n] = sl->engine_id;
         w->bufs[n] = b;
-        w->outs[n] = b->data;
+        w->tcp[n] = tcp;
+        w->outs[n] = w->shm[n] ? w->shm[n] : b->data;
         n++;
     }
     if (n == 0)
@@ -87,6 +104,15 @@ static uint64_t publish_due(tl_daemon *d)
         b->info = w->info[k];
         b->t_done = t_done;
         b->final = final;
+        b->tcp = w->tcp[k];
+        b->shm_name[0] = 0;
+        if (w->shm[k]) {
+            tl_shm_ring_commit(&sl->shm, w->shm_off[k], b->seq);
+            snprintf(b->shm_name, sizeof b->shm_name, "%s", sl->shm.name);
+            b->shm_offset = w->shm_off[k];
+            if (b->tcp) /* a TCP subscriber too: its payload is a copy */
+                memcpy(b->data, w->shm[k], (size_t)sl->height * sl->width * sizeof(float));
+        }
         tl_stats_count(&d->stats.slices_computed);
         tl_publisher_post(&d->pub, b);
     }
@@ -96,6 +122,7 @@ static uint64_t publish_due(tl_daemon *d)
 static void *run(void *arg)
 {
     tl_daemon *d = arg;
+    pthread_setname_np(pthread_self(), "tl-worker");
     tl_item it;
     zmq_msg_init(&it.payload);
     uint64_t wake = UINT64_MAX;
@@ -154,7 +181,11 @@ int tl_worker_start(tl_daemon *d)
     w->bufs = calloc((size_t)w->cap, sizeof *w->bufs);
     w->outs = calloc((size_t)w->cap, sizeof *w->outs);
     w->info = calloc((size_t)w->cap, sizeof *w->info);
-    if (!w->ids || !w->due || !w->bufs || !w->outs || !w->info || tl_tuning_init(d) != 0)
+    w->shm = calloc((size_t)w->cap, sizeof *w->shm);
+    w->shm_off = calloc((size_t)w->cap, sizeof *w->shm_off);
+    w->tcp = calloc((size_t)w->cap, sizeof *w->tcp);
+    if (!w->ids || !w->due || !w->bufs || !w->outs || !w->info || !w->shm || !w->shm_off ||
+        !w->tcp || tl_tuning_init(d) != 0)
         return -1;
     atomic_store(&d->worker_stop, false);
     atomic_store(&d->worker_beat, tl_now_ns());
@@ -173,6 +204,9 @@ void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
     free(w->bufs);
     free(w->outs);
     free(w->info);
+    free(w->shm);
+    free(w->shm_off);
+    free(w->tcp);
     tl_tuning_destroy(d);
 }
 

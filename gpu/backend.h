@@ -107,6 +107,11 @@ extern const tl_backend_ops tl_cpu_backend;
 extern const tl_backend_ops tl_cuda_backend;
 /* Device count, or -1 with the reason in why when CUDA cannot be used. */
 int tl_cuda_device_count(char *why, size_t why_len);
+/* tl_host_alloc / tl_host_free for the CUDA backend: cudaHostAlloc (portable). */
+tl_status tl_cuda_host_alloc(size_t bytes, void **out, char *why, size_t why_len);
+void tl_cuda_host_free(void *p);
+tl_status tl_cuda_host_register(void *p, size_t bytes, char *why, size_t why_len);
+void tl_cuda_host_unregister(void *p);
 #endif
 
 #ifdef __cplusplus

@@ -139,6 +139,59 @@ bool tl_backend_available(tl_backend_kind b, char *why, size_t why_len)
     return false;
 }
 
+#ifdef HAVE_CUDA
+/* Which backend's memory tl_host_alloc hands out: CUDA's for CUDA, and for AUTO where a
+ * GPU is usable (as pick_backend decides). */
+static bool host_pinned(tl_backend_kind b)
+{
+    return b == TL_BACKEND_CUDA ||
+           (b == TL_BACKEND_AUTO && tl_backend_available(TL_BACKEND_CUDA, NULL, 0));
+}
+#endif
+
+tl_status tl_host_alloc(tl_backend_kind b, size_t bytes, void **out, char *why, size_t why_len)
+{
+#ifdef HAVE_CUDA
+    if (host_pinned(b))
+        return tl_cuda_host_alloc(bytes, out, why, why_len);
+#endif
+    *out = malloc(bytes ? bytes : 1);
+    if (*out)
+        return TL_OK;
+    snprintf(why, why_len, "out of host memory (%.1f MiB)", bytes / 1048576.0);
+    return TL_ENOMEM;
+}
+
+void tl_host_free(tl_backend_kind b, void *p)
+{
+#ifdef HAVE_CUDA
+    if (host_pinned(b)) {
+        tl_cuda_host_free(p);
+        return;
+    }
+#endif
+    free(p);
+}
+
+tl_status tl_host_register(tl_backend_kind b, void *p, size_t bytes, char *why, size_t why_len)
+{
+#ifdef HAVE_CUDA
+    if (host_pinned(b))
+        return tl_cuda_host_register(p, bytes, why, why_len);
+#endif
+    (void)b, (void)p, (void)bytes, (void)why, (void)why_len;
+    return TL_OK;
+}
+
+void tl_host_unregister(tl_backend_kind b, void *p)
+{
+#ifdef HAVE_CUDA
+    if (host_pinned(b))
+        tl_cuda_host_unregister(p);
+#endif
+    (void)b, (void)p;
+}
+
 /* AUTO picks CUDA where a GPU is usable; an explicit choice that cannot run is an error. */
 static tl_status pick_backend(const tl_engine_config *c, tl_errbuf *eb,
                               const tl_backend_ops **ops)
@@ -655,18 +708,25 @@ static void set_slice_kernel(tl_engine *e, const int *ids, size_t n, int id, con
             e->kernel_of[k] = name;
 }
 
+/* Whether a tracked slice's accumulator must be rebuilt before it is read: when it is not
+ * valid, or after `refresh` updates where a period is set. The backends accumulate in
+ * float64, so drift needs no periodic rebuild by default (engine.h). */
+static bool needs_rebuild(const tl_engine *e, const slice_entry *se)
+{
+    return !se->valid || (e->cfg.refresh && se->updates >= e->cfg.refresh);
+}
+
 /* The tracked slices among ids: rebuilt where needed, then read out. The others are
  * back-projected from scratch. job.kernel ends up naming what ran. */
 static tl_status reconstruct_split(tl_engine *e, const int *ids, size_t n, float *const *out,
                                    const char **kernel)
 {
-    uint32_t refresh = e->cfg.refresh ? e->cfg.refresh : e->win.n;
     size_t nt = 0, nu = 0, nr = 0;
     for (size_t k = 0; k < n; k++) {
         const slice_entry *se = &e->slices[ids[k]];
         bool t = se->tracked && tracking_applies(e);
         nt += t;
-        nr += t && (!se->valid || se->updates >= refresh);
+        nr += t && needs_rebuild(e, se);
     }
     nu = n - nt;
     tl_status st = TL_OK;
@@ -679,7 +739,7 @@ static tl_status reconstruct_split(tl_engine *e, const int *ids, size_t n, float
     for (size_t k = 0; k < n; k++) {
         slice_entry *se = &e->slices[ids[k]];
         if (se->tracked && tracking_applies(e)) {
-            if (!se->valid || se->updates >= refresh)
+            if (needs_rebuild(e, se))
                 rb[a++] = ids[k];
             rd[b] = ids[k];
             rout[b++] = out[k];

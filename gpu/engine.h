@@ -69,6 +69,18 @@ bool tl_backend_parse(const char *name, tl_backend_kind *out);
  * why (may be NULL) receives the reason when it cannot. */
 bool tl_backend_available(tl_backend_kind b, char *why, size_t why_len);
 
+/* Host memory for buffers the engine copies slices into (or frames out of): with the CUDA
+ * backend (b CUDA, or AUTO where a GPU is usable) it is page-locked and portable across
+ * devices, so those copies run at full bus speed instead of through the driver's bounce
+ * buffers; elsewhere it is plain malloc. Allocate once and reuse: pinning costs
+ * milliseconds. Free with the same b. On failure *out is NULL and why says why. */
+tl_status tl_host_alloc(tl_backend_kind b, size_t bytes, void **out, char *why, size_t why_len);
+void tl_host_free(tl_backend_kind b, void *p);
+/* The same for memory allocated elsewhere (a shared-memory mapping): page-locks [p, p +
+ * bytes) for the CUDA backend, nothing elsewhere. Unregister before unmapping. */
+tl_status tl_host_register(tl_backend_kind b, void *p, size_t bytes, char *why, size_t why_len);
+void tl_host_unregister(tl_backend_kind b, void *p);
+
 typedef enum { TL_GEOMETRY_PARALLEL = 0, TL_GEOMETRY_CONE } tl_geometry;
 
 /* Angular weights of the FBP sum. UNIFORM: every projection weighs pi / window (exact for
@@ -105,7 +117,8 @@ typedef struct {
     char kernel[32];          /* force a back-projection kernel by name (tests, benchmarks);
                                  "" = the fastest kernel of an allowed quality mode */
     uint32_t refresh;         /* tracked slices: full recomputation after this many
-                                 incremental updates; 0 = once per window (N) */
+                                 incremental updates; 0 (default) = never: the
+                                 accumulators are float64, so float drift stays bounded */
 } tl_engine_config;
 
 /* Defaults for a detector of rows x cols and a window of N projections. */
@@ -204,10 +217,13 @@ tl_status tl_engine_remove_slice(tl_engine *e, int id);
 /* Tracks a slice incrementally (on) or not (off). A tracked slice keeps an accumulator in
  * the backend: each new projection adds its contribution and each projection the window
  * drops is subtracted (one projection of work each, instead of N), so reconstructing it
- * is a read-out. The accumulator is rebuilt from scratch on the first reconstruction, after
- * set_center or reset, and every `refresh` updates, which bounds the float drift. Only
- * uniform weights are linear in each projection; with TL_WEIGHTS_ANGLES tracking changes
- * nothing (every reconstruction is from scratch). */
+ * is a read-out. The accumulator is float64 (each contribution is computed in the engine's
+ * precision, so adding and later subtracting a projection cancel exactly, and the running
+ * sum's rounding stays far below float resolution), so it is rebuilt from scratch only on
+ * the first reconstruction, after set_center or reset, when the index jumps by most of a
+ * window, after a failed update, and, if config `refresh` is set, every `refresh` updates.
+ * Only uniform weights are linear in each projection; with TL_WEIGHTS_ANGLES tracking
+ * changes nothing (every reconstruction is from scratch). */
 tl_status tl_engine_track(tl_engine *e, int id, bool on);
 
 /* What a reconstruction used. */

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
@@ -43,6 +44,27 @@ tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_pro
     TRY(tl_proto_get_u64(h, "t_done", false, &m->t_done, err));
     TRY(tl_proto_get_str(h, "kernel", true, &m->kernel, err));
     TRY(tl_proto_get_bool(h, "final", false, &m->final, err));
+    /* shared memory (§10.1): both keys or neither; the name is one POSIX object name */
+    m->has_shm = tl_proto_map_get(h, "shm_name") != NULL;
+    TRY(tl_proto_get_str(h, "shm_name", false, &m->shm_name, err));
+    TRY(tl_proto_get_u64(h, "shm_offset", m->has_shm, &m->shm_offset, err));
+    if (!m->has_shm && tl_proto_map_get(h, "shm_offset"))
+        return tl_proto_fail(err, TL_PROTO_E_MISSING, "\"shm_offset\" without \"shm_name\"");
+    if (m->has_shm) {
+        const char *n = m->shm_name.ptr;
+        size_t len = m->shm_name.len;
+        bool ok = len >= 2 && len <= TL_PROTO_SHM_NAME_MAX && n[0] == '/' &&
+                  !memchr(n + 1, '/', len - 1) && !memchr(n, 0, len);
+        if (!ok) {
+            char q[80];
+            tlp_quote(q, sizeof q, n, len, 70);
+            return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"shm_name\": \"%s\" is not \"/name\" "
+                                 "(2..%d bytes, one leading '/')", q, TL_PROTO_SHM_NAME_MAX);
+        }
+        if (m->shm_offset < TL_PROTO_SHM_ALIGN || m->shm_offset % TL_PROTO_SHM_ALIGN)
+            return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"shm_offset\": %" PRIu64 " is not a "
+                                 "positive multiple of %d", m->shm_offset, TL_PROTO_SHM_ALIGN);
+    }
     m->payload = NULL;
     m->payload_len = 0;
     return TL_PROTO_OK;

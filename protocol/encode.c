@@ -165,7 +165,7 @@ int tl_proto_encode_slice(msgpack_sbuffer *buf, const tl_proto_slice *m)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
-    size_t n = 13 + (m->t_recv != 0) + (m->t_done != 0) + m->final;
+    size_t n = 13 + (m->t_recv != 0) + (m->t_done != 0) + m->final + 2 * m->has_shm;
     P(envelope(&pk, n, TL_MSG_SLICE));
     P(tl_proto_pack_cstr(&pk, "id"));
     P(pack_pstr(&pk, m->id));
@@ -190,6 +190,11 @@ int tl_proto_encode_slice(msgpack_sbuffer *buf, const tl_proto_slice *m)
         P(tl_proto_pack_kv_u64(&pk, "t_done", m->t_done));
     if (m->final)
         P(tl_proto_pack_kv_bool(&pk, "final", true));
+    if (m->has_shm) {
+        P(tl_proto_pack_cstr(&pk, "shm_name"));
+        P(pack_pstr(&pk, m->shm_name));
+        P(tl_proto_pack_kv_u64(&pk, "shm_offset", m->shm_offset));
+    }
     P(tl_proto_pack_cstr(&pk, "kernel"));
     return pack_pstr(&pk, m->kernel);
 }

@@ -6,7 +6,8 @@ protocol_libtlproto_a_SOURCES = \
 	protocol/precheck.c protocol/keys.c protocol/args.c \
 	protocol/decode.c protocol/decode_ingest.c protocol/decode_control.c \
 	protocol/decode_slice.c protocol/payload.c protocol/parts.c \
-	protocol/encode.c protocol/multipart.c protocol/topic.c
+	protocol/encode.c protocol/multipart.c protocol/topic.c \
+	protocol/shm.h protocol/shm.c
 protocol_libtlproto_a_CFLAGS = $(AM_CFLAGS) $(MSGPACK_CFLAGS) $(ZMQ_CFLAGS)
 EXTRA_DIST += protocol/PROTOCOL.md
 

@@ -4,10 +4,11 @@
  *   frame:                         [header, payload], or [header] for a frame in GPU
  *                                  memory (its ipc_* keys say where the pixels are)
  *   slice:                         [topic "slice/<id>/", header, payload]
+ *                                  [topic "shm/<id>/", header]: pixels in shared memory
  *
- * A slice is recognised by its first part starting with "slice/" (only where slices are
- * accepted): a header always starts with a map byte (0x80-0x8f, 0xde, 0xdf) and never with
- * 's', so the two cannot be confused. The type decides the part count, so the header is
+ * A slice is recognised by its first part starting with "slice/" or "shm/" (only where
+ * slices are accepted): a header always starts with a map byte (0x80-0x8f, 0xde, 0xdf) and
+ * never with 's', so the two cannot be confused. The type decides the part count, so the header is
  * decoded before the count is checked; a topic that does not name the header's id is
  * E_PARTS, the same code as a part in the wrong place.
  */
@@ -20,26 +21,33 @@
 
 static bool has_payload(const tl_proto_msg *m)
 {
-    return m->type == TL_MSG_SLICE || (m->type == TL_MSG_FRAME && !m->frame.has_ipc);
+    return (m->type == TL_MSG_SLICE && !m->slice.has_shm) ||
+           (m->type == TL_MSG_FRAME && !m->frame.has_ipc);
 }
 
 static int parts_for(const tl_proto_msg *m)
 {
-    return m->type == TL_MSG_SLICE ? 3 : has_payload(m) ? 2 : 1;
+    return (m->type == TL_MSG_SLICE) + (has_payload(m) ? 2 : 1);
 }
 
 static const char *layout(const tl_proto_msg *m)
 {
-    return m->type == TL_MSG_SLICE ? "topic, header, payload"
+    return m->type == TL_MSG_SLICE ? (has_payload(m) ? "topic, header, payload"
+                                                     : "topic, header: its pixels are in shared memory")
            : has_payload(m)        ? "header, payload"
            : m->type == TL_MSG_FRAME ? "header only: its pixels are in GPU memory"
                                      : "header";
 }
 
+static bool starts_with(zmq_msg_t *p, const char *prefix)
+{
+    size_t n = zmq_msg_size(p), k = strlen(prefix);
+    return n >= k && memcmp(zmq_msg_data(p), prefix, k) == 0;
+}
+
 static bool is_topic(zmq_msg_t *p)
 {
-    size_t n = zmq_msg_size(p);
-    return n >= 6 && memcmp(zmq_msg_data(p), "slice/", 6) == 0;
+    return starts_with(p, "slice/") || starts_with(p, "shm/");
 }
 
 tl_proto_err tl_proto_decode_parts(tl_proto_decoder *d, zmq_msg_t *parts, int nparts,
@@ -77,7 +85,8 @@ tl_proto_err tl_proto_decode_parts(tl_proto_decoder *d, zmq_msg_t *parts, int np
     } else if (out->type == TL_MSG_SLICE) {
         tl_proto_slice *s = &out->slice;
         char want_topic[TL_PROTO_MAX_ID + 16] = "";
-        size_t n = tl_proto_slice_topic(want_topic, sizeof want_topic, s->id.ptr, s->id.len);
+        size_t n = s->has_shm ? tl_proto_shm_topic(want_topic, sizeof want_topic, s->id.ptr, s->id.len)
+                              : tl_proto_slice_topic(want_topic, sizeof want_topic, s->id.ptr, s->id.len);
         if (n == 0 || zmq_msg_size(&parts[0]) != n || memcmp(zmq_msg_data(&parts[0]),
                                                              want_topic, n) != 0) {
             char q[96];
@@ -85,6 +94,8 @@ tl_proto_err tl_proto_decode_parts(tl_proto_decoder *d, zmq_msg_t *parts, int np
             return tl_proto_fail(err, TL_PROTO_E_PARTS, "topic \"%s\" does not match the "
                                  "header's id (expected \"%s\")", q, want_topic);
         }
+        if (s->has_shm)
+            return TL_PROTO_OK; /* the reader checks the pixels' place (protocol/shm.h) */
         s->payload_len = zmq_msg_size(&parts[2]);
         if ((rc = tl_proto_check_payload(s->shape[0], s->shape[1], s->dtype, s->payload_len,
                                          err)))

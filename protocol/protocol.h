@@ -42,6 +42,8 @@ extern "C" {
 #define TL_PROTO_MAX_FRAME_BYTES (1u << 31) /* rows * cols * dtype size, exclusive */
 #define TL_PROTO_MAX_WINDOW (1u << 20)     /* projections in a rolling window */
 #define TL_PROTO_MAX_ID 64                 /* bytes in a slice id */
+#define TL_PROTO_SHM_NAME_MAX 255          /* bytes in a shared-memory object name (NAME_MAX) */
+#define TL_PROTO_SHM_ALIGN 64              /* shm_offset is a positive multiple of this */
 #define TL_PROTO_MAX_PARTS 4               /* parts a reader keeps; more is an error */
 
 /* Error codes. Numeric values are part of the wire protocol (error replies carry them). */
@@ -222,6 +224,10 @@ typedef struct {
     bool final;                 /* optional (default false): the last slice of a scan, published
                                    when its "end" arrived */
     tl_proto_str kernel;
+    /* the pixels in shared memory instead of a payload part (topic "shm/<id>/", §10.1) */
+    bool has_shm;
+    tl_proto_str shm_name;      /* POSIX shared-memory object, "/name" */
+    uint64_t shm_offset;        /* of the pixels in it; the slot's sequence word is 64 bytes before */
     const void *payload;
     size_t payload_len;
 } tl_proto_slice;
@@ -334,6 +340,8 @@ int tl_proto_send(void *sock, const void *topic, size_t topic_len, const void *h
  * length (without the NUL), or 0 if it does not fit or id is not a valid slice id
  * (1..TL_PROTO_MAX_ID bytes of [A-Za-z0-9_.-]). */
 size_t tl_proto_slice_topic(char *buf, size_t cap, const char *id, size_t id_len);
+/* The same for the topic of a slice delivered through shared memory: "shm/<id>/". */
+size_t tl_proto_shm_topic(char *buf, size_t cap, const char *id, size_t id_len);
 
 #ifdef __cplusplus
 }

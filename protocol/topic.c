@@ -1,4 +1,5 @@
-/* topic.c — the subscription topic of a slice: "slice/<id>/".
+/* topic.c — the subscription topics of a slice: "slice/<id>/" (pixels in the message) and
+ * "shm/<id>/" (pixels in shared memory, PROTOCOL.md §10.1).
  *
  * ZeroMQ SUB filters by byte prefix, so "slice/1" would also match "slice/10"; the trailing
  * '/' terminates the id (which cannot contain '/') and makes every topic prefix-free.
@@ -10,16 +11,24 @@
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-#define PREFIX "slice/"
-
-size_t tl_proto_slice_topic(char *buf, size_t cap, const char *id, size_t id_len)
+static size_t topic(const char *prefix, char *buf, size_t cap, const char *id, size_t id_len)
 {
-    size_t n = strlen(PREFIX) + id_len + 1;
+    size_t n = strlen(prefix) + id_len + 1;
     if (!buf || !tlp_slice_id_valid(id, id_len) || n + 1 > cap)
         return 0;
-    memcpy(buf, PREFIX, strlen(PREFIX));
-    memcpy(buf + strlen(PREFIX), id, id_len);
+    memcpy(buf, prefix, strlen(prefix));
+    memcpy(buf + strlen(prefix), id, id_len);
     buf[n - 1] = '/';
     buf[n] = '\0'; /* convenient for logs; the topic itself is the n bytes before it */
     return n;
+}
+
+size_t tl_proto_slice_topic(char *buf, size_t cap, const char *id, size_t id_len)
+{
+    return topic("slice/", buf, cap, id, id_len);
+}
+
+size_t tl_proto_shm_topic(char *buf, size_t cap, const char *id, size_t id_len)
+{
+    return topic("shm/", buf, cap, id, id_len);
 }

@@ -278,7 +278,7 @@ static void bp_job(void *ctx, size_t k, int thread)
     size_t i = 0;
     while (k >= job->slices[i].height)
         k -= job->slices[i++].height;
-    void *acc = j->dst == TL_CPU_OUT ? NULL : j->s->acc[j->ids[i]];
+    double *acc = j->dst == TL_CPU_OUT ? NULL : j->s->acc[j->ids[i]];
     if (j->s->f64)
         tl_cpu_bp_row_f64(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj, thread,
                           j->dst, acc, j->sign);
@@ -322,12 +322,14 @@ static tl_status cpu_backproject(void *state, tl_bp_job *job)
 
 /* ---- accumulators of tracked slices -------------------------------------------------------- */
 
+/* Accumulators are double whatever the precision (cpu_state.h); read-outs round to float. */
+
 static tl_status cpu_acc_alloc(void *state, int id, uint32_t h, uint32_t w)
 {
     tl_cpu_state *s = state;
     if (id >= s->nacc) {
         int n = id + 8;
-        void **a = realloc(s->acc, (size_t)n * sizeof *a);
+        double **a = realloc(s->acc, (size_t)n * sizeof *a);
         if (a)
             s->acc = a;
         size_t *z = realloc(s->acc_size, (size_t)n * sizeof *z);
@@ -342,7 +344,7 @@ static tl_status cpu_acc_alloc(void *state, int id, uint32_t h, uint32_t w)
         s->nacc = n;
     }
     free(s->acc[id]);
-    s->acc[id] = malloc((size_t)h * w * s->real_size);
+    s->acc[id] = malloc((size_t)h * w * sizeof **s->acc);
     s->acc_size[id] = s->acc[id] ? (size_t)h * w : 0;
     if (!s->acc[id])
         return tl_fail(s->eb, TL_ENOMEM, "out of memory for a %u x %u accumulator", h, w);
@@ -370,11 +372,9 @@ static tl_status cpu_acc_read(void *state, const int *ids, size_t n, float *cons
     for (size_t k = 0; k < n; k++) {
         /* the size is the slice's, which the engine allocated the accumulator with */
         size_t cnt = s->acc_size[ids[k]];
-        if (s->f64)
-            for (size_t i = 0; i < cnt; i++)
-                out[k][i] = (float)((const double *)s->acc[ids[k]])[i];
-        else
-            memcpy(out[k], s->acc[ids[k]], cnt * sizeof(float));
+        const double *a = s->acc[ids[k]];
+        for (size_t i = 0; i < cnt; i++)
+            out[k][i] = (float)a[i];
     }
     return TL_OK;
 }

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 
 #include "gpu/backend.h"
-#include "gpu/cpu/pool.h"
+#include "gpu/pool.h"
 
 typedef struct {
     tl_engine_config cfg;
@@ -41,7 +41,8 @@ typedef struct {
     void **rowbuf;          /* per thread: real[row_cap], one output row being summed */
     size_t row_cap;
 
-    void **acc;             /* per slice id: real[h * w], the tracked slices' accumulators */
+    double **acc;           /* per slice id: double[h * w], the tracked slices' accumulators
+                               (double in both modes: no drift, so no periodic rebuild) */
     size_t *acc_size;       /* per slice id: h * w */
     int nacc;               /* entries of acc and acc_size (indexed by slice id) */
 
@@ -49,7 +50,7 @@ typedef struct {
     char device_name[64];
 } tl_cpu_state;
 
-/* Where a back-projected row goes: the slice's float output, or a tracked slice's real
+/* Where a back-projected row goes: the slice's float output, or a tracked slice's double
  * accumulator (replaced, or added to with a sign). */
 typedef enum { TL_CPU_OUT = 0, TL_CPU_ACC_SET, TL_CPU_ACC_ADD } tl_cpu_dst;
 
@@ -67,9 +68,9 @@ void tl_cpu_store_row_f64(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uin
                           int thread);
 void tl_cpu_bp_row_f32(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
                        const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
-                       void *acc, double sign);
+                       double *acc, double sign);
 void tl_cpu_bp_row_f64(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
                        const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
-                       void *acc, double sign);
+                       double *acc, double sign);
 
 #endif

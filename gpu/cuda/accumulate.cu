@@ -2,15 +2,25 @@
  * tl_engine_track): the live-streaming path, where each new projection costs one
  * projection of work per slice instead of N.
  *
- * An accumulator is a float buffer of the slice's pixels in device memory, allocated when
- * the slice starts being tracked (never per frame). A rebuild runs the slice through the
- * normal kernel selection (backproject.cu) and copies the result device to device; an
- * update adds sign * weight * (the projection's interpolated value) to every pixel with a
- * one-projection kernel that takes the projection's constants as arguments, so nothing is
- * uploaded and the host never waits: the update is ordered on the engine's stream before
- * the store that overwrites the slot (subtraction) or after it (addition). Interpolation
- * is the exact one of plane-exact (bilinear across columns and detector rows), so tracked
- * slices are `exact` whatever kernel rebuilt them last.
+ * An accumulator is a double buffer of the slice's pixels in device memory, with a float
+ * buffer of the same size for read-outs, both allocated when the slice starts being tracked
+ * (never per frame). An update adds sign * weight * (the projection's interpolated value)
+ * to every pixel with a one-projection kernel that takes the projection's constants as
+ * arguments, so nothing is uploaded and the host never waits: the update is ordered on the
+ * engine's stream before the store that overwrites the slot (subtraction) or after it
+ * (addition). Interpolation is the exact one of plane-exact (bilinear across columns and
+ * detector rows), so tracked slices are `exact` whatever kernel rebuilt them last.
+ *
+ * Why double: the contribution is computed and rounded in float, identically when the
+ * projection is added and when it is subtracted, so the two cancel exactly; only the
+ * running sum's rounding would accumulate, and in double it stays far below float
+ * resolution for any realistic stream. So the engine needs no periodic rebuild, which took
+ * tens of milliseconds per batch of large slices and stalled the stream. A rebuild (first
+ * read, centre change, reset, index jump, or a configured `refresh`) runs the slice through
+ * the normal kernel selection (backproject.cu) and widens the float result into the
+ * accumulator. A read-out rounds the sum to float on the device and copies that out, so
+ * the bus carries floats; every slice's rounding and copy are enqueued in order on the one
+ * stream, with a single wait at the end.
  */
 #include "config.h"
 
@@ -25,7 +35,7 @@
 
 __global__ void __launch_bounds__(ACC_BLOCK * ACC_BLOCK)
 acc_delta_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W, int H,
-                 float4 q, int slot, float sign, tl_cuda_geom g, float *__restrict__ acc)
+                 float4 q, int slot, float sign, tl_cuda_geom g, double *__restrict__ acc)
 {
     const int j = blockIdx.x * ACC_BLOCK + threadIdx.x;
     const int i = blockIdx.y * ACC_BLOCK + threadIdx.y;
@@ -43,8 +53,37 @@ acc_delta_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_
     const float b = gz != 0.f && r0 + 1 < H
                         ? tl_sample_row(window + (size_t)(r0 + 1) * slab_el + so, W, u)
                         : 0.f;
-    float *o = acc + (size_t)i * g.w + j;
-    *o = fmaf(sign * q.w, tl_lerp(a, b, gz), *o);
+    /* rounded to float on its own (never fused into the add), so that the subtraction of
+     * this projection later removes exactly what this addition puts in */
+    acc[(size_t)i * g.w + j] += (double)__fmul_rn(sign * q.w, tl_lerp(a, b, gz));
+}
+
+/* dst[i] = src[i] converted: float results into an accumulator, an accumulator to float. */
+template <typename S, typename D>
+__global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
+acc_convert_kernel(const S *__restrict__ src, D *__restrict__ dst, size_t n)
+{
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
+         k += (size_t)gridDim.x * blockDim.x)
+        dst[k] = (D)src[k];
+}
+
+template <typename S, typename D>
+static tl_status acc_convert(tl_cuda_state *s, const S *src, D *dst, size_t n)
+{
+    acc_convert_kernel<S, D>
+        <<<tl_cuda_elem_grid(n), TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(src, dst, n);
+    TL_CUDA_LAUNCHED(s->eb, "acc_convert_kernel");
+    return TL_OK;
+}
+
+/* Grows a per-slice-id array to n entries (the caller initialises the new ones). */
+template <typename T> static bool acc_grow(T **p, int n)
+{
+    T *q = (T *)realloc(*p, (size_t)n * sizeof *q);
+    if (q)
+        *p = q;
+    return q != NULL;
 }
 
 tl_status tl_cuda_op_acc_alloc(void *state, int id, uint32_t height, uint32_t width)
@@ -53,49 +92,60 @@ tl_status tl_cuda_op_acc_alloc(void *state, int id, uint32_t height, uint32_t wi
     TL_TRY(tl_cuda_use_device(s));
     if (id >= s->nacc) {
         int n = id + 8;
-        float **a = (float **)realloc(s->acc, (size_t)n * sizeof *a);
-        if (a)
-            s->acc = a;
-        size_t *z = (size_t *)realloc(s->acc_size, (size_t)n * sizeof *z);
-        if (z)
-            s->acc_size = z;
-        if (!a || !z)
+        if (!acc_grow(&s->acc, n) || !acc_grow(&s->acc_out, n) || !acc_grow(&s->acc_size, n))
             return tl_fail(s->eb, TL_ENOMEM, "out of host memory for accumulators");
         for (int k = s->nacc; k < n; k++) {
             s->acc[k] = NULL;
+            s->acc_out[k] = NULL;
             s->acc_size[k] = 0;
         }
         s->nacc = n;
     }
     tl_cuda_op_acc_free(s, id);
     size_t n = (size_t)height * width;
-    TL_TRY(tl_cuda_alloc(s, (void **)&s->acc[id], n * sizeof(float), "a tracked slice's accumulator"));
     s->acc_size[id] = n;
-    return TL_OK;
+    tl_status st = tl_cuda_alloc(s, (void **)&s->acc[id], n * sizeof(double),
+                                 "a tracked slice's accumulator");
+    if (st == TL_OK)
+        st = tl_cuda_alloc(s, (void **)&s->acc_out[id], n * sizeof(float),
+                           "a tracked slice's read-out buffer");
+    if (st != TL_OK)
+        tl_cuda_op_acc_free(s, id); /* both or neither */
+    return st;
 }
 
 void tl_cuda_op_acc_free(void *state, int id)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
-    if (id < 0 || id >= s->nacc || !s->acc[id])
+    if (id < 0 || id >= s->nacc)
         return;
-    if (tl_cuda_use_device(s) == TL_OK) {
-        cudaStreamSynchronize(s->stream); /* no update may still be writing it */
-        cudaFree(s->acc[id]);
+    if ((s->acc[id] || s->acc_out[id]) && tl_cuda_use_device(s) == TL_OK) {
+        cudaStreamSynchronize(s->stream); /* no update or read-out may still be using them */
+        if (s->acc[id])
+            cudaFree(s->acc[id]);
+        if (s->acc_out[id])
+            cudaFree(s->acc_out[id]);
     }
-    s->mem -= s->acc_size[id] * sizeof(float);
+    s->mem -= s->acc_size[id] * ((s->acc[id] ? sizeof(double) : 0) +
+                                 (s->acc_out[id] ? sizeof(float) : 0));
     s->acc[id] = NULL;
+    s->acc_out[id] = NULL;
     s->acc_size[id] = 0;
 }
 
 void tl_cuda_acc_destroy(tl_cuda_state *s)
 {
-    for (int k = 0; k < s->nacc; k++)
+    for (int k = 0; k < s->nacc; k++) {
         if (s->acc[k])
             cudaFree(s->acc[k]);
+        if (s->acc_out[k])
+            cudaFree(s->acc_out[k]);
+    }
     free(s->acc);
+    free(s->acc_out);
     free(s->acc_size);
     s->acc = NULL;
+    s->acc_out = NULL;
     s->acc_size = NULL;
     s->nacc = 0;
 }
@@ -109,13 +159,12 @@ tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, boo
             s->acc_size[ids[i]] != (size_t)job->slices[i].height * job->slices[i].width)
             return tl_fail(s->eb, TL_EINTERNAL, "slice %d has no accumulator of its size", ids[i]);
     if (!add) {
-        /* a rebuild: the normal kernels into the job buffer, then into the accumulators */
+        /* a rebuild: the normal kernels into the job buffer, widened into the accumulators */
         TL_TRY(tl_cuda_op_backproject(s, job));
         size_t off = 0;
         for (size_t i = 0; i < job->nslices; i++) {
             size_t npx = (size_t)job->slices[i].height * job->slices[i].width;
-            TL_CUDA(s->eb, cudaMemcpyAsync(s->acc[ids[i]], s->out + off, npx * sizeof(float),
-                                           cudaMemcpyDeviceToDevice, s->stream));
+            TL_TRY(acc_convert(s, s->out + off, s->acc[ids[i]], npx));
             off += npx;
         }
         return TL_OK;
@@ -146,8 +195,11 @@ tl_status tl_cuda_op_acc_read(void *state, const int *ids, size_t n, float *cons
     for (size_t k = 0; k < n; k++) {
         if (ids[k] < 0 || ids[k] >= s->nacc || !s->acc[ids[k]])
             return tl_fail(s->eb, TL_EINTERNAL, "slice %d has no accumulator", ids[k]);
-        TL_CUDA(s->eb, cudaMemcpyAsync(out[k], s->acc[ids[k]], s->acc_size[ids[k]] * sizeof(float),
-                                       cudaMemcpyDeviceToHost, s->stream));
+        const size_t npx = s->acc_size[ids[k]];
+        float *f = s->acc_out[ids[k]];
+        TL_TRY(acc_convert(s, s->acc[ids[k]], f, npx));
+        TL_CUDA(s->eb, cudaMemcpyAsync(out[k], f, npx * sizeof(float), cudaMemcpyDeviceToHost,
+                                       s->stream));
     }
     TL_CUDA(s->eb, cudaStreamSynchronize(s->stream));
     return TL_OK;

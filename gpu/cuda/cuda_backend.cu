@@ -87,6 +87,41 @@ extern "C" int tl_cuda_device_count(char *why, size_t why_len)
     return n;
 }
 
+extern "C" tl_status tl_cuda_host_alloc(size_t bytes, void **out, char *why, size_t why_len)
+{
+    cudaError_t e = cudaHostAlloc(out, bytes ? bytes : 1, cudaHostAllocPortable);
+    if (e == cudaSuccess)
+        return TL_OK;
+    *out = NULL;
+    cudaGetLastError();
+    snprintf(why, why_len, "CUDA: cudaHostAlloc of %.1f MiB of pinned memory failed: %s",
+             bytes / 1048576.0, cudaGetErrorString(e));
+    return TL_ENOMEM;
+}
+
+extern "C" void tl_cuda_host_free(void *p)
+{
+    if (p)
+        cudaFreeHost(p);
+}
+
+extern "C" tl_status tl_cuda_host_register(void *p, size_t bytes, char *why, size_t why_len)
+{
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
+    if (e == cudaSuccess)
+        return TL_OK;
+    cudaGetLastError();
+    snprintf(why, why_len, "CUDA: cudaHostRegister of %.1f MiB failed: %s", bytes / 1048576.0,
+             cudaGetErrorString(e));
+    return TL_ENOMEM;
+}
+
+extern "C" void tl_cuda_host_unregister(void *p)
+{
+    if (p && cudaHostUnregister(p) != cudaSuccess)
+        cudaGetLastError(); /* teardown: nothing to do about it */
+}
+
 size_t tl_cuda_dtype_size(tl_dtype t)
 {
     switch (t) {
@@ -237,6 +272,8 @@ static void cuda_destroy(void *state)
     if (s->stream)
         cudaStreamDestroy(s->stream);
     cudaGetLastError();
+    if (s->stage_pool)
+        tl_pool_destroy(s->stage_pool);
     free(s->response_host);
     free(s->job_kernel);
     free(s->job_off);
@@ -306,6 +343,10 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
 
     for (int i = 0; i < TL_CUDA_RING; i++)
         TL_TRY(host_alloc(s, &s->pinned[i], s->sz.raw, "frame staging ring"));
+    s->stage_pool = tl_pool_create(TL_CUDA_STAGE_THREADS);
+    if (!s->stage_pool)
+        return tl_fail(eb, TL_ENOMEM, "cannot start the %d frame staging threads",
+                       TL_CUDA_STAGE_THREADS);
     TL_TRY(host_alloc(s, (void **)&s->h_par, (size_t)s->n * sizeof(float4), "projection table"));
     TL_TRY(host_alloc(s, (void **)&s->h_slot, (size_t)s->n * sizeof(int), "projection table"));
     TL_TRY(host_alloc(s, (void **)&s->h_texy, (size_t)s->n * sizeof(float), "projection table"));

@@ -32,8 +32,13 @@
 
 #include "gpu/backend.h"
 #include "gpu/cuda/check.cuh"
+#include "gpu/pool.h"
 
 #define TL_CUDA_RING 4            /* pinned staging buffers for host frames */
+#define TL_CUDA_STAGE_THREADS 4   /* threads (the caller included) copying a host frame into
+                                     its staging buffer: one core copies ~6 GB/s, too slow
+                                     for a camera at 500+ frames/s of 8 MB */
+#define TL_CUDA_STAGE_PIECES 16   /* pieces of a frame's copy: early finishers take more */
 #define TL_CUDA_ELEM_BLOCK 256    /* threads per block of the element-wise kernels */
 #define TL_CUDA_ELEM_MAX_GRID 65536 /* grid-stride loops above this many blocks */
 #define TL_CUDA_MIN_RATIO 1e-6f   /* = TL_CPU_MIN_RATIO: clamp of ratios before -log */
@@ -110,6 +115,7 @@ typedef struct {
     void *pinned[TL_CUDA_RING];
     cudaEvent_t ring_ev[TL_CUDA_RING];
     unsigned ring_next;
+    tl_pool *stage_pool;      /* TL_CUDA_STAGE_THREADS */
     void *raw;                /* the device copy of the current raw frame */
 
     /* filtering */
@@ -148,9 +154,11 @@ typedef struct {
     size_t out_cap;           /* floats */
     float *scratch;           /* bench_store target: rows x pitch */
 
-    /* accumulators of tracked slices (accumulate.cu), indexed by engine slice id */
-    float **acc;
-    size_t *acc_size;         /* floats */
+    /* accumulators of tracked slices (accumulate.cu), indexed by engine slice id: the sum
+     * in double, and the float buffer each read-out converts it into before the copy out */
+    double **acc;
+    float **acc_out;
+    size_t *acc_size;         /* pixels */
     int nacc;
 } tl_cuda_state;
 

@@ -3,7 +3,8 @@
  * rolling sinograms), and the calibration frames that feed the correction.
  *
  * Host frames are copied by the CPU into the next buffer of a small ring of pinned buffers
- * (after waiting for that buffer's previous upload to finish) and uploaded asynchronously on
+ * (after waiting for that buffer's previous upload to finish; the copy is split over a few
+ * threads, since one core cannot copy 8 MB frames at camera rate) and uploaded asynchronously on
  * the engine's stream, followed by the kernels. store() returns once the work is enqueued:
  * the next frame's host copy overlaps this frame's GPU work, stream order guarantees that
  * every kernel sees the frames and calibration submitted before it, and backproject()
@@ -42,6 +43,28 @@ static tl_status check_device_frame(tl_cuda_state *s, const tl_frame *f, size_t 
     return TL_OK;
 }
 
+/* One host frame's copy into its staging buffer, in TL_CUDA_STAGE_PIECES row ranges. */
+typedef struct {
+    const char *src;
+    char *dst;
+    size_t pitch, row; /* source pitch and packed row, bytes */
+    uint32_t rows;
+} stage_copy;
+
+static void copy_piece(void *ctx, size_t piece, int thread)
+{
+    (void)thread;
+    const stage_copy *c = (const stage_copy *)ctx;
+    const size_t r0 = piece * c->rows / TL_CUDA_STAGE_PIECES;
+    const size_t r1 = (piece + 1) * c->rows / TL_CUDA_STAGE_PIECES;
+    if (c->pitch == c->row) {
+        memcpy(c->dst + r0 * c->row, c->src + r0 * c->row, (r1 - r0) * c->row);
+        return;
+    }
+    for (size_t r = r0; r < r1; r++)
+        memcpy(c->dst + r * c->row, c->src + r * c->pitch, c->row);
+}
+
 tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, size_t *pitch)
 {
     size_t row = (size_t)s->cols * s->dsize;
@@ -59,12 +82,8 @@ tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, s
     unsigned i = s->ring_next++ % TL_CUDA_RING;
     TL_CUDA(s->eb, cudaEventSynchronize(s->ring_ev[i])); /* its last upload has finished */
     char *dst = (char *)s->pinned[i];
-    if (*pitch == row) {
-        memcpy(dst, f->data, row * s->rows);
-    } else {
-        for (uint32_t r = 0; r < s->rows; r++)
-            memcpy(dst + (size_t)r * row, (const char *)f->data + (size_t)r * *pitch, row);
-    }
+    stage_copy c = {(const char *)f->data, dst, *pitch, row, s->rows};
+    tl_pool_run(s->stage_pool, TL_CUDA_STAGE_PIECES, copy_piece, &c);
     TL_CUDA(s->eb, cudaMemcpyAsync(s->raw, dst, row * s->rows, cudaMemcpyHostToDevice, s->stream));
     TL_CUDA(s->eb, cudaEventRecord(s->ring_ev[i], s->stream));
     *src = (const char *)s->raw;

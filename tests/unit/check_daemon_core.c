@@ -211,7 +211,7 @@ END_TEST
 START_TEST(bufpool_reuse)
 {
     tl_bufpool p;
-    tl_bufpool_init(&p, 2);
+    tl_bufpool_init(&p, 2, TL_BACKEND_CPU);
     tl_slicebuf *a = tl_bufpool_get(&p, 100), *b = tl_bufpool_get(&p, 50);
     ck_assert_uint_eq(tl_bufpool_live(&p), 2);
     float *da = a->data;

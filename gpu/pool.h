@@ -1,7 +1,8 @@
 /* pool.h — a fixed pool of threads that runs "for each job in 0..n-1" in parallel.
  *
  * The CPU backend splits every frame (by detector row) and every reconstruction (by
- * output row) into jobs; the calling thread works too and returns when all jobs are done.
+ * output row) into jobs; the CUDA backend splits the copy of each host frame into its
+ * pinned staging buffer. The calling thread works too and returns when all jobs are done.
  * Threads are created once per engine, so the per-frame path creates none.
  *
  *   tl_pool *p = tl_pool_create(0);          0 = one thread per core
@@ -12,6 +13,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct tl_pool tl_pool;
 typedef void (*tl_pool_fn)(void *ctx, size_t job, int thread);
 
@@ -21,5 +26,9 @@ tl_pool *tl_pool_create(int nthreads);
 void tl_pool_destroy(tl_pool *p);
 int tl_pool_size(const tl_pool *p);
 void tl_pool_run(tl_pool *p, size_t njobs, tl_pool_fn fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

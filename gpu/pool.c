@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "gpu/cpu/pool.h"
+#include "gpu/pool.h"
 
 struct tl_pool {
     int size;

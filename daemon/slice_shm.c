@@ -1,0 +1,54 @@
+/* slice_shm.c — a slice's shared-memory slots (protocol/shm.h), for local subscribers.
+ *
+ * The slots of a slice are created as soon as a subscriber of "shm/<id>/" wants it (not at
+ * its first publication: creating and page-locking them takes tens of milliseconds, which
+ * would delay the frames behind), sized for the slice, and page-locked for the engine's backend, so the GPU read-out writes
+ * the pixels straight into the slot that the subscriber will read: no copy on the host at
+ * all. A new size (another scan geometry) makes a new object under a new name; the old one
+ * is unlinked, and readers that still map it keep a valid mapping. Worker thread, lock held.
+ */
+#include <config.h>
+
+#include <stdio.h>
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+
+void tl_slice_shm_drop(tl_daemon *d, tl_slice *sl)
+{
+    if (!sl->shm.base)
+        return;
+    tl_host_unregister(d->host_memory, sl->shm.base);
+    tl_shm_ring_destroy(&sl->shm);
+}
+
+int tl_slice_shm_prepare(tl_daemon *d, tl_slice *sl)
+{
+    size_t bytes = (size_t)sl->height * sl->width * sizeof(float);
+    if (!sl->shm.base || sl->shm.pixel_bytes != bytes) {
+        tl_slice_shm_drop(d, sl);
+        char name[TL_PROTO_SHM_NAME_MAX + 1], err[512];
+        snprintf(name, sizeof name, "/%s-%s-%u", d->cfg.slices_shm, sl->id, ++sl->shm_gen);
+        if (tl_shm_ring_create(&sl->shm, name, (uint32_t)d->cfg.slices_shm_slots, bytes, err,
+                               sizeof err) != 0) {
+            static tl_ratelimit rl = TL_RATELIMIT_INIT;
+            uint64_t suppressed;
+            tl_stats_count(&d->stats.shm_failed);
+            if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
+                tl_log(TL_LOG_ERROR, "shm_failed", "id=%s error=%s suppressed=%llu",
+                       tl_logq(sl->id), tl_logq(err), (unsigned long long)suppressed);
+            return -1;
+        }
+        /* not page-locked, the read-out is slower but still correct: say so, go on */
+        if (tl_host_register(d->host_memory, sl->shm.base, sl->shm.size, err, sizeof err) != TL_OK)
+            tl_log(TL_LOG_WARN, "shm_not_pinned", "id=%s error=%s", tl_logq(sl->id), tl_logq(err));
+        tl_log(TL_LOG_INFO, "shm_created", "id=%s name=%s slots=%u bytes=%zu", tl_logq(sl->id),
+               tl_logq(name), sl->shm.slots, sl->shm.size);
+    }
+    return 0;
+}
+
+float *tl_slice_shm_begin(tl_daemon *d, tl_slice *sl, uint64_t *offset)
+{
+    return tl_slice_shm_prepare(d, sl) == 0 ? tl_shm_ring_begin(&sl->shm, offset) : NULL;
+}
