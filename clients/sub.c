@@ -11,6 +11,12 @@
  *
  * Latest-image files are written under a temporary name and renamed, so a viewer that
  * reloads DIR/<id>.tif never reads a half-written file.
+ *
+ * With --shm (a subscriber on the daemon's own host) the slices come on "shm/<id>/": the
+ * message carries the header only, and the pixels are copied out of the daemon's shared
+ * memory (protocol/shm.h) into one buffer, which then stands in for the payload, so every
+ * output works as over TCP. A slot the daemon rewrote before the copy was done (we fell
+ * behind) is a missed slice, counted as stale.
  */
 #include "config.h"
 
@@ -30,13 +36,14 @@
 #include "clients/png.h"
 #include "clients/tiff.h"
 #include "protocol/protocol.h"
+#include "protocol/shm.h"
 
 #define ME "tomolive sub"
 
 static const char usage_text[] =
     "usage: tomolive sub [--endpoint E] [--out DIR [--png] [--every-seq]] [--count N]\n"
     "                    [--until-final] [--timeout S] [--latency] [--lines] [--quiet]\n"
-    "                    (--all | ID...)\n"
+    "                    [--shm] (--all | ID...)\n"
     "\n"
     "Receives the slices ID... (or every slice with --all) from tomolived and prints one\n"
     "line per slice (on a terminal, one status line redrawn in place instead):\n"
@@ -46,7 +53,7 @@ static const char usage_text[] =
     "the newest projection used, both CLOCK_REALTIME).\n"
     "\n"
     "      --endpoint E   the daemon's slice socket (default tcp://localhost:5602)\n"
-    "      --all          every slice (subscribes to the prefix slice/)\n"
+    "      --all          every slice (subscribes to the prefix slice/, with --shm shm/)\n"
     "      --out DIR      keep the latest image of each slice as DIR/<id>.tif (float32)\n"
     "      --png          ... and as an 8-bit preview DIR/<id>.png\n"
     "      --every-seq    ... and every image as DIR/<id>-<seq>.tif\n"
@@ -57,13 +64,17 @@ static const char usage_text[] =
     "      --latency      add latency percentiles (p50 p90 p99 max) to the summary\n"
     "      --lines        one line per slice even on a terminal\n"
     "      --quiet        no per-slice lines or status line (the summary is still printed)\n"
+    "      --shm          take the pixels from the daemon's shared memory (topics shm/<id>/;\n"
+    "                     on the daemon's host, with slices.shm set in its configuration)\n"
     "\n"
-    "At exit (also on Ctrl-C) a summary per slice: received, missed (gaps in seq), last seq.\n"
+    "At exit (also on Ctrl-C) a summary per slice: received, missed (gaps in seq), last seq;\n"
+    "with --shm also stale: slices missed because the daemon had already reused their\n"
+    "shared memory when we read it (they count in missed too).\n"
     "Exit status: 0 done, 1 failed (e.g. cannot write DIR), 2 usage error, 3 timeout.\n";
 
 typedef struct {
     const char *endpoint, *out;
-    bool png, every_seq, until_final, latency, quiet, all, lines;
+    bool png, every_seq, until_final, latency, quiet, all, lines, shm;
     uint64_t count;
     double timeout; /* seconds; 0 = none */
 } options;
@@ -73,6 +84,7 @@ typedef struct {
     char id[TL_PROTO_MAX_ID + 1];
     bool requested, have_seq, final;
     uint64_t received, missed, last_seq;
+    uint64_t stale;     /* --shm: of the missed, those whose slot was rewritten first */
     double *lat;        /* latencies in ms, for the summary */
     size_t nlat, cap;
 } track;
@@ -94,6 +106,11 @@ typedef struct {
     float *img;         /* an aligned copy of the current payload, as float32 */
     size_t img_cap;
     uint64_t total, rejected;
+    /* --shm: the daemon's object mapped, and the pixels copied out of it (the payload) */
+    tl_shm_reader shm;
+    void *pixels;
+    size_t pixels_cap;
+    uint64_t unreadable; /* slices whose shared memory could not be read (not stale) */
 } state;
 
 static volatile sig_atomic_t interrupted;
@@ -278,6 +295,21 @@ static void status_record(status_line *st, const char *id, const tl_proto_slice 
     status_draw(st, false);
 }
 
+/* The track of s's id (added on first sight), with s's seq noted: a gap since the last
+ * seq counts as missed. NULL when out of memory. */
+static track *note(state *S, const tl_proto_slice *s)
+{
+    track *t = find(S, s->id.ptr, s->id.len);
+    if (!t && !(t = add(S, s->id.ptr, s->id.len)))
+        return NULL;
+    if (t->have_seq && s->seq > t->last_seq + 1)
+        t->missed += s->seq - t->last_seq - 1;
+    t->have_seq = true;
+    t->last_seq = s->seq;
+    t->final |= s->final;
+    return t;
+}
+
 /* Handles one decoded slice; returns 0, or the exit status to stop with. */
 static int on_slice(const options *o, state *S, const tl_proto_slice *s)
 {
@@ -286,15 +318,10 @@ static int on_slice(const options *o, state *S, const tl_proto_slice *s)
     double recv_ns = (double)now.tv_sec * 1e9 + (double)now.tv_nsec;
     double lat = s->t_acq ? (recv_ns - (double)s->t_acq) * 1e-6 : NAN;
 
-    track *t = find(S, s->id.ptr, s->id.len);
-    if (!t && !(t = add(S, s->id.ptr, s->id.len)))
+    track *t = note(S, s);
+    if (!t)
         return fail(1, "out of memory");
-    if (t->have_seq && s->seq > t->last_seq + 1)
-        t->missed += s->seq - t->last_seq - 1;
-    t->have_seq = true;
-    t->last_seq = s->seq;
     t->received++;
-    t->final |= s->final;
     S->total++;
     if (isfinite(lat)) {
         if (t->nlat == t->cap) {
@@ -320,6 +347,71 @@ static int on_slice(const options *o, state *S, const tl_proto_slice *s)
         fflush(stdout);
     }
     return save(o, S, t, s);
+}
+
+/* ---- shared memory ---------------------------------------------------------------------- */
+
+/* A slice whose header came but whose pixels did not: its seq is noted, so it counts as
+ * missed once (not again as a gap before the next one). A lost final slice still ends
+ * --until-final: the daemon will not send another. Returns 0, or the exit status. */
+static int lost(state *S, const tl_proto_slice *s, bool stale)
+{
+    track *t = note(S, s);
+    if (!t)
+        return fail(1, "out of memory");
+    t->missed++;
+    t->stale += stale;
+    return 0;
+}
+
+/* Room for bytes of pixels in S->pixels: allocated once, and again only when a larger
+ * slice comes (the old pixels are not needed: no realloc copy). */
+static int grow_pixels(state *S, size_t bytes)
+{
+    if (bytes <= S->pixels_cap)
+        return 0;
+    free(S->pixels);
+    S->pixels_cap = 0;
+    if (!(S->pixels = malloc(bytes)))
+        return -1;
+    S->pixels_cap = bytes;
+    return 0;
+}
+
+/* Copies the pixels of a slice announced on "shm/<id>/" into S->pixels and makes them the
+ * slice's payload, so that on_slice treats it exactly as one that came over TCP. Returns
+ * 0, -1 when the pixels are lost (counted; the first unreadable one is said), or the exit
+ * status to stop with. */
+static int shm_pixels(state *S, tl_proto_slice *s)
+{
+    size_t bytes;
+    tl_proto_error perr;
+    char err[512];
+    int rc = -1;
+    if (tl_proto_frame_bytes(s->shape[0], s->shape[1], s->dtype, &bytes, &perr) != TL_PROTO_OK)
+        snprintf(err, sizeof err, "%s", perr.message);
+    else if (grow_pixels(S, bytes) != 0)
+        return fail(1, "out of memory for a %u x %u slice", s->shape[0], s->shape[1]);
+    else
+        rc = tl_shm_read(&S->shm, s, S->pixels, err, sizeof err);
+    if (rc == 0) {
+        s->payload = S->pixels;
+        s->payload_len = bytes;
+        return 0;
+    }
+    if (rc < 0 && S->unreadable++ == 0) /* once: the same cause would repeat for each slice */
+        fprintf(stderr, ME ": cannot read a slice from shared memory (%s); further ones are "
+                           "only counted\n", err);
+    rc = lost(S, s, rc == TL_SHM_STALE);
+    return rc ? rc : -1;
+}
+
+/* Takes one decoded slice: its pixels from shared memory first if they are there. Returns
+ * 0 when it was handled, -1 when its pixels were lost, or the exit status to stop with. */
+static int deliver(const options *o, state *S, tl_proto_msg *m)
+{
+    int rc = m->slice.has_shm ? shm_pixels(S, &m->slice) : 0;
+    return rc ? rc : on_slice(o, S, &m->slice);
 }
 
 static bool all_final(const options *o, const state *S)
@@ -359,6 +451,8 @@ static void summary(const options *o, state *S)
             printf("%llu", (unsigned long long)t->last_seq);
         else
             putchar('-');
+        if (o->shm)
+            printf(" stale=%llu", (unsigned long long)t->stale);
         if (o->latency && t->nlat) {
             qsort(t->lat, t->nlat, sizeof *t->lat, cmp_double);
             printf(" latency_ms p50=%.2f p90=%.2f p99=%.2f max=%.2f",
@@ -371,6 +465,9 @@ static void summary(const options *o, state *S)
     if (S->rejected)
         fprintf(stderr, ME ": %llu malformed messages rejected\n",
                 (unsigned long long)S->rejected);
+    if (S->unreadable)
+        fprintf(stderr, ME ": %llu slices could not be read from shared memory\n",
+                (unsigned long long)S->unreadable);
 }
 
 /* Receives until done; returns the exit status. */
@@ -426,9 +523,10 @@ static int receive(const options *o, state *S, void *sock)
                                    "are only counted\n",
                         tl_proto_err_name(err.code), err.message);
         } else {
-            last = tl_cli_now();
-            int r = on_slice(o, S, &m.slice);
-            if (r)
+            int r = deliver(o, S, &m);
+            if (r == 0) /* a slice whose pixels were lost does not reset the timeout */
+                last = tl_cli_now();
+            if (r > 0)
                 rc = r;
             else if ((o->count && S->total >= o->count) ||
                      (o->until_final && all_final(o, S)))
@@ -443,7 +541,7 @@ static int receive(const options *o, state *S, void *sock)
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_ENDPOINT = 256, O_OUT, O_PNG, O_EVERY, O_COUNT, O_FINAL, O_TIMEOUT, O_LATENCY,
-           O_QUIET, O_ALL, O_LINES };
+           O_QUIET, O_ALL, O_LINES, O_SHM };
     static const struct option longopts[] = {
         {"endpoint", required_argument, NULL, O_ENDPOINT},
         {"out", required_argument, NULL, O_OUT},
@@ -456,6 +554,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"quiet", no_argument, NULL, O_QUIET},
         {"all", no_argument, NULL, O_ALL},
         {"lines", no_argument, NULL, O_LINES},
+        {"shm", no_argument, NULL, O_SHM},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -487,6 +586,7 @@ static int parse_options(int argc, char **argv, options *o)
         case O_QUIET: o->quiet = true; break;
         case O_ALL: o->all = true; break;
         case O_LINES: o->lines = true; break;
+        case O_SHM: o->shm = true; break;
         case 'h': fputs(usage_text, stdout); return 0;
         default:
             return fail(2, "%s '%s' (see tomolive sub --help)",
@@ -502,6 +602,17 @@ static int parse_options(int argc, char **argv, options *o)
     if ((o->png || o->every_seq) && !o->out)
         return fail(2, "--png and --every-seq need --out DIR");
     return -1;
+}
+
+/* Subscribes to slice id (NULL: every slice) on the topic of the delivery asked for:
+ * "slice/<id>/" with the pixels in the message, or "shm/<id>/" with them in shared memory. */
+static int subscribe(const options *o, void *sock, const char *id)
+{
+    char topic[TL_PROTO_MAX_ID + 16];
+    size_t len = !id ? strlen(strcpy(topic, o->shm ? "shm/" : "slice/"))
+                 : o->shm ? tl_proto_shm_topic(topic, sizeof topic, id, strlen(id))
+                          : tl_proto_slice_topic(topic, sizeof topic, id, strlen(id));
+    return zmq_setsockopt(sock, ZMQ_SUBSCRIBE, topic, len);
 }
 
 int tl_cmd_sub(int argc, char **argv)
@@ -528,14 +639,9 @@ int tl_cmd_sub(int argc, char **argv)
         rc = fail(1, "cannot create a socket: %s", zmq_strerror(errno));
     else if (zmq_connect(sock, o.endpoint) != 0)
         rc = fail(2, "bad --endpoint '%s': %s", o.endpoint, zmq_strerror(errno));
-    char topic[TL_PROTO_MAX_ID + 16];
-    for (size_t i = 0; rc < 0 && i < (o.all ? 1 : S.n); i++) {
-        size_t len = o.all ? strlen(strcpy(topic, "slice/"))
-                           : tl_proto_slice_topic(topic, sizeof topic, S.t[i].id,
-                                                  strlen(S.t[i].id));
-        if (zmq_setsockopt(sock, ZMQ_SUBSCRIBE, topic, len) != 0)
+    for (size_t i = 0; rc < 0 && i < (o.all ? 1 : S.n); i++)
+        if (subscribe(&o, sock, o.all ? NULL : S.t[i].id) != 0)
             rc = fail(1, "cannot subscribe: %s", zmq_strerror(errno));
-    }
     if (rc < 0) {
         /* Ctrl-C and kill end the loop with a summary; no SA_RESTART, so zmq_poll wakes */
         struct sigaction sa;
@@ -557,5 +663,7 @@ int tl_cmd_sub(int argc, char **argv)
         free(S.t[i].lat);
     free(S.t);
     free(S.img);
+    tl_shm_reader_close(&S.shm);
+    free(S.pixels);
     return rc;
 }

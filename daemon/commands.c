@@ -100,7 +100,8 @@ static void pack_slice(tl_daemon *d, const tl_slice *sl, msgpack_packer *pk)
     tl_proto_pack_kv_bool(pk, "on_complete", sl->policy.on_complete);
     tl_proto_pack_kv_double(pk, "max_rate", sl->policy.max_rate);
     tl_proto_pack_kv_bool(pk, "pinned", sl->pinned);
-    tl_proto_pack_kv_bool(pk, "wanted", sl->pinned || tl_publisher_wanted(&d->pub, sl->topic, sl->topic_len));
+    bool tcp, shm;
+    tl_proto_pack_kv_bool(pk, "wanted", tl_slice_wanted(d, sl, &tcp, &shm));
     tl_proto_pack_kv_u64(pk, "seq", sl->seq);
 }
 
@@ -562,9 +563,10 @@ static void cmd_status(request *r)
     else
         msgpack_pack_nil(pk);
     int wanted = 0;
-    for (int i = 0; i < d->slices.n; i++)
-        wanted += d->slices.v[i].pinned ||
-                  tl_publisher_wanted(&d->pub, d->slices.v[i].topic, d->slices.v[i].topic_len);
+    for (int i = 0; i < d->slices.n; i++) {
+        bool tcp, shm;
+        wanted += tl_slice_wanted(d, &d->slices.v[i], &tcp, &shm);
+    }
     int defined = d->slices.n;
     pack_key(pk, "kernels");
     tl_tuning_pack_status(d, pk);

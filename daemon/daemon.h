@@ -115,6 +115,7 @@ typedef struct tl_daemon {
     void *zctx;
     uv_loop_t loop;
     tl_backend_kind host_memory; /* whose host memory slice buffers use (tl_host_alloc) */
+    uint32_t shm_objects;       /* shared-memory objects created: part of each name */
     tl_stats stats;
 
     /* ingest thread */
@@ -171,10 +172,12 @@ void tl_scan_close(tl_daemon *d);
 int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen);
 
 /* slice_shm.c (worker thread, lock held): prepare creates (or resizes) a slice's
- * shared-memory slots, 0 or -1 (logged and counted); begin returns the next slot, prepared
- * as needed, or NULL. Drop unmaps them. */
+ * shared-memory slots (sl->shm), 0 or -1 (logged, counted, retried after a pause); drop
+ * unmaps and unlinks them. */
 int tl_slice_shm_prepare(tl_daemon *d, tl_slice *sl);
-float *tl_slice_shm_begin(tl_daemon *d, tl_slice *sl, uint64_t *offset);
+/* Whether a slice is wanted (lock held): over TCP or by a tap (pinned), and/or through
+ * shared memory (a subscriber of shm/<id>/ and slices.shm set). */
+bool tl_slice_wanted(tl_daemon *d, const tl_slice *sl, bool *tcp, bool *shm);
 void tl_slice_shm_drop(tl_daemon *d, tl_slice *sl);
 
 /* control.c — loop thread */

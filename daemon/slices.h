@@ -31,7 +31,7 @@ typedef struct {
     char shm_topic[TL_PROTO_MAX_ID + 16]; /* "shm/<id>/": delivery through shared memory */
     size_t shm_topic_len;
     tl_shm_ring shm;      /* its slots, while a local subscriber wants them (slice_shm.c) */
-    uint32_t shm_gen;     /* in the object's name: a new size makes a new object */
+    uint64_t shm_retry_ns; /* after a failed creation: not before this (monotonic) */
     tl_slice_spec spec;   /* as requested; height/width 0 = from the scan's detector */
     tl_update_policy policy;
     bool policy_given;    /* false: follows the configured defaults (reloadable) */

@@ -40,11 +40,7 @@ static uint64_t publish_due(tl_daemon *d)
     int n = 0;
     for (int i = 0; i < d->slices.n; i++) {
         tl_slice *sl = &d->slices.v[i];
-        /* over TCP (or to the daemon's own taps), and/or through shared memory */
-        bool tcp = sl->pinned || tl_publisher_wanted(&d->pub, sl->topic, sl->topic_len);
-        bool shm = d->cfg.slices_shm[0] &&
-                   tl_publisher_wanted(&d->pub, sl->shm_topic, sl->shm_topic_len);
-        bool wanted = tcp || shm;
+        bool tcp, shm, wanted = tl_slice_wanted(d, sl, &tcp, &shm);
         if (sl->engine_id < 0)
             continue;
         /* watched slices follow each projection incrementally; the others cost nothing */
@@ -57,10 +53,11 @@ static uint64_t publish_due(tl_daemon *d)
             continue;
         if (n == w->cap)
             break; /* more slices than slices.max: the rest next turn */
-        /* the read-out goes straight into the shared-memory slot when there is one */
-        w->shm[n] = shm ? tl_slice_shm_begin(d, sl, &w->shm_off[n]) : NULL;
-        if (shm && !w->shm[n] && !tcp)
-            continue; /* logged and counted; tried again at the next due time */
+        if (shm && tl_slice_shm_prepare(d, sl) != 0) {
+            shm = false; /* logged and counted; tried again a little later */
+            if (!tcp)
+                continue;
+        }
         tl_slicebuf *b = tl_bufpool_get(&d->pub.pool, tcp ? (size_t)sl->height * sl->width : 0);
         if (!b) { /* out of memory: said, and tried again next turn */
             static tl_ratelimit rl = TL_RATELIMIT_INIT;
@@ -74,6 +71,8 @@ static uint64_t publish_due(tl_daemon *d)
         w->ids[n] = sl->engine_id;
         w->bufs[n] = b;
         w->tcp[n] = tcp;
+        /* the read-out goes straight into the shared-memory slot when there is one */
+        w->shm[n] = shm ? tl_shm_ring_begin(&sl->shm, &w->shm_off[n]) : NULL;
         w->outs[n] = w->shm[n] ? w->shm[n] : b->data;
         n++;
     }

@@ -69,7 +69,10 @@ typedef struct {
 int tl_shm_read(tl_shm_reader *rd, const tl_proto_slice *s, void *dst, char *err, size_t errlen);
 /* The pixels of s in place: 0 with *pixels set, TL_SHM_STALE or -1 as above. They stay the
  * slice's until its slot is rewritten: after reading them, tl_shm_valid must still be true
- * for what was read to count. */
+ * for what was read to count. The pointer lives as long as the mapping: the next view or
+ * read of another object, or tl_shm_reader_close, unmaps it. Call tl_shm_valid only after
+ * a view that returned 0. The reader caches its mapping by name, so writers must never
+ * reuse a name for a new object (the daemon's names carry its pid and a counter). */
 int tl_shm_view(tl_shm_reader *rd, const tl_proto_slice *s, const void **pixels, char *err,
                 size_t errlen);
 bool tl_shm_valid(const tl_shm_reader *rd, const tl_proto_slice *s);

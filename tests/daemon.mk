@@ -61,6 +61,14 @@ tests_integration_check_e2e_SOURCES = tests/integration/check_e2e.c
 tests_integration_check_e2e_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(TIFF_CFLAGS)
 tests_integration_check_e2e_LDADD = $(SCAN_LIBS) $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 
+# slices through shared memory (slices.shm): pixels equal to TCP, objects unlinked,
+# `tomolive sub --shm`, and nothing for shm/ subscribers when it is off (CPU backend)
+check_PROGRAMS += tests/integration/check_shm_slices
+TESTS += tests/integration/check_shm_slices
+tests_integration_check_shm_slices_SOURCES = tests/integration/check_shm_slices.c
+tests_integration_check_shm_slices_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_shm_slices_LDADD = $(FIXTURE_LIBS) $(TEST_LIBS)
+
 # the streaming benchmark runs (tomolive bench --stream, tiny frames, CPU)
 TESTS += tests/integration/stream_bench.sh
 EXTRA_DIST += tests/integration/stream_bench.sh

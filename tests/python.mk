@@ -13,6 +13,7 @@ EXTRA_DIST += \
 	clients/python/tomolive/protocol.py \
 	clients/python/tomolive/pusher.py \
 	clients/python/tomolive/subscriber.py \
+	clients/python/tomolive/shm.py \
 	clients/python/tomolive/control.py \
 	clients/python/examples/live_slice.py \
 	tests/python/check_python.sh \

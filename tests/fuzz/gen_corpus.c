@@ -170,6 +170,15 @@ int main(int argc, char **argv)
     begin();
     tl_proto_encode_slice(&sb, &s);
     put("slice-full");
+    /* a slice in shared memory (PROTOCOL.md 10.1): the daemon's name and slot 1 of 4 */
+    s.id = S("z-mid");
+    s.final = false;
+    s.has_shm = true;
+    s.shm_name = S("/tomolive-z-mid-1");
+    s.shm_offset = (4096 + 1024 * 1024 * 4) + 4096; /* slot 1: a slot size, then its header */
+    begin();
+    tl_proto_encode_slice(&sb, &s);
+    put("slice-shm");
 
     msgpack_sbuffer_destroy(&sb);
     return 0;

@@ -3,7 +3,9 @@
  * the latest-image TIFF and PNG files and the per-sequence TIFFs with the right pixels,
  * gap counting, exact topic filtering, malformed messages counted, --until-final, the
  * timeout (exit 3, and reset by each slice), --all with latency percentiles, Ctrl-C, and
- * the usage errors.
+ * the usage errors. With --shm, the test writes the pixels into shared memory through the
+ * daemon's own writer (protocol/shm.h) and announces them on "shm/<id>/": the same lines
+ * and files as over TCP, and a stale slot or an unreadable object counted as missed.
  */
 #include "config.h"
 
@@ -13,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clients/tiff.h"
 #include "protocol/protocol.h"
+#include "protocol/shm.h"
 #include "tests/integration/clients_util.h"
 #include "tests/testutil.h"
 
@@ -107,6 +111,49 @@ static void publish(const char *id, uint64_t seq, bool final, double age_ms)
     ck_assert_int_eq(tl_proto_send(xpub, topic, tl, sb.data, sb.size, img, sizeof img, NULL,
                                    NULL, 0), 0);
     msgpack_sbuffer_destroy(&sb);
+}
+
+/* The header publish() sends, with the pixels in shared memory at off of object name. */
+static void publish_shm(const char *id, uint64_t seq, bool final, double age_ms,
+                        const char *name, uint64_t off)
+{
+    tl_proto_slice s = {.id = {id, strlen(id)}, .seq = seq, .shape = {H, W},
+                        .dtype = TL_PROTO_F32, .orientation = {W, 0, 0, 0, H, 0, -W / 2.0f,
+                                                               -H / 2.0f, 3},
+                        .projections_used = 700 + (uint32_t)seq, .missing = (uint32_t)seq % 3,
+                        .window_first = seq, .window_last = seq + 719,
+                        .t_acq = realtime_ns() - (uint64_t)(age_ms * 1e6),
+                        .t_pub = realtime_ns(), .final = final,
+                        .kernel = {"tex-test", 8}, .has_shm = true,
+                        .shm_name = {name, strlen(name)}, .shm_offset = off};
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
+    char topic[128];
+    size_t tl = tl_proto_shm_topic(topic, sizeof topic, id, strlen(id));
+    ck_assert_int_eq(tl_proto_send(xpub, topic, tl, sb.data, sb.size, NULL, 0, NULL, NULL, 0), 0);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* Shared-memory object names of this run (the suite's pid): a test that fails ends its
+ * process before destroying its object, so the suite unlinks them when done. */
+static char shm_name[64], shm_none[64];
+
+static void shm_cleanup(void)
+{
+    shm_unlink(shm_name);
+}
+
+/* Writes image(seq) into the ring's next slot as the daemon does; commit = false leaves
+ * the slot "being written". Returns the offset the message gives. */
+static uint64_t write_slot(tl_shm_ring *r, uint64_t seq, bool commit)
+{
+    uint64_t off;
+    float *px = tl_shm_ring_begin(r, &off);
+    image(seq, px);
+    if (commit)
+        tl_shm_ring_commit(r, off, seq);
+    return off;
 }
 
 /* The line sub prints for a slice published by publish(); *lat gets its latency. */
@@ -319,6 +366,92 @@ START_TEST(test_sub_all_latency)
 }
 END_TEST
 
+/* --shm: the same lines and files as over TCP, from pixels in shared memory; a slot being
+ * rewritten (stale) and an object that is not there are missed slices, the first
+ * unreadable one is said once, and the summary says how many were stale. */
+START_TEST(test_sub_shm)
+{
+    const char *name = shm_name, *none = shm_none;
+    char err[512];
+    tl_shm_ring r;
+    ck_assert_msg(tl_shm_ring_create(&r, name, 5, H * W * sizeof(float), err, sizeof err) == 0,
+                  "%s", err);
+    const char *out = path_in("shm-out");
+    const char *args[] = {"sub", "--endpoint", ep, "--shm", "--out", out, "--every-seq",
+                          "--until-final", "--latency", "row0", NULL};
+    pid_t pid = tl_client_start(dir, args);
+    char buf[64];
+    int len = zmq_recv(xpub, buf, sizeof buf, 0);
+    ck_assert_msg(len == 10 && !memcmp(buf, "\1shm/row0/", 10), "subscribed to %.*s",
+                  len - 1, buf + 1);
+    uint64_t o1 = write_slot(&r, 1, true);
+    uint64_t o2 = write_slot(&r, 2, false); /* the daemon is still writing it */
+    uint64_t o3 = write_slot(&r, 3, true);
+    uint64_t o4 = write_slot(&r, 4, true);
+    uint64_t o6 = write_slot(&r, 6, true);
+    publish("row0", 1, false, 0); /* over TCP: not subscribed, not received */
+    publish_shm("row0", 1, false, 25, name, o1);
+    publish_shm("row0", 2, false, 25, name, o2);
+    publish_shm("row0", 3, false, 25, name, o3);
+    publish_shm("row0", 4, false, 25, name, o4);
+    publish_shm("row0", 5, false, 25, none, TL_SHM_PAGE);
+    publish_shm("row0", 6, true, 25, name, o6);
+    int rc = tl_client_wait(pid, 30);
+    const char *o = tl_client_out(), *e = tl_client_err();
+    ck_assert_msg(rc == 0, "exit %d:\n%s%s", rc, o, e);
+    ck_assert_int_eq(tl_count_lines(o, "id="), 4);
+    check_line(o, "row0", 1, false, 25);
+    check_line(o, "row0", 3, false, 25);
+    check_line(o, "row0", 4, false, 25);
+    check_line(o, "row0", 6, true, 25);
+    ck_assert_msg(strstr(o, "summary id=row0 received=4 missed=2 last_seq=6 stale=1 "
+                            "latency_ms p50=") != NULL, "%s", o);
+    ck_assert_int_eq(tl_count_lines(e, "tomolive sub: cannot read a slice from shared memory"),
+                     1);
+    ck_assert_msg(strstr(e, none) != NULL, "%s", e);
+    ck_assert_msg(strstr(e, "1 slices could not be read from shared memory") != NULL, "%s", e);
+
+    char p[1024];
+    snprintf(p, sizeof p, "%s/row0.tif", out);
+    check_tiff(p, 6);
+    for (uint64_t seq = 1; seq <= 6; seq++) {
+        snprintf(p, sizeof p, "%s/row0-%llu.tif", out, (unsigned long long)seq);
+        if (seq == 2 || seq == 5)
+            ck_assert_msg(access(p, F_OK) != 0, "%s exists", p);
+        else
+            check_tiff(p, seq);
+    }
+    tl_shm_ring_destroy(&r);
+}
+END_TEST
+
+/* --shm --all subscribes to every slice in shared memory, "shm/", and nothing else. */
+START_TEST(test_sub_shm_all)
+{
+    const char *name = shm_name;
+    char err[512];
+    tl_shm_ring r;
+    ck_assert(tl_shm_ring_create(&r, name, 2, H * W * sizeof(float), err, sizeof err) == 0);
+    const char *args[] = {"sub", "--endpoint", ep, "--shm", "--all", "--count", "2", "--quiet",
+                          NULL};
+    pid_t pid = tl_client_start(dir, args);
+    char buf[64];
+    int len = zmq_recv(xpub, buf, sizeof buf, 0);
+    ck_assert_msg(len == 5 && !memcmp(buf, "\1shm/", 5), "subscribed to %.*s", len - 1,
+                  buf + 1);
+    publish("x", 1, false, 0);
+    publish_shm("x", 7, false, 0, name, write_slot(&r, 7, true));
+    publish_shm("y", 1, false, 0, name, write_slot(&r, 1, true));
+    ck_assert_int_eq(tl_client_wait(pid, 30), 0);
+    const char *o = tl_client_out();
+    ck_assert_int_eq(tl_count_lines(o, "id="), 0);
+    ck_assert_msg(strstr(o, "summary id=x received=1 missed=0 last_seq=7 stale=0\n"), "%s", o);
+    ck_assert_msg(strstr(o, "summary id=y received=1 missed=0 last_seq=1 stale=0\n"), "%s", o);
+    ck_assert_str_eq(tl_client_err(), "");
+    tl_shm_ring_destroy(&r);
+}
+END_TEST
+
 START_TEST(test_sub_usage)
 {
     const struct {
@@ -344,12 +477,15 @@ static Suite *suite(void)
     Suite *s = suite_create("sub");
     TCase *tc = tcase_create("sub");
     tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_unchecked_fixture(tc, NULL, shm_cleanup);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_sub_lines_files_gaps);
     tcase_add_test(tc, test_sub_malformed);
     tcase_add_test(tc, test_sub_until_final);
     tcase_add_test(tc, test_sub_timeout_and_interrupt);
     tcase_add_test(tc, test_sub_all_latency);
+    tcase_add_test(tc, test_sub_shm);
+    tcase_add_test(tc, test_sub_shm_all);
     tcase_add_test(tc, test_sub_usage);
     suite_add_tcase(s, tc);
     return s;
@@ -357,5 +493,7 @@ static Suite *suite(void)
 
 int main(void)
 {
+    snprintf(shm_name, sizeof shm_name, "/tlt-sub-%d", (int)getpid());
+    snprintf(shm_none, sizeof shm_none, "/tlt-sub-%d-none", (int)getpid());
     return tl_run_suite(suite(), false);
 }

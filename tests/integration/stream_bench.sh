@@ -12,7 +12,8 @@ rc=$?
 echo "$out"
 [ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; exit 1; }
 for mode in recompute incremental; do
-    n=$(echo "$out" | grep -c "^$mode *|")
+    # result lines: "<mode> | <rate> | ..." (the stage lines say "daemon stage")
+    n=$(echo "$out" | grep -E "^$mode *\| +[0-9]" | grep -vc "daemon stage")
     [ "$n" -eq 2 ] || { echo "FAIL: $n result lines for $mode, expected 2"; exit 1; }
 done
 echo "PASS"

@@ -1,16 +1,21 @@
 """The Python client against a real tomolived (tlfixture.Daemon): a scan pushed from
 NumPy comes back as slices equal to what `tomolive sub` saves and to the analytic
-object; control round trips; every typed error; zero-copy receive; seq gaps; timeouts."""
+object; control round trips; every typed error; zero-copy receive; seq gaps; timeouts;
+slices through shared memory equal to the same slices over TCP, and (against a hand-made
+publisher and object) stale and unreadable shared memory counted as missed."""
 from __future__ import annotations
 
 import math
+import mmap
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+import warnings
 
 import numpy as np
 import zmq
@@ -219,6 +224,48 @@ class Scan(DaemonCase):
         self.assertEqual(sum(st["frames"]["rejected"].values()), 0)
 
 
+class SharedMemory(DaemonCase):
+    """slices.shm: a Subscriber with shm=True beside one over TCP."""
+
+    prefix = "tlpy-%d" % os.getpid()
+    # slots for every slice of the scan: they are read once it has been pushed
+    extra = ("--set", "slices.shm=" + prefix, "--set", "slices.shm_slots=64")
+
+    def test_same_pixels_as_tcp(self):
+        """Every slice both got has the same pixels; the final one is there; the image is
+        a read-only copy; remove_slice unlinks the object."""
+        self.ctl.set_slice("disk", kind="row", z=1)
+        with tomolive.Subscriber(self.d.slices, ["disk"], shm=True) as shm, \
+                tomolive.Subscriber(self.d.slices, ["disk"]) as tcp:
+            # the list's "wanted" counts TCP subscribers only: wait for both prefixes
+            self.ctl.wait_wanted(["disk"], subscriptions=2)
+            t0 = time.time_ns()
+            push_disk(self.d, 7)
+            got_shm = {s.seq: s for s in final_slice(shm, t0)}
+            got_tcp = {s.seq: s for s in final_slice(tcp, t0)}
+            self.assertEqual((shm.stale, shm.unreadable, shm.rejected), ({}, 0, 0))
+        both = sorted(set(got_shm) & set(got_tcp))
+        print("shared memory: %d slices, TCP %d, %d compared" % (len(got_shm), len(got_tcp),
+                                                                  len(both)))
+        self.assertIn(max(got_tcp), both)  # the final one
+        for seq in both:
+            a, b = got_shm[seq], got_tcp[seq]
+            self.assertTrue(np.array_equal(a.image, b.image), "seq %d" % seq)
+            self.assertTrue(a.header["shm_name"].startswith("/%s-" % self.prefix))
+            self.assertIn("-disk-", a.header["shm_name"])
+        last = got_shm[max(both)]
+        self.assertTrue(last.final)
+        self.assertIsNone(last.frame)
+        self.assertFalse(last.image.flags.writeable)
+        self.assertEqual(last.image.shape, (W, W))
+        path = "/dev/shm/" + last.header["shm_name"][1:]
+        self.assertTrue(os.path.exists(path))
+        self.assertGreater(self.ctl.status()["slices"]["shared_memory"], 0)
+        self.assertEqual(self.ctl.status()["slices"]["shm_failed"], 0)
+        self.ctl.remove_slice("disk")
+        self.assertFalse(os.path.exists(path))
+
+
 class ControlCommands(DaemonCase):
     extra = ("--set", "slices.max=3")
 
@@ -351,6 +398,109 @@ class SubscriberUnit(unittest.TestCase):
             sub.close()
             pub.close(0)
             shutil.rmtree(d, True)
+
+
+class ShmUnit(unittest.TestCase):
+    """Subscriber(shm=True) against a hand-made publisher and shared-memory object laid
+    out as PROTOCOL.md section 10.1 says: 4096-byte slot headers, the sequence word 64
+    bytes before each slot's pixels."""
+
+    SLOT = 2 * 4096  # header page + the pixels rounded up to a page
+
+    def setUp(self):
+        self.name = "/tlpy-unit-%d" % os.getpid()
+        self.path = "/dev/shm" + self.name
+        if not os.path.isdir("/dev/shm"):
+            self.skipTest("no /dev/shm")
+        self.mm = self.create()
+        self.dir = tempfile.mkdtemp(prefix="tlpy-pub-")
+        self.ep = "ipc://%s/pub" % self.dir
+        self.pub = zmq.Context.instance().socket(zmq.XPUB)
+        self.pub.bind(self.ep)
+
+    def tearDown(self):
+        self.mm.close()
+        self.pub.close(0)
+        shutil.rmtree(self.dir, True)
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+
+    def create(self) -> mmap.mmap:
+        """A new object of 4 slots under self.name (replacing one of that name)."""
+        if os.path.exists(self.path):
+            os.unlink(self.path)
+        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        os.ftruncate(fd, 4 * self.SLOT)
+        mm = mmap.mmap(fd, 4 * self.SLOT)
+        os.close(fd)
+        return mm
+
+    def put(self, mm: mmap.mmap, slot: int, seq: int, word: int = -1) -> int:
+        """The pixels of seq in slot (2 x 3 float32: seq, seq+1, ...); the word is seq
+        unless given. Returns the offset of the pixels."""
+        off = slot * self.SLOT + 4096
+        mm[off:off + 24] = np.arange(seq, seq + 6, dtype="<f4").tobytes()
+        struct.pack_into("<Q", mm, off - 64, seq if word < 0 else word)
+        return off
+
+    def send(self, seq: int, off: int, name: str = "", final: bool = False):
+        import msgpack
+        h = {"v": 1, "type": "slice", "id": "s", "seq": seq, "shape": [2, 3],
+             "dtype": "f32", "orientation": [3, 0, 0, 0, 2, 0, -1.5, -1, 0],
+             "projections_used": 1, "missing": 0, "window": [0, 0], "t_acq": 1,
+             "t_pub": 2, "kernel": "k", "shm_name": name or self.name, "shm_offset": off}
+        if final:
+            h["final"] = True
+        self.pub.send_multipart([b"shm/s/", msgpack.packb(h)])
+
+    def test_stale_unreadable_and_renewed(self):
+        sub = tomolive.Subscriber(self.ep, ["s"], shm=True)
+        try:
+            self.assertEqual(self.pub.recv(), b"\x01shm/s/")
+            self.send(1, self.put(self.mm, 0, 1))
+            self.send(2, self.put(self.mm, 1, 2, word=0))  # being written: stale
+            self.send(3, self.put(self.mm, 2, 3))
+            self.send(4, 4096, name=self.name + "-none")  # no such object
+            self.send(5, 4 * self.SLOT)                  # the pixels run past the end
+            self.send(6, self.put(self.mm, 3, 6))
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                got = [sub.recv(5) for _ in range(3)]
+            self.assertEqual([s.seq for s in got], [1, 3, 6])
+            for s in got:
+                self.assertTrue(np.array_equal(s.image, np.arange(s.seq, s.seq + 6,
+                                                                  dtype=np.float32).reshape(2, 3)))
+                self.assertIsNone(s.frame)
+            self.assertEqual(len(w), 1)  # the first unreadable one only
+            self.assertIn(self.name + "-none", str(w[0].message))
+            self.assertEqual((sub.received, sub.missed, sub.stale, sub.unreadable),
+                             ({"s": 3}, {"s": 3}, {"s": 1}, 2))
+            self.assertIsInstance(sub.last_error, tomolive.ShmError)
+
+            # the object made anew under the same name (a restarted daemon), its slot 0
+            # holding seq 1 again with other pixels: read from the new object, not the
+            # old mapping
+            old = self.mm
+            self.mm = self.create()
+            off = self.put(self.mm, 0, 1)
+            self.mm[off:off + 24] = np.full(6, -1, "<f4").tobytes()
+            self.send(1, off)
+            s = sub.recv(5)
+            self.assertTrue(np.array_equal(s.image, np.full((2, 3), -1, np.float32)))
+            old.close()
+
+            # a final slice whose slot was reused still ends until_final
+            self.send(8, self.put(self.mm, 1, 8))
+            self.send(9, self.put(self.mm, 2, 9, word=10), final=True)
+            self.assertEqual([s.seq for s in sub.slices(timeout=5, until_final=True)], [8])
+            self.assertEqual(sub.stale, {"s": 2})
+
+            sub.strict = True
+            self.send(10, 4096, name=self.name + "-none")
+            with self.assertRaises(tomolive.ShmError):
+                sub.recv(5)
+        finally:
+            sub.close()
 
 
 if __name__ == "__main__":

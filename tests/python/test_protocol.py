@@ -1,6 +1,7 @@
 """The Python client's protocol module without a daemon: the error codes are those of
 PROTOCOL.md section 11, builders refuse what the daemon would refuse (with the same
-code), and readers check version, type, keys, topic and payload length."""
+code), and readers check version, type, keys, topic and payload length (and the keys of
+a slice in shared memory); the C encoders' golden slice headers decode."""
 from __future__ import annotations
 
 import os
@@ -195,6 +196,65 @@ class Readers(unittest.TestCase):
             P.decode_slice(b"slice/z-mid/", hb, 23)
         with self.assertRaises(tomolive.PartsError):
             P.decode_slice(b"slice/z-mi/", hb, 24)
+
+    def test_slice_in_shared_memory(self):
+        """Section 10.1: [topic "shm/<id>/", header] with shm_name and shm_offset, no
+        payload part; each defect raises the class of the daemon's error code."""
+        shm = dict(shm_name="/tomolive-z-mid-1", shm_offset=4096)
+        hb = msgpack.packb(slice_header(**shm))
+        h = P.decode_slice(b"shm/z-mid/", hb, None)
+        self.assertEqual((h["shm_name"], h["shm_offset"]), ("/tomolive-z-mid-1", 4096))
+        self.assertEqual(P.shm_topic("z-mid"), b"shm/z-mid/")
+        for edge in (dict(shm_name="/" + "n" * 254), dict(shm_offset=64),
+                     dict(shm_offset=(1 << 64) - 64)):
+            P.decode_slice(b"shm/z-mid/", msgpack.packb(slice_header(**{**shm, **edge})), None)
+        cases = [
+            (dict(shm_offset=4096), tomolive.MissingKey),                  # no shm_name
+            (dict(shm_name="/a"), tomolive.MissingKey),                    # no shm_offset
+            (dict(shm, shm_name="tomolive-z-mid-1"), tomolive.OutOfRange),  # no leading '/'
+            (dict(shm, shm_name="/dev/shm/x"), tomolive.OutOfRange),        # a second '/'
+            (dict(shm, shm_name=""), tomolive.OutOfRange),
+            (dict(shm, shm_name="/"), tomolive.OutOfRange),
+            (dict(shm, shm_name="/" + "n" * 255), tomolive.OutOfRange),     # 256 bytes
+            (dict(shm, shm_name=b"/x"), tomolive.KeyTypeError),
+            (dict(shm, shm_offset=0), tomolive.OutOfRange),
+            (dict(shm, shm_offset=4100), tomolive.OutOfRange),
+            (dict(shm, shm_offset=-64), tomolive.OutOfRange),
+            (dict(shm, shm_offset=4096.0), tomolive.KeyTypeError),
+        ]
+        for change, exc in cases:
+            with self.assertRaises(exc, msg=str(change)):
+                P.decode_slice(b"shm/z-mid/", msgpack.packb(slice_header(**change)), None)
+        plain = msgpack.packb(slice_header())
+        for topic, head, payload_len in [
+                (b"shm/z-mid/", hb, 24),        # a payload part after a shm header
+                (b"slice/z-mid/", hb, None),    # a shm header under slice/
+                (b"slice/z-mid/", hb, 24),
+                (b"shm/z-mid/", plain, 24),     # a plain header under shm/
+                (b"slice/z-mid/", plain, None),  # a plain header without payload
+                (b"shm/z-mi/", hb, None)]:      # another id
+            with self.assertRaises(tomolive.PartsError, msg=str((topic, payload_len))):
+                P.decode_slice(topic, head, payload_len)
+
+    def test_golden_corpus(self):
+        """Every checked-in golden slice header (tests/fuzz/corpus, written by the C
+        encoders) decodes here too, the one in shared memory under its own topic."""
+        corpus = os.path.join(tlfixture.SRCDIR, "tests", "fuzz", "corpus")
+        seen, in_shm = 0, 0
+        for name in sorted(os.listdir(corpus)):
+            if not name.startswith("slice-"):
+                continue
+            with open(os.path.join(corpus, name), "rb") as f:
+                data = f.read()
+            h = P.unpack(data, ("slice",))
+            shm = "shm_name" in h
+            topic = (P.shm_topic if shm else P.slice_topic)(h["id"])
+            size = None if shm else P.frame_bytes(h["shape"], h["dtype"])
+            self.assertEqual(P.decode_slice(topic, data, size)["seq"], h["seq"], name)
+            seen += 1
+            in_shm += shm
+        self.assertGreaterEqual(seen, 3)
+        self.assertEqual(in_shm, 1)
 
     def test_syntax(self):
         good = msgpack.packb(slice_header())

@@ -1,7 +1,8 @@
 /* check_proto.c — protocol round trips: every message type is encoded with the public
  * encoders, decoded, and compared field by field with what went in; plus the name tables,
- * the slice topic, the frame size arithmetic, and the checked-in golden headers
- * (tests/fuzz/corpus, which also seed the fuzzer) all decoding.
+ * the slice topics ("slice/<id>/", and "shm/<id>/" for slices in shared memory), the frame
+ * size arithmetic, and the checked-in golden headers (tests/fuzz/corpus, which also seed
+ * the fuzzer) all decoding.
  *
  * Values are chosen to exercise encodings (integers above 2^32, negative and fractional
  * doubles, float32 orientation entries that are not exact in decimal), not just defaults.
@@ -355,6 +356,51 @@ START_TEST(slice_roundtrip)
     ck_assert_uint_eq(o->t_done, s.t_done);
     ck_assert_int_eq(o->final, opt);
     assert_str(o->kernel, kern);
+    ck_assert(!o->has_shm); /* no shm keys were written (check_corpus.sh: byte for byte) */
+}
+END_TEST
+
+/* A slice in shared memory (PROTOCOL.md 10.1): name and offset come back; the message is
+ * [topic "shm/<id>/", header], and decode_parts takes it with 2 parts and no payload. */
+START_TEST(slice_shm_roundtrip)
+{
+    char name[TL_PROTO_SHM_NAME_MAX + 1] = "/tomolive-z0-3";
+    if (_i == 1) { /* the longest name, and an offset beyond 4 GiB */
+        memset(name + 1, 'n', TL_PROTO_SHM_NAME_MAX - 1);
+        name[TL_PROTO_SHM_NAME_MAX] = 0;
+    }
+    uint64_t offset = _i == 1 ? (5ull << 32) + 4096 : 4096;
+    tl_proto_slice s = {.id = {"z0", 2}, .seq = 12, .shape = {256, 128}, .dtype = TL_PROTO_F32,
+                        .orientation = {256, 0, 0, 0, 128, 0, -128, -64, 3},
+                        .projections_used = 90, .window_last = 89, .t_acq = 1, .t_pub = 2,
+                        .final = _i == 1, .kernel = {"cpu-ref", 7}, .has_shm = true,
+                        .shm_name = {name, strlen(name)}, .shm_offset = offset};
+    ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
+    tl_proto_msg m = decode_ok(TL_MSG_SLICE);
+    ck_assert(m.slice.has_shm);
+    assert_str(m.slice.shm_name, name);
+    ck_assert_uint_eq(m.slice.shm_offset, offset);
+    ck_assert_uint_eq(m.slice.seq, 12);
+    ck_assert_int_eq(m.slice.final, _i == 1);
+    assert_str(m.slice.kernel, "cpu-ref");
+    ck_assert_ptr_null(m.slice.payload);
+    ck_assert_uint_eq(m.slice.payload_len, 0);
+
+    char topic[80];
+    size_t tn = tl_proto_shm_topic(topic, sizeof topic, "z0", 2);
+    zmq_msg_t parts[2];
+    zmq_msg_init_data(&parts[0], topic, tn, NULL, NULL);
+    zmq_msg_init_data(&parts[1], sb.data, sb.size, NULL, NULL);
+    tl_proto_msg p;
+    tl_proto_error err;
+    tl_proto_err rc = tl_proto_decode_parts(dec, parts, 2, TL_MSG_SLICE, &p, &err);
+    ck_assert_msg(rc == TL_PROTO_OK, "%s: %s", tl_proto_err_name(rc), err.message);
+    ck_assert(p.slice.has_shm);
+    assert_str(p.slice.id, "z0");
+    assert_str(p.slice.shm_name, name);
+    ck_assert_uint_eq(p.slice.shm_offset, offset);
+    ck_assert_uint_eq(p.slice.payload_len, 0);
+    tl_proto_close(parts, 2);
 }
 END_TEST
 
@@ -434,6 +480,28 @@ START_TEST(slice_topic)
 }
 END_TEST
 
+START_TEST(shm_topic)
+{
+    char a[80];
+    ck_assert_uint_eq(tl_proto_shm_topic(a, sizeof a, "1", 1), strlen("shm/1/"));
+    ck_assert_str_eq(a, "shm/1/");
+    ck_assert_uint_eq(tl_proto_shm_topic(a, sizeof a, "row.0_x-1", 9), strlen("shm/row.0_x-1/"));
+    ck_assert_str_eq(a, "shm/row.0_x-1/");
+    ck_assert_uint_eq(tl_proto_shm_topic(a, 6, "1", 1), 0);         /* no room for the NUL */
+    ck_assert_uint_eq(tl_proto_shm_topic(a, 7, "1", 1), 6);
+    ck_assert_uint_eq(tl_proto_shm_topic(a, sizeof a, "", 0), 0);   /* invalid ids */
+    ck_assert_uint_eq(tl_proto_shm_topic(a, sizeof a, "a/b", 3), 0);
+    char id[TL_PROTO_MAX_ID + 1];
+    memset(id, 'x', sizeof id);
+    ck_assert_uint_eq(tl_proto_shm_topic(a, sizeof a, id, TL_PROTO_MAX_ID), 5 + 64);
+    ck_assert_uint_eq(tl_proto_shm_topic(a, sizeof a, id, TL_PROTO_MAX_ID + 1), 0);
+    /* neither kind of topic is a prefix of the other: a subscriber gets one delivery */
+    char b[80];
+    size_t ns = tl_proto_slice_topic(b, sizeof b, "1", 1);
+    ck_assert(memcmp(a, b, 4) != 0 && ns > 0);
+}
+END_TEST
+
 START_TEST(frame_bytes)
 {
     size_t n = 0;
@@ -490,7 +558,7 @@ START_TEST(golden_corpus)
     snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus", top ? top : ".");
     DIR *dp = opendir(dir);
     ck_assert_msg(dp != NULL, "cannot open %s", dir);
-    int files = 0, types = 0;
+    int files = 0, types = 0, shm = 0;
     struct dirent *e;
     while ((e = readdir(dp))) {
         if (e->d_name[0] == '.')
@@ -509,9 +577,11 @@ START_TEST(golden_corpus)
                       err.message);
         types |= m.type;
         files++;
+        shm += m.type == TL_MSG_SLICE && m.slice.has_shm;
     }
     closedir(dp);
     ck_assert_int_ge(files, 6);
+    ck_assert_msg(shm == 1, "%d golden slices in shared memory", shm);
     ck_assert_int_eq(types, ALL); /* every type has a golden header */
 }
 END_TEST
@@ -552,11 +622,13 @@ static Suite *suite(void)
     tcase_add_test(tc, rep_ok_nil_result);
     tcase_add_test(tc, rep_error);
     tcase_add_loop_test(tc, slice_roundtrip, 0, 2);
+    tcase_add_loop_test(tc, slice_shm_roundtrip, 0, 2);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("misc");
     tcase_add_checked_fixture(tm, setup, teardown);
     tcase_add_test(tm, names);
     tcase_add_test(tm, slice_topic);
+    tcase_add_test(tm, shm_topic);
     tcase_add_test(tm, frame_bytes);
     tcase_add_test(tm, header_at_limit);
     tcase_add_test(tm, golden_corpus);

@@ -36,6 +36,17 @@
               "\"dtype\": \"f32\", \"orientation\": [1, 0, 0, 0, 1, 0, 0, 0, 0.5], " \
               "\"projections_used\": 180, \"missing\": 0, \"window\": [10, 189], " \
               "\"t_acq\": 1, \"t_pub\": 2, \"kernel\": \"cpu-ref\"}"
+/* SLICE in shared memory (PROTOCOL.md 10.1): topic "shm/z0/", no payload part */
+#define SHM_SLICE "{\"v\": 1, \"type\": \"slice\", \"id\": \"z0\", \"seq\": 3, " \
+    "\"shape\": [4, 4], \"dtype\": \"f32\", \"orientation\": [1, 0, 0, 0, 1, 0, 0, 0, 0.5], " \
+    "\"projections_used\": 180, \"missing\": 0, \"window\": [10, 189], \"t_acq\": 1, " \
+    "\"t_pub\": 2, \"kernel\": \"cpu-ref\", \"shm_name\": \"/tomolive-z0-1\", " \
+    "\"shm_offset\": 4096}"
+/* shm names of 255 (the most) and 256 bytes, the leading '/' included */
+#define X8 "xxxxxxxx"
+#define X32 X8 X8 X8 X8
+#define NAME255 "\"/" X32 X32 X32 X32 X32 X32 X32 X8 X8 X8 "xxxxxx\""
+#define NAME256 "\"/" X32 X32 X32 X32 X32 X32 X32 X8 X8 X8 "xxxxxxx\""
 #define REQ "{\"v\": 1, \"type\": \"req\", \"id\": 5, \"cmd\": \"status\"}"
 #define REP_ERR "{\"v\": 1, \"type\": \"rep\", \"id\": 5, \"ok\": false, " \
                 "\"error\": {\"code\": 32, \"message\": \"no such command\"}}"
@@ -260,6 +271,32 @@ static const bad_case cases[] = {
     {"slice missing negative", WITH, SLICE, "missing", "-1", 0, TL_PROTO_E_RANGE, "missing"},
     {"slice t_recv as float", WITH, SLICE, "t_recv", "1.5", 0, TL_PROTO_E_KEY_TYPE, "t_recv"},
     {"slice final as 1", WITH, SLICE, "final", "1", 0, TL_PROTO_E_KEY_TYPE, "final"},
+    /* slice in shared memory: both keys or neither, one POSIX name, an aligned offset */
+    {"shm_offset without shm_name", WITH, SLICE, "shm_offset", "4096", 0, TL_PROTO_E_MISSING,
+     "shm_name"},
+    {"shm_name without shm_offset", WITH, SHM_SLICE, "shm_offset", NULL, 0, TL_PROTO_E_MISSING,
+     "shm_offset"},
+    {"shm_name without '/'", WITH, SHM_SLICE, "shm_name", "\"tomolive-z0-1\"", 0,
+     TL_PROTO_E_RANGE, "shm_name"},
+    {"shm_name with a second '/'", WITH, SHM_SLICE, "shm_name", "\"/dev/shm/x\"", 0,
+     TL_PROTO_E_RANGE, "shm_name"},
+    {"shm_name ending in '/'", WITH, SHM_SLICE, "shm_name", "\"/x/\"", 0, TL_PROTO_E_RANGE,
+     "shm_name"},
+    {"empty shm_name", WITH, SHM_SLICE, "shm_name", "\"\"", 0, TL_PROTO_E_RANGE, "shm_name"},
+    {"shm_name of '/' alone", WITH, SHM_SLICE, "shm_name", "\"/\"", 0, TL_PROTO_E_RANGE,
+     "shm_name"},
+    {"shm_name of 256 bytes", WITH, SHM_SLICE, "shm_name", NAME256, 0, TL_PROTO_E_RANGE,
+     "shm_name"},
+    {"shm_name as bin", WITH, SHM_SLICE, "shm_name", "b\"/tomolive-z0-1\"", 0,
+     TL_PROTO_E_KEY_TYPE, "shm_name"},
+    {"shm_offset 0", WITH, SHM_SLICE, "shm_offset", "0", 0, TL_PROTO_E_RANGE, "shm_offset"},
+    {"shm_offset not a multiple of 64", WITH, SHM_SLICE, "shm_offset", "4100", 0,
+     TL_PROTO_E_RANGE, "shm_offset"},
+    {"shm_offset 32", WITH, SHM_SLICE, "shm_offset", "32", 0, TL_PROTO_E_RANGE, "shm_offset"},
+    {"shm_offset negative", WITH, SHM_SLICE, "shm_offset", "-64", 0, TL_PROTO_E_RANGE,
+     "shm_offset"},
+    {"shm_offset as float", WITH, SHM_SLICE, "shm_offset", "4096.0", 0, TL_PROTO_E_KEY_TYPE,
+     "shm_offset"},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -298,7 +335,7 @@ static void expect(const void *p, size_t n, unsigned accept, tl_proto_err want,
 /* The base headers themselves are valid, so each case's defect is the only one. */
 START_TEST(bases_are_valid)
 {
-    const char *bases[] = {FRAME, SCAN, SLICE, REQ, REP_ERR};
+    const char *bases[] = {FRAME, SCAN, SLICE, SHM_SLICE, REQ, REP_ERR};
     for (size_t i = 0; i < sizeof bases / sizeof bases[0]; i++) {
         msgpack_sbuffer_clear(&sb);
         tlt_pack_text(&sb, bases[i]);
@@ -329,6 +366,20 @@ START_TEST(bad_header)
     }
     }
     expect(sb.data, sb.size, c->accept, c->want, c->says, c->name);
+}
+END_TEST
+
+/* The edges of a valid shm slice: the longest name, the smallest offset, a huge offset
+ * (the decoder cannot know the object's size: the reader checks it, protocol/shm.h). */
+START_TEST(shm_edges_accepted)
+{
+    const char *keys[] = {"shm_name", "shm_offset", "shm_offset"};
+    const char *values[] = {NAME255, "64", "18446744073709551552"};
+    for (int i = 0; i < 3; i++) {
+        msgpack_sbuffer_clear(&sb);
+        tlt_pack_text(&sb, tlt_with(SHM_SLICE, keys[i], values[i]));
+        expect(sb.data, sb.size, 0, TL_PROTO_OK, NULL, values[i]);
+    }
 }
 END_TEST
 
@@ -597,6 +648,53 @@ START_TEST(bad_parts)
     add_part(pay, fp);
     expect_parts(sub | TL_MSG_FRAME, TL_PROTO_E_PARTS, "topic", "topic before a frame");
 
+    /* slices in shared memory: [topic "shm/<id>/", header], never a payload */
+    msgpack_sbuffer shm;
+    msgpack_sbuffer_init(&shm);
+    tlt_pack_text(&shm, SHM_SLICE);
+    add_part("shm/z0/", 7);
+    add_part(shm.data, shm.size);
+    expect_parts(sub, TL_PROTO_OK, NULL, "valid shm slice");
+
+    add_part("shm/z0/", 7);
+    add_part(shm.data, shm.size);
+    add_part(spay, sp);
+    expect_parts(sub, TL_PROTO_E_PARTS, "shared memory", "shm slice with a payload");
+
+    add_part("slice/z0/", 9);
+    add_part(shm.data, shm.size);
+    expect_parts(sub, TL_PROTO_E_PARTS, "shm/z0/", "shm header under a slice/ topic");
+
+    add_part("slice/z0/", 9);
+    add_part(shm.data, shm.size);
+    add_part(spay, sp);
+    expect_parts(sub, TL_PROTO_E_PARTS, NULL, "shm header with payload under slice/");
+
+    add_part("shm/z0/", 7);
+    add_part(sl.data, sl.size);
+    add_part(spay, sp);
+    expect_parts(sub, TL_PROTO_E_PARTS, "slice/z0/", "plain header under a shm/ topic");
+
+    add_part("shm/z0/", 7);
+    add_part(sl.data, sl.size);
+    expect_parts(sub, TL_PROTO_E_PARTS, NULL, "plain header under shm/ without payload");
+
+    add_part("shm/z1/", 7);
+    add_part(shm.data, shm.size);
+    expect_parts(sub, TL_PROTO_E_PARTS, "shm/z1/", "shm topic of another id");
+
+    add_part("shm/z0", 6);
+    add_part(shm.data, shm.size);
+    expect_parts(sub, TL_PROTO_E_PARTS, "does not match", "unterminated shm topic");
+
+    add_part("shm/z0/", 7);
+    expect_parts(sub, TL_PROTO_E_PARTS, "header", "shm topic alone");
+
+    add_part("shm/z0/", 7);
+    add_part(shm.data, shm.size);
+    expect_parts(TL_PROTO_INGEST, TL_PROTO_E_MALFORMED, NULL, "shm topic on the ingest socket");
+    msgpack_sbuffer_destroy(&shm);
+
     add_part("slice/z0/", 9); /* where slices are not accepted, a topic is just a bad header */
     add_part(sl.data, sl.size);
     add_part(spay, sp);
@@ -614,6 +712,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, bases_are_valid);
     tcase_add_loop_test(tc, bad_header, 0, NCASES);
+    tcase_add_test(tc, shm_edges_accepted);
     tcase_add_test(tc, depth_8_accepted);
     tcase_add_test(tc, empty_header);
     tcase_add_test(tc, header_over_limit);

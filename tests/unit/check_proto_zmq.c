@@ -1,6 +1,7 @@
 /* check_proto_zmq.c — messages through real ZeroMQ sockets (inproc): a frame with a
- * zero-copy payload, a 3-part slice through XPUB/SUB with topic filtering, draining of an
- * over-long message, and the payload never leaking when a send fails.
+ * zero-copy payload, a 3-part slice through XPUB/SUB with topic filtering, a 2-part slice
+ * in shared memory on its own topic, draining of an over-long message, and the payload
+ * never leaking when a send fails.
  *
  * Payload release is observed through the free function's counter, which ZeroMQ may call
  * from its I/O thread, hence the atomic and the bounded wait.
@@ -205,6 +206,58 @@ START_TEST(slice_three_parts_filtered)
 }
 END_TEST
 
+/* The daemon's announcement of a slice in shared memory: [topic "shm/<id>/", header]
+ * (tl_proto_send without a payload), taken only by a subscriber of that topic, and a
+ * subscriber of "slice/<id>/" does not get it (nor the reverse). */
+START_TEST(slice_shm_two_parts_filtered)
+{
+    void *pub = sock(ZMQ_XPUB, "inproc://tl-shm", true);
+    void *shm = sock(ZMQ_SUB, "inproc://tl-shm", false);
+    void *tcp = sock(ZMQ_SUB, "inproc://tl-shm", false);
+    char st[96], tt[96], note[128];
+    size_t sn = tl_proto_shm_topic(st, sizeof st, "1", 1);
+    size_t tn = tl_proto_slice_topic(tt, sizeof tt, "1", 1);
+    ck_assert_int_eq(zmq_setsockopt(shm, ZMQ_SUBSCRIBE, st, sn), 0);
+    ck_assert_int_eq(zmq_setsockopt(tcp, ZMQ_SUBSCRIBE, tt, tn), 0);
+    for (int i = 0; i < 2; i++) /* both subscriptions have arrived */
+        ck_assert_int_gt(zmq_recv(pub, note, sizeof note, 0), 0);
+
+    tl_proto_slice s = {.id = {"1", 1}, .seq = 4, .shape = {8, 4}, .dtype = TL_PROTO_F32,
+                        .orientation = {1, 0, 0, 0, 1, 0, 0, 0, 0}, .t_acq = 10, .t_pub = 20,
+                        .kernel = {"cpu-ref", 7}, .has_shm = true,
+                        .shm_name = {"/tomolive-1-1", 13}, .shm_offset = 8192};
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
+    ck_assert_int_eq(tl_proto_send(pub, st, sn, sb.data, sb.size, NULL, 0, NULL, NULL, 0), 0);
+    publish(pub, "1", 4, 8, 4); /* the same slice over TCP */
+
+    zmq_msg_t parts[TL_PROTO_MAX_PARTS];
+    tl_proto_error err;
+    tl_proto_msg m;
+    int n = tl_proto_recv(shm, parts, TL_PROTO_MAX_PARTS, 0, &err);
+    ck_assert_int_eq(n, 2);
+    tl_proto_err rc = tl_proto_decode_parts(dec, parts, n, TL_MSG_SLICE, &m, &err);
+    ck_assert_msg(rc == TL_PROTO_OK, "%s: %s", tl_proto_err_name(rc), err.message);
+    ck_assert(m.slice.has_shm);
+    ck_assert(tl_proto_str_eq(m.slice.shm_name, "/tomolive-1-1"));
+    ck_assert_uint_eq(m.slice.shm_offset, 8192);
+    ck_assert_uint_eq(m.slice.seq, 4);
+    tl_proto_close(parts, n);
+    ck_assert_int_eq(tl_proto_recv(shm, parts, TL_PROTO_MAX_PARTS, ZMQ_DONTWAIT, &err), -1);
+
+    n = tl_proto_recv(tcp, parts, TL_PROTO_MAX_PARTS, 0, &err);
+    ck_assert_int_eq(n, 3);
+    ck_assert_int_eq(tl_proto_decode_parts(dec, parts, n, TL_MSG_SLICE, &m, &err), TL_PROTO_OK);
+    ck_assert(!m.slice.has_shm);
+    tl_proto_close(parts, n);
+    ck_assert_int_eq(tl_proto_recv(tcp, parts, TL_PROTO_MAX_PARTS, ZMQ_DONTWAIT, &err), -1);
+    ck_assert_int_eq(wait_freed(1), 1);
+    zmq_close(shm);
+    zmq_close(tcp);
+    zmq_close(pub);
+}
+END_TEST
+
 START_TEST(over_long_message_drained)
 {
     void *rx = sock(ZMQ_PAIR, "inproc://tl-long", true);
@@ -288,6 +341,7 @@ static Suite *suite(void)
     tcase_add_test(tc, frame_zero_copy);
     tcase_add_test(tc, frame_copied_payload);
     tcase_add_test(tc, slice_three_parts_filtered);
+    tcase_add_test(tc, slice_shm_two_parts_filtered);
     tcase_add_test(tc, over_long_message_drained);
     tcase_add_test(tc, recv_errors);
     tcase_add_test(tc, send_failure_releases_payload);

@@ -29,7 +29,8 @@ __all__ = [
     "VERSION", "MAX_HEADER", "MAX_DEPTH", "MAX_DIM", "MAX_FRAME_BYTES", "MAX_WINDOW",
     "MAX_ID", "MAX_CMD", "MAX_FILTER", "DTYPES", "KINDS", "GEOMETRIES", "FILTERS",
     "ErrorCode", "numpy_dtype", "dtype_name", "frame_bytes", "check_shape", "check_array",
-    "check_slice_id", "slice_topic", "scan_header", "frame_header", "end_header",
+    "MAX_SHM_NAME", "SHM_ALIGN",
+    "check_slice_id", "slice_topic", "shm_topic", "scan_header", "frame_header", "end_header",
     "req_header", "pack", "unpack", "decode_rep", "decode_slice",
 ]
 
@@ -42,6 +43,8 @@ MAX_WINDOW = 1 << 20         # projections in a rolling window
 MAX_ID = 64                  # bytes in a slice id
 MAX_CMD = 64                 # bytes in a command name
 MAX_FILTER = 32              # bytes in a filter name
+MAX_SHM_NAME = 255           # bytes in a shared-memory object name, "/name" (section 10.1)
+SHM_ALIGN = 64               # shm_offset is a positive multiple of this
 U64_MAX = (1 << 64) - 1
 U32_MAX = (1 << 32) - 1
 
@@ -198,6 +201,33 @@ def check_slice_id(sid: Any) -> str:
 def slice_topic(sid: str) -> bytes:
     """The topic of a slice, ``b"slice/<id>/"`` (the trailing ``/`` ends the id)."""
     return b"slice/" + check_slice_id(sid).encode("ascii") + b"/"
+
+
+def shm_topic(sid: str) -> bytes:
+    """The topic of a slice delivered through shared memory, ``b"shm/<id>/"``
+    (section 10.1: the message is the header alone; the pixels are in the daemon's
+    shared memory, for subscribers on its host)."""
+    return b"shm/" + check_slice_id(sid).encode("ascii") + b"/"
+
+
+def _check_shm(h: Dict[str, Any]) -> bool:
+    """The shared-memory keys of a slice header: both or neither, a name ``"/name"`` (one
+    leading ``/``, 2..255 bytes, no NUL) and an offset that is a positive multiple of 64.
+    Returns whether the slice is in shared memory."""
+    if "shm_name" not in h:
+        if "shm_offset" in h:
+            raise MissingKey("'shm_offset' without 'shm_name'")
+        return False
+    name = _str("shm_name", h["shm_name"])
+    off = _u64("shm_offset", _need(h, "shm_offset"))
+    n = len(name.encode("utf-8"))
+    if not (2 <= n <= MAX_SHM_NAME and name[0] == "/" and "/" not in name[1:]
+            and "\0" not in name):
+        raise OutOfRange("'shm_name': %r is not \"/name\" (2..%d bytes, one leading '/')"
+                         % (name[:70], MAX_SHM_NAME))
+    if off < SHM_ALIGN or off % SHM_ALIGN:
+        raise OutOfRange("'shm_offset': %d is not a positive multiple of %d" % (off, SHM_ALIGN))
+    return True
 
 
 # ---- builders -----------------------------------------------------------------------------
@@ -379,9 +409,11 @@ def decode_rep(data: Any) -> Dict[str, Any]:
     return h
 
 
-def decode_slice(topic: Any, data: Any, payload_len: int) -> Dict[str, Any]:
-    """A slice message (section 10): topic, header and the payload's length, checked in
-    the order of section 7.  Returns the header."""
+def decode_slice(topic: Any, data: Any, payload_len: Optional[int]) -> Dict[str, Any]:
+    """A slice message (section 10): topic, header and the payload's length (None when
+    the message has no payload part), checked in the order of section 7.  A slice in
+    shared memory (section 10.1: ``shm_name``, ``shm_offset``) comes under ``shm/<id>/``
+    without a payload; any other under ``slice/<id>/`` with one.  Returns the header."""
     h = unpack(data, ("slice",))
     check_slice_id(_need(h, "id"))
     _u64("seq", _need(h, "seq"))
@@ -413,8 +445,17 @@ def decode_slice(topic: Any, data: Any, payload_len: int) -> Dict[str, Any]:
     _str("kernel", _need(h, "kernel"))
     if "final" in h:
         _bool("final", h["final"])
-    if bytes(topic) != slice_topic(h["id"]):
-        raise PartsError("topic %r does not match the id %r" % (bytes(topic)[:80], h["id"]))
+    shm = _check_shm(h)
+    if shm != (payload_len is None):
+        raise PartsError("a slice %s has %d parts, got %d" % (
+            "in shared memory (topic, header)" if shm else "(topic, header, payload)",
+            2 if shm else 3, 2 if payload_len is None else 3))
+    want = shm_topic(h["id"]) if shm else slice_topic(h["id"])
+    if bytes(topic) != want:
+        raise PartsError("topic %r does not match the id %r (expected %r)"
+                         % (bytes(topic)[:80], h["id"], want))
+    if shm:
+        return h
     if payload_len != size:
         raise PayloadLength("payload of %d bytes; %d x %d %s needs %d"
                             % (payload_len, shape[0], shape[1], name, size))

@@ -11,6 +11,14 @@ the publisher drops beyond its high-water mark when a subscriber is slow) are co
 per id in ``missed``.  Malformed messages are counted in ``rejected`` and skipped, or
 raised with ``strict=True``.
 
+With ``shm=True`` (a subscriber on the daemon's host, the daemon configured with
+``slices.shm``) the topics are ``shm/<id>/`` and the pixels are copied out of the
+daemon's shared memory (shm.py): ``image`` is then that copy (read-only all the same)
+and ``frame`` is None.  A slice whose slot the daemon reused before the copy was done is
+skipped and counted in ``missed`` and in ``stale``; one whose shared memory cannot be
+read at all is counted in ``missed`` and ``unreadable`` (a warning the first time; raised
+with ``strict=True``).
+
     with Subscriber("tcp://localhost:5602", ["row0"]) as sub:
         for s in sub.slices(timeout=10, until_final=True):
             print(s.id, s.seq, s.image.shape, s.latency)
@@ -18,6 +26,7 @@ raised with ``strict=True``.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, Dict, Iterable, Iterator, Optional, Tuple
 
 import numpy as np
@@ -25,14 +34,16 @@ import zmq
 
 from . import protocol
 from .errors import PartsError, ProtocolError
+from .shm import ShmError, ShmReader
 
 __all__ = ["Slice", "Subscriber"]
 
 
 class Slice:
     """One received slice: ``header`` (the decoded header dict), ``image`` (a read-only
-    ``h x w`` NumPy array viewing ``frame``'s memory) and ``received_ns`` (local
-    CLOCK_REALTIME at receipt).  Header fields are also attributes."""
+    ``h x w`` NumPy array viewing ``frame``'s memory; for a slice from shared memory a
+    copy of its pixels, and ``frame`` None) and ``received_ns`` (local CLOCK_REALTIME at
+    receipt, after the copy).  Header fields are also attributes."""
 
     __slots__ = ("header", "image", "frame", "received_ns")
 
@@ -96,12 +107,13 @@ class Subscriber:
     ``ids``: slice ids to subscribe to now (more with ``subscribe()``); ``all=True``
     subscribes to every slice.  ``rcvhwm`` bounds the slices queued here (ZeroMQ's
     default 1000 when None).  ``strict=True`` raises on a malformed message instead of
-    counting it in ``rejected``.
+    counting it in ``rejected``.  ``shm=True`` takes the slices through the daemon's
+    shared memory (topics ``shm/<id>/``) instead of in the messages.
     """
 
     def __init__(self, endpoint: str = "tcp://localhost:5602", ids: Iterable[str] = (), *,
                  all: bool = False, rcvhwm: Optional[int] = None, strict: bool = False,
-                 context: Optional[zmq.Context] = None):
+                 shm: bool = False, context: Optional[zmq.Context] = None):
         self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.SUB)
         self._sock.setsockopt(zmq.LINGER, 0)
@@ -114,25 +126,45 @@ class Subscriber:
         self.missed: Dict[str, int] = {}
         self.last_seq: Dict[str, int] = {}
         self.rejected = 0
-        self.last_error: Optional[ProtocolError] = None
+        self.last_error: Optional[Exception] = None
+        self.shm = shm
+        self.stale: Dict[str, int] = {}
+        self.unreadable = 0
+        self._shm = ShmReader()
+        self._topic = protocol.shm_topic if shm else protocol.slice_topic
         if all:
-            self._sock.setsockopt(zmq.SUBSCRIBE, b"slice/")
+            self._sock.setsockopt(zmq.SUBSCRIBE, b"shm/" if shm else b"slice/")
         if isinstance(ids, str):
             ids = [ids]
         for sid in ids:
             self.subscribe(sid)
 
     def subscribe(self, sid: str) -> None:
-        """Starts receiving slice ``sid`` (the exact topic ``slice/<sid>/``)."""
-        self._sock.setsockopt(zmq.SUBSCRIBE, protocol.slice_topic(sid))
+        """Starts receiving slice ``sid`` (the exact topic ``slice/<sid>/``, or
+        ``shm/<sid>/`` with ``shm=True``)."""
+        self._sock.setsockopt(zmq.SUBSCRIBE, self._topic(sid))
 
     def unsubscribe(self, sid: str) -> None:
         """Stops receiving slice ``sid``."""
-        self._sock.setsockopt(zmq.UNSUBSCRIBE, protocol.slice_topic(sid))
+        self._sock.setsockopt(zmq.UNSUBSCRIBE, self._topic(sid))
 
-    def _decode(self, parts: list) -> Slice:
+    def _decode(self, parts: list) -> Tuple[Dict[str, Any], Optional[Slice]]:
+        """The header and the slice of a message; the slice is None when it is in shared
+        memory and its slot was reused (stale).  ProtocolError or ShmError otherwise."""
+        if len(parts) == 2:  # [topic, header]: valid only for a slice in shared memory
+            h = protocol.decode_slice(parts[0].bytes, parts[1].bytes, None)
+            try:
+                pixels = self._shm.read(h)
+            except ShmError as e:
+                e.header = h  # type: ignore[attr-defined]  (for the count)
+                raise
+            if pixels is None:
+                return h, None
+            pixels.flags.writeable = False  # as over TCP: one way to use it
+            return h, Slice(h, pixels, None, time.time_ns())
         if len(parts) != 3:
-            raise PartsError("a slice message has 3 parts, got %d" % len(parts))
+            raise PartsError("a slice message has 3 parts (2 in shared memory), got %d"
+                             % len(parts))
         topic, head, payload = parts
         h = protocol.decode_slice(topic.bytes, head.bytes, len(payload))
         dt = protocol.numpy_dtype(h["dtype"])
@@ -140,11 +172,37 @@ class Subscriber:
         image = np.frombuffer(payload.buffer, dtype=dt).reshape(h["shape"])
         # read-only: over inproc:// the memory may be shared with the publisher
         image.flags.writeable = False
-        return Slice(h, image, payload, time.time_ns())
+        return h, Slice(h, image, payload, time.time_ns())
 
-    def recv(self, timeout: Optional[float] = None) -> Slice:
-        """The next valid slice; TimeoutError after ``timeout`` seconds (None: wait)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def _note(self, h: Dict[str, Any], lost: bool) -> None:
+        """Counts slice ``h``: a gap in seq since the last one is missed, and so is ``h``
+        itself when its pixels were lost (so the gap after it is not counted again)."""
+        sid, seq = h["id"], h["seq"]
+        gap = seq - self.last_seq[sid] - 1 if sid in self.last_seq else 0
+        gap = max(gap, 0) + lost
+        if gap:
+            self.missed[sid] = self.missed.get(sid, 0) + gap
+        self.last_seq[sid] = seq
+        if not lost:
+            self.received[sid] = self.received.get(sid, 0) + 1
+
+    def _unreadable(self, h: Dict[str, Any], e: ShmError) -> None:
+        """Shared memory that cannot be read: said once (it would repeat for every slice),
+        counted, raised with strict."""
+        self.unreadable += 1
+        self.last_error = e
+        self._note(h, True)
+        if self.strict:
+            raise e
+        if self.unreadable == 1:
+            warnings.warn("tomolive.Subscriber: %s; further ones are only counted" % e,
+                          RuntimeWarning, stacklevel=4)
+
+    def _next(self, deadline: Optional[float], timeout: Optional[float]
+              ) -> Tuple[Dict[str, Any], Optional[Slice]]:
+        """The next well-formed slice message before ``deadline`` (monotonic; None: wait):
+        its header, and the slice or None when its pixels were lost (stale, or unreadable
+        shared memory; counted)."""
         while True:
             ms = None
             if deadline is not None:
@@ -153,32 +211,43 @@ class Subscriber:
                 raise TimeoutError("no slice from %s within %g s" % (self.endpoint, timeout))
             parts = self._sock.recv_multipart(copy=False)
             try:
-                s = self._decode(parts)
+                h, s = self._decode(parts)
             except ProtocolError as e:
                 self.rejected += 1
                 self.last_error = e
                 if self.strict:
                     raise
                 continue
-            sid = s.id
-            if sid in self.last_seq and s.seq > self.last_seq[sid] + 1:
-                self.missed[sid] = self.missed.get(sid, 0) + s.seq - self.last_seq[sid] - 1
-            self.last_seq[sid] = s.seq
-            self.received[sid] = self.received.get(sid, 0) + 1
-            return s
+            except ShmError as e:
+                self._unreadable(e.header, e)  # type: ignore[attr-defined]
+                return e.header, None  # type: ignore[attr-defined]
+            if s is None:
+                self.stale[h["id"]] = self.stale.get(h["id"], 0) + 1
+            self._note(h, s is None)
+            return h, s
+
+    def recv(self, timeout: Optional[float] = None) -> Slice:
+        """The next valid slice; TimeoutError after ``timeout`` seconds (None: wait)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            _, s = self._next(deadline, timeout)
+            if s is not None:
+                return s
 
     def slices(self, timeout: Optional[float] = None, count: Optional[int] = None,
                until_final: bool = False) -> Iterator[Slice]:
         """Yields slices: at most ``count``; with ``until_final``, until the final slice
-        of every subscribed id seen so far has come.  ``timeout`` applies to each wait and
-        raises TimeoutError."""
+        of every subscribed id seen so far has come (a final slice whose pixels were lost
+        in shared memory counts: the daemon sends no other).  ``timeout`` applies to each
+        wait and raises TimeoutError."""
         n = 0
         pending: Dict[str, bool] = {}
         while count is None or n < count:
-            s = self.recv(timeout)
-            n += 1
-            pending[s.id] = s.final
-            yield s
+            h, s = self._next(None if timeout is None else time.monotonic() + timeout, timeout)
+            pending[h["id"]] = bool(h.get("final", False))
+            if s is not None:
+                n += 1
+                yield s
             if until_final and all(pending.values()):
                 return
 
@@ -186,9 +255,10 @@ class Subscriber:
         return self.slices()
 
     def close(self) -> None:
-        """Closes the socket (queued slices are dropped)."""
+        """Closes the socket (queued slices are dropped) and unmaps shared memory."""
         if not self._sock.closed:
             self._sock.close(linger=0)
+        self._shm.close()
 
     def __enter__(self) -> "Subscriber":
         return self
