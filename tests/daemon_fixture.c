@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -327,4 +328,13 @@ int tl_fx_run(char **out, const char *fmt, ...)
     else
         free(buf);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void tl_fx_disk_projection(float *img, uint32_t rows, uint32_t cols, double r)
+{
+    for (uint32_t v = 0; v < rows; v++)
+        for (uint32_t u = 0; u < cols; u++) {
+            double t = u - (cols - 1) / 2.0;
+            img[(size_t)v * cols + u] = t * t < r * r ? (float)(2 * sqrt(r * r - t * t)) : 0.f;
+        }
 }

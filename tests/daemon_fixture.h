@@ -59,6 +59,9 @@ int tl_fx_send_raw(tl_fixture *f, const void *const *parts, const size_t *lens, 
 int tl_fx_send_scan(tl_fixture *f, const tl_proto_scan *s);
 int tl_fx_send_frame(tl_fixture *f, const tl_proto_frame *h, const void *pixels, size_t bytes);
 int tl_fx_send_end(tl_fixture *f, uint64_t series);
+/* Fills img (rows x cols) with the line integrals of a centred disk of density 1 and
+ * radius r, the same in every row: the projection of a cylinder at any angle. */
+void tl_fx_disk_projection(float *img, uint32_t rows, uint32_t cols, double r);
 /* Waits until status.frames.messages reaches n (all sent messages consumed by the
  * ingest thread) and the queue is empty; false after timeout seconds. */
 bool tl_fx_wait_messages(tl_fixture *f, long long n, double timeout);

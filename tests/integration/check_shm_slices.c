@@ -180,11 +180,7 @@ static void send_disk_scan(tl_fixture *f, uint64_t series, uint32_t rows, uint32
                        .already_linear = true};
     ck_assert_int_eq(tl_fx_send_scan(f, &s), 0);
     float *img = malloc((size_t)rows * cols * sizeof *img);
-    for (uint32_t v = 0; v < rows; v++)
-        for (uint32_t u = 0; u < cols; u++) {
-            double t = u - (cols - 1) / 2.0;
-            img[v * cols + u] = t * t < r * r ? (float)(2 * sqrt(r * r - t * t)) : 0.f;
-        }
+    tl_fx_disk_projection(img, rows, cols, r);
     for (uint32_t k = 0; k < count; k++) {
         tl_proto_frame h = {.series = series, .index = k, .kind = TL_PROTO_PROJ,
                             .has_angle = true, .angle = M_PI * k / count,

@@ -31,12 +31,7 @@ static void send_scan(tl_fixture *f, uint64_t series)
                        .already_linear = true};
     ck_assert_int_eq(tl_fx_send_scan(f, &s), 0);
     static float img[ROWS * COLS];
-    double r = 10;
-    for (int v = 0; v < ROWS; v++)
-        for (int u = 0; u < COLS; u++) {
-            double t = u - (COLS - 1) / 2.0;
-            img[v * COLS + u] = t * t < r * r ? (float)(2 * sqrt(r * r - t * t)) : 0.f;
-        }
+    tl_fx_disk_projection(img, ROWS, COLS, 10);
     for (uint32_t k = 0; k < WINDOW; k++) {
         tl_proto_frame h = {.series = series, .index = k, .kind = TL_PROTO_PROJ, .has_angle = true,
                             .angle = M_PI * k / WINDOW, .dtype = TL_PROTO_F32, .rows = ROWS,
