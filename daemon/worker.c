@@ -47,17 +47,16 @@ static uint64_t publish_due(tl_daemon *d)
         bool track = wanted && d->cfg.slices_incremental;
         if (track != sl->tracked && tl_engine_track(s->engine, sl->engine_id, track) == TL_OK)
             sl->tracked = track;
-        if (shm && !sl->shm.base)
-            tl_slice_shm_prepare(d, sl); /* now, before frames flow behind its first read-out */
+        /* the slots are made when the slice is wanted, not when frames already flow behind
+         * its first read-out; a failure is logged, counted and tried again a little later */
+        if (shm && tl_slice_shm_prepare(d, sl) != 0)
+            shm = false;
         if (!tl_slice_due(sl, wanted, !es.empty, now, &wake))
             continue;
+        if (!tcp && !shm)
+            continue; /* wanted through shared memory only, and it has no slots */
         if (n == w->cap)
             break; /* more slices than slices.max: the rest next turn */
-        if (shm && tl_slice_shm_prepare(d, sl) != 0) {
-            shm = false; /* logged and counted; tried again a little later */
-            if (!tcp)
-                continue;
-        }
         tl_slicebuf *b = tl_bufpool_get(&d->pub.pool, tcp ? (size_t)sl->height * sl->width : 0);
         if (!b) { /* out of memory: said, and tried again next turn */
             static tl_ratelimit rl = TL_RATELIMIT_INIT;
