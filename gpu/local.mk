@@ -9,6 +9,7 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/pool.h gpu/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
 	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
 	gpu/phantom.h gpu/phantom.c \
+	gpu/ipc.h gpu/ipc.c \
 	gpu/tune.h gpu/tune.c gpu/tune_cache.c
 gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS) $(JANSSON_CFLAGS)
 

@@ -16,7 +16,8 @@ CUDA_SOURCES = \
 	gpu/cuda/bp_state.cu \
 	gpu/cuda/bench.cu \
 	gpu/cuda/microbench.cu \
-	gpu/cuda/accumulate.cu
+	gpu/cuda/accumulate.cu \
+	gpu/cuda/ipc.cu
 # The headers are listed here, not in CUDA_SOURCES: gpu/local.mk includes
 # $(CUDA_SOURCES:.cu=.d) as nvcc's dependency files, and a header in that list would be
 # read as a makefile. Header dependencies come from those .d files (nvcc -MMD).

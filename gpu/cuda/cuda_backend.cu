@@ -455,11 +455,7 @@ static void cuda_device_id(const void *state, tl_device_id *id)
     snprintf(id->name, sizeof id->name, "%s", s->device_name);
     if (cudaGetDeviceProperties(&p, s->device) == cudaSuccess) {
         snprintf(id->name, sizeof id->name, "%.159s", p.name);
-        char *u = id->uuid;
-        u += sprintf(u, "GPU-");
-        for (int i = 0; i < 16; i++)
-            u += sprintf(u, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "",
-                         (unsigned char)p.uuid.bytes[i]);
+        tl_cuda_format_uuid(&p.uuid, id->uuid);
         id->cc_major = p.major;
         id->cc_minor = p.minor;
         id->sm_count = p.multiProcessorCount;

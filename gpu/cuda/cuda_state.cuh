@@ -183,6 +183,9 @@ void tl_cuda_acc_destroy(tl_cuda_state *s);
 tl_status tl_cuda_use_device(tl_cuda_state *s);
 tl_status tl_cuda_alloc(tl_cuda_state *s, void **p, size_t bytes, const char *what);
 size_t tl_cuda_dtype_size(tl_dtype t);
+/* "GPU-" + 8-4-4-4-12 hex digits, as nvidia-smi -L prints a device's UUID (ipc.cu);
+ * out gets 41 bytes. */
+void tl_cuda_format_uuid(const cudaUUID_t *u, char *out);
 
 /* store.cu: the per-frame path */
 /* Brings frame f to the device: host frames through the pinned ring into s->raw, device
