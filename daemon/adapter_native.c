@@ -22,6 +22,15 @@ static void native_destroy(void *state)
     tl_proto_decoder_free(state);
 }
 
+/* A string of the header, NUL-terminated into dst (truncated to fit). */
+static void copy_str(char *dst, size_t cap, tl_proto_str s)
+{
+    size_t n = s.len < cap - 1 ? s.len : cap - 1;
+    if (n)
+        memcpy(dst, s.ptr, n);
+    dst[n] = 0;
+}
+
 static int native_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *it,
                          tl_proto_error *err)
 {
@@ -31,18 +40,19 @@ static int native_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *it,
     it->type = m.type;
     if (m.type == TL_MSG_SCAN) {
         it->scan = m.scan;
-        size_t fl = m.scan.filter.len < sizeof it->filter - 1 ? m.scan.filter.len : sizeof it->filter - 1;
-        memcpy(it->filter, m.scan.filter.ptr ? m.scan.filter.ptr : "", fl);
-        it->filter[fl] = 0;
+        copy_str(it->filter, sizeof it->filter, m.scan.filter);
+        copy_str(it->release, sizeof it->release, m.scan.release);
         it->scan.filter = (tl_proto_str){NULL, 0}; /* the header part is about to go */
         it->scan.release = (tl_proto_str){NULL, 0};
     } else if (m.type == TL_MSG_FRAME && m.frame.has_ipc) {
-        /* the protocol describes frames in GPU memory (PROTOCOL.md §8.4); this daemon
-         * cannot consume them yet: a clear, counted rejection, never a silent drop */
-        tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED, "frame %" PRIu64 " of series %" PRIu64
-                      " is in GPU memory (CUDA IPC): not supported by this daemon yet",
-                      m.frame.index, m.frame.series);
-        return -1;
+        /* no payload: the header names the producer's GPU memory (PROTOCOL.md §8.4); the
+         * handle and device travel in the item, since the header part is about to go */
+        it->frame = m.frame;
+        memcpy(it->ipc_handle, m.frame.ipc.handle, sizeof it->ipc_handle);
+        copy_str(it->ipc_device, sizeof it->ipc_device, m.frame.ipc.device);
+        it->frame.ipc.handle = NULL;
+        it->frame.ipc.device = (tl_proto_str){NULL, 0};
+        it->frame.payload = NULL;
     } else if (m.type == TL_MSG_FRAME) {
         it->frame = m.frame;
         zmq_msg_move(&it->payload, &parts[1]); /* the pixels travel zero-copy */

@@ -549,7 +549,7 @@ static void cmd_status(request *r)
     tl_stats *st = &d->stats;
     msgpack_packer *pk = r->pk;
     tl_proto_begin_rep_ok(pk, r->id);
-    msgpack_pack_map(pk, 12);
+    msgpack_pack_map(pk, 13);
     tl_proto_pack_kv_str(pk, "version", PACKAGE_VERSION);
     tl_proto_pack_kv_u64(pk, "protocol", TL_PROTO_VERSION);
     tl_proto_pack_kv_double(pk, "uptime_s", (tl_now_ns() - d->started_ns) / 1e9);
@@ -568,6 +568,7 @@ static void cmd_status(request *r)
         wanted += tl_slice_wanted(d, &d->slices.v[i], &tcp, &shm);
     }
     int defined = d->slices.n;
+    int buffers_open = tl_ipc_frames_open_count(&d->ipc);
     pack_key(pk, "kernels");
     tl_tuning_pack_status(d, pk);
     pthread_mutex_unlock(&d->lock);
@@ -589,6 +590,14 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_u64(pk, "superseded", tl_stats_get(&st->slices_superseded));
     tl_proto_pack_kv_u64(pk, "shared_memory", tl_stats_get(&st->slices_shm));
     tl_proto_pack_kv_u64(pk, "shm_failed", tl_stats_get(&st->shm_failed));
+    pack_key(pk, "gpu_frames"); /* frames read from producers' GPU memory (CUDA IPC) */
+    msgpack_pack_map(pk, 6);
+    tl_proto_pack_kv_u64(pk, "frames", tl_stats_get(&st->ipc_frames));
+    tl_proto_pack_kv_u64(pk, "buffers_open", (uint64_t)buffers_open);
+    tl_proto_pack_kv_u64(pk, "buffers_opened", tl_stats_get(&st->ipc_opened));
+    tl_proto_pack_kv_u64(pk, "releases", tl_stats_get(&st->ipc_releases));
+    tl_proto_pack_kv_u64(pk, "release_failed", tl_stats_get(&st->ipc_release_failed));
+    tl_proto_pack_kv_u64(pk, "producers_lost", tl_stats_get(&st->ipc_producers_lost));
     pack_key(pk, "requests");
     msgpack_pack_map(pk, 2);
     tl_proto_pack_kv_u64(pk, "total", tl_stats_get(&st->requests));

@@ -25,6 +25,7 @@
 
 #include "daemon/adapter.h"
 #include "daemon/config.h"
+#include "daemon/ipc_frames.h"
 #include "daemon/log.h"
 #include "daemon/publisher.h"
 #include "daemon/queue.h"
@@ -134,6 +135,7 @@ typedef struct tl_daemon {
     atomic_bool worker_stop;
     atomic_uint_least64_t worker_beat; /* CLOCK_MONOTONIC ns of its last turn */
     tl_worker_scratch scratch;
+    tl_ipc_frames ipc;          /* producers' GPU memory and their releases (lock held) */
     pthread_mutex_t lock;
     tl_scan scan;
     tl_slices slices;
@@ -168,6 +170,8 @@ void tl_worker_poke(tl_daemon *d);
 /* scan.c — all with d->lock held, on the worker thread (or a control command). */
 void tl_scan_apply(tl_daemon *d, tl_item *it);
 void tl_scan_close(tl_daemon *d);
+/* Ends the series whose producer of frames in GPU memory went away (once per turn). */
+void tl_scan_producer_check(tl_daemon *d);
 /* Adds a registered slice to the current engine (resolving its size); 0 or -1 with err. */
 int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen);
 

@@ -87,6 +87,7 @@ static void *run(void *arg)
         for (int i = 0; i < kept; i++)
             bytes += zmq_msg_size(&parts[i]);
         tl_stats_add(&d->stats.bytes, bytes);
+        it.release[0] = 0; /* only the native format's scans have one */
         int got = n == -2 ? -1 : ad->decode(as, parts, n, &it, &err);
         tl_proto_close(parts, kept);
         if (got < 0)
@@ -95,8 +96,11 @@ static void *run(void *arg)
             continue;
         it.bytes = bytes;
         do { /* the message's items: one, or more from the adapter's next (a synthesised scan) */
-            /* only frames may be dropped: a lost scan or end would mix up whole series */
-            bool block = it.type != TL_MSG_FRAME || atomic_load(&d->overflow) == TL_CONFIG_OVERFLOW_BLOCK;
+            /* only frames may be dropped: a lost scan or end would mix up whole series; and
+             * never frames in GPU memory: their producer's ring is the back-pressure, and
+             * each one is owed a release that only the worker can send */
+            bool block = it.type != TL_MSG_FRAME || it.frame.has_ipc ||
+                         atomic_load(&d->overflow) == TL_CONFIG_OVERFLOW_BLOCK;
             if (!tl_queue_push(&d->queue, &it, block, &d->ingest_stop)) {
                 if (atomic_load(&d->ingest_stop))
                     break;

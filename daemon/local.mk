@@ -27,7 +27,7 @@ daemon_tomolived_SOURCES = \
 	daemon/daemon.h daemon/main.c \
 	daemon/zwatch.h daemon/zwatch.c \
 	daemon/adapter.h daemon/adapter_native.c daemon/ingest.c daemon/worker.c daemon/scan.c \
-	daemon/tuning.c daemon/slice_shm.c \
+	daemon/tuning.c daemon/slice_shm.c daemon/ipc_frames.h daemon/ipc_frames.c \
 	daemon/publisher.h daemon/publisher.c \
 	daemon/control.c daemon/commands.c
 daemon_tomolived_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)

@@ -108,6 +108,16 @@ static void frames(out *o, const tl_stats *st)
             put(o, "tomolive_frames_rejected_protocol_total{error=\"%s\"} %llu\n",
                 tl_proto_err_name((tl_proto_err)i), (unsigned long long)tl_stats_get(&st->rejected_proto[i]));
     counter(o, "tomolive_scans_total", "Scans started.", &st->scans);
+    counter(o, "tomolive_gpu_frames_total", "Frames read from producers' GPU memory (CUDA IPC).",
+            &st->ipc_frames);
+    counter(o, "tomolive_gpu_buffers_opened_total", "Producer GPU allocations opened.",
+            &st->ipc_opened);
+    counter(o, "tomolive_gpu_releases_total", "Release messages sent to producers.",
+            &st->ipc_releases);
+    counter(o, "tomolive_gpu_release_failed_total", "Release messages that could not be sent.",
+            &st->ipc_release_failed);
+    counter(o, "tomolive_gpu_producers_lost_total",
+            "Series ended because their producer of GPU frames went away.", &st->ipc_producers_lost);
 }
 
 static void scan(out *o, const tl_metrics_state *s)

@@ -30,9 +30,10 @@ static void count_reject(tl_daemon *d, tl_reject why, uint64_t series, uint64_t 
 void tl_scan_close(tl_daemon *d)
 {
     tl_scan *s = &d->scan;
-    tl_engine_destroy(s->engine);
-    s->engine = NULL;
+    tl_engine_destroy(s->engine);  /* waits for its GPU work: no read of a producer's */
+    s->engine = NULL;              /* memory is in flight when the mappings close */
     s->open = false;
+    tl_ipc_frames_close(&d->ipc);
     tl_tuning_forget(d); /* kernel choices belong to the engine */
     for (int i = 0; i < d->slices.n; i++) {
         d->slices.v[i].engine_id = -1;
@@ -113,6 +114,11 @@ static void open_scan(tl_daemon *d, tl_item *it)
     memcpy(s->filter, it->filter, sizeof s->filter);
     s->was_complete = false;
     s->projections = 0;
+    char rerr[384];
+    /* opened even for a scan about to be refused: its GPU frames are still answered */
+    if (tl_ipc_frames_open(&d->ipc, m->series, it->release, rerr, sizeof rerr) != 0)
+        tl_log(TL_LOG_WARN, "release_unavailable", "series=%llu error=%s",
+               (unsigned long long)m->series, tl_logq(rerr));
     tl_engine *e = NULL;
     if (!why[0] && tl_engine_create(&ec, &e) != TL_OK)
         snprintf(why, sizeof why, "%s", tl_engine_last_error(NULL));
@@ -148,26 +154,30 @@ static void open_scan(tl_daemon *d, tl_item *it)
            tl_logq(st.device_name), st.memory_bytes / 1048576.0);
 }
 
-static void apply_frame(tl_daemon *d, tl_item *it)
+/* A frame not used: counted, logged, and for a frame in GPU memory the protocol code its
+ * release carries (*code, *reason). */
+#define REJECT(why, pcode, detail)                                                           \
+    do {                                                                                     \
+        count_reject(d, (why), f->series, f->index, (detail));                               \
+        *code = (pcode);                                                                     \
+        snprintf(reason, reason_len, "%s", (detail));                                        \
+        return;                                                                              \
+    } while (0)
+
+static void submit_frame(tl_daemon *d, tl_item *it, tl_proto_err *code, char *reason,
+                         size_t reason_len)
 {
     tl_scan *s = &d->scan;
     tl_proto_frame *f = &it->frame;
-    if (!s->open) {
-        count_reject(d, TL_REJ_NO_SCAN, f->series, f->index, "no scan is open");
-        return;
-    }
-    if (f->series != s->series) {
-        count_reject(d, TL_REJ_SERIES, f->series, f->index, "frame of another series");
-        return;
-    }
-    if (s->finished) {
-        count_reject(d, TL_REJ_FINISHED, f->series, f->index, "the series has ended");
-        return;
-    }
-    if (f->rows != s->msg.rows || f->cols != s->msg.cols || f->dtype != s->msg.dtype) {
-        count_reject(d, TL_REJ_SHAPE, f->series, f->index, "shape or dtype differs from the scan");
-        return;
-    }
+    *code = TL_PROTO_OK;
+    if (!s->open)
+        REJECT(TL_REJ_NO_SCAN, TL_PROTO_E_STATE, "no scan is open");
+    if (f->series != s->series)
+        REJECT(TL_REJ_SERIES, TL_PROTO_E_NOT_FOUND, "frame of another series");
+    if (s->finished)
+        REJECT(TL_REJ_FINISHED, TL_PROTO_E_STATE, "the series has ended");
+    if (f->rows != s->msg.rows || f->cols != s->msg.cols || f->dtype != s->msg.dtype)
+        REJECT(TL_REJ_SHAPE, TL_PROTO_E_RANGE, "shape or dtype differs from the scan");
     tl_frame fr = {
         .kind = f->kind == TL_PROTO_DARK ? TL_FRAME_DARK
                 : f->kind == TL_PROTO_FLAT ? TL_FRAME_FLAT : TL_FRAME_PROJ,
@@ -185,10 +195,23 @@ static void apply_frame(tl_daemon *d, tl_item *it)
             fr.angle = f->angle;
         else if (s->msg.has_angles)
             fr.angle = s->msg.angle_start + (double)f->index * s->msg.angle_step;
-        else {
-            count_reject(d, TL_REJ_ANGLE, f->series, f->index, "projection without an angle, and the scan has no schedule");
-            return;
-        }
+        else
+            REJECT(TL_REJ_ANGLE, TL_PROTO_E_MISSING,
+                   "projection without an angle, and the scan has no schedule");
+    }
+    if (f->has_ipc) { /* read in place from the producer's GPU memory */
+        char why[512];
+        tl_engine_state es;
+        tl_engine_get_state(s->engine, &es);
+        if (strcmp(es.backend, "cuda") != 0)
+            REJECT(TL_REJ_GPU_MEMORY, TL_PROTO_E_UNSUPPORTED,
+                   "frames in GPU memory need the CUDA backend (daemon.backend)");
+        tl_proto_err e = tl_ipc_frames_map(&d->ipc, f, it->ipc_handle, it->ipc_device,
+                                           &fr.data, why, sizeof why);
+        if (e != TL_PROTO_OK)
+            REJECT(TL_REJ_GPU_MEMORY, e, why);
+        fr.memory = TL_MEMORY_DEVICE;
+        fr.pitch = f->ipc.pitch;
     }
     uint64_t t0 = tl_now_ns();
     tl_status st = tl_engine_submit(s->engine, &fr);
@@ -196,10 +219,13 @@ static void apply_frame(tl_daemon *d, tl_item *it)
     if (st != TL_OK) {
         tl_reject why = st == TL_ESTALE ? TL_REJ_STALE : st == TL_EDUPLICATE ? TL_REJ_DUPLICATE
                         : st == TL_ESHAPE ? TL_REJ_SHAPE : TL_REJ_ENGINE;
-        count_reject(d, why, f->series, f->index, tl_engine_last_error(s->engine));
-        return;
+        tl_proto_err pc = st == TL_ESTALE ? TL_PROTO_E_RANGE : st == TL_EDUPLICATE ? TL_PROTO_E_STATE
+                          : st == TL_ESHAPE ? TL_PROTO_E_RANGE : TL_PROTO_E_INTERNAL;
+        REJECT(why, pc, tl_engine_last_error(s->engine));
     }
     tl_stats_count(&d->stats.accepted[fr.kind]);
+    if (f->has_ipc)
+        tl_stats_count(&d->stats.ipc_frames);
     if (fr.kind != TL_FRAME_PROJ)
         return;
     s->projections++;
@@ -213,6 +239,36 @@ static void apply_frame(tl_daemon *d, tl_item *it)
     }
     s->was_complete = complete;
 }
+#undef REJECT
+
+static void apply_frame(tl_daemon *d, tl_item *it)
+{
+    tl_proto_err code;
+    char reason[512] = "";
+    submit_frame(d, it, &code, reason, sizeof reason);
+    if (it->frame.has_ipc) /* the engine has read it (or never will): the slot is free */
+        tl_ipc_frames_release(&d->ipc, &it->frame, code, reason);
+}
+
+/* The series is over (its end arrived, or its producer went away): slices get their final
+ * version, later frames are refused, and a producer's GPU memory is closed, since every
+ * frame of the series before this point has been read. */
+static void finish(tl_daemon *d, const char *why)
+{
+    tl_scan *s = &d->scan;
+    if (s->finished)
+        return;
+    s->finished = true;
+    tl_ipc_frames_close(&d->ipc);
+    for (int i = 0; i < d->slices.n; i++)
+        d->slices.v[i].want_final = true;
+    tl_engine_state st;
+    tl_engine_get_state(s->engine, &st);
+    tl_log(TL_LOG_INFO, "scan_ended",
+           "series=%llu reason=%s projections=%llu held=%u missing=%u stale=%llu duplicate=%llu",
+           (unsigned long long)s->series, why, (unsigned long long)s->projections, st.held,
+           st.missing, (unsigned long long)st.stale, (unsigned long long)st.duplicate);
+}
 
 static void end_scan(tl_daemon *d, tl_item *it)
 {
@@ -222,17 +278,21 @@ static void end_scan(tl_daemon *d, tl_item *it)
                      "end of an unknown series");
         return;
     }
-    if (s->finished)
+    finish(d, "end");
+}
+
+void tl_scan_producer_check(tl_daemon *d)
+{
+    if (!tl_ipc_frames_gone(&d->ipc))
         return;
-    s->finished = true;
-    for (int i = 0; i < d->slices.n; i++)
-        d->slices.v[i].want_final = true;
-    tl_engine_state st;
-    tl_engine_get_state(s->engine, &st);
-    tl_log(TL_LOG_INFO, "scan_ended",
-           "series=%llu projections=%llu held=%u missing=%u stale=%llu duplicate=%llu",
-           (unsigned long long)s->series, (unsigned long long)s->projections, st.held, st.missing,
-           (unsigned long long)st.stale, (unsigned long long)st.duplicate);
+    tl_stats_count(&d->stats.ipc_producers_lost);
+    tl_log(TL_LOG_WARN, "producer_gone", "series=%llu endpoint=%s buffers=%d",
+           (unsigned long long)d->ipc.series, tl_logq(d->ipc.endpoint),
+           tl_ipc_frames_open_count(&d->ipc));
+    if (d->scan.open && d->scan.series == d->ipc.series)
+        finish(d, "producer_gone"); /* closes the mappings too */
+    else
+        tl_ipc_frames_close(&d->ipc);
 }
 
 void tl_scan_apply(tl_daemon *d, tl_item *it)

@@ -28,6 +28,8 @@ typedef enum {
     TL_REJ_QUEUE_FULL,   /* dropped: the engine fell behind (ingest.overflow = drop) */
     TL_REJ_SCAN,         /* scan refused (unsupported geometry, bad filter, no memory, ...) */
     TL_REJ_ENGINE,       /* the engine failed on a valid frame */
+    TL_REJ_GPU_MEMORY,   /* a frame in GPU memory that cannot be read: its handle does not
+                            open, its GPU is not visible, or it lies outside the allocation */
     TL_REJ_COUNT
 } tl_reject;
 const char *tl_reject_name(tl_reject r);
@@ -74,6 +76,10 @@ typedef struct {
     tl_counter requests, request_errors;
     tl_counter slices_computed, slices_published, slices_superseded;
     tl_counter slices_shm, shm_failed; /* published through shared memory; slots not created */
+    tl_counter ipc_frames;        /* frames read from producers' GPU memory (CUDA IPC) */
+    tl_counter ipc_opened;        /* producer allocations opened */
+    tl_counter ipc_releases, ipc_release_failed; /* release messages sent; not sent */
+    tl_counter ipc_producers_lost;/* series ended because their producer went away */
     tl_counter tune_runs;         /* kernel timings run (daemon/tuning.c) */
     tl_counter tune_failures;     /* cache unreadable, timing or cache write failed, ... */
     tl_hist latency[TL_LAT_COUNT];

@@ -143,6 +143,7 @@ static void *run(void *arg)
             got = tl_now_ns() - t0 < TL_WORKER_BATCH_NS && !atomic_load(&d->worker_stop) &&
                   tl_queue_pop(&d->queue, &it, 0);
         }
+        tl_scan_producer_check(d);
         tl_tuning_turn(d); /* may free the lock while timing */
         wake = publish_due(d);
         pthread_mutex_unlock(&d->lock);
@@ -182,6 +183,7 @@ int tl_worker_start(tl_daemon *d)
     w->shm = calloc((size_t)w->cap, sizeof *w->shm);
     w->shm_off = calloc((size_t)w->cap, sizeof *w->shm_off);
     w->tcp = calloc((size_t)w->cap, sizeof *w->tcp);
+    tl_ipc_frames_init(&d->ipc, d->zctx, &d->stats);
     if (!w->ids || !w->due || !w->bufs || !w->outs || !w->info || !w->shm || !w->shm_off ||
         !w->tcp || tl_tuning_init(d) != 0)
         return -1;
@@ -196,6 +198,9 @@ void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
     tl_queue_wake(&d->queue);
     pthread_join(d->worker_thread, NULL);
     drain(d, deadline_ns);
+    pthread_mutex_lock(&d->lock);
+    tl_ipc_frames_destroy(&d->ipc); /* its socket goes before the context */
+    pthread_mutex_unlock(&d->lock);
     tl_worker_scratch *w = &d->scratch;
     free(w->ids);
     free(w->due);

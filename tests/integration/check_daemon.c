@@ -182,8 +182,9 @@ START_TEST(scans_and_rejections)
         h2.index = (uint64_t)k;
         tl_fx_send_frame(&f, &h2, fpx, sizeof fpx), sent++;
     }
-    /* a frame in GPU memory (PROTOCOL.md §8.4): well-formed, not consumable yet — a counted
-     * E_UNSUPPORTED rejection that names it, never a silent drop */
+    /* a frame in GPU memory (PROTOCOL.md §8.4) on the CPU backend: well-formed, but only the
+     * CUDA backend reads GPU memory — a counted rejection, never a silent drop (the GPU
+     * path itself is tests/gpu/check_ipc.c) */
     uint8_t handle[TL_PROTO_IPC_HANDLE] = {0};
     const char *uuid = "GPU-8695f54f-567f-78f5-adb5-abcd659e9ff1";
     h2.index = 4;
@@ -200,7 +201,9 @@ START_TEST(scans_and_rejections)
     msgpack_sbuffer_destroy(&gpu);
     h2.has_ipc = false;
     ck_assert(tl_fx_wait_messages(&f, sent, 10));
-    ck_assert_int_eq(tl_fx_status_int(&f, "frames.rejected_protocol.E_UNSUPPORTED"), 1);
+    ck_assert_int_eq(tl_fx_status_int(&f, "frames.rejected.gpu_memory"), 1);
+    ck_assert_int_eq(tl_fx_status_int(&f, "gpu_frames.frames"), 0);
+    ck_assert_int_eq(tl_fx_status_int(&f, "gpu_frames.buffers_open"), 0);
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.series"), 2);
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.held"), 4);
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.rejected.angle"), 1);
