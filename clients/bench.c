@@ -9,6 +9,11 @@
  * texture kernel "tex-std" of the same problem and slice count. The choice column applies
  * the autotuner's rule (tl_tune_choose) to each problem's table, so a benchmark shows what
  * `tomolive tune` and the daemon would pick from the same numbers.
+ *
+ * With --gpus, the per-frame pipeline runs on an engine whose detector rows are split
+ * across those GPUs (each stores its rows of every frame at once: the ingest capacity),
+ * and, with two or more, first on the first GPU alone, the baseline of the same run. The
+ * kernel tables and micro-benchmarks describe one card and run on the first GPU.
  */
 #include "config.h"
 
@@ -36,9 +41,9 @@
 #define RATES_WINDOW 4
 
 static const char usage_text[] =
-    "usage: tomolive bench [--backend auto|cpu|cuda] [--device N] [--shape SIZExPROJ ...]\n"
-    "                      [--slices 1,2,4] [--reps 20] [--no-pipeline]\n"
-    "                      [--pipeline-shape ROWSxCOLS]\n"
+    "usage: tomolive bench [--backend auto|cpu|cuda] [--device N] [--gpus LIST]\n"
+    "                      [--shape SIZExPROJ ...] [--slices 1,2,4] [--reps 20]\n"
+    "                      [--no-pipeline] [--pipeline-shape ROWSxCOLS]\n"
     "       tomolive bench --stream ...   the daemon under a stream (--stream --help)\n"
     "       tomolive bench --volume ...   a whole volume, every row (--volume --help)\n"
     "\n"
@@ -48,6 +53,9 @@ static const char usage_text[] =
     "\n"
     "      --backend NAME       cpu, cuda or auto (default: cuda when available)\n"
     "      --device N           CUDA device ordinal (default 0)\n"
+    "      --gpus LIST          the pipeline on these GPUs, rows split across them\n"
+    "                           (0,1 or all; with 2+, also on the first alone, to compare);\n"
+    "                           the kernel tables run on the first\n"
     "      --shape SIZExPROJ    a problem; repeat for several\n"
     "      --slices LIST        slices reconstructed together (default 1,2,4)\n"
     "      --reps R             timed calls per measurement, after warm-up (default 20)\n"
@@ -59,6 +67,7 @@ static const char usage_text[] =
 typedef struct {
     tl_backend_kind backend;
     int device, reps;
+    tl_bench_gpus gpus;       /* --gpus (n = 0: --device alone) */
     bool pipeline, rates;
     uint32_t size[MAX_SHAPES], proj[MAX_SHAPES];
     size_t nshapes;
@@ -273,7 +282,8 @@ static int bench_rates(const options *o)
 
 /* ---- per-frame pipeline --------------------------------------------------------------- */
 
-static int bench_pipeline(const options *o)
+/* The pipeline on the first nd devices of --gpus (nd = 0: on --device); *ms its median. */
+static int pipeline_once(const options *o, uint32_t nd, double *ms)
 {
     uint32_t R = o->prow, C = o->pcol;
     tl_engine_config c;
@@ -281,11 +291,24 @@ static int bench_pipeline(const options *o)
     c.backend = o->backend;
     c.device = o->device;
     c.dtype = TL_DTYPE_U16;
+    tl_bench_use_gpus(&c, &o->gpus, nd);
+    char where[160] = "";
+    if (nd > 0)
+        tl_bench_gpus_label(&o->gpus, nd, where, sizeof where);
+    if (nd > 1) {
+        size_t n = strlen(where);
+        if (R % nd == 0)
+            snprintf(where + n, sizeof where - n, ", %u rows each", R / nd);
+        else
+            snprintf(where + n, sizeof where - n, ", %u or %u rows each", R / nd, R / nd + 1);
+    }
     tl_engine *e;
     tl_status st = tl_engine_create(&c, &e);
     if (st != TL_OK)
-        return fail(1, "cannot create the pipeline engine (%ux%u u16): %s (%s)", R, C,
-                    tl_engine_last_error(NULL), tl_status_name(st));
+        return fail(1, "cannot create the pipeline engine (%ux%u u16%s%s): %s (%s)", R, C,
+                    where[0] ? ", " : "", where, tl_engine_last_error(NULL), tl_status_name(st));
+    tl_engine_state es;
+    tl_engine_get_state(e, &es);
     size_t npix = (size_t)R * C;
     uint16_t *frame = malloc(npix * sizeof *frame);
     float *li = malloc(npix * sizeof *li);
@@ -305,16 +328,17 @@ static int bench_pipeline(const options *o)
             tl_camera_frame_u16(&cam, kinds[k], li, R, C, NULL, frame);
             tl_frame f = {.kind = (tl_frame_kind)k, .index = 0, .angle = 0.3,
                           .dtype = TL_DTYPE_U16, .rows = R, .cols = C, .data = frame};
-            double ms = 0;
-            st = k < 2 ? tl_engine_submit(e, &f) : tl_engine_bench_store(e, &f, o->reps, &ms);
+            st = k < 2 ? tl_engine_submit(e, &f) : tl_engine_bench_store(e, &f, o->reps, ms);
             if (st != TL_OK)
                 rc = fail(1, "pipeline %s: %s (%s)", k < 2 ? "calibration frame" : "benchmark",
                           tl_engine_last_error(e), tl_status_name(st));
             else if (k == 2)
-                printf("\nper-frame pipeline %ux%u u16 (%sconvert + correct + filter + store): "
-                       "%.3f ms median, %.1f frames/s, %.2f GB/s\n",
+                printf("\nper-frame pipeline %ux%u u16 (%sconvert + correct + filter + "
+                       "store%s): %.3f ms median, %.1f frames/s, %.2f GB/s; on %s%s%s%s\n",
                        R, C, o->backend == TL_BACKEND_CUDA ? "upload from pinned memory + " : "",
-                       ms, 1e3 / ms, (double)npix * sizeof *frame / (ms * 1e-3) * 1e-9);
+                       nd > 1 ? ", every GPU its rows at once, the slowest timed" : "", *ms,
+                       1e3 / *ms, (double)npix * sizeof *frame / (*ms * 1e-3) * 1e-9,
+                       es.device_name, where[0] ? " (" : "", where, where[0] ? ")" : "");
         }
     }
     free(frame);
@@ -323,15 +347,31 @@ static int bench_pipeline(const options *o)
     return rc;
 }
 
+/* The pipeline on --device or --gpus; with several GPUs, first on the first one alone. */
+static int bench_pipeline(const options *o)
+{
+    double one = 0, all = 0;
+    if (o->gpus.n < 2)
+        return pipeline_once(o, o->gpus.n, &one);
+    if (pipeline_once(o, 1, &one) != 0 || pipeline_once(o, o->gpus.n, &all) != 0)
+        return 1;
+    char label[96];
+    tl_bench_gpus_label(&o->gpus, o->gpus.n, label, sizeof label);
+    printf("per-frame pipeline on %s: %.2f x the frames/s of GPU %d alone\n", label, one / all,
+           o->gpus.dev[0]);
+    return 0;
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
 
 static int parse_options(int argc, char **argv, options *o)
 {
     enum { O_BACKEND = 256, O_DEVICE, O_SHAPE, O_SLICES, O_REPS, O_NOPIPE, O_PSHAPE,
-           O_NORATES };
+           O_NORATES, O_GPUS };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"device", required_argument, NULL, O_DEVICE},
+        {"gpus", required_argument, NULL, O_GPUS},
         {"shape", required_argument, NULL, O_SHAPE},
         {"slices", required_argument, NULL, O_SLICES},
         {"reps", required_argument, NULL, O_REPS},
@@ -361,6 +401,12 @@ static int parse_options(int argc, char **argv, options *o)
                 return fail(2, "bad --device '%s': need a device ordinal", optarg);
             o->device = (int)v;
             break;
+        case O_GPUS: {
+            int rc = tl_bench_parse_gpus(ME, optarg, &o->gpus);
+            if (rc != 0)
+                return rc;
+            break;
+        }
         case O_SHAPE:
             if (o->nshapes == MAX_SHAPES ||
                 !parse_pair(optarg, 65536, &o->size[o->nshapes], &o->proj[o->nshapes]))
@@ -391,6 +437,8 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (optind < argc)
         return fail(2, "unexpected argument '%s' (see tomolive bench --help)", argv[optind]);
+    if (o->gpus.n > 0)
+        o->device = o->gpus.dev[0]; /* the kernel tables and micro-benchmarks: one card */
     return -1;
 }
 

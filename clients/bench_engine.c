@@ -66,6 +66,56 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
     return rc;
 }
 
+int tl_bench_parse_gpus(const char *me, const char *arg, tl_bench_gpus *g)
+{
+    g->n = 0;
+    if (strcmp(arg, "all") == 0) {
+        char why[256] = "";
+        int n = tl_backend_device_count(TL_BACKEND_CUDA, why, sizeof why);
+        if (n <= 0)
+            return tl_cli_fail(me, 1, "--gpus all: no CUDA device: %s", why);
+        for (int k = 0; k < n && k < TL_ENGINE_MAX_DEVICES; k++)
+            g->dev[g->n++] = k;
+        return 0;
+    }
+    for (const char *p = arg;; p++) {
+        char num[16];
+        size_t len = strcspn(p, ",");
+        long v;
+        if (len == 0 || len >= sizeof num || g->n == TL_ENGINE_MAX_DEVICES)
+            break;
+        memcpy(num, p, len);
+        num[len] = '\0';
+        if (!tl_cli_long(num, 0, 1024, &v))
+            break;
+        g->dev[g->n++] = (int)v;
+        p += len;
+        if (*p == '\0')
+            return 0;
+    }
+    g->n = 0;
+    return tl_cli_fail(me, 2, "bad --gpus '%s': need device ordinals like 0,1 (at most %d) "
+                       "or all", arg, TL_ENGINE_MAX_DEVICES);
+}
+
+void tl_bench_use_gpus(tl_engine_config *c, const tl_bench_gpus *g, uint32_t k)
+{
+    c->ndevices = 0;
+    if (k == 1)
+        c->device = g->dev[0];
+    else if (k >= 2) {
+        c->ndevices = k;
+        memcpy(c->devices, g->dev, k * sizeof *g->dev);
+    }
+}
+
+void tl_bench_gpus_label(const tl_bench_gpus *g, uint32_t k, char *buf, size_t len)
+{
+    int used = snprintf(buf, len, "GPU%s ", k > 1 ? "s" : "");
+    for (uint32_t i = 0; i < k && used > 0 && (size_t)used < len; i++)
+        used += snprintf(buf + used, len - (size_t)used, "%s%d", i ? "," : "", g->dev[i]);
+}
+
 void tl_bench_kernel_info(const tl_engine *e, const char *name, uint32_t *slices,
                           const char **params)
 {

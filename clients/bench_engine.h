@@ -9,6 +9,7 @@
 #define TL_BENCH_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gpu/engine.h"
@@ -23,6 +24,23 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
  * engine does not list it. */
 void tl_bench_kernel_info(const tl_engine *e, const char *name, uint32_t *slices,
                           const char **params);
+
+/* The devices a benchmark runs on (--gpus): CUDA ordinals, or row partitions on the CPU
+ * backend; n = 0 when not given. With two or more, the engine splits the detector rows
+ * across them (engine.h, config.devices). */
+typedef struct {
+    uint32_t n;
+    int dev[TL_ENGINE_MAX_DEVICES];
+} tl_bench_gpus;
+
+/* Parses a --gpus value: ordinals separated by commas ("0,1"; "0,0" is two partitions on
+ * one GPU) or "all" (every CUDA device here). Returns 0, or the exit status (2 for a bad
+ * list, 1 when "all" finds no device) after printing the error as "<me>: message". */
+int tl_bench_parse_gpus(const char *me, const char *arg, tl_bench_gpus *g);
+/* Sets the engine configuration to the first k devices of g (k = 1: one engine on it). */
+void tl_bench_use_gpus(tl_engine_config *c, const tl_bench_gpus *g, uint32_t k);
+/* "GPU 0", "GPUs 0,1" for the first k devices of g. */
+void tl_bench_gpus_label(const tl_bench_gpus *g, uint32_t k, char *buf, size_t len);
 
 /* Prints the micro-benchmark table of tl_engine_hw_rates (name | value | unit). Returns 0
  * (printed), 1 after printing the error as "<me>: message", or 0 with *unsupported set

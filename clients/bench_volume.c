@@ -9,6 +9,11 @@
  * take minutes). The rows are then timed in jobs of --batch slices with
  * tl_engine_bench_kernel, one kernel at a time: the median of --reps calls per job after a
  * warm-up, device outputs only (no copies to the host), summed over the jobs.
+ *
+ * With --gpus LIST the rows are split across those GPUs (engine.h, config.devices) and each
+ * job takes --batch rows from every GPU's share, so all GPUs work on every job, at once;
+ * a job is done when the slowest is. With two or more GPUs the first GPU alone is timed
+ * first, the baseline of the same run ("x 1 GPU").
  */
 #include "config.h"
 
@@ -18,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clients/bench_engine.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "gpu/engine.h"
@@ -29,16 +35,18 @@
 
 static const char usage_text[] =
     "usage: tomolive bench --volume [--shape SIZExPROJ] [--kernel NAME ...] [--batch N]\n"
-    "                               [--reps R] [--device N]\n"
+    "                               [--reps R] [--device N] [--gpus LIST]\n"
     "\n"
     "Back-projects every detector row of a SIZE x SIZE x SIZE volume (default 2048x2048)\n"
     "from PROJ projections held on the GPU, with each kernel given (default: the fastest\n"
     "multi-slice kernels of each mode and the tex-std baseline), in jobs of N slices\n"
-    "(default 256), and prints the total time per kernel.\n";
+    "(default 256) per GPU, and prints the total time per kernel. --gpus 0,1 (or all)\n"
+    "splits the rows across GPUs, after timing the first GPU alone for comparison.\n";
 
 typedef struct {
     uint32_t size, proj, batch;
     int reps, device;
+    tl_bench_gpus gpus;
     const char *kernels[MAX_KERNELS];
     int nkernels;
 } options;
@@ -49,7 +57,8 @@ static int parse(int argc, char **argv, options *o)
         {"volume", no_argument, NULL, 'V'},      {"shape", required_argument, NULL, 's'},
         {"kernel", required_argument, NULL, 'k'}, {"batch", required_argument, NULL, 'b'},
         {"reps", required_argument, NULL, 'r'},   {"device", required_argument, NULL, 'd'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"gpus", required_argument, NULL, 'g'},   {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->size = o->proj = 2048;
@@ -85,6 +94,12 @@ static int parse(int argc, char **argv, options *o)
             else
                 o->device = (int)v;
             break;
+        case 'g': {
+            int rc = tl_bench_parse_gpus(ME, optarg, &o->gpus);
+            if (rc != 0)
+                return rc;
+            break;
+        }
         case 'h': fputs(usage_text, stdout); return 0;
         default:
             return tl_cli_fail(ME, 2, "%s '%s' (see tomolive bench --volume --help)",
@@ -135,73 +150,118 @@ static void default_kernels(const tl_engine *e, options *o)
             o->kernels[o->nkernels++] = k[i].name;
 }
 
+/* The slices in job order: job j takes rows [first + j batch, first + (j + 1) batch) of
+ * every GPU's share [first, end) (tl_engine_split_rows), so every GPU has work in every
+ * job; with one GPU, the rows in order. */
+static void job_order(const int *ids, uint32_t size, uint32_t parts, uint32_t batch, int *order)
+{
+    size_t n = 0;
+    for (uint32_t j = 0; n < size; j++)
+        for (uint32_t k = 0; k < parts; k++) {
+            uint32_t first, end;
+            tl_engine_split_rows(size, parts, k, &first, &end);
+            uint64_t lo = first + (uint64_t)j * batch, hi = lo + batch;
+            for (uint64_t z = lo; z < end && z < hi; z++)
+                order[n++] = ids[z];
+        }
+}
+
+/* One engine: the first nd devices of --gpus (nd = 0: --device). Times every kernel of o
+ * (choosing the default ones on the first call) into ms[k], printing a row each; one[k]
+ * is the one-GPU time of the same kernel (0: none) for the "x 1 GPU" column. */
+static int run_volume(options *o, uint32_t nd, const double *one, double *ms)
+{
+    tl_engine_config c;
+    tl_engine_config_init(&c, o->size, o->size, o->proj);
+    c.backend = TL_BACKEND_CUDA;
+    c.device = o->device;
+    c.dtype = TL_DTYPE_F32;
+    c.already_linear = true;
+    tl_bench_use_gpus(&c, &o->gpus, nd);
+    uint32_t parts = nd > 1 ? nd : 1;
+    char label[96];
+    if (nd > 0)
+        tl_bench_gpus_label(&o->gpus, nd, label, sizeof label);
+    else
+        snprintf(label, sizeof label, "GPU %d", o->device);
+    tl_engine *e = NULL;
+    double t0 = tl_cli_now();
+    tl_status st = tl_engine_create(&c, &e);
+    if (st != TL_OK)
+        return tl_cli_fail(ME, 1, "cannot create the engine on %s: %s (%s)", label,
+                           tl_engine_last_error(NULL), tl_status_name(st));
+    int *ids = calloc(o->size, sizeof *ids), *order = calloc(o->size, sizeof *order);
+    int rc = ids && order ? fill(e, o) : tl_cli_fail(ME, 1, "out of memory");
+    for (uint32_t z = 0; rc == 0 && z < o->size; z++) {
+        tl_slice_spec s;
+        tl_slice_spec_row(&s, z, o->size, o->size);
+        if ((st = tl_engine_add_slice(e, &s, &ids[z])) != TL_OK)
+            rc = tl_cli_fail(ME, 1, "slice %u: %s", z, tl_engine_last_error(e));
+    }
+    if (rc == 0) {
+        job_order(ids, o->size, parts, o->batch, order);
+        if (o->nkernels == 0)
+            default_kernels(e, o);
+        tl_engine_state es;
+        tl_engine_get_state(e, &es);
+        printf("\ndevice: %s (%s), window filled in %.1f s", es.device_name, label,
+               tl_cli_now() - t0);
+        if (parts > 1)
+            printf("; rows split %u ways (%u..%u each), jobs of %u rows from every GPU at once",
+                   parts, o->size / parts, (o->size + parts - 1) / parts, o->batch);
+        printf("\n%-18s | %-7s | %-12s | %10s | %14s | %10s | %8s\n", "kernel", "mode", "GPUs",
+               "volume s", "G updates/s", "x tex-std", "x 1 GPU");
+        printf("-------------------+---------+--------------+------------+----------------+----"
+               "--------+---------\n");
+    }
+    double base = 0;
+    uint32_t job = parts * o->batch;
+    for (int k = 0; rc == 0 && k < o->nkernels; k++) {
+        ms[k] = 0;
+        tl_quality q = TL_QUALITY_EXACT;
+        for (uint32_t z = 0; rc == 0 && z < o->size; z += job) {
+            uint32_t n = o->size - z < job ? o->size - z : job;
+            tl_bench_row row;
+            st = tl_engine_bench_kernel(e, order + z, n, o->kernels[k], o->reps, &row);
+            if (st != TL_OK)
+                rc = tl_cli_fail(ME, 1, "%s on %s: %s (%s)", o->kernels[k], label,
+                                 tl_engine_last_error(e), tl_status_name(st));
+            ms[k] += row.ms;
+            q = row.quality;
+        }
+        if (rc != 0)
+            break;
+        if (strcmp(o->kernels[k], "tex-std") == 0)
+            base = ms[k];
+        double upd = (double)o->size * o->size * o->size * o->proj;
+        char ratio[32] = "n/a", gain[32] = "-";
+        if (base > 0)
+            snprintf(ratio, sizeof ratio, "%.2f", base / ms[k]);
+        if (one && one[k] > 0)
+            snprintf(gain, sizeof gain, "%.2f", one[k] / ms[k]);
+        const char *gpus = strchr(label, ' ') + 1; /* "0,1" of "GPUs 0,1" */
+        printf("%-18s | %-7s | %-12s | %10.3f | %14.1f | %10s | %8s\n", o->kernels[k],
+               tl_quality_name(q), gpus, ms[k] * 1e-3, upd / (ms[k] * 1e-3) * 1e-9, ratio, gain);
+        fflush(stdout);
+    }
+    free(ids);
+    free(order);
+    tl_engine_destroy(e);
+    return rc;
+}
+
 int tl_cmd_volume_bench(int argc, char **argv)
 {
     options o;
     int rc = parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    tl_engine_config c;
-    tl_engine_config_init(&c, o.size, o.size, o.proj);
-    c.backend = TL_BACKEND_CUDA;
-    c.device = o.device;
-    c.dtype = TL_DTYPE_F32;
-    c.already_linear = true;
-    tl_engine *e = NULL;
-    double t0 = tl_cli_now();
-    tl_status st = tl_engine_create(&c, &e);
-    if (st != TL_OK)
-        return tl_cli_fail(ME, 1, "cannot create the engine: %s (%s)", tl_engine_last_error(NULL),
-                           tl_status_name(st));
-    int *ids = calloc(o.size, sizeof *ids);
-    rc = ids ? fill(e, &o) : tl_cli_fail(ME, 1, "out of memory");
-    for (uint32_t z = 0; rc == 0 && z < o.size; z++) {
-        tl_slice_spec s;
-        tl_slice_spec_row(&s, z, o.size, o.size);
-        if ((st = tl_engine_add_slice(e, &s, &ids[z])) != TL_OK)
-            rc = tl_cli_fail(ME, 1, "slice %u: %s", z, tl_engine_last_error(e));
-    }
-    if (rc == 0 && o.nkernels == 0)
-        default_kernels(e, &o);
-    if (rc == 0) {
-        tl_engine_state es;
-        tl_engine_get_state(e, &es);
-        printf("device: %s\n", es.device_name);
-        printf("volume: %u x %u x %u from %u projections of %u x %u (window on the device, "
-               "filled in %.1f s); jobs of %u slices, median of %d after a warm-up, summed\n",
-               o.size, o.size, o.size, o.proj, o.size, o.size, tl_cli_now() - t0, o.batch,
-               o.reps);
-        printf("%-18s | %-7s | %10s | %14s | %10s\n", "kernel", "mode", "volume s",
-               "G updates/s", "x tex-std");
-        printf("-------------------+---------+------------+----------------+-----------\n");
-    }
-    double base = 0;
-    for (int k = 0; rc == 0 && k < o.nkernels; k++) {
-        double ms = 0;
-        tl_quality q = TL_QUALITY_EXACT;
-        for (uint32_t z = 0; rc == 0 && z < o.size; z += o.batch) {
-            uint32_t n = o.size - z < o.batch ? o.size - z : o.batch;
-            tl_bench_row row;
-            st = tl_engine_bench_kernel(e, ids + z, n, o.kernels[k], o.reps, &row);
-            if (st != TL_OK)
-                rc = tl_cli_fail(ME, 1, "%s: %s (%s)", o.kernels[k], tl_engine_last_error(e),
-                                 tl_status_name(st));
-            ms += row.ms;
-            q = row.quality;
-        }
-        if (rc != 0)
-            break;
-        if (strcmp(o.kernels[k], "tex-std") == 0)
-            base = ms;
-        double upd = (double)o.size * o.size * o.size * o.proj;
-        char ratio[32] = "n/a";
-        if (base > 0)
-            snprintf(ratio, sizeof ratio, "%.2f", base / ms);
-        printf("%-18s | %-7s | %10.3f | %14.1f | %10s\n", o.kernels[k], tl_quality_name(q),
-               ms * 1e-3, upd / (ms * 1e-3) * 1e-9, ratio);
-        fflush(stdout);
-    }
-    free(ids);
-    tl_engine_destroy(e);
-    return rc;
+    printf("volume: %u x %u x %u from %u projections of %u x %u (window on the device); jobs "
+           "of %u slices per GPU, median of %d after a warm-up, summed\n", o.size, o.size,
+           o.size, o.proj, o.size, o.size, o.batch, o.reps);
+    double one[MAX_KERNELS] = {0}, all[MAX_KERNELS] = {0};
+    if (o.gpus.n < 2)
+        return run_volume(&o, o.gpus.n, NULL, one);
+    rc = run_volume(&o, 1, NULL, one); /* the baseline: the first GPU alone */
+    return rc != 0 ? rc : run_volume(&o, o.gpus.n, one, all);
 }

@@ -8,6 +8,14 @@
  * PUSH blocks when the receiver's queue is full (back-pressure: nothing is dropped by
  * ZeroMQ), payloads go zero-copy from a ring of pre-produced frames (push_source.h), and
  * ZMQ_LINGER -1 makes the exit wait until every frame has been handed to the network.
+ *
+ * With --cuda-ipc it is a producer of frames in GPU memory instead (PROTOCOL.md §8.4,
+ * clients/push_ipc.h): each frame is written into a slot of a ring on the GPU and only its
+ * header is sent; the daemon's `release` hands the slot back. The pixels are exactly those
+ * the host path sends for the same options. To reach a camera's rates the distinct frames
+ * of the scan are uploaded once into a bank on the GPU, and each frame sent is then one
+ * device-to-device copy; a scan whose distinct frames exceed --bank-mb is uploaded frame
+ * by frame from host memory instead (slower, and said so).
  */
 #include "config.h"
 
@@ -24,6 +32,7 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/hdf5.h"
+#include "clients/push_ipc.h"
 #include "clients/push_source.h"
 #include "gpu/phantom.h"
 #include "protocol/protocol.h"
@@ -33,11 +42,13 @@
 static const char usage_text[] =
     "usage: tomolive push [--endpoint E] [--bind] [--series N] [--rate FPS] [--shuffle PCT]\n"
     "                     [--drop PCT] [--seed S] [--drop-list FILE] [--no-end] [--sndhwm N]\n"
-    "                     [--buffer-mb MB] [--window N] [--center C] [--quiet] [SOURCE]\n"
+    "                     [--buffer-mb MB] [--window N] [--center C] [--quiet]\n"
+    "                     [--cuda-ipc [--device N] [--ring SLOTS] [--bank-mb MB] [--pitch B]\n"
+    "                      [--release-endpoint E] [--release-timeout S]] [SOURCE]\n"
     "SOURCE, the simulated camera (default):\n"
     "       [--rows 64] [--cols 256] [--projections 720] [--darks 10] [--flats 10]\n"
     "       [--angles-deg START:STOP (0:180)] [--dtype u16|f32] [--flux 10000] [--noise]\n"
-    "       [--attenuation 2.0]\n"
+    "       [--attenuation 2.0] [--turns 1]\n"
     "or TIFF stacks:\n"
     "       --tiff P.tif [--tiff-darks D.tif] [--tiff-flats F.tif] [--already-linear]\n"
     "       (--angles-deg START:STOP[:COUNT] | --angles FILE)\n"
@@ -67,15 +78,33 @@ static const char usage_text[] =
     "      --center C         rotation axis column, sent in the scan (phantom: where the\n"
     "                         simulated axis projects; default (cols - 1) / 2, not sent)\n"
     "      --quiet            no progress on stderr\n"
+    "  frames in GPU memory (CUDA IPC; the daemon on the same host):\n"
+    "      --cuda-ipc         write each frame into a ring of slots on the GPU and send its\n"
+    "                         header alone; the daemon's release messages free the slots\n"
+    "      --device N         CUDA device of the ring (default 0)\n"
+    "      --ring SLOTS       frames in the ring (default 16)\n"
+    "      --bank-mb MB       GPU memory for the scan's distinct frames, uploaded once so\n"
+    "                         that a frame is a device-to-device copy (default 2048); a scan\n"
+    "                         with more is uploaded frame by frame from host memory\n"
+    "      --pitch B          bytes between rows in the ring (default: a row rounded up to\n"
+    "                         512)\n"
+    "      --release-endpoint E  where release messages are received (default\n"
+    "                         tcp://127.0.0.1 on a free port)\n"
+    "      --release-timeout S  seconds to wait for a release before failing (default 10)\n"
     "  phantom: 3-D Shepp-Logan, scaled so the largest line integral is --attenuation;\n"
     "      camera counts = flux x gain pattern x exp(-line integral) + dark offset 100\n"
     "      --dtype u16|f32    sample type of the frames (default u16)\n"
     "      --noise            Poisson noise on the counts\n"
+    "      --turns N          send the projections N times, indices going on (projection\n"
+    "                         i has the angle of i mod the count: with 0:360 a rotation\n"
+    "                         of N turns; the window defaults to one turn)\n"
     "  TIFF: page i of each file is frame index i of its kind; --angles-deg with COUNT (or\n"
     "      the lines of --angles) must match the projection pages\n"
     "\n"
     "Prints on stdout: pushed N frames (D darks, F flats, P projections, X dropped) in T s:\n"
-    "R frames/s, G GB/s. Exit status: 0 done, 1 failed, 2 usage error.\n";
+    "R frames/s, G GB/s; with --cuda-ipc also: cuda-ipc: N frames lent through a ring of\n"
+    "S slots on GPU-...: K released, J rejected [(first: CODE: message)].\n"
+    "Exit status: 0 done, 1 failed, 2 usage error.\n";
 
 typedef struct {
     const char *endpoint, *drop_list, *angles_deg, *angles_file;
@@ -85,10 +114,17 @@ typedef struct {
     bool bind, no_end, quiet, noise, already_linear, has_center, has_projections;
     uint64_t series, seed;
     double rate, shuffle, drop, flux, attenuation, center;
-    uint32_t rows, cols, projections, darks, flats, window;
+    uint32_t rows, cols, projections, darks, flats, window, turns;
     int sndhwm;
     size_t buffer_mb;
     tl_dtype dtype;
+    /* --cuda-ipc */
+    bool cuda_ipc;
+    const char *ipc_opt;      /* an option that needs --cuda-ipc, for the message */
+    const char *release_endpoint;
+    uint32_t device, ring;
+    size_t bank_mb, pitch;
+    double release_timeout;
 } options;
 
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
@@ -133,9 +169,11 @@ static bool parse_double(const char *s, double min, double max, double *out)
 }
 
 enum { O_ENDPOINT = 256, O_BIND, O_SERIES, O_RATE, O_SHUFFLE, O_DROP, O_SEED, O_DROPLIST,
-       O_NOEND, O_SNDHWM, O_QUIET, O_BUFFER, O_WINDOW, O_CENTER, O_ANGLESDEG,
+       O_NOEND, O_SNDHWM, O_QUIET, O_BUFFER, O_WINDOW, O_CENTER, O_ANGLESDEG, O_CUDAIPC,
+       /* --cuda-ipc only */
+       O_DEVICE, O_RING, O_BANK, O_PITCH, O_RELEP, O_RELTIMEOUT,
        /* phantom only */
-       O_ROWS, O_COLS, O_PROJ, O_DARKS, O_FLATS, O_DTYPE, O_FLUX, O_NOISE, O_ATTEN,
+       O_ROWS, O_COLS, O_PROJ, O_DARKS, O_FLATS, O_DTYPE, O_FLUX, O_NOISE, O_ATTEN, O_TURNS,
        /* TIFF only */
        O_TIFF, O_TDARKS, O_TFLATS, O_ANGLES, O_LINEAR,
        /* a data file */
@@ -157,6 +195,14 @@ static const struct option longopts[] = {
     {"window", required_argument, NULL, O_WINDOW},
     {"center", required_argument, NULL, O_CENTER},
     {"angles-deg", required_argument, NULL, O_ANGLESDEG},
+    {"cuda-ipc", no_argument, NULL, O_CUDAIPC},
+    {"device", required_argument, NULL, O_DEVICE},
+    {"ring", required_argument, NULL, O_RING},
+    {"bank-mb", required_argument, NULL, O_BANK},
+    {"pitch", required_argument, NULL, O_PITCH},
+    {"release-endpoint", required_argument, NULL, O_RELEP},
+    {"release-timeout", required_argument, NULL, O_RELTIMEOUT},
+    {"turns", required_argument, NULL, O_TURNS},
     {"rows", required_argument, NULL, O_ROWS},
     {"cols", required_argument, NULL, O_COLS},
     {"projections", required_argument, NULL, O_PROJ},
@@ -206,6 +252,24 @@ static bool apply(options *o, int c, const char *v)
         o->has_center = true;
         return parse_double(v, -1e9, 1e9, &o->center);
     case O_ANGLESDEG: o->angles_deg = v; return true;
+    case O_CUDAIPC: o->cuda_ipc = true; return true;
+    case O_DEVICE: return parse_u32(v, 0, 1023, &o->device);
+    case O_RING: return parse_u32(v, 1, 65536, &o->ring);
+    case O_BANK:
+        if (!parse_u64(v, 0, 1u << 30, &u))
+            return false;
+        o->bank_mb = u;
+        return true;
+    case O_PITCH:
+        if (!parse_u64(v, 1, (uint64_t)1 << 31, &u))
+            return false;
+        o->pitch = u;
+        return true;
+    case O_RELEP:
+        o->release_endpoint = v;
+        return *v && strlen(v) <= TL_PROTO_MAX_ENDPOINT;
+    case O_RELTIMEOUT: return parse_double(v, 0.001, 1e6, &o->release_timeout);
+    case O_TURNS: return parse_u32(v, 1, 1000000, &o->turns);
     case O_ROWS: return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->rows);
     case O_COLS: return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->cols);
     case O_PROJ:
@@ -256,6 +320,10 @@ static int parse_options(int argc, char **argv, options *o)
     o->dtype = TL_DTYPE_U16;
     o->flux = 10000;
     o->attenuation = 2.0;
+    o->turns = 1;
+    o->ring = 16;
+    o->bank_mb = 2048;
+    o->release_timeout = 10;
     optind = 1;
     opterr = 0;
     int c;
@@ -269,8 +337,10 @@ static int parse_options(int argc, char **argv, options *o)
                         c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
         if (!apply(o, c, optarg))
             return fail(2, "bad --%s '%s' (see tomolive push --help)", option_name(c), optarg);
-        if (c >= O_ROWS && c <= O_ATTEN)
+        if (c >= O_ROWS && c <= O_TURNS)
             o->phantom_opt = option_name(c);
+        if (c >= O_DEVICE && c <= O_RELTIMEOUT)
+            o->ipc_opt = option_name(c);
         if (c >= O_TDARKS && c <= O_LINEAR)
             o->tiff_opt = option_name(c);
     }
@@ -287,6 +357,8 @@ static int parse_options(int argc, char **argv, options *o)
         return fail(2, "--tiff needs --angles-deg or --angles");
     if (o->angles_deg && o->angles_file)
         return fail(2, "give either --angles-deg or --angles, not both");
+    if (o->ipc_opt && !o->cuda_ipc)
+        return fail(2, "--%s needs --cuda-ipc", o->ipc_opt);
     if (!o->endpoint)
         o->endpoint = o->bind ? "tcp://*:5600" : "tcp://localhost:5600";
     return -1;
@@ -295,7 +367,8 @@ static int parse_options(int argc, char **argv, options *o)
 /* ---- the scan ------------------------------------------------------------------------ */
 
 typedef struct {
-    uint32_t rows, cols, ndark, nflat, nproj;
+    uint32_t rows, cols, ndark, nflat, nproj; /* nproj: of one turn (--turns) */
+    uint32_t turns;
     tl_dtype dtype;
     double *angles;          /* by projection index */
     push_item *items;        /* what is sent, in order */
@@ -304,12 +377,17 @@ typedef struct {
     uint32_t dropped;
 } scan;
 
-/* Builds the send order: darks, flats, projections with the requested disorder. */
+/* Builds the send order: darks, flats, projections (of every turn) with the requested
+ * disorder. */
 static int schedule(const options *o, scan *sc)
 {
-    size_t total = (size_t)sc->ndark + sc->nflat + sc->nproj;
-    uint32_t *order = malloc(sc->nproj * sizeof *order);
-    bool *lost = calloc(sc->nproj ? sc->nproj : 1, sizeof *lost);
+    sc->turns = o->turns;
+    uint64_t nall = (uint64_t)sc->nproj * sc->turns; /* projections of every turn */
+    if (nall > UINT32_MAX)
+        return fail(2, "%u projections x %u turns: too many frames", sc->nproj, sc->turns);
+    size_t total = (size_t)sc->ndark + sc->nflat + nall;
+    uint32_t *order = malloc((nall ? nall : 1) * sizeof *order);
+    bool *lost = calloc(nall ? nall : 1, sizeof *lost);
     sc->items = malloc(total * sizeof *sc->items);
     sc->slot = malloc(total * sizeof *sc->slot);
     if (!order || !lost || !sc->items || !sc->slot) {
@@ -319,38 +397,40 @@ static int schedule(const options *o, scan *sc)
     }
     tl_rng rng;
     tl_rng_seed(&rng, o->seed);
-    for (uint32_t k = 0; k < sc->nproj; k++)
+    for (uint32_t k = 0; k < nall; k++)
         order[k] = k;
-    for (uint32_t k = 0; k < sc->nproj; k++)
+    for (uint32_t k = 0; k < nall; k++)
         if (o->shuffle > 0 && tl_rng_uniform(&rng) * 100 < o->shuffle) {
             uint64_t j = k + 1 + tl_rng_next(&rng) % 8;
-            if (j < sc->nproj) {
+            if (j < nall) {
                 uint32_t t = order[k];
                 order[k] = order[j];
                 order[j] = t;
             }
         }
-    for (uint32_t k = 0; k < sc->nproj; k++)
+    for (uint32_t k = 0; k < nall; k++)
         lost[k] = o->drop > 0 && tl_rng_uniform(&rng) * 100 < o->drop;
     size_t pos = 0;
     for (uint32_t i = 0; i < sc->ndark; i++, pos++)
         sc->slot[sc->nsent] = pos, sc->items[sc->nsent++] = (push_item){TL_FRAME_DARK, i, 0};
     for (uint32_t i = 0; i < sc->nflat; i++, pos++)
         sc->slot[sc->nsent] = pos, sc->items[sc->nsent++] = (push_item){TL_FRAME_FLAT, i, 0};
-    for (uint32_t i = 0; i < sc->nproj; i++, pos++) {
+    for (uint32_t i = 0; i < nall; i++, pos++) {
         uint32_t k = order[i];
         if (lost[k]) {
             sc->dropped++;
             continue;
         }
         sc->slot[sc->nsent] = pos;
-        sc->items[sc->nsent++] = (push_item){TL_FRAME_PROJ, k, sc->angles[k]};
+        /* a later turn repeats the first one's angles exactly (same bits), so that its
+         * frames are the same frames: what makes the schedule periodic for --cuda-ipc */
+        sc->items[sc->nsent++] = (push_item){TL_FRAME_PROJ, k, sc->angles[k % sc->nproj]};
     }
     int rc = 0;
     FILE *f = o->drop_list ? fopen(o->drop_list, "w") : NULL;
     if (o->drop_list && !f)
         rc = fail(1, "cannot create '%s': %s", o->drop_list, strerror(errno));
-    for (uint32_t k = 0; f && k < sc->nproj; k++)
+    for (uint32_t k = 0; f && k < nall; k++)
         if (lost[k])
             fprintf(f, "%u\n", k);
     if (f && fclose(f) != 0)
@@ -492,9 +572,207 @@ static int send_header(void *sock, msgpack_sbuffer *sb, const char *what)
     return 0;
 }
 
-/* Sends everything; *t0 gets the start of the clock. */
-static int send_scan(const options *o, const scan *sc, push_source *src, void *sock,
-                     uint64_t *t0, uint64_t *bytes)
+/* ---- frames in GPU memory (--cuda-ipc) ----------------------------------------------- */
+
+typedef struct {
+    tl_push_ipc *ring;
+    size_t *bank_of;         /* each sent frame's bank entry; NULL: uploaded frame by frame */
+    size_t nbank;
+    double timeout;          /* --release-timeout */
+} gpu_frames;
+
+/* The ring on the GPU, first of all: without CUDA or without the device nothing else is
+ * worth doing. */
+static int gpu_open(const options *o, const scan *sc, gpu_frames *g)
+{
+    char err[512];
+    tl_push_ipc_opts io = {.device = (int)o->device, .rows = sc->rows, .cols = sc->cols,
+                           .dtype = proto_dtype(sc->dtype), .slots = o->ring, .pitch = o->pitch,
+                           .endpoint = o->release_endpoint};
+    if (!(g->ring = tl_push_ipc_create(&io, err, sizeof err)))
+        return fail(1, "--cuda-ipc: %s", err);
+    g->timeout = o->release_timeout;
+    return 0;
+}
+
+typedef struct {
+    uint64_t kind, bits;     /* what determines the frame */
+    size_t p;                /* its position in the send order */
+} frame_key;
+
+static int cmp_key(const void *a, const void *b)
+{
+    const frame_key *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->bits != y->bits)
+        return x->bits < y->bits ? -1 : 1;
+    return (x->p > y->p) - (x->p < y->p);
+}
+
+/* Which of the frames sent are the same frame, so that the bank holds each once. The
+ * simulated camera without noise makes a frame from its kind and, for a projection, its
+ * angle alone (the index only seeds the noise): frames of equal kind and bit-identical
+ * angle are equal, byte for byte — the same function of the same input. Equal bits, not
+ * equal angles modulo 2 pi: a frame made at another angle of the same direction may differ
+ * in a rounding, and the frames must be exactly those of the host path. With noise, or
+ * from files, every frame is its own. Fills bank_of[p] and uniq[] (one item per entry, to
+ * make it from) and returns the number of entries; 0 when out of memory. */
+static size_t distinct_frames(const options *o, const scan *sc, size_t *bank_of,
+                              push_item *uniq)
+{
+    size_t n = sc->nsent;
+    if (o->tiff || o->noise) {
+        for (size_t p = 0; p < n; p++)
+            bank_of[p] = p, uniq[p] = sc->items[p];
+        return n;
+    }
+    frame_key *k = malloc(n * sizeof *k);
+    if (!k)
+        return 0;
+    for (size_t p = 0; p < n; p++) {
+        const push_item *it = &sc->items[p];
+        uint64_t bits = 0;
+        if (it->kind == TL_FRAME_PROJ)
+            memcpy(&bits, &it->angle, sizeof bits);
+        k[p] = (frame_key){(uint64_t)it->kind, bits, p};
+    }
+    qsort(k, n, sizeof *k, cmp_key);
+    size_t d = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || k[i].kind != k[i - 1].kind || k[i].bits != k[i - 1].bits)
+            uniq[d++] = sc->items[k[i].p];
+        bank_of[k[i].p] = d - 1;
+    }
+    free(k);
+    return d;
+}
+
+/* Frames buffered ahead by the source: --buffer-mb worth, at least 4. */
+static size_t ahead_buffers(const options *o, size_t frame_bytes)
+{
+    size_t nbuf = (o->buffer_mb << 20) / (frame_bytes ? frame_bytes : 1);
+    return nbuf < 4 ? 4 : nbuf;
+}
+
+/* Waits until the source has made the first `ahead` frames, saying so on a big scan. */
+static void make_ahead(const options *o, push_source *src, size_t ahead)
+{
+    size_t made;
+    bool tty = isatty(STDERR_FILENO) == 1, said = false;
+    while ((made = push_source_wait(src, ahead, 1.0)) < ahead && !push_source_failed(src))
+        if (!o->quiet) {
+            fprintf(stderr, "%s" ME ": making frames %zu/%zu%s", tty ? "\r" : "", made, ahead,
+                    tty ? "" : "\n");
+            said = true;
+        }
+    if (said && tty)
+        fputc('\n', stderr);
+}
+
+/* Makes each distinct frame once and uploads it into the bank. */
+static int gpu_fill_bank(const options *o, push_source *src, gpu_frames *g,
+                         const push_item *uniq, size_t d, size_t frame_bytes)
+{
+    char err[512];
+    if (push_source_start(src, uniq, d, ahead_buffers(o, frame_bytes), err, sizeof err) != 0)
+        return fail(1, "%s", err);
+    bool tty = isatty(STDERR_FILENO) == 1, said = false;
+    double next = tl_cli_now() + 1.0;
+    for (size_t i = 0; i < d; i++) {
+        void *px = push_source_frame(src, i, err, sizeof err);
+        if (!px)
+            return fail(1, "%s", err);
+        int rc = tl_push_ipc_bank_put(g->ring, i, px, err, sizeof err);
+        push_source_release(px, push_source_hint(src, i)); /* the upload is complete */
+        if (rc != 0)
+            return fail(1, "--cuda-ipc: %s", err);
+        if (!o->quiet && (tl_cli_now() > next || (said && i + 1 == d))) {
+            fprintf(stderr, "%s" ME ": frames to GPU %u: %zu/%zu%s", tty ? "\r" : "", o->device,
+                    i + 1, d, tty ? "" : "\n");
+            said = true;
+            next = tl_cli_now() + (tty ? 0.1 : 1.0);
+        }
+    }
+    if (said && tty)
+        fputc('\n', stderr);
+    return 0;
+}
+
+/* Gets the frames ready: into the bank when the scan's distinct frames fit --bank-mb,
+ * otherwise made ahead in host memory as for the host path and uploaded frame by frame. */
+static int gpu_prepare(const options *o, const scan *sc, push_source *src, gpu_frames *g)
+{
+    char err[512];
+    size_t n = sc->nsent, frame_bytes = (size_t)sc->rows * sc->cols * tl_dtype_size(sc->dtype);
+    size_t slot_bytes = tl_push_ipc_slot_bytes(g->ring);
+    size_t *bank_of = malloc((n ? n : 1) * sizeof *bank_of);
+    push_item *uniq = malloc((n ? n : 1) * sizeof *uniq);
+    size_t d = bank_of && uniq && n ? distinct_frames(o, sc, bank_of, uniq) : 0;
+    if (n && !d) {
+        free(bank_of);
+        free(uniq);
+        return fail(1, "out of memory for a scan of %zu frames", n);
+    }
+    int rc = 0;
+    bool fits = d <= (o->bank_mb << 20) / slot_bytes;
+    if (n == 0) {
+        /* nothing to send: neither bank nor source */
+    } else if (fits && tl_push_ipc_bank_alloc(g->ring, d, err, sizeof err) == 0) {
+        if (!o->quiet)
+            fprintf(stderr, ME ": --cuda-ipc: %zu distinct frames (%.1f MB) go to GPU %u once; "
+                    "each frame sent is a device-to-device copy into a ring of %u slots\n",
+                    d, (double)d * (double)slot_bytes / 1e6, o->device, o->ring);
+        rc = gpu_fill_bank(o, src, g, uniq, d, frame_bytes);
+        g->bank_of = bank_of;
+        g->nbank = d;
+        bank_of = NULL;
+    } else {
+        if (!o->quiet && fits)
+            fprintf(stderr, ME ": --cuda-ipc: no bank on the GPU (%s): each frame is uploaded "
+                    "from host memory as it is sent, which may limit the rate\n", err);
+        else if (!o->quiet)
+            fprintf(stderr, ME ": --cuda-ipc: the scan's %zu distinct frames (%.1f MB) exceed "
+                    "--bank-mb %zu: each frame is uploaded from host memory as it is sent, "
+                    "which may limit the rate\n", d, (double)d * (double)slot_bytes / 1e6,
+                    o->bank_mb);
+        size_t nbuf = ahead_buffers(o, frame_bytes);
+        if (push_source_start(src, sc->items, n, nbuf, err, sizeof err) != 0)
+            rc = fail(1, "%s", err);
+        else
+            make_ahead(o, src, nbuf < n ? nbuf : n);
+    }
+    free(bank_of);
+    free(uniq);
+    return rc;
+}
+
+/* Frame p into a ring slot: a free slot (waiting for a release if need be), then the
+ * pixels, copied from the bank or uploaded from the source's host buffer. */
+static int gpu_frame(gpu_frames *g, push_source *src, size_t p, uint32_t *slot, char *err,
+                     size_t errlen)
+{
+    if (tl_push_ipc_acquire(g->ring, g->timeout, slot, err, errlen) != 0)
+        return -1;
+    int rc;
+    if (g->bank_of) {
+        rc = tl_push_ipc_fill_bank(g->ring, *slot, g->bank_of[p], err, errlen);
+    } else {
+        void *px = push_source_frame(src, p, err, errlen);
+        rc = px ? tl_push_ipc_fill_host(g->ring, *slot, px, err, errlen) : -1;
+        if (px) /* the copy is complete: the host buffer may be reused */
+            push_source_release(px, push_source_hint(src, p));
+    }
+    if (rc != 0)
+        tl_push_ipc_cancel(g->ring, *slot);
+    return rc;
+}
+
+/* ---- the scan on the wire ------------------------------------------------------------ */
+
+/* Sends everything; *t0 gets the start of the clock. g: frames in GPU memory, or NULL. */
+static int send_scan(const options *o, const scan *sc, push_source *src, gpu_frames *g,
+                     void *sock, uint64_t *t0, uint64_t *bytes)
 {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
@@ -503,6 +781,9 @@ static int send_scan(const options *o, const scan *sc, push_source *src, void *s
                        .window = o->window ? o->window : sc->nproj, .darks = sc->ndark,
                        .flats = sc->nflat, .first_index = 0, .has_center = o->has_center,
                        .center = o->center, .already_linear = o->already_linear};
+    if (g) /* where the daemon sends its releases */
+        s.release = (tl_proto_str){tl_push_ipc_endpoint(g->ring),
+                                   strlen(tl_push_ipc_endpoint(g->ring))};
     int rc = tl_proto_encode_scan(&sb, &s) ? fail(1, "out of memory") : 0;
     /* blocks until a receiver is there: the clock starts after */
     if (rc == 0)
@@ -511,12 +792,14 @@ static int send_scan(const options *o, const scan *sc, push_source *src, void *s
     progress pr = {.tty = isatty(STDERR_FILENO) == 1, .quiet = o->quiet, .t0 = *t0};
     pr.next_ns = *t0 + (pr.tty ? 100000000u : 1000000000u);
     size_t frame_bytes = (size_t)sc->rows * sc->cols * tl_dtype_size(sc->dtype);
-    char err[512];
+    char err[1024];
     for (size_t p = 0; rc == 0 && p < sc->nsent; p++) {
         if (o->rate > 0)
             sleep_until(*t0 + (uint64_t)llround((double)sc->slot[p] * 1e9 / o->rate));
-        void *px = push_source_frame(src, p, err, sizeof err);
-        if (!px) {
+        void *px = NULL;  /* host path: the payload */
+        uint32_t slot = 0; /* --cuda-ipc: the ring slot that holds the frame */
+        if (g ? gpu_frame(g, src, p, &slot, err, sizeof err) != 0
+              : !(px = push_source_frame(src, p, err, sizeof err))) {
             report_break(&pr);
             rc = fail(1, "%s", err);
             break;
@@ -527,19 +810,33 @@ static int send_scan(const options *o, const scan *sc, push_source *src, void *s
                             .angle = it->angle, .dtype = proto_dtype(sc->dtype),
                             .rows = sc->rows, .cols = sc->cols, .has_t_acq = true,
                             .t_acq = now_ns(CLOCK_REALTIME)};
+        if (g)
+            tl_push_ipc_lend(g->ring, slot, &f);
         msgpack_sbuffer_clear(&sb);
         if (tl_proto_encode_frame(&sb, &f) != 0) {
-            push_source_release(px, push_source_hint(src, p));
+            if (px)
+                push_source_release(px, push_source_hint(src, p));
+            else
+                tl_push_ipc_cancel(g->ring, slot);
             report_break(&pr);
             rc = fail(1, "out of memory");
-        } else if (tl_proto_send(sock, NULL, 0, sb.data, sb.size, px, frame_bytes,
-                                 push_source_release, push_source_hint(src, p), 0) != 0) {
+        } else if (tl_proto_send(sock, NULL, 0, sb.data, sb.size, px, px ? frame_bytes : 0,
+                                 px ? push_source_release : NULL,
+                                 px ? push_source_hint(src, p) : NULL, 0) != 0) {
+            if (g) /* not sent: the daemon will not release it */
+                tl_push_ipc_cancel(g->ring, slot);
             report_break(&pr);
             rc = fail(1, "cannot send frame %zu: %s", p, zmq_strerror(errno));
         } else {
             *bytes += frame_bytes;
             report(&pr, p + 1, sc->nsent, false);
         }
+    }
+    /* every slot back before the end: the daemon has read every frame, and a daemon that
+     * closes the series' mappings at the end closes none still in use */
+    if (rc == 0 && g && tl_push_ipc_drain(g->ring, g->timeout, err, sizeof err) != 0) {
+        report_break(&pr);
+        rc = fail(1, "--cuda-ipc: %s", err);
     }
     if (rc == 0 && !o->no_end) {
         msgpack_sbuffer_clear(&sb);
@@ -550,6 +847,12 @@ static int send_scan(const options *o, const scan *sc, push_source *src, void *s
         } else if (tl_proto_send(sock, NULL, 0, sb.data, sb.size, NULL, 0, NULL, NULL, 0) != 0) {
             report_break(&pr);
             rc = fail(1, "cannot send the end message: %s", zmq_strerror(errno));
+        } else if (g && tl_push_ipc_wait_consumers(g->ring, g->timeout) != 0 && !o->quiet) {
+            /* the daemon disconnects from the release endpoint when it has applied the end
+             * (and unmapped the ring); closing before would look like a producer lost */
+            report_break(&pr);
+            fprintf(stderr, ME ": --cuda-ipc: the daemon still holds its release connection "
+                    "%.1f s after the end; closing the ring anyway\n", g->timeout);
         }
     }
     if (rc == 0)
@@ -583,38 +886,34 @@ int tl_cmd_push(int argc, char **argv)
     scan sc;
     memset(&sc, 0, sizeof sc);
     push_source *src = NULL;
+    gpu_frames gpu = {0}, *g = o.cuda_ipc ? &gpu : NULL;
     void *ctx = NULL, *sock = NULL;
     uint64_t t0 = 0, bytes = 0;
     char err[512];
     rc = open_source(&o, &src, &sc);
     if (rc == 0)
         rc = schedule(&o, &sc);
+    if (rc == 0 && g)
+        rc = gpu_open(&o, &sc, g);
     if (rc == 0)
         rc = open_socket(&o, &ctx, &sock);
     size_t frame_bytes = (size_t)sc.rows * sc.cols * tl_dtype_size(sc.dtype);
-    size_t nbuf = (o.buffer_mb << 20) / (frame_bytes ? frame_bytes : 1);
-    if (nbuf < 4)
-        nbuf = 4;
-    if (rc == 0 && push_source_start(src, sc.items, sc.nsent, nbuf, err, sizeof err) != 0)
-        rc = fail(1, "%s", err);
-    if (rc == 0 && nbuf < sc.nsent && !o.quiet)
-        fprintf(stderr, ME ": the scan (%.1f MB) exceeds --buffer-mb %zu: frames are made "
-                        "while sending, which may limit the rate\n",
-                (double)frame_bytes * (double)sc.nsent / 1048576.0, o.buffer_mb);
-    if (rc == 0) {
+    size_t nbuf = ahead_buffers(&o, frame_bytes);
+    if (rc == 0 && g) {
+        rc = gpu_prepare(&o, &sc, src, g);
+    } else if (rc == 0) {
+        if (push_source_start(src, sc.items, sc.nsent, nbuf, err, sizeof err) != 0)
+            rc = fail(1, "%s", err);
+        else if (nbuf < sc.nsent && !o.quiet)
+            fprintf(stderr, ME ": the scan (%.1f MB) exceeds --buffer-mb %zu: frames are made "
+                            "while sending, which may limit the rate\n",
+                    (double)frame_bytes * (double)sc.nsent / 1048576.0, o.buffer_mb);
         /* frames are made before the clock starts; a big scan takes a while: say so */
-        size_t ahead = nbuf < sc.nsent ? nbuf : sc.nsent, made;
-        bool tty = isatty(STDERR_FILENO) == 1, said = false;
-        while ((made = push_source_wait(src, ahead, 1.0)) < ahead && !push_source_failed(src))
-            if (!o.quiet) {
-                fprintf(stderr, "%s" ME ": making frames %zu/%zu%s", tty ? "\r" : "", made,
-                        ahead, tty ? "" : "\n");
-                said = true;
-            }
-        if (said && tty)
-            fputc('\n', stderr);
-        rc = send_scan(&o, &sc, src, sock, &t0, &bytes);
+        if (rc == 0)
+            make_ahead(&o, src, nbuf < sc.nsent ? nbuf : sc.nsent);
     }
+    if (rc == 0)
+        rc = send_scan(&o, &sc, src, g, sock, &t0, &bytes);
     if (sock) {
         if (rc != 0) { /* a failed run must not wait for delivery */
             int zero = 0;
@@ -630,6 +929,24 @@ int tl_cmd_push(int argc, char **argv)
                "%.1f frames/s, %.3f GB/s\n",
                sc.nsent, sc.ndark, sc.nflat, sc.nsent - sc.ndark - sc.nflat, sc.dropped, secs,
                (double)sc.nsent / secs, (double)bytes / secs * 1e-9);
+    if (rc == 0 && g) {
+        tl_push_ipc_stats st;
+        tl_push_ipc_get_stats(g->ring, &st);
+        printf("cuda-ipc: %llu frames lent through a ring of %u slots on %s: %llu released, "
+               "%llu rejected", (unsigned long long)st.lent, o.ring,
+               tl_push_ipc_device_uuid(g->ring), (unsigned long long)st.released,
+               (unsigned long long)st.rejected);
+        if (st.rejected)
+            printf(" (first: %s: %s)", tl_proto_err_name(st.first_code), st.first_message);
+        printf("\n");
+        if (st.bad)
+            fprintf(stderr, ME ": --cuda-ipc: %llu messages on the release socket released "
+                    "nothing; the first: %s\n", (unsigned long long)st.bad, st.first_bad);
+    }
+    /* after the context: the end has been handed over before the release socket closes
+     * (a daemon may take that close for its producer gone) */
+    tl_push_ipc_destroy(gpu.ring);
+    free(gpu.bank_of);
     push_source_free(src);
     free(sc.angles);
     free(sc.items);

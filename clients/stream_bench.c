@@ -14,12 +14,20 @@
  *
  * Frames are synthetic (a few distinct smooth patterns cycled): the benchmark measures
  * transport, the per-frame pipeline and publishing, not reconstruction quality.
+ *
+ * With --cuda-ipc the frames are in GPU memory instead, as from a camera that writes into
+ * the GPU (PROTOCOL.md §8.4): one producer thread (clients/push_ipc.h) copies each frame
+ * from a bank of the patterns on the GPU into a slot of its ring and sends the header
+ * alone over one connection; the daemon, on the same GPU, reads the slot and releases it.
+ * A frame is late when waiting for a free slot and sending took more than a frame period:
+ * the daemon's push-back in this mode, since frames in GPU memory are never dropped.
  */
 #include "config.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,6 +43,7 @@
 
 #include "clients/cli.h"
 #include "clients/commands.h"
+#include "clients/push_ipc.h"
 #include "protocol/protocol.h"
 #include "protocol/shm.h"
 
@@ -44,6 +53,7 @@
 #define MAX_CONN 16
 #define MAX_LAT 200000   /* latency samples kept per run */
 #define TL_BENCH_WARMUP_S 1.0 /* seconds of frames before the measured rates */
+#define IPC_TIMEOUT_S 10.0    /* --cuda-ipc: a release that takes longer is an error */
 
 extern char **environ;
 
@@ -60,6 +70,9 @@ typedef struct {
     bool search;
     double max_rate;
     bool shm;             /* slices through shared memory (topic shm/), else over TCP */
+    bool cuda_ipc;        /* frames in GPU memory (one producer) instead of payloads */
+    int device;           /* --cuda-ipc: the GPU of the ring and of the daemon */
+    uint32_t ring;        /* --cuda-ipc: slots */
 } options;
 
 typedef struct {
@@ -87,6 +100,9 @@ typedef struct {
     uint64_t stale;       /* shm: slots rewritten before the copy finished */
     pid_t daemon_pid;
     bool incremental;
+    /* --cuda-ipc */
+    tl_push_ipc *ring;    /* the producer's ring, with the patterns in its bank */
+    char ipc_err[1200];   /* why the producer thread stopped, "" while it did not */
 } run;
 
 static uint64_t realtime_ns(void)
@@ -109,7 +125,7 @@ static void sleep_until(double t)
 
 static pid_t start_daemon(const options *o, run *r, bool incremental, char *log, size_t loglen)
 {
-    char set[10][256];
+    char set[11][256];
     snprintf(set[0], sizeof set[0], "ingest.endpoint=%s", r->ingest);
     snprintf(set[1], sizeof set[1], "control.endpoint=%s", r->control);
     snprintf(set[2], sizeof set[2], "slices.endpoint=%s", r->slices);
@@ -122,9 +138,14 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
      * new slice size would stall the engine for the tuning budget and drop frames) */
     snprintf(set[8], sizeof set[8], "engine.tune=cached");
     snprintf(set[9], sizeof set[9], "slices.shm=%s", o->shm ? r->shm_prefix : "");
+    /* --cuda-ipc: the daemon on the ring's GPU (the same ordinal: it inherits our
+     * CUDA_VISIBLE_DEVICES), so that it reads the frames in place */
+    int nset = 10;
+    if (o->cuda_ipc)
+        snprintf(set[nset++], sizeof set[0], "daemon.device=%d", o->device);
     const char *argv[32] = {o->daemon, "--backend", o->backend, "--log-level", "warn"};
     int argc = 5;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < nset; i++) {
         argv[argc++] = "--set";
         argv[argc++] = set[i];
     }
@@ -391,6 +412,72 @@ static void *sender(void *arg)
     return NULL;
 }
 
+/* --cuda-ipc: the one producer. Frame k is a device-to-device copy of pattern k % NPATTERN
+ * from the bank into a free slot (waiting for a release when none is), then its header
+ * alone on connection 0. */
+static void *ipc_sender(void *arg)
+{
+    run *r = arg;
+    pthread_setname_np(pthread_self(), "bench-ipc");
+    const options *o = r->o;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    double period = 1.0 / r->rate;
+    char err[1024];
+    for (uint64_t k = 0; k < r->nframes; k++) {
+        sleep_until(r->t_start + (double)k * period);
+        uint32_t slot;
+        double t0 = tl_cli_now();
+        if (tl_push_ipc_acquire(r->ring, IPC_TIMEOUT_S, &slot, err, sizeof err) != 0) {
+            snprintf(r->ipc_err, sizeof r->ipc_err, "frame %" PRIu64 ": %s", r->base + k, err);
+            break;
+        }
+        double waited = tl_cli_now() - t0; /* the daemon holding every slot */
+        if (tl_push_ipc_fill_bank(r->ring, slot, k % NPATTERN, err, sizeof err) != 0) {
+            tl_push_ipc_cancel(r->ring, slot);
+            snprintf(r->ipc_err, sizeof r->ipc_err, "%s", err);
+            break;
+        }
+        tl_proto_frame h = {.series = 1, .index = r->base + k, .kind = TL_PROTO_PROJ,
+                            .has_angle = true, .angle = M_PI * (double)(r->base + k) / o->window,
+                            .dtype = TL_PROTO_U16, .rows = o->rows, .cols = o->cols,
+                            .has_t_acq = true, .t_acq = realtime_ns()};
+        tl_push_ipc_lend(r->ring, slot, &h);
+        msgpack_sbuffer_clear(&sb);
+        tl_proto_encode_frame(&sb, &h);
+        double t1 = tl_cli_now();
+        if (tl_proto_send(r->push[0], NULL, 0, sb.data, sb.size, NULL, 0, NULL, NULL, 0) != 0) {
+            tl_push_ipc_cancel(r->ring, slot);
+            snprintf(r->ipc_err, sizeof r->ipc_err, "cannot send frame %" PRIu64 ": %s",
+                     r->base + k, zmq_strerror(zmq_errno()));
+            break;
+        }
+        atomic_fetch_add(&r->sent, 1);
+        if (waited + (tl_cli_now() - t1) > period)
+            atomic_fetch_add(&r->late, 1);
+    }
+    msgpack_sbuffer_destroy(&sb);
+    return NULL;
+}
+
+/* --cuda-ipc: the ring on the GPU, its bank holding the patterns. Made before the daemon
+ * starts, so that a machine without a GPU fails at once. */
+static int ipc_open(run *r)
+{
+    const options *o = r->o;
+    char err[1024];
+    tl_push_ipc_opts io = {.device = o->device, .rows = o->rows, .cols = o->cols,
+                           .dtype = TL_PROTO_U16, .slots = o->ring};
+    if (!(r->ring = tl_push_ipc_create(&io, err, sizeof err)))
+        return fail(1, "--cuda-ipc: %s", err);
+    if (tl_push_ipc_bank_alloc(r->ring, NPATTERN, err, sizeof err) != 0)
+        return fail(1, "--cuda-ipc: %s", err);
+    for (int p = 0; p < NPATTERN; p++)
+        if (tl_push_ipc_bank_put(r->ring, (size_t)p, r->pattern[p], err, sizeof err) != 0)
+            return fail(1, "--cuda-ipc: %s", err);
+    return 0;
+}
+
 /* The connections, made once per daemon and kept across rates, as a camera's are. Each has
  * its own context, hence its own I/O thread: connections made at the same instant in one
  * context all land on one I/O thread, which then caps the sender near 3 GB/s; and they are
@@ -509,6 +596,7 @@ static double pct(const double *v, size_t n, double q)
 typedef struct {
     double rate, achieved, gbs, p50, p90, p99, max;
     uint64_t sent, lost, dropped, late, slices, stale;
+    uint64_t released, rejected; /* --cuda-ipc */
 } result;
 
 static void print_result(const result *s, bool incremental)
@@ -542,15 +630,36 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     pthread_mutex_unlock(&r->mu);
     cpu_sample(r->daemon_pid, &cd0);
     cpu_sample(getpid(), &cs0);
-    for (int c = 0; c < o->connections; c++) {
-        args[c] = (sender_arg){r, c};
-        pthread_create(&snd[c], NULL, sender, &args[c]);
+    tl_push_ipc_stats ipc0 = {0}, ipc1 = {0};
+    char err[1024];
+    if (r->ring) {
+        tl_push_ipc_get_stats(r->ring, &ipc0);
+        r->ipc_err[0] = 0;
+        if (pthread_create(&snd[0], NULL, ipc_sender, r) != 0)
+            return fail(1, "cannot start the producer thread");
+        pthread_join(snd[0], NULL);
+    } else {
+        for (int c = 0; c < o->connections; c++) {
+            args[c] = (sender_arg){r, c};
+            pthread_create(&snd[c], NULL, sender, &args[c]);
+        }
+        for (int c = 0; c < o->connections; c++)
+            pthread_join(snd[c], NULL);
     }
-    for (int c = 0; c < o->connections; c++)
-        pthread_join(snd[c], NULL);
     r->t_end = tl_cli_now();
     cpu_sample(r->daemon_pid, &cd1);
     cpu_sample(getpid(), &cs1);
+    if (r->ring) {
+        if (r->ipc_err[0])
+            return fail(1, "--cuda-ipc: %s", r->ipc_err);
+        /* every frame of this rate read by the daemon: its counters are complete, and the
+         * next rate starts with the whole ring free */
+        if (tl_push_ipc_drain(r->ring, IPC_TIMEOUT_S, err, sizeof err) != 0)
+            return fail(1, "--cuda-ipc: %s", err);
+        tl_push_ipc_get_stats(r->ring, &ipc1);
+        out->released = ipc1.released - ipc0.released;
+        out->rejected = ipc1.rejected - ipc0.rejected;
+    }
     /* let the daemon take what is queued, then read its counters */
     uint64_t sent = atomic_load(&r->sent);
     for (int i = 0; i < 100; i++) {
@@ -586,6 +695,14 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     print_result(out, r->incremental);
     cpu_report("daemon", &cd0, &cd1, dt);
     cpu_report("bench", &cs0, &cs1, dt);
+    if (r->ring) {
+        printf("            | cuda-ipc: %llu released, %llu rejected",
+               (unsigned long long)out->released, (unsigned long long)out->rejected);
+        if (out->rejected && ipc1.first_message[0])
+            printf(" (the first of all: %s: %s)", tl_proto_err_name(ipc1.first_code),
+                   ipc1.first_message);
+        printf("\n");
+    }
     return 0;
 }
 
@@ -609,6 +726,13 @@ static int run_mode(const options *o, bool incremental)
         }
     }
     r.lat = malloc(MAX_LAT * sizeof *r.lat);
+    if (o->cuda_ipc && ipc_open(&r) != 0) {
+        tl_push_ipc_destroy(r.ring);
+        for (int p = 0; p < NPATTERN; p++)
+            free(r.pattern[p]);
+        free(r.lat);
+        return 1;
+    }
     pthread_mutex_init(&r.mu, NULL);
     char log[256];
     pid_t pid = start_daemon(o, &r, incremental, log, sizeof log);
@@ -637,6 +761,9 @@ static int run_mode(const options *o, bool incremental)
     msgpack_sbuffer_init(&sb);
     tl_proto_scan scan = {.series = 1, .geometry = TL_PROTO_PARALLEL, .rows = o->rows,
                           .cols = o->cols, .dtype = TL_PROTO_U16, .window = o->window};
+    if (r.ring) /* where the daemon hands the ring's slots back */
+        scan.release = (tl_proto_str){tl_push_ipc_endpoint(r.ring),
+                                      strlen(tl_push_ipc_endpoint(r.ring))};
     tl_proto_encode_scan(&sb, &scan);
     zmq_send(push, sb.data, sb.size, 0);
     msgpack_sbuffer_destroy(&sb);
@@ -712,6 +839,7 @@ out:
     int status;
     waitpid(pid, &status, 0);
     zmq_ctx_term(r.zctx);
+    tl_push_ipc_destroy(r.ring); /* the daemon is gone: nothing maps the ring any more */
     for (int p = 0; p < NPATTERN; p++)
         free(r.pattern[p]);
     free(r.lat);
@@ -725,6 +853,7 @@ static const char usage_text[] =
     "                      [--rate FPS ...] [--search] [--max-rate FPS] [--seconds S]\n"
     "                      [--connections K] [--incremental on|off|both] [--port P]\n"
     "                      [--delivery tcp|shm] [--daemon PATH]\n"
+    "                      [--cuda-ipc [--device N] [--ring SLOTS]]\n"
     "\n"
     "Starts tomolived (ingest.overflow = drop) on 127.0.0.1 ports P, P+1, P+2 (default\n"
     "57600), defines a row slice and three ortho-slices, subscribes to them, and pushes\n"
@@ -739,13 +868,18 @@ static const char usage_text[] =
     "daemon with and without incremental slice updates (the latter as the baseline).\n"
     "--delivery shm (the default) subscribes to the slices through shared memory (topic\n"
     "shm/<id>/, slices.shm set): a slice has arrived when its pixels can be read in place\n"
-    "(mapped, and its slot holds it); tcp takes them over the slices socket.\n";
+    "(mapped, and its slot holds it); tcp takes them over the slices socket.\n"
+    "--cuda-ipc: the frames are in GPU memory instead (CUDA IPC, the daemon on GPU N,\n"
+    "default 0): one producer copies each from a bank on the GPU into a ring of SLOTS\n"
+    "(default 16) and sends its header alone; the daemon releases the slot once it has read\n"
+    "the frame. Late then means waiting for a free slot (and sending) took more than a\n"
+    "frame period. Each rate adds a line: frames released and rejected by the daemon.\n";
 
 int tl_cmd_stream_bench(int argc, char **argv)
 {
     options o = {.backend = "auto", .port = 57600, .rows = 2048, .cols = 2048, .window = 1800,
                  .seconds = 5, .connections = 4, .incremental = -1, .max_rate = 20000,
-                 .shm = true};
+                 .shm = true, .ring = 16};
     snprintf(o.daemon, sizeof o.daemon, "tomolived");
     /* in a build tree, the daemon is beside clients/ */
     char self[1024];
@@ -760,7 +894,8 @@ int tl_cmd_stream_bench(int argc, char **argv)
         }
     }
     enum { O_BACKEND = 256, O_ROWS, O_COLS, O_WINDOW, O_RATE, O_SEARCH, O_MAX, O_SECONDS,
-           O_CONN, O_INC, O_PORT, O_DAEMON, O_STREAM, O_DELIVERY };
+           O_CONN, O_INC, O_PORT, O_DAEMON, O_STREAM, O_DELIVERY, O_CUDAIPC, O_DEVICE,
+           O_RING };
     static const struct option opts[] = {
         {"stream", no_argument, NULL, O_STREAM},      {"backend", required_argument, NULL, O_BACKEND},
         {"rows", required_argument, NULL, O_ROWS},    {"cols", required_argument, NULL, O_COLS},
@@ -771,7 +906,12 @@ int tl_cmd_stream_bench(int argc, char **argv)
         {"incremental", required_argument, NULL, O_INC}, {"port", required_argument, NULL, O_PORT},
         {"daemon", required_argument, NULL, O_DAEMON}, {"help", no_argument, NULL, 'h'},
         {"delivery", required_argument, NULL, O_DELIVERY},
+        {"cuda-ipc", no_argument, NULL, O_CUDAIPC},
+        {"device", required_argument, NULL, O_DEVICE},
+        {"ring", required_argument, NULL, O_RING},
         {NULL, 0, NULL, 0}};
+    bool device_or_ring = false;
+    long v;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -801,6 +941,19 @@ int tl_cmd_stream_bench(int argc, char **argv)
             }
             o.shm = strcmp(optarg, "shm") == 0;
             break;
+        case O_CUDAIPC: o.cuda_ipc = true; break;
+        case O_DEVICE:
+        case O_RING:
+            if (!tl_cli_long(optarg, c == O_RING ? 1 : 0, c == O_RING ? 65536 : 1023, &v)) {
+                fputs(usage_text, stderr);
+                return 2;
+            }
+            if (c == O_RING)
+                o.ring = (uint32_t)v;
+            else
+                o.device = (int)v;
+            device_or_ring = true;
+            break;
         case 'h': fputs(usage_text, stdout); return 0;
         default: fputs(usage_text, stderr); return 2;
         }
@@ -812,10 +965,28 @@ int tl_cmd_stream_bench(int argc, char **argv)
         fputs(usage_text, stderr);
         return 2;
     }
+    if (device_or_ring && !o.cuda_ipc)
+        return fail(2, "--device and --ring are for --cuda-ipc");
+    if (o.cuda_ipc && strcmp(o.backend, "cpu") == 0)
+        return fail(2, "--cuda-ipc needs the daemon's cuda backend (frames in GPU memory)");
+    char transport[160];
+    if (o.cuda_ipc) {
+        /* no CUDA, no such GPU: say so once, before any daemon is started */
+        char uuid[TL_IPC_UUID_LEN + 1], why[512];
+        tl_status st = tl_ipc_device_uuid(o.device, uuid, why, sizeof why);
+        if (st != TL_OK)
+            return st == TL_EUNSUPPORTED ? fail(1, "--cuda-ipc: %s", why)
+                                         : fail(1, "--cuda-ipc: GPU %d: %s", o.device, why);
+        o.connections = 1; /* headers only: one connection carries them all */
+        snprintf(transport, sizeof transport, "frames in GPU memory (CUDA IPC, a ring of %u "
+                 "slots on GPU %d, %s)", o.ring, o.device, uuid);
+    } else {
+        snprintf(transport, sizeof transport, "%d TCP connections", o.connections);
+    }
     signal(SIGPIPE, SIG_IGN);
     printf("streaming: %u x %u uint16 frames (%.1f MB), window %u, slices: 1 row %u^2 + 3 ortho, "
-           "%d TCP connections, %.0f s per rate, backend %s, overflow drop, slices by %s\n",
-           o.rows, o.cols, o.rows * (double)o.cols * 2 / 1e6, o.window, o.cols, o.connections,
+           "%s, %.0f s per rate, backend %s, overflow drop, slices by %s\n",
+           o.rows, o.cols, o.rows * (double)o.cols * 2 / 1e6, o.window, o.cols, transport,
            o.seconds, o.backend, o.shm ? "shared memory" : "TCP");
     printf("latency: t_acq of the newest frame in a slice -> slice received by the subscriber\n");
     printf("mode        | target  | achieved | GB/s   | sent   | lost   | dropped| late   | p50 ms  | p90 ms  | p99 ms  | max ms  | slices | stale\n");

@@ -66,6 +66,8 @@ static const key keys[] = {
      "Reconstruction backend; auto takes cuda when a usable GPU is found, else cpu."},
     {K("daemon", "device"), K_INT, F(device), 0, 63, NULL, "0", RESTART,
      "CUDA device ordinal, among the devices that CUDA_VISIBLE_DEVICES leaves visible."},
+    {K("daemon", "gpus"), K_TEXT, F(gpus), 0, 0, NULL, "", RESTART,
+     "GPUs to split the detector rows across: all, or ordinals 0,1,...; empty uses daemon.device only."},
     {K("daemon", "threads"), K_INT, F(threads), 0, 1024, NULL, "0", RESTART,
      "Worker threads of the cpu backend; 0 uses every core."},
     {K("daemon", "status_interval"), K_DOUBLE, F(status_interval), 0.1, 3600, NULL, "5", RELOAD,
@@ -464,6 +466,11 @@ static int check_rules(const tl_config *c, char *err, size_t errlen, const char 
         *k2 = "ingest.window";
         return -1;
     }
+    int gpus[TL_CONFIG_MAX_GPUS], ngpus;
+    if (tl_config_gpus(c, gpus, &ngpus, err, errlen) != 0) {
+        *k1 = *k2 = "daemon.gpus";
+        return -1;
+    }
     char kinds[TL_CONFIG_TEXT_MAX];
     snprintf(kinds, sizeof kinds, "%s", c->ingest_series_kinds);
     char *save = NULL;
@@ -833,4 +840,37 @@ bool tl_config_reloadable(const char *dotted_key)
 {
     const key *k = find_dotted(dotted_key);
     return k && k->reloadable;
+}
+
+int tl_config_gpus(const tl_config *c, int *devices, int *n, char *err, size_t errlen)
+{
+    *n = 0;
+    if (strcmp(c->gpus, "all") == 0) {
+        *n = -1;
+        return 0;
+    }
+    char list[TL_CONFIG_TEXT_MAX];
+    snprintf(list, sizeof list, "%s", c->gpus);
+    char *save = NULL;
+    for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(w, &end, 10);
+        if (*end || end == w || v < 0 || v > 63) {
+            snprintf(err, errlen, "daemon.gpus \"%s\": \"%s\" is not a device ordinal 0..63 "
+                     "(write all, or e.g. 0,1)", c->gpus, w);
+            return -1;
+        }
+        if (*n == TL_CONFIG_MAX_GPUS) {
+            snprintf(err, errlen, "daemon.gpus \"%s\": more than %d GPUs", c->gpus,
+                     TL_CONFIG_MAX_GPUS);
+            return -1;
+        }
+        for (int i = 0; i < *n; i++)
+            if (devices[i] == (int)v) {
+                snprintf(err, errlen, "daemon.gpus \"%s\": GPU %ld twice", c->gpus, v);
+                return -1;
+            }
+        devices[(*n)++] = (int)v;
+    }
+    return 0;
 }

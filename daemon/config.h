@@ -42,12 +42,14 @@
 
 #define TL_CONFIG_ENDPOINT_MAX 256
 #define TL_CONFIG_TEXT_MAX 64
+#define TL_CONFIG_MAX_GPUS 16     /* = TL_ENGINE_MAX_DEVICES */
 
 typedef struct {
     /* [daemon] */
     int log_level;            /* enum error|warn|info|debug (= TL_LOG_*), default info, reloadable */
     int backend;              /* enum auto|cpu|cuda, default auto */
     int device;               /* CUDA device ordinal, 0..63, default 0 */
+    char gpus[TL_CONFIG_TEXT_MAX]; /* "" (device only), "all" or "0,1,...": rows split across them */
     int threads;              /* CPU backend threads, 0 = all cores, 0..1024 */
     double status_interval;   /* seconds between STATUS= updates and status log lines, 0.1..3600, default 5, reloadable */
     /* [ingest] */
@@ -169,6 +171,9 @@ bool tl_config_reloadable(const char *dotted_key);
  * address, [IPv6], an interface or '*'; PORT 1..65535 or '*'), ipc://PATH (at most 107
  * bytes; '@' for the abstract namespace) or inproc://NAME; no whitespace anywhere.
  * Returns 0, or -1 with the reason in err. */
+/* daemon.gpus as ordinals: devices gets up to TL_CONFIG_MAX_GPUS, *n their count (0 for
+ * empty: daemon.device alone; -1 for "all", resolved when a scan starts). 0, or -1 with err. */
+int tl_config_gpus(const tl_config *c, int *devices, int *n, char *err, size_t errlen);
 int tl_config_check_endpoint(const char *endpoint, char *err, size_t errlen);
 
 #endif

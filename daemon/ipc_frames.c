@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <zmq.h>
 
 #include "daemon/ipc_frames.h"
@@ -109,7 +110,8 @@ static tl_proto_err open_buffer(tl_ipc_frames *x, const tl_proto_frame *f, const
                                 const char *uuid, tl_ipc_buffer **out, char *why, size_t why_len)
 {
     tl_ipc_buffer *b = find(x, f->ipc.buffer);
-    if (b && memcmp(b->handle, handle, TL_IPC_HANDLE_BYTES) == 0) {
+    bool same = b && memcmp(b->handle, handle, TL_IPC_HANDLE_BYTES) == 0;
+    if (same && strcasecmp(b->uuid, uuid) == 0) {
         *out = b;
         return TL_PROTO_OK;
     }
@@ -119,6 +121,11 @@ static tl_proto_err open_buffer(tl_ipc_frames *x, const tl_proto_frame *f, const
     if (st != TL_OK) {
         snprintf(why, why_len, "frame in the memory of GPU %s: %s", uuid, reason);
         return st == TL_EUNSUPPORTED ? TL_PROTO_E_UNSUPPORTED : TL_PROTO_E_RESOURCE;
+    }
+    if (same) { /* one allocation cannot move to another GPU */
+        snprintf(why, why_len, "ipc_buffer %" PRIu64 " was opened on GPU %s, this frame names %s",
+                 f->ipc.buffer, b->uuid, uuid);
+        return TL_PROTO_E_BAD_ARG;
     }
     if (b) { /* same id, new handle: the old allocation is gone or replaced */
         tl_ipc_close(b->device, b->ptr);
@@ -140,6 +147,7 @@ static tl_proto_err open_buffer(tl_ipc_frames *x, const tl_proto_frame *f, const
     b = &x->buf[x->nbuf++];
     b->id = f->ipc.buffer;
     memcpy(b->handle, handle, TL_IPC_HANDLE_BYTES);
+    snprintf(b->uuid, sizeof b->uuid, "%s", uuid);
     b->device = dev;
     b->ptr = p;
     b->bytes = bytes;

@@ -33,7 +33,8 @@
 typedef struct {
     uint64_t id;                /* the producer's ipc_buffer */
     uint8_t handle[TL_IPC_HANDLE_BYTES];
-    int device;                 /* ordinal (in this process) of the GPU that holds it */
+    char uuid[TL_IPC_UUID_LEN + 1]; /* the GPU that holds it, as the producer named it */
+    int device;                 /* its ordinal in this process */
     void *ptr;                  /* opened mapping */
     size_t bytes;               /* its real size */
 } tl_ipc_buffer;

@@ -16,6 +16,8 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 
+_Static_assert(TL_CONFIG_MAX_GPUS == TL_ENGINE_MAX_DEVICES, "daemon.gpus holds what an engine spans");
+
 static void count_reject(tl_daemon *d, tl_reject why, uint64_t series, uint64_t index,
                          const char *detail)
 {
@@ -95,6 +97,19 @@ static void open_scan(tl_daemon *d, tl_item *it)
     ec.already_linear = m->already_linear;
     ec.threads = c->threads;
     ec.device = c->device;
+    /* daemon.gpus: the detector rows split across several GPUs ("all": every visible one) */
+    int gpus[TL_CONFIG_MAX_GPUS], ngpus = 0;
+    if (!why[0] && tl_config_gpus(c, gpus, &ngpus, why, sizeof why) == 0 && ngpus < 0) {
+        ngpus = tl_backend_device_count(ec.backend, why, sizeof why);
+        if (ngpus > TL_CONFIG_MAX_GPUS)
+            ngpus = TL_CONFIG_MAX_GPUS;
+        for (int i = 0; i < ngpus; i++)
+            gpus[i] = i;
+        why[0] = 0; /* no device: the engine says so, with its own message */
+    }
+    ec.ndevices = ngpus > 0 ? (uint32_t)ngpus : 0;
+    for (uint32_t i = 0; i < ec.ndevices; i++)
+        ec.devices[i] = gpus[i];
     if (m->has_center)
         ec.center = m->center;
     if (it->filter[0]) {

@@ -103,6 +103,10 @@ typedef struct tl_backend_ops {
 } tl_backend_ops;
 
 extern const tl_backend_ops tl_cpu_backend;
+/* Several devices (gpu/split.c): detector rows split across child backends, one per entry
+ * of config.devices. Its estimate() and create() take a configuration whose backend is
+ * resolved (CPU or CUDA: the children's kind, never AUTO) and whose ndevices >= 2. */
+extern const tl_backend_ops tl_split_backend;
 #ifdef HAVE_CUDA
 extern const tl_backend_ops tl_cuda_backend;
 /* Device count, or -1 with the reason in why when CUDA cannot be used. */

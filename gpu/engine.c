@@ -1,7 +1,9 @@
 /* engine.c — what every backend shares: checking frames and configurations, the rolling
  * window's bookkeeping, the dark/flat batch rule, filter design, slices and FBP weights.
  * The numbers themselves are the backend's (backend.h); this file decides what goes where
- * and in which order, so both backends behave identically by construction.
+ * and in which order, so both backends behave identically by construction. An engine on
+ * several devices gets the split backend (gpu/split.c), which spreads detector rows over
+ * child backends behind the same table: nothing here depends on it.
  */
 #include "config.h"
 
@@ -43,6 +45,7 @@ struct tl_engine {
     tl_engine_config cfg;
     const tl_backend_ops *ops;
     void *be;                 /* backend state */
+    const char *backend;      /* "cpu", "cuda": the kind (also of a split's parts) */
     tl_errbuf err;
     size_t padded;            /* filter length */
     double *response;         /* filter response, padded/2 + 1 */
@@ -192,9 +195,28 @@ void tl_host_unregister(tl_backend_kind b, void *p)
     (void)b, (void)p;
 }
 
-/* AUTO picks CUDA where a GPU is usable; an explicit choice that cannot run is an error. */
-static tl_status pick_backend(const tl_engine_config *c, tl_errbuf *eb,
-                              const tl_backend_ops **ops)
+int tl_backend_device_count(tl_backend_kind b, char *why, size_t why_len)
+{
+    if (b == TL_BACKEND_AUTO)
+        b = tl_backend_available(TL_BACKEND_CUDA, NULL, 0) ? TL_BACKEND_CUDA : TL_BACKEND_CPU;
+    if (b == TL_BACKEND_CPU)
+        return 1;
+#ifdef HAVE_CUDA
+    int n = tl_cuda_device_count(why, why_len);
+    return n > 0 ? n : 0;
+#else
+    if (why && why_len)
+        snprintf(why, why_len, "this build has no CUDA backend (configure --with-cuda)");
+    return 0;
+#endif
+}
+
+/* Which backend runs the engine, and the configuration it gets (*rc): the user's with AUTO
+ * resolved and the device list applied. AUTO picks CUDA where a GPU is usable; an explicit
+ * choice that cannot run is an error. Two or more devices go to the split backend
+ * (gpu/split.c), whose parts are of the resolved kind (*kind names it). */
+static tl_status pick_backend(const tl_engine_config *c, tl_errbuf *eb, tl_engine_config *rc,
+                              const tl_backend_ops **ops, const char **kind)
 {
     char why[256] = "";
     tl_backend_kind b = c->backend;
@@ -205,13 +227,26 @@ static tl_status pick_backend(const tl_engine_config *c, tl_errbuf *eb,
     if (!tl_backend_available(b, why, sizeof why))
         return tl_fail(eb, TL_EDEVICE, "backend %s requested but not usable: %s",
                        tl_backend_name(b), why);
+    const tl_backend_ops *one = &tl_cpu_backend;
 #ifdef HAVE_CUDA
     if (b == TL_BACKEND_CUDA) {
-        *ops = &tl_cuda_backend;
-        return TL_OK;
+        one = &tl_cuda_backend;
+        /* every ordinal must exist: a missing GPU is an error, never fewer partitions */
+        int n = tl_cuda_device_count(why, sizeof why);
+        for (uint32_t k = 0; k < c->ndevices; k++)
+            if (c->devices[k] < 0 || c->devices[k] >= n)
+                return tl_fail(eb, TL_EDEVICE,
+                               "devices[%u] is CUDA device %d, but this machine has %d CUDA "
+                               "device%s (0..%d)", k, c->devices[k], n > 0 ? n : 0,
+                               n == 1 ? "" : "s", n - 1);
     }
 #endif
-    *ops = &tl_cpu_backend;
+    *rc = *c;
+    rc->backend = b;
+    if (c->ndevices == 1)
+        rc->device = c->devices[0];
+    *kind = one->name;
+    *ops = c->ndevices >= 2 ? &tl_split_backend : one;
     return TL_OK;
 }
 
@@ -242,17 +277,26 @@ static tl_status check_config(const tl_engine_config *c, tl_errbuf *eb)
         return tl_fail(eb, TL_EINVAL, "unknown precision %d", (int)c->precision);
     if (c->threads < 0)
         return tl_fail(eb, TL_EINVAL, "threads must be >= 0");
+    if (c->ndevices > TL_ENGINE_MAX_DEVICES)
+        return tl_fail(eb, TL_EINVAL, "%u devices: an engine spans at most %d", c->ndevices,
+                       TL_ENGINE_MAX_DEVICES);
+    if (c->ndevices >= 2 && c->ndevices > c->rows)
+        return tl_fail(eb, TL_EINVAL,
+                       "%u devices for %u detector rows: each device needs a row of its own",
+                       c->ndevices, c->rows);
     return TL_OK;
 }
 
 tl_status tl_engine_estimate(const tl_engine_config *c, tl_memory_estimate *m)
 {
     const tl_backend_ops *ops;
+    const char *kind;
+    tl_engine_config rc;
     tl_status st = check_config(c, &create_error);
     if (st == TL_OK)
-        st = pick_backend(c, &create_error, &ops);
+        st = pick_backend(c, &create_error, &rc, &ops, &kind);
     if (st == TL_OK)
-        st = ops->estimate(c, tl_filter_padded_length(c->cols), m, &create_error);
+        st = ops->estimate(&rc, tl_filter_padded_length(c->cols), m, &create_error);
     return st;
 }
 
@@ -290,14 +334,15 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         return tl_fail(eb, TL_ENOMEM, "out of memory for the engine");
     e->cfg = *c;
     e->padded = tl_filter_padded_length(c->cols);
-    st = pick_backend(c, eb, &e->ops);
+    tl_engine_config rc; /* what the backend gets */
+    st = pick_backend(c, eb, &rc, &e->ops, &e->backend);
     if (st != TL_OK)
         goto fail;
 
     /* The whole memory need is checked before anything large is allocated, so a scan
      * that does not fit is refused with both numbers instead of failing half-way. */
     tl_memory_estimate m;
-    st = e->ops->estimate(c, e->padded, &m, eb);
+    st = e->ops->estimate(&rc, e->padded, &m, eb);
     if (st != TL_OK)
         goto fail;
     if (m.available_bytes && m.total_bytes > m.available_bytes) {
@@ -305,7 +350,7 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
                      "scan needs %.2f GiB on the %s backend (window %u x %u rows x %u cols: "
                      "%.2f GiB, buffers %.2f GiB) but only %.2f GiB are free; reconstruct fewer "
                      "rows or shorten the window",
-                     m.total_bytes / 1073741824.0, e->ops->name, c->window, c->rows, c->cols,
+                     m.total_bytes / 1073741824.0, e->backend, c->window, c->rows, c->cols,
                      m.window_bytes / 1073741824.0, m.buffer_bytes / 1073741824.0,
                      m.available_bytes / 1073741824.0);
         goto fail;
@@ -324,7 +369,7 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         st = tl_fail(eb, TL_ENOMEM, "out of memory for the window's bookkeeping (%zu slots)", n);
         goto fail;
     }
-    st = e->ops->create(c, e->padded, &e->err, &e->be);
+    st = e->ops->create(&rc, e->padded, &e->err, &e->be);
     if (st != TL_OK) {
         tl_fail(eb, st, "%s", e->err.msg);
         goto fail;
@@ -335,7 +380,7 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         goto fail;
     }
     if (c->kernel[0] && !has_kernel(e, c->kernel)) {
-        st = tl_fail(eb, TL_EINVAL, "the %s backend has no kernel \"%.32s\"", e->ops->name,
+        st = tl_fail(eb, TL_EINVAL, "the %s backend has no kernel \"%.32s\"", e->backend,
                      c->kernel);
         goto fail;
     }
@@ -865,7 +910,7 @@ tl_status tl_engine_bench_kernel(tl_engine *e, const int *ids, size_t nids, cons
     if (st != TL_OK)
         return st;
     if (!kernel || !has_kernel(e, kernel))
-        return tl_fail(&e->err, TL_EINVAL, "the %s backend has no kernel \"%s\"", e->ops->name,
+        return tl_fail(&e->err, TL_EINVAL, "the %s backend has no kernel \"%s\"", e->backend,
                        kernel ? kernel : "(null)");
     job.force = kernel;
     job.nproj = full_projections(e);
@@ -881,7 +926,7 @@ tl_status tl_engine_hw_rates(tl_engine *e, tl_hw_rate *out, size_t cap, size_t *
     *n = 0;
     if (!e->ops->hw_rates)
         return tl_fail(&e->err, TL_EUNSUPPORTED, "the %s backend has no micro-benchmarks",
-                       e->ops->name);
+                       e->backend);
     return e->ops->hw_rates(e->be, out, cap, n);
 }
 
@@ -910,7 +955,7 @@ tl_status tl_engine_set_choice(tl_engine *e, const tl_kernel_choice *c)
                 return tl_fail(&e->err, TL_EINVAL, "kernel choice: name not terminated");
             if (name[0] && !has_kernel(e, name))
                 return tl_fail(&e->err, TL_EINVAL, "kernel choice: the %s backend has no "
-                               "kernel \"%s\"", e->ops->name, name);
+                               "kernel \"%s\"", e->backend, name);
         }
     tl_kernel_choice *slot = find_choice(e, c->height, c->width);
     if (!slot) {
@@ -985,7 +1030,7 @@ tl_status tl_engine_reset(tl_engine *e)
 void tl_engine_get_state(const tl_engine *e, tl_engine_state *st)
 {
     memset(st, 0, sizeof *st);
-    st->backend = e->ops->name;
+    st->backend = e->backend;
     st->device_name = e->ops->device_name(e->be);
     st->window = e->win.n;
     st->held = e->win.nheld;

@@ -68,6 +68,9 @@ bool tl_backend_parse(const char *name, tl_backend_kind *out);
 /* Whether a backend can run here: CPU always; CUDA when built and a device is present.
  * why (may be NULL) receives the reason when it cannot. */
 bool tl_backend_available(tl_backend_kind b, char *why, size_t why_len);
+/* Devices of a backend: CUDA devices (0 with the reason in why when CUDA cannot be used),
+ * 1 for the CPU; AUTO counts what tl_engine_create would pick. */
+int tl_backend_device_count(tl_backend_kind b, char *why, size_t why_len);
 
 /* Host memory for buffers the engine copies slices into (or frames out of): with the CUDA
  * backend (b CUDA, or AUTO where a GPU is usable) it is page-locked and portable across
@@ -98,6 +101,8 @@ bool tl_quality_parse(const char *name, tl_quality *out);
 
 typedef enum { TL_PRECISION_F32 = 0, TL_PRECISION_F64 } tl_precision;
 
+#define TL_ENGINE_MAX_DEVICES 16 /* GPUs (row partitions) one engine may span */
+
 typedef struct {
     tl_backend_kind backend;
     tl_geometry geometry;     /* only PARALLEL is implemented; CONE is TL_EUNSUPPORTED */
@@ -112,8 +117,22 @@ typedef struct {
     bool already_linear;      /* input is already line integrals: no -log */
     tl_quality quality;       /* worst quality mode allowed; default EXACT */
     tl_precision precision;   /* F64: float64 reference mode (CPU backend only; tests) */
-    int threads;              /* CPU backend threads; 0 = all cores */
-    int device;               /* CUDA device ordinal */
+    int threads;              /* CPU backend threads; 0 = all cores (with several
+                                 partitions: divided among them) */
+    int device;               /* CUDA device ordinal (one GPU; see devices) */
+    /* Several GPUs per host: with ndevices >= 2 the detector rows are split evenly across
+     * devices[0 .. ndevices-1] (tl_engine_split_rows): each holds the rolling sinograms of
+     * its rows and runs its own pipeline and kernels; a frame is split by rows on upload,
+     * a horizontal slice is computed by the GPU that owns its row, and other planes are
+     * assembled from what each GPU computes of them (gpu/split.c). Entries are CUDA
+     * ordinals; the same one may repeat ({0, 0}: two partitions on one GPU, how a one-GPU
+     * machine tests the splitting). On the CPU backend each entry is simply one partition
+     * (how CI tests it). The GPUs are assumed alike (kernel list, tuning, device id are
+     * the first one's). 0 (default) or 1 entry: one engine on `device` (on devices[0]
+     * with ndevices 1). More than TL_ENGINE_MAX_DEVICES, or more partitions than
+     * rows, is TL_EINVAL; a CUDA ordinal that does not exist is TL_EDEVICE. */
+    uint32_t ndevices;
+    int devices[TL_ENGINE_MAX_DEVICES];
     char kernel[32];          /* force a back-projection kernel by name (tests, benchmarks);
                                  "" = the fastest kernel of an allowed quality mode */
     uint32_t refresh;         /* tracked slices: full recomputation after this many
@@ -121,14 +140,21 @@ typedef struct {
                                  accumulators are float64, so float drift stays bounded */
 } tl_engine_config;
 
-/* Defaults for a detector of rows x cols and a window of N projections. */
+/* Defaults for a detector of rows x cols and a window of N projections (one device). */
 void tl_engine_config_init(tl_engine_config *c, uint32_t rows, uint32_t cols, uint32_t window);
+
+/* The rows partition k of `parts` owns when an engine of `rows` detector rows spans several
+ * devices: [*first, *end), with first = floor(k rows / parts), so sizes differ by one at
+ * most. (It also holds row *end, when there is one, for interpolation.) */
+void tl_engine_split_rows(uint32_t rows, uint32_t parts, uint32_t k, uint32_t *first,
+                          uint32_t *end);
 
 typedef struct tl_engine tl_engine;
 
 /* Memory an engine with this configuration needs, computed before anything is allocated:
  * window (rows x cols x N x bytes per value) plus working buffers, on the backend's device
- * (host RAM for the CPU backend). */
+ * (host RAM for the CPU backend). With several devices: the sums over them (available: the
+ * free memory of every device together; tl_engine_create also checks each device alone). */
 typedef struct {
     size_t window_bytes;
     size_t buffer_bytes;
@@ -143,9 +169,11 @@ tl_status tl_engine_estimate(const tl_engine_config *c, tl_memory_estimate *m);
 tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out);
 void tl_engine_destroy(tl_engine *e);
 
-/* Where a frame's pixels are. DEVICE: a pointer in GPU memory of the engine's device
- * (CUDA backend only); the frame must be complete when submitted (work queued on other
- * streams is not waited for), and the engine has read it when tl_engine_submit returns. */
+/* Where a frame's pixels are. DEVICE: a pointer in GPU memory (CUDA backend only), read in
+ * place on the engine's device and copied peer-to-peer from any other (a frame on GPU 0
+ * reaches the rows of an engine spanning GPUs 0 and 1); the frame must be complete when
+ * submitted (work queued on other streams is not waited for), and the engine has read it
+ * when tl_engine_submit returns. */
 typedef enum { TL_MEMORY_HOST = 0, TL_MEMORY_DEVICE } tl_memory;
 
 typedef struct {
@@ -318,7 +346,9 @@ typedef struct {
  * without them (the CPU). Writes at most cap rows, sets *n to the count. */
 tl_status tl_engine_hw_rates(tl_engine *e, tl_hw_rate *out, size_t cap, size_t *n);
 /* Times the per-frame path (upload from pinned host memory, convert, correct, filter,
- * store) for frame f, median of reps calls after warm-up. The frame is not kept. */
+ * store) for frame f, median of reps calls after warm-up. The frame is not kept. On an
+ * engine spanning several devices (here and in tl_engine_bench) every device runs its share
+ * at once and the time is the slowest one's: when the whole frame (job) is done. */
 tl_status tl_engine_bench_store(tl_engine *e, const tl_frame *f, int reps, double *ms);
 
 /* ---- parameters and state -------------------------------------------------------------- */
@@ -335,7 +365,8 @@ tl_status tl_engine_reset(tl_engine *e);
 
 typedef struct {
     const char *backend;        /* "cpu", "cuda" */
-    const char *device_name;    /* "CPU (16 threads)", "NVIDIA H100 80GB HBM3" */
+    const char *device_name;    /* "CPU (16 threads)", "NVIDIA H100 80GB HBM3",
+                                   "2 × NVIDIA H200 ..." (several devices) */
     uint32_t window;            /* N */
     uint32_t held;              /* projections in the window */
     uint32_t missing;           /* indices of the window not held */
@@ -344,7 +375,7 @@ typedef struct {
     uint32_t dark_batch, flat_batch; /* frames averaged in the current batches */
     uint64_t accepted[3];       /* by tl_frame_kind */
     uint64_t stale, duplicate, shape; /* rejections */
-    size_t memory_bytes;        /* allocated by the backend for this engine */
+    size_t memory_bytes;        /* allocated by the backend for this engine (all devices) */
     double center;
     tl_filter filter;
     int slices;

@@ -7,6 +7,7 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/window.h gpu/window.c \
 	gpu/filter.h gpu/filter.c \
 	gpu/pool.h gpu/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
+	gpu/split.c \
 	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
 	gpu/phantom.h gpu/phantom.c \
 	gpu/ipc.h gpu/ipc.c \
@@ -17,7 +18,9 @@ ENGINE_LIBS = gpu/libtlengine.a
 if HAVE_CUDA
 noinst_LIBRARIES += gpu/libtlcuda.a
 gpu_libtlcuda_a_SOURCES = $(CUDA_SOURCES)
-ENGINE_LIBS += gpu/libtlcuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS)
+# libtlengine.a once more after libtlcuda.a: the CUDA objects use its helpers (tl_fail, the
+# thread pool), and a program that reaches them only through gpu/ipc.h has passed it by then
+ENGINE_LIBS += gpu/libtlcuda.a gpu/libtlengine.a $(CUDA_LDFLAGS) $(CUDA_LIBS)
 SUFFIXES += .cu
 # automake applies per-target flags only to languages it knows: nvcc gets everything here.
 NVCC_ALLFLAGS = $(NVCC_GENCODE) -std=c++17 -O3 -lineinfo -Xcompiler -Wall,-Wextra,-Wno-unused-parameter \

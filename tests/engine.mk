@@ -28,3 +28,9 @@ TESTS += tests/unit/check_tune
 tests_unit_check_tune_SOURCES = tests/unit/check_tune.c
 tests_unit_check_tune_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_tune_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# an engine split over several devices (row partitions), against one engine
+check_PROGRAMS += tests/unit/check_split
+TESTS += tests/unit/check_split
+tests_unit_check_split_SOURCES = tests/unit/check_split.c
+tests_unit_check_split_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_split_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)

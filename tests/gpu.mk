@@ -24,3 +24,11 @@ tests_gpu_check_kernels_LDADD = $(GPU_TEST_LIBS)
 # the daemon end to end on the CUDA backend (skips without a GPU)
 TESTS += tests/gpu/e2e_cuda.sh
 EXTRA_DIST += tests/gpu/e2e_cuda.sh
+
+# frames in a producer's GPU memory (CUDA IPC) through the daemon, the producer a process of
+# its own (the test re-executes itself); skips without a GPU
+check_PROGRAMS += tests/gpu/check_ipc
+TESTS += tests/gpu/check_ipc
+tests_gpu_check_ipc_SOURCES = tests/gpu/check_ipc.c
+tests_gpu_check_ipc_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_gpu_check_ipc_LDADD = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)

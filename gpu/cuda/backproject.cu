@@ -379,7 +379,7 @@ tl_status tl_cuda_op_backproject(void *state, tl_bp_job *job)
         return TL_OK;
 
     TL_TRY(tl_cuda_job_prepare(s, job));
-    tl_cuda_constant_guard guard(constant);
+    tl_cuda_constant_guard guard(constant, s->device);
     TL_TRY(tl_cuda_job_launch(s, job));
     size_t off = 0;
     for (size_t i = 0; i < job->nslices; i++) {

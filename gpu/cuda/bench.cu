@@ -40,7 +40,7 @@ static tl_status time_kernel(tl_cuda_state *s, const tl_bp_job *job, int k, int 
 {
     bool constant;
     TL_TRY(tl_cuda_job_choose(s, job, k, &constant));
-    tl_cuda_constant_guard guard(constant);
+    tl_cuda_constant_guard guard(constant, s->device);
     TL_TRY(tl_cuda_job_launch(s, job)); /* warm-up */
     TL_CUDA(s->eb, cudaStreamSynchronize(s->stream));
     for (int r = 0; r < reps; r++) {

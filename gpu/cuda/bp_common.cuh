@@ -72,23 +72,27 @@ tl_status tl_cuda_tex_create(tl_cuda_state *s);
 void tl_cuda_tex_destroy(tl_cuda_state *s);
 
 /* The __constant__ projection table of the texture kernel is one per process and device:
- * whoever uploads it must hold this lock until the kernels that read it have finished. */
-void tl_cuda_constant_lock(void);
-void tl_cuda_constant_unlock(void);
+ * whoever uploads it must hold that device's lock until the kernels that read it have
+ * finished. One lock per device, so engines on different GPUs (gpu/split.c) do not wait
+ * for each other. */
+#define TL_CUDA_MAX_DEVICES 64
+void tl_cuda_constant_lock(int device);
+void tl_cuda_constant_unlock(int device);
 
 /* Holds that lock, when needed, until the end of the scope (after the stream was
  * synchronised, or on any early return). */
 struct tl_cuda_constant_guard {
     bool held;
-    explicit tl_cuda_constant_guard(bool need) : held(need)
+    int device;
+    tl_cuda_constant_guard(bool need, int dev) : held(need), device(dev)
     {
         if (held)
-            tl_cuda_constant_lock();
+            tl_cuda_constant_lock(device);
     }
     ~tl_cuda_constant_guard()
     {
         if (held)
-            tl_cuda_constant_unlock();
+            tl_cuda_constant_unlock(device);
     }
     tl_cuda_constant_guard(const tl_cuda_constant_guard &) = delete;
     tl_cuda_constant_guard &operator=(const tl_cuda_constant_guard &) = delete;

@@ -31,7 +31,8 @@
  * live in __constant__ memory: all threads of a warp read the same projection at once, so
  * every read is a broadcast (§0, "keep per-projection constants warp-uniform"). Windows
  * longer than TEX_CHUNK projections take several launches that accumulate into the output.
- * The __constant__ table is one per process and device, hence tl_cuda_constant_lock.
+ * The __constant__ table is one per process and device, hence tl_cuda_constant_lock
+ * (one lock per device).
  *
  * Textures: one texture object per detector row, over that row's sinogram in the window
  * (pitched linear memory: width = cols, height = window slots), created once in create().
@@ -59,16 +60,16 @@
 __constant__ float4 c_tex_par[TEX_CHUNK]; /* cos, sin, centre, weight */
 __constant__ float c_tex_row[TEX_CHUNK];  /* texel y of the projection's slot: slot + 0.5 */
 
-static std::mutex constant_mutex;
+static std::mutex constant_mutex[TL_CUDA_MAX_DEVICES];
 
-void tl_cuda_constant_lock(void)
+void tl_cuda_constant_lock(int device)
 {
-    constant_mutex.lock();
+    constant_mutex[(unsigned)device % TL_CUDA_MAX_DEVICES].lock();
 }
 
-void tl_cuda_constant_unlock(void)
+void tl_cuda_constant_unlock(int device)
 {
-    constant_mutex.unlock();
+    constant_mutex[(unsigned)device % TL_CUDA_MAX_DEVICES].unlock();
 }
 
 /* Alg. 1 with one pixel per thread keeps one fetch in flight per warp: the add that

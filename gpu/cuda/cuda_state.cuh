@@ -189,7 +189,8 @@ void tl_cuda_format_uuid(const cudaUUID_t *u, char *out);
 
 /* store.cu: the per-frame path */
 /* Brings frame f to the device: host frames through the pinned ring into s->raw, device
- * frames in place after checking them. *src and *pitch describe the result. */
+ * frames in place after checking them (frames on another GPU are copied peer to peer into
+ * s->raw). *src and *pitch describe the result. */
 tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, size_t *pitch);
 /* Enqueues convert + correct + -log (+ filter) of a staged frame into dst, a rows x cols
  * area whose rows are dst_stride floats apart. */

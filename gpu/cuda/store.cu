@@ -10,10 +10,15 @@
  * every kernel sees the frames and calibration submitted before it, and backproject()
  * synchronises before it returns. Nothing is allocated here.
  *
- * Device frames (TL_MEMORY_DEVICE) are read in place. They must be complete when submitted
- * (written by finished work, or on the legacy default stream, which the engine's blocking
- * stream waits for); submit returns once the GPU has read them, so the caller may reuse the
- * buffer at once.
+ * Device frames (TL_MEMORY_DEVICE) on the engine's device are read in place. A frame on
+ * another device (a frame on GPU 0 reaching the rows an engine keeps on GPU 1, gpu/split.c;
+ * a producer's CUDA IPC frame on another GPU than the engine's) is first copied
+ * peer-to-peer into s->raw on the engine's stream (cudaMemcpyDefault: the driver uses
+ * NVLink or PCIe peer access where the GPUs have it, else it stages through the host) and
+ * read from there. Frames must be complete when submitted (written by finished work, or,
+ * on the engine's own device only, on the legacy default stream, which the engine's
+ * blocking stream waits for: the stream of another device waits for nothing there);
+ * submit returns once the GPU has read them, so the caller may reuse the buffer at once.
  */
 #include "config.h"
 
@@ -24,7 +29,9 @@
 
 #include "gpu/cuda/cuda_state.cuh"
 
-static tl_status check_device_frame(tl_cuda_state *s, const tl_frame *f, size_t pitch)
+/* Checks a device frame; *peer tells whether it lives on another device than the
+ * engine's (managed memory is read in place wherever it lives). */
+static tl_status check_device_frame(tl_cuda_state *s, const tl_frame *f, size_t pitch, bool *peer)
 {
     cudaPointerAttributes a;
     TL_CUDA(s->eb, cudaPointerGetAttributes(&a, f->data));
@@ -32,10 +39,7 @@ static tl_status check_device_frame(tl_cuda_state *s, const tl_frame *f, size_t 
         return tl_fail(s->eb, TL_EINVAL,
                        "frame marked as device memory, but its pointer is not CUDA device "
                        "memory (memory type %d)", (int)a.type);
-    if (a.device != s->device)
-        return tl_fail(s->eb, TL_EINVAL,
-                       "frame in the memory of CUDA device %d, but the engine runs on device %d",
-                       a.device, s->device);
+    *peer = a.type == cudaMemoryTypeDevice && a.device != s->device;
     if ((uintptr_t)f->data % s->dsize || pitch % s->dsize)
         return tl_fail(s->eb, TL_EINVAL,
                        "device frame pointer or pitch (%zu) not a multiple of the pixel size %zu",
@@ -72,8 +76,16 @@ tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, s
         return tl_fail(s->eb, TL_EINTERNAL, "frame shape or dtype differs from the engine's");
     *pitch = f->pitch ? f->pitch : row;
     if (f->memory == TL_MEMORY_DEVICE) {
-        TL_TRY(check_device_frame(s, f, *pitch));
+        bool peer = false;
+        TL_TRY(check_device_frame(s, f, *pitch, &peer));
         *src = (const char *)f->data;
+        if (!peer)
+            return TL_OK;
+        /* from another GPU: into s->raw, in stream order like a host frame's upload */
+        TL_CUDA(s->eb, cudaMemcpy2DAsync(s->raw, row, f->data, *pitch, row, s->rows,
+                                         cudaMemcpyDefault, s->stream));
+        *src = (const char *)s->raw;
+        *pitch = row;
         return TL_OK;
     }
     if (f->memory != TL_MEMORY_HOST)

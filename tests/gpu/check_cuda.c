@@ -15,6 +15,9 @@
  *   - device-resident frames (a cudaMallocPitch buffer) == host frames;
  *   - the rolling window after N + k projections == a fresh engine of the last N (1e-6);
  *   - refusal of a scan larger than the card (TL_ENOMEM, the engine's message);
+ *   - several GPUs (case "split"): row partitions on {0, 0} and, with two GPUs, {0, 1}
+ *     against one GPU within the exact mode (rows, ortho-slices, planes, tracked slices,
+ *     device frames read peer-to-peer), benchmarks, a device list naming a missing GPU;
  *   - availability, AUTO picking CUDA, the kernel list, benchmarks, empty windows.
  * Sizes are small (each case well under a second on an H100; the whole binary stays
  * practical under compute-sanitizer memcheck and racecheck), inputs deterministic.
@@ -946,6 +949,315 @@ START_TEST(incremental_matches_scratch)
 }
 END_TEST
 
+/* ---- several GPUs (gpu/split.c) ------------------------------------------------------------ */
+
+/* The device lists of the split tests: {0, 0} (two row partitions on one GPU, which any
+ * machine with a GPU can run) and, where there are two GPUs, {0, 1}. Returns how many. */
+static int split_lists(int lists[2][2])
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess)
+        n = 0;
+    lists[0][0] = lists[0][1] = 0;
+    lists[1][0] = 0;
+    lists[1][1] = 1;
+    return n >= 2 ? 2 : 1;
+}
+
+static tl_engine_config with_devices(const tl_engine_config *base, const int devs[2])
+{
+    tl_engine_config c = *base;
+    c.ndevices = 2;
+    c.devices[0] = devs[0];
+    c.devices[1] = devs[1];
+    return c;
+}
+
+/* uint16 camera frames of a phantom tall enough to reach every row: two darks, two flats,
+ * then projections [first, first + count) over 180 degrees in nproj steps, host memory
+ * with a pitch, each submitted to every engine. */
+static void feed_camera(tl_engine **e, int ne, uint32_t rows, uint32_t cols, uint32_t nproj,
+                        uint64_t first, uint64_t count, bool calibrate)
+{
+    tl_phantom ph;
+    ck_assert_int_eq(tl_phantom_shepp_logan(&ph, 0.45 * cols, (rows - 1) / 2.0, 0.8 * rows), 0);
+    tl_phantom_scale_density(&ph, 1.0 / cols);
+    tl_camera cam;
+    tl_camera_init(&cam);
+    size_t pitch = (cols + 8) * sizeof(uint16_t);
+    float *li = malloc((size_t)rows * cols * sizeof *li);
+    uint16_t *img = malloc((size_t)rows * cols * sizeof *img);
+    char *buf = malloc(rows * pitch);
+    for (uint64_t k = calibrate ? 0 : 4; k < 4 + count; k++) {
+        tl_sim_kind kind = k < 2 ? TL_SIM_DARK : k < 4 ? TL_SIM_FLAT : TL_SIM_PROJ;
+        uint64_t index = k < 4 ? 0 : first + k - 4;
+        double th = M_PI * (double)index / nproj;
+        if (kind == TL_SIM_PROJ)
+            tl_phantom_project(&ph, th, (cols - 1) / 2.0, rows, cols, li);
+        tl_camera_frame_u16(&cam, kind, li, rows, cols, NULL, img);
+        for (uint32_t r = 0; r < rows; r++)
+            memcpy(buf + r * pitch, img + (size_t)r * cols, cols * sizeof *img);
+        tl_frame f = {.kind = (tl_frame_kind)kind, .index = index, .angle = th,
+                      .dtype = TL_DTYPE_U16, .rows = rows, .cols = cols, .pitch = pitch,
+                      .data = buf};
+        submit_all(e, ne, &f);
+    }
+    free(li);
+    free(img);
+    free(buf);
+    tl_phantom_free(&ph);
+}
+
+/* Two partitions against one GPU, within the exact mode: rows at every integer z (both
+ * sides of the boundary at 12) and at fractional z, ortho-slices, a tilted plane across the
+ * boundary, and one job of rows from both parts (the batched kernels). */
+START_TEST(split_matches_one_gpu)
+{
+    const uint32_t R = 24, W = 96, N = 90, S = 96;
+    int lists[2][2], nl = split_lists(lists);
+    for (int l = 0; l < nl; l++) {
+        tl_engine_config c;
+        tl_engine_config_init(&c, R, W, N);
+        tl_engine_config cs = with_devices(&c, lists[l]);
+        tl_engine *e[2] = {tl_gt_cuda(&c, NULL), tl_gt_cuda(&cs, NULL)};
+        feed_camera(e, 2, R, W, N, 0, N + 30, true); /* the window slides by 30 */
+        tl_engine_state st;
+        tl_engine_get_state(e[1], &st);
+        printf("  split engine on devices {%d, %d}: %s, %.1f MiB\n", lists[l][0], lists[l][1],
+               st.device_name, st.memory_bytes / 1048576.0);
+        char what[96];
+        for (int k = 0; k < (int)R + 6; k++) {
+            const double frac[6] = {-0.5, 11.5, 11.999, 12.25, 22.75, 23.5};
+            double z = k < (int)R ? k : frac[k - R];
+            tl_slice_spec sp;
+            tl_slice_spec_row(&sp, z, S, S);
+            const char *k0 = NULL, *k1 = NULL;
+            float *ref = recon(e[0], &sp, &k0), *got = recon(e[1], &sp, &k1);
+            snprintf(what, sizeof what, "{%d,%d} row z = %g (%s)", lists[l][0], lists[l][1], z, k1);
+            ck_assert_str_eq(k0, k1);
+            expect_close(what, got, ref, (size_t)S * S, EXACT_REL, EXACT_MOR);
+            free(ref);
+            free(got);
+        }
+        tl_slice_spec sp[3];
+        tl_slice_spec_ortho(&sp[0], TL_AXIS_X, 10.5, R, S);
+        tl_slice_spec_ortho(&sp[1], TL_AXIS_Y, -20.5, R, S);
+        const float tilt[9] = {80, 6, 9.5f, -5, 70, 14, -40, -40, -1.2f};
+        tl_slice_spec_plane(&sp[2], tilt, 61, 75);
+        const char *names[3] = {"ortho x", "ortho y", "tilted"};
+        for (int i = 0; i < 3; i++) {
+            float *ref = recon(e[0], &sp[i], NULL), *got = recon(e[1], &sp[i], NULL);
+            snprintf(what, sizeof what, "{%d,%d} %s", lists[l][0], lists[l][1], names[i]);
+            expect_close(what, got, ref, (size_t)sp[i].height * sp[i].width, EXACT_REL,
+                         EXACT_MOR);
+            free(ref);
+            free(got);
+        }
+        /* one job: rows of both parts, batched where a multi-slice kernel is chosen */
+        const double zs[6] = {3, 15, 11, 12, 4, 16};
+        float *out[2][6];
+        for (int i = 0; i < 2; i++) {
+            int ids[6];
+            for (int k = 0; k < 6; k++) {
+                tl_slice_spec row;
+                tl_slice_spec_row(&row, zs[k], S, S);
+                ck_assert_int_eq(tl_engine_add_slice(e[i], &row, &ids[k]), TL_OK);
+                out[i][k] = malloc((size_t)S * S * sizeof(float));
+            }
+            ck_assert_msg(tl_engine_reconstruct(e[i], ids, 6, out[i], NULL) == TL_OK, "%s",
+                          tl_engine_last_error(e[i]));
+        }
+        for (int k = 0; k < 6; k++) {
+            snprintf(what, sizeof what, "{%d,%d} six-row job, z = %g", lists[l][0], lists[l][1],
+                     zs[k]);
+            expect_close(what, out[1][k], out[0][k], (size_t)S * S, EXACT_REL, EXACT_MOR);
+            free(out[0][k]);
+            free(out[1][k]);
+        }
+        tl_engine_destroy(e[0]);
+        tl_engine_destroy(e[1]);
+    }
+}
+END_TEST
+
+/* Tracked slices (a row at the boundary, a row between parts, a tilted plane) as the window
+ * slides, after set_center: equal to one GPU's. */
+START_TEST(split_tracked_slices)
+{
+    const uint32_t R = 16, W = 128, N = 120, S = 128;
+    int lists[2][2], nl = split_lists(lists);
+    for (int l = 0; l < nl; l++) {
+        tl_engine_config c;
+        tl_engine_config_init(&c, R, W, N);
+        tl_engine_config cs = with_devices(&c, lists[l]);
+        tl_engine *e[2] = {tl_gt_cuda(&c, NULL), tl_gt_cuda(&cs, NULL)};
+        tl_slice_spec sp[3];
+        tl_slice_spec_row(&sp[0], 8, S, S);
+        tl_slice_spec_row(&sp[1], 7.5, S, S);
+        const float tilt[9] = {(float)S, 0, 6.5f, 0, (float)S, 5, -S / 2.0f, -S / 2.0f, 2.25f};
+        tl_slice_spec_plane(&sp[2], tilt, S, S);
+        int ids[2][3];
+        float *out[2][3];
+        for (int i = 0; i < 2; i++)
+            for (int k = 0; k < 3; k++) {
+                ck_assert_int_eq(tl_engine_add_slice(e[i], &sp[k], &ids[i][k]), TL_OK);
+                ck_assert_int_eq(tl_engine_track(e[i], ids[i][k], true), TL_OK);
+                out[i][k] = malloc((size_t)S * S * sizeof(float));
+            }
+        feed_camera(e, 2, R, W, N, 0, N, true);
+        for (int round = 0; round < 3; round++) {
+            if (round == 1)
+                feed_camera(e, 2, R, W, N, N, 45, false);
+            if (round == 2)
+                for (int i = 0; i < 2; i++)
+                    ck_assert_int_eq(tl_engine_set_center(e[i], (W - 1) / 2.0 - 0.6), TL_OK);
+            tl_slice_info info[2][3];
+            for (int i = 0; i < 2; i++)
+                ck_assert_msg(tl_engine_reconstruct(e[i], ids[i], 3, out[i], info[i]) == TL_OK,
+                              "%s", tl_engine_last_error(e[i]));
+            for (int k = 0; k < 3; k++) {
+                char what[96];
+                snprintf(what, sizeof what, "{%d,%d} tracked %d, round %d (%s)", lists[l][0],
+                         lists[l][1], k, round, info[1][k].kernel);
+                expect_close(what, out[1][k], out[0][k], (size_t)S * S, EXACT_REL, EXACT_MOR);
+                if (round == 1)
+                    ck_assert_str_eq(info[1][k].kernel, "delta-exact");
+            }
+        }
+        for (int i = 0; i < 2; i++) {
+            for (int k = 0; k < 3; k++)
+                free(out[i][k]);
+            tl_engine_destroy(e[i]);
+        }
+    }
+}
+END_TEST
+
+/* Frames in device memory: on device 0, submitted to split engines (on {0, 1} the second
+ * part copies its rows from GPU 0), and, with two GPUs, a frame on device 1 submitted to an
+ * engine on device 0; equal to host frames on one GPU. */
+START_TEST(split_device_frames)
+{
+    const uint32_t R = 10, W = 70, N = 6, S = 64;
+    int lists[2][2], nl = split_lists(lists);
+    tl_engine_config c;
+    tl_engine_config_init(&c, R, W, N);
+    c.dtype = TL_DTYPE_U16;
+    /* engines: 0 host frames on one GPU, then device frames on each list, then (two
+     * GPUs) device frames from GPU 1 on one engine on GPU 0 */
+    tl_engine *e[4];
+    int ne = 0, src_dev[4];
+    e[ne] = tl_gt_cuda(&c, NULL);
+    src_dev[ne++] = -1;
+    for (int l = 0; l < nl; l++) {
+        tl_engine_config cs = with_devices(&c, lists[l]);
+        e[ne] = tl_gt_cuda(&cs, NULL);
+        src_dev[ne++] = 0;
+    }
+    if (nl == 2) {
+        e[ne] = tl_gt_cuda(&c, NULL);
+        src_dev[ne++] = 1;
+    }
+    size_t row = W * sizeof(uint16_t), dpitch[2] = {0, 0};
+    void *d[2] = {NULL, NULL};
+    for (int dev = 0; dev < nl; dev++) {
+        ck_assert_int_eq(cudaSetDevice(dev), cudaSuccess);
+        ck_assert_int_eq(cudaMallocPitch(&d[dev], &dpitch[dev], row, R), cudaSuccess);
+    }
+    uint16_t *buf = malloc(R * row);
+    for (int kind = 0; kind < 3; kind++)
+        for (uint32_t k = 0; k < (kind == 2 ? N + 2 : 2); k++) {
+            fill_frame(buf, TL_DTYPE_U16, R, W, row, kind, (int)k);
+            for (int dev = 0; dev < nl; dev++) {
+                ck_assert_int_eq(cudaSetDevice(dev), cudaSuccess);
+                ck_assert_int_eq(cudaMemcpy2D(d[dev], dpitch[dev], buf, row, row, R,
+                                              cudaMemcpyHostToDevice), cudaSuccess);
+            }
+            for (int i = 0; i < ne; i++) {
+                tl_frame f = {.kind = (tl_frame_kind)kind, .index = k, .angle = k * M_PI / N,
+                              .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
+                if (src_dev[i] >= 0) {
+                    f.data = d[src_dev[i]];
+                    f.pitch = dpitch[src_dev[i]];
+                    f.memory = TL_MEMORY_DEVICE;
+                }
+                tl_status st = tl_engine_submit(e[i], &f);
+                ck_assert_msg(st == TL_OK, "engine %d: %s", i, tl_engine_last_error(e[i]));
+            }
+        }
+    for (int dev = 0; dev < nl; dev++) {
+        ck_assert_int_eq(cudaSetDevice(dev), cudaSuccess);
+        ck_assert_int_eq(cudaFree(d[dev]), cudaSuccess);
+    }
+    free(buf);
+    const double zs[4] = {4, 5, 4.5, 9.5};
+    for (int k = 0; k < 4; k++) {
+        tl_slice_spec sp;
+        tl_slice_spec_row(&sp, zs[k], S, S);
+        float *ref = recon(e[0], &sp, NULL);
+        for (int i = 1; i < ne; i++) {
+            float *got = recon(e[i], &sp, NULL);
+            char what[96];
+            snprintf(what, sizeof what, "device frames from GPU %d, engine %d, z = %g",
+                     src_dev[i], i, zs[k]);
+            expect_close(what, got, ref, (size_t)S * S, EXACT_REL, EXACT_MOR);
+            free(got);
+        }
+        free(ref);
+    }
+    for (int i = 0; i < ne; i++)
+        tl_engine_destroy(e[i]);
+}
+END_TEST
+
+/* Benchmarks on a split engine (every part at once), and a device list naming a GPU that
+ * does not exist. */
+START_TEST(split_bench_and_bad_devices)
+{
+    const uint32_t R = 8, W = 96, N = 64;
+    tl_engine_config c;
+    tl_engine_config_init(&c, R, W, N);
+    const int zero[2] = {0, 0};
+    tl_engine_config cs = with_devices(&c, zero);
+    tl_engine *e = tl_gt_cuda(&cs, NULL);
+    feed_camera(&e, 1, R, W, N, 0, N, true);
+    int ids[2];
+    tl_slice_spec row;
+    tl_slice_spec_row(&row, 1, W, W);
+    ck_assert_int_eq(tl_engine_add_slice(e, &row, &ids[0]), TL_OK);
+    tl_slice_spec_row(&row, 6, W, W);
+    ck_assert_int_eq(tl_engine_add_slice(e, &row, &ids[1]), TL_OK);
+    tl_bench_row r[128];
+    size_t n = 0;
+    ck_assert_int_eq(tl_engine_bench(e, ids, 2, 3, r, 128, &n), TL_OK);
+    ck_assert_uint_gt(n, 0);
+    for (size_t i = 0; i < n; i++)
+        ck_assert(r[i].ms > 0 && r[i].updates_per_s > 0);
+    uint16_t *img = calloc((size_t)R * W, sizeof *img);
+    for (size_t i = 0; i < (size_t)R * W; i++)
+        img[i] = (uint16_t)(1000 + i % 700);
+    tl_frame f = {.kind = TL_FRAME_PROJ, .index = 1000, .dtype = TL_DTYPE_U16, .rows = R,
+                  .cols = W, .data = img};
+    double ms = 0;
+    ck_assert_int_eq(tl_engine_bench_store(e, &f, 3, &ms), TL_OK);
+    printf("  split {0,0}: bench %s %.4f ms, bench_store %.4f ms\n", r[0].kernel, r[0].ms, ms);
+    ck_assert(ms > 0);
+    free(img);
+    tl_engine_destroy(e);
+
+    int count = 0;
+    ck_assert_int_eq(cudaGetDeviceCount(&count), cudaSuccess);
+    const int bad[2] = {0, count};
+    cs = with_devices(&c, bad);
+    cs.backend = TL_BACKEND_CUDA;
+    e = NULL;
+    ck_assert_int_eq(tl_engine_create(&cs, &e), TL_EDEVICE);
+    ck_assert_ptr_null(e);
+    printf("  refusal: %s\n", tl_engine_last_error(NULL));
+    ck_assert_ptr_nonnull(strstr(tl_engine_last_error(NULL), "CUDA device"));
+}
+END_TEST
+
 int main(void)
 {
     /* cases, so compute-sanitizer can run them as parallel processes (CK_RUN_CASE) */
@@ -958,6 +1270,8 @@ int main(void)
         {"engine", {planes_match_cpu, quality_selects_kernels, device_frames_equal_host_frames,
                     rolling_window_equals_fresh, memory_refusal, bench_and_bench_store,
                     empty_window_is_zero, incremental_matches_scratch, NULL}},
+        {"split", {split_matches_one_gpu, split_tracked_slices, split_device_frames,
+                   split_bench_and_bad_devices, NULL}},
     };
     return tl_gt_main("cuda", cases, sizeof cases / sizeof *cases);
 }

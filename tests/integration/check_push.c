@@ -2,8 +2,11 @@
  * sequence (scan with its fields, darks, flats, projections, end), the pixels (the camera
  * model inverted gives back the phantom's line integrals, scaled to --attenuation, at the
  * right angles and axis), disorder and loss (the drop list is exactly what is missing,
- * the shuffle rate is roughly what was asked, both repeat for a seed), pacing, TIFF input
- * and the usage errors.
+ * the shuffle rate is roughly what was asked, both repeat for a seed), pacing, TIFF input,
+ * --turns and the usage errors. Frames in GPU memory (--cuda-ipc): where there is no GPU
+ * (or no CUDA in the build) push fails at once and says why; on a GPU the test plays the
+ * daemon's part (maps the ring, reads each frame, sends releases) and the frames must be
+ * byte for byte those of the host path, from the bank and from per-frame uploads.
  */
 #include "config.h"
 
@@ -15,6 +18,7 @@
 #include <unistd.h>
 
 #include "clients/tiff.h"
+#include "gpu/ipc.h"
 #include "gpu/phantom.h"
 #include "protocol/protocol.h"
 #include "tests/integration/clients_util.h"
@@ -503,6 +507,14 @@ START_TEST(test_push_errors)
         {1, "4 projections", {"push", "--tiff", p, "--angles-deg", "0:180:5", NULL}},
         {1, "nope.tif", {"push", "--tiff", bad, "--angles-deg", "0:180", NULL}},
         {1, "angles for", {"push", "--projections", "10", "--angles-deg", "0:180:9", NULL}},
+        {2, "needs --cuda-ipc", {"push", "--ring", "4", NULL}},
+        {2, "bad --ring", {"push", "--cuda-ipc", "--ring", "0", NULL}},
+        {2, "not for --tiff", {"push", "--tiff", p, "--angles-deg", "0:180", "--turns", "2", NULL}},
+        /* no such GPU, in every build: fails before connecting to anything */
+        {1, "--cuda-ipc", {"push", "--cuda-ipc", "--device", "1023", NULL}},
+#ifndef HAVE_CUDA
+        {1, "need CUDA", {"push", "--cuda-ipc", NULL}},
+#endif
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = tl_client_run(dir, cases[i].args, 30);
@@ -518,6 +530,209 @@ START_TEST(test_push_errors)
 }
 END_TEST
 
+START_TEST(test_push_turns)
+{
+    /* 2 turns of 5: indices go on, angles repeat bit for bit, the window is one turn */
+    const char *args[] = {"--rows", "2", "--cols", "8", "--projections", "5", "--darks", "0",
+                          "--flats", "0", "--angles-deg", "0:360", "--turns", "2", NULL};
+    int rc;
+    stream s = push(args, &rc);
+    ck_assert_msg(rc == 0, "%s", tl_client_err());
+    size_t np;
+    uint64_t *idx = check_sequence(&s, 1, 2, 8, TL_PROTO_U16, 0, 0, &np, true);
+    ck_assert_uint_eq(np, 10);
+    ck_assert_uint_eq(s.v[0].m.scan.window, 5);
+    for (size_t k = 0; k < 10; k++) {
+        const tl_proto_frame *f = &s.v[1 + k].m.frame;
+        ck_assert_uint_eq(idx[k], k);
+        ck_assert_double_eq_tol(f->angle, (double)(k % 5) * 72 * M_PI / 180, 1e-12);
+        if (k >= 5) {
+            const tl_proto_frame *g = &s.v[1 + k - 5].m.frame;
+            ck_assert(!memcmp(&f->angle, &g->angle, sizeof f->angle));
+            ck_assert(!memcmp(f->payload, g->payload, f->payload_len));
+        }
+    }
+    free(idx);
+    free_stream(&s);
+}
+END_TEST
+
+/* Plays tomolived's part for frames in GPU memory: connects to the scan's release endpoint,
+ * maps the ring once, copies each frame out of it (undoing the row pitch) into the rmsg's
+ * payload, as collect() keeps host payloads, and releases it: ok, except the frame at
+ * position reject_at (a rejection the producer must report). */
+static stream collect_gpu(pid_t pid, size_t reject_at, size_t *pitch_seen)
+{
+    stream s = {NULL, 0};
+    size_t cap = 0;
+    tl_proto_decoder *d = tl_proto_decoder_new();
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    void *rel = NULL, *base = NULL;
+    uint8_t handle[TL_IPC_HANDLE_BYTES];
+    int dev = -1;
+    size_t bytes = 0, nframes = 0;
+    uint8_t *staging = NULL;
+    char why[512], uuid0[TL_IPC_UUID_LEN + 1];
+    ck_assert_int_eq(tl_ipc_device_uuid(0, uuid0, why, sizeof why), TL_OK);
+    double start = tl_now_s();
+    for (;;) {
+        ck_assert_msg(tl_now_s() - start < 120, "no end after 120 s (%zu messages)", s.n);
+        zmq_pollitem_t it = {pull, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 50) <= 0) {
+            ck_assert_msg(tl_client_running(pid), "push ended before its end message: %s",
+                          tl_client_err());
+            continue;
+        }
+        zmq_msg_t parts[TL_PROTO_MAX_PARTS];
+        tl_proto_error err;
+        int np = tl_proto_recv(pull, parts, TL_PROTO_MAX_PARTS, ZMQ_DONTWAIT, &err);
+        ck_assert_int_gt(np, 0);
+        rmsg r = {.payload = NULL};
+        ck_assert_msg(tl_proto_decode_parts(d, parts, np, TL_PROTO_INGEST, &r.m, &err) ==
+                          TL_PROTO_OK,
+                      "message %zu: %s: %s", s.n, tl_proto_err_name(err.code), err.message);
+        if (r.m.type == TL_MSG_SCAN) {
+            const tl_proto_scan *sc = &r.m.scan;
+            ck_assert_uint_gt(sc->release.len, 0);
+            char ep2[TL_PROTO_MAX_ENDPOINT + 1];
+            snprintf(ep2, sizeof ep2, "%.*s", (int)sc->release.len, sc->release.ptr);
+            rel = zmq_socket(ctx, ZMQ_PUSH);
+            int linger = 2000;
+            zmq_setsockopt(rel, ZMQ_LINGER, &linger, sizeof linger);
+            ck_assert_int_eq(zmq_connect(rel, ep2), 0);
+            r.m.scan.release = (tl_proto_str){NULL, 0};
+        } else if (r.m.type == TL_MSG_FRAME) {
+            const tl_proto_frame *f = &r.m.frame;
+            const tl_proto_ipc *ipc = &f->ipc;
+            ck_assert(f->has_ipc);
+            ck_assert_int_eq(np, 1); /* the header alone */
+            ck_assert_ptr_nonnull(rel);
+            char uuid[TL_IPC_UUID_LEN + 1];
+            snprintf(uuid, sizeof uuid, "%.*s", (int)ipc->device.len, ipc->device.ptr);
+            ck_assert_str_eq(uuid, uuid0);
+            ck_assert_uint_eq(ipc->buffer, 0);
+            size_t row = (size_t)f->cols * tl_proto_dtype_size(f->dtype);
+            ck_assert_uint_ge(ipc->pitch, row);
+            ck_assert_uint_eq(ipc->offset, (uint64_t)ipc->slot * f->rows * ipc->pitch);
+            ck_assert_uint_le(ipc->offset + (f->rows - 1) * ipc->pitch + row, ipc->size);
+            *pitch_seen = ipc->pitch;
+            if (!base) { /* one ring, one handle: mapped once */
+                ck_assert_int_eq(tl_ipc_device_ordinal(uuid, &dev, why, sizeof why), TL_OK);
+                memcpy(handle, ipc->handle, sizeof handle);
+                ck_assert_msg(tl_ipc_open(dev, handle, &base, &bytes, why, sizeof why) == TL_OK,
+                              "%s", why);
+                ck_assert_uint_ge(bytes, ipc->size);
+                staging = malloc(ipc->size);
+            }
+            ck_assert(!memcmp(handle, ipc->handle, sizeof handle));
+            size_t span = (f->rows - 1) * ipc->pitch + row;
+            ck_assert_msg(tl_ipc_copy(dev, staging, (uint8_t *)base + ipc->offset, span, why,
+                                      sizeof why) == TL_OK, "%s", why);
+            r.len = (size_t)f->rows * row;
+            r.payload = malloc(r.len);
+            for (uint32_t v = 0; v < f->rows; v++)
+                memcpy((uint8_t *)r.payload + v * row, staging + v * ipc->pitch, row);
+            r.m.frame.payload = r.payload;
+            r.m.frame.payload_len = r.len;
+            r.m.frame.has_ipc = false; /* its pointers point into the header */
+            tl_proto_release rl = {.series = f->series, .index = f->index, .slot = ipc->slot,
+                                   .ok = nframes != reject_at, .code = TL_PROTO_E_RANGE,
+                                   .message = {"test rejection", 14}};
+            msgpack_sbuffer_clear(&sb);
+            ck_assert_int_eq(tl_proto_encode_release(&sb, &rl), 0);
+            ck_assert_int_eq(zmq_send(rel, sb.data, sb.size, 0), (int)sb.size);
+            nframes++;
+        }
+        r.m.scan.filter = (tl_proto_str){NULL, 0}; /* points into the header: not kept */
+        tl_proto_close(parts, np);
+        if (s.n == cap)
+            s.v = realloc(s.v, (cap = cap ? 2 * cap : 256) * sizeof *s.v);
+        s.v[s.n++] = r;
+        if (r.m.type == TL_MSG_END)
+            break;
+    }
+    /* as tomolived at the end: unmap, then disconnect (push waits for that) */
+    if (base)
+        tl_ipc_close(dev, base);
+    if (rel)
+        zmq_close(rel);
+    free(staging);
+    msgpack_sbuffer_destroy(&sb);
+    tl_proto_decoder_free(d);
+    return s;
+}
+
+START_TEST(test_push_cuda_ipc)
+{
+    char uuid[TL_IPC_UUID_LEN + 1], why[512];
+    if (tl_ipc_device_uuid(0, uuid, why, sizeof why) != TL_OK) {
+        printf("test_push_cuda_ipc: skipped, no GPU here: %s\n", why);
+        return;
+    }
+    /* 50 u16 columns: rows of 100 bytes in a pitch of 512; 2 turns: the bank holds one */
+    const char *scan_args[] = {"--rows", "6", "--cols", "50", "--projections", "8", "--darks",
+                               "2", "--flats", "2", "--angles-deg", "0:360", "--turns", "2",
+                               "--shuffle", "30", NULL};
+    int rc;
+    stream host = push(scan_args, &rc);
+    ck_assert_msg(rc == 0, "%s", tl_client_err());
+    const char *variants[2][4] = {{"--ring", "3", NULL}, {"--ring", "2", "--bank-mb", "0"}};
+    for (int v = 0; v < 2; v++) {
+        const char *argv[64] = {"push", "--endpoint", ep, "--quiet", "--cuda-ipc",
+                                "--release-timeout", "30"};
+        size_t n = 7;
+        for (size_t i = 0; i < 4 && variants[v][i]; i++)
+            argv[n++] = variants[v][i];
+        for (size_t i = 0; scan_args[i]; i++)
+            argv[n++] = scan_args[i];
+        argv[n] = NULL;
+        pid_t pid = tl_client_start(dir, argv);
+        size_t pitch = 0;
+        stream s = collect_gpu(pid, 5, &pitch);
+        rc = tl_client_wait(pid, 60);
+        ck_assert_msg(rc == 0, "variant %d: %s", v, tl_client_err());
+        ck_assert_uint_eq(pitch, 512);
+        ck_assert_uint_eq(s.n, host.n);
+        for (size_t i = 0; i < s.n; i++) { /* the same messages, the same pixels */
+            ck_assert_int_eq(s.v[i].m.type, host.v[i].m.type);
+            if (s.v[i].m.type != TL_MSG_FRAME)
+                continue;
+            const tl_proto_frame *a = &s.v[i].m.frame, *b = &host.v[i].m.frame;
+            ck_assert_uint_eq(a->index, b->index);
+            ck_assert_int_eq(a->kind, b->kind);
+            ck_assert(!memcmp(&a->angle, &b->angle, sizeof a->angle));
+            ck_assert_uint_eq(a->payload_len, b->payload_len);
+            ck_assert_msg(!memcmp(a->payload, b->payload, a->payload_len),
+                          "variant %d: message %zu (index %llu) differs from the host path", v,
+                          i, (unsigned long long)a->index);
+        }
+        char line[256];
+        size_t nf = host.n - 2;
+        snprintf(line, sizeof line, "cuda-ipc: %zu frames lent through a ring of %s slots on "
+                 "%s: %zu released, 1 rejected (first: E_RANGE: test rejection)", nf,
+                 variants[v][1], uuid, nf - 1);
+        ck_assert_msg(strstr(tl_client_out(), line) != NULL, "want '%s' in: %s", line,
+                      tl_client_out());
+        free_stream(&s);
+    }
+    free_stream(&host);
+
+    /* a consumer that never releases: a clear error after the timeout, not a hang */
+    const char *stuck[] = {"push", "--endpoint", ep, "--quiet", "--cuda-ipc", "--ring", "2",
+                           "--release-timeout", "1", "--rows", "4", "--cols", "8",
+                           "--projections", "10", NULL};
+    pid_t pid = tl_client_start(dir, stuck);
+    stream s = collect(pid);
+    ck_assert_int_eq(tl_client_wait(pid, 30), 1);
+    ck_assert_msg(strstr(tl_client_err(), "no release for 1.0 s") != NULL &&
+                      strstr(tl_client_err(), "no consumer ever connected") != NULL,
+                  "%s", tl_client_err());
+    ck_assert_uint_eq(s.n, 1 + 2); /* the scan and the two frames the ring holds */
+    free_stream(&s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("push");
@@ -530,6 +745,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_push_no_end_and_bind);
     tcase_add_test(tc, test_push_tiff);
     tcase_add_test(tc, test_push_errors);
+    tcase_add_test(tc, test_push_turns);
+    tcase_add_test(tc, test_push_cuda_ipc);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -16,4 +16,10 @@ for mode in recompute incremental; do
     n=$(echo "$out" | grep -E "^$mode *\| +[0-9]" | grep -vc "daemon stage")
     [ "$n" -eq 2 ] || { echo "FAIL: $n result lines for $mode, expected 2"; exit 1; }
 done
+# --cuda-ipc without that GPU (or without CUDA in the build): a clear error, no daemon
+err=$("$b/clients/tomolive" bench --stream --cuda-ipc --device 1023 --rows 16 --cols 32 \
+    --rate 50 --seconds 1 --port $port 2>&1 >/dev/null)
+rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: --cuda-ipc on no GPU: exit status $rc: $err"; exit 1; }
+case $err in *"--cuda-ipc: "*) ;; *) echo "FAIL: --cuda-ipc on no GPU says: $err"; exit 1;; esac
 echo "PASS"

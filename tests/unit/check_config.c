@@ -330,6 +330,27 @@ START_TEST(test_check_across_keys)
     ck_assert_int_eq(tl_config_check(&c, err, sizeof err), -1);
     ck_assert_int_eq(tl_config_set(&c, "ingest.bind", "no", err, sizeof err), 0);
     ck_assert_int_eq(tl_config_check(&c, err, sizeof err), -1); /* connect to '*' */
+
+    /* daemon.gpus: all, or distinct ordinals */
+    int gpus[TL_CONFIG_MAX_GPUS], n = 99;
+    tl_config_defaults(&c);
+    ck_assert_int_eq(tl_config_gpus(&c, gpus, &n, err, sizeof err), 0);
+    ck_assert_int_eq(n, 0); /* empty: daemon.device alone */
+    ck_assert_int_eq(tl_config_set(&c, "daemon.gpus", "all", err, sizeof err), 0);
+    ck_assert_int_eq(tl_config_gpus(&c, gpus, &n, err, sizeof err), 0);
+    ck_assert_int_eq(n, -1);
+    ck_assert_int_eq(tl_config_set(&c, "daemon.gpus", "2,0", err, sizeof err), 0);
+    ck_assert_int_eq(tl_config_gpus(&c, gpus, &n, err, sizeof err), 0);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(gpus[0], 2);
+    ck_assert_int_eq(gpus[1], 0);
+    const char *bad[] = {"0,0", "1,x", "64", "-1", "0,,1x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (tl_config_set(&c, "daemon.gpus", bad[i], err, sizeof err) != 0)
+            continue; /* refused as text already */
+        ck_assert_msg(tl_config_check(&c, err, sizeof err) == -1, "%s accepted", bad[i]);
+        ck_assert_msg(strstr(err, "daemon.gpus"), "%s", err);
+    }
 }
 END_TEST
 
