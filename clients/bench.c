@@ -28,6 +28,7 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "gpu/engine.h"
+#include "gpu/ipc.h"
 #include "gpu/phantom.h"
 #include "gpu/tune.h"
 
@@ -282,8 +283,10 @@ static int bench_rates(const options *o)
 
 /* ---- per-frame pipeline --------------------------------------------------------------- */
 
-/* The pipeline on the first nd devices of --gpus (nd = 0: on --device); *ms its median. */
-static int pipeline_once(const options *o, uint32_t nd, double *ms)
+/* The pipeline on the first nd devices of --gpus (nd = 0: on --device); *ms its median.
+ * gpu_frames: the frame waits in GPU memory of the first device (as a CUDA IPC producer's
+ * would), so nothing is uploaded; other GPUs copy their rows from there. */
+static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double *ms)
 {
     uint32_t R = o->prow, C = o->pcol;
     tl_engine_config c;
@@ -311,6 +314,7 @@ static int pipeline_once(const options *o, uint32_t nd, double *ms)
     tl_engine_get_state(e, &es);
     size_t npix = (size_t)R * C;
     uint16_t *frame = malloc(npix * sizeof *frame);
+    void *dframe = NULL; /* gpu_frames: the frame in GPU memory */
     float *li = malloc(npix * sizeof *li);
     tl_phantom ph;
     int rc = frame && li && tl_phantom_shepp_logan(&ph, 0.45 * C, (R - 1) / 2.0, 0.45 * R) == 0
@@ -328,6 +332,19 @@ static int pipeline_once(const options *o, uint32_t nd, double *ms)
             tl_camera_frame_u16(&cam, kinds[k], li, R, C, NULL, frame);
             tl_frame f = {.kind = (tl_frame_kind)k, .index = 0, .angle = 0.3,
                           .dtype = TL_DTYPE_U16, .rows = R, .cols = C, .data = frame};
+            if (k == 2 && gpu_frames) {
+                char why[256];
+                int dev = nd > 0 ? o->gpus.dev[0] : o->device;
+                uint8_t handle[TL_IPC_HANDLE_BYTES];
+                if (tl_ipc_alloc(dev, npix * sizeof *frame, &dframe, handle, why, sizeof why) !=
+                        TL_OK ||
+                    tl_ipc_copy(dev, dframe, frame, npix * sizeof *frame, why, sizeof why) != TL_OK) {
+                    rc = fail(1, "pipeline: a frame in GPU memory: %s", why);
+                    break;
+                }
+                f.data = dframe;
+                f.memory = TL_MEMORY_DEVICE;
+            }
             st = k < 2 ? tl_engine_submit(e, &f) : tl_engine_bench_store(e, &f, o->reps, ms);
             if (st != TL_OK)
                 rc = fail(1, "pipeline %s: %s (%s)", k < 2 ? "calibration frame" : "benchmark",
@@ -335,7 +352,9 @@ static int pipeline_once(const options *o, uint32_t nd, double *ms)
             else if (k == 2)
                 printf("\nper-frame pipeline %ux%u u16 (%sconvert + correct + filter + "
                        "store%s): %.3f ms median, %.1f frames/s, %.2f GB/s; on %s%s%s%s\n",
-                       R, C, o->backend == TL_BACKEND_CUDA ? "upload from pinned memory + " : "",
+                       R, C,
+                       gpu_frames ? "frame in GPU memory: no upload, + "
+                       : o->backend == TL_BACKEND_CUDA ? "upload from pinned memory + " : "",
                        nd > 1 ? ", every GPU its rows at once, the slowest timed" : "", *ms,
                        1e3 / *ms, (double)npix * sizeof *frame / (*ms * 1e-3) * 1e-9,
                        es.device_name, where[0] ? " (" : "", where, where[0] ? ")" : "");
@@ -344,21 +363,30 @@ static int pipeline_once(const options *o, uint32_t nd, double *ms)
     free(frame);
     free(li);
     tl_engine_destroy(e);
+    tl_ipc_free(nd > 0 ? o->gpus.dev[0] : o->device, dframe);
     return rc;
 }
 
-/* The pipeline on --device or --gpus; with several GPUs, first on the first one alone. */
+/* The pipeline on --device or --gpus; with several GPUs, first on the first one alone. On
+ * the CUDA backend, again for frames already in GPU memory (CUDA IPC sources), where
+ * no upload hides how the GPU work itself scales. */
 static int bench_pipeline(const options *o)
 {
-    double one = 0, all = 0;
-    if (o->gpus.n < 2)
-        return pipeline_once(o, o->gpus.n, &one);
-    if (pipeline_once(o, 1, &one) != 0 || pipeline_once(o, o->gpus.n, &all) != 0)
-        return 1;
-    char label[96];
-    tl_bench_gpus_label(&o->gpus, o->gpus.n, label, sizeof label);
-    printf("per-frame pipeline on %s: %.2f x the frames/s of GPU %d alone\n", label, one / all,
-           o->gpus.dev[0]);
+    for (int gpu_frames = 0; gpu_frames <= (o->backend == TL_BACKEND_CUDA); gpu_frames++) {
+        double one = 0, all = 0;
+        if (o->gpus.n < 2) {
+            if (pipeline_once(o, o->gpus.n, gpu_frames, &one) != 0)
+                return 1;
+            continue;
+        }
+        if (pipeline_once(o, 1, gpu_frames, &one) != 0 ||
+            pipeline_once(o, o->gpus.n, gpu_frames, &all) != 0)
+            return 1;
+        char label[96];
+        tl_bench_gpus_label(&o->gpus, o->gpus.n, label, sizeof label);
+        printf("per-frame pipeline%s on %s: %.2f x the frames/s of GPU %d alone\n",
+               gpu_frames ? " (frames in GPU memory)" : "", label, one / all, o->gpus.dev[0]);
+    }
     return 0;
 }
 

@@ -101,7 +101,8 @@ tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *
     return st;
 }
 
-/* Upload from pinned memory (host frames; device frames are read in place), conversion,
+/* Upload from pinned memory (host frames; device frames are read in place, or copied from
+ * another GPU, which is timed too), conversion,
  * correction, -log and filter into a scratch slot. The host-side copy into the pinned
  * buffer happens once, before timing. */
 tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, double *ms)
@@ -115,6 +116,9 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
     size_t pitch = 0;
     TL_TRY(tl_cuda_stage(s, f, &src, &pitch));
     bool host = f->memory == TL_MEMORY_HOST;
+    /* a device frame on another GPU was copied into s->raw by stage(): timed again below */
+    bool peer = !host && src != (const char *)f->data;
+    size_t row = (size_t)s->cols * s->dsize, fpitch = f->pitch ? f->pitch : row;
     unsigned ring = (s->ring_next - 1) % TL_CUDA_RING; /* the buffer stage() just filled */
     size_t bytes = (size_t)s->rows * s->cols * s->dsize;
     double *t = (double *)malloc((size_t)(reps + 1) * sizeof *t);
@@ -126,6 +130,9 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
         if (e == cudaSuccess && host)
             e = cudaMemcpyAsync(s->raw, s->pinned[ring], bytes, cudaMemcpyHostToDevice,
                                 s->stream);
+        if (e == cudaSuccess && peer)
+            e = cudaMemcpy2DAsync(s->raw, row, f->data, fpitch, row, s->rows, cudaMemcpyDefault,
+                                  s->stream);
         if (e != cudaSuccess) {
             st = tl_cuda_fail_call(s->eb, e, "cudaMemcpyAsync (timed upload)", __FILE__, __LINE__);
             break;
