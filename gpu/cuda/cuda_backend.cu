@@ -10,6 +10,8 @@
  */
 #include "config.h"
 
+#include <mutex>
+
 #include "gpu/backend.h"
 
 #include <stdio.h>
@@ -298,17 +300,24 @@ static tl_status host_alloc(tl_cuda_state *s, void **p, size_t bytes, const char
  * partition's rows, gpu/split.c; a CUDA IPC producer's ring) are then copied over NVLink or
  * PCIe peer to peer, not staged through host memory by the driver (two H200s, a 2048 x 2048
  * frame split across them: 0.198 ms per frame without, 0.081 ms with). Without it the copies
- * still work, only slower, so a refusal is no error. Access is per context, once. */
+ * still work, only slower, so a refusal is no error. Access is per context and enabling
+ * it twice is an error, hence the table of pairs already asked for. */
+#define TL_CUDA_PEER_MAX 64
 static void enable_peers(int device)
 {
+    static std::mutex mu;
+    static bool asked[TL_CUDA_PEER_MAX][TL_CUDA_PEER_MAX];
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess)
+    if (cudaGetDeviceCount(&n) != cudaSuccess || device < 0 || device >= TL_CUDA_PEER_MAX)
         n = 0;
-    for (int p = 0; p < n; p++) {
+    std::lock_guard<std::mutex> hold(mu);
+    for (int p = 0; p < n && p < TL_CUDA_PEER_MAX; p++) {
         int can = 0;
-        if (p == device || cudaDeviceCanAccessPeer(&can, device, p) != cudaSuccess || !can)
+        if (p == device || asked[device][p] ||
+            cudaDeviceCanAccessPeer(&can, device, p) != cudaSuccess || !can)
             continue;
-        cudaDeviceEnablePeerAccess(p, 0); /* "already enabled" on a later engine: fine */
+        asked[device][p] = true;
+        cudaDeviceEnablePeerAccess(p, 0);
     }
     cudaGetLastError(); /* none of these failures is sticky or ours to report */
 }
