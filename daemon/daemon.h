@@ -57,6 +57,7 @@ typedef struct {
     char filter[33];
     tl_engine *engine;
     bool was_complete;          /* the window was complete at the last frame */
+    bool gpu_frames;            /* its engine reads frames in GPU memory (the CUDA backend) */
     uint64_t projections;       /* accepted in this scan */
     char last_error[512];       /* why the last scan was refused, for status */
 } tl_scan;

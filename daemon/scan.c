@@ -161,6 +161,7 @@ static void open_scan(tl_daemon *d, tl_item *it)
     }
     tl_engine_state st;
     tl_engine_get_state(e, &st);
+    s->gpu_frames = strcmp(st.backend, "cuda") == 0;
     tl_log(TL_LOG_INFO, "scan_started",
            "series=%llu rows=%u cols=%u dtype=%s window=%u darks=%u flats=%u filter=%s center=%.3f "
            "backend=%s device=%s memory_mb=%.1f",
@@ -216,9 +217,7 @@ static void submit_frame(tl_daemon *d, tl_item *it, tl_proto_err *code, char *re
     }
     if (f->has_ipc) { /* read in place from the producer's GPU memory */
         char why[512];
-        tl_engine_state es;
-        tl_engine_get_state(s->engine, &es);
-        if (strcmp(es.backend, "cuda") != 0)
+        if (!s->gpu_frames)
             REJECT(TL_REJ_GPU_MEMORY, TL_PROTO_E_UNSUPPORTED,
                    "frames in GPU memory need the CUDA backend (daemon.backend)");
         tl_proto_err e = tl_ipc_frames_map(&d->ipc, f, it->ipc_handle, it->ipc_device,

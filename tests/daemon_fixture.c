@@ -248,6 +248,16 @@ bool tl_fx_wait_messages(tl_fixture *f, long long n, double timeout)
     return false;
 }
 
+bool tl_fx_wait_status(tl_fixture *f, const char *path, long long want, double timeout)
+{
+    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < timeout;) {
+        if (tl_fx_status_int(f, path) == want)
+            return true;
+        usleep(20000);
+    }
+    return false;
+}
+
 int tl_fx_stop(tl_fixture *f, int sig, double *seconds)
 {
     if (!f->pid)

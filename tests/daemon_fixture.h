@@ -62,6 +62,9 @@ int tl_fx_send_end(tl_fixture *f, uint64_t series);
 /* Fills img (rows x cols) with the line integrals of a centred disk of density 1 and
  * radius r, the same in every row: the projection of a cylinder at any angle. */
 void tl_fx_disk_projection(float *img, uint32_t rows, uint32_t cols, double r);
+/* Waits until the status integer at path (as tl_fx_status_int) equals want; false after
+ * timeout seconds. */
+bool tl_fx_wait_status(tl_fixture *f, const char *path, long long want, double timeout);
 /* Waits until status.frames.messages reaches n (all sent messages consumed by the
  * ingest thread) and the queue is empty; false after timeout seconds. */
 bool tl_fx_wait_messages(tl_fixture *f, long long n, double timeout);

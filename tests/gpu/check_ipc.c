@@ -324,17 +324,6 @@ static void start(tl_fixture *f, const char *tag)
     ck_assert_int_eq(tl_fx_start(f, tag, args), 0);
 }
 
-static bool wait_status(tl_fixture *f, const char *path, long long want, double timeout)
-{
-    double t0 = tl_fx_seconds();
-    while (tl_fx_seconds() - t0 < timeout) {
-        if (tl_fx_status_int(f, path) == want)
-            return true;
-        usleep(20000);
-    }
-    return false;
-}
-
 /* The next final slice on sub (ROWS-independent: a COLS x COLS row slice). */
 static void final_slice(void *sub, float *out)
 {
@@ -368,7 +357,7 @@ static void *subscribe(tl_fixture *f)
     ck_assert_int_eq(zmq_connect(sub, f->slices), 0);
     ck_assert_int_eq(zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "", 0), 0);
     json_decref(tl_fx_ok(f, "set_slice", "{\"id\":\"row\",\"kind\":\"row\",\"z\":1}"));
-    ck_assert(wait_status(f, "slices.wanted", 1, 10));
+    ck_assert(tl_fx_wait_status(f, "slices.wanted", 1, 10));
     return sub;
 }
 
@@ -421,7 +410,7 @@ START_TEST(ipc_rejects)
     start(&f, "ipc-rejects");
     int status = run_producer(&f, 2, "killed"); /* leaves a stale handle behind */
     ck_assert_msg(WIFSIGNALED(status), "status %d", status);
-    ck_assert(wait_status(&f, "gpu_frames.producers_lost", 1, 15));
+    ck_assert(tl_fx_wait_status(&f, "gpu_frames.producers_lost", 1, 15));
     long long frames = tl_fx_status_int(&f, "gpu_frames.frames");
     long long releases = tl_fx_status_int(&f, "gpu_frames.releases");
     status = run_producer(&f, 3, "rejects");
@@ -442,7 +431,7 @@ START_TEST(ipc_killed)
     start(&f, "ipc-killed");
     int status = run_producer(&f, 4, "killed");
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
-    ck_assert_msg(wait_status(&f, "gpu_frames.producers_lost", 1, 15),
+    ck_assert_msg(tl_fx_wait_status(&f, "gpu_frames.producers_lost", 1, 15),
                   "the daemon did not notice the producer's death");
     ck_assert_int_eq(tl_fx_status_int(&f, "gpu_frames.buffers_open"), 0);
     long long used = tl_fx_status_int(&f, "gpu_frames.frames");
@@ -456,7 +445,7 @@ START_TEST(ipc_killed)
     ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "producer status %d", status);
     ck_assert_int_eq(tl_fx_status_int(&f, "gpu_frames.frames"), used + FRAMES);
     ck_assert_int_eq(tl_fx_status_int(&f, "gpu_frames.producers_lost"), 1);
-    ck_assert(wait_status(&f, "gpu_frames.buffers_open", 0, 10));
+    ck_assert(tl_fx_wait_status(&f, "gpu_frames.buffers_open", 0, 10));
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
     tl_fx_cleanup(&f);
 }

@@ -444,9 +444,7 @@ START_TEST(dectris_v2)
     /* still serving: a good image of series 8 opens its scan and is accepted */
     long long darks0 = tl_fx_status_int(&f, "frames.accepted.dark");
     send_cbor(&f, v2_image(8, 0, 2));
-    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < 10; usleep(20000))
-        if (tl_fx_status_int(&f, "frames.accepted.dark") == darks0 + 1)
-            break;
+    tl_fx_wait_status(&f, "frames.accepted.dark", darks0 + 1, 10);
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.dark"), darks0 + 1);
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.series"), 8);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
@@ -566,9 +564,7 @@ START_TEST(dectris_v1)
     expect_rejections(&f, 9, names, counts);
     long long darks0 = tl_fx_status_int(&f, "frames.accepted.dark");
     v1_image(&f, 9, 0, 2);
-    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < 10; usleep(20000))
-        if (tl_fx_status_int(&f, "frames.accepted.dark") == darks0 + 1)
-            break;
+    tl_fx_wait_status(&f, "frames.accepted.dark", darks0 + 1, 10);
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.dark"), darks0 + 1);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
     tl_fx_cleanup(&f);
@@ -769,9 +765,7 @@ START_TEST(tomopackets)
     expect_rejections(&f, 7, names, counts);
     long long proj0 = tl_fx_status_int(&f, "frames.accepted.proj");
     send1(&f, p, tp_projection(p, 2, N + 5, R, W, (int)NPIX, projs)); /* the next turn */
-    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < 10; usleep(20000))
-        if (tl_fx_status_int(&f, "frames.accepted.proj") == proj0 + 1)
-            break;
+    tl_fx_wait_status(&f, "frames.accepted.proj", proj0 + 1, 10);
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), proj0 + 1);
     free(p);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);

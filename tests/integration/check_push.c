@@ -62,6 +62,30 @@ static void free_stream(stream *s)
     free(s->v);
 }
 
+/* The next message on pull (one is waiting), decoded into r->m; it must decode. Returns
+ * its part count (parts stay open: r->m points into them). */
+static int recv_msg(tl_proto_decoder *d, size_t seen, zmq_msg_t *parts, rmsg *r)
+{
+    tl_proto_error err;
+    int np = tl_proto_recv(pull, parts, TL_PROTO_MAX_PARTS, ZMQ_DONTWAIT, &err);
+    ck_assert_int_gt(np, 0);
+    ck_assert_msg(tl_proto_decode_parts(d, parts, np, TL_PROTO_INGEST, &r->m, &err) ==
+                      TL_PROTO_OK,
+                  "message %zu: %s: %s", seen, tl_proto_err_name(err.code), err.message);
+    return np;
+}
+
+/* Appends r (its payload already copied out) to s and closes its parts; true at `end`. */
+static bool keep_msg(stream *s, size_t *cap, rmsg *r, zmq_msg_t *parts, int np)
+{
+    r->m.scan.filter = (tl_proto_str){NULL, 0}; /* points into the header: not kept */
+    tl_proto_close(parts, np);
+    if (s->n == *cap)
+        s->v = realloc(s->v, (*cap = *cap ? 2 * *cap : 256) * sizeof *s->v);
+    s->v[s->n++] = *r;
+    return r->m.type == TL_MSG_END;
+}
+
 /* Receives what the pusher pid sends until `end`, or until it has exited and nothing
  * came for half a second. Every message must decode. */
 static stream collect(pid_t pid)
@@ -80,25 +104,15 @@ static stream collect(pid_t pid)
         }
         quiet_since = tl_now_s();
         zmq_msg_t parts[TL_PROTO_MAX_PARTS];
-        tl_proto_error err;
-        int np = tl_proto_recv(pull, parts, TL_PROTO_MAX_PARTS, ZMQ_DONTWAIT, &err);
-        ck_assert_int_gt(np, 0);
         rmsg r = {.payload = NULL};
-        ck_assert_msg(tl_proto_decode_parts(d, parts, np, TL_PROTO_INGEST, &r.m, &err) ==
-                          TL_PROTO_OK,
-                      "message %zu: %s: %s", s.n, tl_proto_err_name(err.code), err.message);
+        int np = recv_msg(d, s.n, parts, &r);
         if (r.m.type == TL_MSG_FRAME) {
             r.len = r.m.frame.payload_len;
             r.payload = malloc(r.len ? r.len : 1);
             memcpy(r.payload, r.m.frame.payload, r.len);
             r.m.frame.payload = r.payload;
         }
-        r.m.scan.filter = (tl_proto_str){NULL, 0}; /* points into the header: not kept */
-        tl_proto_close(parts, np);
-        if (s.n == cap)
-            s.v = realloc(s.v, (cap = cap ? 2 * cap : 256) * sizeof *s.v);
-        s.v[s.n++] = r;
-        if (r.m.type == TL_MSG_END)
+        if (keep_msg(&s, &cap, &r, parts, np))
             break;
     }
     tl_proto_decoder_free(d);
@@ -585,13 +599,8 @@ static stream collect_gpu(pid_t pid, size_t reject_at, size_t *pitch_seen)
             continue;
         }
         zmq_msg_t parts[TL_PROTO_MAX_PARTS];
-        tl_proto_error err;
-        int np = tl_proto_recv(pull, parts, TL_PROTO_MAX_PARTS, ZMQ_DONTWAIT, &err);
-        ck_assert_int_gt(np, 0);
         rmsg r = {.payload = NULL};
-        ck_assert_msg(tl_proto_decode_parts(d, parts, np, TL_PROTO_INGEST, &r.m, &err) ==
-                          TL_PROTO_OK,
-                      "message %zu: %s: %s", s.n, tl_proto_err_name(err.code), err.message);
+        int np = recv_msg(d, s.n, parts, &r);
         if (r.m.type == TL_MSG_SCAN) {
             const tl_proto_scan *sc = &r.m.scan;
             ck_assert_uint_gt(sc->release.len, 0);
@@ -644,12 +653,7 @@ static stream collect_gpu(pid_t pid, size_t reject_at, size_t *pitch_seen)
             ck_assert_int_eq(zmq_send(rel, sb.data, sb.size, 0), (int)sb.size);
             nframes++;
         }
-        r.m.scan.filter = (tl_proto_str){NULL, 0}; /* points into the header: not kept */
-        tl_proto_close(parts, np);
-        if (s.n == cap)
-            s.v = realloc(s.v, (cap = cap ? 2 * cap : 256) * sizeof *s.v);
-        s.v[s.n++] = r;
-        if (r.m.type == TL_MSG_END)
+        if (keep_msg(&s, &cap, &r, parts, np))
             break;
     }
     /* as tomolived at the end: unmap, then disconnect (push waits for that) */

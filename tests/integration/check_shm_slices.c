@@ -48,9 +48,7 @@ static void *subscribe(tl_fixture *f, const char *topic)
  * reached the daemon. */
 static void wait_wanted(tl_fixture *f, long long n)
 {
-    double t0 = tl_fx_seconds();
-    while (tl_fx_status_int(f, "slices.wanted") != n && tl_fx_seconds() - t0 < 10)
-        usleep(20000);
+    tl_fx_wait_status(f, "slices.wanted", n, 10);
     ck_assert_int_eq(tl_fx_status_int(f, "slices.wanted"), n);
     usleep(200000);
 }
