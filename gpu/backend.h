@@ -83,7 +83,9 @@ typedef struct tl_backend_ops {
      * acc_alloc makes room for h x w values (contents undefined until written);
      * acc_update writes into the accumulators of ids[k] (the slices of job, in order):
      * with add false, acc = the back projection of all of job->proj (a full rebuild);
-     * with add true, acc += sign * the contribution of job->proj (one or a few projections).
+     * with add true, acc += sign * the contribution of job->proj (at most TL_ACC_BATCH
+     * projections, each with its own weight, whose sign says add or remove: one pass over
+     * the accumulator for all of them).
      * acc_read copies them into out[k] (host). Work is ordered with store() as the engine
      * calls them, so a subtraction issued before a store sees the slot's old contents. */
     tl_status (*acc_alloc)(void *state, int id, uint32_t height, uint32_t width);
@@ -100,7 +102,16 @@ typedef struct tl_backend_ops {
     void (*device_id)(const void *state, tl_device_id *id);
     /* Micro-benchmarks of the device (engine.h); NULL where there are none. */
     tl_status (*hw_rates)(void *state, tl_hw_rate *out, size_t cap, size_t *n);
+    /* Fences (engine.h, tl_engine_frames_done), for backends whose store() returns before
+     * the work is done; NULL where store() is synchronous. fence marks fence i (of
+     * TL_BACKEND_FENCES) as reached once all work enqueued so far is done; fence_done sets
+     * *done to whether it has been reached, waiting for it first when wait is true. */
+    tl_status (*fence)(void *state, unsigned i);
+    tl_status (*fence_done)(void *state, unsigned i, bool wait, bool *done);
 } tl_backend_ops;
+
+#define TL_BACKEND_FENCES 64 /* frames whose work may be outstanding at once */
+#define TL_ACC_BATCH 8       /* projections of one incremental update (acc_update, add) */
 
 extern const tl_backend_ops tl_cpu_backend;
 /* Several devices (gpu/split.c): detector rows split across child backends, one per entry

@@ -72,10 +72,14 @@ struct tl_engine {
     int *tids;
     int ntracked, cap_tracked;
     int evicted;              /* evictions seen by the current tl_window_place */
+    tl_bp_proj pend[TL_ACC_BATCH]; /* incremental updates not yet applied (track_queue) */
+    int npend;
+    bool *pend_slot;          /* per slot: a pending update reads it */
     const char *track_kernel; /* what the backend's incremental updates ran */
     angle_key *order;         /* scratch for angular weights */
 
     uint64_t accepted[3], stale, duplicate, shape;
+    uint64_t frames_queued, frames_done; /* fences (tl_engine_frames_done) */
 
     tl_kernel_choice choices[TL_ENGINE_MAX_CHOICES]; /* tuned kernels by slice size */
     size_t nchoices;
@@ -362,9 +366,11 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
     e->center_offset = calloc(n, sizeof *e->center_offset);
     e->t_acq = calloc(n, sizeof *e->t_acq);
     e->t_recv = calloc(n, sizeof *e->t_recv);
+    e->pend_slot = calloc(n, sizeof *e->pend_slot);
     e->proj = malloc(n * sizeof *e->proj);
     e->order = malloc(n * sizeof *e->order);
-    if (!e->response || !e->angle || !e->center_offset || !e->t_acq || !e->t_recv || !e->proj ||
+    if (!e->response || !e->angle || !e->center_offset || !e->t_acq || !e->t_recv ||
+        !e->pend_slot || !e->proj ||
         !e->order || tl_window_init(&e->win, c->window, c->first_index) != 0) {
         st = tl_fail(eb, TL_ENOMEM, "out of memory for the window's bookkeeping (%zu slots)", n);
         goto fail;
@@ -403,6 +409,7 @@ void tl_engine_destroy(tl_engine *e)
     free(e->center_offset);
     free(e->t_acq);
     free(e->t_recv);
+    free(e->pend_slot);
     free(e->proj);
     free(e->order);
     free(e->slices); /* the backend's destroy freed the accumulators */
@@ -438,6 +445,53 @@ static tl_status check_frame(tl_engine *e, const tl_frame *f)
     return TL_OK;
 }
 
+/* ---- fences ------------------------------------------------------------------------------ */
+
+tl_status tl_engine_frames_done(tl_engine *e, uint64_t wait_for, uint64_t *done)
+{
+    while (e->frames_done < e->frames_queued) {
+        bool reached = true;
+        if (e->ops->fence_done) {
+            tl_status st = e->ops->fence_done(e->be, e->frames_done % TL_BACKEND_FENCES,
+                                              e->frames_done < wait_for, &reached);
+            if (st != TL_OK) {
+                *done = e->frames_done;
+                return st;
+            }
+        }
+        if (!reached)
+            break;
+        e->frames_done++;
+    }
+    *done = e->frames_done;
+    return TL_OK;
+}
+
+uint64_t tl_engine_frames_queued(const tl_engine *e)
+{
+    return e->frames_queued;
+}
+
+/* After the backend has taken frame f (stored it, or failed to): its fence. A frame read
+ * later that failed is waited for here, so its caller may reuse the buffer at once. */
+static tl_status fence_frame(tl_engine *e, const tl_frame *f, tl_status stored)
+{
+    uint64_t done;
+    tl_status st = TL_OK;
+    if (e->ops->fence) {
+        if (e->frames_queued - e->frames_done == TL_BACKEND_FENCES) /* the ring is full */
+            st = tl_engine_frames_done(e, e->frames_done + 1, &done);
+        if (st == TL_OK)
+            st = e->ops->fence(e->be, e->frames_queued % TL_BACKEND_FENCES);
+    }
+    if (st != TL_OK)
+        return stored != TL_OK ? stored : st;
+    e->frames_queued++;
+    if (stored != TL_OK && f->read_later) /* the failure to report is the store's */
+        (void)tl_engine_frames_done(e, e->frames_queued, &done);
+    return stored;
+}
+
 static tl_status submit_calibration(tl_engine *e, const tl_frame *f)
 {
     int k = f->kind == TL_FRAME_DARK ? 0 : 1;
@@ -450,7 +504,7 @@ static tl_status submit_calibration(tl_engine *e, const tl_frame *f)
         e->batch[k] = 0;
         e->proj_since[k] = false;
     }
-    tl_status st = e->ops->calib_add(e->be, f, e->batch[k] + 1);
+    tl_status st = fence_frame(e, f, e->ops->calib_add(e->be, f, e->batch[k] + 1));
     if (st != TL_OK)
         return st;
     e->batch[k]++;
@@ -465,10 +519,14 @@ static bool tracking_applies(const tl_engine *e)
     return e->cfg.weights == TL_WEIGHTS_UNIFORM; /* angular weights change with the set */
 }
 
+/* Pending updates are dropped with the slices they were for: each is rebuilt when read. */
 static void invalidate_tracked(tl_engine *e)
 {
     for (int k = 0; k < e->nslices; k++)
         e->slices[k].valid = false;
+    for (int k = 0; k < e->npend; k++)
+        e->pend_slot[e->pend[k].slot] = false;
+    e->npend = 0;
 }
 
 static tl_bp_proj proj_of_slot(const tl_engine *e, uint32_t slot)
@@ -481,11 +539,18 @@ static tl_bp_proj proj_of_slot(const tl_engine *e, uint32_t slot)
     return p;
 }
 
-/* Adds (sign +1) or removes (-1) the projection in slot from every valid tracked slice.
- * A failure leaves the accumulators unknown: they are rebuilt at the next read-out. */
-static void track_update(tl_engine *e, uint32_t slot, double sign)
+/* Incremental updates are batched: each projection added (sign +1) or evicted (-1) is
+ * queued, and up to TL_ACC_BATCH of them go to the accumulators in one pass. A stream then
+ * costs one pass per frame instead of two (the previous frame's addition goes with this
+ * frame's eviction), and a burst of frames filling the window one pass per batch; the
+ * passes are memory-bound, so this halves or better the GPU time of tracked slices. The
+ * queue is applied (track_flush) before a slot it reads is overwritten, before anything
+ * reads or rebuilds a tracked slice, and when full; so each update still sees the
+ * projection it names, and a slice that becomes valid (a rebuild) never sees an update
+ * queued before it. */
+static void track_flush(tl_engine *e)
 {
-    if (!tracking_applies(e))
+    if (e->npend == 0)
         return;
     int n = 0;
     for (int k = 0; k < e->nslices; k++) {
@@ -499,23 +564,39 @@ static void track_update(tl_engine *e, uint32_t slot, double sign)
         b->out = NULL;
         e->tids[n++] = k;
     }
+    int added = 0;
+    for (int k = 0; k < e->npend; k++) {
+        e->pend_slot[e->pend[k].slot] = false;
+        added += e->pend[k].weight > 0;
+    }
+    tl_bp_job job = {.slices = e->tbps, .nslices = (size_t)n, .proj = e->pend,
+                     .nproj = (size_t)e->npend, .force = e->cfg.kernel,
+                     .quality = e->cfg.quality};
+    e->npend = 0;
     if (n == 0)
         return;
-    tl_bp_proj p = proj_of_slot(e, slot);
-    tl_bp_job job = {.slices = e->tbps, .nslices = (size_t)n, .proj = &p, .nproj = 1,
-                     .force = e->cfg.kernel, .quality = e->cfg.quality};
-    if (e->ops->acc_update(e->be, &job, e->tids, true, sign) != TL_OK) {
-        invalidate_tracked(e);
+    if (e->ops->acc_update(e->be, &job, e->tids, true, 1.0) != TL_OK) {
+        invalidate_tracked(e); /* the accumulators are unknown: rebuilt at the next read */
         return;
     }
     e->track_kernel = job.kernel;
-    if (sign > 0) /* the refresh period counts projections added, not removed */
-        for (int k = 0; k < n; k++)
-            e->slices[e->tids[k]].updates++;
+    for (int k = 0; k < n; k++) /* the refresh period counts projections added */
+        e->slices[e->tids[k]].updates += (uint32_t)added;
 }
 
-/* tl_window_place's eviction callback: take the leaving projection out of tracked slices
- * while its data is still in the slot (the store that follows overwrites it). */
+static void track_queue(tl_engine *e, uint32_t slot, double sign)
+{
+    if (!tracking_applies(e) || e->ntracked == 0)
+        return;
+    if (e->npend == TL_ACC_BATCH)
+        track_flush(e);
+    tl_bp_proj p = proj_of_slot(e, slot);
+    p.weight *= sign;
+    e->pend[e->npend++] = p;
+    e->pend_slot[slot] = true;
+}
+
+/* Called by tl_window_place for each slot the window moves past. */
 static void on_evict(void *ctx, uint32_t slot)
 {
     tl_engine *e = ctx;
@@ -523,7 +604,7 @@ static void on_evict(void *ctx, uint32_t slot)
         invalidate_tracked(e); /* cheaper to rebuild than to subtract a whole window */
         return;
     }
-    track_update(e, slot, -1.0);
+    track_queue(e, slot, -1.0);
 }
 
 tl_status tl_engine_track(tl_engine *e, int id, bool on)
@@ -582,7 +663,9 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
         return tl_fail(&e->err, st, "projection %llu is already in the window",
                        (unsigned long long)f->index);
     }
-    st = e->ops->store(e->be, f, slot);
+    if (e->pend_slot[slot]) /* a queued update still reads what this store overwrites */
+        track_flush(e);
+    st = fence_frame(e, f, e->ops->store(e->be, f, slot));
     if (st != TL_OK)
         return st;
     tl_window_hold(&e->win, slot, f->index);
@@ -590,7 +673,7 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
     e->center_offset[slot] = f->center_offset;
     e->t_acq[slot] = f->t_acq;
     e->t_recv[slot] = f->t_recv;
-    track_update(e, slot, +1.0);
+    track_queue(e, slot, +1.0);
     e->proj_since[0] = e->proj_since[1] = true;
     e->accepted[TL_FRAME_PROJ]++;
     return TL_OK;
@@ -834,6 +917,7 @@ static tl_status reconstruct_split(tl_engine *e, const int *ids, size_t n, float
 tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
                                 tl_slice_info *info)
 {
+    track_flush(e); /* tracked slices include every frame submitted */
     if (3 * n > e->cap_ids) {
         int *v = realloc(e->ids, 3 * n * sizeof *v);
         float **o = realloc(e->bps_out, 2 * n * sizeof *o);

@@ -173,7 +173,7 @@ void tl_engine_destroy(tl_engine *e);
  * place on the engine's device and copied peer-to-peer from any other (a frame on GPU 0
  * reaches the rows of an engine spanning GPUs 0 and 1); the frame must be complete when
  * submitted (work queued on other streams is not waited for), and the engine has read it
- * when tl_engine_submit returns. */
+ * when tl_engine_submit returns, unless the frame says read_later (below). */
 typedef enum { TL_MEMORY_HOST = 0, TL_MEMORY_DEVICE } tl_memory;
 
 typedef struct {
@@ -188,6 +188,8 @@ typedef struct {
     size_t pitch;             /* bytes between rows; 0 = cols * dtype size */
     const void *data;
     tl_memory memory;
+    bool read_later;          /* DEVICE: submit returns before the GPU has read the frame;
+                                 the buffer is free once tl_engine_frames_done says so */
     const float *matrix;      /* cone beam: 3x4 projection matrix, row-major (unused now) */
 } tl_frame;
 
@@ -203,6 +205,19 @@ typedef struct {
  * Returns TL_ESTALE for a projection older than the window, TL_EDUPLICATE for an index
  * already held, TL_ESHAPE for a wrong shape or dtype; each is counted in the state. */
 tl_status tl_engine_submit(tl_engine *e, const tl_frame *f);
+
+/* Fences: how far the engine's queued work has got, counted in frames. Every frame the
+ * backend took (stored, or failed to store; not those refused before, such as stale ones)
+ * is numbered 1, 2, ...; tl_engine_frames_queued says the number of the last one, and
+ * tl_engine_frames_done sets *done to the number of frames whose work is complete (frames
+ * 1 .. *done), after first waiting until at least wait_for are (0: no wait). A frame
+ * submitted with read_later is free for its producer once done reaches its number, so a
+ * caller can submit the next frames while the GPU still reads the earlier ones (the CUDA
+ * IPC source hands ring slots back this way, daemon/ipc_frames.h). On a backend that
+ * works synchronously (CPU), done always equals queued. At most TL_BACKEND_FENCES (64)
+ * frames are outstanding: submit waits for the oldest beyond that. */
+uint64_t tl_engine_frames_queued(const tl_engine *e);
+tl_status tl_engine_frames_done(tl_engine *e, uint64_t wait_for, uint64_t *done);
 
 /* ---- slices ---------------------------------------------------------------------------- */
 

@@ -232,7 +232,7 @@ static void split_destroy(void *state)
         free(p->ids);
         free(p->outs);
         free(p->from);
-        free(p->scratch);
+        tl_host_free(sp->cuda ? TL_BACKEND_CUDA : TL_BACKEND_CPU, p->scratch);
         free(p->rows);
     }
     free(sp->copy);
@@ -564,11 +564,16 @@ static tl_status reserve_part(tl_split *sp, part *p, size_t n, size_t px)
             return tl_fail(sp->eb, TL_ENOMEM, "out of memory for a job of %zu slices", n);
         p->cap = n;
     }
-    if (px > p->scratch_cap) {
-        p->scratch = grown(p->scratch, px, sizeof *p->scratch, &ok);
-        if (!ok)
-            return tl_fail(sp->eb, TL_ENOMEM, "out of host memory for %.1f MiB of plane slices",
-                           px * sizeof(float) / 1048576.0);
+    if (px > p->scratch_cap) { /* page-locked: planes come back at the bus's full speed */
+        char why[256];
+        tl_backend_kind kind = sp->cuda ? TL_BACKEND_CUDA : TL_BACKEND_CPU;
+        tl_host_free(kind, p->scratch);
+        p->scratch = NULL;
+        p->scratch_cap = 0;
+        if (tl_host_alloc(kind, px * sizeof *p->scratch, (void **)&p->scratch, why,
+                          sizeof why) != TL_OK)
+            return tl_fail(sp->eb, TL_ENOMEM, "out of host memory for %.1f MiB of plane "
+                           "slices: %s", px * sizeof(float) / 1048576.0, why);
         p->scratch_cap = px;
     }
     return TL_OK;
@@ -865,6 +870,33 @@ static tl_status split_hw_rates(void *state, tl_hw_rate *out, size_t cap, size_t
     return TL_OK;
 }
 
+/* A frame's fence is every part's (each part stores its rows on its own stream); from the
+ * calling thread, since recording or querying an event is cheaper than a pool round. */
+static tl_status split_fence(void *state, unsigned i)
+{
+    tl_split *sp = state;
+    for (uint32_t k = 0; k < sp->np; k++) {
+        part *p = &sp->p[k];
+        if (p->ops->fence && (p->st = p->ops->fence(p->be, i)) != TL_OK)
+            return part_fail(sp, k);
+    }
+    return TL_OK;
+}
+
+static tl_status split_fence_done(void *state, unsigned i, bool wait, bool *done)
+{
+    tl_split *sp = state;
+    *done = true;
+    for (uint32_t k = 0; k < sp->np && (*done || wait); k++) {
+        part *p = &sp->p[k];
+        bool reached = true;
+        if (p->ops->fence_done && (p->st = p->ops->fence_done(p->be, i, wait, &reached)) != TL_OK)
+            return part_fail(sp, k);
+        *done = *done && reached;
+    }
+    return TL_OK;
+}
+
 /* ---- benchmarks ---------------------------------------------------------------------------- */
 
 /* The slowest busy part's time for kernel `name` in the last OP_BENCH; false when a busy
@@ -981,4 +1013,6 @@ const tl_backend_ops tl_split_backend = {
     .bench_store = split_bench_store,
     .device_id = split_device_id,
     .hw_rates = split_hw_rates,
+    .fence = split_fence,
+    .fence_done = split_fence_done,
 };

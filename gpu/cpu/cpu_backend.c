@@ -363,7 +363,21 @@ static void cpu_acc_free(void *state, int id)
 
 static tl_status cpu_acc_update(void *state, tl_bp_job *job, const int *ids, bool add, double sign)
 {
-    return run_bp(state, job, add ? TL_CPU_ACC_ADD : TL_CPU_ACC_SET, ids, sign);
+    if (!add)
+        return run_bp(state, job, TL_CPU_ACC_SET, ids, sign);
+    /* one projection at a time: the row kernel sums a job's projections in REAL before
+     * adding to the double accumulator, and a projection must be rounded on its own to
+     * cancel exactly when it is removed in another batch (engine.c track_flush) */
+    tl_bp_job one = *job;
+    one.nproj = 1;
+    for (size_t k = 0; k < job->nproj; k++) {
+        one.proj = &job->proj[k];
+        tl_status st = run_bp(state, &one, TL_CPU_ACC_ADD, ids, sign);
+        if (st != TL_OK)
+            return st;
+        job->kernel = one.kernel;
+    }
+    return TL_OK;
 }
 
 static tl_status cpu_acc_read(void *state, const int *ids, size_t n, float *const *out)

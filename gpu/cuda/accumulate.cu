@@ -5,7 +5,8 @@
  * An accumulator is a double buffer of the slice's pixels in device memory, with a float
  * buffer of the same size for read-outs, both allocated when the slice starts being tracked
  * (never per frame). An update adds sign * weight * (the projection's interpolated value)
- * to every pixel with a one-projection kernel that takes the projection's constants as
+ * to every pixel, for a batch of up to TL_ACC_BATCH projections in one pass (the engine
+ * queues them, gpu/engine.c track_flush), with the projections' constants as kernel
  * arguments, so nothing is uploaded and the host never waits: the update is ordered on the
  * engine's stream before the store that overwrites the slot (subtraction) or after it
  * (addition). Interpolation is the exact one of plane-exact (bilinear across columns and
@@ -33,9 +34,17 @@
 
 #define ACC_BLOCK 16 /* 16 x 16 threads, one pixel each: the update is memory-bound */
 
+/* The projections of one update (backend.h TL_ACC_BATCH): constants (cos, sin, centre,
+ * signed weight) and slots, passed by value so nothing is uploaded. */
+struct acc_batch {
+    float4 q[TL_ACC_BATCH];
+    int slot[TL_ACC_BATCH];
+    int n;
+};
+
 __global__ void __launch_bounds__(ACC_BLOCK * ACC_BLOCK)
 acc_delta_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W, int H,
-                 float4 q, int slot, float sign, tl_cuda_geom g, double *__restrict__ acc)
+                 acc_batch b, tl_cuda_geom g, double *__restrict__ acc)
 {
     const int j = blockIdx.x * ACC_BLOCK + threadIdx.x;
     const int i = blockIdx.y * ACC_BLOCK + threadIdx.y;
@@ -47,15 +56,19 @@ acc_delta_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_
     const float fl = floorf(z);
     const int r0 = (int)fl;
     const float gz = z - fl;
-    const size_t so = (size_t)slot * pitch_el;
-    const float u = tl_ray_u(x, y, q);
-    const float a = r0 >= 0 ? tl_sample_row(window + (size_t)r0 * slab_el + so, W, u) : 0.f;
-    const float b = gz != 0.f && r0 + 1 < H
-                        ? tl_sample_row(window + (size_t)(r0 + 1) * slab_el + so, W, u)
-                        : 0.f;
-    /* rounded to float on its own (never fused into the add), so that the subtraction of
-     * this projection later removes exactly what this addition puts in */
-    acc[(size_t)i * g.w + j] += (double)__fmul_rn(sign * q.w, tl_lerp(a, b, gz));
+    const bool lo = r0 >= 0, hi = gz != 0.f && r0 + 1 < H;
+    double v = acc[(size_t)i * g.w + j];
+    for (int k = 0; k < b.n; k++) {
+        const size_t so = (size_t)b.slot[k] * pitch_el;
+        const float u = tl_ray_u(x, y, b.q[k]);
+        const float a0 = lo ? tl_sample_row(window + (size_t)r0 * slab_el + so, W, u) : 0.f;
+        const float a1 = hi ? tl_sample_row(window + (size_t)(r0 + 1) * slab_el + so, W, u) : 0.f;
+        /* rounded to float on its own (never fused into the add), and added one by one as
+         * if each projection came alone, so that removing a projection later takes out
+         * exactly what adding it put in, whichever batches the two were part of */
+        v += (double)__fmul_rn(b.q[k].w, tl_lerp(a0, a1, gz));
+    }
+    acc[(size_t)i * g.w + j] = v;
 }
 
 /* dst[i] = src[i] converted: float results into an accumulator, an accumulator to float. */
@@ -169,18 +182,24 @@ tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, boo
         }
         return TL_OK;
     }
-    for (size_t k = 0; k < job->nproj; k++) {
-        const tl_bp_proj *p = &job->proj[k];
-        const float4 q = make_float4((float)p->cos_t, (float)p->sin_t, (float)p->center,
-                                     (float)p->weight);
+    for (size_t k0 = 0; k0 < job->nproj; k0 += TL_ACC_BATCH) { /* one pass per batch */
+        acc_batch b;
+        b.n = (int)(job->nproj - k0 < TL_ACC_BATCH ? job->nproj - k0 : TL_ACC_BATCH);
+        for (int k = 0; k < b.n; k++) {
+            const tl_bp_proj *p = &job->proj[k0 + k];
+            /* the sign goes into the float weight: -w rounds to exactly -(w rounded) */
+            b.q[k] = make_float4((float)p->cos_t, (float)p->sin_t, (float)p->center,
+                                 (float)(sign * p->weight));
+            b.slot[k] = (int)p->slot;
+        }
         for (size_t i = 0; i < job->nslices; i++) {
             tl_cuda_geom g = tl_cuda_make_geom(&job->slices[i]);
             const dim3 block(ACC_BLOCK, ACC_BLOCK);
             const dim3 grid((unsigned)((g.w + ACC_BLOCK - 1) / ACC_BLOCK),
                             (unsigned)((g.h + ACC_BLOCK - 1) / ACC_BLOCK));
             acc_delta_kernel<<<grid, block, 0, s->stream>>>(
-                s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, q, (int)p->slot,
-                (float)sign, g, s->acc[ids[i]]);
+                s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, b, g,
+                s->acc[ids[i]]);
             TL_CUDA_LAUNCHED(s->eb, "acc_delta_kernel");
         }
     }

@@ -116,7 +116,8 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
     size_t pitch = 0;
     TL_TRY(tl_cuda_stage(s, f, &src, &pitch));
     bool host = f->memory == TL_MEMORY_HOST;
-    /* a device frame on another GPU was copied into s->raw by stage(): timed again below */
+    /* a device frame on another GPU was copied into a peer buffer by stage(): timed again
+     * below, into the same buffer */
     bool peer = !host && src != (const char *)f->data;
     size_t row = (size_t)s->cols * s->dsize, fpitch = f->pitch ? f->pitch : row;
     unsigned ring = (s->ring_next - 1) % TL_CUDA_RING; /* the buffer stage() just filled */
@@ -131,8 +132,8 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
             e = cudaMemcpyAsync(s->raw, s->pinned[ring], bytes, cudaMemcpyHostToDevice,
                                 s->stream);
         if (e == cudaSuccess && peer)
-            e = cudaMemcpy2DAsync(s->raw, row, f->data, fpitch, row, s->rows, cudaMemcpyDefault,
-                                  s->stream);
+            e = cudaMemcpy2DAsync((void *)src, row, f->data, fpitch, row, s->rows,
+                                  cudaMemcpyDefault, s->stream);
         if (e != cudaSuccess) {
             st = tl_cuda_fail_call(s->eb, e, "cudaMemcpyAsync (timed upload)", __FILE__, __LINE__);
             break;
@@ -150,6 +151,8 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
         if (e != cudaSuccess)
             st = tl_cuda_fail_call(s->eb, e, "cudaEventRecord", __FILE__, __LINE__);
     }
+    if (st == TL_OK)
+        st = tl_cuda_staged_read(s);
     if (st == TL_OK)
         *ms = tl_cuda_median(t + 1, reps);
     free(t);

@@ -216,8 +216,8 @@ static void compute_sizes(const tl_engine_config *c, size_t P, const device_limi
     z->out = (size_t)c->cols * c->cols * sizeof(float);
     z->pack_pitch = round_up((size_t)c->cols * 2 * sizeof(float), pa);
     z->pack = (size_t)c->window * z->pack_pitch;
-    z->buffers = z->raw + z->pad + z->spec + z->fft_work + z->response + z->calib + z->proj +
-                 z->scratch + z->out + z->pack;
+    z->buffers = z->raw * (1 + TL_CUDA_PEER_BUFS) + z->pad + z->spec + z->fft_work +
+                 z->response + z->calib + z->proj + z->scratch + z->out + z->pack;
 }
 
 /* ---- estimate, create, destroy ----------------------------------------------------------- */
@@ -256,7 +256,9 @@ static void cuda_destroy(void *state)
     tl_cuda_acc_destroy(s);
     void *dev[] = {s->window, s->sum[0], s->sum[1], s->avg[0], s->avg[1], s->gain, s->raw,
                    s->pad, s->spec, s->response, s->d_par, s->d_slot, s->d_texy, s->out,
-                   s->scratch, s->pack, s->d_maxabs, s->d_scale, s->d_tickets};
+                   s->scratch, s->pack, s->d_maxabs, s->d_scale, s->d_tickets, s->peer[0],
+                   s->peer[1]};
+    static_assert(TL_CUDA_PEER_BUFS == 2, "list every peer buffer above");
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -271,6 +273,17 @@ static void cuda_destroy(void *state)
     for (size_t i = 0; i < sizeof ev / sizeof *ev; i++)
         if (ev[i])
             cudaEventDestroy(ev[i]);
+    for (int i = 0; i < TL_BACKEND_FENCES; i++)
+        if (s->fence_ev[i])
+            cudaEventDestroy(s->fence_ev[i]);
+    for (int i = 0; i < TL_CUDA_PEER_BUFS; i++) {
+        if (s->peer_ready[i])
+            cudaEventDestroy(s->peer_ready[i]);
+        if (s->peer_free[i])
+            cudaEventDestroy(s->peer_free[i]);
+    }
+    if (s->copy_stream)
+        cudaStreamDestroy(s->copy_stream);
     if (s->stream)
         cudaStreamDestroy(s->stream);
     cudaGetLastError();
@@ -347,6 +360,13 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     TL_CUDA(eb, cudaEventCreateWithFlags(&s->proj_done, cudaEventDisableTiming));
     for (int i = 0; i < TL_CUDA_RING; i++)
         TL_CUDA(eb, cudaEventCreateWithFlags(&s->ring_ev[i], cudaEventDisableTiming));
+    for (int i = 0; i < TL_BACKEND_FENCES; i++)
+        TL_CUDA(eb, cudaEventCreateWithFlags(&s->fence_ev[i], cudaEventDisableTiming));
+    TL_CUDA(eb, cudaStreamCreateWithFlags(&s->copy_stream, cudaStreamNonBlocking));
+    for (int i = 0; i < TL_CUDA_PEER_BUFS; i++) {
+        TL_CUDA(eb, cudaEventCreateWithFlags(&s->peer_ready[i], cudaEventDisableTiming));
+        TL_CUDA(eb, cudaEventCreateWithFlags(&s->peer_free[i], cudaEventDisableTiming));
+    }
 
     size_t npix = (size_t)s->rows * s->cols;
     TL_TRY(tl_cuda_alloc(s, (void **)&s->window, s->sz.window, "window"));
@@ -360,6 +380,8 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     TL_TRY(tl_cuda_alloc(s, (void **)&s->gain, npix * sizeof(float), "flat-field gain"));
     TL_CUDA(eb, cudaMemsetAsync(s->gain, 0, npix * sizeof(float), s->stream));
     TL_TRY(tl_cuda_alloc(s, &s->raw, s->sz.raw, "raw frame"));
+    for (int i = 0; i < TL_CUDA_PEER_BUFS; i++)
+        TL_TRY(tl_cuda_alloc(s, &s->peer[i], s->sz.raw, "frames from other GPUs"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->pad, s->sz.pad, "filter rows"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->spec, s->sz.spec, "filter spectra"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->response, s->sz.response, "filter response"));
@@ -401,6 +423,7 @@ static tl_status cuda_create(const tl_engine_config *c, size_t padded, tl_errbuf
     s->cfg = *c;
     s->eb = eb;
     s->device = c->device;
+    s->peer_used = -1;
     s->rows = c->rows;
     s->cols = c->cols;
     s->n = c->window;
@@ -532,4 +555,6 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_bench_store,     /* bench_store (bench.cu) */
     cuda_device_id,             /* device_id */
     tl_cuda_op_hw_rates,        /* hw_rates (microbench.cu) */
+    tl_cuda_op_fence,           /* fence (store.cu) */
+    tl_cuda_op_fence_done,      /* fence_done (store.cu) */
 };

@@ -35,6 +35,7 @@
 #include "gpu/pool.h"
 
 #define TL_CUDA_RING 4            /* pinned staging buffers for host frames */
+#define TL_CUDA_PEER_BUFS 2       /* buffers for frames from other GPUs (copy overlaps work) */
 #define TL_CUDA_STAGE_THREADS 4   /* threads (the caller included) copying a host frame into
                                      its staging buffer: one core copies ~6 GB/s, too slow
                                      for a camera at 500+ frames/s of 8 MB */
@@ -92,6 +93,7 @@ typedef struct {
     cudaEvent_t t0, t1;       /* benchmark timing */
     cudaEvent_t consumed;     /* device frames: the GPU has read the caller's buffer */
     cudaEvent_t proj_done;    /* the projection tables' host copies may be rewritten */
+    cudaEvent_t fence_ev[TL_BACKEND_FENCES]; /* backend.h fence / fence_done */
 
     /* the rolling window (layout above) */
     float *window;
@@ -117,6 +119,15 @@ typedef struct {
     unsigned ring_next;
     tl_pool *stage_pool;      /* TL_CUDA_STAGE_THREADS */
     void *raw;                /* the device copy of the current raw frame */
+
+    /* frames from another GPU: copied on copy_stream into peer[i] (alternating), so the
+     * copy of one overlaps the kernels of the one before; peer_ready[i] orders the stream
+     * after the copy, peer_free[i] the next copy into peer[i] after the kernels reading it */
+    cudaStream_t copy_stream;
+    void *peer[TL_CUDA_PEER_BUFS];
+    cudaEvent_t peer_ready[TL_CUDA_PEER_BUFS], peer_free[TL_CUDA_PEER_BUFS];
+    unsigned peer_next;
+    int peer_used;            /* the peer buffer the staged frame is in, or -1 */
 
     /* filtering */
     float *pad;               /* rows x P: zero-padded rows, then the filtered rows */
@@ -165,6 +176,8 @@ typedef struct {
 /* Operations of the table (tl_cuda_backend, cuda_backend.cu) defined in other files. */
 tl_status tl_cuda_op_calib_add(void *state, const tl_frame *f, uint32_t count);
 tl_status tl_cuda_op_store(void *state, const tl_frame *f, uint32_t slot);
+tl_status tl_cuda_op_fence(void *state, unsigned i);
+tl_status tl_cuda_op_fence_done(void *state, unsigned i, bool wait, bool *done);
 tl_status tl_cuda_op_backproject(void *state, tl_bp_job *job);
 tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
                            size_t *n);
@@ -190,8 +203,10 @@ void tl_cuda_format_uuid(const cudaUUID_t *u, char *out);
 /* store.cu: the per-frame path */
 /* Brings frame f to the device: host frames through the pinned ring into s->raw, device
  * frames in place after checking them (frames on another GPU are copied peer to peer into
- * s->raw). *src and *pitch describe the result. */
+ * a peer buffer). *src and *pitch describe the result. Once the kernels that read *src
+ * are enqueued, tl_cuda_staged_read says so (a peer buffer may then be refilled). */
 tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, size_t *pitch);
+tl_status tl_cuda_staged_read(tl_cuda_state *s);
 /* Enqueues convert + correct + -log (+ filter) of a staged frame into dst, a rows x cols
  * area whose rows are dst_stride floats apart. */
 tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,

@@ -13,12 +13,14 @@
  * Device frames (TL_MEMORY_DEVICE) on the engine's device are read in place. A frame on
  * another device (a frame on GPU 0 reaching the rows an engine keeps on GPU 1, gpu/split.c;
  * a producer's CUDA IPC frame on another GPU than the engine's) is first copied
- * peer-to-peer into s->raw on the engine's stream (cudaMemcpyDefault: the driver uses
- * NVLink or PCIe peer access where the GPUs have it, else it stages through the host) and
- * read from there. Frames must be complete when submitted (written by finished work, or,
+ * peer-to-peer (cudaMemcpyDefault: the driver uses NVLink or PCIe peer access where the
+ * GPUs have it, else it stages through the host) into one of two peer buffers, on a copy
+ * stream of its own, and read from there: the copy of one frame overlaps the kernels of
+ * the frame before. Frames must be complete when submitted (written by finished work, or,
  * on the engine's own device only, on the legacy default stream, which the engine's
  * blocking stream waits for: the stream of another device waits for nothing there);
- * submit returns once the GPU has read them, so the caller may reuse the buffer at once.
+ * submit returns once the GPU has read them, so the caller may reuse the buffer at once,
+ * unless the frame is read_later (engine.h): then the engine's fences say when.
  */
 #include "config.h"
 
@@ -81,10 +83,16 @@ tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, s
         *src = (const char *)f->data;
         if (!peer)
             return TL_OK;
-        /* from another GPU: into s->raw, in stream order like a host frame's upload */
-        TL_CUDA(s->eb, cudaMemcpy2DAsync(s->raw, row, f->data, *pitch, row, s->rows,
-                                         cudaMemcpyDefault, s->stream));
-        *src = (const char *)s->raw;
+        /* from another GPU: on the copy stream, once the kernels that read this buffer
+         * last are done; the engine's stream waits for the copy */
+        unsigned i = s->peer_next++ % TL_CUDA_PEER_BUFS;
+        TL_CUDA(s->eb, cudaStreamWaitEvent(s->copy_stream, s->peer_free[i], 0));
+        TL_CUDA(s->eb, cudaMemcpy2DAsync(s->peer[i], row, f->data, *pitch, row, s->rows,
+                                         cudaMemcpyDefault, s->copy_stream));
+        TL_CUDA(s->eb, cudaEventRecord(s->peer_ready[i], s->copy_stream));
+        TL_CUDA(s->eb, cudaStreamWaitEvent(s->stream, s->peer_ready[i], 0));
+        s->peer_used = (int)i;
+        *src = (const char *)s->peer[i];
         *pitch = row;
         return TL_OK;
     }
@@ -103,6 +111,15 @@ tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, s
     return TL_OK;
 }
 
+tl_status tl_cuda_staged_read(tl_cuda_state *s)
+{
+    if (s->peer_used < 0)
+        return TL_OK;
+    TL_CUDA(s->eb, cudaEventRecord(s->peer_free[s->peer_used], s->stream));
+    s->peer_used = -1;
+    return TL_OK;
+}
+
 tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
                           float *dst, size_t dst_stride)
 {
@@ -113,10 +130,11 @@ tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dt
     return tl_cuda_filter_rows(s, dst, dst_stride);
 }
 
-/* Device frames: wait until the GPU has read the caller's buffer. */
+/* Device frames: wait until the GPU has read the caller's buffer (unless the caller
+ * follows the read with the engine's fences instead). */
 static tl_status release_frame(tl_cuda_state *s, const tl_frame *f)
 {
-    if (f->memory != TL_MEMORY_DEVICE)
+    if (f->memory != TL_MEMORY_DEVICE || f->read_later)
         return TL_OK;
     TL_CUDA(s->eb, cudaEventRecord(s->consumed, s->stream));
     TL_CUDA(s->eb, cudaEventSynchronize(s->consumed));
@@ -134,7 +152,34 @@ tl_status tl_cuda_op_store(void *state, const tl_frame *f, uint32_t slot)
     TL_TRY(tl_cuda_stage(s, f, &src, &pitch));
     TL_TRY(tl_cuda_process(s, src, pitch, f->dtype, s->window + (size_t)slot * s->pitch_el,
                            s->slab_el));
+    TL_TRY(tl_cuda_staged_read(s));
     return release_frame(s, f);
+}
+
+tl_status tl_cuda_op_fence(void *state, unsigned i)
+{
+    tl_cuda_state *s = (tl_cuda_state *)state;
+    TL_TRY(tl_cuda_use_device(s));
+    TL_CUDA(s->eb, cudaEventRecord(s->fence_ev[i % TL_BACKEND_FENCES], s->stream));
+    return TL_OK;
+}
+
+tl_status tl_cuda_op_fence_done(void *state, unsigned i, bool wait, bool *done)
+{
+    tl_cuda_state *s = (tl_cuda_state *)state;
+    cudaEvent_t ev = s->fence_ev[i % TL_BACKEND_FENCES];
+    *done = false;
+    if (wait)
+        TL_CUDA(s->eb, cudaEventSynchronize(ev));
+    cudaError_t e = cudaEventQuery(ev);
+    if (e == cudaErrorNotReady) { /* not an error: never left for a later launch check */
+        if (cudaPeekAtLastError() == cudaErrorNotReady)
+            cudaGetLastError();
+        return TL_OK;
+    }
+    TL_CUDA(s->eb, e);
+    *done = true;
+    return TL_OK;
 }
 
 tl_status tl_cuda_op_calib_add(void *state, const tl_frame *f, uint32_t count)
@@ -148,6 +193,7 @@ tl_status tl_cuda_op_calib_add(void *state, const tl_frame *f, uint32_t count)
     size_t pitch = 0;
     TL_TRY(tl_cuda_stage(s, f, &src, &pitch));
     TL_TRY(tl_cuda_calib_accumulate(s, src, pitch, f->dtype, kind, count));
+    TL_TRY(tl_cuda_staged_read(s));
     TL_TRY(release_frame(s, f));
     s->have[kind] = true; /* after the kernel was enqueued: it saw the state before this frame */
     return TL_OK;

@@ -1210,6 +1210,82 @@ START_TEST(split_device_frames)
 }
 END_TEST
 
+/* Frames read later (tl_frame.read_later), as the daemon takes a CUDA IPC producer's: a
+ * ring of three device buffers, each rewritten (on a stream that does not wait for the
+ * engine's) only once the engine's fences say the frame in it was read; on one GPU and on a
+ * split engine, whose every part must have read its rows. The slices equal those of host
+ * frames, and the fence numbers follow the frames the backend took. */
+START_TEST(device_frames_read_later)
+{
+    enum { RING = 3 };
+    const uint32_t R = 48, W = 320, N = 6, S = 96, P = N + 9;
+    int lists[2][2], nl = split_lists(lists);
+    tl_engine_config c;
+    tl_engine_config_init(&c, R, W, N);
+    c.dtype = TL_DTYPE_U16;
+    tl_engine_config cs = with_devices(&c, lists[nl - 1]);
+    tl_engine *e[3] = {tl_gt_cuda(&c, NULL), tl_gt_cuda(&c, NULL), tl_gt_cuda(&cs, NULL)};
+    ck_assert_int_eq(cudaSetDevice(0), cudaSuccess);
+    cudaStream_t ws;
+    ck_assert_int_eq(cudaStreamCreateWithFlags(&ws, cudaStreamNonBlocking), cudaSuccess);
+    size_t row = W * sizeof(uint16_t), dpitch = 0;
+    char *ring = NULL;
+    ck_assert_int_eq(cudaMallocPitch((void **)&ring, &dpitch, row, (size_t)R * RING), cudaSuccess);
+    uint64_t fence[2][RING] = {{0}}; /* per read-later engine: the number of each slot's frame */
+    uint16_t *buf = malloc(R * row);
+    uint32_t n = 0;
+    for (int kind = 0; kind < 3; kind++)
+        for (uint32_t k = 0; k < (kind == 2 ? P : 2); k++, n++) {
+            fill_frame(buf, TL_DTYPE_U16, R, W, row, kind, (int)k);
+            tl_frame f = {.kind = (tl_frame_kind)kind, .index = k, .angle = k * M_PI / N,
+                          .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
+            ck_assert_int_eq(tl_engine_submit(e[0], &f), TL_OK);
+            uint32_t slot = n % RING;
+            for (int i = 1; i < 3; i++) { /* the slot is free once its last frame was read */
+                uint64_t done = 0;
+                ck_assert_int_eq(tl_engine_frames_done(e[i], fence[i - 1][slot], &done), TL_OK);
+                ck_assert_uint_ge(done, fence[i - 1][slot]);
+                ck_assert_uint_le(done, tl_engine_frames_queued(e[i]));
+            }
+            char *d = ring + (size_t)slot * R * dpitch;
+            ck_assert_int_eq(cudaMemcpy2DAsync(d, dpitch, buf, row, row, R,
+                                               cudaMemcpyHostToDevice, ws), cudaSuccess);
+            ck_assert_int_eq(cudaStreamSynchronize(ws), cudaSuccess);
+            f.data = d;
+            f.pitch = dpitch;
+            f.memory = TL_MEMORY_DEVICE;
+            f.read_later = true;
+            for (int i = 1; i < 3; i++) {
+                tl_status st = tl_engine_submit(e[i], &f);
+                ck_assert_msg(st == TL_OK, "engine %d: %s", i, tl_engine_last_error(e[i]));
+                fence[i - 1][slot] = tl_engine_frames_queued(e[i]);
+                ck_assert_uint_eq(fence[i - 1][slot], n + 1); /* every frame got a number */
+            }
+        }
+    for (int i = 1; i < 3; i++) {
+        uint64_t done = 0;
+        ck_assert_int_eq(tl_engine_frames_done(e[i], n, &done), TL_OK);
+        ck_assert_uint_eq(done, n);
+    }
+    ck_assert_int_eq(cudaSetDevice(0), cudaSuccess);
+    ck_assert_int_eq(cudaFree(ring), cudaSuccess);
+    ck_assert_int_eq(cudaStreamDestroy(ws), cudaSuccess);
+    free(buf);
+    tl_slice_spec sp;
+    tl_slice_spec_row(&sp, R / 2 + 0.5, S, S);
+    float *ref = recon(e[0], &sp, NULL);
+    for (int i = 1; i < 3; i++) {
+        float *got = recon(e[i], &sp, NULL);
+        expect_close(i == 1 ? "frames read later, one GPU" : "frames read later, split", got,
+                     ref, (size_t)S * S, EXACT_REL, EXACT_MOR);
+        free(got);
+    }
+    free(ref);
+    for (int i = 0; i < 3; i++)
+        tl_engine_destroy(e[i]);
+}
+END_TEST
+
 /* Benchmarks on a split engine (every part at once), and a device list naming a GPU that
  * does not exist. */
 START_TEST(split_bench_and_bad_devices)
@@ -1271,7 +1347,7 @@ int main(void)
                     rolling_window_equals_fresh, memory_refusal, bench_and_bench_store,
                     empty_window_is_zero, incremental_matches_scratch, NULL}},
         {"split", {split_matches_one_gpu, split_tracked_slices, split_device_frames,
-                   split_bench_and_bad_devices, NULL}},
+                   device_frames_read_later, split_bench_and_bad_devices, NULL}},
     };
     return tl_gt_main("cuda", cases, sizeof cases / sizeof *cases);
 }

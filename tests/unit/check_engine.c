@@ -147,7 +147,14 @@ START_TEST(rejections_counted)
     tl_engine *e = make(2, 4, 3, TL_DTYPE_U16, TL_FILTER_RAMLAK, false);
     uint16_t px[8] = {100, 100, 100, 100, 100, 100, 100, 100};
     tl_frame f = frame(TL_FRAME_PROJ, 5, 0, TL_DTYPE_U16, 2, 4, px);
+    uint64_t done = 99;
+    ck_assert_int_eq(tl_engine_frames_done(e, 0, &done), TL_OK);
+    ck_assert_uint_eq(done, 0);
     ck_assert_int_eq(tl_engine_submit(e, &f), TL_OK);
+    /* fences count the frames the backend took; the CPU backend is done when it returns */
+    ck_assert_uint_eq(tl_engine_frames_queued(e), 1);
+    ck_assert_int_eq(tl_engine_frames_done(e, 1, &done), TL_OK);
+    ck_assert_uint_eq(done, 1);
     ck_assert_int_eq(tl_engine_submit(e, &f), TL_EDUPLICATE);
     f.index = 1;
     ck_assert_int_eq(tl_engine_submit(e, &f), TL_ESTALE);
@@ -164,6 +171,11 @@ START_TEST(rejections_counted)
     f.memory = TL_MEMORY_DEVICE;
     ck_assert_int_eq(tl_engine_submit(e, &f), TL_EUNSUPPORTED);
     ck_assert(strstr(tl_engine_last_error(e), "host memory") != NULL);
+    /* refused before the backend (duplicate, stale, shape, angle): no number; the device
+     * frame reached the backend, which refused it: numbered, and done */
+    ck_assert_uint_eq(tl_engine_frames_queued(e), 2);
+    ck_assert_int_eq(tl_engine_frames_done(e, 0, &done), TL_OK);
+    ck_assert_uint_eq(done, 2);
     tl_engine_state s;
     tl_engine_get_state(e, &s);
     ck_assert_uint_eq(s.duplicate, 1);
