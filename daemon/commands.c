@@ -569,6 +569,7 @@ static void cmd_status(request *r)
     }
     int defined = d->slices.n;
     int buffers_open = tl_ipc_frames_open_count(&d->ipc);
+    uint64_t releases_waiting = d->ipc.ndeferred;
     pack_key(pk, "kernels");
     tl_tuning_pack_status(d, pk);
     pthread_mutex_unlock(&d->lock);
@@ -591,11 +592,12 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_u64(pk, "shared_memory", tl_stats_get(&st->slices_shm));
     tl_proto_pack_kv_u64(pk, "shm_failed", tl_stats_get(&st->shm_failed));
     pack_key(pk, "gpu_frames"); /* frames read from producers' GPU memory (CUDA IPC) */
-    msgpack_pack_map(pk, 6);
+    msgpack_pack_map(pk, 7);
     tl_proto_pack_kv_u64(pk, "frames", tl_stats_get(&st->ipc_frames));
     tl_proto_pack_kv_u64(pk, "buffers_open", (uint64_t)buffers_open);
     tl_proto_pack_kv_u64(pk, "buffers_opened", tl_stats_get(&st->ipc_opened));
     tl_proto_pack_kv_u64(pk, "releases", tl_stats_get(&st->ipc_releases));
+    tl_proto_pack_kv_u64(pk, "releases_waiting", releases_waiting); /* on the GPU's reads */
     tl_proto_pack_kv_u64(pk, "release_failed", tl_stats_get(&st->ipc_release_failed));
     tl_proto_pack_kv_u64(pk, "producers_lost", tl_stats_get(&st->ipc_producers_lost));
     pack_key(pk, "requests");

@@ -171,6 +171,11 @@ void tl_worker_poke(tl_daemon *d);
 /* scan.c — all with d->lock held, on the worker thread (or a control command). */
 void tl_scan_apply(tl_daemon *d, tl_item *it);
 void tl_scan_close(tl_daemon *d);
+/* Sends the releases of frames in GPU memory the engine has finished reading; first waits
+ * for the oldest one's read (the worker has nothing else to do) or for all of them (before
+ * mappings close). */
+typedef enum { TL_RELEASE_NOWAIT, TL_RELEASE_OLDEST, TL_RELEASE_ALL } tl_release_wait;
+void tl_scan_releases(tl_daemon *d, tl_release_wait wait);
 /* Ends the series whose producer of frames in GPU memory went away (once per turn). */
 void tl_scan_producer_check(tl_daemon *d);
 /* Adds a registered slice to the current engine (resolving its size); 0 or -1 with err. */

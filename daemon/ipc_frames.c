@@ -40,6 +40,7 @@ void tl_ipc_frames_destroy(tl_ipc_frames *x)
 
 void tl_ipc_frames_close(tl_ipc_frames *x)
 {
+    tl_ipc_frames_flush(x, UINT64_MAX);
     for (int i = 0; i < x->nbuf; i++)
         tl_ipc_close(x->buf[i].device, x->buf[i].ptr);
     if (x->nbuf)
@@ -178,15 +179,15 @@ tl_proto_err tl_ipc_frames_map(tl_ipc_frames *x, const tl_proto_frame *f,
     return TL_PROTO_OK;
 }
 
-void tl_ipc_frames_release(tl_ipc_frames *x, const tl_proto_frame *f, tl_proto_err code,
-                           const char *message)
+static void send_release(tl_ipc_frames *x, uint64_t series, uint64_t index, uint32_t slot,
+                         tl_proto_err code, const char *message)
 {
-    if (!x->release || !x->active || f->series != x->series)
+    if (!x->release || !x->active || series != x->series)
         return;
     tl_proto_release r = {
-        .series = f->series,
-        .index = f->index,
-        .slot = f->ipc.slot,
+        .series = series,
+        .index = index,
+        .slot = slot,
         .ok = code == TL_PROTO_OK,
         .code = code,
         .message = {message ? message : "", message ? strlen(message) : 0},
@@ -199,11 +200,48 @@ void tl_ipc_frames_release(tl_ipc_frames *x, const tl_proto_frame *f, tl_proto_e
         uint64_t suppressed;
         if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
             tl_log(TL_LOG_WARN, "release_failed", "series=%" PRIu64 " index=%" PRIu64
-                   " endpoint=%s error=%s suppressed=%" PRIu64, f->series, f->index,
+                   " endpoint=%s error=%s suppressed=%" PRIu64, series, index,
                    tl_logq(x->endpoint), tl_logq(zmq_strerror(zmq_errno())), suppressed);
         return;
     }
     tl_stats_count(&x->stats->ipc_releases);
+}
+
+void tl_ipc_frames_release(tl_ipc_frames *x, const tl_proto_frame *f, tl_proto_err code,
+                           const char *message)
+{
+    send_release(x, f->series, f->index, f->ipc.slot, code, message);
+}
+
+void tl_ipc_frames_defer(tl_ipc_frames *x, const tl_proto_frame *f, uint64_t fence)
+{
+    if (x->ndeferred == TL_IPC_MAX_DEFERRED) /* the caller made no room: the oldest goes
+                                                early rather than never (a stalled producer) */
+        tl_ipc_frames_flush(x, x->deferred[x->first].fence);
+    tl_ipc_deferred *r = &x->deferred[(x->first + x->ndeferred++) % TL_IPC_MAX_DEFERRED];
+    *r = (tl_ipc_deferred){f->series, f->index, f->ipc.slot, fence};
+}
+
+void tl_ipc_frames_flush(tl_ipc_frames *x, uint64_t done)
+{
+    while (x->ndeferred && x->deferred[x->first].fence <= done) {
+        const tl_ipc_deferred *r = &x->deferred[x->first];
+        send_release(x, r->series, r->index, r->slot, TL_PROTO_OK, NULL);
+        x->first = (x->first + 1) % TL_IPC_MAX_DEFERRED;
+        x->ndeferred--;
+    }
+}
+
+bool tl_ipc_frames_waiting(const tl_ipc_frames *x, uint64_t *oldest)
+{
+    if (x->ndeferred && oldest)
+        *oldest = x->deferred[x->first].fence;
+    return x->ndeferred > 0;
+}
+
+bool tl_ipc_frames_full(const tl_ipc_frames *x)
+{
+    return x->ndeferred == TL_IPC_MAX_DEFERRED;
 }
 
 bool tl_ipc_frames_gone(tl_ipc_frames *x)

@@ -225,6 +225,7 @@ static void submit_frame(tl_daemon *d, tl_item *it, tl_proto_err *code, char *re
         if (e != TL_PROTO_OK)
             REJECT(TL_REJ_GPU_MEMORY, e, why);
         fr.memory = TL_MEMORY_DEVICE;
+        fr.read_later = true; /* released by apply_frame once read: the worker never waits */
         fr.pitch = f->ipc.pitch;
     }
     uint64_t t0 = tl_now_ns();
@@ -255,12 +256,43 @@ static void submit_frame(tl_daemon *d, tl_item *it, tl_proto_err *code, char *re
 }
 #undef REJECT
 
+/* Sends the releases of frames in GPU memory that the engine has finished reading, after
+ * first waiting until it has read frame wait_for (0: no wait). An engine that fails here
+ * has a broken GPU; its producer is then let go rather than left waiting forever. */
+static void release_read(tl_daemon *d, uint64_t wait_for)
+{
+    uint64_t done = UINT64_MAX;
+    if (d->scan.engine && tl_engine_frames_done(d->scan.engine, wait_for, &done) != TL_OK) {
+        tl_log(TL_LOG_ERROR, "gpu_read_failed", "series=%llu error=%s",
+               (unsigned long long)d->ipc.series, tl_logq(tl_engine_last_error(d->scan.engine)));
+        done = UINT64_MAX;
+    }
+    tl_ipc_frames_flush(&d->ipc, done);
+}
+
+void tl_scan_releases(tl_daemon *d, tl_release_wait wait)
+{
+    uint64_t oldest;
+    if (!tl_ipc_frames_waiting(&d->ipc, &oldest))
+        return;
+    if (wait == TL_RELEASE_ALL)
+        oldest = d->scan.engine ? tl_engine_frames_queued(d->scan.engine) : 0;
+    release_read(d, wait == TL_RELEASE_NOWAIT ? 0 : oldest);
+}
+
 static void apply_frame(tl_daemon *d, tl_item *it)
 {
     tl_proto_err code;
     char reason[512] = "";
+    bool ipc = it->frame.has_ipc;
+    if (ipc && tl_ipc_frames_full(&d->ipc))
+        tl_scan_releases(d, TL_RELEASE_OLDEST); /* room for this frame's release */
     submit_frame(d, it, &code, reason, sizeof reason);
-    if (it->frame.has_ipc) /* the engine has read it (or never will): the slot is free */
+    if (!ipc)
+        return;
+    if (code == TL_PROTO_OK) /* free once the GPU has read it */
+        tl_ipc_frames_defer(&d->ipc, &it->frame, tl_engine_frames_queued(d->scan.engine));
+    else /* never read: free now */
         tl_ipc_frames_release(&d->ipc, &it->frame, code, reason);
 }
 
@@ -273,6 +305,7 @@ static void finish(tl_daemon *d, const char *why)
     if (s->finished)
         return;
     s->finished = true;
+    tl_scan_releases(d, TL_RELEASE_ALL); /* nothing reads a mapping after this */
     tl_ipc_frames_close(&d->ipc);
     for (int i = 0; i < d->slices.n; i++)
         d->slices.v[i].want_final = true;

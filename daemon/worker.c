@@ -124,6 +124,7 @@ static void *run(void *arg)
     tl_item it;
     zmq_msg_init(&it.payload);
     uint64_t wake = UINT64_MAX;
+    bool owed = false;
     while (!atomic_load(&d->worker_stop)) {
         uint64_t now = tl_now_ns();
         atomic_store(&d->worker_beat, now);
@@ -132,20 +133,27 @@ static void *run(void *arg)
             timeout = wake > now ? (wake - now) / 1e9 : 0;
         if (timeout > TL_WORKER_MAX_WAIT)
             timeout = TL_WORKER_MAX_WAIT;
-        int got = tl_queue_pop(&d->queue, &it, timeout);
+        /* releases owed to a producer of frames in GPU memory: no sleeping on the queue
+         * while the GPU finishes reading them (the producer may be waiting for its ring) */
+        int got = tl_queue_pop(&d->queue, &it, owed ? 0 : timeout);
         pthread_mutex_lock(&d->lock);
         uint64_t t0 = tl_now_ns();
+        if (!got && owed)
+            tl_scan_releases(d, TL_RELEASE_OLDEST);
         while (got) {
             tl_hist_add(&d->stats.latency[TL_LAT_QUEUE], (tl_now_ns() - it.t_recv_mono) / 1e9);
             tl_scan_apply(d, &it);
             zmq_msg_close(&it.payload); /* the pixels are in the engine now */
             zmq_msg_init(&it.payload);
+            tl_scan_releases(d, TL_RELEASE_NOWAIT);
             got = tl_now_ns() - t0 < TL_WORKER_BATCH_NS && !atomic_load(&d->worker_stop) &&
                   tl_queue_pop(&d->queue, &it, 0);
         }
         tl_scan_producer_check(d);
         tl_tuning_turn(d); /* may free the lock while timing */
         wake = publish_due(d);
+        tl_scan_releases(d, TL_RELEASE_NOWAIT);
+        owed = tl_ipc_frames_waiting(&d->ipc, NULL);
         pthread_mutex_unlock(&d->lock);
     }
     zmq_msg_close(&it.payload);
@@ -199,6 +207,7 @@ void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
     pthread_join(d->worker_thread, NULL);
     drain(d, deadline_ns);
     pthread_mutex_lock(&d->lock);
+    tl_scan_releases(d, TL_RELEASE_ALL); /* the GPU reads no mapping when they close */
     tl_ipc_frames_destroy(&d->ipc); /* its socket goes before the context */
     pthread_mutex_unlock(&d->lock);
     tl_worker_scratch *w = &d->scratch;
