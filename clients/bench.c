@@ -283,10 +283,84 @@ static int bench_rates(const options *o)
 
 /* ---- per-frame pipeline --------------------------------------------------------------- */
 
-/* The pipeline on the first nd devices of --gpus (nd = 0: on --device); *ms its median.
+#define STREAM_SECONDS 0.3  /* each run of the ingest-capacity measurement, about */
+
+/* Ingest capacity: frames submitted back to back as a stream delivers them (indices
+ * rising, the window sliding; frames in GPU memory read later, as the daemon takes a CUDA
+ * IPC producer's), timed from the first submit until the engine's fences say the last one
+ * is stored. ms is one frame's time (it sets how many frames make a run). Three runs, the
+ * median; *fps in frames per second. */
+static tl_status stream_rate(tl_engine *e, tl_frame *fp, double ms, double *fps)
+{
+    tl_frame f = *fp;
+    double want = STREAM_SECONDS / (ms * 1e-3);
+    uint64_t n = want < 20 ? 20 : want > 20000 ? 20000 : (uint64_t)want;
+    double t[3];
+    f.kind = TL_FRAME_PROJ;
+    f.read_later = f.memory == TL_MEMORY_DEVICE;
+    for (int run = 0; run < 3; run++) {
+        uint64_t done;
+        double t0 = tl_cli_now();
+        for (uint64_t k = 0; k < n; k++) {
+            f.index++;
+            tl_status st = tl_engine_submit(e, &f);
+            if (st != TL_OK)
+                return st;
+        }
+        tl_status st = tl_engine_frames_done(e, tl_engine_frames_queued(e), &done);
+        if (st != TL_OK)
+            return st;
+        t[run] = (double)n / (tl_cli_now() - t0);
+    }
+    fp->index = f.index; /* a later run goes on from here: the window has moved */
+    double lo = fmin(t[0], fmin(t[1], t[2])), hi = fmax(t[0], fmax(t[1], t[2]));
+    *fps = t[0] + t[1] + t[2] - lo - hi;
+    return TL_OK;
+}
+
+/* stream_rate with the streaming benchmark's four slices (stream_bench.c) tracked, so that
+ * every frame also updates them: a row slice at the middle row, ortho-slices x = 0, y = 0
+ * and z at the middle. They are built first, as the daemon builds a slice at its first
+ * read-out. */
+static int tracked_rate(tl_engine *e, tl_frame *f, double ms, double *fps)
+{
+    const tl_engine_config *c = tl_engine_get_config(e);
+    uint32_t R = c->rows, C = c->cols;
+    tl_slice_spec sp[4];
+    tl_slice_spec_row(&sp[0], R / 2, C, C);
+    tl_slice_spec_ortho(&sp[1], TL_AXIS_X, 0, R, C);
+    tl_slice_spec_ortho(&sp[2], TL_AXIS_Y, 0, R, C);
+    tl_slice_spec_ortho(&sp[3], TL_AXIS_Z, R / 2 + 0.5, C, C);
+    int ids[4], n = 0;
+    float *out[4] = {NULL};
+    tl_status st = TL_OK;
+    for (; n < 4 && st == TL_OK; n++) {
+        st = tl_engine_add_slice(e, &sp[n], &ids[n]);
+        if (st == TL_OK)
+            st = tl_engine_track(e, ids[n], true);
+        if (st == TL_OK && !(out[n] = malloc((size_t)sp[n].height * sp[n].width * sizeof(float))))
+            st = TL_ENOMEM;
+    }
+    if (st == TL_OK)
+        st = tl_engine_reconstruct(e, ids, 4, out, NULL);
+    if (st == TL_OK)
+        st = stream_rate(e, f, ms, fps);
+    int rc = st == TL_OK ? 0 : fail(1, "pipeline with four tracked slices: %s (%s)",
+                                    tl_engine_last_error(e), tl_status_name(st));
+    for (int k = 0; k < n; k++) {
+        tl_engine_remove_slice(e, ids[k]);
+        free(out[k]);
+    }
+    return rc;
+}
+
+/* The pipeline on the first nd devices of --gpus (nd = 0: on --device); *ms its median,
+ * *fps the ingest capacity (stream_rate), *fps_tracked the same with four tracked slices
+ * (CUDA only).
  * gpu_frames: the frame waits in GPU memory of the first device (as a CUDA IPC producer's
  * would), so nothing is uploaded; other GPUs copy their rows from there. */
-static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double *ms)
+static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double *ms,
+                         double *fps, double *fps_tracked)
 {
     uint32_t R = o->prow, C = o->pcol;
     tl_engine_config c;
@@ -346,6 +420,8 @@ static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double 
                 f.memory = TL_MEMORY_DEVICE;
             }
             st = k < 2 ? tl_engine_submit(e, &f) : tl_engine_bench_store(e, &f, o->reps, ms);
+            if (st == TL_OK && k == 2)
+                st = stream_rate(e, &f, *ms, fps);
             if (st != TL_OK)
                 rc = fail(1, "pipeline %s: %s (%s)", k < 2 ? "calibration frame" : "benchmark",
                           tl_engine_last_error(e), tl_status_name(st));
@@ -358,6 +434,17 @@ static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double 
                        nd > 1 ? ", every GPU its rows at once, the slowest timed" : "", *ms,
                        1e3 / *ms, (double)npix * sizeof *frame / (*ms * 1e-3) * 1e-9,
                        es.device_name, where[0] ? " (" : "", where, where[0] ? ")" : "");
+            if (rc == 0 && k == 2)
+                printf("ingest capacity, frames back to back%s: %.0f frames/s, %.2f GB/s\n",
+                       gpu_frames ? " (each read later, as from a CUDA IPC producer)" : "", *fps,
+                       *fps * (double)npix * sizeof *frame * 1e-9);
+            if (rc == 0 && k == 2 && o->backend == TL_BACKEND_CUDA) {
+                rc = tracked_rate(e, &f, *ms, fps_tracked);
+                if (rc == 0)
+                    printf("  the same with the streaming benchmark's four slices updating "
+                           "(row %u^2, ortho x, y, z): %.0f frames/s, %.2f GB/s\n", C,
+                           *fps_tracked, *fps_tracked * (double)npix * sizeof *frame * 1e-9);
+            }
         }
     }
     free(frame);
@@ -373,19 +460,21 @@ static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double 
 static int bench_pipeline(const options *o)
 {
     for (int gpu_frames = 0; gpu_frames <= (o->backend == TL_BACKEND_CUDA); gpu_frames++) {
-        double one = 0, all = 0;
+        double one = 0, all = 0, fps_one = 0, fps_all = 0, tr_one = 0, tr_all = 0;
         if (o->gpus.n < 2) {
-            if (pipeline_once(o, o->gpus.n, gpu_frames, &one) != 0)
+            if (pipeline_once(o, o->gpus.n, gpu_frames, &one, &fps_one, &tr_one) != 0)
                 return 1;
             continue;
         }
-        if (pipeline_once(o, 1, gpu_frames, &one) != 0 ||
-            pipeline_once(o, o->gpus.n, gpu_frames, &all) != 0)
+        if (pipeline_once(o, 1, gpu_frames, &one, &fps_one, &tr_one) != 0 ||
+            pipeline_once(o, o->gpus.n, gpu_frames, &all, &fps_all, &tr_all) != 0)
             return 1;
         char label[96];
         tl_bench_gpus_label(&o->gpus, o->gpus.n, label, sizeof label);
-        printf("per-frame pipeline%s on %s: %.2f x the frames/s of GPU %d alone\n",
-               gpu_frames ? " (frames in GPU memory)" : "", label, one / all, o->gpus.dev[0]);
+        printf("per-frame pipeline%s on %s, against GPU %d alone: one frame %.2f x as fast; "
+               "ingest capacity %.2f x, with four slices updating %.2f x\n",
+               gpu_frames ? " (frames in GPU memory)" : "", label, o->gpus.dev[0], one / all,
+               fps_all / fps_one, tr_one > 0 ? tr_all / tr_one : 0.0);
     }
     return 0;
 }

@@ -73,6 +73,8 @@ typedef struct {
     bool cuda_ipc;        /* frames in GPU memory (one producer) instead of payloads */
     int device;           /* --cuda-ipc: the GPU of the ring and of the daemon */
     uint32_t ring;        /* --cuda-ipc: slots */
+    const char *gpus;     /* --gpus: the daemon's daemon.gpus, or NULL */
+    bool prefilled;       /* --cuda-ipc --prefilled: slots written once, lent as they are */
 } options;
 
 typedef struct {
@@ -125,7 +127,7 @@ static void sleep_until(double t)
 
 static pid_t start_daemon(const options *o, run *r, bool incremental, char *log, size_t loglen)
 {
-    char set[11][256];
+    char set[12][256];
     snprintf(set[0], sizeof set[0], "ingest.endpoint=%s", r->ingest);
     snprintf(set[1], sizeof set[1], "control.endpoint=%s", r->control);
     snprintf(set[2], sizeof set[2], "slices.endpoint=%s", r->slices);
@@ -143,6 +145,8 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
     int nset = 10;
     if (o->cuda_ipc)
         snprintf(set[nset++], sizeof set[0], "daemon.device=%d", o->device);
+    if (o->gpus) /* detector rows split across these GPUs */
+        snprintf(set[nset++], sizeof set[0], "daemon.gpus=%s", o->gpus);
     const char *argv[32] = {o->daemon, "--backend", o->backend, "--log-level", "warn"};
     int argc = 5;
     for (int i = 0; i < nset; i++) {
@@ -414,7 +418,10 @@ static void *sender(void *arg)
 
 /* --cuda-ipc: the one producer. Frame k is a device-to-device copy of pattern k % NPATTERN
  * from the bank into a free slot (waiting for a release when none is), then its header
- * alone on connection 0. */
+ * alone on connection 0. With --prefilled the slot is lent as it is (it holds the pattern
+ * of its number): a frame grabber writing by DMA uses neither the GPU's engines nor a CUDA
+ * context, whereas a copy from this process competes with the daemon's work for the GPU
+ * (contexts of two processes take turns on it). */
 static void *ipc_sender(void *arg)
 {
     run *r = arg;
@@ -433,7 +440,8 @@ static void *ipc_sender(void *arg)
             break;
         }
         double waited = tl_cli_now() - t0; /* the daemon holding every slot */
-        if (tl_push_ipc_fill_bank(r->ring, slot, k % NPATTERN, err, sizeof err) != 0) {
+        if (!o->prefilled &&
+            tl_push_ipc_fill_bank(r->ring, slot, k % NPATTERN, err, sizeof err) != 0) {
             tl_push_ipc_cancel(r->ring, slot);
             snprintf(r->ipc_err, sizeof r->ipc_err, "%s", err);
             break;
@@ -474,6 +482,9 @@ static int ipc_open(run *r)
         return fail(1, "--cuda-ipc: %s", err);
     for (int p = 0; p < NPATTERN; p++)
         if (tl_push_ipc_bank_put(r->ring, (size_t)p, r->pattern[p], err, sizeof err) != 0)
+            return fail(1, "--cuda-ipc: %s", err);
+    for (uint32_t s = 0; o->prefilled && s < o->ring; s++) /* each slot keeps its pattern */
+        if (tl_push_ipc_fill_bank(r->ring, s, s % NPATTERN, err, sizeof err) != 0)
             return fail(1, "--cuda-ipc: %s", err);
     return 0;
 }
@@ -853,7 +864,8 @@ static const char usage_text[] =
     "                      [--rate FPS ...] [--search] [--max-rate FPS] [--seconds S]\n"
     "                      [--connections K] [--incremental on|off|both] [--port P]\n"
     "                      [--delivery tcp|shm] [--daemon PATH]\n"
-    "                      [--cuda-ipc [--device N] [--ring SLOTS]]\n"
+    "                      [--cuda-ipc [--device N] [--ring SLOTS] [--prefilled]]\n"
+    "                      [--gpus LIST]\n"
     "\n"
     "Starts tomolived (ingest.overflow = drop) on 127.0.0.1 ports P, P+1, P+2 (default\n"
     "57600), defines a row slice and three ortho-slices, subscribes to them, and pushes\n"
@@ -873,7 +885,11 @@ static const char usage_text[] =
     "default 0): one producer copies each from a bank on the GPU into a ring of SLOTS\n"
     "(default 16) and sends its header alone; the daemon releases the slot once it has read\n"
     "the frame. Late then means waiting for a free slot (and sending) took more than a\n"
-    "frame period. Each rate adds a line: frames released and rejected by the daemon.\n";
+    "frame period. Each rate adds a line: frames released and rejected by the daemon.\n"
+    "--prefilled: the slots are written once before the run and each frame is lent as its\n"
+    "slot holds it (a frame grabber writing by DMA): no GPU copy of the producer's\n"
+    "competes with the daemon, so the numbers are the daemon's alone.\n"
+    "--gpus LIST: the daemon splits the detector rows across these GPUs (daemon.gpus).\n";
 
 int tl_cmd_stream_bench(int argc, char **argv)
 {
@@ -895,7 +911,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
     }
     enum { O_BACKEND = 256, O_ROWS, O_COLS, O_WINDOW, O_RATE, O_SEARCH, O_MAX, O_SECONDS,
            O_CONN, O_INC, O_PORT, O_DAEMON, O_STREAM, O_DELIVERY, O_CUDAIPC, O_DEVICE,
-           O_RING };
+           O_RING, O_GPUS, O_PREFILLED };
     static const struct option opts[] = {
         {"stream", no_argument, NULL, O_STREAM},      {"backend", required_argument, NULL, O_BACKEND},
         {"rows", required_argument, NULL, O_ROWS},    {"cols", required_argument, NULL, O_COLS},
@@ -909,6 +925,8 @@ int tl_cmd_stream_bench(int argc, char **argv)
         {"cuda-ipc", no_argument, NULL, O_CUDAIPC},
         {"device", required_argument, NULL, O_DEVICE},
         {"ring", required_argument, NULL, O_RING},
+        {"gpus", required_argument, NULL, O_GPUS},
+        {"prefilled", no_argument, NULL, O_PREFILLED},
         {NULL, 0, NULL, 0}};
     bool device_or_ring = false;
     long v;
@@ -942,6 +960,8 @@ int tl_cmd_stream_bench(int argc, char **argv)
             o.shm = strcmp(optarg, "shm") == 0;
             break;
         case O_CUDAIPC: o.cuda_ipc = true; break;
+        case O_GPUS: o.gpus = optarg; break;
+        case O_PREFILLED: o.prefilled = device_or_ring = true; break;
         case O_DEVICE:
         case O_RING:
             if (!tl_cli_long(optarg, c == O_RING ? 1 : 0, c == O_RING ? 65536 : 1023, &v)) {
@@ -966,7 +986,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
         return 2;
     }
     if (device_or_ring && !o.cuda_ipc)
-        return fail(2, "--device and --ring are for --cuda-ipc");
+        return fail(2, "--device, --ring and --prefilled are for --cuda-ipc");
     if (o.cuda_ipc && strcmp(o.backend, "cpu") == 0)
         return fail(2, "--cuda-ipc needs the daemon's cuda backend (frames in GPU memory)");
     char transport[160];
@@ -979,15 +999,17 @@ int tl_cmd_stream_bench(int argc, char **argv)
                                          : fail(1, "--cuda-ipc: GPU %d: %s", o.device, why);
         o.connections = 1; /* headers only: one connection carries them all */
         snprintf(transport, sizeof transport, "frames in GPU memory (CUDA IPC, a ring of %u "
-                 "slots on GPU %d, %s)", o.ring, o.device, uuid);
+                 "slots on GPU %d, %s, %s)", o.ring, o.device, uuid,
+                 o.prefilled ? "prefilled: lent as written once" : "a GPU copy per frame");
     } else {
         snprintf(transport, sizeof transport, "%d TCP connections", o.connections);
     }
     signal(SIGPIPE, SIG_IGN);
     printf("streaming: %u x %u uint16 frames (%.1f MB), window %u, slices: 1 row %u^2 + 3 ortho, "
-           "%s, %.0f s per rate, backend %s, overflow drop, slices by %s\n",
+           "%s, %.0f s per rate, backend %s%s%s, overflow drop, slices by %s\n",
            o.rows, o.cols, o.rows * (double)o.cols * 2 / 1e6, o.window, o.cols, transport,
-           o.seconds, o.backend, o.shm ? "shared memory" : "TCP");
+           o.seconds, o.backend, o.gpus ? " on GPUs " : "", o.gpus ? o.gpus : "",
+           o.shm ? "shared memory" : "TCP");
     printf("latency: t_acq of the newest frame in a slice -> slice received by the subscriber\n");
     printf("mode        | target  | achieved | GB/s   | sent   | lost   | dropped| late   | p50 ms  | p90 ms  | p99 ms  | max ms  | slices | stale\n");
     int rc = 0;
