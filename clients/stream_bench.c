@@ -92,6 +92,7 @@ typedef struct {
     char shm_prefix[32];
     /* sender results */
     atomic_uint_least64_t sent, late;
+    atomic_uint_least64_t late_ring; /* --cuda-ipc: late ones that waited for a free slot */
     double t_start, t_end;
     atomic_uint_least64_t t_run_ns; /* CLOCK_REALTIME at the start of the run */
     /* subscriber results */
@@ -461,8 +462,11 @@ static void *ipc_sender(void *arg)
             break;
         }
         atomic_fetch_add(&r->sent, 1);
-        if (waited + (tl_cli_now() - t1) > period)
+        if (waited + (tl_cli_now() - t1) > period) {
             atomic_fetch_add(&r->late, 1);
+            if (waited > 0.5 * period) /* mostly the ring's fault, not the send's */
+                atomic_fetch_add(&r->late_ring, 1);
+        }
     }
     msgpack_sbuffer_destroy(&sb);
     return NULL;
@@ -631,6 +635,7 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     r->nframes = (uint64_t)(r->rate * seconds);
     atomic_store(&r->sent, 0);
     atomic_store(&r->late, 0);
+    atomic_store(&r->late_ring, 0);
     pthread_t snd[MAX_CONN];
     sender_arg args[MAX_CONN];
     r->t_start = tl_cli_now() + 0.05;
@@ -707,8 +712,10 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     cpu_report("daemon", &cd0, &cd1, dt);
     cpu_report("bench", &cs0, &cs1, dt);
     if (r->ring) {
-        printf("            | cuda-ipc: %llu released, %llu rejected",
-               (unsigned long long)out->released, (unsigned long long)out->rejected);
+        printf("            | cuda-ipc: %llu released, %llu rejected; of the late, %llu waited "
+               "for a free slot", (unsigned long long)out->released,
+               (unsigned long long)out->rejected,
+               (unsigned long long)atomic_load(&r->late_ring));
         if (out->rejected && ipc1.first_message[0])
             printf(" (the first of all: %s: %s)", tl_proto_err_name(ipc1.first_code),
                    ipc1.first_message);
@@ -885,7 +892,8 @@ static const char usage_text[] =
     "default 0): one producer copies each from a bank on the GPU into a ring of SLOTS\n"
     "(default 16) and sends its header alone; the daemon releases the slot once it has read\n"
     "the frame. Late then means waiting for a free slot (and sending) took more than a\n"
-    "frame period. Each rate adds a line: frames released and rejected by the daemon.\n"
+    "frame period. Each rate adds a line: frames released and rejected by the daemon, and\n"
+    "how many of the late frames waited for a free slot (the others were slow to send).\n"
     "--prefilled: the slots are written once before the run and each frame is lent as its\n"
     "slot holds it (a frame grabber writing by DMA): no GPU copy of the producer's\n"
     "competes with the daemon, so the numbers are the daemon's alone.\n"
