@@ -7,8 +7,10 @@
  * GPUs. Each part stores its rows of every frame and back-projects the slices in its rows
  * at the full speed of its card, while the others do the same: full-volume back
  * projection grows with the number of GPUs (2.00x on two H200s); per-frame ingest less
- * (1.4x), since a frame's fixed costs do not shrink with its rows and host frames share
- * the host's upload bandwidth.
+ * (frames in GPU memory 1.78x, host frames 1.2-1.8x, varying run to run), since a frame's
+ * fixed costs do not shrink with its rows and host frames share the host's memory
+ * bandwidth; tracked slices scale as their rows are spread (the streaming benchmark's two
+ * horizontal slices lie in one GPU's rows: 1.42x).
  *
  * Partition (tl_engine_split_rows): part k owns rows [a_k, b_k), a_k = floor(k H / P), and
  * holds [a_k, min(b_k + 1, H)). The extra row ("halo") lets a sample between rows b_k - 1
