@@ -9,7 +9,6 @@
  * after which the caller ends the series and everything is closed (nothing leaks, and no
  * later frame of that series touches the producer's memory).
  *
- *
  * The engine reads such a frame asynchronously (tl_frame.read_later): its release is
  * deferred under the engine's fence number for it and sent once tl_engine_frames_done has
  * reached that number, so the worker never waits for the GPU per frame. A rejected frame
