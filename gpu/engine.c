@@ -74,7 +74,6 @@ struct tl_engine {
     int evicted;              /* evictions seen by the current tl_window_place */
     tl_bp_proj pend[TL_ACC_BATCH]; /* incremental updates not yet applied (track_queue) */
     int npend;
-    bool *pend_slot;          /* per slot: a pending update reads it */
     const char *track_kernel; /* what the backend's incremental updates ran */
     angle_key *order;         /* scratch for angular weights */
 
@@ -366,11 +365,9 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
     e->center_offset = calloc(n, sizeof *e->center_offset);
     e->t_acq = calloc(n, sizeof *e->t_acq);
     e->t_recv = calloc(n, sizeof *e->t_recv);
-    e->pend_slot = calloc(n, sizeof *e->pend_slot);
     e->proj = malloc(n * sizeof *e->proj);
     e->order = malloc(n * sizeof *e->order);
-    if (!e->response || !e->angle || !e->center_offset || !e->t_acq || !e->t_recv ||
-        !e->pend_slot || !e->proj ||
+    if (!e->response || !e->angle || !e->center_offset || !e->t_acq || !e->t_recv || !e->proj ||
         !e->order || tl_window_init(&e->win, c->window, c->first_index) != 0) {
         st = tl_fail(eb, TL_ENOMEM, "out of memory for the window's bookkeeping (%zu slots)", n);
         goto fail;
@@ -409,7 +406,6 @@ void tl_engine_destroy(tl_engine *e)
     free(e->center_offset);
     free(e->t_acq);
     free(e->t_recv);
-    free(e->pend_slot);
     free(e->proj);
     free(e->order);
     free(e->slices); /* the backend's destroy freed the accumulators */
@@ -524,8 +520,6 @@ static void invalidate_tracked(tl_engine *e)
 {
     for (int k = 0; k < e->nslices; k++)
         e->slices[k].valid = false;
-    for (int k = 0; k < e->npend; k++)
-        e->pend_slot[e->pend[k].slot] = false;
     e->npend = 0;
 }
 
@@ -565,10 +559,8 @@ static void track_flush(tl_engine *e)
         e->tids[n++] = k;
     }
     int added = 0;
-    for (int k = 0; k < e->npend; k++) {
-        e->pend_slot[e->pend[k].slot] = false;
+    for (int k = 0; k < e->npend; k++)
         added += e->pend[k].weight > 0;
-    }
     tl_bp_job job = {.slices = e->tbps, .nslices = (size_t)n, .proj = e->pend,
                      .nproj = (size_t)e->npend, .force = e->cfg.kernel,
                      .quality = e->cfg.quality};
@@ -593,7 +585,15 @@ static void track_queue(tl_engine *e, uint32_t slot, double sign)
     tl_bp_proj p = proj_of_slot(e, slot);
     p.weight *= sign;
     e->pend[e->npend++] = p;
-    e->pend_slot[slot] = true;
+}
+
+/* Whether a queued update reads slot (a short scan: the queue holds TL_ACC_BATCH). */
+static bool pending_reads(const tl_engine *e, uint32_t slot)
+{
+    for (int k = 0; k < e->npend; k++)
+        if (e->pend[k].slot == slot)
+            return true;
+    return false;
 }
 
 /* Called by tl_window_place for each slot the window moves past. */
@@ -663,7 +663,7 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
         return tl_fail(&e->err, st, "projection %llu is already in the window",
                        (unsigned long long)f->index);
     }
-    if (e->pend_slot[slot]) /* a queued update still reads what this store overwrites */
+    if (pending_reads(e, slot)) /* a queued update still reads what this store overwrites */
         track_flush(e);
     st = fence_frame(e, f, e->ops->store(e->be, f, slot));
     if (st != TL_OK)
