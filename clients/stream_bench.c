@@ -10,7 +10,10 @@
  * daemon, or late: its send blocked for more than a frame period because the daemon pushed back), the
  * ingest rate achieved, and the latency of each slice received — its arrival time minus
  * the t_acq of the newest frame it contains — as percentiles. With --search it raises the rate until
- * frames are lost and reports the highest loss-free rate.
+ * frames are lost and reports the highest loss-free rate. Each rate's stream goes on for
+ * TL_BENCH_TAIL_S after its measured seconds, and slices whose newest frame is from that
+ * tail are not timed: a slice published after the last frame says how long its update
+ * policy waited (up to 1 / max_rate), not how fast the pipeline is.
  *
  * Frames are synthetic (a few distinct smooth patterns cycled): the benchmark measures
  * transport, the per-frame pipeline and publishing, not reconstruction quality.
@@ -53,6 +56,7 @@
 #define MAX_CONN 16
 #define MAX_LAT 200000   /* latency samples kept per run */
 #define TL_BENCH_WARMUP_S 1.0 /* seconds of frames before the measured rates */
+#define TL_BENCH_TAIL_S 0.25  /* frames go on this long after the measured ones (below) */
 #define IPC_TIMEOUT_S 10.0    /* --cuda-ipc: a release that takes longer is an error */
 
 extern char **environ;
@@ -95,6 +99,7 @@ typedef struct {
     atomic_uint_least64_t late_ring; /* --cuda-ipc: late ones that waited for a free slot */
     double t_start, t_end;
     atomic_uint_least64_t t_run_ns; /* CLOCK_REALTIME at the start of the run */
+    uint64_t t_tail_ns;   /* CLOCK_REALTIME of the first frame of its tail */
     /* subscriber results */
     atomic_bool stop_sub;
     double *lat;          /* ms */
@@ -286,7 +291,8 @@ static int read_counts(void *ctl, tl_proto_decoder *dec, uint64_t *accepted, uin
 /* The daemon's own per-stage latency histograms (status.latency_ms, since it started). */
 static void print_stages(void *ctl, tl_proto_decoder *dec, bool incremental)
 {
-    static const char *const stage[] = {"queue", "submit", "reconstruct", "frame_to_publish",
+    static const char *const stage[] = {"acquisition_to_receive", "queue", "submit",
+                                        "reconstruct", "frame_to_publish",
                                         "acquisition_to_publish"};
     zmq_msg_t parts[4];
     tl_proto_msg m;
@@ -579,8 +585,12 @@ static void *subscriber(void *arg)
             last_seq[which] = m.slice.seq;
             r->received++;
             /* a slice whose newest frame is older than this run (a new subscriber's first
-             * slice, computed from the last run's window) says nothing about this rate */
-            if (m.slice.t_acq >= atomic_load(&r->t_run_ns) && r->nlat < MAX_LAT)
+             * slice, computed from the last run's window) says nothing about this rate,
+             * nor one from the tail: its frames are there so that every slice counted was
+             * published while frames still came (a rate-limited slice due after the last
+             * frame would hold one up to 1 / max_rate old) */
+            if (m.slice.t_acq >= atomic_load(&r->t_run_ns) && m.slice.t_acq < r->t_tail_ns &&
+                r->nlat < MAX_LAT)
                 r->lat[r->nlat++] = (double)(int64_t)(now - m.slice.t_acq) / 1e6;
         }
         pthread_mutex_unlock(&r->mu);
@@ -632,17 +642,22 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     uint64_t acc0, drop0, msg0, acc1, drop1, msg1;
     if (read_counts(ctl, dec, &acc0, &drop0, &msg0) != 0)
         return fail(1, "no status from the daemon");
-    r->nframes = (uint64_t)(r->rate * seconds);
+    /* the measured frames, then a tail of TL_BENCH_TAIL_S whose slices are not counted */
+    uint64_t measured = (uint64_t)(r->rate * seconds);
+    r->nframes = measured + (uint64_t)ceil(r->rate * TL_BENCH_TAIL_S);
     atomic_store(&r->sent, 0);
     atomic_store(&r->late, 0);
     atomic_store(&r->late_ring, 0);
     pthread_t snd[MAX_CONN];
     sender_arg args[MAX_CONN];
-    r->t_start = tl_cli_now() + 0.05;
+    double now = tl_cli_now();
+    r->t_start = now + 0.05;
     pthread_mutex_lock(&r->mu);
     r->nlat = 0;
     r->received = r->missed = r->stale = 0;
-    atomic_store(&r->t_run_ns, realtime_ns());
+    uint64_t t_run = realtime_ns();
+    r->t_tail_ns = t_run + (uint64_t)((r->t_start - now + (double)measured / r->rate) * 1e9);
+    atomic_store(&r->t_run_ns, t_run);
     pthread_mutex_unlock(&r->mu);
     cpu_sample(r->daemon_pid, &cd0);
     cpu_sample(getpid(), &cs0);
@@ -877,7 +892,9 @@ static const char usage_text[] =
     "Starts tomolived (ingest.overflow = drop) on 127.0.0.1 ports P, P+1, P+2 (default\n"
     "57600), defines a row slice and three ortho-slices, subscribes to them, and pushes\n"
     "paced uint16 frames of R x C (default 2048 x 2048; window N, default 1800) over K TCP\n"
-    "connections (default 4) for S seconds per rate (default 5). Prints per rate: frames\n"
+    "connections (default 4) for S seconds per rate (default 5), then 0.25 s more whose\n"
+    "slices are not timed (so that each slice timed was published while frames came).\n"
+    "Prints per rate: frames\n"
     "sent and lost (dropped by the daemon, or late: its send blocked for more than a frame\n"
     "period because the daemon pushed back), the achieved\n"
     "rate in frames/s and GB/s, and the latency of each slice received: its arrival minus the\n"

@@ -46,6 +46,11 @@ typedef struct {
     uint64_t *shm_off;
     bool *tcp;
     tl_slice_info *info;
+    int *cand;                  /* slices due this turn, before pacing picks from them */
+    /* the camera's pace, for spreading read-outs (worker.c) */
+    uint64_t frame_ns;          /* monotonic receipt time of the last frame taken */
+    uint64_t frame_gap;         /* moving average of the time between frames, ns */
+    uint64_t taken_ns;          /* when the worker last took a frame */
 } tl_worker_scratch;
 
 /* The current scan. */

@@ -94,6 +94,9 @@ static void *run(void *arg)
             reject(d, &err);
         if (got <= 0)
             continue;
+        if (it.type == TL_MSG_FRAME && it.frame.has_t_acq) /* the link's share of the latency */
+            tl_hist_add(&d->stats.latency[TL_LAT_ACQ_TO_RECV],
+                        (double)(int64_t)(it.t_recv - it.frame.t_acq) / 1e9);
         it.bytes = bytes;
         do { /* the message's items: one, or more from the adapter's next (a synthesised scan) */
             /* only frames may be dropped: a lost scan or end would mix up whole series; and

@@ -193,10 +193,13 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
 
     family(&o, "tomolive_stage_latency_seconds", "histogram",
            "Time per stage: queue (frame received to taken by the engine), submit "
-           "(preprocess, filter, store one frame), reconstruct (one batch of slices).");
+           "(preprocess, filter, store one frame), reconstruct (one batch of slices), transport "
+           "(the camera's t_acq to received).");
     histogram(&o, "tomolive_stage_latency_seconds", "stage", "queue", &st->latency[TL_LAT_QUEUE]);
     histogram(&o, "tomolive_stage_latency_seconds", "stage", "submit", &st->latency[TL_LAT_SUBMIT]);
     histogram(&o, "tomolive_stage_latency_seconds", "stage", "reconstruct", &st->latency[TL_LAT_RECON]);
+    histogram(&o, "tomolive_stage_latency_seconds", "stage", "transport",
+              &st->latency[TL_LAT_ACQ_TO_RECV]);
     family(&o, "tomolive_slice_latency_seconds", "histogram",
            "Newest frame in a slice to the slice published: since the daemon received it "
            "(received) or since the camera acquired it (acquired, t_acq).");

@@ -78,8 +78,7 @@ bool tl_slice_due(tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns, ui
         sl->want_new = true;
     if (!wanted || !have_data)
         return false;
-    bool trigger = sl->want_final || sl->want_param || sl->want_new || sl->want_complete ||
-                   (sl->dirty && sl->pending >= sl->policy.every);
+    bool trigger = tl_slice_urgent(sl) || (sl->dirty && sl->pending >= sl->policy.every);
     if (!trigger)
         return false;
     uint64_t interval = (uint64_t)(1e9 / sl->policy.max_rate);
@@ -89,6 +88,11 @@ bool tl_slice_due(tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns, ui
         return false;
     }
     return true;
+}
+
+bool tl_slice_urgent(const tl_slice *sl)
+{
+    return sl->want_final || sl->want_param || sl->want_new || sl->want_complete;
 }
 
 void tl_slice_computed(tl_slice *sl, uint64_t now_ns)

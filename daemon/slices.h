@@ -47,6 +47,7 @@ typedef struct {
     bool dirty;           /* the window changed since the last computation */
     bool want_complete, want_param, want_new, want_final;
     uint64_t last_ns;     /* monotonic time of the last computation, 0 = never */
+    uint64_t cost_ns;     /* moving average of its share of a read-out's time */
     bool was_wanted;
 } tl_slice;
 
@@ -73,6 +74,9 @@ void tl_slice_touch(tl_slice *sl);
  * be due but for its maximum rate, *wake_ns is lowered to when it will be. Updates
  * was_wanted (a slice that becomes wanted is due at once). */
 bool tl_slice_due(tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns, uint64_t *wake_ns);
+/* Whether it is due for more than its routine policy: a new subscriber, a parameter
+ * change, the window's completion or the scan's end. */
+bool tl_slice_urgent(const tl_slice *sl);
 /* Resets the triggers after a computation at now_ns. */
 void tl_slice_computed(tl_slice *sl, uint64_t now_ns);
 

@@ -17,7 +17,8 @@ const char *tl_reject_name(tl_reject r)
 const char *tl_latency_name(tl_latency l)
 {
     static const char *const names[TL_LAT_COUNT] = {
-        "queue", "submit", "reconstruct", "frame_to_publish", "acquisition_to_publish",
+        "queue",          "submit", "reconstruct", "frame_to_publish", "acquisition_to_publish",
+        "acquisition_to_receive",
     };
     return (unsigned)l < TL_LAT_COUNT ? names[l] : "?";
 }

@@ -541,8 +541,24 @@ static tl_bp_proj proj_of_slot(const tl_engine *e, uint32_t slot)
  * queue is applied (track_flush) before a slot it reads is overwritten, before anything
  * reads or rebuilds a tracked slice, and when full; so each update still sees the
  * projection it names, and a slice that becomes valid (a rebuild) never sees an update
- * queued before it. */
-static void track_flush(tl_engine *e)
+ * queued before it. A read-out applies it in two parts (tl_engine_reconstruct): to the
+ * slices read, then, queued behind their read-out, to the others, so that a read-out
+ * waits for its own slices' updates only. */
+typedef enum {
+    FLUSH_ALL,    /* every tracked slice; the queue is emptied */
+    FLUSH_ONLY,   /* only those in ids; the queue is kept for the others */
+    FLUSH_OTHERS, /* all but those in ids (which had it with FLUSH_ONLY); emptied */
+} flush_set;
+
+static bool listed(const int *ids, size_t n, int id)
+{
+    for (size_t k = 0; k < n; k++)
+        if (ids[k] == id)
+            return true;
+    return false;
+}
+
+static void track_flush_set(tl_engine *e, flush_set which, const int *ids, size_t nids)
 {
     if (e->npend == 0)
         return;
@@ -550,6 +566,8 @@ static void track_flush(tl_engine *e)
     for (int k = 0; k < e->nslices; k++) {
         slice_entry *se = &e->slices[k];
         if (!se->used || !se->tracked || !se->valid)
+            continue;
+        if (which != FLUSH_ALL && listed(ids, nids, k) != (which == FLUSH_ONLY))
             continue;
         tl_bp_slice *b = &e->tbps[n];
         memcpy(b->plane, se->plane, sizeof se->plane);
@@ -564,7 +582,8 @@ static void track_flush(tl_engine *e)
     tl_bp_job job = {.slices = e->tbps, .nslices = (size_t)n, .proj = e->pend,
                      .nproj = (size_t)e->npend, .force = e->cfg.kernel,
                      .quality = e->cfg.quality};
-    e->npend = 0;
+    if (which != FLUSH_ONLY)
+        e->npend = 0;
     if (n == 0)
         return;
     if (e->ops->acc_update(e->be, &job, e->tids, true, 1.0) != TL_OK) {
@@ -574,6 +593,11 @@ static void track_flush(tl_engine *e)
     e->track_kernel = job.kernel;
     for (int k = 0; k < n; k++) /* the refresh period counts projections added */
         e->slices[e->tids[k]].updates += (uint32_t)added;
+}
+
+static void track_flush(tl_engine *e)
+{
+    track_flush_set(e, FLUSH_ALL, NULL, 0);
 }
 
 static void track_queue(tl_engine *e, uint32_t slot, double sign)
@@ -914,10 +938,9 @@ static tl_status reconstruct_split(tl_engine *e, const int *ids, size_t n, float
     return TL_OK;
 }
 
-tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
-                                tl_slice_info *info)
+static tl_status reconstruct_ids(tl_engine *e, const int *ids, size_t n, float *const *out,
+                                 tl_slice_info *info)
 {
-    track_flush(e); /* tracked slices include every frame submitted */
     if (3 * n > e->cap_ids) {
         int *v = realloc(e->ids, 3 * n * sizeof *v);
         float **o = realloc(e->bps_out, 2 * n * sizeof *o);
@@ -966,6 +989,17 @@ tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *c
         }
     }
     return TL_OK;
+}
+
+tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
+                                tl_slice_info *info)
+{
+    /* the slices read include every frame submitted; the other tracked slices catch up
+     * behind this read-out */
+    track_flush_set(e, FLUSH_ONLY, ids, n);
+    tl_status st = reconstruct_ids(e, ids, n, out, info);
+    track_flush_set(e, FLUSH_OTHERS, ids, n);
+    return st;
 }
 
 /* ---- kernels and benchmarks -------------------------------------------------------------- */

@@ -1,12 +1,21 @@
 /* pool.c — see pool.h. Jobs are handed out through one atomic counter, so threads that
  * finish early take more (rows near the edge of a slice are cheaper than the middle).
- * A generation number tells sleeping workers that a new batch has started. */
+ * A generation number tells sleeping workers that a new batch has started.
+ *
+ * Waking a sleeping thread costs tens of microseconds (a futex round and the scheduler),
+ * as much as a whole GPU part's share of a frame. A pool given a spin time
+ * (tl_pool_set_spin) therefore watches the generation, and the caller the count of busy
+ * workers, for that long before sleeping on the condition variables: batches that come
+ * back to back start and end without a system call. The spin is bounded, so an idle pool
+ * sleeps as before. */
 #include "config.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpu/pool.h"
@@ -16,14 +25,15 @@ struct tl_pool {
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t start, done;
-    unsigned long generation;
+    atomic_ulong generation;
     bool quit;
+    _Atomic uint64_t spin_ns; /* how long to watch for work or completion before sleeping */
     /* the current batch */
     tl_pool_fn fn;
     void *ctx;
     size_t njobs;
     atomic_size_t next;
-    int active; /* workers still inside the batch */
+    atomic_ulong active; /* workers still inside the batch */
 };
 
 typedef struct {
@@ -41,6 +51,34 @@ static void work(tl_pool *p, int id)
     }
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Spins while (*word == value) == while_equal, for at most the pool's spin time. */
+static void spin(tl_pool *p, const atomic_ulong *word, unsigned long value, bool while_equal)
+{
+    uint64_t ns = atomic_load_explicit(&p->spin_ns, memory_order_relaxed);
+    if (!ns)
+        return;
+    uint64_t end = now_ns() + ns;
+    for (unsigned i = 1; (atomic_load(word) == value) == while_equal; i++) {
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() > end)
+            return;
+    }
+}
+
 static void *worker(void *arg)
 {
     worker_arg *wa = arg;
@@ -48,21 +86,24 @@ static void *worker(void *arg)
     int id = wa->id;
     free(wa);
     unsigned long seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->quit && p->generation == seen)
+        spin(p, &p->generation, seen, true); /* until the next batch */
+        pthread_mutex_lock(&p->mu);
+        while (!p->quit && atomic_load(&p->generation) == seen)
             pthread_cond_wait(&p->start, &p->mu);
-        if (p->quit)
-            break;
-        seen = p->generation;
+        if (p->quit) {
+            pthread_mutex_unlock(&p->mu);
+            return NULL;
+        }
+        seen = atomic_load(&p->generation);
         pthread_mutex_unlock(&p->mu);
         work(p, id);
+        /* under the lock, so that a caller about to sleep cannot miss the signal */
         pthread_mutex_lock(&p->mu);
-        if (--p->active == 0)
+        if (atomic_fetch_sub(&p->active, 1) == 1)
             pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->mu);
     }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
 }
 
 tl_pool *tl_pool_create(int nthreads)
@@ -116,6 +157,11 @@ void tl_pool_destroy(tl_pool *p)
     free(p);
 }
 
+void tl_pool_set_spin(tl_pool *p, uint64_t ns)
+{
+    atomic_store_explicit(&p->spin_ns, ns, memory_order_relaxed);
+}
+
 int tl_pool_size(const tl_pool *p)
 {
     return p->size;
@@ -133,13 +179,14 @@ void tl_pool_run(tl_pool *p, size_t njobs, tl_pool_fn fn, void *ctx)
     p->ctx = ctx;
     p->njobs = njobs;
     atomic_store(&p->next, 0);
-    p->active = p->size - 1;
-    p->generation++;
+    atomic_store(&p->active, (unsigned long)p->size - 1);
+    atomic_fetch_add(&p->generation, 1); /* after the batch's fields: a spinning worker reads them next */
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     work(p, 0);
+    spin(p, &p->active, 0, false); /* until every worker is done */
     pthread_mutex_lock(&p->mu);
-    while (p->active > 0)
+    while (atomic_load(&p->active) > 0)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }

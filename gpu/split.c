@@ -55,6 +55,9 @@
 #include "gpu/pool.h"
 
 #define TL_SPLIT_BENCH_ROWS 128 /* kernels one part's benchmark lists at most */
+#define TL_SPLIT_SPIN_NS 100000  /* the pool spins this long between operations: a frame's
+                                  * round comes every ~60 us when frames stream, and waking
+                                  * a sleeping thread would cost ~10 % of that */
 
 /* One child backend and its share of the current operation. */
 typedef struct {
@@ -341,6 +344,7 @@ static tl_status split_create(const tl_engine_config *c, size_t padded, tl_errbu
         return tl_fail(eb, TL_ENOMEM, "cannot start %u threads for the row partitions",
                        c->ndevices);
     }
+    tl_pool_set_spin(sp->pool, TL_SPLIT_SPIN_NS);
     for (uint32_t k = 0; k < sp->np; k++) {
         part *p = &sp->p[k];
         tl_engine_config pc = part_config(c, k);

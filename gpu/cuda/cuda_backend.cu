@@ -398,6 +398,7 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     if (!s->stage_pool)
         return tl_fail(eb, TL_ENOMEM, "cannot start the %d frame staging threads",
                        TL_CUDA_STAGE_THREADS);
+    tl_pool_set_spin(s->stage_pool, TL_CUDA_STAGE_SPIN_NS);
     TL_TRY(host_alloc(s, (void **)&s->h_par, (size_t)s->n * sizeof(float4), "projection table"));
     TL_TRY(host_alloc(s, (void **)&s->h_slot, (size_t)s->n * sizeof(int), "projection table"));
     TL_TRY(host_alloc(s, (void **)&s->h_texy, (size_t)s->n * sizeof(float), "projection table"));

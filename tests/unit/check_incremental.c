@@ -151,6 +151,27 @@ START_TEST(periodic_refresh)
 }
 END_TEST
 
+/* The daemon paces read-outs while frames stream, one tracked slice after each frame; a
+ * read-out applies the queued updates to its own slice first and to the others after
+ * it. Each slice, read in its turn, still equals its from-scratch twin. */
+START_TEST(one_slice_per_read)
+{
+    rig g;
+    rig_init(&g, 60, 0);
+    static float a[S * S], b[S * S];
+    float *pa = a, *pb = b;
+    for (uint64_t i = 0; i < 600; i++) {
+        submit(&g, i);
+        int k = i % 3 == 2; /* the plane every third frame, the row otherwise */
+        ck_assert_int_eq(tl_engine_reconstruct(g.e, &g.tracked[k], 1, &pa, NULL), TL_OK);
+        ck_assert_int_eq(tl_engine_reconstruct(g.e, &g.scratch[k], 1, &pb, NULL), TL_OK);
+        double r = tl_rel_l2(a, b, S * S);
+        ck_assert_msg(r <= 2e-5, "frame %llu, slice %d: %g", (unsigned long long)i, k, r);
+    }
+    rig_free(&g);
+}
+END_TEST
+
 /* Out of order, missing, duplicated, stale and far-jumping indices; a centre change; a
  * reset: the tracked slices always equal their from-scratch twins. */
 START_TEST(disorder_jumps_center_reset)
@@ -201,6 +222,7 @@ static Suite *suite(void)
     tcase_add_test(t, hundred_thousand_frames);
     tcase_add_test(t, periodic_refresh);
     tcase_add_test(t, disorder_jumps_center_reset);
+    tcase_add_test(t, one_slice_per_read);
     suite_add_tcase(s, t);
     return s;
 }
