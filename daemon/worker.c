@@ -9,9 +9,9 @@
  * every slice; this way each slice includes all frames received, and frames are never
  * delayed by more than one reconstruction. While frames stream, the read-outs due by
  * routine policy are paced instead, a share of the frame interval after each frame
- * (readout_budget): frames first, and every slice fresh. Between turns the lock is free for control
- * commands. The worker beats a heartbeat that the systemd watchdog checks, so a stuck
- * engine (a hung GPU) is noticed, not hidden by a live event loop.
+ * (readout_budget): frames first, and every slice fresh. Between turns the lock is free
+ * for control commands. The worker beats a heartbeat that the systemd watchdog checks, so
+ * a stuck engine (a hung GPU) is noticed, not hidden by a live event loop.
  *
  * Before the due slices are reconstructed, every wanted slice size new to the engine gets
  * its kernels resolved (tuning.c: cache, timing or the built-in rule), so a slice is never

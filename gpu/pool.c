@@ -180,7 +180,8 @@ void tl_pool_run(tl_pool *p, size_t njobs, tl_pool_fn fn, void *ctx)
     p->njobs = njobs;
     atomic_store(&p->next, 0);
     atomic_store(&p->active, (unsigned long)p->size - 1);
-    atomic_fetch_add(&p->generation, 1); /* after the batch's fields: a spinning worker reads them next */
+    /* after the batch's fields: a spinning worker reads them as soon as it sees this */
+    atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     work(p, 0);

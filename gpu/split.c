@@ -7,10 +7,10 @@
  * GPUs. Each part stores its rows of every frame and back-projects the slices in its rows
  * at the full speed of its card, while the others do the same: full-volume back
  * projection grows with the number of GPUs (2.00x on two H200s); per-frame ingest less
- * (frames in GPU memory 1.78x, host frames 1.2-1.8x, varying run to run), since a frame's
- * fixed costs do not shrink with its rows and host frames share the host's memory
- * bandwidth; tracked slices scale as their rows are spread (the streaming benchmark's two
- * horizontal slices lie in one GPU's rows: 1.42x).
+ * (host frames 1.84-1.85x, frames in GPU memory 1.76-1.78x), since a frame's fixed costs
+ * (kernel launches and the gaps between them) do not shrink with its rows; tracked slices
+ * scale as their rows are spread (the streaming benchmark's two horizontal slices lie in
+ * one GPU's rows: 1.42-1.58x).
  *
  * Partition (tl_engine_split_rows): part k owns rows [a_k, b_k), a_k = floor(k H / P), and
  * holds [a_k, min(b_k + 1, H)). The extra row ("halo") lets a sample between rows b_k - 1
@@ -55,9 +55,10 @@
 #include "gpu/pool.h"
 
 #define TL_SPLIT_BENCH_ROWS 128 /* kernels one part's benchmark lists at most */
-#define TL_SPLIT_SPIN_NS 100000  /* the pool spins this long between operations: a frame's
-                                  * round comes every ~60 us when frames stream, and waking
-                                  * a sleeping thread would cost ~10 % of that */
+#define TL_SPLIT_SPIN_NS 100000  /* the pool spins this long between operations: frames
+                                  * back to back come every ~60-150 us, and waking a sleeping
+                                  * thread for each cost host frames 1.2-1.8x instead of
+                                  * 1.84x on two GPUs */
 
 /* One child backend and its share of the current operation. */
 typedef struct {
