@@ -27,6 +27,7 @@
 #include "daemon/config.h"
 #include "daemon/ipc_frames.h"
 #include "daemon/log.h"
+#include "daemon/pacing.h"
 #include "daemon/publisher.h"
 #include "daemon/queue.h"
 #include "daemon/slices.h"
@@ -47,10 +48,7 @@ typedef struct {
     bool *tcp;
     tl_slice_info *info;
     int *cand;                  /* slices due this turn, before pacing picks from them */
-    /* the camera's pace, for spreading read-outs (worker.c) */
-    uint64_t frame_ns;          /* monotonic receipt time of the last frame taken */
-    uint64_t frame_gap;         /* moving average of the time between frames, ns */
-    uint64_t taken_ns;          /* when the worker last took a frame */
+    tl_pace pace;               /* frames first (pacing.h) */
 } tl_worker_scratch;
 
 /* The current scan. */

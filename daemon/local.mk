@@ -11,13 +11,14 @@ daemon_libtldaemon_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
 DAEMON_UTIL_LIBS = daemon/libtldaemon.a $(INIH_LIBS) $(SYSTEMD_LIBS)
 
 # The daemon. Its pieces that need no sockets (stats, queue, subscriptions, slice policy,
-# buffer pool) are a library too, so unit tests can link them.
+# read-out pacing, buffer pool) are a library too, so unit tests can link them.
 noinst_LIBRARIES += daemon/libtlcore.a
 daemon_libtlcore_a_SOURCES = \
 	daemon/stats.h daemon/stats.c \
 	daemon/queue.h daemon/queue.c \
 	daemon/subs.h daemon/subs.c \
 	daemon/slices.h daemon/slices.c \
+	daemon/pacing.h daemon/pacing.c \
 	daemon/bufpool.h daemon/bufpool.c
 daemon_libtlcore_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS)
 DAEMON_CORE_LIBS = daemon/libtlcore.a

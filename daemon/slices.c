@@ -95,6 +95,12 @@ bool tl_slice_urgent(const tl_slice *sl)
     return sl->want_final || sl->want_param || sl->want_new || sl->want_complete;
 }
 
+bool tl_slice_served_before(const tl_slice *a, const tl_slice *b)
+{
+    bool ua = tl_slice_urgent(a), ub = tl_slice_urgent(b);
+    return ua != ub ? ua : a->last_ns < b->last_ns;
+}
+
 void tl_slice_computed(tl_slice *sl, uint64_t now_ns)
 {
     sl->pending = 0;

@@ -47,7 +47,7 @@ typedef struct {
     bool dirty;           /* the window changed since the last computation */
     bool want_complete, want_param, want_new, want_final;
     uint64_t last_ns;     /* monotonic time of the last computation, 0 = never */
-    uint64_t cost_ns;     /* moving average of its share of a read-out's time */
+    uint64_t cost_ns;     /* moving average of its share of a read-out's time (pacing.h) */
     bool was_wanted;
 } tl_slice;
 
@@ -77,6 +77,9 @@ bool tl_slice_due(tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns, ui
 /* Whether it is due for more than its routine policy: a new subscriber, a parameter
  * change, the window's completion or the scan's end. */
 bool tl_slice_urgent(const tl_slice *sl);
+/* The order in which due slices are served: urgent ones first, then the one computed
+ * longest ago (so that pacing.h, which may hold the last ones back, starves none). */
+bool tl_slice_served_before(const tl_slice *a, const tl_slice *b);
 /* Resets the triggers after a computation at now_ns. */
 void tl_slice_computed(tl_slice *sl, uint64_t now_ns);
 

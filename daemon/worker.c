@@ -9,7 +9,7 @@
  * every slice; this way each slice includes all frames received, and frames are never
  * delayed by more than one reconstruction. While frames stream, the read-outs due by
  * routine policy are paced instead, a share of the frame interval after each frame
- * (readout_budget): frames first, and every slice fresh. Between turns the lock is free
+ * (pacing.h): frames first, and every slice fresh. Between turns the lock is free
  * for control commands. The worker beats a heartbeat that the systemd watchdog checks, so
  * a stuck engine (a hung GPU) is noticed, not hidden by a live event loop.
  *
@@ -27,28 +27,9 @@
 
 #define TL_WORKER_MAX_WAIT 0.2       /* seconds: heartbeat and rate-limit resolution */
 #define TL_WORKER_BATCH_NS 50000000ull /* frames applied back to back before slices are due */
-#define TL_WORKER_STREAM_GAP_NS 100000000ull /* frames closer than this are a stream: pace */
-#define TL_WORKER_READOUT_SHARE 4    /* a frame's read-outs take at most 1/4 of the gap */
-#define TL_WORKER_AVG 8              /* moving averages weigh a new sample by 1/8 */
-
-static uint64_t moving_avg(uint64_t avg, uint64_t sample)
-{
-    return avg ? avg - avg / TL_WORKER_AVG + sample / TL_WORKER_AVG : sample;
-}
-
-/* The order in which due slices are served: urgent ones first, then the one read out
- * longest ago (so that pacing starves none). */
-static bool served_before(const tl_slice *a, const tl_slice *b)
-{
-    bool ua = tl_slice_urgent(a), ub = tl_slice_urgent(b);
-    return ua != ub ? ua : a->last_ns < b->last_ns;
-}
-
-/* Reconstructs and posts the due slices (lock held), those due by their routine policy
- * only while their estimated read-out time fits in budget_ns (the first always does,
- * unless the budget is 0). Returns when the next slice will be due (monotonic ns), or
- * UINT64_MAX; a slice held back makes that resume_ns at the latest. */
-static uint64_t publish_due(tl_daemon *d, uint64_t budget_ns, uint64_t resume_ns)
+/* Reconstructs and posts the due slices (lock held), as far as pacing lets it (pacing.h).
+ * Returns when the next slice will be due (monotonic ns), or UINT64_MAX. */
+static uint64_t publish_due(tl_daemon *d)
 {
     tl_scan *s = &d->scan;
     uint64_t now = tl_now_ns(), wake = UINT64_MAX;
@@ -76,25 +57,18 @@ static uint64_t publish_due(tl_daemon *d, uint64_t budget_ns, uint64_t resume_ns
         if (!tcp && !shm)
             continue; /* wanted through shared memory only, and it has no slots */
         int k = nc++; /* insertion sort: a handful of slices */
-        for (; k > 0 && served_before(sl, &d->slices.v[w->cand[k - 1]]); k--)
+        for (; k > 0 && tl_slice_served_before(sl, &d->slices.v[w->cand[k - 1]]); k--)
             w->cand[k] = w->cand[k - 1];
         w->cand[k] = i;
     }
     int n = 0;
-    uint64_t spent = 0;
     for (int c = 0; c < nc; c++) {
         tl_slice *sl = &d->slices.v[w->cand[c]];
+        if (!tl_pace_take(&w->pace, tl_slice_urgent(sl), sl->cost_ns))
+            continue; /* after the next frame, or once the stream has paused */
         bool tcp, shm; /* as in the first pass: the slots exist if they were prepared */
         tl_slice_wanted(d, sl, &tcp, &shm);
         shm = shm && sl->shm.base;
-        if (!tl_slice_urgent(sl)) {
-            if (budget_ns == 0 || (spent > 0 && spent + sl->cost_ns > budget_ns)) {
-                if (resume_ns < wake)
-                    wake = resume_ns; /* the next frame, or this if the stream stops */
-                continue;
-            }
-            spent += sl->cost_ns ? sl->cost_ns : 1;
-        }
         tl_slicebuf *b = tl_bufpool_get(&d->pub.pool, tcp ? (size_t)sl->height * sl->width : 0);
         if (!b) { /* out of memory: said, and tried again next turn */
             static tl_ratelimit rl = TL_RATELIMIT_INIT;
@@ -113,6 +87,8 @@ static uint64_t publish_due(tl_daemon *d, uint64_t budget_ns, uint64_t resume_ns
         w->outs[n] = w->shm[n] ? w->shm[n] : b->data;
         n++;
     }
+    if (w->pace.held && w->pace.resume_ns < wake)
+        wake = w->pace.resume_ns;
     if (n == 0)
         return wake;
     uint64_t t0 = tl_now_ns();
@@ -133,8 +109,9 @@ static uint64_t publish_due(tl_daemon *d, uint64_t budget_ns, uint64_t resume_ns
     for (int k = 0; k < n; k++) {
         tl_slice *sl = &d->slices.v[w->due[k]];
         /* its share of the batch's time, by pixels: what pacing expects it to cost */
-        sl->cost_ns = moving_avg(sl->cost_ns, (uint64_t)((double)(t1 - t0) *
-                                                         ((double)sl->height * sl->width / px)));
+        sl->cost_ns = tl_pace_average(sl->cost_ns,
+                                      (uint64_t)((double)(t1 - t0) *
+                                                 ((double)sl->height * sl->width / px)));
         tl_slicebuf *b = w->bufs[k];
         bool final = sl->want_final;
         tl_slice_computed(sl, t0);
@@ -159,34 +136,6 @@ static uint64_t publish_due(tl_daemon *d, uint64_t budget_ns, uint64_t resume_ns
         tl_publisher_post(&d->pub, b);
     }
     return wake;
-}
-
-/* The camera's pace, from the frame just taken. */
-static void frame_taken(tl_worker_scratch *w, const tl_item *it, uint64_t now)
-{
-    if (it->type != TL_MSG_FRAME)
-        return;
-    if (w->frame_ns && it->t_recv_mono > w->frame_ns)
-        w->frame_gap = moving_avg(w->frame_gap, it->t_recv_mono - w->frame_ns);
-    w->frame_ns = it->t_recv_mono;
-    w->taken_ns = now;
-}
-
-/* Frames first: while frames stream, the read-outs due by routine policy after a frame
- * take at most 1/TL_WORKER_READOUT_SHARE of the time between frames (at least one
- * slice, the one read out longest ago), and the rest wait for the next frame. A frame then
- * never waits behind a burst of read-outs (4 ortho-slices of 2048^2 are 64 MB), and each
- * slice read out holds the frame just applied, which is what a control system's latency
- * is measured from. Slices keep their rates; a preview's slices, due together, come out
- * spread over successive frames. Without a stream (or after a turn that took no frame,
- * once the stream has stopped) everything due is read out at once. */
-static uint64_t readout_budget(const tl_worker_scratch *w, bool took_frame, uint64_t now,
-                               uint64_t *resume_ns)
-{
-    *resume_ns = w->taken_ns + 2 * w->frame_gap; /* the stream has stopped by then */
-    if (!w->frame_gap || w->frame_gap > TL_WORKER_STREAM_GAP_NS || now >= *resume_ns)
-        return UINT64_MAX;
-    return took_frame ? w->frame_gap / TL_WORKER_READOUT_SHARE : 0;
 }
 
 static void *run(void *arg)
@@ -217,7 +166,8 @@ static void *run(void *arg)
         while (got) {
             uint64_t taken = tl_now_ns();
             tl_hist_add(&d->stats.latency[TL_LAT_QUEUE], (taken - it.t_recv_mono) / 1e9);
-            frame_taken(w, &it, taken);
+            if (it.type == TL_MSG_FRAME)
+                tl_pace_frame(&w->pace, it.t_recv_mono, taken);
             took_frame = took_frame || it.type == TL_MSG_FRAME;
             tl_scan_apply(d, &it);
             zmq_msg_close(&it.payload); /* the pixels are in the engine now */
@@ -228,8 +178,8 @@ static void *run(void *arg)
         }
         tl_scan_producer_check(d);
         tl_tuning_turn(d); /* may free the lock while timing */
-        uint64_t resume, budget = readout_budget(w, took_frame, tl_now_ns(), &resume);
-        wake = publish_due(d, budget, resume);
+        tl_pace_turn(&w->pace, took_frame, tl_now_ns());
+        wake = publish_due(d);
         tl_scan_releases(d, TL_RELEASE_NOWAIT);
         owed = tl_ipc_frames_waiting(&d->ipc, NULL);
         pthread_mutex_unlock(&d->lock);
@@ -251,7 +201,9 @@ static void drain(tl_daemon *d, uint64_t deadline)
         zmq_msg_init(&it.payload);
     }
     pthread_mutex_lock(&d->lock);
-    publish_due(d, UINT64_MAX, UINT64_MAX);
+    d->scratch.pace = (tl_pace){0}; /* no stream any more: everything due */
+    tl_pace_turn(&d->scratch.pace, false, tl_now_ns());
+    publish_due(d);
     pthread_mutex_unlock(&d->lock);
     zmq_msg_close(&it.payload);
 }
@@ -270,7 +222,7 @@ int tl_worker_start(tl_daemon *d)
     w->shm_off = calloc((size_t)w->cap, sizeof *w->shm_off);
     w->tcp = calloc((size_t)w->cap, sizeof *w->tcp);
     w->cand = calloc((size_t)w->cap, sizeof *w->cand);
-    w->frame_ns = w->frame_gap = w->taken_ns = 0;
+    w->pace = (tl_pace){0};
     tl_ipc_frames_init(&d->ipc, d->zctx, &d->stats);
     if (!w->ids || !w->due || !w->bufs || !w->outs || !w->info || !w->shm || !w->shm_off ||
         !w->tcp || !w->cand || tl_tuning_init(d) != 0)

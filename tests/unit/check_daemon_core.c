@@ -1,6 +1,7 @@
 /* check_daemon_core.c — the daemon's pieces that need no sockets: the update policy of
  * slices, slice ids, subscription prefixes, the bounded queue (blocking, refusing, waking),
- * the buffer pool (reuse, no steady-state allocation) and the latency histograms.
+ * the buffer pool (reuse, no steady-state allocation), the latency histograms, and the
+ * pacing of read-outs while frames stream (and the order slices are served in).
  */
 #include "config.h"
 
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "daemon/bufpool.h"
+#include "daemon/pacing.h"
 #include "daemon/queue.h"
 #include "daemon/slices.h"
 #include "daemon/stats.h"
@@ -65,6 +67,60 @@ START_TEST(policy_triggers)
     ck_assert(tl_slice_due(&sl, true, true, t + 3000 * MS, &wake));
     tl_slice_computed(&sl, t + 3000 * MS);
     ck_assert(!sl.want_final);
+}
+END_TEST
+
+/* Frames every 2 ms: after a frame, routine read-outs fit in 0.5 ms (the first always);
+ * urgent ones always; a turn without a frame reads none while the stream goes on, and
+ * everything once it has paused for two frame intervals. Without a stream, no limit. */
+START_TEST(pacing_frames_first)
+{
+    tl_pace p = {0};
+    uint64_t t = 1000 * MS;
+    tl_pace_turn(&p, false, t);
+    ck_assert(tl_pace_take(&p, false, 400000) && tl_pace_take(&p, false, 400000));
+    ck_assert(!p.held);
+    for (int i = 0; i < 50; i++) /* a camera at 500 frames/s */
+        tl_pace_frame(&p, t + (uint64_t)i * 2 * MS, t + (uint64_t)i * 2 * MS + 100000);
+    uint64_t last = t + 49 * 2 * MS, now = last + 200000;
+    ck_assert_uint_eq(p.gap_ns, 2 * MS);
+    tl_pace_turn(&p, true, now);
+    ck_assert_uint_eq(p.budget_ns, MS / 2);
+    ck_assert(tl_pace_take(&p, false, 900000));  /* the first, whatever it costs */
+    ck_assert(!tl_pace_take(&p, false, 100000)); /* then nothing past the budget */
+    ck_assert(p.held);
+    ck_assert(tl_pace_take(&p, true, 5 * MS));   /* urgent: never held back */
+    tl_pace_turn(&p, true, now);
+    ck_assert(tl_pace_take(&p, false, 200000) && tl_pace_take(&p, false, 200000));
+    ck_assert(!tl_pace_take(&p, false, 200000)); /* 0.6 ms > 0.5 ms */
+    tl_pace_turn(&p, false, now + MS);           /* no frame this turn: wait for one */
+    ck_assert(!tl_pace_take(&p, false, 1000));
+    ck_assert_uint_eq(p.resume_ns, last + 100000 + 4 * MS);
+    tl_pace_turn(&p, false, p.resume_ns);        /* the stream has paused */
+    ck_assert(tl_pace_take(&p, false, 50 * MS) && tl_pace_take(&p, false, 50 * MS));
+    /* frames a second apart are no stream */
+    tl_pace q = {0};
+    for (int i = 0; i < 20; i++)
+        tl_pace_frame(&q, t + (uint64_t)i * 1000 * MS, t + (uint64_t)i * 1000 * MS);
+    tl_pace_turn(&q, true, t + 19 * 1000 * MS + MS);
+    ck_assert(tl_pace_take(&q, false, 10 * MS) && tl_pace_take(&q, false, 10 * MS));
+}
+END_TEST
+
+/* Urgent slices first, then the one computed longest ago. */
+START_TEST(served_order)
+{
+    tl_slice a = {0}, b = {0}, c = {0};
+    a.last_ns = 300;
+    b.last_ns = 100;
+    c.last_ns = 200;
+    ck_assert(tl_slice_served_before(&b, &a));
+    ck_assert(!tl_slice_served_before(&a, &b));
+    ck_assert(tl_slice_served_before(&c, &a));
+    a.want_new = true; /* a new subscriber: before any routine one */
+    ck_assert(tl_slice_served_before(&a, &b));
+    ck_assert(!tl_slice_served_before(&b, &a));
+    ck_assert(tl_slice_urgent(&a) && !tl_slice_urgent(&b));
 }
 END_TEST
 
@@ -259,6 +315,8 @@ static Suite *suite(void)
     tcase_add_test(t, policy_every_k_and_rate);
     tcase_add_test(t, policy_triggers);
     tcase_add_test(t, slice_ids_and_registry);
+    tcase_add_test(t, pacing_frames_first);
+    tcase_add_test(t, served_order);
     tcase_add_test(t, subscription_prefixes);
     tcase_add_test(t, queue_order_full_and_wake);
     tcase_add_test(t, queue_blocking_is_lossless);
