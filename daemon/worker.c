@@ -27,6 +27,7 @@
 
 #define TL_WORKER_MAX_WAIT 0.2       /* seconds: heartbeat and rate-limit resolution */
 #define TL_WORKER_BATCH_NS 50000000ull /* frames applied back to back before slices are due */
+
 /* Reconstructs and posts the due slices (lock held), as far as pacing lets it (pacing.h).
  * Returns when the next slice will be due (monotonic ns), or UINT64_MAX. */
 static uint64_t publish_due(tl_daemon *d)

@@ -3,7 +3,7 @@
  * A generation number tells sleeping workers that a new batch has started.
  *
  * Waking a sleeping thread costs tens of microseconds (a futex round and the scheduler),
- * as much as a whole GPU part's share of a frame. A pool given a spin time
+ * a large part of one GPU's share of a frame on two GPUs (~60 us). A pool given a spin time
  * (tl_pool_set_spin) therefore watches the generation, and the caller the count of busy
  * workers, for that long before sleeping on the condition variables: batches that come
  * back to back start and end without a system call. The spin is bounded, so an idle pool
