@@ -383,6 +383,8 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     for (int i = 0; i < TL_CUDA_PEER_BUFS; i++)
         TL_TRY(tl_cuda_alloc(s, &s->peer[i], s->sz.raw, "frames from other GPUs"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->pad, s->sz.pad, "filter rows"));
+    /* the zero padding of the filter rows: written here once, never overwritten (filter.cu) */
+    TL_CUDA(eb, cudaMemsetAsync(s->pad, 0, s->sz.pad, s->stream));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->spec, s->sz.spec, "filter spectra"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->response, s->sz.response, "filter response"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->d_par, (size_t)s->n * sizeof(float4), "projection table"));

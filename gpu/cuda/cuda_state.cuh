@@ -44,6 +44,10 @@
 #define TL_CUDA_STAGE_PIECES 16   /* pieces of a frame's copy: early finishers take more */
 #define TL_CUDA_ELEM_BLOCK 256    /* threads per block of the element-wise kernels */
 #define TL_CUDA_ELEM_MAX_GRID 65536 /* grid-stride loops above this many blocks */
+#define TL_CUDA_ROW_ILP 4         /* per-row kernels: pixels per thread, blockDim apart (more
+                                     loads in flight: the frame kernels are memory-bound) */
+#define TL_CUDA_ROW_MAX_GRID 65535 /* gridDim.y limit: rows beyond it loop */
+static constexpr int tl_cuda_row_ilp = TL_CUDA_ROW_ILP; /* for #pragma unroll, which takes no macro */
 #define TL_CUDA_MIN_RATIO 1e-6f   /* = TL_CPU_MIN_RATIO: clamp of ratios before -log */
 #define TL_CUDA_COALESCE 128      /* bytes: slot pitch alignment for coalesced rows */
 
@@ -54,6 +58,19 @@ static inline unsigned tl_cuda_elem_grid(size_t total)
     if (b == 0)
         b = 1;
     return (unsigned)(b < TL_CUDA_ELEM_MAX_GRID ? b : TL_CUDA_ELEM_MAX_GRID);
+}
+
+/* Grid of a per-row kernel over rows x n elements: blockIdx.y a row (rows beyond
+ * TL_CUDA_ROW_MAX_GRID loop), and along the row a grid-stride loop over about
+ * TL_CUDA_ROW_ILP elements per thread (rounded down, so that n = 2^k + 1, the spectra,
+ * does not launch a nearly empty block per row). Per-row indices stay 32-bit: no 64-bit
+ * division per element, which made the flat element-wise versions of the frame kernels
+ * run at about half the memory bandwidth. */
+static inline dim3 tl_cuda_row_grid(uint32_t rows, size_t n)
+{
+    const size_t bx = n / ((size_t)TL_CUDA_ELEM_BLOCK * TL_CUDA_ROW_ILP);
+    return dim3((unsigned)(bx ? bx : 1),
+                rows == 0 ? 1u : rows < TL_CUDA_ROW_MAX_GRID ? rows : TL_CUDA_ROW_MAX_GRID);
 }
 
 
@@ -215,8 +232,9 @@ tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dt
                           float *dst, size_t dst_stride);
 
 /* preprocess.cu */
+/* Corrected rows (cols values each, rows dst_stride floats apart) into dst. */
 tl_status tl_cuda_preprocess(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
-                             float *dst, size_t dst_stride, uint32_t dst_cols);
+                             float *dst, size_t dst_stride);
 tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pitch,
                                    tl_dtype dt, int kind, uint32_t count);
 
@@ -224,8 +242,8 @@ tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pit
 tl_status tl_cuda_fft_work_estimate(uint32_t rows, size_t padded, size_t *bytes);
 tl_status tl_cuda_fft_create(tl_cuda_state *s);
 void tl_cuda_fft_destroy(tl_cuda_state *s);
-/* Filters the rows in s->pad (R2C, times H/P, C2R) and writes the first cols values of
- * each into dst (rows dst_stride floats apart). */
+/* Filters the rows in s->pad (R2C, times H/P, C2R in place in s->spec) and writes the
+ * first cols values of each into dst (rows dst_stride floats apart). */
 tl_status tl_cuda_filter_rows(tl_cuda_state *s, float *dst, size_t dst_stride);
 
 /* backproject.cu: jobs shared by backproject() and bench() (kernels.cuh has the table) */

@@ -3,9 +3,12 @@
  * the first W values of each row go into the window (seed-000-001.md §1.1 "Filtering":
  * batched FFTs; the filter design is gpu/filter.h, shared with the CPU backend).
  *
- * Two batched plans (R2C and C2R, `rows` transforms of length P each, out of place:
- * pad -> spec -> pad) are made once in create(), with one work area allocated by us and
- * shared by both (they run one after the other on the engine's stream).
+ * Two batched plans (R2C and C2R, `rows` transforms of length P each) are made once in
+ * create(), with one work area allocated by us and shared by both (they run one after the
+ * other on the engine's stream). R2C goes out of place, pad -> spec; C2R in place in spec
+ * (its real rows 2 (P/2 + 1) floats apart), so pad is never overwritten: its zero columns
+ * W .. P-1, set once at creation, stay zero, and preprocessing writes W columns a frame,
+ * not P. The multiply and the extraction are per-row kernels (tl_cuda_row_grid).
  */
 #include "config.h"
 
@@ -33,13 +36,14 @@ tl_status tl_cuda_fft_work_estimate(uint32_t rows, size_t padded, size_t *bytes)
     return TL_OK;
 }
 
-/* One batched plan: `rows` transforms of length P, real rows P floats apart, spectra
- * P/2 + 1 complex apart. The 64-bit interface only where the sizes exceed int. */
+/* One batched plan: `rows` transforms of length P, spectra P/2 + 1 complex apart, real rows
+ * P floats apart for R2C's input, 2 (P/2 + 1) for C2R's in-place output. The 64-bit
+ * interface only where the sizes exceed int. */
 static tl_status make_plan(tl_cuda_state *s, cufftHandle plan, cufftType type, size_t *work)
 {
     long long P = (long long)s->padded, nf = P / 2 + 1, batch = s->rows;
     bool r2c = type == CUFFT_R2C;
-    long long idist = r2c ? P : nf, odist = r2c ? nf : P;
+    long long idist = r2c ? P : nf, odist = r2c ? nf : 2 * nf;
     TL_CUFFT(s->eb, cufftSetAutoAllocation(plan, 0)); /* one shared work area, ours */
     if (batch * P <= INT32_MAX) {
         int n[1] = {(int)P}, inembed[1] = {(int)idist}, onembed[1] = {(int)odist};
@@ -86,47 +90,53 @@ void tl_cuda_fft_destroy(tl_cuda_state *s)
     s->fft_work = NULL;
 }
 
-/* spec[r][k] *= H[k] / P (both parts: the response is real). */
+/* spec[r][k] *= H[k] / P (both parts: the response is real), per-row grid. */
 __global__ void __launch_bounds__(FILTER_BLOCK)
 filter_multiply_kernel(cufftComplex *__restrict__ spec, const float *__restrict__ response,
                        uint32_t rows, uint32_t nfreq)
 {
-    const size_t total = (size_t)rows * nfreq;
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < total;
-         k += (size_t)gridDim.x * blockDim.x) {
-        const float h = response[k % nfreq];
-        cufftComplex v = spec[k];
-        v.x *= h;
-        v.y *= h;
-        spec[k] = v;
+    for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        cufftComplex *row = spec + (size_t)r * nfreq;
+#pragma unroll tl_cuda_row_ilp
+        for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < nfreq;
+             k += gridDim.x * blockDim.x) {
+            const float h = response[k];
+            cufftComplex v = row[k];
+            v.x *= h;
+            v.y *= h;
+            row[k] = v;
+        }
     }
 }
 
-/* The first cols values of every filtered row (rows P floats apart) into dst. */
+/* The first cols values of every filtered row (rows src_stride floats apart) into dst. */
 __global__ void __launch_bounds__(FILTER_BLOCK)
-filter_extract_kernel(const float *__restrict__ pad, size_t P, uint32_t rows, uint32_t cols,
-                      float *__restrict__ dst, size_t dst_stride)
+filter_extract_kernel(const float *__restrict__ src, size_t src_stride, uint32_t rows,
+                      uint32_t cols, float *__restrict__ dst, size_t dst_stride)
 {
-    const size_t total = (size_t)rows * cols;
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < total;
-         k += (size_t)gridDim.x * blockDim.x) {
-        const uint32_t r = (uint32_t)(k / cols), c = (uint32_t)(k - (size_t)r * cols);
-        dst[(size_t)r * dst_stride + c] = pad[(size_t)r * P + c];
+    for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        const float *in = src + (size_t)r * src_stride;
+        float *out = dst + (size_t)r * dst_stride;
+#pragma unroll tl_cuda_row_ilp
+        for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < cols;
+             c += gridDim.x * blockDim.x) {
+            out[c] = in[c];
+        }
     }
 }
 
 tl_status tl_cuda_filter_rows(tl_cuda_state *s, float *dst, size_t dst_stride)
 {
-    uint32_t nf = (uint32_t)(s->padded / 2 + 1);
+    const uint32_t nf = (uint32_t)(s->padded / 2 + 1);
     TL_CUFFT(s->eb, cufftExecR2C(s->r2c, s->pad, s->spec));
-    const unsigned g1 = tl_cuda_elem_grid((size_t)s->rows * nf);
-    filter_multiply_kernel<<<g1, FILTER_BLOCK, 0, s->stream>>>(s->spec, s->response, s->rows, nf);
+    filter_multiply_kernel<<<tl_cuda_row_grid(s->rows, nf), FILTER_BLOCK, 0, s->stream>>>(
+        s->spec, s->response, s->rows, nf);
     TL_CUDA_LAUNCHED(s->eb, "filter_multiply_kernel");
-    /* C2R overwrites its input (spec), which is not needed afterwards */
-    TL_CUFFT(s->eb, cufftExecC2R(s->c2r, s->spec, s->pad));
-    const unsigned g2 = tl_cuda_elem_grid((size_t)s->rows * s->cols);
-    filter_extract_kernel<<<g2, FILTER_BLOCK, 0, s->stream>>>(s->pad, s->padded, s->rows, s->cols,
-                                                             dst, dst_stride);
+    /* in place: the real rows overlay the spectra they come from */
+    float *real = reinterpret_cast<float *>(s->spec);
+    TL_CUFFT(s->eb, cufftExecC2R(s->c2r, s->spec, real));
+    filter_extract_kernel<<<tl_cuda_row_grid(s->rows, s->cols), FILTER_BLOCK, 0, s->stream>>>(
+        real, 2 * (size_t)nf, s->rows, s->cols, dst, dst_stride);
     TL_CUDA_LAUNCHED(s->eb, "filter_extract_kernel");
     return TL_OK;
 }

@@ -6,9 +6,11 @@
  *   pixel -> float;  t = (pixel - D) * gain,  gain = 1 / max(F - D, 1e-6);
  *   p = -log(max(t, 1e-6))  unless already_linear.
  * One fused, memory-bound kernel writes the corrected row straight into its destination:
- * the zero-padded FFT input (columns W .. P-1 set to 0) or, without a filter, the window.
- * Calibration sums are kept in double, the averages and the gain in float, as on the CPU.
- * Both kernels are element-wise with grid-stride loops (TL_CUDA_ELEM_BLOCK threads).
+ * the FFT input (whose zero padding, columns W .. P-1, is never written) or, without a
+ * filter, the window. It runs once per frame, so it is laid out per row (blockIdx.y a row,
+ * tl_cuda_row_grid). Calibration sums are kept in double, the averages and the gain in
+ * float, as on the CPU; that kernel runs only for darks and flats and stays element-wise
+ * with a grid-stride loop.
  */
 #include "config.h"
 
@@ -23,56 +25,58 @@ __device__ __forceinline__ float load_pixel(const char *row, uint32_t c)
     return (float)reinterpret_cast<const T *>(row)[c];
 }
 
-/* Element (r, c) of a rows x dst_cols destination: the corrected pixel for c < cols, zero
- * padding beyond. dark and gain are NULL when there is no average yet. */
+/* The corrected pixels of the frame's rows into dst (rows dst_stride floats apart), per-row
+ * grid (tl_cuda_row_grid). dark and gain are NULL when there is no average yet. Zero
+ * padding for the FFT is not written here: the filter's padded rows keep the zeros they
+ * were given at creation (filter.cu). */
 template <typename T>
 __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
 preprocess_kernel(const char *__restrict__ src, size_t src_pitch, uint32_t rows, uint32_t cols,
                   const float *__restrict__ dark, const float *__restrict__ gain, int linear,
-                  float *__restrict__ dst, size_t dst_stride, uint32_t dst_cols)
+                  float *__restrict__ dst, size_t dst_stride)
 {
-    const size_t total = (size_t)rows * dst_cols;
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < total;
-         k += (size_t)gridDim.x * blockDim.x) {
-        const uint32_t r = (uint32_t)(k / dst_cols), c = (uint32_t)(k - (size_t)r * dst_cols);
-        float t = 0.f;
-        if (c < cols) {
-            const size_t o = (size_t)r * cols + c;
-            t = load_pixel<T>(src + (size_t)r * src_pitch, c);
+    for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        const char *in = src + (size_t)r * src_pitch;
+        const size_t o = (size_t)r * cols;
+        float *out = dst + (size_t)r * dst_stride;
+#pragma unroll tl_cuda_row_ilp
+        for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < cols;
+             c += gridDim.x * blockDim.x) {
+            float t = load_pixel<T>(in, c);
             if (dark)
-                t -= dark[o];
+                t -= dark[o + c];
             if (gain)
-                t *= gain[o];
+                t *= gain[o + c];
             if (!linear) /* (t > eps ? t : eps): NaN goes to eps, like the CPU's comparison */
                 t = -logf(t > TL_CUDA_MIN_RATIO ? t : TL_CUDA_MIN_RATIO);
+            out[c] = t;
         }
-        dst[(size_t)r * dst_stride + c] = t;
     }
 }
 
 tl_status tl_cuda_preprocess(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
-                             float *dst, size_t dst_stride, uint32_t dst_cols)
+                             float *dst, size_t dst_stride)
 {
     const float *dark = s->have[0] ? s->avg[0] : NULL;
     const float *gain = s->have[1] ? s->gain : NULL;
     int linear = s->cfg.already_linear ? 1 : 0;
-    unsigned grid = tl_cuda_elem_grid((size_t)s->rows * dst_cols);
+    const dim3 grid = tl_cuda_row_grid(s->rows, s->cols);
     switch (dt) {
     case TL_DTYPE_U8:
         preprocess_kernel<uint8_t><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride, dst_cols);
+            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride);
         break;
     case TL_DTYPE_U16:
         preprocess_kernel<uint16_t><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride, dst_cols);
+            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride);
         break;
     case TL_DTYPE_U32:
         preprocess_kernel<uint32_t><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride, dst_cols);
+            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride);
         break;
     case TL_DTYPE_F32:
         preprocess_kernel<float><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride, dst_cols);
+            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride);
         break;
     default:
         return tl_fail(s->eb, TL_EINVAL, "unknown dtype %d", (int)dt);

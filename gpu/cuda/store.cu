@@ -124,9 +124,9 @@ tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dt
                           float *dst, size_t dst_stride)
 {
     if (!s->filter_on) /* straight into the window */
-        return tl_cuda_preprocess(s, src, pitch, dt, dst, dst_stride, s->cols);
-    /* rows zero-padded to P for the FFT, then filtered into the window */
-    TL_TRY(tl_cuda_preprocess(s, src, pitch, dt, s->pad, s->padded, (uint32_t)s->padded));
+        return tl_cuda_preprocess(s, src, pitch, dt, dst, dst_stride);
+    /* into the FFT rows (zero-padded to P), then filtered into the window */
+    TL_TRY(tl_cuda_preprocess(s, src, pitch, dt, s->pad, s->padded));
     return tl_cuda_filter_rows(s, dst, dst_stride);
 }
 
