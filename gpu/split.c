@@ -7,10 +7,11 @@
  * GPUs. Each part stores its rows of every frame and back-projects the slices in its rows
  * at the full speed of its card, while the others do the same: full-volume back
  * projection grows with the number of GPUs (2.00x on two H200s); per-frame ingest less
- * (host frames 1.84-1.85x, frames in GPU memory 1.76-1.78x), since a frame's fixed costs
- * (kernel launches and the gaps between them) do not shrink with its rows; tracked slices
- * scale as their rows are spread (the streaming benchmark's two horizontal slices lie in
- * one GPU's rows: 1.42-1.58x).
+ * (host frames 1.74-1.98x, bounded by the host's staging copies; frames in GPU memory
+ * 1.66-1.70x), since a frame's fixed costs (launch gaps, cuFFT batches of half the rows
+ * running at less than twice the speed) do not shrink with its rows; tracked slices scale
+ * as their rows are spread (the streaming benchmark's two horizontal slices lie in one
+ * GPU's rows: 1.36-1.56x).
  *
  * Partition (tl_engine_split_rows): part k owns rows [a_k, b_k), a_k = floor(k H / P), and
  * holds [a_k, min(b_k + 1, H)). The extra row ("halo") lets a sample between rows b_k - 1
