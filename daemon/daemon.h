@@ -24,6 +24,7 @@
 #include <uv.h>
 
 #include "daemon/adapter.h"
+#include "daemon/bands.h"
 #include "daemon/config.h"
 #include "daemon/ipc_frames.h"
 #include "daemon/log.h"
@@ -140,6 +141,7 @@ typedef struct tl_daemon {
     atomic_uint_least64_t worker_beat; /* CLOCK_MONOTONIC ns of its last turn */
     tl_worker_scratch scratch;
     tl_ipc_frames ipc;          /* producers' GPU memory and their releases (lock held) */
+    tl_bands bands;             /* frames sent in row bands, in assembly (lock held) */
     pthread_mutex_t lock;
     tl_scan scan;
     tl_slices slices;
@@ -172,7 +174,9 @@ void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns);
 void tl_worker_poke(tl_daemon *d);
 
 /* scan.c — all with d->lock held, on the worker thread (or a control command). */
-void tl_scan_apply(tl_daemon *d, tl_item *it);
+/* Applies a scan, frame or end. Returns whether a frame reached the engine (or was
+ * refused as a whole frame): a frame, or the row band that completed one. */
+bool tl_scan_apply(tl_daemon *d, tl_item *it);
 void tl_scan_close(tl_daemon *d);
 /* Sends the releases of frames in GPU memory the engine has finished reading; first waits
  * for the oldest one's read (the worker has nothing else to do) or for all of them (before
@@ -181,6 +185,8 @@ typedef enum { TL_RELEASE_NOWAIT, TL_RELEASE_OLDEST, TL_RELEASE_ALL } tl_release
 void tl_scan_releases(tl_daemon *d, tl_release_wait wait);
 /* Ends the series whose producer of frames in GPU memory went away (once per turn). */
 void tl_scan_producer_check(tl_daemon *d);
+/* Drops (and counts) frames sent in row bands whose bands have not all come in time. */
+void tl_scan_bands_check(tl_daemon *d);
 /* Adds a registered slice to the current engine (resolving its size); 0 or -1 with err. */
 int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen);
 

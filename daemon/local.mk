@@ -19,6 +19,7 @@ daemon_libtlcore_a_SOURCES = \
 	daemon/subs.h daemon/subs.c \
 	daemon/slices.h daemon/slices.c \
 	daemon/pacing.h daemon/pacing.c \
+	daemon/bands.h daemon/bands.c \
 	daemon/bufpool.h daemon/bufpool.c
 daemon_libtlcore_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS)
 DAEMON_CORE_LIBS = daemon/libtlcore.a

@@ -240,6 +240,7 @@ static int start(tl_daemon *d, char *err, size_t errlen)
     /* slice buffers: pinned where the GPU fills them */
     d->host_memory = TL_BACKEND_CPU;
     tl_backend_parse(tl_config_enum_name("daemon.backend", c->backend), &d->host_memory);
+    tl_bands_init(&d->bands, c->ingest_band_frames, d->host_memory);
     if (tl_publisher_open(&d->pub, &d->loop, c->slices_endpoint, c->slices_sndhwm,
                           c->slices_max, d->host_memory, &d->stats, on_subscriptions, d, err,
                           errlen) != 0 ||
@@ -361,6 +362,7 @@ int main(int argc, char **argv)
     zmq_ctx_term(d->zctx);
     tl_publisher_destroy(&d->pub); /* waits for the linger of the last slices */
     tl_scan_close(d);
+    tl_bands_destroy(&d->bands);
     for (int i = 0; i < d->slices.n; i++)
         tl_slice_shm_drop(d, &d->slices.v[i]);
     tl_slices_destroy(&d->slices);

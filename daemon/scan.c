@@ -29,8 +29,17 @@ static void count_reject(tl_daemon *d, tl_reject why, uint64_t series, uint64_t 
                tl_logq(detail), (unsigned long long)suppressed);
 }
 
+/* Frames sent in row bands, dropped before all their bands came. */
+static void count_incomplete(tl_daemon *d, int n, const char *why)
+{
+    for (int i = 0; i < n; i++)
+        count_reject(d, TL_REJ_INCOMPLETE, d->scan.series, 0, why);
+}
+
 void tl_scan_close(tl_daemon *d)
 {
+    count_incomplete(d, tl_bands_clear(&d->bands), "its bands did not all come before the "
+                     "scan was closed");
     tl_scan *s = &d->scan;
     tl_engine_destroy(s->engine);  /* waits for its GPU work: no read of a producer's */
     s->engine = NULL;              /* memory is in flight when the mappings close */
@@ -172,28 +181,51 @@ static void open_scan(tl_daemon *d, tl_item *it)
 
 /* A frame not used: counted, logged, and for a frame in GPU memory the protocol code its
  * release carries (*code, *reason). */
-#define REJECT(why, pcode, detail)                                                           \
+#define REJECT_NORETURN(why, pcode, detail)                                                  \
     do {                                                                                     \
         count_reject(d, (why), f->series, f->index, (detail));                               \
         *code = (pcode);                                                                     \
         snprintf(reason, reason_len, "%s", (detail));                                        \
+    } while (0)
+#define REJECT(why, pcode, detail)                                                           \
+    do {                                                                                     \
+        REJECT_NORETURN(why, pcode, detail);                                                 \
         return;                                                                              \
     } while (0)
 
-static void submit_frame(tl_daemon *d, tl_item *it, tl_proto_err *code, char *reason,
-                         size_t reason_len)
+/* Whether frame f (or a band of it) belongs to the open scan: else counted, logged, and
+ * *code, *reason say why. */
+static bool fits_scan(tl_daemon *d, const tl_proto_frame *f, tl_proto_err *code, char *reason,
+                      size_t reason_len)
+{
+    tl_scan *s = &d->scan;
+    *code = TL_PROTO_OK;
+#define REFUSE(why, pcode, detail)                                                           \
+    do {                                                                                     \
+        REJECT_NORETURN(why, pcode, detail);                                                 \
+        return false;                                                                        \
+    } while (0)
+    if (!s->open)
+        REFUSE(TL_REJ_NO_SCAN, TL_PROTO_E_STATE, "no scan is open");
+    if (f->series != s->series)
+        REFUSE(TL_REJ_SERIES, TL_PROTO_E_NOT_FOUND, "frame of another series");
+    if (s->finished)
+        REFUSE(TL_REJ_FINISHED, TL_PROTO_E_STATE, "the series has ended");
+    if (f->rows != s->msg.rows || f->cols != s->msg.cols || f->dtype != s->msg.dtype)
+        REFUSE(TL_REJ_SHAPE, TL_PROTO_E_RANGE, "shape or dtype differs from the scan");
+#undef REFUSE
+    return true;
+}
+
+/* Submits frame it->frame, whose pixels are at data (a band-assembled frame's: in host
+ * memory of the engine's backend, pinned). */
+static void submit_frame(tl_daemon *d, tl_item *it, const void *data, bool pinned,
+                         tl_proto_err *code, char *reason, size_t reason_len)
 {
     tl_scan *s = &d->scan;
     tl_proto_frame *f = &it->frame;
-    *code = TL_PROTO_OK;
-    if (!s->open)
-        REJECT(TL_REJ_NO_SCAN, TL_PROTO_E_STATE, "no scan is open");
-    if (f->series != s->series)
-        REJECT(TL_REJ_SERIES, TL_PROTO_E_NOT_FOUND, "frame of another series");
-    if (s->finished)
-        REJECT(TL_REJ_FINISHED, TL_PROTO_E_STATE, "the series has ended");
-    if (f->rows != s->msg.rows || f->cols != s->msg.cols || f->dtype != s->msg.dtype)
-        REJECT(TL_REJ_SHAPE, TL_PROTO_E_RANGE, "shape or dtype differs from the scan");
+    if (!fits_scan(d, f, code, reason, reason_len))
+        return;
     tl_frame fr = {
         .kind = f->kind == TL_PROTO_DARK ? TL_FRAME_DARK
                 : f->kind == TL_PROTO_FLAT ? TL_FRAME_FLAT : TL_FRAME_PROJ,
@@ -204,7 +236,8 @@ static void submit_frame(tl_daemon *d, tl_item *it, tl_proto_err *code, char *re
         .dtype = engine_dtype(f->dtype),
         .rows = f->rows,
         .cols = f->cols,
-        .data = zmq_msg_data(&it->payload),
+        .data = data,
+        .pinned = pinned,
     };
     if (fr.kind == TL_FRAME_PROJ) {
         if (f->has_angle)
@@ -255,6 +288,7 @@ static void submit_frame(tl_daemon *d, tl_item *it, tl_proto_err *code, char *re
     s->was_complete = complete;
 }
 #undef REJECT
+#undef REJECT_NORETURN
 
 /* Sends the releases of frames in GPU memory that the engine has finished reading, after
  * first waiting until it has read frame wait_for (0: no wait). An engine that fails here
@@ -280,20 +314,60 @@ void tl_scan_releases(tl_daemon *d, tl_release_wait wait)
     release_read(d, wait == TL_RELEASE_NOWAIT ? 0 : oldest);
 }
 
-static void apply_frame(tl_daemon *d, tl_item *it)
+/* A row band (bands.h): checked against the scan, copied into its frame's buffer, and the
+ * frame submitted from there once complete. Returns whether a frame was. */
+static bool apply_band(tl_daemon *d, tl_item *it)
+{
+    tl_proto_frame *f = &it->frame;
+    tl_proto_err code;
+    char reason[512] = "";
+    if (!fits_scan(d, f, &code, reason, sizeof reason))
+        return false;
+    f->payload = zmq_msg_data(&it->payload); /* the part travelled in the item */
+    f->payload_len = zmq_msg_size(&it->payload);
+    tl_bands_frame *done;
+    int dropped = 0;
+    int rc = tl_bands_add(&d->bands, f, it->t_recv, it->t_recv_mono, &done, &dropped, reason,
+                          sizeof reason);
+    count_incomplete(d, dropped, "its bands did not all come before ingest.band_frames newer "
+                     "frames needed the room");
+    if (rc < 0)
+        count_reject(d, TL_REJ_BAND, f->series, f->index, reason);
+    if (rc <= 0)
+        return false;
+    it->frame = done->frame; /* the whole frame, as its first band described it */
+    it->t_recv = done->t_recv;
+    submit_frame(d, it, done->data, true, &code, reason, sizeof reason);
+    tl_bands_free(&d->bands, done);
+    return true;
+}
+
+void tl_scan_bands_check(tl_daemon *d)
+{
+    if (tl_bands_pending(&d->bands) == 0)
+        return;
+    uint64_t timeout = (uint64_t)d->cfg.ingest_band_timeout_ms * 1000000ull;
+    count_incomplete(d, tl_bands_expire(&d->bands, tl_now_ns(), timeout),
+                     "its bands did not all come within ingest.band_timeout_ms");
+}
+
+static bool apply_frame(tl_daemon *d, tl_item *it)
 {
     tl_proto_err code;
     char reason[512] = "";
+    if (it->frame.has_band)
+        return apply_band(d, it);
     bool ipc = it->frame.has_ipc;
     if (ipc && tl_ipc_frames_full(&d->ipc))
         tl_scan_releases(d, TL_RELEASE_OLDEST); /* room for this frame's release */
-    submit_frame(d, it, &code, reason, sizeof reason);
+    submit_frame(d, it, zmq_msg_data(&it->payload), false, &code, reason, sizeof reason);
     if (!ipc)
-        return;
+        return true;
     if (code == TL_PROTO_OK) /* free once the GPU has read it */
         tl_ipc_frames_defer(&d->ipc, &it->frame, tl_engine_frames_queued(d->scan.engine));
     else /* never read: free now */
         tl_ipc_frames_release(&d->ipc, &it->frame, code, reason);
+    return true;
 }
 
 /* The series is over (its end arrived, or its producer went away): slices get their final
@@ -307,6 +381,8 @@ static void finish(tl_daemon *d, const char *why)
     s->finished = true;
     tl_scan_releases(d, TL_RELEASE_ALL); /* nothing reads a mapping after this */
     tl_ipc_frames_close(&d->ipc);
+    count_incomplete(d, tl_bands_clear(&d->bands), "its bands did not all come before the "
+                     "series ended");
     for (int i = 0; i < d->slices.n; i++)
         d->slices.v[i].want_final = true;
     tl_engine_state st;
@@ -342,19 +418,18 @@ void tl_scan_producer_check(tl_daemon *d)
         tl_ipc_frames_close(&d->ipc);
 }
 
-void tl_scan_apply(tl_daemon *d, tl_item *it)
+bool tl_scan_apply(tl_daemon *d, tl_item *it)
 {
     switch (it->type) {
     case TL_MSG_SCAN:
         open_scan(d, it);
-        break;
+        return false;
     case TL_MSG_FRAME:
-        apply_frame(d, it);
-        break;
+        return apply_frame(d, it);
     case TL_MSG_END:
         end_scan(d, it);
-        break;
+        return false;
     default:
-        break;
+        return false;
     }
 }

@@ -10,6 +10,7 @@ const char *tl_reject_name(tl_reject r)
     static const char *const names[TL_REJ_COUNT] = {
         "protocol", "no_scan", "series",     "finished", "shape", "angle",
         "stale",    "duplicate", "queue_full", "scan",   "engine", "gpu_memory",
+        "band",     "incomplete",
     };
     return (unsigned)r < TL_REJ_COUNT ? names[r] : "?";
 }

@@ -30,6 +30,9 @@ typedef enum {
     TL_REJ_ENGINE,       /* the engine failed on a valid frame */
     TL_REJ_GPU_MEMORY,   /* a frame in GPU memory that cannot be read: its handle does not
                             open, its GPU is not visible, or it lies outside the allocation */
+    TL_REJ_BAND,         /* a row band that differs from its frame's first band or overlaps
+                            rows received (PROTOCOL.md §8.2), or no memory to assemble it */
+    TL_REJ_INCOMPLETE,   /* dropped: a frame sent in bands whose bands did not all come */
     TL_REJ_COUNT
 } tl_reject;
 const char *tl_reject_name(tl_reject r);

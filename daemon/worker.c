@@ -167,10 +167,11 @@ static void *run(void *arg)
         while (got) {
             uint64_t taken = tl_now_ns();
             tl_hist_add(&d->stats.latency[TL_LAT_QUEUE], (taken - it.t_recv_mono) / 1e9);
-            if (it.type == TL_MSG_FRAME)
+            /* a frame, or the row band that completed one: a band alone is not a frame */
+            if (tl_scan_apply(d, &it)) {
                 tl_pace_frame(&w->pace, it.t_recv_mono, taken);
-            took_frame = took_frame || it.type == TL_MSG_FRAME;
-            tl_scan_apply(d, &it);
+                took_frame = true;
+            }
             zmq_msg_close(&it.payload); /* the pixels are in the engine now */
             zmq_msg_init(&it.payload);
             tl_scan_releases(d, TL_RELEASE_NOWAIT);
@@ -178,6 +179,7 @@ static void *run(void *arg)
                   tl_queue_pop(&d->queue, &it, 0);
         }
         tl_scan_producer_check(d);
+        tl_scan_bands_check(d);
         tl_tuning_turn(d); /* may free the lock while timing */
         tl_pace_turn(&w->pace, took_frame, tl_now_ns());
         wake = publish_due(d);

@@ -190,6 +190,10 @@ typedef struct {
     tl_memory memory;
     bool read_later;          /* DEVICE: submit returns before the GPU has read the frame;
                                  the buffer is free once tl_engine_frames_done says so */
+    bool pinned;              /* HOST: data is in memory from tl_host_alloc for this engine's
+                                 backend: the CUDA backend uploads it from there, without the
+                                 copy into its staging ring (the caller's copy into it was
+                                 that copy); submit returns once it is read */
     const float *matrix;      /* cone beam: 3x4 projection matrix, row-major (unused now) */
 } tl_frame;
 

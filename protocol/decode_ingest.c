@@ -152,6 +152,29 @@ static tl_proto_err decode_ipc(const msgpack_object *h, tl_proto_frame *m, tl_pr
     return TL_PROTO_OK;
 }
 
+/* "band": [first_row, rows] of a frame sent in row bands, inside the shape; not for a
+ * frame in GPU memory, whose rows are all in place already. */
+static tl_proto_err decode_band(const msgpack_object *h, tl_proto_frame *m, tl_proto_error *err)
+{
+    m->has_band = tl_proto_map_get(h, "band") != NULL;
+    m->band_first = 0;
+    m->band_rows = m->rows;
+    if (!m->has_band)
+        return TL_PROTO_OK;
+    if (m->has_ipc)
+        return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED, "\"band\": a frame in GPU memory "
+                             "is read whole, not in row bands");
+    uint64_t b[2];
+    TRY(tlp_get_u64_pair(h, "band", b, err));
+    if (b[1] < 1 || b[0] >= m->rows || b[1] > m->rows - b[0])
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"band\": rows %" PRIu64 " + %" PRIu64
+                             " do not lie inside the %" PRIu32 " rows of \"shape\"", b[0], b[1],
+                             m->rows);
+    m->band_first = (uint32_t)b[0];
+    m->band_rows = (uint32_t)b[1];
+    return TL_PROTO_OK;
+}
+
 tl_proto_err tlp_decode_frame(const msgpack_object *h, tl_proto_frame *m, tl_proto_error *err)
 {
     tl_proto_str s;
@@ -169,6 +192,7 @@ tl_proto_err tlp_decode_frame(const msgpack_object *h, tl_proto_frame *m, tl_pro
     TRY(tl_proto_get_double(h, "center_offset", false, &m->center_offset, err));
     m->has_center_offset = tl_proto_map_get(h, "center_offset") != NULL;
     TRY(decode_ipc(h, m, err));
+    TRY(decode_band(h, m, err));
     m->payload = NULL;
     m->payload_len = 0;
     return TL_PROTO_OK;

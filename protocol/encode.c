@@ -109,7 +109,8 @@ int tl_proto_encode_frame(msgpack_sbuffer *buf, const tl_proto_frame *m)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
-    size_t n = 7 + m->has_angle + m->has_t_acq + m->has_center_offset + 7 * m->has_ipc;
+    size_t n = 7 + m->has_angle + m->has_t_acq + m->has_center_offset + 7 * m->has_ipc +
+               m->has_band;
     P(envelope(&pk, n, TL_MSG_FRAME));
     P(tl_proto_pack_kv_u64(&pk, "series", m->series));
     P(tl_proto_pack_kv_u64(&pk, "index", m->index));
@@ -133,6 +134,12 @@ int tl_proto_encode_frame(msgpack_sbuffer *buf, const tl_proto_frame *m)
         P(tl_proto_pack_cstr(&pk, "ipc_device"));
         P(pack_pstr(&pk, m->ipc.device));
         P(tl_proto_pack_kv_u64(&pk, "ipc_slot", m->ipc.slot));
+    }
+    if (m->has_band) {
+        P(tl_proto_pack_cstr(&pk, "band"));
+        P(msgpack_pack_array(&pk, 2));
+        P(msgpack_pack_uint64(&pk, m->band_first));
+        P(msgpack_pack_uint64(&pk, m->band_rows));
     }
     return 0;
 }

@@ -79,7 +79,7 @@ tl_proto_err tl_proto_decode_parts(tl_proto_decoder *d, zmq_msg_t *parts, int np
     if (out->type == TL_MSG_FRAME && !out->frame.has_ipc) {
         tl_proto_frame *f = &out->frame;
         f->payload_len = zmq_msg_size(&parts[1]);
-        if ((rc = tl_proto_check_payload(f->rows, f->cols, f->dtype, f->payload_len, err)))
+        if ((rc = tl_proto_check_payload(f->band_rows, f->cols, f->dtype, f->payload_len, err)))
             return rc;
         f->payload = zmq_msg_data(&parts[1]);
     } else if (out->type == TL_MSG_SLICE) {

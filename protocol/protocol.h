@@ -172,6 +172,9 @@ typedef struct {
     double center_offset;       /* per-projection axis correction, detector pixels */
     bool has_ipc;               /* the pixels are in GPU memory (ipc), not in a payload part */
     tl_proto_ipc ipc;
+    bool has_band;              /* the payload holds rows band_first .. band_first + band_rows
+                                   - 1 of the rows x cols frame, not all of it (§8.2) */
+    uint32_t band_first, band_rows;
     const void *payload;        /* set by tl_proto_decode_parts (NULL from tl_proto_decode) */
     size_t payload_len;
 } tl_proto_frame;

@@ -5,7 +5,9 @@
  * Host frames are copied by the CPU into the next buffer of a small ring of pinned buffers
  * (after waiting for that buffer's previous upload to finish; the copy is split over a few
  * threads, since one core cannot copy 8 MB frames at camera rate) and uploaded asynchronously on
- * the engine's stream, followed by the kernels. store() returns once the work is enqueued:
+ * the engine's stream, followed by the kernels. A frame already in page-locked memory
+ * (tl_frame.pinned: the daemon assembles frames sent in row bands there) is uploaded from
+ * where it is, and submit waits for that upload, so the caller may reuse the buffer. store() returns once the work is enqueued:
  * the next frame's host copy overlaps this frame's GPU work, stream order guarantees that
  * every kernel sees the frames and calibration submitted before it, and backproject()
  * synchronises before it returns. Nothing is allocated here.
@@ -98,6 +100,14 @@ tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, s
     }
     if (f->memory != TL_MEMORY_HOST)
         return tl_fail(s->eb, TL_EINVAL, "unknown frame memory kind %d", (int)f->memory);
+    if (f->pinned) { /* page-locked already: straight up; release_frame waits for it */
+        TL_CUDA(s->eb, cudaMemcpy2DAsync(s->raw, row, f->data, *pitch, row, s->rows,
+                                         cudaMemcpyHostToDevice, s->stream));
+        TL_CUDA(s->eb, cudaEventRecord(s->consumed, s->stream));
+        *src = (const char *)s->raw;
+        *pitch = row;
+        return TL_OK;
+    }
 
     unsigned i = s->ring_next++ % TL_CUDA_RING;
     TL_CUDA(s->eb, cudaEventSynchronize(s->ring_ev[i])); /* its last upload has finished */
@@ -130,13 +140,17 @@ tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dt
     return tl_cuda_filter_rows(s, dst, dst_stride);
 }
 
-/* Device frames: wait until the GPU has read the caller's buffer (unless the caller
- * follows the read with the engine's fences instead). */
+/* Device frames and pinned host frames: wait until the GPU has read the caller's buffer
+ * (unless the caller follows the read with the engine's fences instead). */
 static tl_status release_frame(tl_cuda_state *s, const tl_frame *f)
 {
-    if (f->memory != TL_MEMORY_DEVICE || f->read_later)
+    if (f->read_later)
         return TL_OK;
-    TL_CUDA(s->eb, cudaEventRecord(s->consumed, s->stream));
+    if (f->memory == TL_MEMORY_DEVICE) /* read by the kernels just enqueued */
+        TL_CUDA(s->eb, cudaEventRecord(s->consumed, s->stream));
+    else if (!f->pinned)
+        return TL_OK; /* copied into the staging ring before store() returned */
+    /* (pinned: recorded after its upload in tl_cuda_stage, so the kernels run on) */
     TL_CUDA(s->eb, cudaEventSynchronize(s->consumed));
     return TL_OK;
 }

@@ -452,6 +452,143 @@ START_TEST(slow_subscriber)
 }
 END_TEST
 
+/* The final slice of the open series (NULL after 30 s): its pixels, malloc'd, *n of them. */
+static float *final_slice(void *sub, tl_proto_decoder *dec, size_t *n)
+{
+    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < 30;) {
+        zmq_msg_t parts[4];
+        tl_proto_error e;
+        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 500) <= 0)
+            continue;
+        int k = tl_proto_recv(sub, parts, 4, 0, &e);
+        tl_proto_msg m;
+        float *px = NULL;
+        if (tl_proto_decode_parts(dec, parts, k, TL_MSG_SLICE, &m, &e) == TL_PROTO_OK &&
+            m.slice.final) {
+            *n = m.slice.payload_len / sizeof(float);
+            px = malloc(m.slice.payload_len);
+            memcpy(px, m.slice.payload, m.slice.payload_len);
+        }
+        tl_proto_close(parts, k);
+        if (px)
+            return px;
+    }
+    return NULL;
+}
+
+/* Frames sent in row bands (PROTOCOL.md §8.2): bands out of order and interleaved with the
+ * next frame's give the very slice the same frames give whole; a band overlapping rows
+ * received is refused and counted; a frame whose bands stop coming is dropped and counted
+ * when its series ends, never applied in part. */
+START_TEST(frames_in_bands)
+{
+    enum { R = 4, C = 32, W = 24 };
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "bands", NULL), 0);
+    /* a vertical plane: every row of the frames is in it */
+    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"b\",\"kind\":\"ortho\",\"axis\":\"x\","
+                                          "\"position\":2}"));
+    void *sub = zmq_socket(f.zctx, ZMQ_SUB);
+    zmq_connect(sub, f.slices);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "slice/b/", 8);
+    usleep(300000);
+    /* rows that differ, and frames that differ (a row left unwritten holds an earlier
+     * frame's), so a band put in the wrong rows changes the plane */
+    float disk[R * C], frames[W][R * C];
+    tl_fx_disk_projection(disk, R, C, 9);
+    for (int k = 0; k < W; k++)
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < C; c++)
+                frames[k][r * C + c] = disk[r * C + c] * (float)(1 + 2 * r) * (float)(1 + k % 5);
+    static const uint32_t first[3] = {0, 1, 3}, rows[3] = {1, 2, 1};
+    static const int order[3] = {2, 0, 1};
+    tl_proto_decoder *dec = tl_proto_decoder_new();
+    float *slice[2] = {NULL, NULL};
+    size_t n[2] = {0, 0};
+    for (uint64_t series = 1; series <= 2; series++) {
+        tl_proto_scan sc = {.series = series, .geometry = TL_PROTO_PARALLEL, .rows = R, .cols = C,
+                            .dtype = TL_PROTO_F32, .window = W, .already_linear = true};
+        ck_assert_int_eq(tl_fx_send_scan(&f, &sc), 0);
+        for (uint32_t k = 0; k < W; k++) {
+            tl_proto_frame h = {.series = series, .index = k, .kind = TL_PROTO_PROJ,
+                                .has_angle = true, .angle = M_PI * k / W, .dtype = TL_PROTO_F32,
+                                .rows = R, .cols = C, .has_t_acq = true, .t_acq = 1000 + k};
+            if (series == 1) {
+                ck_assert_int_eq(tl_fx_send_frame(&f, &h, frames[k], sizeof frames[k]), 0);
+                continue;
+            }
+            /* series 2: frame k's bands in the order 2, 0, 1, its last band after the next
+             * frame's first two (the last frame's at the end) */
+            h.has_band = true;
+            for (int b = 0; b < 3; b++) {
+                uint32_t kk = b < 2 ? k : k - 1;
+                if (b == 2 && k == 0)
+                    continue;
+                int j = order[b];
+                tl_proto_frame hb = h;
+                hb.index = kk;
+                hb.angle = M_PI * kk / W;
+                hb.t_acq = 1000 + kk;
+                hb.band_first = first[j];
+                hb.band_rows = rows[j];
+                ck_assert_int_eq(tl_fx_send_frame(&f, &hb, frames[kk] + first[j] * C,
+                                                  rows[j] * C * sizeof(float)), 0);
+            }
+            if (k == W - 1) {
+                h.band_first = first[order[2]];
+                h.band_rows = rows[order[2]];
+                ck_assert_int_eq(tl_fx_send_frame(&f, &h, frames[k] + h.band_first * C,
+                                                  h.band_rows * C * sizeof(float)), 0);
+            }
+        }
+        tl_fx_send_end(&f, series);
+        slice[series - 1] = final_slice(sub, dec, &n[series - 1]);
+        ck_assert_msg(slice[series - 1], "no final slice of series %llu (accepted %lld, band %lld, "
+                      "incomplete %lld, protocol %lld, shape %lld, duplicate %lld)",
+                      (unsigned long long)series, tl_fx_status_int(&f, "frames.accepted.proj"),
+                      tl_fx_status_int(&f, "frames.rejected.band"),
+                      tl_fx_status_int(&f, "frames.rejected.incomplete"),
+                      tl_fx_status_int(&f, "frames.rejected.protocol"),
+                      tl_fx_status_int(&f, "frames.rejected.shape"),
+                      tl_fx_status_int(&f, "frames.rejected.duplicate"));
+    }
+    ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), 2 * W);
+    ck_assert_int_eq(tl_fx_status_int(&f, "frames.rejected.band"), 0);
+    ck_assert_uint_eq(n[0], n[1]);
+    ck_assert_mem_eq(slice[0], slice[1], n[0] * sizeof(float));
+    double norm = 0;
+    for (size_t i = 0; i < n[0]; i++)
+        norm += fabs(slice[0][i]);
+    ck_assert(norm > 0);
+
+    /* series 3: an overlapping band (refused), and a frame whose last band never comes */
+    tl_proto_scan sc = {.series = 3, .geometry = TL_PROTO_PARALLEL, .rows = R, .cols = C,
+                        .dtype = TL_PROTO_F32, .window = W, .already_linear = true};
+    ck_assert_int_eq(tl_fx_send_scan(&f, &sc), 0);
+    tl_proto_frame h = {.series = 3, .index = 0, .kind = TL_PROTO_PROJ, .has_angle = true,
+                        .angle = 0, .dtype = TL_PROTO_F32, .rows = R, .cols = C,
+                        .has_band = true, .band_first = 0, .band_rows = 2};
+    ck_assert_int_eq(tl_fx_send_frame(&f, &h, frames[0], 2 * C * sizeof(float)), 0);
+    h.band_first = 1;
+    ck_assert_int_eq(tl_fx_send_frame(&f, &h, frames[0] + C, 2 * C * sizeof(float)), 0);
+    ck_assert(tl_fx_wait_status(&f, "frames.rejected.band", 1, 10));
+    tl_fx_send_end(&f, 3);
+    ck_assert(tl_fx_wait_status(&f, "frames.rejected.incomplete", 1, 10));
+    ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), 2 * W);
+    char *log = tl_fx_log(&f);
+    ck_assert_msg(strstr(log, "reason=band") && strstr(log, "reason=incomplete"),
+                  "both refusals are logged");
+    free(log);
+    free(slice[0]);
+    free(slice[1]);
+    tl_proto_decoder_free(dec);
+    zmq_close(sub);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
 static void write_file(const char *path, const char *text)
 {
     FILE *fp = fopen(path, "w");
@@ -556,6 +693,7 @@ static Suite *suite(void)
     tcase_add_test(t, malformed_barrage);
     tcase_add_test(t, computed_only_when_wanted);
     tcase_add_test(t, slow_subscriber);
+    tcase_add_test(t, frames_in_bands);
     tcase_add_test(t, systemd_reload_and_stop);
     tcase_add_test(t, sigterm_under_load);
     tcase_add_test(t, unusable_backend_refused);

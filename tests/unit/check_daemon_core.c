@@ -7,9 +7,11 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/bands.h"
 #include "daemon/bufpool.h"
 #include "daemon/pacing.h"
 #include "daemon/queue.h"
@@ -289,6 +291,127 @@ START_TEST(bufpool_reuse)
 }
 END_TEST
 
+/* ---- frames sent in row bands ---------------------------------------------------------- */
+
+enum { BR = 7, BC = 5 }; /* a frame of 7 rows of 5 uint16 */
+
+static void band_frame(uint64_t index, uint16_t *px)
+{
+    for (int k = 0; k < BR * BC; k++)
+        px[k] = (uint16_t)(1000 * index + (uint64_t)k);
+}
+
+/* Band [first, first + rows) of frame index, its payload pointing into px. */
+static tl_proto_frame band(uint64_t index, uint32_t first, uint32_t rows, const uint16_t *px)
+{
+    tl_proto_frame f = {.series = 3, .index = index, .kind = TL_PROTO_PROJ, .has_angle = true,
+                        .angle = 0.25 * (double)index, .dtype = TL_PROTO_U16, .rows = BR,
+                        .cols = BC, .has_t_acq = true, .t_acq = 77 + index, .has_band = true,
+                        .band_first = first, .band_rows = rows};
+    f.payload = px + (size_t)first * BC;
+    f.payload_len = (size_t)rows * BC * sizeof *px;
+    return f;
+}
+
+START_TEST(bands_assemble)
+{
+    tl_bands b;
+    tl_bands_init(&b, 2, TL_BACKEND_CPU);
+    uint16_t a[BR * BC], c[BR * BC];
+    band_frame(10, a);
+    band_frame(11, c);
+    tl_bands_frame *done;
+    int dropped;
+    char why[256];
+    /* two frames' bands interleaved and out of order: 10 = [4,3] [0,2] [2,2]; 11 = [0,7] */
+    tl_proto_frame f = band(10, 4, 3, a);
+    ck_assert_int_eq(tl_bands_add(&b, &f, 100, 1000, &done, &dropped, why, sizeof why), 0);
+    f = band(10, 0, 2, a);
+    ck_assert_int_eq(tl_bands_add(&b, &f, 101, 1001, &done, &dropped, why, sizeof why), 0);
+    ck_assert_int_eq(tl_bands_pending(&b), 1);
+    f = band(11, 0, BR, c);
+    ck_assert_int_eq(tl_bands_add(&b, &f, 102, 1002, &done, &dropped, why, sizeof why), 1);
+    ck_assert_uint_eq(done->frame.index, 11);
+    ck_assert_mem_eq(done->data, c, sizeof c);
+    tl_bands_free(&b, done);
+    /* a band overlapping rows already in, and one whose header differs: refused, no change */
+    f = band(10, 1, 2, a);
+    ck_assert_int_eq(tl_bands_add(&b, &f, 103, 1003, &done, &dropped, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "overlaps row 1"), "%s", why);
+    f = band(10, 2, 2, a);
+    f.t_acq++;
+    ck_assert_int_eq(tl_bands_add(&b, &f, 103, 1003, &done, &dropped, why, sizeof why), -1);
+    ck_assert_msg(strstr(why, "header differs"), "%s", why);
+    f = band(10, 2, 2, a);
+    ck_assert_int_eq(tl_bands_add(&b, &f, 104, 1004, &done, &dropped, why, sizeof why), 1);
+    ck_assert_int_eq(dropped, 0);
+    ck_assert_uint_eq(done->frame.index, 10);
+    ck_assert(!done->frame.has_band && done->frame.band_rows == BR && !done->frame.payload);
+    ck_assert_uint_eq(done->frame.t_acq, 87);
+    ck_assert_uint_eq(done->t_recv, 104); /* its last band's */
+    ck_assert_mem_eq(done->data, a, sizeof a);
+    tl_bands_free(&b, done);
+    ck_assert_int_eq(tl_bands_pending(&b), 0);
+    tl_bands_destroy(&b);
+}
+END_TEST
+
+START_TEST(bands_incomplete_dropped)
+{
+    tl_bands b;
+    tl_bands_init(&b, 2, TL_BACKEND_CPU);
+    uint16_t px[BR * BC];
+    band_frame(1, px);
+    tl_bands_frame *done;
+    int dropped;
+    char why[256];
+    /* three frames begun, room for two: the oldest goes */
+    for (uint64_t k = 1; k <= 3; k++) {
+        tl_proto_frame f = band(k, 0, 1, px);
+        ck_assert_int_eq(tl_bands_add(&b, &f, k, 1000 * k, &done, &dropped, why, sizeof why), 0);
+        ck_assert_int_eq(dropped, k == 3 ? 1 : 0);
+    }
+    ck_assert_int_eq(tl_bands_pending(&b), 2);
+    /* frame 1 is gone: its next band begins it anew and pushes out frame 2 */
+    tl_proto_frame f = band(1, 1, 6, px);
+    ck_assert_int_eq(tl_bands_add(&b, &f, 4, 4000, &done, &dropped, why, sizeof why), 0);
+    ck_assert_int_eq(dropped, 1);
+    /* frame 3 began at 3000, frame 1 at 4000: a timeout of 1500 at 4600 drops only 3 */
+    ck_assert_int_eq(tl_bands_expire(&b, 4600, 1500), 1);
+    ck_assert_int_eq(tl_bands_pending(&b), 1);
+    ck_assert_int_eq(tl_bands_clear(&b), 1);
+    ck_assert_int_eq(tl_bands_pending(&b), 0);
+    tl_bands_destroy(&b);
+}
+END_TEST
+
+/* Bands of 1 MB and more are copied by several threads: every byte lands in its place. */
+START_TEST(bands_large_copy)
+{
+    enum { LR = 1024, LC = 1024 };
+    tl_bands b;
+    tl_bands_init(&b, 1, TL_BACKEND_CPU);
+    uint16_t *px = malloc((size_t)LR * LC * sizeof *px);
+    ck_assert_ptr_nonnull(px);
+    for (size_t k = 0; k < (size_t)LR * LC; k++)
+        px[k] = (uint16_t)(k * 2654435761u >> 7);
+    tl_proto_frame f = {.series = 1, .index = 5, .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_U16,
+                        .rows = LR, .cols = LC, .has_band = true, .band_rows = LR / 2};
+    tl_bands_frame *done;
+    int dropped;
+    char why[256];
+    for (int half = 1; half >= 0; half--) {
+        f.band_first = (uint32_t)half * (LR / 2);
+        f.payload = px + (size_t)f.band_first * LC;
+        f.payload_len = (size_t)f.band_rows * LC * sizeof *px;
+        ck_assert_int_eq(tl_bands_add(&b, &f, 1, 1, &done, &dropped, why, sizeof why), half == 0);
+    }
+    ck_assert_mem_eq(done->data, px, (size_t)LR * LC * sizeof *px);
+    tl_bands_destroy(&b);
+    free(px);
+}
+END_TEST
+
 START_TEST(histogram_quantiles)
 {
     static tl_hist h;
@@ -322,6 +445,9 @@ static Suite *suite(void)
     tcase_add_test(t, queue_blocking_is_lossless);
     tcase_add_test(t, bufpool_reuse);
     tcase_add_test(t, histogram_quantiles);
+    tcase_add_test(t, bands_assemble);
+    tcase_add_test(t, bands_incomplete_dropped);
+    tcase_add_test(t, bands_large_copy);
     suite_add_tcase(s, t);
     return s;
 }

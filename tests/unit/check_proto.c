@@ -146,6 +146,28 @@ END_TEST
 
 /* A frame in GPU memory: the ipc_* keys round-trip, the handle byte for byte, and the whole
  * message is one part (no payload). */
+START_TEST(frame_band_roundtrip)
+{
+    tl_proto_frame f = {.series = 3, .index = 9, .kind = TL_PROTO_DARK, .dtype = TL_PROTO_U16,
+                        .rows = 2048, .cols = 2048, .has_band = true, .band_first = 1536,
+                        .band_rows = 512};
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_frame(&sb, &f), 0);
+    tl_proto_msg m = decode_ok(TL_MSG_FRAME);
+    ck_assert(m.frame.has_band);
+    ck_assert_uint_eq(m.frame.band_first, 1536);
+    ck_assert_uint_eq(m.frame.band_rows, 512);
+    ck_assert_uint_eq(m.frame.rows, 2048);
+    f.has_band = false; /* without: no key, and the band is the whole frame */
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_frame(&sb, &f), 0);
+    m = decode_ok(TL_MSG_FRAME);
+    ck_assert(!m.frame.has_band);
+    ck_assert_uint_eq(m.frame.band_first, 0);
+    ck_assert_uint_eq(m.frame.band_rows, 2048);
+}
+END_TEST
+
 START_TEST(frame_in_gpu_memory)
 {
     uint8_t handle[TL_PROTO_IPC_HANDLE];
@@ -614,6 +636,7 @@ static Suite *suite(void)
     tcase_add_test(tc, scan_all_optional);
     tcase_add_loop_test(tc, frame_each_kind_dtype, 0, 12);
     tcase_add_test(tc, end_roundtrip);
+    tcase_add_test(tc, frame_band_roundtrip);
     tcase_add_test(tc, frame_in_gpu_memory);
     tcase_add_test(tc, release_roundtrip);
     tcase_add_test(tc, req_without_args);

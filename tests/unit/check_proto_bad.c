@@ -172,6 +172,13 @@ static const bad_case cases[] = {
     {"inf center_offset", WITH, FRAME, "center_offset", "Infinity", 0, TL_PROTO_E_NOT_FINITE,
      "center_offset"},
     {"negative t_acq", WITH, FRAME, "t_acq", "-1", 0, TL_PROTO_E_RANGE, "t_acq"},
+    {"band of 0 rows", WITH, FRAME, "band", "[1, 0]", 0, TL_PROTO_E_RANGE, "band"},
+    {"band past the last row", WITH, FRAME, "band", "[2, 3]", 0, TL_PROTO_E_RANGE, "4 rows"},
+    {"band from row 2^32", WITH, FRAME, "band", "[4294967296, 1]", 0, TL_PROTO_E_RANGE, "band"},
+    {"band of 3 values", WITH, FRAME, "band", "[0, 1, 2]", 0, TL_PROTO_E_RANGE, "2 unsigned"},
+    {"negative band row", WITH, FRAME, "band", "[-1, 2]", 0, TL_PROTO_E_RANGE, "band[0]"},
+    {"band in GPU memory", WITH, IPC_FRAME, "band", "[0, 2]", 0, TL_PROTO_E_UNSUPPORTED,
+     "GPU memory"},
     {"zero rows", WITH, FRAME, "shape", "[0, 6]", 0, TL_PROTO_E_RANGE, "shape[0]"},
     {"zero cols", WITH, FRAME, "shape", "[4, 0]", 0, TL_PROTO_E_RANGE, "shape[1]"},
     {"rows 65537", WITH, FRAME, "shape", "[65537, 6]", 0, TL_PROTO_E_RANGE, "65537"},
@@ -576,6 +583,22 @@ START_TEST(bad_parts)
     add_part(fr.data, fr.size);
     add_part(pay, 0);
     expect_parts(TL_PROTO_INGEST, TL_PROTO_E_PAYLOAD, NULL, "empty payload");
+
+    /* a band's payload holds its rows only */
+    {
+        msgpack_sbuffer bd;
+        msgpack_sbuffer_init(&bd);
+        tlt_pack_text(&bd, "{\"v\": 1, \"type\": \"frame\", \"series\": 7, \"index\": 42, "
+                           "\"kind\": \"proj\", \"dtype\": \"u16\", \"shape\": [4, 6], "
+                           "\"angle\": 0.5, \"band\": [1, 3]}");
+        add_part(bd.data, bd.size);
+        add_part(pay, 3 * 6 * 2);
+        expect_parts(TL_PROTO_INGEST, TL_PROTO_OK, NULL, "band of 3 rows");
+        add_part(bd.data, bd.size);
+        add_part(pay, fp);
+        expect_parts(TL_PROTO_INGEST, TL_PROTO_E_PAYLOAD, "48", "band with a whole frame's payload");
+        msgpack_sbuffer_destroy(&bd);
+    }
 
     /* a frame in GPU memory has no payload part */
     msgpack_sbuffer ipc;
