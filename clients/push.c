@@ -8,6 +8,9 @@
  * PUSH blocks when the receiver's queue is full (back-pressure: nothing is dropped by
  * ZeroMQ), payloads go zero-copy from a ring of pre-produced frames (push_source.h), and
  * ZMQ_LINGER -1 makes the exit wait until every frame has been handed to the network.
+ * With --bands N each frame goes as N messages of a row band each (PROTOCOL.md §8.2),
+ * every one with the frame's header and a zero-copy slice of its buffer, which returns to
+ * the ring when the last band is out.
  *
  * With --cuda-ipc it is a producer of frames in GPU memory instead (PROTOCOL.md §8.4,
  * clients/push_ipc.h): each frame is written into a slot of a ring on the GPU and only its
@@ -42,7 +45,7 @@
 static const char usage_text[] =
     "usage: tomolive push [--endpoint E] [--bind] [--series N] [--rate FPS] [--shuffle PCT]\n"
     "                     [--drop PCT] [--seed S] [--drop-list FILE] [--no-end] [--sndhwm N]\n"
-    "                     [--buffer-mb MB] [--window N] [--center C] [--quiet]\n"
+    "                     [--buffer-mb MB] [--window N] [--center C] [--bands N] [--quiet]\n"
     "                     [--cuda-ipc [--device N] [--ring SLOTS] [--bank-mb MB] [--pitch B]\n"
     "                      [--release-endpoint E] [--release-timeout S]] [SOURCE]\n"
     "SOURCE, the simulated camera (default):\n"
@@ -77,6 +80,10 @@ static const char usage_text[] =
     "      --window N         projections in the daemon's rolling window (default: all)\n"
     "      --center C         rotation axis column, sent in the scan (phantom: where the\n"
     "                         simulated axis projects; default (cols - 1) / 2, not sent)\n"
+    "      --bands N          send each frame as N messages of a row band each (PROTOCOL.md\n"
+    "                         8.2): band b holds rows b R / N to (b + 1) R / N - 1 of the R\n"
+    "                         rows, with the frame's header; N <= R (default 1: whole\n"
+    "                         frames, no band key); not with --cuda-ipc\n"
     "      --quiet            no progress on stderr\n"
     "  frames in GPU memory (CUDA IPC; the daemon on the same host):\n"
     "      --cuda-ipc         write each frame into a ring of slots on the GPU and send its\n"
@@ -115,6 +122,8 @@ typedef struct {
     uint64_t series, seed;
     double rate, shuffle, drop, flux, attenuation, center;
     uint32_t rows, cols, projections, darks, flats, window, turns;
+    uint32_t bands;           /* --bands: messages per frame, one row band each */
+    bool has_bands;
     int sndhwm;
     size_t buffer_mb;
     tl_dtype dtype;
@@ -169,7 +178,8 @@ static bool parse_double(const char *s, double min, double max, double *out)
 }
 
 enum { O_ENDPOINT = 256, O_BIND, O_SERIES, O_RATE, O_SHUFFLE, O_DROP, O_SEED, O_DROPLIST,
-       O_NOEND, O_SNDHWM, O_QUIET, O_BUFFER, O_WINDOW, O_CENTER, O_ANGLESDEG, O_CUDAIPC,
+       O_NOEND, O_SNDHWM, O_QUIET, O_BUFFER, O_WINDOW, O_CENTER, O_ANGLESDEG, O_BANDS,
+       O_CUDAIPC,
        /* --cuda-ipc only */
        O_DEVICE, O_RING, O_BANK, O_PITCH, O_RELEP, O_RELTIMEOUT,
        /* phantom only */
@@ -195,6 +205,7 @@ static const struct option longopts[] = {
     {"window", required_argument, NULL, O_WINDOW},
     {"center", required_argument, NULL, O_CENTER},
     {"angles-deg", required_argument, NULL, O_ANGLESDEG},
+    {"bands", required_argument, NULL, O_BANDS},
     {"cuda-ipc", no_argument, NULL, O_CUDAIPC},
     {"device", required_argument, NULL, O_DEVICE},
     {"ring", required_argument, NULL, O_RING},
@@ -252,6 +263,9 @@ static bool apply(options *o, int c, const char *v)
         o->has_center = true;
         return parse_double(v, -1e9, 1e9, &o->center);
     case O_ANGLESDEG: o->angles_deg = v; return true;
+    case O_BANDS:
+        o->has_bands = true; /* at most the rows: checked once the source says how many */
+        return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->bands);
     case O_CUDAIPC: o->cuda_ipc = true; return true;
     case O_DEVICE: return parse_u32(v, 0, 1023, &o->device);
     case O_RING: return parse_u32(v, 1, 65536, &o->ring);
@@ -321,6 +335,7 @@ static int parse_options(int argc, char **argv, options *o)
     o->flux = 10000;
     o->attenuation = 2.0;
     o->turns = 1;
+    o->bands = 1;
     o->ring = 16;
     o->bank_mb = 2048;
     o->release_timeout = 10;
@@ -359,6 +374,8 @@ static int parse_options(int argc, char **argv, options *o)
         return fail(2, "give either --angles-deg or --angles, not both");
     if (o->ipc_opt && !o->cuda_ipc)
         return fail(2, "--%s needs --cuda-ipc", o->ipc_opt);
+    if (o->has_bands && o->cuda_ipc)
+        return fail(2, "--bands is not for --cuda-ipc: a frame in GPU memory is lent whole");
     if (!o->endpoint)
         o->endpoint = o->bind ? "tcp://*:5600" : "tcp://localhost:5600";
     return -1;
@@ -770,6 +787,64 @@ static int gpu_frame(gpu_frames *g, push_source *src, size_t p, uint32_t *slot, 
 
 /* ---- the scan on the wire ------------------------------------------------------------ */
 
+/* Sends the header f of a frame lent from ring slot `slot`. Returns 0, or -1 with err set
+ * and the slot back in the ring (not sent: the daemon will not release it). */
+static int send_lent(void *sock, msgpack_sbuffer *sb, const tl_proto_frame *f, gpu_frames *g,
+                     uint32_t slot, size_t p, char *err, size_t errlen)
+{
+    msgpack_sbuffer_clear(sb);
+    if (tl_proto_encode_frame(sb, f) != 0) {
+        tl_push_ipc_cancel(g->ring, slot);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (tl_proto_send(sock, NULL, 0, sb->data, sb->size, NULL, 0, NULL, NULL, 0) != 0) {
+        tl_push_ipc_cancel(g->ring, slot);
+        snprintf(err, errlen, "cannot send frame %zu: %s", p, zmq_strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Sends frame p, header f and pixels px, zero-copy: whole with --bands 1, else as
+ * o->bands messages, band b holding rows [b R / N, (b + 1) R / N) — the same header with
+ * its band, and that slice of px. The buffer goes back to the source at the last band's
+ * release. Returns 0, or -1 with err set; either way every band's release is done or due. */
+static int send_bands(const options *o, void *sock, msgpack_sbuffer *sb, tl_proto_frame *f,
+                      push_source *src, size_t p, void *px, char *err, size_t errlen)
+{
+    uint32_t n = o->bands;
+    size_t row = (size_t)f->cols * tl_proto_dtype_size(f->dtype);
+    void *hint = push_source_hint(src, p);
+    if (n > 1)
+        push_source_share(src, p, n);
+    for (uint32_t b = 0; b < n; b++) {
+        uint32_t first = (uint32_t)((uint64_t)b * f->rows / n);
+        uint32_t end = (uint32_t)((uint64_t)(b + 1) * f->rows / n);
+        f->has_band = n > 1; /* one band is the whole frame: no band key, as before */
+        f->band_first = first;
+        f->band_rows = end - first;
+        msgpack_sbuffer_clear(sb);
+        int rc = tl_proto_encode_frame(sb, f);
+        if (rc == 0 && tl_proto_send(sock, NULL, 0, sb->data, sb->size, (char *)px + first * row,
+                                     (size_t)(end - first) * row, push_source_release, hint,
+                                     0) == 0)
+            continue;
+        if (rc != 0)
+            snprintf(err, errlen, "out of memory");
+        else if (n > 1)
+            snprintf(err, errlen, "cannot send band %u of frame %zu: %s", b, p,
+                     zmq_strerror(errno));
+        else
+            snprintf(err, errlen, "cannot send frame %zu: %s", p, zmq_strerror(errno));
+        /* the failed send has released its band (tl_proto_send); the bands after it too */
+        for (uint32_t rest = b + (rc == 0); rest < n; rest++)
+            push_source_release(px, hint);
+        return -1;
+    }
+    return 0;
+}
+
 /* Sends everything; *t0 gets the start of the clock. g: frames in GPU memory, or NULL. */
 static int send_scan(const options *o, const scan *sc, push_source *src, gpu_frames *g,
                      void *sock, uint64_t *t0, uint64_t *bytes)
@@ -812,21 +887,10 @@ static int send_scan(const options *o, const scan *sc, push_source *src, gpu_fra
                             .t_acq = now_ns(CLOCK_REALTIME)};
         if (g)
             tl_push_ipc_lend(g->ring, slot, &f);
-        msgpack_sbuffer_clear(&sb);
-        if (tl_proto_encode_frame(&sb, &f) != 0) {
-            if (px)
-                push_source_release(px, push_source_hint(src, p));
-            else
-                tl_push_ipc_cancel(g->ring, slot);
+        if ((g ? send_lent(sock, &sb, &f, g, slot, p, err, sizeof err)
+               : send_bands(o, sock, &sb, &f, src, p, px, err, sizeof err)) != 0) {
             report_break(&pr);
-            rc = fail(1, "out of memory");
-        } else if (tl_proto_send(sock, NULL, 0, sb.data, sb.size, px, px ? frame_bytes : 0,
-                                 px ? push_source_release : NULL,
-                                 px ? push_source_hint(src, p) : NULL, 0) != 0) {
-            if (g) /* not sent: the daemon will not release it */
-                tl_push_ipc_cancel(g->ring, slot);
-            report_break(&pr);
-            rc = fail(1, "cannot send frame %zu: %s", p, zmq_strerror(errno));
+            rc = fail(1, "%s", err);
         } else {
             *bytes += frame_bytes;
             report(&pr, p + 1, sc->nsent, false);
@@ -891,6 +955,8 @@ int tl_cmd_push(int argc, char **argv)
     uint64_t t0 = 0, bytes = 0;
     char err[512];
     rc = open_source(&o, &src, &sc);
+    if (rc == 0 && o.bands > sc.rows)
+        rc = fail(2, "--bands %u: more bands than the frames' %u rows", o.bands, sc.rows);
     if (rc == 0)
         rc = schedule(&o, &sc);
     if (rc == 0 && g)

@@ -4,8 +4,9 @@
  * Ring protocol, all under one mutex: frame p lives in buffer p % nbuf; a buffer records
  * the next position it is free for (`next`) and whether it holds a frame not yet taken
  * (`ready`). Workers claim positions in order and wait for their buffer to come back;
- * the sender takes frames in order; ZeroMQ's free function advances `next` by nbuf. One
- * mutex suffices: each frame costs far more than a lock.
+ * the sender takes frames in order; ZeroMQ's free function advances `next` by nbuf (after
+ * the last of its `refs` releases, for a frame sent in several messages). One mutex
+ * suffices: each frame costs far more than a lock.
  */
 #include "config.h"
 
@@ -29,6 +30,7 @@ typedef struct {
     void *buf;
     size_t next;    /* position this buffer is free for */
     bool ready;     /* holds frame `next`, not yet taken by the sender */
+    unsigned refs;  /* taken: releases still due before it is free (push_source_share) */
 } slot;
 
 struct push_source {
@@ -361,6 +363,7 @@ void *push_source_frame(push_source *s, size_t p, char *err, size_t errlen)
     void *buf = NULL;
     if (sl->next == p && sl->ready) {
         sl->ready = false;
+        sl->refs = 1;
         buf = sl->buf;
     } else {
         snprintf(err, errlen, "%s", s->err);
@@ -374,14 +377,23 @@ void *push_source_hint(push_source *s, size_t p)
     return &s->slots[p % s->nbuf];
 }
 
+void push_source_share(push_source *s, size_t p, unsigned n)
+{
+    pthread_mutex_lock(&s->mu);
+    s->slots[p % s->nbuf].refs = n;
+    pthread_mutex_unlock(&s->mu);
+}
+
 void push_source_release(void *data, void *hint)
 {
-    (void)data;
+    (void)data; /* a band's release passes a pointer inside the buffer */
     slot *sl = hint;
     push_source *s = sl->src;
     pthread_mutex_lock(&s->mu);
-    sl->next += s->nbuf;
-    pthread_cond_broadcast(&s->cv);
+    if (--sl->refs == 0) {
+        sl->next += s->nbuf;
+        pthread_cond_broadcast(&s->cv);
+    }
     pthread_mutex_unlock(&s->mu);
 }
 

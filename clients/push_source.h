@@ -83,6 +83,10 @@ void *push_source_frame(push_source *s, size_t p, char *err, size_t errlen);
  * for frame p is push_source_hint(s, p). Thread-safe: ZeroMQ calls it on an I/O thread. */
 void push_source_release(void *data, void *hint);
 void *push_source_hint(push_source *s, size_t p);
+/* Frame p, taken and not yet released, goes out in n zero-copy messages (row bands, each
+ * a slice of the buffer with push_source_release as free function): its buffer returns
+ * to the ring at the n-th release instead of the first. */
+void push_source_share(push_source *s, size_t p, unsigned n);
 /* Stops the workers and frees everything; no buffer may still be with ZeroMQ. */
 void push_source_free(push_source *s);
 

@@ -5,8 +5,11 @@
  * come from `tomolive tune`'s cache and are never timed mid-stream), defines a horizontal slice
  * through the middle row and three ortho-slices, subscribes to all four, and for each rate
  * pushes paced frames over loopback TCP for a few seconds — from several PUSH sockets
- * (one TCP connection each: a single ZeroMQ connection moves only ~3.5 GB/s) with t_acq
- * stamped at send time. It reports what a control system sees: frames lost (dropped by the
+ * (one TCP connection each: a single ZeroMQ connection moves only ~3.5 GB/s), each
+ * frame's t_acq its slot of the schedule in realtime, as a camera's exposure would be.
+ * With --bands N each frame goes as N row bands (PROTOCOL.md §8.2) spread over the
+ * connections, so that its bands travel at once and it arrives sooner; all of them carry
+ * its one t_acq. It reports what a control system sees: frames lost (dropped by the
  * daemon, or late: its send blocked for more than a frame period because the daemon pushed back), the
  * ingest rate achieved, and the latency of each slice received — its arrival time minus
  * the t_acq of the newest frame it contains — as percentiles. With --search it raises the rate until
@@ -68,6 +71,7 @@ typedef struct {
     uint32_t rows, cols, window;
     double seconds;
     int connections;
+    uint32_t bands;       /* messages per frame, a row band each (1: whole frames) */
     int incremental;      /* 1 on, 0 off, -1 both (off is the in-run baseline) */
     double rates[32];
     int nrates;
@@ -95,7 +99,10 @@ typedef struct {
     char ingest[64], control[64], slices[64];
     char shm_prefix[32];
     /* sender results */
-    atomic_uint_least64_t sent, late;
+    atomic_uint_least64_t sent, late; /* frames: every band sent; a band's send was late */
+    atomic_uint_least64_t sent_msgs;  /* messages (bands) sent, as the daemon counts them */
+    atomic_uint_least32_t *frame_state; /* by frame of the run: bands done and flags */
+    uint64_t t_start_ns;  /* CLOCK_REALTIME of t_start: t_acq of frame k is k periods on */
     atomic_uint_least64_t late_ring; /* --cuda-ipc: late ones that waited for a free slot */
     double t_start, t_end;
     atomic_uint_least64_t t_run_ns; /* CLOCK_REALTIME at the start of the run */
@@ -133,7 +140,7 @@ static void sleep_until(double t)
 
 static pid_t start_daemon(const options *o, run *r, bool incremental, char *log, size_t loglen)
 {
-    char set[12][256];
+    char set[14][256];
     snprintf(set[0], sizeof set[0], "ingest.endpoint=%s", r->ingest);
     snprintf(set[1], sizeof set[1], "control.endpoint=%s", r->control);
     snprintf(set[2], sizeof set[2], "slices.endpoint=%s", r->slices);
@@ -149,6 +156,9 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
     /* --cuda-ipc: the daemon on the ring's GPU (the same ordinal: it inherits our
      * CUDA_VISIBLE_DEVICES), so that it reads the frames in place */
     int nset = 10;
+    /* the queue holds messages: as many frames in bands as the default holds whole */
+    if (o->bands > 1)
+        snprintf(set[nset++], sizeof set[0], "ingest.queue=%u", 64u * o->bands);
     if (o->cuda_ipc)
         snprintf(set[nset++], sizeof set[0], "daemon.device=%d", o->device);
     if (o->gpus) /* detector rows split across these GPUs */
@@ -389,7 +399,32 @@ static void no_free(void *data, void *hint)
     (void)hint;
 }
 
-/* Connection c sends frames c, c + C, c + 2C, ... each at its slot of the schedule. */
+/* A frame's state while its bands go out on several threads: bands done, and whether one
+ * failed or was late. The thread that does its last band counts the frame. */
+#define BAND_COUNT 0x00ffffffu /* holds up to TL_PROTO_MAX_DIM bands */
+#define BAND_LATE 0x40000000u
+#define BAND_FAILED 0x80000000u
+
+static void band_done(run *r, uint64_t k, bool ok, bool late)
+{
+    atomic_uint_least32_t *st = &r->frame_state[k];
+    if (ok)
+        atomic_fetch_add(&r->sent_msgs, 1);
+    if (late || !ok) /* before the count: the last band's add sees every flag */
+        atomic_fetch_or(st, (late ? BAND_LATE : 0u) | (ok ? 0u : BAND_FAILED));
+    uint32_t v = atomic_fetch_add(st, 1);
+    if ((v & BAND_COUNT) + 1 < r->o->bands)
+        return;
+    if (!(v & BAND_FAILED))
+        atomic_fetch_add(&r->sent, 1);
+    if (v & BAND_LATE)
+        atomic_fetch_add(&r->late, 1);
+}
+
+/* Band b of frame k is message j = k N + b of the run (N bands a frame, whole frames when
+ * N is 1); connection c sends messages c, c + C, c + 2C, ... each at its frame's slot of
+ * the schedule, stamped with that slot as t_acq: the same in every band of a frame,
+ * whichever thread sends it. */
 static void *sender(void *arg)
 {
     sender_arg *a = arg;
@@ -400,24 +435,28 @@ static void *sender(void *arg)
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     double period = 1.0 / r->rate;
-    for (uint64_t k = (uint64_t)a->conn; k < r->nframes; k += (uint64_t)o->connections) {
+    uint64_t n = o->bands;
+    for (uint64_t j = (uint64_t)a->conn; j < r->nframes * n; j += (uint64_t)o->connections) {
+        uint64_t k = j / n, b = j % n;
         double slot = r->t_start + (double)k * period;
         sleep_until(slot);
+        uint32_t first = (uint32_t)(b * o->rows / n), end = (uint32_t)((b + 1) * o->rows / n);
         tl_proto_frame h = {.series = 1, .index = r->base + k, .kind = TL_PROTO_PROJ,
                             .has_angle = true, .angle = M_PI * (double)(r->base + k) / o->window, .dtype = TL_PROTO_U16,
                             .rows = o->rows, .cols = o->cols, .has_t_acq = true,
-                            .t_acq = realtime_ns()};
+                            .t_acq = r->t_start_ns + (uint64_t)llround((double)k * period * 1e9),
+                            .has_band = n > 1, .band_first = first, .band_rows = end - first};
         msgpack_sbuffer_clear(&sb);
         tl_proto_encode_frame(&sb, &h);
         double t0 = tl_cli_now();
-        if (tl_proto_send(push, NULL, 0, sb.data, sb.size, r->pattern[k % NPATTERN],
-                          r->frame_bytes, no_free, NULL, 0) == 0)
-            atomic_fetch_add(&r->sent, 1);
+        bool ok = tl_proto_send(push, NULL, 0, sb.data, sb.size,
+                                r->pattern[k % NPATTERN] + (size_t)first * o->cols,
+                                (size_t)(end - first) * o->cols * sizeof(uint16_t), no_free,
+                                NULL, 0) == 0;
         /* a send that blocks (the connection's high-water mark reached) is the daemon
          * pushing back; a late wake-up of this thread is the bench's own jitter, caught up
          * at once, and not counted */
-        if (tl_cli_now() - t0 > period)
-            atomic_fetch_add(&r->late, 1);
+        band_done(r, k, ok, tl_cli_now() - t0 > period);
     }
     msgpack_sbuffer_destroy(&sb);
     return NULL;
@@ -468,6 +507,7 @@ static void *ipc_sender(void *arg)
             break;
         }
         atomic_fetch_add(&r->sent, 1);
+        atomic_fetch_add(&r->sent_msgs, 1);
         if (waited + (tl_cli_now() - t1) > period) {
             atomic_fetch_add(&r->late, 1);
             if (waited > 0.5 * period) /* mostly the ring's fault, not the send's */
@@ -646,12 +686,19 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     uint64_t measured = (uint64_t)(r->rate * seconds);
     r->nframes = measured + (uint64_t)ceil(r->rate * TL_BENCH_TAIL_S);
     atomic_store(&r->sent, 0);
+    atomic_store(&r->sent_msgs, 0);
     atomic_store(&r->late, 0);
     atomic_store(&r->late_ring, 0);
     pthread_t snd[MAX_CONN];
     sender_arg args[MAX_CONN];
+    free(r->frame_state); /* one state per frame of this rate, made once for it */
+    r->frame_state = r->ring ? NULL : calloc(r->nframes ? r->nframes : 1,
+                                              sizeof *r->frame_state);
+    if (!r->ring && !r->frame_state)
+        return fail(1, "out of memory for %" PRIu64 " frames", r->nframes);
     double now = tl_cli_now();
     r->t_start = now + 0.05;
+    r->t_start_ns = realtime_ns() + (uint64_t)llround((r->t_start - tl_cli_now()) * 1e9);
     pthread_mutex_lock(&r->mu);
     r->nlat = 0;
     r->received = r->missed = r->stale = 0;
@@ -692,9 +739,9 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
         out->rejected = ipc1.rejected - ipc0.rejected;
     }
     /* let the daemon take what is queued, then read its counters */
-    uint64_t sent = atomic_load(&r->sent);
+    uint64_t sent = atomic_load(&r->sent), sent_msgs = atomic_load(&r->sent_msgs);
     for (int i = 0; i < 100; i++) {
-        if (read_counts(ctl, dec, &acc1, &drop1, &msg1) == 0 && msg1 - msg0 >= sent)
+        if (read_counts(ctl, dec, &acc1, &drop1, &msg1) == 0 && msg1 - msg0 >= sent_msgs)
             break;
         usleep(50000);
     }
@@ -876,6 +923,7 @@ out:
     for (int p = 0; p < NPATTERN; p++)
         free(r.pattern[p]);
     free(r.lat);
+    free(r.frame_state);
     pthread_mutex_destroy(&r.mu);
     unlink(log);
     return rc;
@@ -884,8 +932,8 @@ out:
 static const char usage_text[] =
     "usage: tomolive bench --stream [--backend B] [--rows R] [--cols C] [--window N]\n"
     "                      [--rate FPS ...] [--search] [--max-rate FPS] [--seconds S]\n"
-    "                      [--connections K] [--incremental on|off|both] [--port P]\n"
-    "                      [--delivery tcp|shm] [--daemon PATH]\n"
+    "                      [--connections K] [--bands N] [--incremental on|off|both]\n"
+    "                      [--port P] [--delivery tcp|shm] [--daemon PATH]\n"
     "                      [--cuda-ipc [--device N] [--ring SLOTS] [--prefilled]]\n"
     "                      [--gpus LIST]\n"
     "\n"
@@ -914,13 +962,19 @@ static const char usage_text[] =
     "--prefilled: the slots are written once before the run and each frame is lent as its\n"
     "slot holds it (a frame grabber writing by DMA): no GPU copy of the producer's\n"
     "competes with the daemon, so the numbers are the daemon's alone.\n"
-    "--gpus LIST: the daemon splits the detector rows across these GPUs (daemon.gpus).\n";
+    "--gpus LIST: the daemon splits the detector rows across these GPUs (daemon.gpus).\n"
+    "--bands N: each frame goes as N messages of a row band each (rows b R / N to\n"
+    "(b + 1) R / N - 1, with the frame's header; N <= R), band b of frame k on connection\n"
+    "(k N + b) mod K, so that a frame's bands travel at once (default 1: whole frames; not\n"
+    "with --cuda-ipc). Every band carries the frame's t_acq, its slot of the schedule.\n"
+    "Sent, lost and late count frames (late: the send of one of its bands blocked for more\n"
+    "than a frame period); dropped counts the messages (bands) the daemon dropped.\n";
 
 int tl_cmd_stream_bench(int argc, char **argv)
 {
     options o = {.backend = "auto", .port = 57600, .rows = 2048, .cols = 2048, .window = 1800,
                  .seconds = 5, .connections = 4, .incremental = -1, .max_rate = 20000,
-                 .shm = true, .ring = 16};
+                 .shm = true, .ring = 16, .bands = 1};
     snprintf(o.daemon, sizeof o.daemon, "tomolived");
     /* in a build tree, the daemon is beside clients/ */
     char self[1024];
@@ -936,7 +990,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
     }
     enum { O_BACKEND = 256, O_ROWS, O_COLS, O_WINDOW, O_RATE, O_SEARCH, O_MAX, O_SECONDS,
            O_CONN, O_INC, O_PORT, O_DAEMON, O_STREAM, O_DELIVERY, O_CUDAIPC, O_DEVICE,
-           O_RING, O_GPUS, O_PREFILLED };
+           O_RING, O_GPUS, O_PREFILLED, O_BANDS };
     static const struct option opts[] = {
         {"stream", no_argument, NULL, O_STREAM},      {"backend", required_argument, NULL, O_BACKEND},
         {"rows", required_argument, NULL, O_ROWS},    {"cols", required_argument, NULL, O_COLS},
@@ -952,8 +1006,9 @@ int tl_cmd_stream_bench(int argc, char **argv)
         {"ring", required_argument, NULL, O_RING},
         {"gpus", required_argument, NULL, O_GPUS},
         {"prefilled", no_argument, NULL, O_PREFILLED},
+        {"bands", required_argument, NULL, O_BANDS},
         {NULL, 0, NULL, 0}};
-    bool device_or_ring = false;
+    bool device_or_ring = false, has_bands = false;
     long v;
     int c;
     optind = 1;
@@ -999,6 +1054,12 @@ int tl_cmd_stream_bench(int argc, char **argv)
                 o.device = (int)v;
             device_or_ring = true;
             break;
+        case O_BANDS:
+            if (!tl_cli_long(optarg, 1, TL_PROTO_MAX_DIM, &v))
+                return fail(2, "bad --bands '%s': need 1 to the frames' rows", optarg);
+            o.bands = (uint32_t)v;
+            has_bands = true;
+            break;
         case 'h': fputs(usage_text, stdout); return 0;
         default: fputs(usage_text, stderr); return 2;
         }
@@ -1012,6 +1073,10 @@ int tl_cmd_stream_bench(int argc, char **argv)
     }
     if (device_or_ring && !o.cuda_ipc)
         return fail(2, "--device, --ring and --prefilled are for --cuda-ipc");
+    if (has_bands && o.cuda_ipc)
+        return fail(2, "--bands is not for --cuda-ipc: a frame in GPU memory is lent whole");
+    if (o.bands > o.rows)
+        return fail(2, "--bands %u: more bands than the frames' %u rows", o.bands, o.rows);
     if (o.cuda_ipc && strcmp(o.backend, "cpu") == 0)
         return fail(2, "--cuda-ipc needs the daemon's cuda backend (frames in GPU memory)");
     char transport[160];
@@ -1027,7 +1092,10 @@ int tl_cmd_stream_bench(int argc, char **argv)
                  "slots on GPU %d, %s, %s)", o.ring, o.device, uuid,
                  o.prefilled ? "prefilled: lent as written once" : "a GPU copy per frame");
     } else {
-        snprintf(transport, sizeof transport, "%d TCP connections", o.connections);
+        int len = snprintf(transport, sizeof transport, "%d TCP connections", o.connections);
+        if (o.bands > 1)
+            snprintf(transport + len, sizeof transport - (size_t)len, ", frames in %u row "
+                     "bands (dropped counts bands)", o.bands);
     }
     signal(SIGPIPE, SIG_IGN);
     printf("streaming: %u x %u uint16 frames (%.1f MB), window %u, slices: 1 row %u^2 + 3 ortho, "

@@ -3,7 +3,8 @@
  * model inverted gives back the phantom's line integrals, scaled to --attenuation, at the
  * right angles and axis), disorder and loss (the drop list is exactly what is missing,
  * the shuffle rate is roughly what was asked, both repeat for a seed), pacing, TIFF input,
- * --turns and the usage errors. Frames in GPU memory (--cuda-ipc): where there is no GPU
+ * --turns, frames in row bands (--bands: the same frames, cut into bands that each carry
+ * the frame's header) and the usage errors. Frames in GPU memory (--cuda-ipc): where there is no GPU
  * (or no CUDA in the build) push fails at once and says why; on a GPU the test plays the
  * daemon's part (maps the ring, reads each frame, sends releases) and the frames must be
  * byte for byte those of the host path, from the bank and from per-frame uploads.
@@ -524,6 +525,12 @@ START_TEST(test_push_errors)
         {2, "needs --cuda-ipc", {"push", "--ring", "4", NULL}},
         {2, "bad --ring", {"push", "--cuda-ipc", "--ring", "0", NULL}},
         {2, "not for --tiff", {"push", "--tiff", p, "--angles-deg", "0:180", "--turns", "2", NULL}},
+        {2, "bad --bands", {"push", "--bands", "0", NULL}},
+        {2, "more bands than the frames' 4 rows", {"push", "--rows", "4", "--bands", "5", NULL}},
+        /* the rows of a TIFF source are known once it is open: 2 here */
+        {2, "more bands than the frames' 2 rows",
+         {"push", "--tiff", p, "--angles-deg", "0:180", "--bands", "3", NULL}},
+        {2, "--bands is not for --cuda-ipc", {"push", "--cuda-ipc", "--bands", "2", NULL}},
         /* no such GPU, in every build: fails before connecting to anything */
         {1, "--cuda-ipc", {"push", "--cuda-ipc", "--device", "1023", NULL}},
 #ifndef HAVE_CUDA
@@ -568,6 +575,114 @@ START_TEST(test_push_turns)
     }
     free(idx);
     free_stream(&s);
+}
+END_TEST
+
+/* The header fields that every band of a frame repeats (PROTOCOL.md §8.2). */
+static void check_same_header(const tl_proto_frame *a, const tl_proto_frame *b)
+{
+    ck_assert_uint_eq(a->series, b->series);
+    ck_assert_uint_eq(a->index, b->index);
+    ck_assert_int_eq(a->kind, b->kind);
+    ck_assert_int_eq(a->dtype, b->dtype);
+    ck_assert_uint_eq(a->rows, b->rows);
+    ck_assert_uint_eq(a->cols, b->cols);
+    ck_assert(a->has_angle == b->has_angle);
+    ck_assert(!memcmp(&a->angle, &b->angle, sizeof a->angle));
+    ck_assert(a->has_center_offset == b->has_center_offset);
+    ck_assert(!memcmp(&a->center_offset, &b->center_offset, sizeof a->center_offset));
+    ck_assert(a->has_t_acq && b->has_t_acq);
+}
+
+START_TEST(test_push_bands)
+{
+    /* 8 rows in 3 bands: rows 0-1, 2-4, 5-7. Noise and shuffle make every frame its own
+     * and the order not the obvious one; --buffer-mb 0 keeps 4 buffers, so a buffer given
+     * back before its last band is out would be overwritten under the bands still queued */
+    enum { R = 8, C = 20, N = 3 };
+    const char *dtypes[2] = {"u16", "f32"};
+    for (int t = 0; t < 2; t++) {
+        tl_proto_dtype dt = t ? TL_PROTO_F32 : TL_PROTO_U16;
+        const char *args[] = {"--rows", "8", "--cols", "20", "--projections", "12", "--darks",
+                              "2", "--flats", "2", "--noise", "--shuffle", "30", "--seed", "5",
+                              "--buffer-mb", "0", "--dtype", dtypes[t], NULL, NULL, NULL};
+        const size_t opt = 19; /* where --bands goes */
+        int rc;
+        stream whole = push(args, &rc);
+        ck_assert_msg(rc == 0, "%s", tl_client_err());
+        size_t np;
+        free(check_sequence(&whole, 1, R, C, dt, 2, 2, &np, true));
+        ck_assert_uint_eq(np, 12);
+        char line[256]; /* "pushed N frames (...)": frames, not messages */
+        const char *in = strstr(tl_client_out(), " in ");
+        ck_assert_ptr_nonnull(in);
+        snprintf(line, sizeof line, "%.*s", (int)(in - tl_client_out()), tl_client_out());
+
+        args[opt] = "--bands";
+        args[opt + 1] = "3";
+        stream banded = push(args, &rc);
+        ck_assert_msg(rc == 0, "%s", tl_client_err());
+        ck_assert_msg(strstr(tl_client_out(), line) != NULL, "want '%s' in: %s", line,
+                      tl_client_out());
+        size_t nf = whole.n - 2, row = (size_t)C * tl_proto_dtype_size(dt);
+        ck_assert_uint_eq(banded.n, 2 + N * nf);
+        ck_assert_int_eq(banded.v[0].m.type, TL_MSG_SCAN);
+        ck_assert_uint_eq(banded.v[0].m.scan.rows, R);
+        ck_assert_int_eq(banded.v[banded.n - 1].m.type, TL_MSG_END);
+        for (size_t i = 1; i + 1 < banded.n; i++)
+            ck_assert_int_eq(banded.v[i].m.type, TL_MSG_FRAME);
+        uint64_t prev_t = 0;
+        for (size_t j = 0; j < nf; j++) {
+            const rmsg *w = &whole.v[1 + j];
+            ck_assert(!w->m.frame.has_band);
+            const rmsg *band[N];
+            size_t nb = 0;
+            for (size_t i = 1; i + 1 < banded.n; i++) { /* its bands, in arrival order */
+                const tl_proto_frame *f = &banded.v[i].m.frame;
+                if (f->kind != w->m.frame.kind || f->index != w->m.frame.index)
+                    continue;
+                ck_assert_msg(nb < N, "kind %d index %llu: more than %d messages", f->kind,
+                              (unsigned long long)f->index, N);
+                band[nb++] = &banded.v[i];
+            }
+            ck_assert_msg(nb == N, "kind %d index %llu: %zu messages, want %d",
+                          w->m.frame.kind, (unsigned long long)w->m.frame.index, nb, N);
+            size_t off = 0;
+            for (uint32_t b = 0; b < N; b++) {
+                const tl_proto_frame *f = &band[b]->m.frame;
+                ck_assert(f->has_band);
+                ck_assert_uint_eq(f->band_first, b * R / N); /* in order, disjoint, all */
+                ck_assert_uint_eq(f->band_first + f->band_rows, (b + 1) * R / N);
+                check_same_header(f, &w->m.frame);
+                ck_assert_uint_eq(f->t_acq, band[0]->m.frame.t_acq); /* one frame, one t_acq */
+                ck_assert_uint_eq(band[b]->len, f->band_rows * row);
+                ck_assert_msg(!memcmp(band[b]->payload, (const char *)w->payload + off,
+                                      band[b]->len),
+                              "%s: band %u of kind %d index %llu differs from its rows",
+                              dtypes[t], b, f->kind, (unsigned long long)f->index);
+                off += band[b]->len;
+            }
+            ck_assert_uint_eq(off, w->len);
+            ck_assert_uint_ge(band[0]->m.frame.t_acq, prev_t); /* sent in the same order */
+            prev_t = band[0]->m.frame.t_acq;
+        }
+        free_stream(&banded);
+
+        /* one band is the whole frame, sent as before: no band key */
+        args[opt + 1] = "1";
+        stream one = push(args, &rc);
+        ck_assert_msg(rc == 0, "%s", tl_client_err());
+        ck_assert_uint_eq(one.n, whole.n);
+        for (size_t i = 1; i + 1 < one.n; i++) {
+            const rmsg *a = &one.v[i], *b = &whole.v[i];
+            ck_assert(!a->m.frame.has_band);
+            check_same_header(&a->m.frame, &b->m.frame);
+            ck_assert_uint_eq(a->len, b->len);
+            ck_assert(!memcmp(a->payload, b->payload, a->len));
+        }
+        free_stream(&one);
+        free_stream(&whole);
+    }
 }
 END_TEST
 
@@ -750,6 +865,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_push_tiff);
     tcase_add_test(tc, test_push_errors);
     tcase_add_test(tc, test_push_turns);
+    tcase_add_test(tc, test_push_bands);
     tcase_add_test(tc, test_push_cuda_ipc);
     suite_add_tcase(s, tc);
     return s;
