@@ -234,6 +234,31 @@ START_TEST(scans_and_rejections)
 }
 END_TEST
 
+/* The final slice of the open series (NULL after 30 s): its pixels, malloc'd, *n of them. */
+static float *final_slice(void *sub, tl_proto_decoder *dec, size_t *n)
+{
+    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < 30;) {
+        zmq_msg_t parts[4];
+        tl_proto_error e;
+        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 500) <= 0)
+            continue;
+        int k = tl_proto_recv(sub, parts, 4, 0, &e);
+        tl_proto_msg m;
+        float *px = NULL;
+        if (tl_proto_decode_parts(dec, parts, k, TL_MSG_SLICE, &m, &e) == TL_PROTO_OK &&
+            m.slice.final) {
+            *n = m.slice.payload_len / sizeof(float);
+            px = malloc(m.slice.payload_len);
+            memcpy(px, m.slice.payload, m.slice.payload_len);
+        }
+        tl_proto_close(parts, k);
+        if (px)
+            return px;
+    }
+    return NULL;
+}
+
 /* 1,000+ malformed messages on ingest and 300+ on control: the daemon stays up, counts
  * each, answers each control request with an error, and a valid scan afterwards is
  * reconstructed correctly. */
@@ -326,25 +351,15 @@ START_TEST(malformed_barrage)
     usleep(200000);
     send_disk_scan(&f, 5, 3, 64, 90, 90, 20);
     tl_fx_send_end(&f, 5);
-    bool final = false;
-    float centre = 0;
     tl_proto_decoder *dec = tl_proto_decoder_new();
-    for (double t0 = tl_fx_seconds(); !final && tl_fx_seconds() - t0 < 20;) {
-        zmq_msg_t parts[4];
-        tl_proto_error e;
-        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&it, 1, 500) <= 0)
-            continue;
-        int n = tl_proto_recv(sub, parts, 4, 0, &e);
-        tl_proto_msg m;
-        ck_assert_int_eq(tl_proto_decode_parts(dec, parts, n, TL_MSG_SLICE, &m, &e), TL_PROTO_OK);
-        final = m.slice.final;
-        centre = ((const float *)m.slice.payload)[32 * 64 + 32];
-        tl_proto_close(parts, n);
-    }
+    size_t n = 0;
+    float *px = final_slice(sub, dec, &n);
     tl_proto_decoder_free(dec);
     zmq_close(sub);
-    ck_assert_msg(final && fabs(centre - 1.0) < 0.02, "final %d centre %g", final, centre);
+    ck_assert_msg(px && n == 64 * 64, "no final slice of 64 x 64 (%zu pixels)", n);
+    float centre = px[32 * 64 + 32];
+    free(px);
+    ck_assert_msg(fabs(centre - 1.0) < 0.02, "centre %g", centre);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
     tl_fx_cleanup(&f);
 }
@@ -451,31 +466,6 @@ START_TEST(slow_subscriber)
     tl_fx_cleanup(&f);
 }
 END_TEST
-
-/* The final slice of the open series (NULL after 30 s): its pixels, malloc'd, *n of them. */
-static float *final_slice(void *sub, tl_proto_decoder *dec, size_t *n)
-{
-    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < 30;) {
-        zmq_msg_t parts[4];
-        tl_proto_error e;
-        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&it, 1, 500) <= 0)
-            continue;
-        int k = tl_proto_recv(sub, parts, 4, 0, &e);
-        tl_proto_msg m;
-        float *px = NULL;
-        if (tl_proto_decode_parts(dec, parts, k, TL_MSG_SLICE, &m, &e) == TL_PROTO_OK &&
-            m.slice.final) {
-            *n = m.slice.payload_len / sizeof(float);
-            px = malloc(m.slice.payload_len);
-            memcpy(px, m.slice.payload, m.slice.payload_len);
-        }
-        tl_proto_close(parts, k);
-        if (px)
-            return px;
-    }
-    return NULL;
-}
 
 /* Frames sent in row bands (PROTOCOL.md §8.2): bands out of order and interleaved with the
  * next frame's give the very slice the same frames give whole; a band overlapping rows
