@@ -278,8 +278,11 @@ static int status(void *ctl, tl_proto_decoder *dec, zmq_msg_t *parts, tl_proto_m
 }
 
 /* status.frames.accepted.proj and rejected.queue_full, from a status reply. */
-static int read_counts(void *ctl, tl_proto_decoder *dec, uint64_t *accepted, uint64_t *dropped,
-                       uint64_t *messages)
+/* The daemon's projections accepted, frames dropped and messages received. Dropped: for
+ * the full queue (status.frames.rejected.queue_full), or with bands, frames whose bands did
+ * not all get in (.incomplete: a band the full queue dropped leaves its frame so). */
+static int read_counts(void *ctl, tl_proto_decoder *dec, bool bands, uint64_t *accepted,
+                       uint64_t *dropped, uint64_t *messages)
 {
     zmq_msg_t parts[4];
     tl_proto_msg m;
@@ -291,7 +294,8 @@ static int read_counts(void *ctl, tl_proto_decoder *dec, uint64_t *accepted, uin
     const msgpack_object *acc = fr ? tl_proto_map_get(fr, "accepted") : NULL;
     const msgpack_object *rej = fr ? tl_proto_map_get(fr, "rejected") : NULL;
     if (acc && rej && tl_proto_get_u64(acc, "proj", true, accepted, &err) == TL_PROTO_OK &&
-        tl_proto_get_u64(rej, "queue_full", true, dropped, &err) == TL_PROTO_OK &&
+        tl_proto_get_u64(rej, bands ? "incomplete" : "queue_full", true, dropped, &err) ==
+            TL_PROTO_OK &&
         tl_proto_get_u64(fr, "messages", true, messages, &err) == TL_PROTO_OK)
         rc = 0;
     tl_proto_close(parts, n);
@@ -680,7 +684,7 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     static cpu_snap cd0, cd1, cs0, cs1; /* daemon and bench threads, before and after */
     const options *o = r->o;
     uint64_t acc0, drop0, msg0, acc1, drop1, msg1;
-    if (read_counts(ctl, dec, &acc0, &drop0, &msg0) != 0)
+    if (read_counts(ctl, dec, r->o->bands > 1, &acc0, &drop0, &msg0) != 0)
         return fail(1, "no status from the daemon");
     /* the measured frames, then a tail of TL_BENCH_TAIL_S whose slices are not counted */
     uint64_t measured = (uint64_t)(r->rate * seconds);
@@ -741,12 +745,12 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     /* let the daemon take what is queued, then read its counters */
     uint64_t sent = atomic_load(&r->sent), sent_msgs = atomic_load(&r->sent_msgs);
     for (int i = 0; i < 100; i++) {
-        if (read_counts(ctl, dec, &acc1, &drop1, &msg1) == 0 && msg1 - msg0 >= sent_msgs)
+        if (read_counts(ctl, dec, r->o->bands > 1, &acc1, &drop1, &msg1) == 0 && msg1 - msg0 >= sent_msgs)
             break;
         usleep(50000);
     }
     usleep(300000);
-    read_counts(ctl, dec, &acc1, &drop1, &msg1);
+    read_counts(ctl, dec, r->o->bands > 1, &acc1, &drop1, &msg1);
     pthread_mutex_lock(&r->mu); /* the samples of this rate end here */
     atomic_store(&r->t_run_ns, UINT64_MAX);
     r->base += r->nframes;
@@ -968,7 +972,8 @@ static const char usage_text[] =
     "(k N + b) mod K, so that a frame's bands travel at once (default 1: whole frames; not\n"
     "with --cuda-ipc). Every band carries the frame's t_acq, its slot of the schedule.\n"
     "Sent, lost and late count frames (late: the send of one of its bands blocked for more\n"
-    "than a frame period); dropped counts the messages (bands) the daemon dropped.\n";
+    "than a frame period); dropped counts the frames the daemon dropped because their\n"
+    "bands did not all get in (status.frames.rejected.incomplete).\n";
 
 int tl_cmd_stream_bench(int argc, char **argv)
 {
@@ -1095,7 +1100,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
         int len = snprintf(transport, sizeof transport, "%d TCP connections", o.connections);
         if (o.bands > 1)
             snprintf(transport + len, sizeof transport - (size_t)len, ", frames in %u row "
-                     "bands (dropped counts bands)", o.bands);
+                     "bands (dropped: frames whose bands did not all get in)", o.bands);
     }
     signal(SIGPIPE, SIG_IGN);
     printf("streaming: %u x %u uint16 frames (%.1f MB), window %u, slices: 1 row %u^2 + 3 ortho, "

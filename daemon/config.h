@@ -60,7 +60,7 @@ typedef struct {
     int ingest_queue;         /* frames between the ingest thread and the engine, 1..65536, default 64 */
     int ingest_overflow;      /* enum block|drop: a full queue blocks the sender or drops, default block, reloadable */
     int io_threads;           /* ZeroMQ I/O threads, 1..64, default 2 */
-    int ingest_band_frames;   /* frames sent in row bands in assembly at once, 1..64, default 4 */
+    int ingest_band_frames;   /* frames sent in row bands in assembly at once, 1..256, default 16 */
     int ingest_band_timeout_ms; /* a frame's bands must all come within this, 1..600000, default 1000, reloadable */
     /* [ingest], for stream formats other than tomolive's (daemon/adapter_*.c) */
     int ingest_window;        /* projections in the window when the stream does not say, 0..1048576, 0 = from the stream */
