@@ -1250,6 +1250,58 @@ START_TEST(split_device_frames)
 }
 END_TEST
 
+/* Pinned host frames (row-band assembly in the daemon) on a split engine: each part
+ * uploads its rows from the caller's page-locked buffer, and the slices equal one GPU's. */
+START_TEST(split_pinned_frames)
+{
+    const uint32_t R = 24, W = 96, N = 12, S = 96;
+    int lists[2][2], nl = split_lists(lists);
+    size_t row = W * sizeof(uint16_t);
+    void *p = NULL;
+    char why[256];
+    ck_assert_int_eq(tl_host_alloc(TL_BACKEND_CUDA, R * row, &p, why, sizeof why), TL_OK);
+    uint16_t *buf = malloc(R * row);
+    for (int l = 0; l < nl; l++) {
+        tl_engine_config c;
+        tl_engine_config_init(&c, R, W, N);
+        c.dtype = TL_DTYPE_U16;
+        tl_engine_config cs = with_devices(&c, lists[l]);
+        tl_engine *one = tl_gt_cuda(&c, NULL), *split = tl_gt_cuda(&cs, NULL);
+        for (int kind = 0; kind < 3; kind++)
+            for (uint32_t k = 0; k < (kind == 2 ? N : 2); k++) {
+                fill_frame(buf, TL_DTYPE_U16, R, W, row, kind, (int)k);
+                tl_frame f = {.kind = (tl_frame_kind)kind, .index = k, .angle = k * M_PI / N,
+                              .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
+                ck_assert_int_eq(tl_engine_submit(one, &f), TL_OK);
+                memcpy(p, buf, R * row);
+                f.data = p;
+                f.pinned = true;
+                tl_status st = tl_engine_submit(split, &f);
+                ck_assert_msg(st == TL_OK, "%s", tl_engine_last_error(split));
+                memset(p, 0xff, R * row); /* read already: the caller's to reuse */
+            }
+        char what[96];
+        tl_slice_spec sp[3];
+        tl_slice_spec_row(&sp[0], 5, S, S);
+        tl_slice_spec_row(&sp[1], 18, S, S);
+        tl_slice_spec_ortho(&sp[2], TL_AXIS_X, 10.5, R, S);
+        for (int i = 0; i < 3; i++) {
+            float *ref = recon(one, &sp[i], NULL), *got = recon(split, &sp[i], NULL);
+            snprintf(what, sizeof what, "{%d,%d} pinned frames, slice %d", lists[l][0],
+                     lists[l][1], i);
+            expect_close(what, got, ref, (size_t)sp[i].height * sp[i].width, EXACT_REL,
+                         EXACT_MOR);
+            free(ref);
+            free(got);
+        }
+        tl_engine_destroy(one);
+        tl_engine_destroy(split);
+    }
+    free(buf);
+    tl_host_free(TL_BACKEND_CUDA, p);
+}
+END_TEST
+
 /* Frames read later (tl_frame.read_later), as the daemon takes a CUDA IPC producer's: a
  * ring of three device buffers, each rewritten (on a stream that does not wait for the
  * engine's) only once the engine's fences say the frame in it was read; on one GPU and on a
@@ -1387,7 +1439,8 @@ int main(void)
                     pinned_host_frames, rolling_window_equals_fresh, memory_refusal, bench_and_bench_store,
                     empty_window_is_zero, incremental_matches_scratch, NULL}},
         {"split", {split_matches_one_gpu, split_tracked_slices, split_device_frames,
-                   device_frames_read_later, split_bench_and_bad_devices, NULL}},
+                   split_pinned_frames, device_frames_read_later, split_bench_and_bad_devices,
+                   NULL}},
     };
     return tl_gt_main("cuda", cases, sizeof cases / sizeof *cases);
 }
