@@ -14,11 +14,22 @@
 #define TL_BANDS_SPIN_NS 50000        /* the copy threads wait this long for the next band
                                        * (a frame's bands come together) before sleeping */
 
-void tl_bands_init(tl_bands *b, int n, tl_backend_kind memory)
+void tl_bands_init(tl_bands *b, int n, tl_backend_kind memory, tl_bands_drop_fn drop,
+                   void *drop_ctx)
 {
     memset(b, 0, sizeof *b);
     b->n = n;
     b->memory = memory;
+    b->drop = drop;
+    b->drop_ctx = drop_ctx;
+}
+
+/* Frame a goes, incomplete: the caller is told. */
+static void drop_frame(tl_bands *b, tl_bands_frame *a, const char *why)
+{
+    if (b->drop)
+        b->drop(b->drop_ctx, &a->frame, a->rows_in, why);
+    a->used = false;
 }
 
 static void drop_buffers(tl_bands *b)
@@ -59,13 +70,13 @@ static void copy_piece(void *ctx, size_t piece, int thread)
 }
 
 /* Buffers for frames of rows x row_bytes, made once per size (pinning costs milliseconds:
- * never per frame). Frames in assembly for another size are dropped and counted. */
-static int make_buffers(tl_bands *b, uint32_t rows, size_t frame_bytes, int *dropped,
-                        char *why, size_t why_len)
+ * never per frame). Frames in assembly for another size are dropped. */
+static int make_buffers(tl_bands *b, uint32_t rows, size_t frame_bytes, char *why,
+                        size_t why_len)
 {
     if (b->v && b->frame_bytes == frame_bytes && b->rows == rows)
         return 0;
-    *dropped += tl_bands_clear(b);
+    tl_bands_clear(b, "a frame of another size began");
     drop_buffers(b);
     if (!b->pool) {
         if (!(b->pool = tl_pool_create(TL_BANDS_COPY_THREADS))) {
@@ -112,7 +123,7 @@ static bool same_header(const tl_proto_frame *a, const tl_proto_frame *f)
 }
 
 /* A buffer for a new frame: a free one, or the oldest frame's, dropped. */
-static tl_bands_frame *take(tl_bands *b, int *dropped)
+static tl_bands_frame *take(tl_bands *b)
 {
     tl_bands_frame *oldest = NULL;
     for (int i = 0; i < b->n; i++) {
@@ -121,18 +132,17 @@ static tl_bands_frame *take(tl_bands *b, int *dropped)
         if (!oldest || b->v[i].t_first_mono < oldest->t_first_mono)
             oldest = &b->v[i];
     }
-    tl_bands_free(b, oldest);
-    (*dropped)++;
+    drop_frame(b, oldest, "newer frames needed its buffer (more than ingest.band_frames "
+               "in assembly)");
     return oldest;
 }
 
 int tl_bands_add(tl_bands *b, const tl_proto_frame *f, uint64_t t_recv, uint64_t t_recv_mono,
-                 tl_bands_frame **done, int *dropped, char *why, size_t why_len)
+                 tl_bands_frame **done, char *why, size_t why_len)
 {
     *done = NULL;
-    *dropped = 0;
     size_t row = (size_t)f->cols * tl_proto_dtype_size(f->dtype);
-    if (make_buffers(b, f->rows, row * f->rows, dropped, why, why_len) != 0)
+    if (make_buffers(b, f->rows, row * f->rows, why, why_len) != 0)
         return -1;
     if (!f->payload || f->payload_len != (size_t)f->band_rows * row) {
         snprintf(why, why_len, "band [%u, %u] of frame %llu: payload of %zu bytes, not %zu",
@@ -158,7 +168,7 @@ int tl_bands_add(tl_bands *b, const tl_proto_frame *f, uint64_t t_recv, uint64_t
                 return -1;
             }
     if (!a) {
-        a = take(b, dropped);
+        a = take(b);
         a->used = true;
         a->frame = *f;
         a->frame.has_band = false;
@@ -192,20 +202,29 @@ void tl_bands_free(tl_bands *b, tl_bands_frame *f)
     f->used = false;
 }
 
-int tl_bands_expire(tl_bands *b, uint64_t now_mono, uint64_t timeout_ns)
+/* Drops the frames in assembly whose first band came before `before`. */
+static int drop_older(tl_bands *b, uint64_t before, const char *why)
 {
     int n = 0;
     for (int i = 0; b->v && i < b->n; i++)
-        if (b->v[i].used && now_mono - b->v[i].t_first_mono > timeout_ns) {
-            tl_bands_free(b, &b->v[i]);
+        if (b->v[i].used && b->v[i].t_first_mono < before) {
+            drop_frame(b, &b->v[i], why);
             n++;
         }
     return n;
 }
 
-int tl_bands_clear(tl_bands *b)
+int tl_bands_expire(tl_bands *b, uint64_t now_mono, uint64_t timeout_ns)
 {
-    return tl_bands_expire(b, UINT64_MAX, 0);
+    if (now_mono <= timeout_ns)
+        return 0;
+    return drop_older(b, now_mono - timeout_ns, "its bands did not all come within "
+                      "ingest.band_timeout_ms");
+}
+
+int tl_bands_clear(tl_bands *b, const char *why)
+{
+    return drop_older(b, UINT64_MAX, why);
 }
 
 int tl_bands_pending(const tl_bands *b)

@@ -185,7 +185,9 @@ typedef enum { TL_RELEASE_NOWAIT, TL_RELEASE_OLDEST, TL_RELEASE_ALL } tl_release
 void tl_scan_releases(tl_daemon *d, tl_release_wait wait);
 /* Ends the series whose producer of frames in GPU memory went away (once per turn). */
 void tl_scan_producer_check(tl_daemon *d);
-/* Drops (and counts) frames sent in row bands whose bands have not all come in time. */
+/* Frames sent in row bands: the assembly set up (at start), and each turn, frames whose
+ * bands have not all come in time dropped (counted and logged). */
+void tl_scan_bands_init(tl_daemon *d);
 void tl_scan_bands_check(tl_daemon *d);
 /* Adds a registered slice to the current engine (resolving its size); 0 or -1 with err. */
 int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen);

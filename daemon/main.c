@@ -240,7 +240,7 @@ static int start(tl_daemon *d, char *err, size_t errlen)
     /* slice buffers: pinned where the GPU fills them */
     d->host_memory = TL_BACKEND_CPU;
     tl_backend_parse(tl_config_enum_name("daemon.backend", c->backend), &d->host_memory);
-    tl_bands_init(&d->bands, c->ingest_band_frames, d->host_memory);
+    tl_scan_bands_init(d);
     if (tl_publisher_open(&d->pub, &d->loop, c->slices_endpoint, c->slices_sndhwm,
                           c->slices_max, d->host_memory, &d->stats, on_subscriptions, d, err,
                           errlen) != 0 ||

@@ -29,17 +29,23 @@ static void count_reject(tl_daemon *d, tl_reject why, uint64_t series, uint64_t 
                tl_logq(detail), (unsigned long long)suppressed);
 }
 
-/* Frames sent in row bands, dropped before all their bands came. */
-static void count_incomplete(tl_daemon *d, int n, const char *why)
+/* A frame sent in row bands, dropped before all its bands came (bands.h): counted, logged. */
+static void band_frame_dropped(void *ctx, const tl_proto_frame *f, uint32_t rows_in,
+                               const char *why)
 {
-    for (int i = 0; i < n; i++)
-        count_reject(d, TL_REJ_INCOMPLETE, d->scan.series, 0, why);
+    char detail[256];
+    snprintf(detail, sizeof detail, "%s; %u of its %u rows came", why, rows_in, f->rows);
+    count_reject(ctx, TL_REJ_INCOMPLETE, f->series, f->index, detail);
+}
+
+void tl_scan_bands_init(tl_daemon *d)
+{
+    tl_bands_init(&d->bands, d->cfg.ingest_band_frames, d->host_memory, band_frame_dropped, d);
 }
 
 void tl_scan_close(tl_daemon *d)
 {
-    count_incomplete(d, tl_bands_clear(&d->bands), "its bands did not all come before the "
-                     "scan was closed");
+    tl_bands_clear(&d->bands, "the scan was closed first");
     tl_scan *s = &d->scan;
     tl_engine_destroy(s->engine);  /* waits for its GPU work: no read of a producer's */
     s->engine = NULL;              /* memory is in flight when the mappings close */
@@ -326,11 +332,8 @@ static bool apply_band(tl_daemon *d, tl_item *it)
     f->payload = zmq_msg_data(&it->payload); /* the part travelled in the item */
     f->payload_len = zmq_msg_size(&it->payload);
     tl_bands_frame *done;
-    int dropped = 0;
-    int rc = tl_bands_add(&d->bands, f, it->t_recv, it->t_recv_mono, &done, &dropped, reason,
+    int rc = tl_bands_add(&d->bands, f, it->t_recv, it->t_recv_mono, &done, reason,
                           sizeof reason);
-    count_incomplete(d, dropped, "its bands did not all come before ingest.band_frames newer "
-                     "frames needed the room");
     if (rc < 0)
         count_reject(d, TL_REJ_BAND, f->series, f->index, reason);
     if (rc <= 0)
@@ -347,8 +350,7 @@ void tl_scan_bands_check(tl_daemon *d)
     if (tl_bands_pending(&d->bands) == 0)
         return;
     uint64_t timeout = (uint64_t)d->cfg.ingest_band_timeout_ms * 1000000ull;
-    count_incomplete(d, tl_bands_expire(&d->bands, tl_now_ns(), timeout),
-                     "its bands did not all come within ingest.band_timeout_ms");
+    tl_bands_expire(&d->bands, tl_now_ns(), timeout);
 }
 
 static bool apply_frame(tl_daemon *d, tl_item *it)
@@ -381,8 +383,7 @@ static void finish(tl_daemon *d, const char *why)
     s->finished = true;
     tl_scan_releases(d, TL_RELEASE_ALL); /* nothing reads a mapping after this */
     tl_ipc_frames_close(&d->ipc);
-    count_incomplete(d, tl_bands_clear(&d->bands), "its bands did not all come before the "
-                     "series ended");
+    tl_bands_clear(&d->bands, "the series ended first");
     for (int i = 0; i < d->slices.n; i++)
         d->slices.v[i].want_final = true;
     tl_engine_state st;

@@ -567,8 +567,9 @@ START_TEST(frames_in_bands)
     ck_assert(tl_fx_wait_status(&f, "frames.rejected.incomplete", 1, 10));
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), 2 * W);
     char *log = tl_fx_log(&f);
-    ck_assert_msg(strstr(log, "reason=band") && strstr(log, "reason=incomplete"),
-                  "both refusals are logged");
+    ck_assert_msg(strstr(log, "reason=band") && strstr(log, "reason=incomplete") &&
+                  strstr(log, "the series ended first; 2 of its 4 rows came"),
+                  "both refusals are logged, the incomplete frame with what it lacked");
     free(log);
     free(slice[0]);
     free(slice[1]);
