@@ -545,12 +545,15 @@ START_TEST(frames_in_bands)
     }
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), 2 * W);
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.rejected.band"), 0);
+    /* the same frames: equal but for the rounding of incremental updates against a
+     * rebuild, whichever the worker's timing chose (a band in the wrong rows: ~1e-1) */
     ck_assert_uint_eq(n[0], n[1]);
-    ck_assert_mem_eq(slice[0], slice[1], n[0] * sizeof(float));
     double norm = 0;
     for (size_t i = 0; i < n[0]; i++)
         norm += fabs(slice[0][i]);
     ck_assert(norm > 0);
+    double rel = tl_rel_l2(slice[1], slice[0], n[0]);
+    ck_assert_msg(rel < 1e-5, "frames in bands vs whole: rel L2 %g", rel);
 
     /* series 3: an overlapping band (refused), and a frame whose last band never comes */
     tl_proto_scan sc = {.series = 3, .geometry = TL_PROTO_PARALLEL, .rows = R, .cols = C,
