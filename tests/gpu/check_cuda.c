@@ -730,9 +730,36 @@ START_TEST(device_frames_equal_host_frames)
 }
 END_TEST
 
+/* Two darks, two flats and n projections of R x W uint16 (fill_frame), each submitted to
+ * `plain` from a host buffer and to `pinned` from one page-locked buffer, which is
+ * overwritten at once after each submit (it is read when submit returns). */
+static void feed_pinned(tl_engine *plain, tl_engine *pinned, uint32_t R, uint32_t W, uint32_t n)
+{
+    size_t row = W * sizeof(uint16_t);
+    void *p = NULL;
+    char why[256];
+    ck_assert_int_eq(tl_host_alloc(TL_BACKEND_CUDA, R * row, &p, why, sizeof why), TL_OK);
+    uint16_t *buf = malloc(R * row);
+    for (int kind = 0; kind < 3; kind++)
+        for (uint32_t k = 0; k < (kind == 2 ? n : 2); k++) {
+            fill_frame(buf, TL_DTYPE_U16, R, W, row, kind, (int)k);
+            tl_frame f = {.kind = (tl_frame_kind)kind, .index = k, .angle = k * M_PI / n,
+                          .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
+            ck_assert_int_eq(tl_engine_submit(plain, &f), TL_OK);
+            memcpy(p, buf, R * row);
+            f.data = p;
+            f.pinned = true;
+            tl_status st = tl_engine_submit(pinned, &f);
+            ck_assert_msg(st == TL_OK, "%s", tl_engine_last_error(pinned));
+            memset(p, 0xff, R * row); /* the caller's to reuse now */
+        }
+    free(buf);
+    tl_host_free(TL_BACKEND_CUDA, p);
+}
+
 /* Host frames in page-locked memory (tl_frame.pinned, as the daemon assembles frames sent
- * in row bands) are uploaded from where they are, and read before submit returns: the
- * buffer, overwritten at once after each submit, gives what plain host frames give. */
+ * in row bands) are uploaded from where they are, and read before submit returns: they
+ * give what plain host frames give. */
 START_TEST(pinned_host_frames)
 {
     const uint32_t R = 5, W = 70, N = 6;
@@ -740,31 +767,13 @@ START_TEST(pinned_host_frames)
     tl_engine_config_init(&c, R, W, N);
     c.dtype = TL_DTYPE_U16;
     tl_engine *host = tl_gt_cuda(&c, NULL), *pin = tl_gt_cuda(&c, NULL);
-    size_t row = W * sizeof(uint16_t);
-    void *p = NULL;
-    char why[256];
-    ck_assert_int_eq(tl_host_alloc(TL_BACKEND_CUDA, R * row, &p, why, sizeof why), TL_OK);
-    uint16_t buf[5 * 70];
-    for (int kind = 0; kind < 3; kind++)
-        for (uint32_t k = 0; k < (kind == 2 ? N : 2); k++) {
-            fill_frame(buf, TL_DTYPE_U16, R, W, row, kind, (int)k);
-            tl_frame f = {.kind = (tl_frame_kind)kind, .index = k, .angle = k * M_PI / N,
-                          .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
-            ck_assert_int_eq(tl_engine_submit(host, &f), TL_OK);
-            memcpy(p, buf, R * row);
-            f.data = p;
-            f.pinned = true;
-            tl_status st = tl_engine_submit(pin, &f);
-            ck_assert_msg(st == TL_OK, "%s", tl_engine_last_error(pin));
-            memset(p, 0xff, R * row); /* the caller's to reuse now */
-        }
+    feed_pinned(host, pin, R, W, N);
     tl_slice_spec sp;
     tl_slice_spec_row(&sp, 3, 64, 64);
     float *a = recon(host, &sp, NULL), *b = recon(pin, &sp, NULL);
     ck_assert(memcmp(a, b, 64 * 64 * sizeof(float)) == 0);
     free(a);
     free(b);
-    tl_host_free(TL_BACKEND_CUDA, p);
     tl_engine_destroy(host);
     tl_engine_destroy(pin);
 }
@@ -1256,30 +1265,13 @@ START_TEST(split_pinned_frames)
 {
     const uint32_t R = 24, W = 96, N = 12, S = 96;
     int lists[2][2], nl = split_lists(lists);
-    size_t row = W * sizeof(uint16_t);
-    void *p = NULL;
-    char why[256];
-    ck_assert_int_eq(tl_host_alloc(TL_BACKEND_CUDA, R * row, &p, why, sizeof why), TL_OK);
-    uint16_t *buf = malloc(R * row);
     for (int l = 0; l < nl; l++) {
         tl_engine_config c;
         tl_engine_config_init(&c, R, W, N);
         c.dtype = TL_DTYPE_U16;
         tl_engine_config cs = with_devices(&c, lists[l]);
         tl_engine *one = tl_gt_cuda(&c, NULL), *split = tl_gt_cuda(&cs, NULL);
-        for (int kind = 0; kind < 3; kind++)
-            for (uint32_t k = 0; k < (kind == 2 ? N : 2); k++) {
-                fill_frame(buf, TL_DTYPE_U16, R, W, row, kind, (int)k);
-                tl_frame f = {.kind = (tl_frame_kind)kind, .index = k, .angle = k * M_PI / N,
-                              .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
-                ck_assert_int_eq(tl_engine_submit(one, &f), TL_OK);
-                memcpy(p, buf, R * row);
-                f.data = p;
-                f.pinned = true;
-                tl_status st = tl_engine_submit(split, &f);
-                ck_assert_msg(st == TL_OK, "%s", tl_engine_last_error(split));
-                memset(p, 0xff, R * row); /* read already: the caller's to reuse */
-            }
+        feed_pinned(one, split, R, W, N);
         char what[96];
         tl_slice_spec sp[3];
         tl_slice_spec_row(&sp[0], 5, S, S);
@@ -1297,8 +1289,6 @@ START_TEST(split_pinned_frames)
         tl_engine_destroy(one);
         tl_engine_destroy(split);
     }
-    free(buf);
-    tl_host_free(TL_BACKEND_CUDA, p);
 }
 END_TEST
 
