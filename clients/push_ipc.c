@@ -29,10 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <zmq.h>
 
+#include "clients/cli.h"
 #include "clients/push_ipc.h"
 
 enum { FREE = 0, HELD, LENT };
@@ -65,13 +65,6 @@ struct tl_push_ipc {
     uint8_t *staging;                       /* host: one slot in the pitched layout */
     tl_push_ipc_stats st;
 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static int failf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -258,10 +251,10 @@ static void events(tl_push_ipc *p)
 
 int tl_push_ipc_wait_consumers(tl_push_ipc *p, double timeout_s)
 {
-    double deadline = now_s() + timeout_s;
+    double deadline = tl_cli_now() + timeout_s;
     for (;;) {
         events(p);
-        double left = deadline - now_s();
+        double left = deadline - tl_cli_now();
         if (p->consumers == 0)
             return 0;
         if (left <= 0)
@@ -374,7 +367,7 @@ static void oldest(const tl_push_ipc *p, char *b, size_t n)
             o = &p->slot[s];
     if (o)
         snprintf(b, n, "the oldest: frame %" PRIu64 "/%" PRIu64 ", lent %.1f s ago", o->series,
-                 o->index, now_s() - o->t_lent);
+                 o->index, tl_cli_now() - o->t_lent);
     else
         snprintf(b, n, "none lent");
 }
@@ -404,9 +397,9 @@ static int timed_out(tl_push_ipc *p, double timeout_s, const char *what, char *e
 int tl_push_ipc_acquire(tl_push_ipc *p, double timeout_s, uint32_t *slot, char *err,
                         size_t errlen)
 {
-    double deadline = now_s() + timeout_s;
+    double deadline = tl_cli_now() + timeout_s;
     while (p->nfree == 0) {
-        double left = deadline - now_s();
+        double left = deadline - tl_cli_now();
         if (left <= 0)
             return timed_out(p, timeout_s, "while every slot was lent", err, errlen);
         if (receive(p, (long)(left * 1000) + 1, err, errlen) < 0)
@@ -425,7 +418,7 @@ void tl_push_ipc_lend(tl_push_ipc *p, uint32_t slot, tl_proto_frame *f)
     s->state = LENT;
     s->series = f->series;
     s->index = f->index;
-    s->t_lent = now_s();
+    s->t_lent = tl_cli_now();
     p->st.lent++;
     p->st.in_flight++;
     f->has_ipc = true;
@@ -453,16 +446,16 @@ int tl_push_ipc_drain(tl_push_ipc *p, double timeout_s, char *err, size_t errlen
 {
     /* the clock restarts with every release: a slow consumer that keeps releasing is
      * not a dead one */
-    double deadline = now_s() + timeout_s;
+    double deadline = tl_cli_now() + timeout_s;
     while (p->st.in_flight > 0) {
-        double left = deadline - now_s();
+        double left = deadline - tl_cli_now();
         if (left <= 0)
             return timed_out(p, timeout_s, "while draining the ring", err, errlen);
         int freed = receive(p, (long)(left * 1000) + 1, err, errlen);
         if (freed < 0)
             return -1;
         if (freed > 0)
-            deadline = now_s() + timeout_s;
+            deadline = tl_cli_now() + timeout_s;
     }
     return 0;
 }
