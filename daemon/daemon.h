@@ -38,6 +38,12 @@
 #include "gpu/tune.h"
 #include "protocol/protocol.h"
 
+/* A slice due this turn (publish_due): its index, and how it is wanted. */
+typedef struct {
+    int slice;
+    bool tcp, shm;              /* tl_slice_wanted; shm only once its slots exist */
+} tl_worker_cand;
+
 /* The worker's per-turn arrays, one entry per slice it may reconstruct at once. */
 typedef struct {
     int cap;
@@ -48,7 +54,7 @@ typedef struct {
     uint64_t *shm_off;
     bool *tcp;
     tl_slice_info *info;
-    int *cand;                  /* slices due this turn, before pacing picks from them */
+    tl_worker_cand *cand;       /* slices due this turn, before pacing picks from them */
     tl_pace pace;               /* frames first (pacing.h) */
 } tl_worker_scratch;
 

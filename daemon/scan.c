@@ -204,23 +204,17 @@ static void open_scan(tl_daemon *d, tl_item *it)
 static bool fits_scan(tl_daemon *d, const tl_proto_frame *f, tl_proto_err *code, char *reason,
                       size_t reason_len)
 {
-    tl_scan *s = &d->scan;
+    const tl_scan *s = &d->scan;
     *code = TL_PROTO_OK;
-#define REFUSE(why, pcode, detail)                                                           \
-    do {                                                                                     \
-        REJECT_NORETURN(why, pcode, detail);                                                 \
-        return false;                                                                        \
-    } while (0)
     if (!s->open)
-        REFUSE(TL_REJ_NO_SCAN, TL_PROTO_E_STATE, "no scan is open");
-    if (f->series != s->series)
-        REFUSE(TL_REJ_SERIES, TL_PROTO_E_NOT_FOUND, "frame of another series");
-    if (s->finished)
-        REFUSE(TL_REJ_FINISHED, TL_PROTO_E_STATE, "the series has ended");
-    if (f->rows != s->msg.rows || f->cols != s->msg.cols || f->dtype != s->msg.dtype)
-        REFUSE(TL_REJ_SHAPE, TL_PROTO_E_RANGE, "shape or dtype differs from the scan");
-#undef REFUSE
-    return true;
+        REJECT_NORETURN(TL_REJ_NO_SCAN, TL_PROTO_E_STATE, "no scan is open");
+    else if (f->series != s->series)
+        REJECT_NORETURN(TL_REJ_SERIES, TL_PROTO_E_NOT_FOUND, "frame of another series");
+    else if (s->finished)
+        REJECT_NORETURN(TL_REJ_FINISHED, TL_PROTO_E_STATE, "the series has ended");
+    else if (f->rows != s->msg.rows || f->cols != s->msg.cols || f->dtype != s->msg.dtype)
+        REJECT_NORETURN(TL_REJ_SHAPE, TL_PROTO_E_RANGE, "shape or dtype differs from the scan");
+    return *code == TL_PROTO_OK;
 }
 
 /* Submits frame it->frame, whose pixels are at data (a band-assembled frame's: in host

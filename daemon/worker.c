@@ -58,18 +58,16 @@ static uint64_t publish_due(tl_daemon *d)
         if (!tcp && !shm)
             continue; /* wanted through shared memory only, and it has no slots */
         int k = nc++; /* insertion sort: a handful of slices */
-        for (; k > 0 && tl_slice_served_before(sl, &d->slices.v[w->cand[k - 1]]); k--)
+        for (; k > 0 && tl_slice_served_before(sl, &d->slices.v[w->cand[k - 1].slice]); k--)
             w->cand[k] = w->cand[k - 1];
-        w->cand[k] = i;
+        w->cand[k] = (tl_worker_cand){i, tcp, shm};
     }
     int n = 0;
     for (int c = 0; c < nc; c++) {
-        tl_slice *sl = &d->slices.v[w->cand[c]];
+        tl_slice *sl = &d->slices.v[w->cand[c].slice];
         if (!tl_pace_take(&w->pace, tl_slice_urgent(sl), sl->cost_ns))
             continue; /* after the next frame, or once the stream has paused */
-        bool tcp, shm; /* as in the first pass: the slots exist if they were prepared */
-        tl_slice_wanted(d, sl, &tcp, &shm);
-        shm = shm && sl->shm.base;
+        bool tcp = w->cand[c].tcp, shm = w->cand[c].shm;
         tl_slicebuf *b = tl_bufpool_get(&d->pub.pool, tcp ? (size_t)sl->height * sl->width : 0);
         if (!b) { /* out of memory: said, and tried again next turn */
             static tl_ratelimit rl = TL_RATELIMIT_INIT;
@@ -79,7 +77,7 @@ static uint64_t publish_due(tl_daemon *d)
                        tl_logq(sl->id), tl_logq(d->pub.pool.error), (unsigned long long)suppressed);
             break;
         }
-        w->due[n] = w->cand[c];
+        w->due[n] = w->cand[c].slice;
         w->ids[n] = sl->engine_id;
         w->bufs[n] = b;
         w->tcp[n] = tcp;
