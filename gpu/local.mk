@@ -6,7 +6,7 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/engine.h gpu/engine.c gpu/backend.h gpu/names.c gpu/slice.c \
 	gpu/window.h gpu/window.c \
 	gpu/filter.h gpu/filter.c \
-	gpu/pool.h gpu/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
+	gpu/clock.h gpu/pool.h gpu/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
 	gpu/split.c \
 	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
 	gpu/phantom.h gpu/phantom.c \

@@ -15,9 +15,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "gpu/clock.h"
 #include "gpu/pool.h"
 
 struct tl_pool {
@@ -51,13 +51,6 @@ static void work(tl_pool *p, int id)
     }
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -71,10 +64,10 @@ static void spin(tl_pool *p, const atomic_ulong *word, unsigned long value, bool
     uint64_t ns = atomic_load_explicit(&p->spin_ns, memory_order_relaxed);
     if (!ns)
         return;
-    uint64_t end = now_ns() + ns;
+    uint64_t end = tl_clock_ns() + ns;
     for (unsigned i = 1; (atomic_load(word) == value) == while_equal; i++) {
         cpu_relax();
-        if (i % 64 == 0 && now_ns() > end)
+        if (i % 64 == 0 && tl_clock_ns() > end)
             return;
     }
 }

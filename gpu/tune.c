@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "gpu/backend.h"
+#include "gpu/clock.h"
 #include "gpu/tune.h"
 
 #define TUNE_DEFAULT_BUDGET_S 15.0
@@ -43,13 +44,6 @@ tl_errbuf *tl_tune_errbuf(void)
 const char *tl_tune_last_error(void)
 {
     return tune_error.msg;
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* The kernel's slices per pass, 0 when the backend does not list it. */
@@ -121,7 +115,7 @@ static tl_status time_all(tl_engine *e, const tl_tune_shape *sh, int reps, bool 
                           tl_tune_result *r, double *seconds)
 {
     uint32_t rows = tl_engine_get_config(e)->rows;
-    double t0 = now_s();
+    uint64_t t0 = tl_clock_ns();
     for (size_t i = 0; i < TUNE_NBATCHES; i++) {
         uint32_t b = tune_batches[i];
         if (b > sh->batch || b > rows)
@@ -130,7 +124,7 @@ static tl_status time_all(tl_engine *e, const tl_tune_shape *sh, int reps, bool 
         if (st != TL_OK)
             return st;
     }
-    *seconds = now_s() - t0;
+    *seconds = (double)(tl_clock_ns() - t0) * 1e-9;
     return TL_OK;
 }
 
@@ -156,7 +150,8 @@ tl_status tl_tune_run(tl_engine *e, const tl_tune_shape *shape, const tl_tune_op
     if (hi < lo)
         hi = lo;
 
-    double t0 = now_s(), t1;
+    uint64_t t0 = tl_clock_ns();
+    double t1;
     tl_status st = time_all(e, shape, 1, false, r, &t1);
     if (st != TL_OK)
         return st;
@@ -169,7 +164,7 @@ tl_status tl_tune_run(tl_engine *e, const tl_tune_shape *shape, const tl_tune_op
     }
     r->shape = *shape;
     tl_engine_device_id(e, &r->device);
-    r->seconds = now_s() - t0;
+    r->seconds = (double)(tl_clock_ns() - t0) * 1e-9;
     r->when = (int64_t)time(NULL);
     r->reps = reps;
     tl_tune_choose(r);

@@ -10,10 +10,10 @@
 
 #include <pthread.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/clock.h"
 #include "gpu/cpu/cpu_state.h"
 
 /* FFTW's planner is not thread-safe; engines may be created on several threads. */
@@ -402,13 +402,6 @@ static size_t cpu_kernels(const void *state, tl_kernel_info *out, size_t cap)
     return 1;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -425,9 +418,9 @@ static double median_ms(int reps, tl_status (*fn)(void *), void *ctx, tl_status 
     }
     *st = fn(ctx);
     for (int r = 0; r < reps && *st == TL_OK; r++) {
-        double t0 = now_ms();
+        uint64_t t0 = tl_clock_ns();
         *st = fn(ctx);
-        t[r] = now_ms() - t0;
+        t[r] = (double)(tl_clock_ns() - t0) * 1e-6;
     }
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
     double m = t[reps / 2];
