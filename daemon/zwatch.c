@@ -25,11 +25,6 @@ static void on_poll(uv_poll_t *h, int status, int events)
     drain(h->data);
 }
 
-static void on_sweep(uv_timer_t *h)
-{
-    drain(h->data);
-}
-
 static void on_idle(uv_idle_t *h)
 {
 }
@@ -66,14 +61,11 @@ int tl_zwatch_start(tl_zwatch *w, uv_loop_t *loop, void *sock, tl_zwatch_cb cb, 
     uv_prepare_init(loop, &w->prepare);
     uv_check_init(loop, &w->check);
     uv_idle_init(loop, &w->idle);
-    uv_timer_init(loop, &w->sweep);
-    w->poll.data = w->prepare.data = w->check.data = w->idle.data = w->sweep.data = w;
+    w->poll.data = w->prepare.data = w->check.data = w->idle.data = w;
     /* READABLE only: ZMQ_FD signals every event that way (zmq_getsockopt(3)) */
     uv_poll_start(&w->poll, UV_READABLE, on_poll);
     uv_prepare_start(&w->prepare, on_prepare);
     uv_check_start(&w->check, on_check);
-    uv_timer_start(&w->sweep, on_sweep, TL_ZWATCH_SWEEP_MS, TL_ZWATCH_SWEEP_MS);
-    uv_unref((uv_handle_t *)&w->sweep); /* it alone does not keep the loop alive */
     w->started = true;
     return 0;
 }
@@ -87,5 +79,4 @@ void tl_zwatch_stop(tl_zwatch *w)
     uv_close((uv_handle_t *)&w->prepare, NULL);
     uv_close((uv_handle_t *)&w->check, NULL);
     uv_close((uv_handle_t *)&w->idle, NULL);
-    uv_close((uv_handle_t *)&w->sweep, NULL);
 }

@@ -5,11 +5,7 @@
  * make the socket readable without an edge. So the watcher drains up to a budget when the
  * fd fires, and a prepare/check pair re-checks ZMQ_EVENTS around every loop iteration,
  * keeping an idle handle running (the loop then polls without blocking) while messages are
- * still queued. As a last resort a timer drains every TL_ZWATCH_SWEEP_MS: once in ~80
- * runs of a test on an overloaded 2-core machine, a control request sat unanswered for 30 s
- * while the loop kept running (no wake-up came for it; the cause is not found), and a
- * control system must never wait forever. The callback receives one message at a time and
- * must consume it.
+ * still queued. The callback receives one message at a time and must consume it.
  *
  *   tl_zwatch w; tl_zwatch_start(&w, loop, sock, on_readable, ctx);
  *   ... static void on_readable(tl_zwatch *w) { zmq_msg_recv(..., ZMQ_DONTWAIT) ... }
@@ -20,8 +16,6 @@
 
 #include <stdbool.h>
 #include <uv.h>
-
-#define TL_ZWATCH_SWEEP_MS 100 /* the last-resort drain's period */
 
 typedef struct tl_zwatch tl_zwatch;
 typedef void (*tl_zwatch_cb)(tl_zwatch *w);
@@ -34,7 +28,6 @@ struct tl_zwatch {
     uv_prepare_t prepare;
     uv_check_t check;
     uv_idle_t idle;
-    uv_timer_t sweep;
     int budget;      /* messages per drain, for fairness between sockets */
     bool started;
 };
