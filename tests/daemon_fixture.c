@@ -20,6 +20,7 @@
 
 /* Seconds to wait for a control reply (tl_fx_request). */
 #define TL_FX_REPLY_S 30
+#define TL_FX_RESEND_S 3 /* a request unanswered this long is sent again, same id */
 #include "tests/testutil.h"
 
 extern char **environ;
@@ -147,11 +148,19 @@ json_t *tl_fx_request(tl_fixture *f, const char *cmd, const char *args)
     if (ja)
         tl_json_pack(&pk, ja);
     json_decref(ja);
-    zmq_send(f->ctl, sb.data, sb.size, 0);
-    msgpack_sbuffer_destroy(&sb);
+    /* A status request (read-only, so safe to repeat) is sent again, same id, when no
+     * reply comes: the first reply is taken, a later one skipped as another id's. About
+     * once in 15 runs of check_interop a request from this long-lived DEALER never reached
+     * the daemon: zmq_send succeeded, both ends' socket queues were empty, the daemon had
+     * not counted it, and it answered a new client at once. The cause is not found. */
+    bool resend = strcmp(cmd, "status") == 0;
     zmq_pollitem_t it = {f->ctl, 0, ZMQ_POLLIN, 0};
-    double t0 = tl_fx_seconds();
-    while (tl_fx_seconds() - t0 < TL_FX_REPLY_S) {
+    double t0 = tl_fx_seconds(), sent = 0;
+    for (bool first = true; tl_fx_seconds() - t0 < TL_FX_REPLY_S; first = false) {
+        if (first || (resend && tl_fx_seconds() - sent >= TL_FX_RESEND_S)) {
+            zmq_send(f->ctl, sb.data, sb.size, 0);
+            sent = tl_fx_seconds();
+        }
         if (zmq_poll(&it, 1, 200) <= 0)
             continue;
         zmq_msg_t m;
@@ -165,9 +174,12 @@ json_t *tl_fx_request(tl_fixture *f, const char *cmd, const char *args)
             (msg.rep.id == id || msg.rep.id == 0))
             out = reply_json(&msg.rep);
         zmq_msg_close(&m);
-        if (out)
+        if (out) {
+            msgpack_sbuffer_destroy(&sb);
             return out;
+        }
     }
+    msgpack_sbuffer_destroy(&sb);
     return NULL;
 }
 
