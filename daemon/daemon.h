@@ -69,6 +69,9 @@ typedef struct {
     bool was_complete;          /* the window was complete at the last frame */
     bool gpu_frames;            /* its engine reads frames in GPU memory (the CUDA backend) */
     uint64_t projections;       /* accepted in this scan */
+    bool backlog;               /* the worker has more items queued behind the one it
+                                   applies: its projection may wait to be filtered in a
+                                   batch (tl_frame.more; the worker flushes at the end) */
     char last_error[512];       /* why the last scan was refused, for status */
 } tl_scan;
 
@@ -189,6 +192,9 @@ void tl_scan_close(tl_daemon *d);
  * mappings close). */
 typedef enum { TL_RELEASE_NOWAIT, TL_RELEASE_OLDEST, TL_RELEASE_ALL } tl_release_wait;
 void tl_scan_releases(tl_daemon *d, tl_release_wait wait);
+/* Runs the filtering of frames the engine holds for a batch (tl_engine_flush): after the
+ * worker's backlog is applied. */
+void tl_scan_flush(tl_daemon *d);
 /* Ends the series whose producer of frames in GPU memory went away (once per turn). */
 void tl_scan_producer_check(tl_daemon *d);
 /* Frames sent in row bands: the assembly set up (at start), and each turn, frames whose

@@ -238,6 +238,7 @@ static void submit_frame(tl_daemon *d, tl_item *it, const void *data, bool pinne
         .cols = f->cols,
         .data = data,
         .pinned = pinned,
+        .more = s->backlog,
     };
     if (fr.kind == TL_FRAME_PROJ) {
         if (f->has_angle)
@@ -302,6 +303,13 @@ static void release_read(tl_daemon *d, uint64_t wait_for)
         done = UINT64_MAX;
     }
     tl_ipc_frames_flush(&d->ipc, done);
+}
+
+void tl_scan_flush(tl_daemon *d)
+{
+    if (d->scan.engine && tl_engine_flush(d->scan.engine) != TL_OK)
+        tl_log(TL_LOG_ERROR, "engine_flush_failed", "series=%llu error=%s",
+               (unsigned long long)d->scan.series, tl_logq(tl_engine_last_error(d->scan.engine)));
 }
 
 void tl_scan_releases(tl_daemon *d, tl_release_wait wait)

@@ -7,7 +7,9 @@
  * the publisher. Applying the backlog first matters: a reconstruction slower than the frame
  * interval would otherwise run after every frame and ingest would fall further behind with
  * every slice; this way each slice includes all frames received, and frames are never
- * delayed by more than one reconstruction. While frames stream, the read-outs due by
+ * delayed by more than one reconstruction. A frame applied with more queued behind it may
+ * have its filtering held for a batch (engine.h, tl_frame.more); the held ones run when
+ * the backlog is applied, before anything else. While frames stream, the read-outs due by
  * routine policy are paced instead, a share of the frame interval after each frame
  * (pacing.h): frames first, and every slice fresh. Between turns the lock is free
  * for control commands. The worker beats a heartbeat that the systemd watchdog checks, so
@@ -165,7 +167,9 @@ static void *run(void *arg)
         while (got) {
             uint64_t taken = tl_now_ns();
             tl_hist_add(&d->stats.latency[TL_LAT_QUEUE], (taken - it.t_recv_mono) / 1e9);
-            /* a frame, or the row band that completed one: a band alone is not a frame */
+            /* a frame, or the row band that completed one: a band alone is not a frame;
+             * with more behind it, a short frame's filter may wait for a batch */
+            d->scan.backlog = tl_queue_depth(&d->queue) > 0;
             if (tl_scan_apply(d, &it)) {
                 tl_pace_frame(&w->pace, it.t_recv_mono, taken);
                 took_frame = true;
@@ -176,6 +180,8 @@ static void *run(void *arg)
             got = tl_now_ns() - t0 < TL_WORKER_BATCH_NS && !atomic_load(&d->worker_stop) &&
                   tl_queue_pop(&d->queue, &it, 0);
         }
+        d->scan.backlog = false;
+        tl_scan_flush(d); /* the backlog is applied: no frame waits for a batch */
         tl_scan_producer_check(d);
         tl_scan_bands_check(d);
         tl_tuning_turn(d); /* may free the lock while timing */

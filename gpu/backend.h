@@ -108,6 +108,11 @@ typedef struct tl_backend_ops {
      * *done to whether it has been reached, waiting for it first when wait is true. */
     tl_status (*fence)(void *state, unsigned i);
     tl_status (*fence_done)(void *state, unsigned i, bool wait, bool *done);
+    /* Runs the filtering of projections held for a batch (engine.h, tl_engine_flush); NULL
+     * where store() holds nothing. A backend that holds frames runs them first in every
+     * operation that needs them done, and a fence asked for while frames are held is
+     * reached only after them (fence_done with wait runs them). */
+    tl_status (*flush)(void *state);
 } tl_backend_ops;
 
 #define TL_BACKEND_FENCES 64 /* frames whose work may be outstanding at once */

@@ -468,6 +468,11 @@ uint64_t tl_engine_frames_queued(const tl_engine *e)
     return e->frames_queued;
 }
 
+tl_status tl_engine_flush(tl_engine *e)
+{
+    return e->ops->flush ? e->ops->flush(e->be) : TL_OK;
+}
+
 /* After the backend has taken frame f (stored it, or failed to): its fence. A frame read
  * later that failed is waited for here, so its caller may reuse the buffer at once. */
 static tl_status fence_frame(tl_engine *e, const tl_frame *f, tl_status stored)

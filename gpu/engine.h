@@ -194,6 +194,9 @@ typedef struct {
                                  backend: the CUDA backend uploads it from there, without the
                                  copy into its staging ring (the caller's copy into it was
                                  that copy); submit returns once it is read */
+    bool more;                /* another frame follows at once (a backlog): the backend may
+                                 hold this projection's filtering to do it together with the
+                                 next ones' (tl_engine_flush) */
     const float *matrix;      /* cone beam: 3x4 projection matrix, row-major (unused now) */
 } tl_frame;
 
@@ -222,6 +225,16 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f);
  * frames are outstanding: submit waits for the oldest beyond that. */
 uint64_t tl_engine_frames_queued(const tl_engine *e);
 tl_status tl_engine_frames_done(tl_engine *e, uint64_t wait_for, uint64_t *done);
+
+/* Batched filtering. A projection submitted with `more` set may be held by the backend
+ * (the CUDA backend, when its frames are short: TL_CUDA_BATCH_ROWS) once it is corrected,
+ * so that the FFT filter of several frames runs as one pass, which costs far less than one
+ * pass per frame; its fence is reached once that pass is done. Anything that reads the
+ * window (reconstruct, tracked slices, benchmarks), a calibration frame, a new filter, a
+ * frame without `more` and waiting for a fence (frames_done with wait_for) first run the
+ * held frames; so does tl_engine_flush, which a caller that set `more` must call once its
+ * backlog is gone. Without `more`, nothing is held: latency is never traded for it. */
+tl_status tl_engine_flush(tl_engine *e);
 
 /* ---- slices ---------------------------------------------------------------------------- */
 

@@ -6,12 +6,12 @@
  * sinogram of one detector row, so a partition by rows needs no data exchange between
  * GPUs. Each part stores its rows of every frame and back-projects the slices in its rows
  * at the full speed of its card, while the others do the same: full-volume back
- * projection grows with the number of GPUs (2.00x on two H200s); per-frame ingest less
- * (host frames 1.74-1.98x, bounded by the host's staging copies; frames in GPU memory
- * 1.66-1.70x), since a frame's fixed costs (launch gaps, cuFFT batches of half the rows
- * running at less than twice the speed) do not shrink with its rows; tracked slices scale
+ * projection grows with the number of GPUs (2.00x on two H200s); per-frame ingest nearly
+ * so (host frames 1.93x, frames in GPU memory 1.91x), since each part filters its halves of
+ * queued frames in batches (gpu/cuda/store.cu): a filter pass's fixed costs do not shrink
+ * with its rows, and frame by frame the halves gave only 1.72-1.84x; tracked slices scale
  * as their rows are spread (the streaming benchmark's two horizontal slices lie in one
- * GPU's rows: 1.36-1.56x).
+ * GPU's rows: 1.40-1.57x).
  *
  * Partition (tl_engine_split_rows): part k owns rows [a_k, b_k), a_k = floor(k H / P), and
  * holds [a_k, min(b_k + 1, H)). The extra row ("halo") lets a sample between rows b_k - 1
@@ -100,7 +100,7 @@ typedef struct {
 typedef enum {
     OP_CALIB, OP_STORE, OP_BENCH_STORE,            /* a frame, cut by rows */
     OP_BACKPROJECT, OP_ACC_UPDATE, OP_ACC_READ,   /* routed slices */
-    OP_BENCH
+    OP_BENCH, OP_FLUSH
 } op_kind;
 
 typedef struct {
@@ -400,7 +400,7 @@ static tl_bp_job part_job(part *p, const tl_bp_job *job)
 /* Whether part k has a share of the current operation. */
 static bool busy(const tl_split *sp, uint32_t k)
 {
-    return sp->op <= OP_BENCH_STORE || sp->p[k].n > 0;
+    return sp->op <= OP_BENCH_STORE || sp->op == OP_FLUSH || sp->p[k].n > 0;
 }
 
 /* One pool job: part k's share of the current operation (sp->op). */
@@ -445,6 +445,9 @@ static void run_part(void *ctx, size_t k, int thread)
         p->st = p->ops->bench(p->be, &j, sp->reps, p->rows, TL_SPLIT_BENCH_ROWS, &p->nrows);
         if (p->nrows > TL_SPLIT_BENCH_ROWS)
             p->nrows = TL_SPLIT_BENCH_ROWS;
+        break;
+    case OP_FLUSH:
+        p->st = p->ops->flush ? p->ops->flush(p->be) : TL_OK;
         break;
     }
 }
@@ -709,6 +712,12 @@ static tl_status split_store(void *state, const tl_frame *f, uint32_t slot)
     sp->f = f;
     sp->slot = slot;
     return run_parts(sp, OP_STORE);
+}
+
+/* Every part runs the frames it holds for a batch (each part holds the same frames). */
+static tl_status split_flush(void *state)
+{
+    return run_parts(state, OP_FLUSH);
 }
 
 static tl_status split_backproject(void *state, tl_bp_job *job)
@@ -1023,4 +1032,5 @@ const tl_backend_ops tl_split_backend = {
     .hw_rates = split_hw_rates,
     .fence = split_fence,
     .fence_done = split_fence_done,
+    .flush = split_flush,
 };

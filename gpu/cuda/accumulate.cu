@@ -167,6 +167,7 @@ tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, boo
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
+    TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     for (size_t i = 0; i < job->nslices; i++)
         if (ids[i] < 0 || ids[i] >= s->nacc || !s->acc[ids[i]] ||
             s->acc_size[ids[i]] != (size_t)job->slices[i].height * job->slices[i].width)
@@ -211,6 +212,7 @@ tl_status tl_cuda_op_acc_read(void *state, const int *ids, size_t n, float *cons
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
+    TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     for (size_t k = 0; k < n; k++) {
         if (ids[k] < 0 || ids[k] >= s->nacc || !s->acc[ids[k]])
             return tl_fail(s->eb, TL_EINTERNAL, "slice %d has no accumulator", ids[k]);

@@ -359,6 +359,7 @@ tl_status tl_cuda_op_backproject(void *state, tl_bp_job *job)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
+    TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     int forced = tl_cuda_kernel_find(job->force);
     if (job->force && job->force[0] && forced < 0)
         return tl_fail(s->eb, TL_EINVAL, "the cuda backend has no kernel \"%s\"", job->force);

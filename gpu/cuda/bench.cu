@@ -61,6 +61,7 @@ tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *
     tl_cuda_state *s = (tl_cuda_state *)state;
     *n = 0;
     TL_TRY(tl_cuda_use_device(s));
+    TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     if (reps < 1)
         reps = 1;
     double updates = 0;
@@ -110,6 +111,7 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
     tl_cuda_state *s = (tl_cuda_state *)state;
     *ms = 0;
     TL_TRY(tl_cuda_use_device(s));
+    TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     if (reps < 1)
         reps = 1;
     const char *src = NULL;
@@ -138,7 +140,7 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
             st = tl_cuda_fail_call(s->eb, e, "cudaMemcpyAsync (timed upload)", __FILE__, __LINE__);
             break;
         }
-        st = tl_cuda_process(s, src, pitch, f->dtype, s->scratch, s->pitch_el);
+        st = tl_cuda_process(s, src, pitch, f->dtype, s->scratch, s->pitch_el, false);
         if (st == TL_OK) {
             e = cudaEventRecord(s->t1, s->stream);
             st = e == cudaSuccess ? elapsed_ms(s, &t[r])

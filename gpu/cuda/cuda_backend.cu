@@ -200,14 +200,15 @@ static void compute_sizes(const tl_engine_config *c, size_t P, const device_limi
                           size_t fft_work, tl_cuda_sizes *z)
 {
     size_t npix = (size_t)c->rows * c->cols, nf = P / 2 + 1;
+    size_t batch = tl_cuda_batch_frames(c->rows);
     size_t pa = d->tex_pitch_align > TL_CUDA_COALESCE ? d->tex_pitch_align : TL_CUDA_COALESCE;
     memset(z, 0, sizeof *z);
     z->pitch = round_up((size_t)c->cols * sizeof(float), pa);
     z->slab = round_up((size_t)c->window * z->pitch, d->tex_align);
     z->window = (size_t)c->rows * z->slab;
     z->raw = npix * tl_cuda_dtype_size(c->dtype);
-    z->pad = (size_t)c->rows * P * sizeof(float);
-    z->spec = (size_t)c->rows * nf * sizeof(cufftComplex);
+    z->pad = batch * c->rows * P * sizeof(float);
+    z->spec = batch * c->rows * nf * sizeof(cufftComplex);
     z->fft_work = fft_work;
     z->response = nf * sizeof(float);
     z->calib = 2 * npix * sizeof(double) + 3 * npix * sizeof(float);
@@ -230,7 +231,7 @@ static tl_status cuda_estimate(const tl_engine_config *c, size_t padded, tl_memo
     device_limits d;
     TL_TRY(get_limits(c->device, eb, &d));
     size_t work = 0;
-    TL_TRY(tl_cuda_fft_work_estimate(c->rows, padded, &work));
+    TL_TRY(tl_cuda_fft_work_estimate(c->rows * tl_cuda_batch_frames(c->rows), padded, &work));
     tl_cuda_sizes z;
     compute_sizes(c, padded, &d, work, &z);
     size_t free_b = 0, total_b = 0;
@@ -256,12 +257,13 @@ static void cuda_destroy(void *state)
     tl_cuda_acc_destroy(s);
     void *dev[] = {s->window, s->sum[0], s->sum[1], s->avg[0], s->avg[1], s->gain, s->raw,
                    s->pad, s->spec, s->response, s->d_par, s->d_slot, s->d_texy, s->out,
-                   s->scratch, s->pack, s->d_maxabs, s->d_scale, s->d_tickets, s->peer[0],
-                   s->peer[1]};
-    static_assert(TL_CUDA_PEER_BUFS == 2, "list every peer buffer above");
+                   s->scratch, s->pack, s->d_maxabs, s->d_scale, s->d_tickets};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i])
             cudaFree(dev[i]);
+    for (int i = 0; i < TL_CUDA_PEER_BUFS; i++)
+        if (s->peer[i])
+            cudaFree(s->peer[i]);
     void *host[] = {s->pinned[0], s->pinned[1], s->pinned[2], s->pinned[3], s->h_par,
                     s->h_slot, s->h_texy};
     static_assert(TL_CUDA_RING == 4, "list every ring buffer above");
@@ -432,6 +434,7 @@ static tl_status cuda_create(const tl_engine_config *c, size_t padded, tl_errbuf
     s->n = c->window;
     s->padded = padded;
     s->dsize = tl_cuda_dtype_size(c->dtype);
+    s->batch = tl_cuda_batch_frames(c->rows);
     tl_status st = create_all(s, c);
     if (st != TL_OK) {
         cuda_destroy(s);
@@ -449,6 +452,7 @@ static tl_status cuda_set_filter(void *state, const double *H)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
+    TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     if (!H) {
         s->filter_on = false;
         return TL_OK;
@@ -470,6 +474,7 @@ static tl_status cuda_calib_reset(void *state, tl_frame_kind kind)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
+    TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     int k = kind == TL_FRAME_DARK ? 0 : 1;
     TL_CUDA(s->eb, cudaMemsetAsync(s->sum[k], 0, (size_t)s->rows * s->cols * sizeof(double),
                                    s->stream));
@@ -560,4 +565,5 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_hw_rates,        /* hw_rates (microbench.cu) */
     tl_cuda_op_fence,           /* fence (store.cu) */
     tl_cuda_op_fence_done,      /* fence_done (store.cu) */
+    tl_cuda_op_flush,           /* flush (store.cu) */
 };

@@ -35,7 +35,11 @@
 #include "gpu/pool.h"
 
 #define TL_CUDA_RING 4            /* pinned staging buffers for host frames */
-#define TL_CUDA_PEER_BUFS 2       /* buffers for frames from other GPUs (copy overlaps work) */
+#define TL_CUDA_PEER_BUFS 4       /* buffers for frames from other GPUs: copies run ahead of
+                                     the kernels (a batched filter pass reads none of them,
+                                     so the next frames' copies go on meanwhile; with 2, two
+                                     H200s gave 1.77x one GPU for frames in GPU memory, with
+                                     4 1.90-1.92x) */
 #define TL_CUDA_STAGE_THREADS 4   /* threads (the caller included) copying a host frame into
                                      its staging buffer: one core copies ~6 GB/s, too slow
                                      for a camera at 500+ frames/s of 8 MB */
@@ -48,6 +52,14 @@
                                      loads in flight: the frame kernels are memory-bound) */
 #define TL_CUDA_ROW_MAX_GRID 65535 /* gridDim.y limit: rows beyond it loop */
 static constexpr int tl_cuda_row_ilp = TL_CUDA_ROW_ILP; /* for #pragma unroll, which takes no macro */
+#define TL_CUDA_BATCH_ROWS 2048   /* rows a filter pass aims at: projections with fewer
+                                     rows, when frames queue up, are filtered a few at once
+                                     (store.cu); below ~2048 rows the pass's fixed costs
+                                     (kernel ramp-up and tails: about 13 us a frame on an
+                                     H200, by a linear fit) weigh: 1024-row frames run 1.73x
+                                     as fast as 2048-row ones, not 2x; above it batching
+                                     gains nothing (two 2048-row frames a pass: 4% slower) */
+#define TL_CUDA_BATCH_MAX 8       /* projections filtered in one pass at most */
 #define TL_CUDA_MIN_RATIO 1e-6f   /* = TL_CPU_MIN_RATIO: clamp of ratios before -log */
 #define TL_CUDA_COALESCE 128      /* bytes: slot pitch alignment for coalesced rows */
 
@@ -74,15 +86,28 @@ static inline dim3 tl_cuda_row_grid(uint32_t rows, size_t n)
 }
 
 
+/* Projections per filter pass for frames of `rows` rows: TL_CUDA_BATCH_ROWS / rows,
+ * rounded, within 1 .. TL_CUDA_BATCH_MAX (a 1025-row part of a split 2048-row frame: 2). */
+static inline uint32_t tl_cuda_batch_frames(uint32_t rows)
+{
+    uint32_t b = rows ? (TL_CUDA_BATCH_ROWS + rows / 2) / rows : 1;
+    return b < 1 ? 1 : b > TL_CUDA_BATCH_MAX ? TL_CUDA_BATCH_MAX : b;
+}
+
+/* Where a filter pass writes each of its projections (their rows dst_stride floats apart). */
+typedef struct {
+    float *p[TL_CUDA_BATCH_MAX];
+} tl_cuda_dsts;
+
 /* Byte sizes of everything create() allocates on the device (estimate() uses the same). */
 typedef struct {
     size_t pitch;      /* between slots of one sinogram */
     size_t slab;       /* between the sinograms of two detector rows */
     size_t window;     /* rows x slab */
     size_t raw;        /* one raw frame, packed (device copy of a host frame) */
-    size_t pad;        /* FFT input / output: rows x P floats */
-    size_t spec;       /* spectra: rows x (P/2 + 1) complex */
-    size_t fft_work;   /* cuFFT work area (shared by both plans) */
+    size_t pad;        /* FFT input: batch x rows x P floats */
+    size_t spec;       /* spectra: batch x rows x (P/2 + 1) complex */
+    size_t fft_work;   /* cuFFT work area (shared by all plans) */
     size_t response;   /* filter response, P/2 + 1 floats */
     size_t calib;      /* dark/flat sums (double), averages and gain (float) */
     size_t proj;       /* per-projection tables of a job */
@@ -148,15 +173,23 @@ typedef struct {
     unsigned peer_next;
     int peer_used;            /* the peer buffer the staged frame is in, or -1 */
 
-    /* filtering */
-    float *pad;               /* rows x P: zero-padded rows, then the filtered rows */
-    cufftComplex *spec;       /* rows x (P/2 + 1) */
+    /* filtering: `batch` projections per pass at most, the k-th in pad and spec at
+     * k x rows rows; plans r2c[k] and c2r[k] transform k + 1 of them */
+    float *pad;               /* batch x rows x P: zero-padded corrected rows */
+    cufftComplex *spec;       /* batch x rows x (P/2 + 1); C2R's real rows in place */
     float *response;          /* H / P on the device */
     float *response_host;     /* staging for set_filter */
     bool filter_on;
-    cufftHandle r2c, c2r;
-    bool have_r2c, have_c2r;
+    cufftHandle r2c[TL_CUDA_BATCH_MAX], c2r[TL_CUDA_BATCH_MAX];
+    uint32_t nplans;          /* of each kind made so far */
     void *fft_work;
+
+    /* projections corrected into pad, their filter pass held for more (store.cu) */
+    uint32_t batch;           /* tl_cuda_batch_frames(rows) */
+    uint32_t held;
+    tl_cuda_dsts held_dst;
+    size_t held_stride;
+    uint64_t held_fences;     /* bit i: fence i asked for while frames were held */
 
     /* projection tables of the current job: (cos, sin, centre, weight), slot, slot + 0.5 */
     float4 *d_par, *h_par;
@@ -227,9 +260,14 @@ void tl_cuda_format_uuid(const cudaUUID_t *u, char *out);
 tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, size_t *pitch);
 tl_status tl_cuda_staged_read(tl_cuda_state *s);
 /* Enqueues convert + correct + -log (+ filter) of a staged frame into dst, a rows x cols
- * area whose rows are dst_stride floats apart. */
+ * area whose rows are dst_stride floats apart. With hold, the filter pass may wait for
+ * more frames (up to s->batch); tl_cuda_flush runs it. */
 tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
-                          float *dst, size_t dst_stride);
+                          float *dst, size_t dst_stride, bool hold);
+/* Enqueues the filter pass of the held frames, then the fences asked for meanwhile. Every
+ * operation that reads the window, pad or the calibration runs it first. */
+tl_status tl_cuda_flush(tl_cuda_state *s);
+tl_status tl_cuda_op_flush(void *state);
 
 /* preprocess.cu */
 /* Corrected rows (cols values each, rows dst_stride floats apart) into dst. */
@@ -239,12 +277,15 @@ tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pit
                                    tl_dtype dt, int kind, uint32_t count);
 
 /* filter.cu */
+/* The work area of the largest plan: `rows` transforms of length padded. */
 tl_status tl_cuda_fft_work_estimate(uint32_t rows, size_t padded, size_t *bytes);
 tl_status tl_cuda_fft_create(tl_cuda_state *s);
 void tl_cuda_fft_destroy(tl_cuda_state *s);
-/* Filters the rows in s->pad (R2C, times H/P, C2R in place in s->spec) and writes the
- * first cols values of each into dst (rows dst_stride floats apart). */
-tl_status tl_cuda_filter_rows(tl_cuda_state *s, float *dst, size_t dst_stride);
+/* Filters the first n projections in s->pad (R2C, times H/P, C2R in place in s->spec) and
+ * writes the first cols values of each row of projection k into dst->p[k] (rows
+ * dst_stride floats apart). */
+tl_status tl_cuda_filter_rows(tl_cuda_state *s, uint32_t n, const tl_cuda_dsts *dst,
+                              size_t dst_stride);
 
 /* backproject.cu: jobs shared by backproject() and bench() (kernels.cuh has the table) */
 struct tl_cuda_kernel;

@@ -3,12 +3,14 @@
  * the first W values of each row go into the window (seed-000-001.md §1.1 "Filtering":
  * batched FFTs; the filter design is gpu/filter.h, shared with the CPU backend).
  *
- * Two batched plans (R2C and C2R, `rows` transforms of length P each) are made once in
- * create(), with one work area allocated by us and shared by both (they run one after the
- * other on the engine's stream). R2C goes out of place, pad -> spec; C2R in place in spec
- * (its real rows 2 (P/2 + 1) floats apart), so pad is never overwritten: its zero columns
- * W .. P-1, set once at creation, stay zero, and preprocessing writes W columns a frame,
- * not P. The multiply and the extraction are per-row kernels (tl_cuda_row_grid).
+ * A pass filters 1 .. batch projections at once (store.cu holds short frames for it while
+ * frames queue up: TL_CUDA_BATCH_ROWS), so the plans are made once in create() for every
+ * count k: R2C and C2R over k x rows transforms of length P, with one work area allocated
+ * by us and shared by all (they run one after the other on the engine's stream). R2C goes
+ * out of place, pad -> spec; C2R in place in spec (its real rows 2 (P/2 + 1) floats
+ * apart), so pad is never overwritten: its zero columns W .. P-1, set once at creation,
+ * stay zero, and preprocessing writes W columns a frame, not P. The multiply and the
+ * extraction are per-row kernels (tl_cuda_row_grid) over all rows of the pass.
  */
 #include "config.h"
 
@@ -36,12 +38,13 @@ tl_status tl_cuda_fft_work_estimate(uint32_t rows, size_t padded, size_t *bytes)
     return TL_OK;
 }
 
-/* One batched plan: `rows` transforms of length P, spectra P/2 + 1 complex apart, real rows
- * P floats apart for R2C's input, 2 (P/2 + 1) for C2R's in-place output. The 64-bit
- * interface only where the sizes exceed int. */
-static tl_status make_plan(tl_cuda_state *s, cufftHandle plan, cufftType type, size_t *work)
+/* One batched plan: frames x rows transforms of length P, spectra P/2 + 1 complex apart,
+ * real rows P floats apart for R2C's input, 2 (P/2 + 1) for C2R's in-place output. The
+ * 64-bit interface only where the sizes exceed int. */
+static tl_status make_plan(tl_cuda_state *s, cufftHandle plan, cufftType type, uint32_t frames,
+                           size_t *work)
 {
-    long long P = (long long)s->padded, nf = P / 2 + 1, batch = s->rows;
+    long long P = (long long)s->padded, nf = P / 2 + 1, batch = (long long)frames * s->rows;
     bool r2c = type == CUFFT_R2C;
     long long idist = r2c ? P : nf, odist = r2c ? nf : 2 * nf;
     TL_CUFFT(s->eb, cufftSetAutoAllocation(plan, 0)); /* one shared work area, ours */
@@ -59,32 +62,41 @@ static tl_status make_plan(tl_cuda_state *s, cufftHandle plan, cufftType type, s
 
 tl_status tl_cuda_fft_create(tl_cuda_state *s)
 {
-    size_t w1 = 0, w2 = 0;
-    TL_CUFFT(s->eb, cufftCreate(&s->r2c));
-    s->have_r2c = true;
-    TL_TRY(make_plan(s, s->r2c, CUFFT_R2C, &w1));
-    TL_CUFFT(s->eb, cufftCreate(&s->c2r));
-    s->have_c2r = true;
-    TL_TRY(make_plan(s, s->c2r, CUFFT_C2R, &w2));
-    size_t work = w1 > w2 ? w1 : w2;
-    if (work > 0) {
+    size_t work = 0;
+    for (uint32_t k = 0; k < s->batch; k++) {
+        size_t w1 = 0, w2 = 0;
+        /* created in pairs, counted once both exist: destroy frees what nplans says */
+        cufftResult r = cufftCreate(&s->r2c[k]);
+        if (r == CUFFT_SUCCESS && (r = cufftCreate(&s->c2r[k])) != CUFFT_SUCCESS)
+            cufftDestroy(s->r2c[k]);
+        TL_CUFFT(s->eb, r);
+        s->nplans = k + 1;
+        TL_TRY(make_plan(s, s->r2c[k], CUFFT_R2C, k + 1, &w1));
+        TL_TRY(make_plan(s, s->c2r[k], CUFFT_C2R, k + 1, &w2));
+        work = w1 > work ? w1 : work;
+        work = w2 > work ? w2 : work;
+    }
+    if (work > 0)
         TL_TRY(tl_cuda_alloc(s, &s->fft_work, work, "cuFFT work area"));
-        TL_CUFFT(s->eb, cufftSetWorkArea(s->r2c, s->fft_work));
-        TL_CUFFT(s->eb, cufftSetWorkArea(s->c2r, s->fft_work));
+    for (uint32_t k = 0; k < s->nplans; k++) {
+        if (work > 0) {
+            TL_CUFFT(s->eb, cufftSetWorkArea(s->r2c[k], s->fft_work));
+            TL_CUFFT(s->eb, cufftSetWorkArea(s->c2r[k], s->fft_work));
+        }
+        TL_CUFFT(s->eb, cufftSetStream(s->r2c[k], s->stream));
+        TL_CUFFT(s->eb, cufftSetStream(s->c2r[k], s->stream));
     }
     s->sz.fft_work = work;
-    TL_CUFFT(s->eb, cufftSetStream(s->r2c, s->stream));
-    TL_CUFFT(s->eb, cufftSetStream(s->c2r, s->stream));
     return TL_OK;
 }
 
 void tl_cuda_fft_destroy(tl_cuda_state *s)
 {
-    if (s->have_r2c)
-        cufftDestroy(s->r2c);
-    if (s->have_c2r)
-        cufftDestroy(s->c2r);
-    s->have_r2c = s->have_c2r = false;
+    for (uint32_t k = 0; k < s->nplans; k++) {
+        cufftDestroy(s->r2c[k]);
+        cufftDestroy(s->c2r[k]);
+    }
+    s->nplans = 0;
     if (s->fft_work)
         cudaFree(s->fft_work);
     s->fft_work = NULL;
@@ -109,14 +121,16 @@ filter_multiply_kernel(cufftComplex *__restrict__ spec, const float *__restrict_
     }
 }
 
-/* The first cols values of every filtered row (rows src_stride floats apart) into dst. */
+/* The first cols values of every filtered row (rows src_stride floats apart) into its
+ * projection's destination: row g of the pass is row g % rows of projection g / rows. */
 __global__ void __launch_bounds__(FILTER_BLOCK)
 filter_extract_kernel(const float *__restrict__ src, size_t src_stride, uint32_t rows,
-                      uint32_t cols, float *__restrict__ dst, size_t dst_stride)
+                      uint32_t total, uint32_t cols, tl_cuda_dsts dst, size_t dst_stride)
 {
-    for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
-        const float *in = src + (size_t)r * src_stride;
-        float *out = dst + (size_t)r * dst_stride;
+    for (uint32_t g = blockIdx.y; g < total; g += gridDim.y) {
+        const uint32_t k = g / rows, r = g - k * rows;
+        const float *in = src + (size_t)g * src_stride;
+        float *out = dst.p[k] + (size_t)r * dst_stride;
 #pragma unroll tl_cuda_row_ilp
         for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < cols;
              c += gridDim.x * blockDim.x) {
@@ -125,18 +139,22 @@ filter_extract_kernel(const float *__restrict__ src, size_t src_stride, uint32_t
     }
 }
 
-tl_status tl_cuda_filter_rows(tl_cuda_state *s, float *dst, size_t dst_stride)
+tl_status tl_cuda_filter_rows(tl_cuda_state *s, uint32_t n, const tl_cuda_dsts *dst,
+                              size_t dst_stride)
 {
-    const uint32_t nf = (uint32_t)(s->padded / 2 + 1);
-    TL_CUFFT(s->eb, cufftExecR2C(s->r2c, s->pad, s->spec));
-    filter_multiply_kernel<<<tl_cuda_row_grid(s->rows, nf), FILTER_BLOCK, 0, s->stream>>>(
-        s->spec, s->response, s->rows, nf);
+    if (n < 1 || n > s->nplans)
+        return tl_fail(s->eb, TL_EINTERNAL, "filter pass of %u frames (plans for 1..%u)", n,
+                       s->nplans);
+    const uint32_t nf = (uint32_t)(s->padded / 2 + 1), total = n * s->rows;
+    TL_CUFFT(s->eb, cufftExecR2C(s->r2c[n - 1], s->pad, s->spec));
+    filter_multiply_kernel<<<tl_cuda_row_grid(total, nf), FILTER_BLOCK, 0, s->stream>>>(
+        s->spec, s->response, total, nf);
     TL_CUDA_LAUNCHED(s->eb, "filter_multiply_kernel");
     /* in place: the real rows overlay the spectra they come from */
     float *real = reinterpret_cast<float *>(s->spec);
-    TL_CUFFT(s->eb, cufftExecC2R(s->c2r, s->spec, real));
-    filter_extract_kernel<<<tl_cuda_row_grid(s->rows, s->cols), FILTER_BLOCK, 0, s->stream>>>(
-        real, 2 * (size_t)nf, s->rows, s->cols, dst, dst_stride);
+    TL_CUFFT(s->eb, cufftExecC2R(s->c2r[n - 1], s->spec, real));
+    filter_extract_kernel<<<tl_cuda_row_grid(total, s->cols), FILTER_BLOCK, 0, s->stream>>>(
+        real, 2 * (size_t)nf, s->rows, total, s->cols, *dst, dst_stride);
     TL_CUDA_LAUNCHED(s->eb, "filter_extract_kernel");
     return TL_OK;
 }

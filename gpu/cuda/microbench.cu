@@ -660,6 +660,7 @@ tl_status tl_cuda_op_hw_rates(void *state, tl_hw_rate *out, size_t cap, size_t *
     tl_cuda_state *s = (tl_cuda_state *)state;
     *n = 0;
     TL_TRY(tl_cuda_use_device(s));
+    TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     mb_ctx c = {};
     c.s = s;
     c.rows = out;

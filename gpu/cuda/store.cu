@@ -23,6 +23,13 @@
  * blocking stream waits for: the stream of another device waits for nothing there);
  * submit returns once the GPU has read them, so the caller may reuse the buffer at once,
  * unless the frame is read_later (engine.h): then the engine's fences say when.
+ *
+ * Batches (engine.h, tl_engine_flush): a projection submitted with `more` is corrected into
+ * the next of s->batch areas of the FFT input and its filter pass is held; the pass runs
+ * for all held frames at once when the batch is full, at a frame without `more`, before a
+ * frame bound for a slot a held one is bound for, and at the start of every other
+ * operation (tl_cuda_flush). The frame itself has been read once it is corrected, so
+ * staging and release are as above; only its fence waits for the pass.
  */
 #include "config.h"
 
@@ -131,13 +138,51 @@ tl_status tl_cuda_staged_read(tl_cuda_state *s)
 }
 
 tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
-                          float *dst, size_t dst_stride)
+                          float *dst, size_t dst_stride, bool hold)
 {
-    if (!s->filter_on) /* straight into the window */
+    if (!s->filter_on) /* straight into the window (set_filter ran what was held) */
         return tl_cuda_preprocess(s, src, pitch, dt, dst, dst_stride);
-    /* into the FFT rows (zero-padded to P), then filtered into the window */
-    TL_TRY(tl_cuda_preprocess(s, src, pitch, dt, s->pad, s->padded));
-    return tl_cuda_filter_rows(s, dst, dst_stride);
+    /* a held frame bound for the same place is written first: the pass writes its frames
+     * in no particular order */
+    bool clash = s->held && s->held_stride != dst_stride;
+    for (uint32_t k = 0; k < s->held && !clash; k++)
+        clash = s->held_dst.p[k] == dst;
+    if (clash)
+        TL_TRY(tl_cuda_flush(s));
+    /* into the next FFT input rows (zero-padded to P), filtered into dst by the pass */
+    float *pad = s->pad + (size_t)s->held * s->rows * s->padded;
+    TL_TRY(tl_cuda_preprocess(s, src, pitch, dt, pad, s->padded));
+    s->held_dst.p[s->held++] = dst;
+    s->held_stride = dst_stride;
+    return hold && s->held < s->batch ? TL_OK : tl_cuda_flush(s);
+}
+
+tl_status tl_cuda_flush(tl_cuda_state *s)
+{
+    if (!s->held)
+        return TL_OK;
+    uint32_t n = s->held;
+    s->held = 0; /* a failed pass is not run again: the failure is reported once */
+    tl_status st = tl_cuda_filter_rows(s, n, &s->held_dst, s->held_stride);
+    /* the fences are recorded even after a failure, so that nobody waits for them forever */
+    for (unsigned i = 0; i < TL_BACKEND_FENCES; i++) {
+        if (!(s->held_fences >> i & 1))
+            continue;
+        cudaError_t e = cudaEventRecord(s->fence_ev[i], s->stream);
+        if (e != cudaSuccess && st == TL_OK)
+            st = tl_cuda_fail_call(s->eb, e, "cudaEventRecord (fence)", __FILE__, __LINE__);
+    }
+    s->held_fences = 0;
+    return st;
+}
+
+tl_status tl_cuda_op_flush(void *state)
+{
+    tl_cuda_state *s = (tl_cuda_state *)state;
+    if (!s->held)
+        return TL_OK;
+    TL_TRY(tl_cuda_use_device(s));
+    return tl_cuda_flush(s);
 }
 
 /* Device frames and pinned host frames: wait until the GPU has read the caller's buffer
@@ -165,24 +210,37 @@ tl_status tl_cuda_op_store(void *state, const tl_frame *f, uint32_t slot)
     size_t pitch = 0;
     TL_TRY(tl_cuda_stage(s, f, &src, &pitch));
     TL_TRY(tl_cuda_process(s, src, pitch, f->dtype, s->window + (size_t)slot * s->pitch_el,
-                           s->slab_el));
+                           s->slab_el, f->more));
     TL_TRY(tl_cuda_staged_read(s));
     return release_frame(s, f);
 }
 
+static_assert(TL_BACKEND_FENCES <= 64, "held_fences is a 64-bit mask");
+
 tl_status tl_cuda_op_fence(void *state, unsigned i)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    i %= TL_BACKEND_FENCES;
+    if (s->held) { /* reached after the pass of the held frames: recorded by it */
+        s->held_fences |= 1ull << i;
+        return TL_OK;
+    }
     TL_TRY(tl_cuda_use_device(s));
-    TL_CUDA(s->eb, cudaEventRecord(s->fence_ev[i % TL_BACKEND_FENCES], s->stream));
+    TL_CUDA(s->eb, cudaEventRecord(s->fence_ev[i], s->stream));
     return TL_OK;
 }
 
 tl_status tl_cuda_op_fence_done(void *state, unsigned i, bool wait, bool *done)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
-    cudaEvent_t ev = s->fence_ev[i % TL_BACKEND_FENCES];
+    i %= TL_BACKEND_FENCES;
+    cudaEvent_t ev = s->fence_ev[i];
     *done = false;
+    if (s->held_fences >> i & 1) { /* its frame's pass is held: not reached before it runs */
+        if (!wait)
+            return TL_OK;
+        TL_TRY(tl_cuda_op_flush(s));
+    }
     if (wait)
         TL_CUDA(s->eb, cudaEventSynchronize(ev));
     cudaError_t e = cudaEventQuery(ev);
@@ -200,6 +258,7 @@ tl_status tl_cuda_op_calib_add(void *state, const tl_frame *f, uint32_t count)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
+    TL_TRY(tl_cuda_flush(s));
     if (count == 0)
         return tl_fail(s->eb, TL_EINTERNAL, "calibration batch of 0 frames");
     int kind = f->kind == TL_FRAME_DARK ? 0 : 1;
