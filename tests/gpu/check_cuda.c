@@ -1292,6 +1292,20 @@ START_TEST(split_pinned_frames)
 }
 END_TEST
 
+/* e[0], e[1]: R x W uint16 engines with window N on one GPU; e[2] the same split across
+ * two GPUs where there are two (else two partitions of GPU 0). */
+static void two_and_split(uint32_t R, uint32_t W, uint32_t N, tl_engine *e[3])
+{
+    int lists[2][2], nl = split_lists(lists);
+    tl_engine_config c;
+    tl_engine_config_init(&c, R, W, N);
+    c.dtype = TL_DTYPE_U16;
+    tl_engine_config cs = with_devices(&c, lists[nl - 1]);
+    e[0] = tl_gt_cuda(&c, NULL);
+    e[1] = tl_gt_cuda(&c, NULL);
+    e[2] = tl_gt_cuda(&cs, NULL);
+}
+
 /* Frames read later (tl_frame.read_later), as the daemon takes a CUDA IPC producer's: a
  * ring of three device buffers, each rewritten (on a stream that does not wait for the
  * engine's) only once the engine's fences say the frame in it was read; on one GPU and on a
@@ -1301,12 +1315,8 @@ START_TEST(device_frames_read_later)
 {
     enum { RING = 3 };
     const uint32_t R = 48, W = 320, N = 6, S = 96, P = N + 9;
-    int lists[2][2], nl = split_lists(lists);
-    tl_engine_config c;
-    tl_engine_config_init(&c, R, W, N);
-    c.dtype = TL_DTYPE_U16;
-    tl_engine_config cs = with_devices(&c, lists[nl - 1]);
-    tl_engine *e[3] = {tl_gt_cuda(&c, NULL), tl_gt_cuda(&c, NULL), tl_gt_cuda(&cs, NULL)};
+    tl_engine *e[3];
+    two_and_split(R, W, N, e);
     ck_assert_int_eq(cudaSetDevice(0), cudaSuccess);
     cudaStream_t ws;
     ck_assert_int_eq(cudaStreamCreateWithFlags(&ws, cudaStreamNonBlocking), cudaSuccess);
@@ -1419,12 +1429,8 @@ static void expect_same_slices(const char *when, tl_engine **e, uint32_t R, uint
 START_TEST(batched_filter_passes)
 {
     const uint32_t R = 40, W = 96, N = 5; /* 40 rows: 8 frames a pass (20-21 per part: 8) */
-    int lists[2][2], nl = split_lists(lists);
-    tl_engine_config c;
-    tl_engine_config_init(&c, R, W, N);
-    c.dtype = TL_DTYPE_U16;
-    tl_engine_config cs = with_devices(&c, lists[nl - 1]);
-    tl_engine *e[3] = {tl_gt_cuda(&c, NULL), tl_gt_cuda(&c, NULL), tl_gt_cuda(&cs, NULL)};
+    tl_engine *e[3];
+    two_and_split(R, W, N, e);
     size_t row = W * sizeof(uint16_t);
     uint16_t *buf = malloc(R * row);
     for (int kind = 0; kind < 2; kind++)
