@@ -234,20 +234,32 @@ START_TEST(scans_and_rejections)
 }
 END_TEST
 
+/* The next message on a slice subscriber, within timeout_ms: returns how many parts came
+ * (0: none; the caller closes them with tl_proto_close), and *ok whether they decode as a
+ * slice, into *m (valid until they are closed). */
+static int recv_slice(void *sub, tl_proto_decoder *dec, long timeout_ms, zmq_msg_t parts[4],
+                      tl_proto_msg *m, bool *ok)
+{
+    tl_proto_error e;
+    zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+    *ok = false;
+    if (zmq_poll(&it, 1, timeout_ms) <= 0)
+        return 0;
+    int k = tl_proto_recv(sub, parts, 4, 0, &e);
+    *ok = tl_proto_decode_parts(dec, parts, k, TL_MSG_SLICE, m, &e) == TL_PROTO_OK;
+    return k;
+}
+
 /* The final slice of the open series (NULL after 30 s): its pixels, malloc'd, *n of them. */
 static float *final_slice(void *sub, tl_proto_decoder *dec, size_t *n)
 {
     for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < 30;) {
         zmq_msg_t parts[4];
-        tl_proto_error e;
-        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&it, 1, 500) <= 0)
-            continue;
-        int k = tl_proto_recv(sub, parts, 4, 0, &e);
         tl_proto_msg m;
+        bool ok;
+        int k = recv_slice(sub, dec, 500, parts, &m, &ok);
         float *px = NULL;
-        if (tl_proto_decode_parts(dec, parts, k, TL_MSG_SLICE, &m, &e) == TL_PROTO_OK &&
-            m.slice.final) {
+        if (ok && m.slice.final) {
             *n = m.slice.payload_len / sizeof(float);
             px = malloc(m.slice.payload_len);
             memcpy(px, m.slice.payload, m.slice.payload_len);
@@ -420,13 +432,10 @@ START_TEST(slow_subscriber)
     uint64_t last_seq = 0;
     for (double t0 = tl_fx_seconds(); !final && tl_fx_seconds() - t0 < 30;) {
         zmq_msg_t parts[4];
-        tl_proto_error e;
-        zmq_pollitem_t it = {reader, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&it, 1, 500) <= 0)
-            continue;
-        int n = tl_proto_recv(reader, parts, 4, 0, &e);
         tl_proto_msg m;
-        if (tl_proto_decode_parts(dec, parts, n, TL_MSG_SLICE, &m, &e) == TL_PROTO_OK) {
+        bool ok;
+        int n = recv_slice(reader, dec, 500, parts, &m, &ok);
+        if (ok) {
             final = m.slice.final;
             last_seq = m.slice.seq;
             got++;
@@ -441,13 +450,14 @@ START_TEST(slow_subscriber)
      * distance from its last seq to the final one */
     uint64_t prev = 0, missed = 0;
     long held = 0;
-    zmq_pollitem_t it = {stalled, 0, ZMQ_POLLIN, 0};
-    while (zmq_poll(&it, 1, 200) > 0) {
+    for (;;) {
         zmq_msg_t parts[4];
-        tl_proto_error e;
-        int n = tl_proto_recv(stalled, parts, 4, 0, &e);
         tl_proto_msg m;
-        if (tl_proto_decode_parts(dec, parts, n, TL_MSG_SLICE, &m, &e) == TL_PROTO_OK) {
+        bool ok;
+        int n = recv_slice(stalled, dec, 200, parts, &m, &ok);
+        if (n == 0)
+            break; /* nothing more within 200 ms */
+        if (ok) {
             missed += prev && m.slice.seq > prev + 1 ? m.slice.seq - prev - 1 : 0;
             prev = m.slice.seq;
             held++;
