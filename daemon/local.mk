@@ -26,7 +26,7 @@ DAEMON_CORE_LIBS = daemon/libtlcore.a
 
 sbin_PROGRAMS += daemon/tomolived
 daemon_tomolived_SOURCES = \
-	daemon/daemon.h daemon/main.c \
+	daemon/daemon.h daemon/lifecycle.c \
 	daemon/zwatch.h daemon/zwatch.c \
 	daemon/adapter.h daemon/adapter_native.c daemon/ingest.c daemon/worker.c daemon/scan.c \
 	daemon/tuning.c daemon/slice_shm.c daemon/ipc_frames.h daemon/ipc_frames.c \
