@@ -552,7 +552,7 @@ static void cmd_status(request *r)
     msgpack_pack_map(pk, 13);
     tl_proto_pack_kv_str(pk, "version", PACKAGE_VERSION);
     tl_proto_pack_kv_u64(pk, "protocol", TL_PROTO_VERSION);
-    tl_proto_pack_kv_double(pk, "uptime_s", (tl_now_ns() - d->started_ns) / 1e9);
+    tl_proto_pack_kv_double(pk, "uptime_s", (tl_clock_ns() - d->started_ns) / 1e9);
     tl_proto_pack_kv_str(pk, "backend", tl_config_enum_name("daemon.backend", d->cfg.backend));
     pthread_mutex_lock(&d->lock);
     pack_key(pk, "scan");

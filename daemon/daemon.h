@@ -34,6 +34,7 @@
 #include "daemon/slices.h"
 #include "daemon/stats.h"
 #include "daemon/zwatch.h"
+#include "gpu/clock.h"
 #include "gpu/engine.h"
 #include "gpu/tune.h"
 #include "protocol/protocol.h"
@@ -167,9 +168,6 @@ typedef struct tl_daemon {
     uint64_t watchdog_usec;
     bool stopping;
 } tl_daemon;
-
-uint64_t tl_now_ns(void);       /* CLOCK_MONOTONIC */
-uint64_t tl_realtime_ns(void);  /* CLOCK_REALTIME */
 
 /* ingest.c */
 int tl_ingest_start(tl_daemon *d, char *err, size_t errlen);

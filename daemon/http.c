@@ -418,7 +418,7 @@ static void on_slice(void *ctx, const tl_slicebuf *b)
         .missing = b->info.missing,
         .seq = b->seq,
         .t_acq = b->info.t_acq,
-        .t_pub = tl_realtime_ns(),
+        .t_pub = tl_clock_realtime_ns(),
     };
     memcpy(h.orientation, b->orientation, sizeof h.orientation);
     bool done[2] = {false, false};
@@ -666,7 +666,7 @@ static int serve_metrics(server *s, struct lws *wsi, session *p)
     read_scan(d, &v, true);
     tl_metrics_state m = {
         .version = PACKAGE_VERSION,
-        .uptime_s = (tl_now_ns() - d->started_ns) / 1e9,
+        .uptime_s = (tl_clock_ns() - d->started_ns) / 1e9,
         .scan_open = v.open,
         .finished = v.finished,
         .series = v.series,

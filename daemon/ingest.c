@@ -80,8 +80,8 @@ static void *run(void *arg)
             break;
         }
         int kept = n == -2 ? TL_PROTO_MAX_PARTS : n;
-        it.t_recv = tl_realtime_ns();
-        it.t_recv_mono = tl_now_ns();
+        it.t_recv = tl_clock_realtime_ns();
+        it.t_recv_mono = tl_clock_ns();
         tl_stats_count(&d->stats.messages);
         size_t bytes = 0;
         for (int i = 0; i < kept; i++)

@@ -1,4 +1,6 @@
-/* main.c — tomolived: start-up, the event loop, reload and shutdown.
+/* lifecycle.c — a daemon's life: configuration, start-up, reload and shutdown
+ * (lifecycle.h). main.c parses the command line around it; the HTTP fuzzer
+ * (tests/fuzz/fuzz_http.c) runs a whole daemon in-process through the same calls.
  *
  * Start-up is all or nothing: configuration, the requested backend, and the three sockets
  * must all be there before systemd hears READY=1; anything missing is a loud error and a
@@ -10,8 +12,6 @@
  */
 #include <config.h>
 
-#include <getopt.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +20,7 @@
 #include <zmq.h>
 
 #include "daemon/daemon.h"
+#include "daemon/lifecycle.h"
 #include "daemon/http.h"
 #include "daemon/notify.h"
 #include "daemon/recast3d.h"
@@ -27,36 +28,8 @@
 #define TL_STOP_BUDGET_NS 1500000000ull /* of the 2 s allowed for SIGTERM */
 #define TL_LINGER_MS 300
 
-uint64_t tl_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t tl_realtime_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tomolived [-c FILE] [--set SECTION.KEY=VALUE]... [options]\n"
-            "  -c, --config FILE     configuration file (INI; see tomolive.conf(5))\n"
-            "      --set KEY=VALUE   override one key, e.g. --set ingest.endpoint=tcp://*:6000\n"
-            "      --log-level L     error, warn, info or debug (= --set daemon.log_level=L)\n"
-            "      --backend B       auto, cpu or cuda (= --set daemon.backend=B)\n"
-            "      --check-config    check the configuration, print it, and exit\n"
-            "      --print-config    print the effective configuration with help, and exit\n"
-            "  -V, --version         print the version and exit\n"
-            "  -h, --help            this help\n");
-}
-
 /* Defaults, the file, then the command-line overrides, then the cross-key checks. */
-static int load_config(tl_daemon *d, tl_config *c, char *err, size_t errlen)
+int tl_daemon_load_config(tl_daemon *d, tl_config *c, char *err, size_t errlen)
 {
     tl_config_defaults(c);
     if (d->config_path && tl_config_load(c, d->config_path, err, errlen) != 0)
@@ -113,11 +86,11 @@ static void on_status(uv_timer_t *t)
 static void on_watchdog(uv_timer_t *t)
 {
     tl_daemon *d = t->data;
-    uint64_t beat = atomic_load(&d->worker_beat), now = tl_now_ns();
+    uint64_t beat = atomic_load(&d->worker_beat), now = tl_clock_ns();
     if (now - beat < d->watchdog_usec * 1000ull || now < atomic_load(&d->tuning.busy_until))
         tl_notify_watchdog();
     else
-        tl_log(TL_LOG_ERROR, "worker_stalled", "seconds=%.1f", (tl_now_ns() - beat) / 1e9);
+        tl_log(TL_LOG_ERROR, "worker_stalled", "seconds=%.1f", (tl_clock_ns() - beat) / 1e9);
 }
 
 static void start_status_timer(tl_daemon *d)
@@ -141,7 +114,7 @@ static void reload(tl_daemon *d)
     tl_notify_reloading();
     tl_config fresh;
     char err[512];
-    if (load_config(d, &fresh, err, sizeof err) != 0) {
+    if (tl_daemon_load_config(d, &fresh, err, sizeof err) != 0) {
         tl_log(TL_LOG_ERROR, "config_reload_failed", "error=%s", tl_logq(err));
     } else {
         tl_config_diff(&d->cfg, &fresh, report_change, NULL);
@@ -169,12 +142,12 @@ static void close_handle(uv_handle_t *h)
         uv_close(h, NULL);
 }
 
-static void shutdown_daemon(tl_daemon *d)
+void tl_daemon_shutdown(tl_daemon *d)
 {
     if (d->stopping)
         return;
     d->stopping = true;
-    uint64_t t0 = tl_now_ns();
+    uint64_t t0 = tl_clock_ns();
     tl_notify_stopping();
     tl_log(TL_LOG_INFO, "stopping", "queued=%u", tl_queue_depth(&d->queue));
     tl_ingest_stop(d);                          /* no new frames */
@@ -199,7 +172,7 @@ static void on_signal(uv_signal_t *h, int signum)
     if (signum == SIGHUP)
         reload(d);
     else
-        shutdown_daemon(d);
+        tl_daemon_shutdown(d);
 }
 
 static void on_subscriptions(void *ctx)
@@ -209,7 +182,7 @@ static void on_subscriptions(void *ctx)
 
 /* ---- start-up ------------------------------------------------------------------------------ */
 
-static int start(tl_daemon *d, char *err, size_t errlen)
+int tl_daemon_start(tl_daemon *d, char *err, size_t errlen)
 {
     const tl_config *c = &d->cfg;
     tl_backend_kind b;
@@ -278,73 +251,9 @@ static int start(tl_daemon *d, char *err, size_t errlen)
     return 0;
 }
 
-#define TL_FRAME_HEAP_MAX (32 << 20) /* glibc's largest mmap threshold */
-
-/* ZeroMQ allocates every received frame (8 MB for a 2048² uint16 camera) and the worker
- * frees it after the upload. By default glibc serves such sizes with mmap and gives them
- * back with munmap, so every frame page-faults 2,000 fresh pages (~1 ms of an I/O thread)
- * and the kernel zeroes them. Raised thresholds keep freed frames in the heap for the next. */
-static void keep_frame_memory(void)
+void tl_daemon_init(tl_daemon *d)
 {
-#ifdef M_MMAP_THRESHOLD
-    mallopt(M_MMAP_THRESHOLD, TL_FRAME_HEAP_MAX);
-    mallopt(M_TRIM_THRESHOLD, 8 * TL_FRAME_HEAP_MAX);
-#endif
-}
-
-int main(int argc, char **argv)
-{
-    static tl_daemon daemon; /* large, and zero-initialised */
-    tl_daemon *d = &daemon;
-    keep_frame_memory();
-    tl_log_init();
-    d->overrides = calloc((size_t)argc, sizeof *d->overrides);
-    bool check = false, print = false;
-    static char lvl[64], be[64];
-    enum { O_SET = 256, O_LOG, O_BACKEND, O_CHECK, O_PRINT };
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},   {"set", required_argument, NULL, O_SET},
-        {"log-level", required_argument, NULL, O_LOG}, {"backend", required_argument, NULL, O_BACKEND},
-        {"check-config", no_argument, NULL, O_CHECK}, {"print-config", no_argument, NULL, O_PRINT},
-        {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    int o;
-    while ((o = getopt_long(argc, argv, "c:Vh", opts, NULL)) != -1) {
-        switch (o) {
-        case 'c': d->config_path = optarg; break;
-        case O_SET: d->overrides[d->noverrides++] = optarg; break;
-        case O_LOG:
-            snprintf(lvl, sizeof lvl, "daemon.log_level=%s", optarg);
-            d->overrides[d->noverrides++] = lvl;
-            break;
-        case O_BACKEND:
-            snprintf(be, sizeof be, "daemon.backend=%s", optarg);
-            d->overrides[d->noverrides++] = be;
-            break;
-        case O_CHECK: check = true; break;
-        case O_PRINT: print = true; break;
-        case 'V': printf("tomolived %s\n", PACKAGE_VERSION); return 0;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
-        }
-    }
-    if (optind < argc) {
-        usage(stderr);
-        return 2;
-    }
-    char err[512];
-    if (load_config(d, &d->cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "tomolived: %s\n", err);
-        return 2;
-    }
-    if (check || print) {
-        if (check)
-            printf("# configuration OK\n");
-        tl_config_write(&d->cfg, stdout, print);
-        return 0;
-    }
-    tl_log_set_level(d->cfg.log_level);
-    d->started_ns = tl_now_ns();
+    d->started_ns = tl_clock_ns();
     for (int i = 0; i < TL_REJ_COUNT; i++)
         pthread_mutex_init(&d->reject_rl[i].lock, NULL);
     pthread_mutex_init(&d->lock, NULL);
@@ -352,12 +261,10 @@ int main(int argc, char **argv)
     pthread_cond_init(&d->ingest_cv, NULL);
     tl_slices_init(&d->slices);
     uv_loop_init(&d->loop);
-    if (start(d, err, sizeof err) != 0) {
-        tl_log(TL_LOG_ERROR, "start_failed", "error=%s", tl_logq(err));
-        fprintf(stderr, "tomolived: %s\n", err);
-        return 1; /* the OS reclaims the rest; systemd sees the failure */
-    }
-    uv_run(&d->loop, UV_RUN_DEFAULT);
+}
+
+void tl_daemon_destroy(tl_daemon *d)
+{
     tl_queue_destroy(&d->queue); /* frames the stop budget left unprocessed */
     zmq_ctx_term(d->zctx);
     tl_publisher_destroy(&d->pub); /* waits for the linger of the last slices */
@@ -367,13 +274,7 @@ int main(int argc, char **argv)
         tl_slice_shm_drop(d, &d->slices.v[i]);
     tl_slices_destroy(&d->slices);
     uv_loop_close(&d->loop);
-    free(d->overrides);
     tl_log(TL_LOG_INFO, "stopped", "frames=%llu slices_published=%llu",
            (unsigned long long)tl_stats_get(&d->stats.messages),
            (unsigned long long)tl_stats_get(&d->stats.slices_published));
-    /* A kernel timing the stop left behind (tuning.c) may still use the device: leave
-     * without the exit handlers that would tear the GPU runtime down under it. */
-    if (atomic_load(&d->tuning.threads) > 0)
-        _exit(0);
-    return 0;
 }

@@ -24,16 +24,26 @@ daemon_libtlcore_a_SOURCES = \
 daemon_libtlcore_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS)
 DAEMON_CORE_LIBS = daemon/libtlcore.a
 
-sbin_PROGRAMS += daemon/tomolived
-daemon_tomolived_SOURCES = \
-	daemon/daemon.h daemon/lifecycle.c \
+# The daemon itself (lifecycle.h: start, loop, shutdown) as a library: tomolived is main.c
+# and the HTTP server around it, and the HTTP fuzzer (tests/fuzz/fuzz_http.c) links the same
+# library around its own instrumented build of http.c.
+noinst_LIBRARIES += daemon/libtomolived.a
+daemon_libtomolived_a_SOURCES = \
+	daemon/daemon.h daemon/lifecycle.h daemon/lifecycle.c \
 	daemon/zwatch.h daemon/zwatch.c \
 	daemon/adapter.h daemon/adapter_native.c daemon/ingest.c daemon/worker.c daemon/scan.c \
 	daemon/tuning.c daemon/slice_shm.c daemon/ipc_frames.h daemon/ipc_frames.c \
 	daemon/publisher.h daemon/publisher.c \
 	daemon/control.c daemon/commands.c
+daemon_libtomolived_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) $(INIH_CFLAGS) \
+	$(SYSTEMD_CFLAGS) $(LWS_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
+DAEMON_LIBS = daemon/libtomolived.a
+
+sbin_PROGRAMS += daemon/tomolived
+daemon_tomolived_SOURCES = daemon/main.c
 daemon_tomolived_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
-daemon_tomolived_LDADD = $(DAEMON_CORE_LIBS) $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) $(ENGINE_LIBS) $(UV_LIBS)
+daemon_tomolived_LDADD = $(DAEMON_LIBS) $(DAEMON_CORE_LIBS) $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) \
+	$(ENGINE_LIBS) $(UV_LIBS)
 
 # The HTTP server: the live preview page, /metrics and /api/status (daemon/http.h), with
 # libwebsockets on the daemon's libuv loop. Its pure parts — routing, preview images,
@@ -59,11 +69,10 @@ dist_man8_MANS = daemon/tomolived.8
 # Detectors and viewers: the ingest formats besides tomolive's (daemon/adapter.h: DECTRIS
 # Stream V2 and V1, the JSON header + blob presets, tomopackets), what they share
 # (adapter_util, bitshuffle/LZ4 decoding) and the RECAST3D viewer link.
-daemon_tomolived_SOURCES += \
+daemon_libtomolived_a_SOURCES += \
 	daemon/adapter.c daemon/adapter_util.h daemon/adapter_util.c \
 	daemon/bitshuffle.h daemon/bitshuffle.c \
 	daemon/adapter_dectris2.c daemon/adapter_dectris1.c daemon/adapter_json.c \
 	daemon/adapter_tomopackets.c \
 	daemon/recast3d.h daemon/recast3d.c
-daemon_tomolived_CFLAGS += $(CBOR_CFLAGS) $(LZ4_CFLAGS) $(JANSSON_CFLAGS)
 daemon_tomolived_LDADD += $(CBOR_LIBS) $(LZ4_LIBS) $(JANSSON_LIBS)

@@ -232,7 +232,7 @@ static void reconnect(const char *why)
            tl_logq(R.d->cfg.recast3d_server), why, R.backoff);
     open_req();
     R.state = R3D_CONNECTING;
-    R.next_try_ns = tl_now_ns() + (uint64_t)(R.backoff * 1e9);
+    R.next_try_ns = tl_clock_ns() + (uint64_t)(R.backoff * 1e9);
     R.backoff = fmin(R.backoff * 2, R3D_BACKOFF_MAX);
 }
 
@@ -241,7 +241,7 @@ static bool send_packet(size_t len)
     if (!R.req || zmq_send(R.req, R.packet, len, ZMQ_DONTWAIT) < 0)
         return false;
     R.busy = true;
-    R.sent_ns = tl_now_ns();
+    R.sent_ns = tl_clock_ns();
     return true;
 }
 
@@ -457,7 +457,7 @@ static void on_slice(void *ctx, const tl_slicebuf *b)
 
 static void on_tick(uv_timer_t *t)
 {
-    uint64_t now = tl_now_ns();
+    uint64_t now = tl_clock_ns();
     if (R.busy && now - R.sent_ns > (R.state == R3D_CONNECTING ? R3D_SCENE_TIMEOUT_NS
                                                                  : R3D_DATA_TIMEOUT_NS)) {
         if (R.state == R3D_READY) { /* a new viewer gets a new scene: forget the old one */

@@ -262,9 +262,9 @@ static void submit_frame(tl_daemon *d, tl_item *it, const void *data, bool pinne
         fr.read_later = true; /* released by apply_frame once read: the worker never waits */
         fr.pitch = f->ipc.pitch;
     }
-    uint64_t t0 = tl_now_ns();
+    uint64_t t0 = tl_clock_ns();
     tl_status st = tl_engine_submit(s->engine, &fr);
-    tl_hist_add(&d->stats.latency[TL_LAT_SUBMIT], (tl_now_ns() - t0) / 1e9);
+    tl_hist_add(&d->stats.latency[TL_LAT_SUBMIT], (tl_clock_ns() - t0) / 1e9);
     if (st != TL_OK) {
         tl_reject why = st == TL_ESTALE ? TL_REJ_STALE : st == TL_EDUPLICATE ? TL_REJ_DUPLICATE
                         : st == TL_ESHAPE ? TL_REJ_SHAPE : TL_REJ_ENGINE;
@@ -352,7 +352,7 @@ void tl_scan_bands_check(tl_daemon *d)
     if (tl_bands_pending(&d->bands) == 0)
         return;
     uint64_t timeout = (uint64_t)d->cfg.ingest_band_timeout_ms * 1000000ull;
-    tl_bands_expire(&d->bands, tl_now_ns(), timeout);
+    tl_bands_expire(&d->bands, tl_clock_ns(), timeout);
 }
 
 static bool apply_frame(tl_daemon *d, tl_item *it)

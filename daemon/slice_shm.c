@@ -40,7 +40,7 @@ int tl_slice_shm_prepare(tl_daemon *d, tl_slice *sl)
     size_t bytes = (size_t)sl->height * sl->width * sizeof(float);
     if (!sl->shm.base || sl->shm.pixel_bytes != bytes) {
         tl_slice_shm_drop(d, sl);
-        uint64_t now = tl_now_ns();
+        uint64_t now = tl_clock_ns();
         if (now < sl->shm_retry_ns)
             return -1; /* failed recently: not again every turn */
         char name[TL_PROTO_SHM_NAME_MAX + 1], err[512];

@@ -210,7 +210,7 @@ static tl_status time_kernels(tl_daemon *d, tl_engine *e, const tl_tune_shape *s
     tl_tune_options opt = {.budget_s = c->budget, .min_reps = 3, .max_reps = 20};
     tl_status st = TL_ENOMEM;
     *left = false;
-    atomic_store(&d->tuning.busy_until, tl_now_ns() + TL_TUNE_GRACE_NS(c->budget));
+    atomic_store(&d->tuning.busy_until, tl_clock_ns() + TL_TUNE_GRACE_NS(c->budget));
     tune_task *t = calloc(1, sizeof *t);
     if (t && (pthread_mutex_init(&t->mu, NULL) != 0 || pthread_cond_init(&t->cv, NULL) != 0)) {
         free(t); /* (a mutex or condition that fails to initialise holds nothing) */
@@ -261,7 +261,7 @@ static tl_status time_kernels(tl_daemon *d, tl_engine *e, const tl_tune_shape *s
         }
         pthread_mutex_lock(&d->lock);
     }
-    atomic_store(&d->worker_beat, tl_now_ns()); /* alive: the watchdog's grace ends */
+    atomic_store(&d->worker_beat, tl_clock_ns()); /* alive: the watchdog's grace ends */
     atomic_store(&d->tuning.busy_until, 0);
     if (*left)
         snprintf(err, errlen, "the daemon is stopping");
@@ -285,7 +285,7 @@ static tl_status resolve(tl_daemon *d, tl_tune_size *ts, bool force, tl_tune_res
     tl_quality q = ec->quality;
     const char *path = c.path[0] ? c.path : NULL;
     const char *why = ""; /* for the log: why the built-in rule serves the size */
-    uint64_t t0 = tl_now_ns();
+    uint64_t t0 = tl_clock_ns();
     tl_status st = TL_OK;
     bool from_cache = false;
     err[0] = '\0';
@@ -354,7 +354,7 @@ static tl_status resolve(tl_daemon *d, tl_tune_size *ts, bool force, tl_tune_res
         if (st == TL_OK)
             st = TL_EIO;
     }
-    ts->seconds = (tl_now_ns() - t0) / 1e9;
+    ts->seconds = (tl_clock_ns() - t0) / 1e9;
     if (ts->source == TL_TUNE_SRC_FAILED)
         tl_log(TL_LOG_ERROR, "kernel_choice",
                "height=%u width=%u window=%u batch=%u source=failed seconds=%.2f error=%s "

@@ -35,7 +35,7 @@
 static uint64_t publish_due(tl_daemon *d)
 {
     tl_scan *s = &d->scan;
-    uint64_t now = tl_now_ns(), wake = UINT64_MAX;
+    uint64_t now = tl_clock_ns(), wake = UINT64_MAX;
     if (!s->open)
         return wake;
     tl_engine_state es;
@@ -92,9 +92,9 @@ static uint64_t publish_due(tl_daemon *d)
         wake = w->pace.resume_ns;
     if (n == 0)
         return wake;
-    uint64_t t0 = tl_now_ns();
+    uint64_t t0 = tl_clock_ns();
     tl_status st = tl_engine_reconstruct(s->engine, w->ids, (size_t)n, w->outs, w->info);
-    uint64_t t1 = tl_now_ns();
+    uint64_t t1 = tl_clock_ns();
     tl_hist_add(&d->stats.latency[TL_LAT_RECON], (t1 - t0) / 1e9);
     if (st != TL_OK) {
         tl_log(TL_LOG_ERROR, "reconstruction_failed", "slices=%d error=%s", n,
@@ -103,7 +103,7 @@ static uint64_t publish_due(tl_daemon *d)
             tl_bufpool_put(w->bufs[k]);
         return wake;
     }
-    uint64_t t_done = tl_realtime_ns();
+    uint64_t t_done = tl_clock_realtime_ns();
     double px = 0;
     for (int k = 0; k < n; k++)
         px += (double)d->slices.v[w->due[k]].height * d->slices.v[w->due[k]].width;
@@ -149,7 +149,7 @@ static void *run(void *arg)
     uint64_t wake = UINT64_MAX;
     bool owed = false;
     while (!atomic_load(&d->worker_stop)) {
-        uint64_t now = tl_now_ns();
+        uint64_t now = tl_clock_ns();
         atomic_store(&d->worker_beat, now);
         double timeout = TL_WORKER_MAX_WAIT;
         if (wake != UINT64_MAX)
@@ -160,12 +160,12 @@ static void *run(void *arg)
          * while the GPU finishes reading them (the producer may be waiting for its ring) */
         int got = tl_queue_pop(&d->queue, &it, owed ? 0 : timeout);
         pthread_mutex_lock(&d->lock);
-        uint64_t t0 = tl_now_ns();
+        uint64_t t0 = tl_clock_ns();
         bool took_frame = false;
         if (!got && owed)
             tl_scan_releases(d, TL_RELEASE_OLDEST);
         while (got) {
-            uint64_t taken = tl_now_ns();
+            uint64_t taken = tl_clock_ns();
             tl_hist_add(&d->stats.latency[TL_LAT_QUEUE], (taken - it.t_recv_mono) / 1e9);
             /* a frame, or the row band that completed one: a band alone is not a frame;
              * with more behind it, a short frame's filter may wait for a batch */
@@ -177,7 +177,7 @@ static void *run(void *arg)
             zmq_msg_close(&it.payload); /* the pixels are in the engine now */
             zmq_msg_init(&it.payload);
             tl_scan_releases(d, TL_RELEASE_NOWAIT);
-            got = tl_now_ns() - t0 < TL_WORKER_BATCH_NS && !atomic_load(&d->worker_stop) &&
+            got = tl_clock_ns() - t0 < TL_WORKER_BATCH_NS && !atomic_load(&d->worker_stop) &&
                   tl_queue_pop(&d->queue, &it, 0);
         }
         d->scan.backlog = false;
@@ -185,7 +185,7 @@ static void *run(void *arg)
         tl_scan_producer_check(d);
         tl_scan_bands_check(d);
         tl_tuning_turn(d); /* may free the lock while timing */
-        tl_pace_turn(&w->pace, took_frame, tl_now_ns());
+        tl_pace_turn(&w->pace, took_frame, tl_clock_ns());
         wake = publish_due(d);
         tl_scan_releases(d, TL_RELEASE_NOWAIT);
         owed = tl_ipc_frames_waiting(&d->ipc, NULL);
@@ -200,7 +200,7 @@ static void drain(tl_daemon *d, uint64_t deadline)
 {
     tl_item it;
     zmq_msg_init(&it.payload);
-    while (tl_now_ns() < deadline && tl_queue_pop(&d->queue, &it, 0) == 1) {
+    while (tl_clock_ns() < deadline && tl_queue_pop(&d->queue, &it, 0) == 1) {
         pthread_mutex_lock(&d->lock);
         tl_scan_apply(d, &it);
         pthread_mutex_unlock(&d->lock);
@@ -209,7 +209,7 @@ static void drain(tl_daemon *d, uint64_t deadline)
     }
     pthread_mutex_lock(&d->lock);
     d->scratch.pace = (tl_pace){0}; /* no stream any more: everything due */
-    tl_pace_turn(&d->scratch.pace, false, tl_now_ns());
+    tl_pace_turn(&d->scratch.pace, false, tl_clock_ns());
     publish_due(d);
     pthread_mutex_unlock(&d->lock);
     zmq_msg_close(&it.payload);
@@ -235,7 +235,7 @@ int tl_worker_start(tl_daemon *d)
         !w->tcp || !w->cand || tl_tuning_init(d) != 0)
         return -1;
     atomic_store(&d->worker_stop, false);
-    atomic_store(&d->worker_beat, tl_now_ns());
+    atomic_store(&d->worker_beat, tl_clock_ns());
     return pthread_create(&d->worker_thread, NULL, run, d) == 0 ? 0 : -1;
 }
 
