@@ -74,11 +74,14 @@ typedef struct {
     bool rx_bad;                 /* the message being received is too long: ignore it */
 } client;
 
-/* Per connection (lws allocates and zeroes it): a page, or an HTTP response in progress. */
+/* Per connection (lws allocates and zeroes it): a page, or an HTTP response in progress.
+ * Only connections that libwebsockets bound to a protocol have one: see callback(). */
 typedef struct {
     client *c;
     char *body;
     size_t len, off;
+    bool head;                   /* a HEAD request: the headers were the whole answer */
+    bool close;                  /* end the connection once the answer is sent */
 } session;
 
 typedef struct {
@@ -109,6 +112,7 @@ typedef struct {
     char *state_text;            /* the last state sent to pages */
     const char *kernel;          /* of the last slice published (a static string) */
     uint64_t sent, dropped;      /* preview images */
+    uint64_t http_ok, http_errors, http_unrouted; /* tl_metrics_state says what they count */
 } server;
 
 static server srv;
@@ -146,14 +150,21 @@ static void *grow(void *p, size_t *cap, size_t need)
     return q;
 }
 
+/* libwebsockets' own complaints, most of them about what a client sent ("Ran out of header
+ * data space"): anyone can connect, so they are rate-limited like rejected frames. */
 static void lws_emit(int level, const char *line)
 {
+    static tl_ratelimit rl = TL_RATELIMIT_INIT;
+    int lv = level == LLL_ERR ? TL_LOG_ERROR : TL_LOG_WARN;
+    uint64_t held;
+    if (!tl_log_enabled(lv) || !tl_ratelimit_allow(&rl, 10.0, 20, &held))
+        return;
     char msg[512];
     snprintf(msg, sizeof msg, "%s", line);
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = 0;
-    tl_log(level == LLL_ERR ? TL_LOG_ERROR : TL_LOG_WARN, "http_lws", "message=%s", tl_logq(msg));
+    tl_log(lv, "http_lws", "message=%s suppressed=%llu", tl_logq(msg), (unsigned long long)held);
 }
 
 /* ---- control requests, in-process ------------------------------------------------------ */
@@ -606,22 +617,41 @@ static void client_close(server *s, client *c)
 
 /* ---- HTTP -------------------------------------------------------------------------------- */
 
-static int respond(struct lws *wsi, session *p, unsigned status, const char *ctype, char *body,
-                   size_t len)
+/* Sends the headers of a response and queues its body (taken over, freed when sent);
+ * for a HEAD request only the headers go, with the length the body would have had. */
+static int respond_with(struct lws *wsi, session *p, unsigned status, const char *ctype,
+                        char *body, size_t len, const char *allow)
 {
     uint8_t hb[LWS_PRE + 1024], *start = hb + LWS_PRE, *q = start, *end = hb + sizeof hb - 1;
     free(p->body);
     p->body = body;
     p->len = len;
     p->off = 0;
+    if (status < 400)
+        srv.http_ok++;
+    else
+        srv.http_errors++;
     static const char nostore[] = "no-store";
     if (!body || lws_add_http_common_headers(wsi, status, ctype, len, &q, end) ||
         lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
                                     (const unsigned char *)nostore, (int)strlen(nostore), &q, end) ||
+        (allow && lws_add_http_header_by_name(wsi, (const unsigned char *)"allow:",
+                                              (const unsigned char *)allow, (int)strlen(allow),
+                                              &q, end)) ||
         lws_finalize_write_http_header(wsi, start, &q, end))
         return -1;
+    if (p->head) { /* the body is not sent: http_writeable ends the transaction */
+        free(p->body);
+        p->body = NULL;
+    }
     lws_callback_on_writable(wsi);
     return 0;
+}
+
+static int respond(struct lws *wsi, session *p, unsigned status, const char *ctype, char *body,
+                   size_t len)
+{
+    return respond_with(wsi, p, status, ctype, body, len, NULL);
 }
 
 static int respond_text(struct lws *wsi, session *p, unsigned status, const char *text)
@@ -685,6 +715,9 @@ static int serve_metrics(server *s, struct lws *wsi, session *p)
         .preview_clients = s->nclients,
         .preview_sent = s->sent,
         .preview_dropped = s->dropped,
+        .http_ok = s->http_ok,
+        .http_errors = s->http_errors,
+        .http_unrouted = s->http_unrouted,
     };
     pthread_mutex_lock(&d->lock); /* as status counts them */
     m.slices_defined = d->slices.n;
@@ -729,10 +762,47 @@ static int serve_status(server *s, struct lws *wsi, session *p)
     return respond(wsi, p, HTTP_STATUS_OK, "application/json", body, n);
 }
 
+static int http_writeable(struct lws *wsi, session *p);
+
+/* Whether the request says a body follows (we read none). */
+static bool has_body(struct lws *wsi)
+{
+    char cl[32];
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING) > 0)
+        return true;
+    if (lws_hdr_copy(wsi, cl, sizeof cl, WSI_TOKEN_HTTP_CONTENT_LENGTH) <= 0)
+        return lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) > 0; /* too long */
+    return strspn(cl, " 0") != strlen(cl);
+}
+
+/* Answers a request we do not serve: 405 for a method other than GET and HEAD, 413 for a
+ * body. A request with a body is answered at once and its connection closed (the callback
+ * returns -1), because once LWS_CALLBACK_HTTP returns, libwebsockets 4.1 (and its master
+ * today) loops forever in lws_http_action on a body that arrived behind a pipelined request:
+ * the daemon's loop would stall (found by tests/fuzz/fuzz_http.c). */
+static int refuse(struct lws *wsi, session *p, bool method_ok)
+{
+    static const char why_method[] = "only GET and HEAD are served\n";
+    static const char why_body[] = "requests with a body are not served\n";
+    const char *why = method_ok ? why_body : why_method;
+    tl_log(TL_LOG_DEBUG, "http_refused", "reason=%s", tl_logq(method_ok ? "request body" : "method"));
+    int rc = respond_with(wsi, p,
+                          method_ok ? HTTP_STATUS_REQ_ENTITY_TOO_LARGE : HTTP_STATUS_METHOD_NOT_ALLOWED,
+                          "text/plain; charset=utf-8", strdup(why), strlen(why),
+                          method_ok ? NULL : "GET, HEAD");
+    if (rc != 0 || !p->close)
+        return rc;
+    http_writeable(wsi, p); /* the body now (a few bytes); it ends in http_done: -1 */
+    return -1;
+}
+
 static int serve_http(server *s, struct lws *wsi, session *p, const char *path)
 {
-    if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) <= 0)
-        return respond_text(wsi, p, HTTP_STATUS_METHOD_NOT_ALLOWED, "only GET is served\n");
+    p->head = lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0;
+    p->close = has_body(wsi);
+    bool method_ok = p->head || lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
+    if (!method_ok || p->close)
+        return refuse(wsi, p, method_ok);
     const char *file;
     switch (tl_http_route_path(path, &file)) {
     case TL_ROUTE_METRICS: return serve_metrics(s, wsi, p);
@@ -754,8 +824,20 @@ static int serve_http(server *s, struct lws *wsi, session *p, const char *path)
     return respond_text(wsi, p, HTTP_STATUS_NOT_FOUND, "not found\n");
 }
 
+/* The answer is out: keep the connection for the next request, or close it. */
+static int http_done(struct lws *wsi, session *p)
+{
+    if (p->close)
+        return -1;
+    return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
 static int http_writeable(struct lws *wsi, session *p)
 {
+    if (p->head) { /* the headers were the answer */
+        p->head = false;
+        return http_done(wsi, p);
+    }
     if (!p->body)
         return 0;
     uint8_t buf[LWS_PRE + CHUNK];
@@ -771,26 +853,24 @@ static int http_writeable(struct lws *wsi, session *p)
     }
     free(p->body);
     p->body = NULL;
-    return lws_http_transaction_completed(wsi) ? -1 : 0;
+    return http_done(wsi, p);
 }
 
 /* ---- the libwebsockets callback ---------------------------------------------------------- */
 
+/* A connection that libwebsockets turned away before routing it (a bare connect and close,
+ * a TLS hello, an unknown method, a request line or headers it cannot parse or that exceed
+ * its limits) never gets per-session data: callbacks about it (CLOSED_HTTP, HTTP_DROP_
+ * PROTOCOL, WSI_DESTROY, ...) come with user == NULL. Anything can connect to the port, so
+ * every reason that touches a session checks for that first; what is not ours goes to
+ * libwebsockets' default handler, as its documentation asks. */
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                     size_t len)
 {
     server *s = &srv;
     session *p = user;
     switch (reason) {
-    case LWS_CALLBACK_HTTP:
-        return serve_http(s, wsi, p, in ? (const char *)in : "");
-    case LWS_CALLBACK_HTTP_WRITEABLE:
-        return http_writeable(wsi, p);
-    case LWS_CALLBACK_CLOSED_HTTP:
-        free(p->body);
-        p->body = NULL;
-        break;
-    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: { /* reads headers only */
         char uri[64];
         const char *f;
         if (lws_hdr_copy(wsi, uri, sizeof uri, WSI_TOKEN_GET_URI) <= 0 ||
@@ -798,18 +878,47 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             return 1; /* refused */
         break;
     }
+    case LWS_CALLBACK_HTTP:
+        if (!p) /* not expected: a request is always bound; answer without a session */
+            return lws_return_http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, NULL) ||
+                           lws_http_transaction_completed(wsi)
+                       ? -1
+                       : 0;
+        return serve_http(s, wsi, p, in ? (const char *)in : "");
+    case LWS_CALLBACK_HTTP_WRITEABLE:
+        return p ? http_writeable(wsi, p) : 0;
+    case LWS_CALLBACK_HTTP_BODY:
+    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+        /* Only "POST ... Content-Length: 0" gets here (a body is refused first): ours, not
+         * the default handler's, which would complete the transaction before the 405 is
+         * written. The answer's last write completes it (http_done). */
+        return 0;
+    case LWS_CALLBACK_CLOSED_HTTP:
+        if (!p)
+            s->http_unrouted++;
+        /* fall through */
+    case LWS_CALLBACK_HTTP_DROP_PROTOCOL: /* the transaction is over: its body goes */
+        if (p) {
+            free(p->body);
+            p->body = NULL;
+            p->head = false;
+        }
+        break;
     case LWS_CALLBACK_ESTABLISHED:
+        if (!p)
+            return -1;
         p->c = client_open(s, wsi);
         return p->c ? 0 : -1;
     case LWS_CALLBACK_CLOSED:
-        if (p->c)
+        if (p && p->c)
             client_close(s, p->c);
-        p->c = NULL;
+        if (p)
+            p->c = NULL;
         break;
     case LWS_CALLBACK_SERVER_WRITEABLE:
-        return p->c ? write_next(s, p->c) : 0;
+        return p && p->c ? write_next(s, p->c) : 0;
     case LWS_CALLBACK_RECEIVE: {
-        client *c = p->c;
+        client *c = p ? p->c : NULL;
         if (!c)
             break;
         if (lws_frame_is_binary(wsi) || c->rxlen + len > sizeof c->rx)

@@ -7,7 +7,8 @@
  * slice registry, atomics for the counters), and the page's actions are control requests
  * run in-process with tl_commands_run.
  *
- * Routes (GET only):
+ * Routes (GET and HEAD; other methods get 405, a request with a body 405 or 413 and its
+ * connection closed):
  *   /                  the page (index.html), and any NAME.html|js|css|png|svg under http.root
  *   /metrics           Prometheus text (daemon/metrics.h)
  *   /api/status        the `status` command's result as JSON

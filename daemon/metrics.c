@@ -190,6 +190,15 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
     put(&o, "tomolive_preview_frames_total{outcome=\"sent\"} %llu\n", (unsigned long long)s->preview_sent);
     put(&o, "tomolive_preview_frames_total{outcome=\"dropped\"} %llu\n",
         (unsigned long long)s->preview_dropped);
+    family(&o, "tomolive_http_requests_total", "counter",
+           "HTTP requests: answered (ok), answered with an error status (error), or connections "
+           "closed before a request was routed (unrouted: bare connects, TLS hellos, requests "
+           "libwebsockets refused as malformed or too large).");
+    put(&o, "tomolive_http_requests_total{outcome=\"ok\"} %llu\n", (unsigned long long)s->http_ok);
+    put(&o, "tomolive_http_requests_total{outcome=\"error\"} %llu\n",
+        (unsigned long long)s->http_errors);
+    put(&o, "tomolive_http_requests_total{outcome=\"unrouted\"} %llu\n",
+        (unsigned long long)s->http_unrouted);
 
     family(&o, "tomolive_stage_latency_seconds", "histogram",
            "Time per stage: queue (frame received to taken by the engine), submit "

@@ -44,6 +44,10 @@ typedef struct {
     /* preview page */
     int preview_clients;
     uint64_t preview_sent, preview_dropped;
+    /* HTTP: requests answered 2xx/3xx, answered 4xx/5xx by us, and connections closed before
+     * any request was routed (health-check connects, TLS hellos, requests libwebsockets
+     * itself refused as malformed or too large) */
+    uint64_t http_ok, http_errors, http_unrouted;
 } tl_metrics_state;
 
 /* The `le` bounds of the histograms: TL_METRICS_LE bounds, bound k is tl_hist_bound of

@@ -73,6 +73,6 @@ fuzz-corpus: tests/fuzz/gen_corpus$(EXEEXT)
 	./tests/fuzz/gen_corpus$(EXEEXT) $(srcdir)/tests/fuzz/corpus
 
 clean-fuzz:
-	rm -rf tests/fuzz/run-corpus tests/fuzz/fuzz_header crash-* leak-* timeout-* oom-*
+	rm -rf tests/fuzz/run-corpus tests/fuzz/fuzz_header tests/fuzz/http-run-corpus tests/fuzz/fuzz_http crash-* leak-* timeout-* oom-*
 
 .PHONY: fuzz fuzz-corpus clean-fuzz

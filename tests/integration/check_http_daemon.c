@@ -27,110 +27,9 @@
 
 #include "daemon/preview.h"
 #include "tests/daemon_fixture.h"
+#include "tests/http_client.h"
 #include "tests/testutil.h"
 #include "tests/unit/check_http_expo.h"
-
-/* A port nobody listens on now (bind to port 0, read it, close): the daemon's http.listen
- * takes 1..65535, so the test picks one; start() retries if somebody takes it meanwhile. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    ck_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-              getsockname(fd, (struct sockaddr *)&a, &len) == 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-static int start(tl_fixture *f, const char *tag)
-{
-    const char *src = getenv("top_srcdir");
-    char root[1024], listen[64];
-    snprintf(root, sizeof root, "http.root=%s/daemon/www", src && *src ? src : ".");
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int port = free_port();
-        snprintf(listen, sizeof listen, "http.listen=127.0.0.1:%d", port);
-        const char *args[] = {"--set", listen, "--set", root, NULL};
-        if (tl_fx_start(f, tag, args) == 0)
-            return port;
-        tl_fx_cleanup(f);
-    }
-    ck_abort_msg("the daemon did not start");
-    return -1;
-}
-
-static int tcp_connect(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert(fd >= 0);
-    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
-    return fd;
-}
-
-/* Reads what is there within timeout seconds into buf; -1 on timeout or error, 0 at EOF. */
-static ssize_t read_some(int fd, void *buf, size_t n, double timeout)
-{
-    struct pollfd p = {fd, POLLIN, 0};
-    if (poll(&p, 1, (int)(timeout * 1000)) <= 0)
-        return -1;
-    return read(fd, buf, n);
-}
-
-/* ---- HTTP/1.1 GET ------------------------------------------------------------------------ */
-
-typedef struct {
-    int status;
-    char ctype[128];
-    char *body;
-    size_t len;
-} response;
-
-static void get(int port, const char *path, response *r)
-{
-    int fd = tcp_connect(port);
-    char req[512];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n",
-                     path, port);
-    ck_assert(write(fd, req, (size_t)n) == n);
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    double t0 = tl_fx_seconds();
-    char *hend = NULL;
-    long clen = -1;
-    for (;;) {
-        if (len + 1 >= cap)
-            buf = realloc(buf, cap *= 2);
-        ssize_t k = read_some(fd, buf + len, cap - len - 1, 10 - (tl_fx_seconds() - t0));
-        ck_assert_msg(k >= 0, "GET %s: no answer", path);
-        len += (size_t)k;
-        buf[len] = 0;
-        if (!hend && (hend = strstr(buf, "\r\n\r\n"))) {
-            char *cl = strcasestr(buf, "\r\ncontent-length:");
-            if (cl && cl < hend)
-                clen = strtol(cl + 17, NULL, 10);
-        }
-        if (k == 0 || (hend && clen >= 0 && len >= (size_t)(hend + 4 - buf) + (size_t)clen))
-            break;
-    }
-    close(fd);
-    ck_assert_msg(hend && sscanf(buf, "HTTP/1.1 %d", &r->status) == 1, "GET %s: %s", path, buf);
-    r->ctype[0] = 0;
-    char *ct = strcasestr(buf, "\r\ncontent-type:");
-    if (ct && ct < hend) {
-        ct += 15;
-        while (*ct == ' ')
-            ct++;
-        snprintf(r->ctype, sizeof r->ctype, "%.*s", (int)strcspn(ct, "\r"), ct);
-    }
-    r->len = len - (size_t)(hend + 4 - buf);
-    r->body = malloc(r->len + 1);
-    memcpy(r->body, hend + 4, r->len);
-    r->body[r->len] = 0;
-    free(buf);
-}
 
 /* ---- a minimal WebSocket client -------------------------------------------------------------- */
 
@@ -160,7 +59,7 @@ static void ws_open(wsc *w, int port, int rcvbuf)
     w->buf = malloc(w->cap);
     char *end = NULL;
     while (!end) {
-        ssize_t k = read_some(w->fd, w->buf + w->len, w->cap - w->len - 1, 10);
+        ssize_t k = tl_hc_read_some(w->fd, w->buf + w->len, w->cap - w->len - 1, 10);
         ck_assert_msg(k > 0, "no WebSocket handshake");
         w->len += (size_t)k;
         w->buf[w->len] = 0;
@@ -225,7 +124,7 @@ static bool ws_recv(wsc *w, int *opcode, uint8_t **msg, size_t *n, double timeou
         if (w->len == w->cap)
             w->buf = realloc(w->buf, w->cap *= 2);
         double left = timeout - (tl_fx_seconds() - t0);
-        ssize_t k = left > 0 ? read_some(w->fd, w->buf + w->len, w->cap - w->len, left) : -1;
+        ssize_t k = left > 0 ? tl_hc_read_some(w->fd, w->buf + w->len, w->cap - w->len, left) : -1;
         if (k <= 0) {
             free(out);
             return false;
@@ -331,34 +230,34 @@ static json_t *slice_by_id(json_t *list, const char *id)
 START_TEST(pages_and_404)
 {
     tl_fixture f;
-    int port = start(&f, "http-pages");
-    response r;
-    get(port, "/", &r);
+    int port = tl_hc_start(&f, "http-pages");
+    tl_hc_response r;
+    tl_hc_get(port, "/", &r);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.ctype, "text/html; charset=utf-8");
     ck_assert_ptr_nonnull(strstr(r.body, "<script src=\"app.js\">"));
-    free(r.body);
-    get(port, "/app.js", &r);
+    tl_hc_free(&r);
+    tl_hc_get(port, "/app.js", &r);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.ctype, "text/javascript; charset=utf-8");
     ck_assert_ptr_nonnull(strstr(r.body, "tomolive-preview"));
-    free(r.body);
-    get(port, "/style.css", &r);
+    tl_hc_free(&r);
+    tl_hc_get(port, "/style.css", &r);
     ck_assert_int_eq(r.status, 200);
-    free(r.body);
+    tl_hc_free(&r);
     static const char *const missing[] = {"/nope", "/nope.js", "/api", "/metrics/x", "/../../etc/passwd",
                                           "/%2e%2e/%2e%2e/etc/passwd", "/.hidden.html"};
     for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) {
-        get(port, missing[i], &r);
+        tl_hc_get(port, missing[i], &r);
         ck_assert_msg(r.status == 404, "%s: %d", missing[i], r.status);
-        free(r.body);
+        tl_hc_free(&r);
     }
-    get(port, "/ws", &r); /* not an upgrade */
+    tl_hc_get(port, "/ws", &r); /* not an upgrade */
     ck_assert_int_eq(r.status, 400);
-    free(r.body);
+    tl_hc_free(&r);
 
     /* /api/status: the status command's result as JSON */
-    get(port, "/api/status", &r);
+    tl_hc_get(port, "/api/status", &r);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.ctype, "application/json");
     json_error_t je;
@@ -367,17 +266,17 @@ START_TEST(pages_and_404)
     ck_assert_str_eq(json_string_value(json_object_get(st, "version")), PACKAGE_VERSION);
     ck_assert(json_is_null(json_object_get(st, "scan")));
     json_decref(st);
-    free(r.body);
+    tl_hc_free(&r);
 
     /* /metrics with no scan */
-    get(port, "/metrics", &r);
+    tl_hc_get(port, "/metrics", &r);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.ctype, "text/plain; version=0.0.4; charset=utf-8");
     char err[512];
     ck_assert_msg(tl_expo_check(r.body, err, sizeof err) == 0, "%s", err);
     double v;
     ck_assert(tl_expo_value(r.body, "tomolive_scan_open", &v) && v == 0);
-    free(r.body);
+    tl_hc_free(&r);
 
     /* SIGTERM with a page connected: still a clean, quick exit */
     wsc w;
@@ -398,7 +297,7 @@ static bool at_position(const tl_preview_hdr *h, void *ctx)
 START_TEST(scan_preview_metrics)
 {
     tl_fixture f;
-    int port = start(&f, "http-scan");
+    int port = tl_hc_start(&f, "http-scan");
     wsc w;
     ws_open(&w, port, 0);
     int op;
@@ -476,8 +375,8 @@ START_TEST(scan_preview_metrics)
 
     /* /metrics: valid, and the same numbers as status (taken before and after) */
     json_t *s1 = tl_fx_ok(&f, "status", NULL);
-    response r;
-    get(port, "/metrics", &r);
+    tl_hc_response r;
+    tl_hc_get(port, "/metrics", &r);
     json_t *s2 = tl_fx_ok(&f, "status", NULL);
     char err[512];
     ck_assert_msg(tl_expo_check(r.body, err, sizeof err) == 0, "%s\n%s", err, r.body);
@@ -517,17 +416,17 @@ START_TEST(scan_preview_metrics)
     ck_assert_ptr_null(strstr(r.body, "kernel=\"\"")); /* the kernel of the last slice */
     json_decref(s1);
     json_decref(s2);
-    free(r.body);
+    tl_hc_free(&r);
 
     /* /api/status: valid JSON with the same numbers */
-    get(port, "/api/status", &r);
+    tl_hc_get(port, "/api/status", &r);
     json_t *api = json_loads(r.body, 0, NULL);
     ck_assert_ptr_nonnull(api);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(api, "frames"),
                                                                         "accepted"), "proj")), 120);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(api, "scan"), "series")), 1);
     json_decref(api);
-    free(r.body);
+    tl_hc_free(&r);
 
     /* the page leaves: the preview slices are unpinned (and no longer computed) */
     ws_close(&w);
@@ -549,7 +448,7 @@ END_TEST
 START_TEST(slow_reader)
 {
     tl_fixture f;
-    int port = start(&f, "http-slow");
+    int port = tl_hc_start(&f, "http-slow");
     wsc w;
     ws_open(&w, port, 4096);
     ws_send_text(&w, "{\"req\":1,\"cmd\":\"bits\",\"value\":16}");
@@ -569,15 +468,15 @@ START_TEST(slow_reader)
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), 720);
     /* the control socket and /metrics answer at once meanwhile */
     double t1 = tl_fx_seconds();
-    response r;
-    get(port, "/metrics", &r);
+    tl_hc_response r;
+    tl_hc_get(port, "/metrics", &r);
     ck_assert_msg(tl_fx_seconds() - t1 < 2, "/metrics took %.2f s", tl_fx_seconds() - t1);
     double dropped = 0, sent = 0;
     ck_assert(tl_expo_value(r.body, "tomolive_preview_frames_total{outcome=\"dropped\"}", &dropped));
     ck_assert(tl_expo_value(r.body, "tomolive_preview_frames_total{outcome=\"sent\"}", &sent));
     printf("slow reader: %g images sent, %g dropped in %.1f s\n", sent, dropped, secs);
     ck_assert_msg(dropped > 0, "nothing dropped (sent %g)", sent);
-    free(r.body);
+    tl_hc_free(&r);
     ws_close(&w);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
     tl_fx_cleanup(&f);

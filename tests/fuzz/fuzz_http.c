@@ -1,0 +1,229 @@
+/* fuzz_http.c — libFuzzer target for tomolived's HTTP server: arbitrary bytes from a TCP
+ * peer on loopback, against a whole daemon in this process.
+ *
+ * The threat is issue 31's: anyone who can reach the HTTP port (a port scanner, a health
+ * check, a browser typing https://) must not be able to stop an experiment. So the target
+ * is not a parser but the daemon as it runs: lifecycle.h brings one up (CPU backend, its
+ * sockets in a temporary directory, HTTP on a free loopback port), and each input is one
+ * connection that the daemon's own loop serves between our writes and reads.
+ *
+ * One input: the first byte chooses how the peer behaves (bit 0: send in two writes with
+ * the loop run between them; bit 1: half-close after sending; bit 2: close politely rather
+ * than with a reset), the rest is sent. The loop then runs until the daemon closes the
+ * connection or has been quiet for QUIET_TURNS turns, and the peer closes; a few more turns
+ * let the daemon see the close. Every PROBE_EVERY inputs, and at the end, a plain
+ * GET /metrics must still be answered 200 with the request counters in it: a daemon that
+ * survives but stops serving is a finding too (abort, so libFuzzer keeps the input).
+ *
+ * Only http.c and this file are instrumented (ASan, UBSan, coverage): the rest of the
+ * daemon comes from the normal build. Run with `make fuzz-http [FUZZ_SECONDS=600]`.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon/lifecycle.h"
+
+#define QUIET_TURNS 24    /* loop turns without a byte from the daemon before we give up */
+#define MAX_TURNS 4096    /* turns per input in all, so a trickling answer ends too */
+#define CLOSE_TURNS 4     /* turns after our close, for the daemon to see it */
+#define PROBE_EVERY 256   /* inputs between liveness probes */
+
+#define CHECK(c)                                                                        \
+    do {                                                                                \
+        if (!(c)) {                                                                     \
+            fprintf(stderr, "fuzz_http: %s failed (line %d)\n", #c, __LINE__);          \
+            abort();                                                                    \
+        }                                                                               \
+    } while (0)
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static tl_daemon daemon_; /* large, zero-initialised */
+static int port;
+static unsigned long inputs;
+
+static void turn(void)
+{
+    uv_run(&daemon_.loop, UV_RUN_NOWAIT);
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+          getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static int peer_connect(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    CHECK(fd >= 0);
+    int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+    CHECK(rc == 0 || errno == EINPROGRESS); /* loopback: the backlog takes it at once */
+    return fd;
+}
+
+/* Reads what the daemon sent into the sink (keeping the first bytes in head, when given);
+ * 1 if something came, 0 if nothing, -1 on end of stream or error. */
+static int drain(int fd, char *head, size_t headcap, size_t *headlen)
+{
+    char buf[16384];
+    int got = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n > 0) {
+            got = 1;
+            if (head && *headlen + 1 < headcap) {
+                size_t k = (size_t)n < headcap - 1 - *headlen ? (size_t)n : headcap - 1 - *headlen;
+                memcpy(head + *headlen, buf, k);
+                *headlen += k;
+                head[*headlen] = 0;
+            }
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            return -1;
+        return got;
+    }
+}
+
+/* Sends all of data, running the loop whenever the socket is full. False if the daemon
+ * closed the connection first (which it may: it owes a hostile peer nothing). */
+static bool send_all(int fd, const uint8_t *data, size_t size)
+{
+    while (size > 0) {
+        ssize_t n = send(fd, data, size, MSG_NOSIGNAL);
+        if (n > 0) {
+            data += n;
+            size -= (size_t)n;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            turn();
+            if (drain(fd, NULL, 0, NULL) < 0)
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Runs the loop until the daemon closes the connection or is quiet. */
+static void serve(int fd, char *head, size_t headcap, size_t *headlen)
+{
+    for (int quiet = 0, turns = 0; quiet < QUIET_TURNS && turns < MAX_TURNS; turns++) {
+        turn();
+        int r = drain(fd, head, headcap, headlen);
+        if (r < 0)
+            return;
+        quiet = r ? 0 : quiet + 1;
+    }
+}
+
+static void peer_close(int fd, bool polite)
+{
+    if (!polite) { /* a reset: no TIME_WAIT, and the daemon sees ECONNRESET */
+        struct linger l = {1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
+    close(fd);
+    for (int i = 0; i < CLOSE_TURNS; i++)
+        turn();
+}
+
+/* The daemon still serves: GET /metrics answers 200 with the request counters. */
+static void probe(void)
+{
+    static const char req[] = "GET /metrics HTTP/1.1\r\nHost: fuzz\r\nConnection: close\r\n\r\n";
+    char head[65536] = "";
+    size_t len = 0;
+    int fd = peer_connect();
+    CHECK(send_all(fd, (const uint8_t *)req, sizeof req - 1));
+    serve(fd, head, sizeof head, &len);
+    peer_close(fd, false);
+    CHECK(strncmp(head, "HTTP/1.1 200", 12) == 0);
+    CHECK(strstr(head, "tomolive_http_requests_total{outcome=\"unrouted\"}") != NULL);
+}
+
+static void at_end(void)
+{
+    probe();
+    fprintf(stderr, "fuzz_http: %lu inputs, daemon alive and serving\n", inputs);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    static char dir[] = "/tmp/tl-fuzz-http-XXXXXX";
+    static char set[6][1200];
+    CHECK(mkdtemp(dir) != NULL);
+    const char *src = getenv("top_srcdir");
+    port = free_port();
+    snprintf(set[0], sizeof set[0], "ingest.endpoint=ipc://%s/ingest", dir);
+    snprintf(set[1], sizeof set[1], "control.endpoint=ipc://%s/control", dir);
+    snprintf(set[2], sizeof set[2], "slices.endpoint=ipc://%s/slices", dir);
+    snprintf(set[3], sizeof set[3], "http.listen=127.0.0.1:%d", port);
+    snprintf(set[4], sizeof set[4], "http.root=%s/daemon/www", src && *src ? src : ".");
+    snprintf(set[5], sizeof set[5], "engine.tune_cache=%s/tune.json", dir);
+    static char *overrides[] = {set[0], set[1], set[2], set[3], set[4], set[5],
+                                "daemon.backend=cpu", "daemon.log_level=error",
+                                "engine.tune=off"};
+    tl_daemon *d = &daemon_;
+    tl_log_init();
+    d->overrides = overrides;
+    d->noverrides = (int)(sizeof overrides / sizeof *overrides);
+    char err[512];
+    if (tl_daemon_load_config(d, &d->cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_http: configuration: %s\n", err);
+        exit(1);
+    }
+    tl_log_set_level(d->cfg.log_level);
+    tl_daemon_init(d);
+    if (tl_daemon_start(d, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz_http: the daemon did not start: %s\n", err);
+        exit(1);
+    }
+    probe();
+    atexit(at_end);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    unsigned how = size ? data[0] : 0;
+    if (size) {
+        data++;
+        size--;
+    }
+    int fd = peer_connect();
+    size_t first = (how & 1) ? size / 2 : size;
+    bool open = send_all(fd, data, first);
+    if (open && first < size) {
+        serve(fd, NULL, 0, NULL);
+        open = send_all(fd, data + first, size - first);
+    }
+    if (open && (how & 2))
+        shutdown(fd, SHUT_WR);
+    if (open)
+        serve(fd, NULL, 0, NULL);
+    peer_close(fd, how & 4);
+    if (++inputs % PROBE_EVERY == 0)
+        probe();
+    return 0;
+}
