@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "clients/cli.h"
+#include "gpu/clock.h"
 
 int tl_cli_fail(const char *me, int rc, const char *fmt, ...)
 {
@@ -22,9 +23,7 @@ int tl_cli_fail(const char *me, int rc, const char *fmt, ...)
 
 double tl_cli_now(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    return (double)tl_clock_ns() * 1e-9;
 }
 
 bool tl_cli_long(const char *s, long lo, long hi, long *out)

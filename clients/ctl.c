@@ -19,7 +19,7 @@
 
 #include "clients/cli.h"
 #include "clients/commands.h"
-#include "clients/jsonpack.h"
+#include "protocol/jsonpack.h"
 #include "protocol/protocol.h"
 
 #define ME "tomolive ctl"

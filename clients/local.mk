@@ -1,6 +1,6 @@
 # clients/ — the `tomolive` command line tool: one program, a subcommand per file
 # (tomolive.c holds the dispatch table), and the helpers the subcommands share: image files,
-# angle/index lists, JSON <-> msgpack.
+# angle/index lists (JSON <-> msgpack is protocol/jsonpack.h).
 noinst_LIBRARIES += clients/libtlimages.a
 clients_libtlimages_a_SOURCES = \
 	clients/tiff.h clients/tiff.c \
@@ -8,12 +8,6 @@ clients_libtlimages_a_SOURCES = \
 clients_libtlimages_a_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS)
 # what a program that reads or writes TIFF stacks or PNG previews links
 IMAGE_LIBS = clients/libtlimages.a $(TIFF_LIBS) $(PNG_LIBS)
-
-# JSON <-> msgpack (tomolive ctl), a library of its own so unit tests link it alone
-noinst_LIBRARIES += clients/libtljson.a
-clients_libtljson_a_SOURCES = clients/jsonpack.h clients/jsonpack.c
-clients_libtljson_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(MSGPACK_CFLAGS)
-JSONPACK_LIBS = clients/libtljson.a $(JANSSON_LIBS) $(MSGPACK_LIBS)
 
 bin_PROGRAMS += clients/tomolive
 clients_tomolive_SOURCES = \
@@ -25,7 +19,7 @@ clients_tomolive_SOURCES = \
 	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
 	$(PROTO_CFLAGS) $(JANSSON_CFLAGS)
-clients_tomolive_LDADD = clients/libtlimages.a clients/libtljson.a $(PROTO_LIBS) \
+clients_tomolive_LDADD = clients/libtlimages.a $(JSONPACK_LIBS) $(PROTO_LIBS) \
 	$(ENGINE_LIBS) $(TIFF_LIBS) $(PNG_LIBS) $(JANSSON_LIBS)
 
 # man page

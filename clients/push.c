@@ -39,6 +39,7 @@
 #include "clients/push_source.h"
 #include "gpu/phantom.h"
 #include "protocol/protocol.h"
+#include "gpu/clock.h"
 
 #define ME "tomolive push"
 
@@ -137,13 +138,6 @@ typedef struct {
 } options;
 
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
-
-static uint64_t now_ns(clockid_t clk)
-{
-    struct timespec t;
-    clock_gettime(clk, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 /* ---- options ------------------------------------------------------------------------- */
 
@@ -538,7 +532,7 @@ static void format_eta(char *b, size_t n, double s)
 
 static void report(progress *pr, size_t done, size_t total, bool last)
 {
-    uint64_t now = now_ns(CLOCK_MONOTONIC);
+    uint64_t now = tl_clock_ns();
     if (pr->quiet || (!last && now < pr->next_ns))
         return;
     pr->next_ns = now + (pr->tty ? 100000000u : 1000000000u);
@@ -863,7 +857,7 @@ static int send_scan(const options *o, const scan *sc, push_source *src, gpu_fra
     /* blocks until a receiver is there: the clock starts after */
     if (rc == 0)
         rc = send_header(sock, &sb, "scan");
-    *t0 = now_ns(CLOCK_MONOTONIC);
+    *t0 = tl_clock_ns();
     progress pr = {.tty = isatty(STDERR_FILENO) == 1, .quiet = o->quiet, .t0 = *t0};
     pr.next_ns = *t0 + (pr.tty ? 100000000u : 1000000000u);
     size_t frame_bytes = (size_t)sc->rows * sc->cols * tl_dtype_size(sc->dtype);
@@ -884,7 +878,7 @@ static int send_scan(const options *o, const scan *sc, push_source *src, gpu_fra
                             .kind = (tl_proto_kind)it->kind, .has_angle = it->kind == TL_FRAME_PROJ,
                             .angle = it->angle, .dtype = proto_dtype(sc->dtype),
                             .rows = sc->rows, .cols = sc->cols, .has_t_acq = true,
-                            .t_acq = now_ns(CLOCK_REALTIME)};
+                            .t_acq = tl_clock_realtime_ns()};
         if (g)
             tl_push_ipc_lend(g->ring, slot, &f);
         if ((g ? send_lent(sock, &sb, &f, g, slot, p, err, sizeof err)
@@ -989,7 +983,7 @@ int tl_cmd_push(int argc, char **argv)
     }
     if (ctx)
         zmq_ctx_term(ctx); /* waits until every frame is out: all buffers are back */
-    double secs = (double)(now_ns(CLOCK_MONOTONIC) - t0) * 1e-9;
+    double secs = (double)(tl_clock_ns() - t0) * 1e-9;
     if (rc == 0)
         printf("pushed %zu frames (%u darks, %u flats, %zu projections, %u dropped) in %.3f s: "
                "%.1f frames/s, %.3f GB/s\n",

@@ -52,6 +52,7 @@
 #include "clients/push_ipc.h"
 #include "protocol/protocol.h"
 #include "protocol/shm.h"
+#include "gpu/clock.h"
 
 #define ME "tomolive bench --stream"
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
@@ -119,13 +120,6 @@ typedef struct {
     tl_push_ipc *ring;    /* the producer's ring, with the patterns in its bank */
     char ipc_err[1200];   /* why the producer thread stopped, "" while it did not */
 } run;
-
-static uint64_t realtime_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 static void sleep_until(double t)
 {
@@ -499,7 +493,7 @@ static void *ipc_sender(void *arg)
         tl_proto_frame h = {.series = 1, .index = r->base + k, .kind = TL_PROTO_PROJ,
                             .has_angle = true, .angle = M_PI * (double)(r->base + k) / o->window,
                             .dtype = TL_PROTO_U16, .rows = o->rows, .cols = o->cols,
-                            .has_t_acq = true, .t_acq = realtime_ns()};
+                            .has_t_acq = true, .t_acq = tl_clock_realtime_ns()};
         tl_push_ipc_lend(r->ring, slot, &h);
         msgpack_sbuffer_clear(&sb);
         tl_proto_encode_frame(&sb, &h);
@@ -620,7 +614,7 @@ static void *subscriber(void *arg)
             pthread_mutex_unlock(&r->mu);
             got = rc == 0;
         }
-        uint64_t now = realtime_ns();
+        uint64_t now = tl_clock_realtime_ns();
         pthread_mutex_lock(&r->mu);
         if (got) {
             int which = (int)(m.slice.id.ptr[m.slice.id.len - 1] - '0') & 3;
@@ -702,11 +696,11 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
         return fail(1, "out of memory for %" PRIu64 " frames", r->nframes);
     double now = tl_cli_now();
     r->t_start = now + 0.05;
-    r->t_start_ns = realtime_ns() + (uint64_t)llround((r->t_start - tl_cli_now()) * 1e9);
+    r->t_start_ns = tl_clock_realtime_ns() + (uint64_t)llround((r->t_start - tl_cli_now()) * 1e9);
     pthread_mutex_lock(&r->mu);
     r->nlat = 0;
     r->received = r->missed = r->stale = 0;
-    uint64_t t_run = realtime_ns();
+    uint64_t t_run = tl_clock_realtime_ns();
     r->t_tail_ns = t_run + (uint64_t)((r->t_start - now + (double)measured / r->rate) * 1e9);
     atomic_store(&r->t_run_ns, t_run);
     pthread_mutex_unlock(&r->mu);

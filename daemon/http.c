@@ -28,7 +28,7 @@
 #include <jansson.h>
 #include <libwebsockets.h>
 
-#include "clients/jsonpack.h"
+#include "protocol/jsonpack.h"
 #include "daemon/daemon.h"
 #include "daemon/http.h"
 #include "daemon/metrics.h"

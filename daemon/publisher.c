@@ -10,13 +10,7 @@
 
 #include "daemon/log.h"
 #include "daemon/publisher.h"
-
-static uint64_t realtime_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "gpu/clock.h"
 
 /* Subscription messages from subscribers. */
 static void on_readable(tl_zwatch *w)
@@ -167,7 +161,7 @@ static void send_one(tl_publisher *p, tl_slicebuf *b)
         for (int i = 0; i < p->ntaps; i++)
             p->taps[i].fn(p->taps[i].ctx, b);
     char topic[TL_PROTO_MAX_ID + 16];
-    uint64_t now = realtime_ns();
+    uint64_t now = tl_clock_realtime_ns();
     tl_proto_slice h = {
         .id = {b->id, strlen(b->id)},
         .seq = b->seq,

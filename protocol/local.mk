@@ -14,3 +14,10 @@ EXTRA_DIST += protocol/PROTOCOL.md
 # what a program that speaks the protocol links
 PROTO_CFLAGS = $(MSGPACK_CFLAGS) $(ZMQ_CFLAGS)
 PROTO_LIBS = protocol/libtlproto.a $(MSGPACK_LIBS) $(ZMQ_LIBS)
+
+# JSON <-> msgpack (tomolive ctl, the daemon's HTTP actions, test fixtures): a library of its
+# own, so what speaks only msgpack does not link jansson
+noinst_LIBRARIES += protocol/libtljson.a
+protocol_libtljson_a_SOURCES = protocol/jsonpack.h protocol/jsonpack.c
+protocol_libtljson_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(MSGPACK_CFLAGS)
+JSONPACK_LIBS = protocol/libtljson.a $(JANSSON_LIBS) $(MSGPACK_LIBS)

@@ -1,4 +1,4 @@
-# client tests: clients/jsonpack (unit) and the built `tomolive` push, sub, ctl, bench and
+# client tests: protocol/jsonpack (unit) and the built `tomolive` push, sub, ctl, bench and
 # recon --window against sockets the tests bind themselves (no daemon needed).
 # clients_util runs the binary in the background and binds loopback sockets.
 noinst_LIBRARIES += tests/libtlclients.a

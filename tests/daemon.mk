@@ -39,7 +39,7 @@ tests_unit_check_daemon_core_LDADD = $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(ENGINE_
 
 # a real tomolived for integration tests (tests/daemon_fixture.h)
 noinst_LIBRARIES += tests/libtlfixture.a
-tests_libtlfixture_a_SOURCES = tests/daemon_fixture.h tests/daemon_fixture.c clients/jsonpack.h clients/jsonpack.c
+tests_libtlfixture_a_SOURCES = tests/daemon_fixture.h tests/daemon_fixture.c protocol/jsonpack.h protocol/jsonpack.c
 tests_libtlfixture_a_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 FIXTURE_LIBS = tests/libtlfixture.a $(PROTO_LIBS) $(JANSSON_LIBS)
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "clients/jsonpack.h"
+#include "protocol/jsonpack.h"
 #include "tests/daemon_fixture.h"
 
 /* Seconds to wait for a control reply (tl_fx_request). */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clients/jsonpack.h"
+#include "protocol/jsonpack.h"
 #include "protocol/protocol.h"
 #include "tests/integration/clients_util.h"
 #include "tests/testutil.h"

@@ -1,4 +1,4 @@
-/* check_jsonpack.c — clients/jsonpack: JSON -> msgpack -> JSON round trips (values, key
+/* check_jsonpack.c — protocol/jsonpack: JSON -> msgpack -> JSON round trips (values, key
  * order, integer signedness, embedded NULs), what msgpack values JSON cannot hold become,
  * the key=value rules of `tomolive ctl`, and that a request built from them passes the
  * protocol's own request decoder.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clients/jsonpack.h"
+#include "protocol/jsonpack.h"
 #include "protocol/protocol.h"
 #include "tests/testutil.h"
 

@@ -1,6 +1,6 @@
-/* jsonpack.h — JSON <-> msgpack for `tomolive ctl` (jansson on one side, msgpack-c on
- * the other): command-line arguments become a request's args map, a reply's result
- * becomes pretty-printed JSON. In its own file so the unit tests can check the rules
+/* jsonpack.h — JSON <-> msgpack for `tomolive ctl`, the daemon's page and the test fixtures
+ * (jansson on one side, msgpack-c on the other): command-line arguments become a request's
+ * args map, a reply's result becomes pretty-printed JSON. In its own file so the unit tests can check the rules
  * without a daemon.
  *
  * JSON -> msgpack: objects -> maps (keys in order), arrays -> arrays, integers -> the

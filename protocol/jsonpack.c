@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clients/jsonpack.h"
+#include "protocol/jsonpack.h"
 
 #define P(x) do { if ((x) != 0) return -1; } while (0)
 
