@@ -28,4 +28,17 @@ void tl_rm_rf(const char *path);
  * nofork is set (CUDA does not survive fork). */
 int tl_run_suite(Suite *s, bool nofork);
 
+/* 1 in a build under AddressSanitizer: the tests that count allocations by replacing
+ * malloc cannot run there (ASan owns the allocator) and skip. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TL_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TL_TEST_ASAN 1
+#endif
+#endif
+#ifndef TL_TEST_ASAN
+#define TL_TEST_ASAN 0
+#endif
+
 #endif

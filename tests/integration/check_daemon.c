@@ -106,8 +106,9 @@ START_TEST(control_commands)
     /* a slice that does not fit the engine is refused and changes nothing */
     expect_error(&f, "set_slice", "{\"id\":\"r\",\"kind\":\"row\",\"z\":3,\"size\":[0,5]}", TL_PROTO_E_RANGE);
     json_decref(tl_fx_ok(&f, "set_param", "{\"name\":\"center\",\"value\":16.5}"));
-    ck_assert(fabs(json_real_value(json_object_get(json_object_get(tl_fx_ok(&f, "status", NULL), "scan"),
-                                                   "center")) - 16.5) < 1e-9);
+    r = tl_fx_ok(&f, "status", NULL);
+    ck_assert(fabs(json_real_value(json_object_get(json_object_get(r, "scan"), "center")) - 16.5) < 1e-9);
+    json_decref(r);
     json_decref(tl_fx_ok(&f, "set_param", "{\"name\":\"filter\",\"value\":\"hann\"}"));
     expect_error(&f, "set_param", "{\"name\":\"filter\",\"value\":\"gauss\"}", TL_PROTO_E_BAD_ARG);
     json_decref(tl_fx_ok(&f, "reset", NULL));

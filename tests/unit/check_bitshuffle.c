@@ -86,10 +86,10 @@ static uint8_t *frame(size_t n, size_t elem, unsigned seed)
     uint8_t *v = malloc(n * elem);
     srand(seed);
     for (size_t i = 0; i < n; i++) {
-        uint32_t x = (uint32_t)(1000 + 500 * ((i / 37) % 7) + rand() % 50);
+        uint64_t x = (uint64_t)(1000 + 500 * ((i / 37) % 7) + rand() % 50);
         if (i % 101 == 0)
-            x = (uint32_t)rand(); /* hot pixels use the high bytes too */
-        memcpy(v + i * elem, &x, elem); /* little-endian host */
+            x = (uint64_t)rand() << 32 | (uint64_t)rand(); /* hot pixels use the high bytes too */
+        memcpy(v + i * elem, &x, elem); /* the low elem bytes (little-endian host) */
     }
     return v;
 }
