@@ -81,7 +81,6 @@ typedef struct {
     char *body;
     size_t len, off;
     bool head;                   /* a HEAD request: the headers were the whole answer */
-    bool close;                  /* end the connection once the answer is sent */
 } session;
 
 typedef struct {
@@ -631,10 +630,12 @@ static int respond_with(struct lws *wsi, session *p, unsigned status, const char
         srv.http_ok++;
     else
         srv.http_errors++;
-    static const char nostore[] = "no-store";
+    static const char nostore[] = "no-store", close[] = "close";
     if (!body || lws_add_http_common_headers(wsi, status, ctype, len, &q, end) ||
         lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
                                     (const unsigned char *)nostore, (int)strlen(nostore), &q, end) ||
+        lws_add_http_header_by_name(wsi, (const unsigned char *)"connection:",
+                                    (const unsigned char *)close, (int)strlen(close), &q, end) ||
         (allow && lws_add_http_header_by_name(wsi, (const unsigned char *)"allow:",
                                               (const unsigned char *)allow, (int)strlen(allow),
                                               &q, end)) ||
@@ -776,11 +777,11 @@ static bool has_body(struct lws *wsi)
 }
 
 /* Answers a request we do not serve: 405 for a method other than GET and HEAD, 413 for a
- * body. A request with a body is answered at once and its connection closed (the callback
- * returns -1), because once LWS_CALLBACK_HTTP returns, libwebsockets 4.1 (and its master
- * today) loops forever in lws_http_action on a body that arrived behind a pipelined request:
- * the daemon's loop would stall (found by tests/fuzz/fuzz_http.c). */
-static int refuse(struct lws *wsi, session *p, bool method_ok)
+ * body. A request with a body is answered at once and its connection closed here (the
+ * callback returns -1), before libwebsockets reads the body: once LWS_CALLBACK_HTTP returns,
+ * libwebsockets 4.1 (and its master today) can loop forever in lws_http_action on a body it
+ * has buffered, and the daemon's loop would stall (found by tests/fuzz/fuzz_http.c). */
+static int refuse(struct lws *wsi, session *p, bool method_ok, bool body)
 {
     static const char why_method[] = "only GET and HEAD are served\n";
     static const char why_body[] = "requests with a body are not served\n";
@@ -790,19 +791,19 @@ static int refuse(struct lws *wsi, session *p, bool method_ok)
                           method_ok ? HTTP_STATUS_REQ_ENTITY_TOO_LARGE : HTTP_STATUS_METHOD_NOT_ALLOWED,
                           "text/plain; charset=utf-8", strdup(why), strlen(why),
                           method_ok ? NULL : "GET, HEAD");
-    if (rc != 0 || !p->close)
+    if (rc != 0 || !body)
         return rc;
-    http_writeable(wsi, p); /* the body now (a few bytes); it ends in http_done: -1 */
+    http_writeable(wsi, p); /* the text now (a few bytes) */
     return -1;
 }
 
 static int serve_http(server *s, struct lws *wsi, session *p, const char *path)
 {
     p->head = lws_hdr_total_length(wsi, WSI_TOKEN_HEAD_URI) > 0;
-    p->close = has_body(wsi);
+    bool with_body = has_body(wsi);
     bool method_ok = p->head || lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
-    if (!method_ok || p->close)
-        return refuse(wsi, p, method_ok);
+    if (!method_ok || with_body)
+        return refuse(wsi, p, method_ok, with_body);
     const char *file;
     switch (tl_http_route_path(path, &file)) {
     case TL_ROUTE_METRICS: return serve_metrics(s, wsi, p);
@@ -824,19 +825,18 @@ static int serve_http(server *s, struct lws *wsi, session *p, const char *path)
     return respond_text(wsi, p, HTTP_STATUS_NOT_FOUND, "not found\n");
 }
 
-/* The answer is out: keep the connection for the next request, or close it. */
-static int http_done(struct lws *wsi, session *p)
-{
-    if (p->close)
-        return -1;
-    return lws_http_transaction_completed(wsi) ? -1 : 0;
-}
-
+/* Writes the body of the answer, a chunk per call. Once the answer is out the connection
+ * closes (the callback's -1), so every connection carries one request (connection: close):
+ * libwebsockets 4.1 mishandles the next request of a kept-alive connection in two ways that
+ * tests/fuzz/fuzz_http.c found. A body behind a pipelined request loops the daemon's loop
+ * forever, and a request without a URI after a completed one is read from a header table
+ * already freed (use after free). The page is three files and a WebSocket, Prometheus
+ * scrapes once per interval: a connection per request costs nothing that matters here. */
 static int http_writeable(struct lws *wsi, session *p)
 {
     if (p->head) { /* the headers were the answer */
         p->head = false;
-        return http_done(wsi, p);
+        return -1;
     }
     if (!p->body)
         return 0;
@@ -853,7 +853,7 @@ static int http_writeable(struct lws *wsi, session *p)
     }
     free(p->body);
     p->body = NULL;
-    return http_done(wsi, p);
+    return -1;
 }
 
 /* ---- the libwebsockets callback ---------------------------------------------------------- */
@@ -879,11 +879,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         break;
     }
     case LWS_CALLBACK_HTTP:
-        if (!p) /* not expected: a request is always bound; answer without a session */
-            return lws_return_http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, NULL) ||
-                           lws_http_transaction_completed(wsi)
-                       ? -1
-                       : 0;
+        if (!p) { /* not expected: a request is always bound; answer without a session */
+            lws_return_http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, NULL);
+            return -1;
+        }
         return serve_http(s, wsi, p, in ? (const char *)in : "");
     case LWS_CALLBACK_HTTP_WRITEABLE:
         return p ? http_writeable(wsi, p) : 0;
@@ -891,7 +890,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_HTTP_BODY_COMPLETION:
         /* Only "POST ... Content-Length: 0" gets here (a body is refused first): ours, not
          * the default handler's, which would complete the transaction before the 405 is
-         * written. The answer's last write completes it (http_done). */
+         * written. The connection closes after its last write. */
         return 0;
     case LWS_CALLBACK_CLOSED_HTTP:
         if (!p)
