@@ -79,7 +79,11 @@ class Daemon:
                "--set", "control.endpoint=" + self.ep["control"],
                "--set", "slices.endpoint=" + self.ep["slices"],
                "--set", "http.listen=127.0.0.1:%d" % port,
-               "--set", "http.root=" + os.path.join(SRC, "daemon", "www")]
+               "--set", "http.root=" + os.path.join(SRC, "daemon", "www"),
+               # no kernel timing (seconds per slice size, while frames queue), and no cache
+               # of the user's: the test must not depend on what ran before it
+               "--set", "engine.tune=off",
+               "--set", "engine.tune_cache=" + os.path.join(tmp, tag + "-tune.json")]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"))
         wait_for("the daemon's HTTP server", self.up, 15)
 
