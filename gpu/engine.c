@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/backend.h"
+#include "gpu/base/backend.h"
 #include "gpu/engine.h"
-#include "gpu/filter.h"
+#include "gpu/method/filter.h"
 #include "gpu/window.h"
 
 typedef struct {

@@ -3,10 +3,10 @@
 # static library; nvcc rejects libtool's -fPIC, so no libtool here).
 noinst_LIBRARIES += gpu/libtlengine.a
 gpu_libtlengine_a_SOURCES = \
-	gpu/engine.h gpu/engine.c gpu/backend.h gpu/names.c gpu/slice.c \
+	gpu/engine.h gpu/engine.c gpu/base/backend.h gpu/base/names.c gpu/geometry/slice.c \
 	gpu/window.h gpu/window.c \
-	gpu/filter.h gpu/filter.c \
-	gpu/clock.h gpu/pool.h gpu/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
+	gpu/method/filter.h gpu/method/filter.c \
+	gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
 	gpu/split.c \
 	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
 	gpu/phantom.h gpu/phantom.c \

@@ -52,8 +52,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/backend.h"
-#include "gpu/pool.h"
+#include "gpu/base/backend.h"
+#include "gpu/base/pool.h"
 
 #define TL_SPLIT_BENCH_ROWS 128 /* kernels one part's benchmark lists at most */
 #define TL_SPLIT_SPIN_NS 100000  /* the pool spins this long between operations: frames

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpu/backend.h"
-#include "gpu/clock.h"
+#include "gpu/base/backend.h"
+#include "gpu/base/clock.h"
 #include "gpu/tune.h"
 
 #define TUNE_DEFAULT_BUDGET_S 15.0

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/clock.h"
+#include "gpu/base/clock.h"
 #include "gpu/cpu/cpu_state.h"
 
 /* FFTW's planner is not thread-safe; engines may be created on several threads. */

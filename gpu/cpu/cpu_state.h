@@ -12,8 +12,8 @@
 #include <fftw3.h>
 #include <stdbool.h>
 
-#include "gpu/backend.h"
-#include "gpu/pool.h"
+#include "gpu/base/backend.h"
+#include "gpu/base/pool.h"
 
 typedef struct {
     tl_engine_config cfg;

@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "gpu/backend.h"
+#include "gpu/base/backend.h"
 
 #include <stdlib.h>
 

@@ -21,7 +21,7 @@
  */
 #include "config.h"
 
-#include "gpu/backend.h"
+#include "gpu/base/backend.h"
 
 #include "gpu/cuda/bp_alu.cuh"
 

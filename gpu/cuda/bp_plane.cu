@@ -13,7 +13,7 @@
  */
 #include "config.h"
 
-#include "gpu/backend.h"
+#include "gpu/base/backend.h"
 
 #include "gpu/cuda/kernels.cuh"
 

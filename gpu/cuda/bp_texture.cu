@@ -40,7 +40,7 @@
  */
 #include "config.h"
 
-#include "gpu/backend.h"
+#include "gpu/base/backend.h"
 
 #include <math.h>
 #include <mutex>

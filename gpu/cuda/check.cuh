@@ -18,7 +18,7 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
-#include "gpu/backend.h"
+#include "gpu/base/backend.h"
 
 /* Formats "<call> failed: <error> [file:line]" into eb, clears CUDA's last (non-sticky)
  * error, and returns TL_ENOMEM for allocation failures, TL_EDEVICE otherwise. */

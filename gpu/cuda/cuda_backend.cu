@@ -12,7 +12,7 @@
 
 #include <mutex>
 
-#include "gpu/backend.h"
+#include "gpu/base/backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>

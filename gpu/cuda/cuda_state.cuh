@@ -30,9 +30,9 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
-#include "gpu/backend.h"
+#include "gpu/base/backend.h"
 #include "gpu/cuda/check.cuh"
-#include "gpu/pool.h"
+#include "gpu/base/pool.h"
 
 #define TL_CUDA_RING 4            /* pinned staging buffers for host frames */
 #define TL_CUDA_PEER_BUFS 4       /* buffers for frames from other GPUs: copies run ahead of

@@ -14,7 +14,7 @@
  */
 #include "config.h"
 
-#include "gpu/backend.h"
+#include "gpu/base/backend.h"
 
 #include "gpu/cuda/cuda_state.cuh"
 

@@ -33,7 +33,7 @@
  */
 #include "config.h"
 
-#include "gpu/backend.h"
+#include "gpu/base/backend.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "gpu/engine.h"
-#include "gpu/filter.h"
+#include "gpu/method/filter.h"
 #include "gpu/window.h"
 #include "tests/testutil.h"
 

@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-#include "gpu/filter.h"
+#include "gpu/method/filter.h"
 
 size_t tl_filter_padded_length(uint32_t cols)
 {

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "gpu/clock.h"
-#include "gpu/pool.h"
+#include "gpu/base/clock.h"
+#include "gpu/base/pool.h"
 
 struct tl_pool {
     int size;
