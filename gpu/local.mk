@@ -6,7 +6,7 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/engine.h gpu/engine.c gpu/base/backend.h gpu/base/names.c gpu/geometry/slice.c \
 	gpu/window.h gpu/window.c \
 	gpu/method/filter.h gpu/method/filter.c \
-	gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
+	gpu/clock.h gpu/pool.h gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
 	gpu/split.c \
 	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
 	gpu/phantom.h gpu/phantom.c \
