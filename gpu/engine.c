@@ -591,7 +591,7 @@ static void track_flush_set(tl_engine *e, flush_set which, const int *ids, size_
         e->npend = 0;
     if (n == 0)
         return;
-    if (e->ops->acc_update(e->be, &job, e->tids, true, 1.0) != TL_OK) {
+    if (e->ops->acc_update(e->be, &job, e->tids, true) != TL_OK) {
         invalidate_tracked(e); /* the accumulators are unknown: rebuilt at the next read */
         return;
     }
@@ -908,7 +908,7 @@ static tl_status reconstruct_split(tl_engine *e, const int *ids, size_t n, float
     if (nr) {
         st = prepare_job(e, rb, nr, NULL, &job);
         if (st == TL_OK)
-            st = e->ops->acc_update(e->be, &job, rb, false, 1.0);
+            st = e->ops->acc_update(e->be, &job, rb, false);
         if (st != TL_OK)
             return st;
         for (size_t k = 0; k < nr; k++)

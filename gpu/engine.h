@@ -197,7 +197,6 @@ typedef struct {
     bool more;                /* another frame follows at once (a backlog): the backend may
                                  hold this projection's filtering to do it together with the
                                  next ones' (tl_engine_flush) */
-    const float *matrix;      /* cone beam: 3x4 projection matrix, row-major (unused now) */
 } tl_frame;
 
 /* Submits one frame. A projection with a new highest index moves the window first, so if

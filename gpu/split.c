@@ -117,7 +117,6 @@ typedef struct {
     uint32_t count, slot;
     const tl_bp_job *job;
     bool add;
-    double sign;
     int reps;
 
     /* planes of the current list: copy[i * np + k] is part k's copy of slice i */
@@ -433,7 +432,7 @@ static void run_part(void *ctx, size_t k, int thread)
         break;
     case OP_ACC_UPDATE:
         j = part_job(p, sp->job);
-        p->st = p->ops->acc_update(p->be, &j, p->ids, sp->add, sp->sign);
+        p->st = p->ops->acc_update(p->be, &j, p->ids, sp->add);
         p->kernel = j.kernel;
         break;
     case OP_ACC_READ:
@@ -797,8 +796,7 @@ static tl_status place(tl_split *sp, int id, const tl_bp_slice *sl)
     return TL_OK;
 }
 
-static tl_status split_acc_update(void *state, tl_bp_job *job, const int *ids, bool add,
-                                  double sign)
+static tl_status split_acc_update(void *state, tl_bp_job *job, const int *ids, bool add)
 {
     tl_split *sp = state;
     for (size_t i = 0; i < job->nslices; i++) {
@@ -815,7 +813,6 @@ static tl_status split_acc_update(void *state, tl_bp_job *job, const int *ids, b
         return st;
     sp->job = job;
     sp->add = add;
-    sp->sign = sign;
     st = run_parts(sp, OP_ACC_UPDATE);
     if (st == TL_OK)
         name_kernels(sp, job);

@@ -83,14 +83,14 @@ typedef struct tl_backend_ops {
      * acc_alloc makes room for h x w values (contents undefined until written);
      * acc_update writes into the accumulators of ids[k] (the slices of job, in order):
      * with add false, acc = the back projection of all of job->proj (a full rebuild);
-     * with add true, acc += sign * the contribution of job->proj (at most TL_ACC_BATCH
+     * with add true, acc += the contribution of job->proj (at most TL_ACC_BATCH
      * projections, each with its own weight, whose sign says add or remove: one pass over
      * the accumulator for all of them).
      * acc_read copies them into out[k] (host). Work is ordered with store() as the engine
      * calls them, so a subtraction issued before a store sees the slot's old contents. */
     tl_status (*acc_alloc)(void *state, int id, uint32_t height, uint32_t width);
     void (*acc_free)(void *state, int id);
-    tl_status (*acc_update)(void *state, tl_bp_job *job, const int *ids, bool add, double sign);
+    tl_status (*acc_update)(void *state, tl_bp_job *job, const int *ids, bool add);
     tl_status (*acc_read)(void *state, const int *ids, size_t n, float *const *out);
     /* The kernels this backend has (engine.h, tl_engine_kernels). */
     size_t (*kernels)(const void *state, tl_kernel_info *out, size_t cap);

@@ -212,7 +212,6 @@ typedef struct {
     const tl_bp_job *job;
     tl_cpu_dst dst;             /* back projection: where rows go */
     const int *ids;             /* ... the accumulators of these slice ids */
-    double sign;
 } job_ctx;
 
 /* Small jobs run on the calling thread: waking the pool costs tens of microseconds, more
@@ -281,15 +280,14 @@ static void bp_job(void *ctx, size_t k, int thread)
     double *acc = j->dst == TL_CPU_OUT ? NULL : j->s->acc[j->ids[i]];
     if (j->s->f64)
         tl_cpu_bp_row_f64(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj, thread,
-                          j->dst, acc, j->sign);
+                          j->dst, acc);
     else
         tl_cpu_bp_row_f32(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj, thread,
-                          j->dst, acc, j->sign);
+                          j->dst, acc);
 }
 
 /* Runs the back projection of job over the pool, rows going to dst. */
-static tl_status run_bp(tl_cpu_state *s, tl_bp_job *job, tl_cpu_dst dst, const int *ids,
-                        double sign)
+static tl_status run_bp(tl_cpu_state *s, tl_bp_job *job, tl_cpu_dst dst, const int *ids)
 {
     size_t rows = 0, width = 0;
     for (size_t i = 0; i < job->nslices; i++) {
@@ -308,7 +306,7 @@ static tl_status run_bp(tl_cpu_state *s, tl_bp_job *job, tl_cpu_dst dst, const i
         s->mem += (width - s->row_cap) * s->real_size * (size_t)s->nthreads;
         s->row_cap = width;
     }
-    job_ctx j = {.s = s, .job = job, .dst = dst, .ids = ids, .sign = sign};
+    job_ctx j = {.s = s, .job = job, .dst = dst, .ids = ids};
     run_jobs(s, rows, (double)width * rows * job->nproj, bp_job, &j);
     job->kernel = dst == TL_CPU_ACC_ADD ? (s->f64 ? "cpu-f64-incremental" : "cpu-f32-incremental")
                                         : (s->f64 ? "cpu-f64" : "cpu-f32");
@@ -317,7 +315,7 @@ static tl_status run_bp(tl_cpu_state *s, tl_bp_job *job, tl_cpu_dst dst, const i
 
 static tl_status cpu_backproject(void *state, tl_bp_job *job)
 {
-    return run_bp(state, job, TL_CPU_OUT, NULL, 0);
+    return run_bp(state, job, TL_CPU_OUT, NULL);
 }
 
 /* ---- accumulators of tracked slices -------------------------------------------------------- */
@@ -361,10 +359,10 @@ static void cpu_acc_free(void *state, int id)
     }
 }
 
-static tl_status cpu_acc_update(void *state, tl_bp_job *job, const int *ids, bool add, double sign)
+static tl_status cpu_acc_update(void *state, tl_bp_job *job, const int *ids, bool add)
 {
     if (!add)
-        return run_bp(state, job, TL_CPU_ACC_SET, ids, sign);
+        return run_bp(state, job, TL_CPU_ACC_SET, ids);
     /* one projection at a time: the row kernel sums a job's projections in REAL before
      * adding to the double accumulator, and a projection must be rounded on its own to
      * cancel exactly when it is removed in another batch (engine.c track_flush) */
@@ -372,7 +370,7 @@ static tl_status cpu_acc_update(void *state, tl_bp_job *job, const int *ids, boo
     one.nproj = 1;
     for (size_t k = 0; k < job->nproj; k++) {
         one.proj = &job->proj[k];
-        tl_status st = run_bp(state, &one, TL_CPU_ACC_ADD, ids, sign);
+        tl_status st = run_bp(state, &one, TL_CPU_ACC_ADD, ids);
         if (st != TL_OK)
             return st;
         job->kernel = one.kernel;

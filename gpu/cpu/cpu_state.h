@@ -51,7 +51,7 @@ typedef struct {
 } tl_cpu_state;
 
 /* Where a back-projected row goes: the slice's float output, or a tracked slice's double
- * accumulator (replaced, or added to with a sign). */
+ * accumulator (replaced, or added to: an evicted projection comes with a negative weight). */
 typedef enum { TL_CPU_OUT = 0, TL_CPU_ACC_SET, TL_CPU_ACC_ADD } tl_cpu_dst;
 
 /* Clamp of flat-field ratios and denominators before -log (engine.h, tl_engine_submit). */
@@ -68,9 +68,9 @@ void tl_cpu_store_row_f64(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uin
                           int thread);
 void tl_cpu_bp_row_f32(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
                        const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
-                       double *acc, double sign);
+                       double *acc);
 void tl_cpu_bp_row_f64(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
                        const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
-                       double *acc, double sign);
+                       double *acc);
 
 #endif

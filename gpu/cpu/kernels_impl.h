@@ -130,7 +130,7 @@ static inline REAL FN(lerp)(const REAL *row, uint32_t W, REAL u)
  * through it. */
 void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
                        const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
-                       double *accum, double sign)
+                       double *accum)
 {
     const REAL *win = s->window;
     uint32_t W = s->cols, H = s->rows, n = s->n, w = sl->width;
@@ -195,8 +195,7 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
          * subtracting it cancel exactly; the sum is double (cpu_state.h), so the rounding of
          * the running sum does not build up over an unbounded stream of updates. */
         double *a = accum + (size_t)row * w;
-        REAL sg = (REAL)sign;
         for (uint32_t j = 0; j < w; j++)
-            a[j] += (double)(sg * acc[j]);
+            a[j] += (double)acc[j];
     }
 }

@@ -163,7 +163,7 @@ void tl_cuda_acc_destroy(tl_cuda_state *s)
     s->nacc = 0;
 }
 
-tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, bool add, double sign)
+tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, bool add)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
@@ -188,9 +188,9 @@ tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, boo
         b.n = (int)(job->nproj - k0 < TL_ACC_BATCH ? job->nproj - k0 : TL_ACC_BATCH);
         for (int k = 0; k < b.n; k++) {
             const tl_bp_proj *p = &job->proj[k0 + k];
-            /* the sign goes into the float weight: -w rounds to exactly -(w rounded) */
+            /* an evicted projection's weight is negative: -w rounds to exactly -(w rounded) */
             b.q[k] = make_float4((float)p->cos_t, (float)p->sin_t, (float)p->center,
-                                 (float)(sign * p->weight));
+                                 (float)p->weight);
             b.slot[k] = (int)p->slot;
         }
         for (size_t i = 0; i < job->nslices; i++) {

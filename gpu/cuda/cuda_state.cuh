@@ -240,7 +240,7 @@ double tl_cuda_median(double *t, int n);
 tl_status tl_cuda_op_hw_rates(void *state, tl_hw_rate *out, size_t cap, size_t *n);
 tl_status tl_cuda_op_acc_alloc(void *state, int id, uint32_t height, uint32_t width);
 void tl_cuda_op_acc_free(void *state, int id);
-tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, bool add, double sign);
+tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, bool add);
 tl_status tl_cuda_op_acc_read(void *state, const int *ids, size_t n, float *const *out);
 void tl_cuda_acc_destroy(tl_cuda_state *s);
 
