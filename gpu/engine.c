@@ -8,15 +8,19 @@
 #include "config.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu/base/backend.h"
+#include "gpu/cpu/cpu_backend.h"
 #include "gpu/engine.h"
 #include "gpu/method/filter.h"
+#include "gpu/split.h"
 #include "gpu/window.h"
+#ifdef HAVE_CUDA
+#include "gpu/cuda/cuda_backend.h"
+#endif
 
 typedef struct {
     double angle;
@@ -85,17 +89,6 @@ struct tl_engine {
 };
 
 static _Thread_local tl_errbuf create_error;
-
-tl_status tl_fail(tl_errbuf *eb, tl_status st, const char *fmt, ...)
-{
-    if (eb) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(eb->msg, sizeof eb->msg, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 const char *tl_engine_last_error(const tl_engine *e)
 {

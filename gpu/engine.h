@@ -15,7 +15,7 @@
  *   tl_engine_reconstruct(e, &id, 1, &out, &info);
  *   tl_engine_destroy(e);
  *
- * Backends plug in behind one operation table (gpu/backend.h): the portable C backend
+ * Backends plug in behind one operation table (gpu/base/backend.h): the portable C backend
  * (gpu/cpu/, always built) and the CUDA backend (gpu/cuda/, when nvcc is found). An engine
  * is not thread-safe: one thread drives it (the backend may use threads of its own).
  *
@@ -29,42 +29,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu/base/types.h"      /* status codes, enumerations, config, frames */
+#include "gpu/geometry/slice.h"  /* slice specs */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum {
-    TL_OK = 0,
-    TL_EINVAL,      /* invalid argument or configuration */
-    TL_ENOMEM,      /* host or device memory missing (message gives the numbers) */
-    TL_ESTALE,      /* projection older than the window: rejected */
-    TL_EDUPLICATE,  /* frame index already held in the window: rejected */
-    TL_ESHAPE,      /* frame shape or dtype differs from the scan */
-    TL_ENOTFOUND,   /* no such slice */
-    TL_EUNSUPPORTED,/* valid request the backend does not implement (cone beam, device input) */
-    TL_EDEVICE,     /* no usable GPU, or a CUDA/cuFFT call failed */
-    TL_EIO,         /* file input/output */
-    TL_EINTERNAL
-} tl_status;
-
-const char *tl_status_name(tl_status s); /* "TL_ESTALE" ... */
-
-typedef enum { TL_DTYPE_U8 = 0, TL_DTYPE_U16, TL_DTYPE_U32, TL_DTYPE_F32 } tl_dtype;
-size_t tl_dtype_size(tl_dtype t);
-
-typedef enum { TL_FRAME_DARK = 0, TL_FRAME_FLAT, TL_FRAME_PROJ } tl_frame_kind;
-
-typedef enum {
-    TL_FILTER_RAMLAK = 0, TL_FILTER_SHEPP_LOGAN, TL_FILTER_COSINE, TL_FILTER_HAMMING,
-    TL_FILTER_HANN, TL_FILTER_PARZEN, TL_FILTER_NONE, /* NONE: plain back projection */
-    TL_FILTER_COUNT
-} tl_filter;
-const char *tl_filter_name(tl_filter f);                /* "ram-lak", ... */
-bool tl_filter_parse(const char *name, tl_filter *out); /* also accepts "ramp" for ram-lak */
-
-typedef enum { TL_BACKEND_AUTO = 0, TL_BACKEND_CPU, TL_BACKEND_CUDA } tl_backend_kind;
-const char *tl_backend_name(tl_backend_kind b);
-bool tl_backend_parse(const char *name, tl_backend_kind *out);
 /* Whether a backend can run here: CPU always; CUDA when built and a device is present.
  * why (may be NULL) receives the reason when it cannot. */
 bool tl_backend_available(tl_backend_kind b, char *why, size_t why_len);
@@ -84,62 +55,6 @@ void tl_host_free(tl_backend_kind b, void *p);
 tl_status tl_host_register(tl_backend_kind b, void *p, size_t bytes, char *why, size_t why_len);
 void tl_host_unregister(tl_backend_kind b, void *p);
 
-typedef enum { TL_GEOMETRY_PARALLEL = 0, TL_GEOMETRY_CONE } tl_geometry;
-
-/* Angular weights of the FBP sum. UNIFORM: every projection weighs pi / window (exact for
- * equally spaced angles over 180 or 360 degrees; slices stay linear in each projection,
- * which incremental updates need). ANGLES: each held projection weighs its share of the
- * angular range, (theta[i+1] - theta[i-1]) / 2 over the sorted angles, scaled so the
- * weights sum to pi (DESIGN.md §3, "the general rule"). */
-typedef enum { TL_WEIGHTS_UNIFORM = 0, TL_WEIGHTS_ANGLES } tl_weights;
-
-/* Interpolation quality a caller accepts (DESIGN.md §3). The engine serves each
- * reconstruction with the fastest kernel of an allowed mode. */
-typedef enum { TL_QUALITY_EXACT = 0, TL_QUALITY_FAST, TL_QUALITY_PREVIEW } tl_quality;
-const char *tl_quality_name(tl_quality q);
-bool tl_quality_parse(const char *name, tl_quality *out);
-
-typedef enum { TL_PRECISION_F32 = 0, TL_PRECISION_F64 } tl_precision;
-
-#define TL_ENGINE_MAX_DEVICES 16 /* GPUs (row partitions) one engine may span */
-
-typedef struct {
-    tl_backend_kind backend;
-    tl_geometry geometry;     /* only PARALLEL is implemented; CONE is TL_EUNSUPPORTED */
-    uint32_t rows, cols;      /* detector shape */
-    tl_dtype dtype;           /* the dtype frames are expected in (others are TL_ESHAPE) */
-    uint32_t window;          /* N: projections kept */
-    uint64_t first_index;     /* index of the scan's first projection (window never starts
-                                 before it, so early frames are not "missing") */
-    double center;            /* rotation axis column; default (cols - 1) / 2 */
-    tl_filter filter;         /* default ram-lak */
-    tl_weights weights;       /* default UNIFORM */
-    bool already_linear;      /* input is already line integrals: no -log */
-    tl_quality quality;       /* worst quality mode allowed; default EXACT */
-    tl_precision precision;   /* F64: float64 reference mode (CPU backend only; tests) */
-    int threads;              /* CPU backend threads; 0 = all cores (with several
-                                 partitions: divided among them) */
-    int device;               /* CUDA device ordinal (one GPU; see devices) */
-    /* Several GPUs per host: with ndevices >= 2 the detector rows are split evenly across
-     * devices[0 .. ndevices-1] (tl_engine_split_rows): each holds the rolling sinograms of
-     * its rows and runs its own pipeline and kernels; a frame is split by rows on upload,
-     * a horizontal slice is computed by the GPU that owns its row, and other planes are
-     * assembled from what each GPU computes of them (gpu/split.c). Entries are CUDA
-     * ordinals; the same one may repeat ({0, 0}: two partitions on one GPU, how a one-GPU
-     * machine tests the splitting). On the CPU backend each entry is simply one partition
-     * (how CI tests it). The GPUs are assumed alike (kernel list, tuning, device id are
-     * the first one's). 0 (default) or 1 entry: one engine on `device` (on devices[0]
-     * with ndevices 1). More than TL_ENGINE_MAX_DEVICES, or more partitions than
-     * rows, is TL_EINVAL; a CUDA ordinal that does not exist is TL_EDEVICE. */
-    uint32_t ndevices;
-    int devices[TL_ENGINE_MAX_DEVICES];
-    char kernel[32];          /* force a back-projection kernel by name (tests, benchmarks);
-                                 "" = the fastest kernel of an allowed quality mode */
-    uint32_t refresh;         /* tracked slices: full recomputation after this many
-                                 incremental updates; 0 (default) = never: the
-                                 accumulators are float64, so float drift stays bounded */
-} tl_engine_config;
-
 /* Defaults for a detector of rows x cols and a window of N projections (one device). */
 void tl_engine_config_init(tl_engine_config *c, uint32_t rows, uint32_t cols, uint32_t window);
 
@@ -151,16 +66,8 @@ void tl_engine_split_rows(uint32_t rows, uint32_t parts, uint32_t k, uint32_t *f
 
 typedef struct tl_engine tl_engine;
 
-/* Memory an engine with this configuration needs, computed before anything is allocated:
- * window (rows x cols x N x bytes per value) plus working buffers, on the backend's device
- * (host RAM for the CPU backend). With several devices: the sums over them (available: the
- * free memory of every device together; tl_engine_create also checks each device alone). */
-typedef struct {
-    size_t window_bytes;
-    size_t buffer_bytes;
-    size_t total_bytes;
-    size_t available_bytes;   /* free memory on the device (0 if unknown) */
-} tl_memory_estimate;
+/* Memory the configuration needs (tl_memory_estimate, gpu/base/types.h), before anything is
+ * allocated. */
 tl_status tl_engine_estimate(const tl_engine_config *c, tl_memory_estimate *m);
 
 /* Creates an engine. A backend that cannot run (TL_EDEVICE) or memory that is not there
@@ -168,36 +75,6 @@ tl_status tl_engine_estimate(const tl_engine_config *c, tl_memory_estimate *m);
  * On failure *out is NULL and tl_engine_last_error(NULL) says why. */
 tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out);
 void tl_engine_destroy(tl_engine *e);
-
-/* Where a frame's pixels are. DEVICE: a pointer in GPU memory (CUDA backend only), read in
- * place on the engine's device and copied peer-to-peer from any other (a frame on GPU 0
- * reaches the rows of an engine spanning GPUs 0 and 1); the frame must be complete when
- * submitted (work queued on other streams is not waited for), and the engine has read it
- * when tl_engine_submit returns, unless the frame says read_later (below). */
-typedef enum { TL_MEMORY_HOST = 0, TL_MEMORY_DEVICE } tl_memory;
-
-typedef struct {
-    tl_frame_kind kind;
-    uint64_t index;           /* projections: position in the scan (any arrival order) */
-    double angle;             /* projections: radians */
-    double center_offset;     /* projections: axis correction added to center, pixels */
-    uint64_t t_acq;           /* acquisition time (ns), carried into slice info */
-    uint64_t t_recv;          /* receive time (ns), carried into slice info */
-    tl_dtype dtype;
-    uint32_t rows, cols;
-    size_t pitch;             /* bytes between rows; 0 = cols * dtype size */
-    const void *data;
-    tl_memory memory;
-    bool read_later;          /* DEVICE: submit returns before the GPU has read the frame;
-                                 the buffer is free once tl_engine_frames_done says so */
-    bool pinned;              /* HOST: data is in memory from tl_host_alloc for this engine's
-                                 backend: the CUDA backend uploads it from there, without the
-                                 copy into its staging ring (the caller's copy into it was
-                                 that copy); submit returns once it is read */
-    bool more;                /* another frame follows at once (a backlog): the backend may
-                                 hold this projection's filtering to do it together with the
-                                 next ones' (tl_engine_flush) */
-} tl_frame;
 
 /* Submits one frame. A projection with a new highest index moves the window first, so if
  * the backend then fails to store it, the window has moved and the index counts as
@@ -237,38 +114,6 @@ tl_status tl_engine_flush(tl_engine *e);
 
 /* ---- slices ---------------------------------------------------------------------------- */
 
-typedef enum { TL_SLICE_ROW = 0, TL_SLICE_ORTHO, TL_SLICE_PLANE } tl_slice_kind;
-typedef enum { TL_AXIS_X = 0, TL_AXIS_Y, TL_AXIS_Z } tl_axis;
-
-/* Volume coordinates: x, y in detector pixels from the rotation axis, z = detector row.
- * Every slice is a plane in the RECAST3D convention: output pixel (i, j) of an h x w slice
- * (row i, column j) sits at  base + s * xaxis + t * yaxis  with  s = (j + 0.5) / w  and
- * t = 1 - (i + 0.5) / h  (normalised coordinates, origin bottom-left, so image row 0 is the
- * top). Row and ortho slices are shorthands for planes (tl_slice_plane gives the 9 floats):
- *   row z, h x w, scale s:  xaxis (w s, 0, 0), yaxis (0, h s, 0), base (-w s/2, -h s/2, z)
- *   ortho X at x = p:       xaxis (0, w s, 0), yaxis (0, 0, -h s), base (p, -w s/2, zc + h s/2)
- *   ortho Y at y = p:       xaxis (w s, 0, 0), yaxis (0, 0, -h s), base (-w s/2, p, zc + h s/2)
- *   ortho Z at z = p:       the row slice at z = p
- * where zc = (rows - 1) / 2 is the detector's middle row (ortho images show z downwards,
- * like the detector). */
-typedef struct {
-    tl_slice_kind kind;
-    uint32_t height, width;   /* output pixels */
-    double scale;             /* volume units (detector pixels) per output pixel; default 1 */
-    double z;                 /* ROW: detector row */
-    tl_axis axis;             /* ORTHO */
-    double position;          /* ORTHO: coordinate along axis */
-    float orientation[9];     /* PLANE: xaxis, yaxis, base */
-} tl_slice_spec;
-
-void tl_slice_spec_row(tl_slice_spec *s, double z, uint32_t height, uint32_t width);
-void tl_slice_spec_ortho(tl_slice_spec *s, tl_axis axis, double position, uint32_t height,
-                         uint32_t width);
-void tl_slice_spec_plane(tl_slice_spec *s, const float orientation[9], uint32_t height,
-                         uint32_t width);
-/* The plane (9 floats) of any slice spec, for an engine with `rows` detector rows. */
-void tl_slice_plane(const tl_slice_spec *s, uint32_t rows, float orientation[9]);
-
 /* Adds a slice and returns its handle (>= 0). Slices persist until removed. */
 tl_status tl_engine_add_slice(tl_engine *e, const tl_slice_spec *s, int *id);
 tl_status tl_engine_remove_slice(tl_engine *e, int id);
@@ -301,31 +146,12 @@ typedef struct {
 tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
                                 tl_slice_info *info);
 
-/* The back-projection kernels a backend has, with the quality mode each satisfies. */
-typedef struct {
-    const char *name;         /* static string, e.g. "tex-std", "alu-fr/t64q16s8", "cpu-f32" */
-    tl_quality quality;
-    bool planes;              /* serves arbitrary planes (else horizontal rows only) */
-    uint32_t slices;          /* horizontal slices computed per pass (1, 2 or 4): a kernel of
-                                 2 or 4 serves that many rows of the same geometry at once */
-    const char *params;       /* static string: its parameters, for tables ("tile 64x64, ...") */
-} tl_kernel_info;
-/* Writes at most cap entries, returns how many kernels there are. */
+/* The back-projection kernels of the engine's backend (tl_kernel_info, gpu/base/types.h).
+ * Writes at most cap entries, returns how many kernels there are. */
 size_t tl_engine_kernels(const tl_engine *e, tl_kernel_info *out, size_t cap);
 
-/* The kernels to use for height x width slices, as the autotuner (gpu/tune.h) chose them on
- * this card, indexed by the allowed quality (tl_quality): `single` for a slice on its own
- * (latency), `batch` for several horizontal slices of that size and geometry reconstructed
- * together (throughput). An empty name leaves that case to the backend's built-in rule, as
- * does a size without a choice. A chosen kernel that cannot serve a slice (a plane, a
- * window beyond its limits) is passed over for the built-in rule, never an error. */
-#define TL_QUALITY_COUNT 3
-typedef struct {
-    uint32_t height, width;
-    char single[TL_QUALITY_COUNT][32];
-    char batch[TL_QUALITY_COUNT][32];
-} tl_kernel_choice;
-/* Sets the choice for c->height x c->width (replacing an earlier one of that size); names
+/* Tuned kernel choices by slice size (tl_kernel_choice, gpu/base/types.h).
+ * Sets the choice for c->height x c->width (replacing an earlier one of that size); names
  * must be kernels of this backend (TL_EINVAL otherwise). At most 16 sizes per engine. */
 tl_status tl_engine_set_choice(tl_engine *e, const tl_kernel_choice *c);
 /* The choice for h x w; false when there is none. */
@@ -333,54 +159,8 @@ bool tl_engine_get_choice(const tl_engine *e, uint32_t height, uint32_t width,
                           tl_kernel_choice *out);
 void tl_engine_clear_choices(tl_engine *e);
 
-/* What the engine runs on, as the tuning cache keys it. */
-typedef struct {
-    char name[160];           /* "NVIDIA H100 80GB HBM3", "CPU (16 threads)" */
-    char uuid[48];            /* "GPU-1a2b...", "cpu" */
-    char driver[32];          /* CUDA driver API version "13.0", "" on the CPU */
-    char runtime[32];         /* CUDA runtime version, "" on the CPU */
-    int cc_major, cc_minor;   /* compute capability (0 on the CPU) */
-    int sm_count;             /* multiprocessors (threads on the CPU) */
-} tl_device_id;
+/* What the engine runs on (tl_device_id, gpu/base/types.h). */
 void tl_engine_device_id(const tl_engine *e, tl_device_id *id);
-
-/* ---- benchmarks -------------------------------------------------------------------------- */
-
-/* One timed kernel: the median time of `reps` calls after warm-up (CUDA events on the GPU,
- * the monotonic clock on the CPU), for the slices ids of a tl_engine_bench call. */
-typedef struct {
-    const char *kernel;
-    tl_quality quality;
-    double ms;                /* median time per call */
-    double updates_per_s;     /* pixels x projections x slices / time */
-} tl_bench_row;
-
-/* Times every kernel able to serve these slices (reconstructing into internal buffers, no
- * host copies) as if the window were full: every slot, uniform angles over 180 degrees,
- * whatever the slots hold, so a new scan can be timed before its first frame. Writes at
- * most cap rows, sets *n to the count. */
-tl_status tl_engine_bench(tl_engine *e, const int *ids, size_t nids, int reps, tl_bench_row *rows,
-                          size_t cap, size_t *n);
-/* The same for one kernel only (by name); TL_EINVAL when it cannot serve the slices. An
- * engine created with config.kernel set times only that kernel in tl_engine_bench too. */
-tl_status tl_engine_bench_kernel(tl_engine *e, const int *ids, size_t nids, const char *kernel,
-                                 int reps, tl_bench_row *row);
-
-/* One measured hardware rate of the engine's device (seed-000-001.md §6.2 AP-2: the card's
- * row of the paper's Table 10): texture filter rates, conversion rates, shared memory. */
-typedef struct {
-    const char *name;         /* static: "texture float linear", "shared 128-bit loads", ... */
-    const char *unit;         /* static: "G texels/s", "G ops/s", "GB/s" */
-    double value;
-} tl_hw_rate;
-/* Runs the micro-benchmarks (a second or two on a GPU). TL_EUNSUPPORTED on backends
- * without them (the CPU). Writes at most cap rows, sets *n to the count. */
-tl_status tl_engine_hw_rates(tl_engine *e, tl_hw_rate *out, size_t cap, size_t *n);
-/* Times the per-frame path (upload from pinned host memory, convert, correct, filter,
- * store) for frame f, median of reps calls after warm-up. The frame is not kept. On an
- * engine spanning several devices (here and in tl_engine_bench) every device runs its share
- * at once and the time is the slowest one's: when the whole frame (job) is done. */
-tl_status tl_engine_bench_store(tl_engine *e, const tl_frame *f, int reps, double *ms);
 
 /* ---- parameters and state -------------------------------------------------------------- */
 
@@ -427,4 +207,8 @@ const char *tl_engine_last_error(const tl_engine *e);
 #ifdef __cplusplus
 }
 #endif
+
+/* Benchmarks (kernels, the per-frame path, the device's rates). */
+#include "gpu/engine_bench.h"
+
 #endif

@@ -1,12 +1,55 @@
-/* ipc.c — gpu/ipc.h in a build without CUDA: every call says that it cannot be done.
- * (The CUDA build uses gpu/cuda/ipc.cu instead.) */
+/* ipc.c — gpu/ipc.h: the CUDA backend's IPC (gpu/cuda/ipc.cu) where the build has CUDA;
+ * elsewhere every call says that it cannot be done. */
 #include <config.h>
 
 #include <stdio.h>
 
 #include "gpu/ipc.h"
 
-#ifndef HAVE_CUDA
+#ifdef HAVE_CUDA
+#include "gpu/cuda/cuda_backend.h"
+
+_Static_assert(TL_IPC_HANDLE_BYTES == TL_CUDA_IPC_HANDLE_BYTES, "IPC handle size");
+_Static_assert(TL_IPC_UUID_LEN == TL_CUDA_IPC_UUID_LEN, "device UUID length");
+
+tl_status tl_ipc_device_uuid(int device, char *uuid, char *why, size_t why_len)
+{
+    return tl_cuda_ipc_device_uuid(device, uuid, why, why_len);
+}
+
+tl_status tl_ipc_device_ordinal(const char *uuid, int *device, char *why, size_t why_len)
+{
+    return tl_cuda_ipc_device_ordinal(uuid, device, why, why_len);
+}
+
+tl_status tl_ipc_open(int device, const uint8_t handle[TL_IPC_HANDLE_BYTES], void **ptr,
+                      size_t *bytes, char *why, size_t why_len)
+{
+    return tl_cuda_ipc_open(device, handle, ptr, bytes, why, why_len);
+}
+
+void tl_ipc_close(int device, void *ptr)
+{
+    tl_cuda_ipc_close(device, ptr);
+}
+
+tl_status tl_ipc_alloc(int device, size_t bytes, void **ptr, uint8_t handle[TL_IPC_HANDLE_BYTES],
+                       char *why, size_t why_len)
+{
+    return tl_cuda_ipc_alloc(device, bytes, ptr, handle, why, why_len);
+}
+
+void tl_ipc_free(int device, void *ptr)
+{
+    tl_cuda_ipc_free(device, ptr);
+}
+
+tl_status tl_ipc_copy(int device, void *dst, const void *src, size_t bytes, char *why,
+                      size_t why_len)
+{
+    return tl_cuda_ipc_copy(device, dst, src, bytes, why, why_len);
+}
+#else
 static tl_status no_cuda(char *why, size_t why_len)
 {
     if (why && why_len)
@@ -62,6 +105,4 @@ tl_status tl_ipc_copy(int device, void *dst, const void *src, size_t bytes, char
     (void)device, (void)dst, (void)src, (void)bytes;
     return no_cuda(why, why_len);
 }
-#else
-typedef int tl_ipc_c_is_empty_with_cuda; /* ISO C wants a translation unit to declare something */
 #endif

@@ -1,26 +1,40 @@
-# gpu/ — the reconstruction engine: one API (engine.h), the portable C backend (gpu/cpu/)
-# and, when nvcc is found, the CUDA backend (gpu/cuda/, compiled by nvcc into its own
-# static library; nvcc rejects libtool's -fPIC, so no libtool here).
-noinst_LIBRARIES += gpu/libtlengine.a
+# gpu/ — the reconstruction engine, in layers (each folder uses only those below it):
+#   gpu/            the engine: the public API (engine.h), the multi-device split backend,
+#                   tuning, phantoms, IPC;
+#   gpu/geometry/   what a slice means;
+#   gpu/method/     FBP filters;
+#   gpu/cpu/        the portable C backend;
+#   gpu/cuda/       the CUDA backend, when nvcc is found (compiled by nvcc into its own
+#                   static library; nvcc rejects libtool's -fPIC, so no libtool here);
+#   gpu/base/       what all of them share: types, tl_fail, the backend table, pool, clock.
+# Libraries are linked top down, each once: libtlengine.a, libtlcuda.a, libtlbase.a.
+noinst_LIBRARIES += gpu/libtlengine.a gpu/libtlbase.a
 gpu_libtlengine_a_SOURCES = \
-	gpu/engine.h gpu/engine.c gpu/base/backend.h gpu/base/names.c gpu/geometry/slice.c \
+	gpu/engine.h gpu/engine_bench.h gpu/engine.c \
 	gpu/window.h gpu/window.c \
-	gpu/method/filter.h gpu/method/filter.c \
-	gpu/clock.h gpu/pool.h gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
-	gpu/split.c \
-	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
+	gpu/split.h gpu/split.c \
+	gpu/clock.h gpu/pool.h \
 	gpu/phantom.h gpu/phantom.c \
 	gpu/ipc.h gpu/ipc.c \
-	gpu/tune.h gpu/tune.c gpu/tune_cache.c
+	gpu/tune.h gpu/tune.c gpu/tune_cache.c \
+	gpu/geometry/slice.h gpu/geometry/slice.c \
+	gpu/method/filter.h gpu/method/filter.c \
+	gpu/cpu/cpu_backend.h gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
+	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c
 gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS) $(JANSSON_CFLAGS)
+gpu_libtlbase_a_SOURCES = \
+	gpu/base/types.h gpu/base/names.c \
+	gpu/base/fail.h gpu/base/fail.c \
+	gpu/base/backend.h \
+	gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c
+gpu_libtlbase_a_CFLAGS = $(AM_CFLAGS)
 
 ENGINE_LIBS = gpu/libtlengine.a
 if HAVE_CUDA
 noinst_LIBRARIES += gpu/libtlcuda.a
 gpu_libtlcuda_a_SOURCES = $(CUDA_SOURCES)
-# libtlengine.a once more after libtlcuda.a: the CUDA objects use its helpers (tl_fail, the
-# thread pool), and a program that reaches them only through gpu/ipc.h has passed it by then
-ENGINE_LIBS += gpu/libtlcuda.a gpu/libtlengine.a $(CUDA_LDFLAGS) $(CUDA_LIBS)
+ENGINE_LIBS += gpu/libtlcuda.a
+ENGINE_CUDA_LIBS = $(CUDA_LDFLAGS) $(CUDA_LIBS)
 SUFFIXES += .cu
 # automake applies per-target flags only to languages it knows: nvcc gets everything here.
 NVCC_ALLFLAGS = $(NVCC_GENCODE) -std=c++17 -O3 -lineinfo -Xcompiler -Wall,-Wextra,-Wno-unused-parameter \
@@ -30,6 +44,6 @@ NVCC_ALLFLAGS = $(NVCC_GENCODE) -std=c++17 -O3 -lineinfo -Xcompiler -Wall,-Wextr
 -include $(patsubst %.cu,%.d,$(filter %.cu,$(gpu_libtlcuda_a_SOURCES)))
 CLEANFILES += gpu/cuda/*.d
 endif
-ENGINE_LIBS += $(FFTW_LIBS) $(JANSSON_LIBS) -lm
+ENGINE_LIBS += gpu/libtlbase.a $(ENGINE_CUDA_LIBS) $(FFTW_LIBS) $(JANSSON_LIBS) -lm
 # the CUDA backend's file list (CUDA_SOURCES) and its tests live with it
 include gpu/cuda/cuda.mk

@@ -1,6 +1,6 @@
 /* split.c — one engine on several GPUs of a host (issue #8): the detector rows are split
  * across child backends, one per entry of config.devices, behind the ordinary operation
- * table (backend.h), so the engine (engine.c) and everything above it stay as they are.
+ * table (gpu/base/backend.h), so the engine and everything above it stay as they are.
  *
  * Why rows: preprocessing and filtering work row by row, and a horizontal slice reads the
  * sinogram of one detector row, so a partition by rows needs no data exchange between
@@ -52,8 +52,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/base/backend.h"
 #include "gpu/base/pool.h"
+#include "gpu/cpu/cpu_backend.h"
+#include "gpu/engine.h"
+#include "gpu/split.h"
+#ifdef HAVE_CUDA
+#include "gpu/cuda/cuda_backend.h"
+#endif
 
 #define TL_SPLIT_BENCH_ROWS 128 /* kernels one part's benchmark lists at most */
 #define TL_SPLIT_SPIN_NS 100000  /* the pool spins this long between operations: frames

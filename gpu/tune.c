@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpu/base/backend.h"
+#include "gpu/base/fail.h"
 #include "gpu/base/clock.h"
 #include "gpu/tune.h"
 

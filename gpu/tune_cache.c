@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpu/base/backend.h"
+#include "gpu/base/fail.h"
 #include "gpu/tune.h"
 
 #define CACHE_VERSION 1

@@ -1,6 +1,10 @@
 /* backend.h — the operation table a reconstruction backend implements (internal to gpu/).
  *
- * The engine (gpu/engine.c) owns everything that is the same on every backend: checking
+ * It sits below the engine (gpu/) and the backends (gpu/cpu/, gpu/cuda/) alike, so that
+ * each backend sees only this table and gpu/base/, never the engine above it; the engine
+ * reaches a backend through the table it exports (gpu/cpu/cpu.h, gpu/cuda/cuda.h).
+ *
+ * The engine (the files of gpu/) owns everything that is the same on every backend: checking
  * frames, the rolling-window bookkeeping (which index lives in which slot), the dark/flat
  * batch rule, filter design, slice geometry and angular weights. A backend owns the
  * numbers: it keeps the dark/flat averages and the filtered window in its own memory
@@ -13,19 +17,12 @@
 #ifndef TL_BACKEND_H
 #define TL_BACKEND_H
 
-#include "gpu/engine.h"
+#include "gpu/base/fail.h"
+#include "gpu/base/types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct {
-    char msg[512];
-} tl_errbuf;
-
-/* Formats the message into eb and returns st. */
-tl_status tl_fail(tl_errbuf *eb, tl_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* One projection of a back-projection job, in the units of DESIGN.md §3:
  * the ray through (x, y) hits column u = center + x cos(theta) - y sin(theta). */
@@ -117,22 +114,6 @@ typedef struct tl_backend_ops {
 
 #define TL_BACKEND_FENCES 64 /* frames whose work may be outstanding at once */
 #define TL_ACC_BATCH 8       /* projections of one incremental update (acc_update, add) */
-
-extern const tl_backend_ops tl_cpu_backend;
-/* Several devices (gpu/split.c): detector rows split across child backends, one per entry
- * of config.devices. Its estimate() and create() take a configuration whose backend is
- * resolved (CPU or CUDA: the children's kind, never AUTO) and whose ndevices >= 2. */
-extern const tl_backend_ops tl_split_backend;
-#ifdef HAVE_CUDA
-extern const tl_backend_ops tl_cuda_backend;
-/* Device count, or -1 with the reason in why when CUDA cannot be used. */
-int tl_cuda_device_count(char *why, size_t why_len);
-/* tl_host_alloc / tl_host_free for the CUDA backend: cudaHostAlloc (portable). */
-tl_status tl_cuda_host_alloc(size_t bytes, void **out, char *why, size_t why_len);
-void tl_cuda_host_free(void *p);
-tl_status tl_cuda_host_register(void *p, size_t bytes, char *why, size_t why_len);
-void tl_cuda_host_unregister(void *p);
-#endif
 
 #ifdef __cplusplus
 }

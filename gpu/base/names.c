@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "gpu/engine.h"
+#include "gpu/base/types.h"
 
 const char *tl_status_name(tl_status s)
 {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gpu/base/clock.h"
+#include "gpu/cpu/cpu_backend.h"
 #include "gpu/cpu/cpu_state.h"
 
 /* FFTW's planner is not thread-safe; engines may be created on several threads. */
@@ -365,7 +366,7 @@ static tl_status cpu_acc_update(void *state, tl_bp_job *job, const int *ids, boo
         return run_bp(state, job, TL_CPU_ACC_SET, ids);
     /* one projection at a time: the row kernel sums a job's projections in REAL before
      * adding to the double accumulator, and a projection must be rounded on its own to
-     * cancel exactly when it is removed in another batch (engine.c track_flush) */
+     * cancel exactly when it is removed in another batch (gpu/track.c) */
     tl_bp_job one = *job;
     one.nproj = 1;
     for (size_t k = 0; k < job->nproj; k++) {

@@ -1,4 +1,4 @@
-/* cuda_backend.cu — the CUDA backend's operation table (gpu/backend.h): device discovery,
+/* cuda_backend.cu — the CUDA backend's operation table (gpu/base/backend.h): device discovery,
  * the memory estimate, creation and destruction of an engine's GPU state, the filter
  * response, calibration batches, and the kernel list.
  *
@@ -12,7 +12,7 @@
 
 #include <mutex>
 
-#include "gpu/base/backend.h"
+#include "gpu/cuda/cuda_backend.h"
 
 #include <stdio.h>
 #include <stdlib.h>

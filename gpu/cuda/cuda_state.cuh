@@ -44,7 +44,7 @@
                                      its staging buffer: one core copies ~6 GB/s, too slow
                                      for a camera at 500+ frames/s of 8 MB */
 #define TL_CUDA_STAGE_SPIN_NS 50000 /* they spin this long for the next frame before sleeping
-                                       (gpu/pool.h): frames back to back start at once */
+                                       (gpu/base/pool.h): frames back to back start at once */
 #define TL_CUDA_STAGE_PIECES 16   /* pieces of a frame's copy: early finishers take more */
 #define TL_CUDA_ELEM_BLOCK 256    /* threads per block of the element-wise kernels */
 #define TL_CUDA_ELEM_MAX_GRID 65536 /* grid-stride loops above this many blocks */

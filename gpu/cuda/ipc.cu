@@ -16,7 +16,7 @@
 #include <cudaTypedefs.h>
 
 #include "gpu/cuda/cuda_state.cuh"
-#include "gpu/ipc.h"
+#include "gpu/cuda/cuda_backend.h"
 
 static tl_status fail(tl_errbuf *eb, char *why, size_t why_len, tl_status st)
 {
@@ -42,7 +42,7 @@ void tl_cuda_format_uuid(const cudaUUID_t *u, char *out)
                      (unsigned char)u->bytes[i]);
 }
 
-extern "C" tl_status tl_ipc_device_uuid(int device, char *uuid, char *why, size_t why_len)
+extern "C" tl_status tl_cuda_ipc_device_uuid(int device, char *uuid, char *why, size_t why_len)
 {
     TL_IPC_RUN({
         cudaDeviceProp p;
@@ -51,15 +51,15 @@ extern "C" tl_status tl_ipc_device_uuid(int device, char *uuid, char *why, size_
     });
 }
 
-extern "C" tl_status tl_ipc_device_ordinal(const char *uuid, int *device, char *why,
-                                           size_t why_len)
+extern "C" tl_status tl_cuda_ipc_device_ordinal(const char *uuid, int *device, char *why,
+                                                size_t why_len)
 {
     TL_IPC_RUN({
         int n = 0;
         TL_CUDA(eb, cudaGetDeviceCount(&n));
         for (int d = 0; d < n; d++) {
             cudaDeviceProp p;
-            char u[TL_IPC_UUID_LEN + 1];
+            char u[TL_CUDA_IPC_UUID_LEN + 1];
             TL_CUDA(eb, cudaGetDeviceProperties(&p, d));
             tl_cuda_format_uuid(&p.uuid, u);
             if (strcasecmp(u, uuid) == 0) {
@@ -91,10 +91,11 @@ static PFN_cuMemGetAddressRange_v3020 address_range(void)
     return fn;
 }
 
-extern "C" tl_status tl_ipc_open(int device, const uint8_t handle[TL_IPC_HANDLE_BYTES],
-                                 void **ptr, size_t *bytes, char *why, size_t why_len)
+extern "C" tl_status tl_cuda_ipc_open(int device,
+                                      const uint8_t handle[TL_CUDA_IPC_HANDLE_BYTES],
+                                      void **ptr, size_t *bytes, char *why, size_t why_len)
 {
-    static_assert(sizeof(cudaIpcMemHandle_t) == TL_IPC_HANDLE_BYTES, "IPC handle size");
+    static_assert(sizeof(cudaIpcMemHandle_t) == TL_CUDA_IPC_HANDLE_BYTES, "IPC handle size");
     *ptr = NULL;
     TL_IPC_RUN({
         TL_CUDA(eb, cudaSetDevice(device));
@@ -121,7 +122,7 @@ extern "C" tl_status tl_ipc_open(int device, const uint8_t handle[TL_IPC_HANDLE_
     });
 }
 
-extern "C" void tl_ipc_close(int device, void *ptr)
+extern "C" void tl_cuda_ipc_close(int device, void *ptr)
 {
     if (!ptr)
         return;
@@ -129,8 +130,9 @@ extern "C" void tl_ipc_close(int device, void *ptr)
         cudaGetLastError(); /* teardown: nothing more to do */
 }
 
-extern "C" tl_status tl_ipc_alloc(int device, size_t bytes, void **ptr,
-                                  uint8_t handle[TL_IPC_HANDLE_BYTES], char *why, size_t why_len)
+extern "C" tl_status tl_cuda_ipc_alloc(int device, size_t bytes, void **ptr,
+                                       uint8_t handle[TL_CUDA_IPC_HANDLE_BYTES], char *why,
+                                       size_t why_len)
 {
     *ptr = NULL;
     TL_IPC_RUN({
@@ -148,7 +150,7 @@ extern "C" tl_status tl_ipc_alloc(int device, size_t bytes, void **ptr,
     });
 }
 
-extern "C" void tl_ipc_free(int device, void *ptr)
+extern "C" void tl_cuda_ipc_free(int device, void *ptr)
 {
     if (!ptr)
         return;
@@ -156,8 +158,8 @@ extern "C" void tl_ipc_free(int device, void *ptr)
         cudaGetLastError();
 }
 
-extern "C" tl_status tl_ipc_copy(int device, void *dst, const void *src, size_t bytes, char *why,
-                                 size_t why_len)
+extern "C" tl_status tl_cuda_ipc_copy(int device, void *dst, const void *src, size_t bytes,
+                                      char *why, size_t why_len)
 {
     TL_IPC_RUN({
         TL_CUDA(eb, cudaSetDevice(device));

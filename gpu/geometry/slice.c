@@ -1,4 +1,4 @@
-/* slice.c — slice descriptions and the plane each one stands for (engine.h, "Volume
+/* slice.c — slice descriptions and the plane each one stands for (slice.h, "Volume
  * coordinates"). Every backend samples planes; rows and ortho-slices are shorthands, so
  * one kernel family can serve them all and the fast paths are an optimisation, not a
  * different geometry. */
@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "gpu/engine.h"
+#include "gpu/geometry/slice.h"
 
 static void init(tl_slice_spec *s, tl_slice_kind kind, uint32_t height, uint32_t width)
 {

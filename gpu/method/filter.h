@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/engine.h"
+#include "gpu/base/types.h"
 
 /* Padded row length for a detector of `cols` columns: the smallest power of two >= 2 cols. */
 size_t tl_filter_padded_length(uint32_t cols);
