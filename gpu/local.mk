@@ -1,8 +1,8 @@
 # gpu/ — the reconstruction engine, in layers (each folder uses only those below it):
-#   gpu/            the engine: the public API (engine.h), the multi-device split backend,
-#                   tuning, phantoms, IPC;
-#   gpu/geometry/   what a slice means;
-#   gpu/method/     FBP filters;
+#   gpu/            the engine: the public API (engine.h) and its modules (engine_impl.h
+#                   lists them), the multi-device split backend, tuning, phantoms, IPC;
+#   gpu/geometry/   what a projection and a slice mean (parallel beam);
+#   gpu/method/     how the window becomes a slice (FBP: filters, weights);
 #   gpu/cpu/        the portable C backend;
 #   gpu/cuda/       the CUDA backend, when nvcc is found (compiled by nvcc into its own
 #                   static library; nvcc rejects libtool's -fPIC, so no libtool here);
@@ -10,7 +10,9 @@
 # Libraries are linked top down, each once: libtlengine.a, libtlcuda.a, libtlbase.a.
 noinst_LIBRARIES += gpu/libtlengine.a gpu/libtlbase.a
 gpu_libtlengine_a_SOURCES = \
-	gpu/engine.h gpu/engine_bench.h gpu/engine.c \
+	gpu/engine.h gpu/engine_bench.h gpu/engine_impl.h \
+	gpu/engine.c gpu/backends.c gpu/host.c gpu/frames.c gpu/slices.c gpu/track.c \
+	gpu/reconstruct.c gpu/choices.c gpu/bench.c \
 	gpu/window.h gpu/window.c \
 	gpu/split.h gpu/split.c \
 	gpu/clock.h gpu/pool.h \
@@ -18,7 +20,10 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/ipc.h gpu/ipc.c \
 	gpu/tune.h gpu/tune.c gpu/tune_cache.c \
 	gpu/geometry/slice.h gpu/geometry/slice.c \
+	gpu/geometry/geometry.h gpu/geometry/geometry.c gpu/geometry/parallel.c \
+	gpu/method/method.h gpu/method/method.c gpu/method/fbp.c \
 	gpu/method/filter.h gpu/method/filter.c \
+	gpu/method/weights.h gpu/method/weights.c \
 	gpu/cpu/cpu_backend.h gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
 	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c
 gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS) $(JANSSON_CFLAGS)

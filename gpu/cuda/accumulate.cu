@@ -4,13 +4,14 @@
  *
  * An accumulator is a double buffer of the slice's pixels in device memory, with a float
  * buffer of the same size for read-outs, both allocated when the slice starts being tracked
- * (never per frame). An update adds sign * weight * (the projection's interpolated value)
- * to every pixel, for a batch of up to TL_ACC_BATCH projections in one pass (the engine
- * queues them, gpu/engine.c track_flush), with the projections' constants as kernel
- * arguments, so nothing is uploaded and the host never waits: the update is ordered on the
- * engine's stream before the store that overwrites the slot (subtraction) or after it
- * (addition). Interpolation is the exact one of plane-exact (bilinear across columns and
- * detector rows), so tracked slices are `exact` whatever kernel rebuilt them last.
+ * (never per frame). An update adds weight * (the projection's interpolated value) to
+ * every pixel (an evicted projection comes with a negative weight), for a batch of up to
+ * TL_ACC_BATCH projections in one pass (the engine queues them, gpu/track.c), with the
+ * projections' constants as kernel arguments, so nothing is uploaded and the host never
+ * waits: the update is ordered on the engine's stream before the store that overwrites the
+ * slot (subtraction) or after it (addition). Interpolation is the exact one of plane-exact
+ * (bilinear across columns and detector rows), so tracked slices are
+ * `exact` whatever kernel rebuilt them last.
  *
  * Why double: the contribution is computed and rounded in float, identically when the
  * projection is added and when it is subtracted, so the two cancel exactly; only the

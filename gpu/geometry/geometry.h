@@ -1,0 +1,35 @@
+/* geometry.h — what a projection means in one beam geometry: which configurations it
+ * serves and how a projection taken at an angle becomes the description a backend
+ * back-projects (tl_bp_proj, gpu/base/backend.h). The engine asks the geometry of its
+ * configuration (tl_geometry_find) and never switches on the kind itself, so a geometry is
+ * added as a file of its own (cone beam next: cone.c) and one line in geometry.c.
+ * What a slice means (a plane through the volume) is the same in every geometry: slice.h.
+ *
+ *   const tl_geometry_ops *g;
+ *   if (tl_geometry_find(cfg->geometry, eb, &g) != TL_OK) ...
+ *   tl_bp_proj p = g->projection(cfg, slot, angle, center_offset);
+ */
+#ifndef TL_GEOMETRY_H
+#define TL_GEOMETRY_H
+
+#include "gpu/base/backend.h"
+
+typedef struct tl_geometry_ops {
+    const char *name;
+    /* What this geometry asks of a configuration beyond the checks every geometry shares
+     * (the engine's check_config). */
+    tl_status (*check)(const tl_engine_config *c, tl_errbuf *eb);
+    /* The projection held in `slot`, taken at `angle` (radians) with the axis corrected by
+     * center_offset pixels, weighed pi / window: the uniform FBP weight, which the method
+     * may replace (gpu/method/method.h). */
+    tl_bp_proj (*projection)(const tl_engine_config *c, uint32_t slot, double angle,
+                             double center_offset);
+} tl_geometry_ops;
+
+extern const tl_geometry_ops tl_geometry_parallel; /* parallel.c */
+
+/* The geometry of kind g: TL_EUNSUPPORTED for one not implemented yet (cone beam),
+ * TL_EINVAL for an unknown kind, each with the message in eb. */
+tl_status tl_geometry_find(tl_geometry g, tl_errbuf *eb, const tl_geometry_ops **out);
+
+#endif
