@@ -9,7 +9,10 @@ GPU_TEST_LIBS = tests/libtlgputest.a $(ENGINE_LIBS) $(TEST_LIBS)
 
 check_PROGRAMS += tests/gpu/check_cuda
 TESTS += tests/gpu/check_cuda
-tests_gpu_check_cuda_SOURCES = tests/gpu/check_cuda.c
+# one program, a file per case (cuda_check.c: what they share)
+tests_gpu_check_cuda_SOURCES = tests/gpu/check_cuda.c tests/gpu/cuda_check.h tests/gpu/cuda_check.c \
+	tests/gpu/check_cuda_pipeline.c tests/gpu/check_cuda_kernels.c \
+	tests/gpu/check_cuda_engine.c tests/gpu/check_cuda_split.c
 tests_gpu_check_cuda_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_gpu_check_cuda_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_gpu_check_cuda_LDADD = $(GPU_TEST_LIBS)
