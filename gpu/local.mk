@@ -14,7 +14,7 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/engine.c gpu/backends.c gpu/host.c gpu/frames.c gpu/slices.c gpu/track.c \
 	gpu/reconstruct.c gpu/choices.c gpu/bench.c \
 	gpu/window.h gpu/window.c \
-	gpu/split.h gpu/split.c \
+	gpu/split.h gpu/split_impl.h gpu/split.c gpu/split_route.c gpu/split_acc.c gpu/split_bench.c \
 	gpu/clock.h gpu/pool.h \
 	gpu/phantom.h gpu/phantom.c \
 	gpu/ipc.h gpu/ipc.c \
