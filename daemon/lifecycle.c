@@ -19,11 +19,11 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "daemon/daemon.h"
+#include "daemon/core/daemon.h"
 #include "daemon/lifecycle.h"
-#include "daemon/http.h"
-#include "daemon/notify.h"
-#include "daemon/recast3d.h"
+#include "daemon/serve/http.h"
+#include "daemon/base/notify.h"
+#include "daemon/serve/recast3d.h"
 
 #define TL_STOP_BUDGET_NS 1500000000ull /* of the 2 s allowed for SIGTERM */
 #define TL_LINGER_MS 300

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "daemon/daemon.h"
+#include "daemon/core/daemon.h"
 
 /* Locks, the slice registry and the loop of a zeroed daemon; started_ns is now. */
 void tl_daemon_init(tl_daemon *d);

@@ -4,9 +4,9 @@
 # the daemon's unit tests link with DAEMON_UTIL_LIBS.
 noinst_LIBRARIES += daemon/libtldaemon.a
 daemon_libtldaemon_a_SOURCES = \
-	daemon/config.h daemon/config.c \
-	daemon/log.h daemon/log.c \
-	daemon/notify.h daemon/notify.c
+	daemon/base/settings.h daemon/base/settings.c \
+	daemon/base/log.h daemon/base/log.c \
+	daemon/base/notify.h daemon/base/notify.c
 daemon_libtldaemon_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
 DAEMON_UTIL_LIBS = daemon/libtldaemon.a $(INIH_LIBS) $(SYSTEMD_LIBS)
 
@@ -14,13 +14,13 @@ DAEMON_UTIL_LIBS = daemon/libtldaemon.a $(INIH_LIBS) $(SYSTEMD_LIBS)
 # read-out pacing, buffer pool) are a library too, so unit tests can link them.
 noinst_LIBRARIES += daemon/libtlcore.a
 daemon_libtlcore_a_SOURCES = \
-	daemon/stats.h daemon/stats.c \
-	daemon/queue.h daemon/queue.c \
-	daemon/subs.h daemon/subs.c \
-	daemon/slices.h daemon/slices.c \
-	daemon/pacing.h daemon/pacing.c \
-	daemon/bands.h daemon/bands.c \
-	daemon/bufpool.h daemon/bufpool.c
+	daemon/base/stats.h daemon/base/stats.c \
+	daemon/base/queue.h daemon/base/queue.c \
+	daemon/base/subs.h daemon/base/subs.c \
+	daemon/base/slices.h daemon/base/slices.c \
+	daemon/base/pacing.h daemon/base/pacing.c \
+	daemon/ingest/bands.h daemon/ingest/bands.c \
+	daemon/base/bufpool.h daemon/base/bufpool.c
 daemon_libtlcore_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS)
 DAEMON_CORE_LIBS = daemon/libtlcore.a
 
@@ -29,12 +29,12 @@ DAEMON_CORE_LIBS = daemon/libtlcore.a
 # library around its own instrumented build of http.c.
 noinst_LIBRARIES += daemon/libtomolived.a
 daemon_libtomolived_a_SOURCES = \
-	daemon/daemon.h daemon/lifecycle.h daemon/lifecycle.c \
-	daemon/zwatch.h daemon/zwatch.c \
-	daemon/adapter.h daemon/adapter_native.c daemon/ingest.c daemon/worker.c daemon/scan.c \
-	daemon/tuning.c daemon/slice_shm.c daemon/ipc_frames.h daemon/ipc_frames.c \
-	daemon/publisher.h daemon/publisher.c \
-	daemon/control.c daemon/commands.c
+	daemon/core/daemon.h daemon/lifecycle.h daemon/lifecycle.c \
+	daemon/base/zwatch.h daemon/base/zwatch.c \
+	daemon/ingest/adapter.h daemon/ingest/adapter_native.c daemon/core/ingest.c daemon/core/worker.c daemon/core/scan.c \
+	daemon/core/tuning.c daemon/core/slice_shm.c daemon/ingest/ipc_frames.h daemon/ingest/ipc_frames.c \
+	daemon/core/publisher.h daemon/core/publisher.c \
+	daemon/serve/control.c daemon/serve/commands.c
 daemon_libtomolived_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) $(INIH_CFLAGS) \
 	$(SYSTEMD_CFLAGS) $(LWS_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
 DAEMON_LIBS = daemon/libtomolived.a
@@ -45,17 +45,17 @@ daemon_tomolived_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) $(INIH_CFLAG
 daemon_tomolived_LDADD = $(DAEMON_LIBS) $(DAEMON_CORE_LIBS) $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) \
 	$(ENGINE_LIBS) $(UV_LIBS)
 
-# The HTTP server: the live preview page, /metrics and /api/status (daemon/http.h), with
+# The HTTP server: the live preview page, /metrics and /api/status (daemon/serve/http.h), with
 # libwebsockets on the daemon's libuv loop. Its pure parts — routing, preview images,
 # Prometheus text — are a library of their own, so unit tests link them without a daemon.
 noinst_LIBRARIES += daemon/libtlhttp.a
 daemon_libtlhttp_a_SOURCES = \
-	daemon/http.h daemon/http_route.c \
-	daemon/preview.h daemon/preview.c \
-	daemon/metrics.h daemon/metrics.c
+	daemon/serve/http.h daemon/serve/http_route.c \
+	daemon/serve/preview.h daemon/serve/preview.c \
+	daemon/serve/metrics.h daemon/serve/metrics.c
 daemon_libtlhttp_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS)
 HTTP_CORE_LIBS = daemon/libtlhttp.a
-daemon_tomolived_SOURCES += daemon/http.c
+daemon_tomolived_SOURCES += daemon/serve/http.c
 daemon_tomolived_CPPFLAGS = $(AM_CPPFLAGS) -DTL_WWW_DIR='"$(wwwdir)"'
 daemon_tomolived_CFLAGS += $(LWS_CFLAGS) $(JANSSON_CFLAGS)
 daemon_tomolived_LDADD += $(HTTP_CORE_LIBS) $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(JSONPACK_LIBS) $(LWS_LIBS)
@@ -66,13 +66,13 @@ dist_www_DATA = daemon/www/index.html daemon/www/app.js daemon/www/style.css
 # man page
 dist_man8_MANS = daemon/tomolived.8
 
-# Detectors and viewers: the ingest formats besides tomolive's (daemon/adapter.h: DECTRIS
+# Detectors and viewers: the ingest formats besides tomolive's (daemon/ingest/adapter.h: DECTRIS
 # Stream V2 and V1, the JSON header + blob presets, tomopackets), what they share
 # (adapter_util, bitshuffle/LZ4 decoding) and the RECAST3D viewer link.
 daemon_libtomolived_a_SOURCES += \
-	daemon/adapter.c daemon/adapter_util.h daemon/adapter_util.c \
-	daemon/bitshuffle.h daemon/bitshuffle.c \
-	daemon/adapter_dectris2.c daemon/adapter_dectris1.c daemon/adapter_json.c \
-	daemon/adapter_tomopackets.c \
-	daemon/recast3d.h daemon/recast3d.c
+	daemon/ingest/adapter.c daemon/ingest/adapter_util.h daemon/ingest/adapter_util.c \
+	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c \
+	daemon/ingest/adapter_dectris2.c daemon/ingest/adapter_dectris1.c daemon/ingest/adapter_json.c \
+	daemon/ingest/adapter_tomopackets.c \
+	daemon/serve/recast3d.h daemon/serve/recast3d.c
 daemon_tomolived_LDADD += $(CBOR_LIBS) $(LZ4_LIBS) $(JANSSON_LIBS)

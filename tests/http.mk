@@ -1,4 +1,4 @@
-# http tests: the preview page, /metrics and /api/status (daemon/http.h)
+# http tests: the preview page, /metrics and /api/status (daemon/serve/http.h)
 
 # the pure parts: preview images, Prometheus text (strict checker), routing
 check_PROGRAMS += tests/unit/check_http
@@ -44,12 +44,12 @@ CLEANFILES += tests/integration/check_http_browser.png tests/integration/check_h
 # the harness are built by clang with libFuzzer and the sanitizers, the rest of the daemon is
 # linked from the normal build. Seeds: tests/fuzz/http-corpus (the triggers of issue 31);
 # what the fuzzer finds goes to tests/fuzz/http-run-corpus in the build directory.
-FUZZ_HTTP_SRCS = tests/fuzz/fuzz_http.c daemon/http.c
+FUZZ_HTTP_SRCS = tests/fuzz/fuzz_http.c daemon/serve/http.c
 EXTRA_DIST += tests/fuzz/fuzz_http.c tests/fuzz/http-corpus
 CLEANFILES += tests/fuzz/fuzz_http
 
-tests/fuzz/fuzz_http: $(FUZZ_HTTP_SRCS:%=$(srcdir)/%) $(srcdir)/daemon/http.h \
-	$(srcdir)/daemon/lifecycle.h $(srcdir)/daemon/daemon.h $(DAEMON_LIBS) $(HTTP_CORE_LIBS) \
+tests/fuzz/fuzz_http: $(FUZZ_HTTP_SRCS:%=$(srcdir)/%) $(srcdir)/daemon/serve/http.h \
+	$(srcdir)/daemon/lifecycle.h $(srcdir)/daemon/core/daemon.h $(DAEMON_LIBS) $(HTTP_CORE_LIBS) \
 	$(DAEMON_CORE_LIBS) daemon/libtldaemon.a
 	@if test -z "$(FUZZ_CC)" || test "x$(FUZZ_CC)" = xno; then \
 	  echo "make fuzz-http needs clang with libFuzzer: configure FUZZ_CC=clang" >&2; exit 1; fi

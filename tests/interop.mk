@@ -12,7 +12,7 @@ TESTS += tests/unit/check_bitshuffle tests/integration/check_interop \
 	tests/integration/check_recast3d tests/integration/check_hdf5
 
 tests_unit_check_bitshuffle_SOURCES = tests/unit/check_bitshuffle.c \
-	daemon/bitshuffle.h daemon/bitshuffle.c
+	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c
 tests_unit_check_bitshuffle_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LZ4_CFLAGS)
 tests_unit_check_bitshuffle_LDADD = $(TEST_LIBS) $(LZ4_LIBS)
 

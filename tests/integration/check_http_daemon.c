@@ -25,7 +25,7 @@
 
 #include <jansson.h>
 
-#include "daemon/preview.h"
+#include "daemon/serve/preview.h"
 #include "tests/daemon_fixture.h"
 #include "tests/http_client.h"
 #include "tests/testutil.h"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/bitshuffle.h"
+#include "daemon/ingest/bitshuffle.h"
 #include "tests/testutil.h"
 
 static void put_be(uint8_t *p, uint64_t v, int n)

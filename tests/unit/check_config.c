@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/config.h"
-#include "daemon/log.h"
+#include "daemon/base/settings.h"
+#include "daemon/base/log.h"
 #include "tests/testutil.h"
 
 static char *tmpdir;

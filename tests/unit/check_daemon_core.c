@@ -11,13 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/bands.h"
-#include "daemon/bufpool.h"
-#include "daemon/pacing.h"
-#include "daemon/queue.h"
-#include "daemon/slices.h"
-#include "daemon/stats.h"
-#include "daemon/subs.h"
+#include "daemon/ingest/bands.h"
+#include "daemon/base/bufpool.h"
+#include "daemon/base/pacing.h"
+#include "daemon/base/queue.h"
+#include "daemon/base/slices.h"
+#include "daemon/base/stats.h"
+#include "daemon/base/subs.h"
 #include "tests/testutil.h"
 
 #define MS 1000000ull

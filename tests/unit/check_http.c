@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/http.h"
-#include "daemon/metrics.h"
-#include "daemon/preview.h"
+#include "daemon/serve/http.h"
+#include "daemon/serve/metrics.h"
+#include "daemon/serve/preview.h"
 #include "tests/testutil.h"
 #include "tests/unit/check_http_expo.h"
 

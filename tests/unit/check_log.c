@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/log.h"
+#include "daemon/base/log.h"
 #include "tests/testutil.h"
 
 static char *tmpdir;

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/notify.h"
+#include "daemon/base/notify.h"
 #include "tests/notify_listener.h"
 #include "tests/testutil.h"
 

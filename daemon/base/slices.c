@@ -1,0 +1,110 @@
+/* slices.c — see slices.h. */
+#include <config.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/base/slices.h"
+
+void tl_slices_init(tl_slices *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+void tl_slices_destroy(tl_slices *s)
+{
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+bool tl_slice_id_valid(const char *id, size_t len)
+{
+    if (len == 0 || len > TL_PROTO_MAX_ID)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = id[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+tl_slice *tl_slices_find(tl_slices *s, const char *id, size_t len)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strlen(s->v[i].id) == len && memcmp(s->v[i].id, id, len) == 0)
+            return &s->v[i];
+    return NULL;
+}
+
+tl_slice *tl_slices_add(tl_slices *s, const char *id, size_t len)
+{
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 8;
+        tl_slice *v = realloc(s->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return NULL;
+        s->v = v;
+        s->cap = cap;
+    }
+    tl_slice *sl = &s->v[s->n++];
+    memset(sl, 0, sizeof *sl);
+    memcpy(sl->id, id, len);
+    sl->id[len] = 0;
+    sl->topic_len = tl_proto_slice_topic(sl->topic, sizeof sl->topic, sl->id, len);
+    sl->shm_topic_len = tl_proto_shm_topic(sl->shm_topic, sizeof sl->shm_topic, sl->id, len);
+    sl->engine_id = -1;
+    sl->policy = (tl_update_policy){1, true, 10.0};
+    return sl;
+}
+
+void tl_slices_remove(tl_slices *s, tl_slice *sl)
+{
+    *sl = s->v[--s->n]; /* order does not matter; pointers into v are not kept */
+}
+
+void tl_slice_touch(tl_slice *sl)
+{
+    sl->pending++;
+    sl->dirty = true;
+}
+
+bool tl_slice_due(tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns, uint64_t *wake_ns)
+{
+    bool became = wanted && !sl->was_wanted;
+    sl->was_wanted = wanted;
+    if (became)
+        sl->want_new = true;
+    if (!wanted || !have_data)
+        return false;
+    bool trigger = tl_slice_urgent(sl) || (sl->dirty && sl->pending >= sl->policy.every);
+    if (!trigger)
+        return false;
+    uint64_t interval = (uint64_t)(1e9 / sl->policy.max_rate);
+    if (sl->last_ns && now_ns < sl->last_ns + interval) {
+        if (sl->last_ns + interval < *wake_ns)
+            *wake_ns = sl->last_ns + interval;
+        return false;
+    }
+    return true;
+}
+
+bool tl_slice_urgent(const tl_slice *sl)
+{
+    return sl->want_final || sl->want_param || sl->want_new || sl->want_complete;
+}
+
+bool tl_slice_served_before(const tl_slice *a, const tl_slice *b)
+{
+    bool ua = tl_slice_urgent(a), ub = tl_slice_urgent(b);
+    return ua != ub ? ua : a->last_ns < b->last_ns;
+}
+
+void tl_slice_computed(tl_slice *sl, uint64_t now_ns)
+{
+    sl->pending = 0;
+    sl->dirty = false;
+    sl->want_complete = sl->want_param = sl->want_new = sl->want_final = false;
+    sl->last_ns = now_ns;
+}

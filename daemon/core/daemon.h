@@ -1,0 +1,242 @@
+/* daemon.h — tomolived's state, and which thread owns what.
+ *
+ * Three threads share it:
+ *   - the ingest thread (ingest.c) owns the PULL socket: it receives, decodes and checks
+ *     messages and queues them with their payloads (zero-copy) — nothing else can slow it;
+ *   - the engine worker (worker.c, scan.c) owns the engine: it applies scans and frames,
+ *     decides which slices are due and reconstructs them;
+ *   - the event loop (main.c) owns the control ROUTER and the slices XPUB sockets, signals,
+ *     timers and systemd notifications, the HTTP server (http.c: preview page, /metrics)
+ *     and the RECAST3D viewer link (recast3d.c); the last two see published slices through
+ *     the publisher's taps and act through control commands (tl_commands_run).
+ * `lock` guards the scan, its engine and the slice registry: the worker holds it per frame
+ * and per reconstruction, control commands hold it briefly. Counters are atomics (stats.h);
+ * the queue and the publisher's outbox have locks of their own. Timing kernels (tuning.c)
+ * runs on the worker without the lock, on an engine of its own.
+ */
+#ifndef TL_DAEMON_H
+#define TL_DAEMON_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "daemon/ingest/adapter.h"
+#include "daemon/ingest/bands.h"
+#include "daemon/base/settings.h"
+#include "daemon/ingest/ipc_frames.h"
+#include "daemon/base/log.h"
+#include "daemon/base/pacing.h"
+#include "daemon/core/publisher.h"
+#include "daemon/base/queue.h"
+#include "daemon/base/slices.h"
+#include "daemon/base/stats.h"
+#include "daemon/base/zwatch.h"
+#include "gpu/clock.h"
+#include "gpu/engine.h"
+#include "gpu/tune.h"
+#include "protocol/protocol.h"
+
+/* A slice due this turn (publish_due): its index, and how it is wanted. */
+typedef struct {
+    int slice;
+    bool tcp, shm;              /* tl_slice_wanted; shm only once its slots exist */
+} tl_worker_cand;
+
+/* The worker's per-turn arrays, one entry per slice it may reconstruct at once. */
+typedef struct {
+    int cap;
+    int *ids, *due;
+    tl_slicebuf **bufs;
+    float **outs;
+    float **shm;                /* the shared-memory slot written, or NULL */
+    uint64_t *shm_off;
+    bool *tcp;
+    tl_slice_info *info;
+    tl_worker_cand *cand;       /* slices due this turn, before pacing picks from them */
+    tl_pace pace;               /* frames first (pacing.h) */
+} tl_worker_scratch;
+
+/* The current scan. */
+typedef struct {
+    bool open;                  /* an engine exists */
+    bool finished;              /* its end has arrived */
+    uint64_t series;
+    tl_proto_scan msg;          /* as received (msg.filter is not valid: see filter) */
+    char filter[33];
+    tl_engine *engine;
+    bool was_complete;          /* the window was complete at the last frame */
+    bool gpu_frames;            /* its engine reads frames in GPU memory (the CUDA backend) */
+    uint64_t projections;       /* accepted in this scan */
+    bool backlog;               /* the worker has more items queued behind the one it
+                                   applies: its projection may wait to be filtered in a
+                                   batch (tl_frame.more; the worker flushes at the end) */
+    char last_error[512];       /* why the last scan was refused, for status */
+} tl_scan;
+
+/* The kernels chosen for one slice size of the current engine (tuning.c). */
+typedef enum {
+    TL_TUNE_SRC_TUNING = 0,     /* being timed now */
+    TL_TUNE_SRC_CACHE,          /* read from the cache */
+    TL_TUNE_SRC_TUNED,          /* timed for this engine */
+    TL_TUNE_SRC_OFF,            /* the backend's built-in rule (engine.tune = off, or not cached) */
+    TL_TUNE_SRC_FAILED          /* the built-in rule, because the cache or the timing failed */
+} tl_tune_source;
+const char *tl_tune_source_name(tl_tune_source s);
+
+#define TL_TUNE_MAX_SIZES 16    /* sizes an engine keeps choices for (tl_engine_set_choice) */
+
+typedef struct {
+    uint32_t height, width, window, batch; /* the tuned shape */
+    tl_tune_source source;
+    tl_kernel_choice choice;    /* names "" where the built-in rule applies */
+    double seconds;             /* the resolution took */
+} tl_tune_size;
+
+/* The tune command: queued by commands.c, run by the worker, answered by control.c. */
+typedef enum { TL_TUNE_JOB_IDLE = 0, TL_TUNE_JOB_QUEUED, TL_TUNE_JOB_RUNNING, TL_TUNE_JOB_DONE } tl_tune_job_state;
+
+typedef struct {
+    /* guarded by lock */
+    tl_tune_size sizes[TL_TUNE_MAX_SIZES]; /* resolved for the current engine; emptied with it */
+    int nsizes;
+    bool full_logged;           /* more sizes than the engine keeps: said once per engine */
+    tl_tune_job_state job;
+    uint64_t job_id;            /* the request's id */
+    uint32_t job_dims[TL_TUNE_MAX_SIZES][2];
+    int job_n;
+    /* the job's reply: packed by the worker (RUNNING), sent by the loop (DONE) */
+    msgpack_sbuffer job_reply;
+    unsigned char job_route[256]; /* the requester's ROUTER identity (control.c) */
+    size_t job_route_len;
+    bool job_envelope;          /* a REQ client: an empty part after the identity */
+    uv_async_t job_done;        /* the worker wakes the loop to send the reply */
+    bool job_async_ready;
+    tl_tune_result *result;     /* the worker's: timings of the size being resolved */
+    /* the watchdog accepts a silent worker until then (monotonic ns), 0 = no timing */
+    atomic_uint_least64_t busy_until;
+    atomic_int threads;         /* timing threads running (left behind by a stop, too) */
+} tl_tuning;
+
+typedef struct tl_daemon {
+    tl_config cfg;
+    const char *config_path;    /* NULL: defaults only */
+    char **overrides;           /* "key=value" from the command line, re-applied on reload */
+    int noverrides;
+    uint64_t started_ns;        /* CLOCK_MONOTONIC */
+    tl_ratelimit reject_rl[TL_REJ_COUNT]; /* one log limiter per rejection reason */
+
+    void *zctx;
+    uv_loop_t loop;
+    tl_backend_kind host_memory; /* whose host memory slice buffers use (tl_host_alloc) */
+    uint32_t shm_objects;       /* shared-memory objects created: part of each name */
+    tl_stats stats;
+
+    /* ingest thread */
+    const tl_adapter_ops *adapter; /* the stream format of the ingest socket */
+    tl_queue queue;
+    pthread_t ingest_thread;
+    atomic_bool ingest_stop;
+    atomic_int overflow;        /* TL_CONFIG_OVERFLOW_* (reloadable) */
+    char ingest_error[512];     /* bind/connect failure, reported at start-up */
+    int ingest_ready;           /* 0 starting, 1 running, -1 failed */
+    pthread_mutex_t ingest_mu;
+    pthread_cond_t ingest_cv;
+
+    /* engine worker */
+    pthread_t worker_thread;
+    atomic_bool worker_stop;
+    atomic_uint_least64_t worker_beat; /* CLOCK_MONOTONIC ns of its last turn */
+    tl_worker_scratch scratch;
+    tl_ipc_frames ipc;          /* producers' GPU memory and their releases (lock held) */
+    tl_bands bands;             /* frames sent in row bands, in assembly (lock held) */
+    pthread_mutex_t lock;
+    tl_scan scan;
+    tl_slices slices;
+    tl_tuning tuning;
+
+    /* event loop */
+    tl_publisher pub;
+    void *control_sock;
+    tl_zwatch control_watch;
+    tl_proto_decoder *control_dec;
+    msgpack_sbuffer reply;
+    uv_signal_t sigterm, sigint, sighup;
+    uv_timer_t watchdog_timer, status_timer;
+    uint64_t watchdog_usec;
+    bool stopping;
+} tl_daemon;
+
+/* ingest.c */
+int tl_ingest_start(tl_daemon *d, char *err, size_t errlen);
+void tl_ingest_stop(tl_daemon *d);
+
+/* worker.c */
+int tl_worker_start(tl_daemon *d);
+/* Finishes what is in flight and queued (up to deadline_ns, monotonic) and joins. */
+void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns);
+/* Makes the worker look at the slices again (new subscription, new slice, new parameter). */
+void tl_worker_poke(tl_daemon *d);
+
+/* scan.c — all with d->lock held, on the worker thread (or a control command). */
+/* Applies a scan, frame or end. Returns whether a frame reached the engine (or was
+ * refused as a whole frame): a frame, or the row band that completed one. */
+bool tl_scan_apply(tl_daemon *d, tl_item *it);
+void tl_scan_close(tl_daemon *d);
+/* Sends the releases of frames in GPU memory the engine has finished reading; first waits
+ * for the oldest one's read (the worker has nothing else to do) or for all of them (before
+ * mappings close). */
+typedef enum { TL_RELEASE_NOWAIT, TL_RELEASE_OLDEST, TL_RELEASE_ALL } tl_release_wait;
+void tl_scan_releases(tl_daemon *d, tl_release_wait wait);
+/* Runs the filtering of frames the engine holds for a batch (tl_engine_flush): after the
+ * worker's backlog is applied. */
+void tl_scan_flush(tl_daemon *d);
+/* Ends the series whose producer of frames in GPU memory went away (once per turn). */
+void tl_scan_producer_check(tl_daemon *d);
+/* Frames sent in row bands: the assembly set up (at start), and each turn, frames whose
+ * bands have not all come in time dropped (counted and logged). */
+void tl_scan_bands_init(tl_daemon *d);
+void tl_scan_bands_check(tl_daemon *d);
+/* Adds a registered slice to the current engine (resolving its size); 0 or -1 with err. */
+int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen);
+
+/* slice_shm.c (worker thread, lock held): prepare creates (or resizes) a slice's
+ * shared-memory slots (sl->shm), 0 or -1 (logged, counted, retried after a pause); drop
+ * unmaps and unlinks them. */
+int tl_slice_shm_prepare(tl_daemon *d, tl_slice *sl);
+/* Whether a slice is wanted (lock held): over TCP or by a tap (pinned), and/or through
+ * shared memory (a subscriber of shm/<id>/ and slices.shm set). */
+bool tl_slice_wanted(tl_daemon *d, const tl_slice *sl, bool *tcp, bool *shm);
+void tl_slice_shm_drop(tl_daemon *d, tl_slice *sl);
+
+/* control.c — loop thread */
+int tl_control_open(tl_daemon *d, char *err, size_t errlen);
+void tl_control_close(tl_daemon *d);
+
+/* commands.c — one control request; packs the whole reply with pk. In-process callers
+ * (HTTP, RECAST3D) use tl_commands_run, which refuses commands that answer later (tune).
+ * The control socket uses tl_commands_run_control: it returns true when the command was
+ * handed to the worker and nothing was packed; the reply then comes from tl_tuning's job
+ * (control.c sends it when the worker signals job_done). */
+void tl_commands_run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk);
+bool tl_commands_run_control(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk);
+
+/* tuning.c — which kernels serve each slice size (gpu/tune.h). init and destroy come with
+ * the worker (tl_worker_start, tl_worker_stop); the others want the lock held. */
+int tl_tuning_init(tl_daemon *d);   /* 0, or -1 out of memory */
+void tl_tuning_destroy(tl_daemon *d);
+/* Worker thread: resolves the kernel choice of every wanted slice size that the current
+ * engine has none for yet (cache, timing or the built-in rule, per engine.tune), and runs
+ * a queued tune command. Releases the lock while timing. */
+void tl_tuning_turn(tl_daemon *d);
+/* The engine went away (tl_scan_close): its sizes are forgotten. */
+void tl_tuning_forget(tl_daemon *d);
+/* status: the "kernels" map. */
+void tl_tuning_pack_status(tl_daemon *d, msgpack_packer *pk);
+
+/* The policy a slice follows when its request gave none. */
+tl_update_policy tl_default_policy(const tl_config *c);
+
+#endif

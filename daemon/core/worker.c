@@ -1,0 +1,268 @@
+/* worker.c — the engine worker: take items from the queue, apply them, publish what is due.
+ *
+ * One turn: wait for an item (or for the next rate-limited slice to come due, or a poke),
+ * apply it and everything already queued behind it (for up to TL_WORKER_BATCH_NS), then
+ * look at every slice: the due ones are reconstructed in one engine call (one batch, so a
+ * GPU kernel can serve several slices per pass) into buffers from the pool and posted to
+ * the publisher. Applying the backlog first matters: a reconstruction slower than the frame
+ * interval would otherwise run after every frame and ingest would fall further behind with
+ * every slice; this way each slice includes all frames received, and frames are never
+ * delayed by more than one reconstruction. A frame applied with more queued behind it may
+ * have its filtering held for a batch (engine.h, tl_frame.more); the held ones run when
+ * the backlog is applied, before anything else. While frames stream, the read-outs due by
+ * routine policy are paced instead, a share of the frame interval after each frame
+ * (pacing.h): frames first, and every slice fresh. Between turns the lock is free
+ * for control commands. The worker beats a heartbeat that the systemd watchdog checks, so
+ * a stuck engine (a hung GPU) is noticed, not hidden by a live event loop.
+ *
+ * Before the due slices are reconstructed, every wanted slice size new to the engine gets
+ * its kernels resolved (tuning.c: cache, timing or the built-in rule), so a slice is never
+ * served by a kernel other than the one chosen for it; a tune command runs there too.
+ */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/core/daemon.h"
+
+#define TL_WORKER_MAX_WAIT 0.2       /* seconds: heartbeat and rate-limit resolution */
+#define TL_WORKER_BATCH_NS 50000000ull /* frames applied back to back before slices are due */
+
+/* Reconstructs and posts the due slices (lock held), as far as pacing lets it (pacing.h).
+ * Returns when the next slice will be due (monotonic ns), or UINT64_MAX. */
+static uint64_t publish_due(tl_daemon *d)
+{
+    tl_scan *s = &d->scan;
+    uint64_t now = tl_clock_ns(), wake = UINT64_MAX;
+    if (!s->open)
+        return wake;
+    tl_engine_state es;
+    tl_engine_get_state(s->engine, &es);
+    tl_worker_scratch *w = &d->scratch;
+    int nc = 0;
+    for (int i = 0; i < d->slices.n && nc < w->cap; i++) { /* beyond slices.max: next turn */
+        tl_slice *sl = &d->slices.v[i];
+        bool tcp, shm, wanted = tl_slice_wanted(d, sl, &tcp, &shm);
+        if (sl->engine_id < 0)
+            continue;
+        /* watched slices follow each projection incrementally; the others cost nothing */
+        bool track = wanted && d->cfg.slices_incremental;
+        if (track != sl->tracked && tl_engine_track(s->engine, sl->engine_id, track) == TL_OK)
+            sl->tracked = track;
+        /* the slots are made when the slice is wanted, not when frames already flow behind
+         * its first read-out; a failure is logged, counted and tried again a little later */
+        if (shm && tl_slice_shm_prepare(d, sl) != 0)
+            shm = false;
+        if (!tl_slice_due(sl, wanted, !es.empty, now, &wake))
+            continue;
+        if (!tcp && !shm)
+            continue; /* wanted through shared memory only, and it has no slots */
+        int k = nc++; /* insertion sort: a handful of slices */
+        for (; k > 0 && tl_slice_served_before(sl, &d->slices.v[w->cand[k - 1].slice]); k--)
+            w->cand[k] = w->cand[k - 1];
+        w->cand[k] = (tl_worker_cand){i, tcp, shm};
+    }
+    int n = 0;
+    for (int c = 0; c < nc; c++) {
+        tl_slice *sl = &d->slices.v[w->cand[c].slice];
+        if (!tl_pace_take(&w->pace, tl_slice_urgent(sl), sl->cost_ns))
+            continue; /* after the next frame, or once the stream has paused */
+        bool tcp = w->cand[c].tcp, shm = w->cand[c].shm;
+        tl_slicebuf *b = tl_bufpool_get(&d->pub.pool, tcp ? (size_t)sl->height * sl->width : 0);
+        if (!b) { /* out of memory: said, and tried again next turn */
+            static tl_ratelimit rl = TL_RATELIMIT_INIT;
+            uint64_t suppressed;
+            if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
+                tl_log(TL_LOG_ERROR, "slice_buffer_failed", "id=%s error=%s suppressed=%llu",
+                       tl_logq(sl->id), tl_logq(d->pub.pool.error), (unsigned long long)suppressed);
+            break;
+        }
+        w->due[n] = w->cand[c].slice;
+        w->ids[n] = sl->engine_id;
+        w->bufs[n] = b;
+        w->tcp[n] = tcp;
+        /* the read-out goes straight into the shared-memory slot when there is one */
+        w->shm[n] = shm ? tl_shm_ring_begin(&sl->shm, &w->shm_off[n]) : NULL;
+        w->outs[n] = w->shm[n] ? w->shm[n] : b->data;
+        n++;
+    }
+    if (w->pace.held && w->pace.resume_ns < wake)
+        wake = w->pace.resume_ns;
+    if (n == 0)
+        return wake;
+    uint64_t t0 = tl_clock_ns();
+    tl_status st = tl_engine_reconstruct(s->engine, w->ids, (size_t)n, w->outs, w->info);
+    uint64_t t1 = tl_clock_ns();
+    tl_hist_add(&d->stats.latency[TL_LAT_RECON], (t1 - t0) / 1e9);
+    if (st != TL_OK) {
+        tl_log(TL_LOG_ERROR, "reconstruction_failed", "slices=%d error=%s", n,
+               tl_logq(tl_engine_last_error(s->engine)));
+        for (int k = 0; k < n; k++)
+            tl_bufpool_put(w->bufs[k]);
+        return wake;
+    }
+    uint64_t t_done = tl_clock_realtime_ns();
+    double px = 0;
+    for (int k = 0; k < n; k++)
+        px += (double)d->slices.v[w->due[k]].height * d->slices.v[w->due[k]].width;
+    for (int k = 0; k < n; k++) {
+        tl_slice *sl = &d->slices.v[w->due[k]];
+        /* its share of the batch's time, by pixels: what pacing expects it to cost */
+        sl->cost_ns = tl_pace_average(sl->cost_ns,
+                                      (uint64_t)((double)(t1 - t0) *
+                                                 ((double)sl->height * sl->width / px)));
+        tl_slicebuf *b = w->bufs[k];
+        bool final = sl->want_final;
+        tl_slice_computed(sl, t0);
+        snprintf(b->id, sizeof b->id, "%s", sl->id);
+        b->seq = ++sl->seq;
+        b->height = sl->height;
+        b->width = sl->width;
+        memcpy(b->orientation, sl->orientation, sizeof b->orientation);
+        b->info = w->info[k];
+        b->t_done = t_done;
+        b->final = final;
+        b->tcp = w->tcp[k];
+        b->shm_name[0] = 0;
+        if (w->shm[k]) {
+            tl_shm_ring_commit(&sl->shm, w->shm_off[k], b->seq);
+            snprintf(b->shm_name, sizeof b->shm_name, "%s", sl->shm.name);
+            b->shm_offset = w->shm_off[k];
+            if (b->tcp) /* a TCP subscriber too: its payload is a copy */
+                memcpy(b->data, w->shm[k], (size_t)sl->height * sl->width * sizeof(float));
+        }
+        tl_stats_count(&d->stats.slices_computed);
+        tl_publisher_post(&d->pub, b);
+    }
+    return wake;
+}
+
+static void *run(void *arg)
+{
+    tl_daemon *d = arg;
+    pthread_setname_np(pthread_self(), "tl-worker");
+    tl_item it;
+    zmq_msg_init(&it.payload);
+    tl_worker_scratch *w = &d->scratch;
+    uint64_t wake = UINT64_MAX;
+    bool owed = false;
+    while (!atomic_load(&d->worker_stop)) {
+        uint64_t now = tl_clock_ns();
+        atomic_store(&d->worker_beat, now);
+        double timeout = TL_WORKER_MAX_WAIT;
+        if (wake != UINT64_MAX)
+            timeout = wake > now ? (wake - now) / 1e9 : 0;
+        if (timeout > TL_WORKER_MAX_WAIT)
+            timeout = TL_WORKER_MAX_WAIT;
+        /* releases owed to a producer of frames in GPU memory: no sleeping on the queue
+         * while the GPU finishes reading them (the producer may be waiting for its ring) */
+        int got = tl_queue_pop(&d->queue, &it, owed ? 0 : timeout);
+        pthread_mutex_lock(&d->lock);
+        uint64_t t0 = tl_clock_ns();
+        bool took_frame = false;
+        if (!got && owed)
+            tl_scan_releases(d, TL_RELEASE_OLDEST);
+        while (got) {
+            uint64_t taken = tl_clock_ns();
+            tl_hist_add(&d->stats.latency[TL_LAT_QUEUE], (taken - it.t_recv_mono) / 1e9);
+            /* a frame, or the row band that completed one: a band alone is not a frame;
+             * with more behind it, a short frame's filter may wait for a batch */
+            d->scan.backlog = tl_queue_depth(&d->queue) > 0;
+            if (tl_scan_apply(d, &it)) {
+                tl_pace_frame(&w->pace, it.t_recv_mono, taken);
+                took_frame = true;
+            }
+            zmq_msg_close(&it.payload); /* the pixels are in the engine now */
+            zmq_msg_init(&it.payload);
+            tl_scan_releases(d, TL_RELEASE_NOWAIT);
+            got = tl_clock_ns() - t0 < TL_WORKER_BATCH_NS && !atomic_load(&d->worker_stop) &&
+                  tl_queue_pop(&d->queue, &it, 0);
+        }
+        d->scan.backlog = false;
+        tl_scan_flush(d); /* the backlog is applied: no frame waits for a batch */
+        tl_scan_producer_check(d);
+        tl_scan_bands_check(d);
+        tl_tuning_turn(d); /* may free the lock while timing */
+        tl_pace_turn(&w->pace, took_frame, tl_clock_ns());
+        wake = publish_due(d);
+        tl_scan_releases(d, TL_RELEASE_NOWAIT);
+        owed = tl_ipc_frames_waiting(&d->ipc, NULL);
+        pthread_mutex_unlock(&d->lock);
+    }
+    zmq_msg_close(&it.payload);
+    return NULL;
+}
+
+/* After stop: apply what is still queued, until the deadline. */
+static void drain(tl_daemon *d, uint64_t deadline)
+{
+    tl_item it;
+    zmq_msg_init(&it.payload);
+    while (tl_clock_ns() < deadline && tl_queue_pop(&d->queue, &it, 0) == 1) {
+        pthread_mutex_lock(&d->lock);
+        tl_scan_apply(d, &it);
+        pthread_mutex_unlock(&d->lock);
+        zmq_msg_close(&it.payload);
+        zmq_msg_init(&it.payload);
+    }
+    pthread_mutex_lock(&d->lock);
+    d->scratch.pace = (tl_pace){0}; /* no stream any more: everything due */
+    tl_pace_turn(&d->scratch.pace, false, tl_clock_ns());
+    publish_due(d);
+    pthread_mutex_unlock(&d->lock);
+    zmq_msg_close(&it.payload);
+}
+
+int tl_worker_start(tl_daemon *d)
+{
+    /* per-turn scratch, sized once: the frame path allocates nothing */
+    tl_worker_scratch *w = &d->scratch;
+    w->cap = d->cfg.slices_max;
+    w->ids = calloc((size_t)w->cap, sizeof *w->ids);
+    w->due = calloc((size_t)w->cap, sizeof *w->due);
+    w->bufs = calloc((size_t)w->cap, sizeof *w->bufs);
+    w->outs = calloc((size_t)w->cap, sizeof *w->outs);
+    w->info = calloc((size_t)w->cap, sizeof *w->info);
+    w->shm = calloc((size_t)w->cap, sizeof *w->shm);
+    w->shm_off = calloc((size_t)w->cap, sizeof *w->shm_off);
+    w->tcp = calloc((size_t)w->cap, sizeof *w->tcp);
+    w->cand = calloc((size_t)w->cap, sizeof *w->cand);
+    w->pace = (tl_pace){0};
+    tl_ipc_frames_init(&d->ipc, d->zctx, &d->stats);
+    if (!w->ids || !w->due || !w->bufs || !w->outs || !w->info || !w->shm || !w->shm_off ||
+        !w->tcp || !w->cand || tl_tuning_init(d) != 0)
+        return -1;
+    atomic_store(&d->worker_stop, false);
+    atomic_store(&d->worker_beat, tl_clock_ns());
+    return pthread_create(&d->worker_thread, NULL, run, d) == 0 ? 0 : -1;
+}
+
+void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
+{
+    atomic_store(&d->worker_stop, true);
+    tl_queue_wake(&d->queue);
+    pthread_join(d->worker_thread, NULL);
+    drain(d, deadline_ns);
+    pthread_mutex_lock(&d->lock);
+    tl_scan_releases(d, TL_RELEASE_ALL); /* the GPU reads no mapping when they close */
+    tl_ipc_frames_destroy(&d->ipc); /* its socket goes before the context */
+    pthread_mutex_unlock(&d->lock);
+    tl_worker_scratch *w = &d->scratch;
+    free(w->ids);
+    free(w->due);
+    free(w->bufs);
+    free(w->outs);
+    free(w->info);
+    free(w->shm);
+    free(w->shm_off);
+    free(w->tcp);
+    free(w->cand);
+    tl_tuning_destroy(d);
+}
+
+void tl_worker_poke(tl_daemon *d)
+{
+    tl_queue_wake(&d->queue);
+}

@@ -1,0 +1,218 @@
+/* adapter_tomopackets.c — tomopackets (RECAST3D's packets) on the ingest PULL socket, so
+ * existing RECAST3D adapters (Python tomop) can feed tomolive (adapter.h).
+ *
+ * Packets (descriptor, then fields; recast3d.h has the wire rules):
+ *   GeometrySpecification 0x301  scene_id, volume_min[3], volume_max[3]    (noted only)
+ *   ScanSettings          0x302  scene_id, darks, flats, already_linear
+ *   ParallelBeamGeometry  0x303  scene_id, rows, cols, proj_count, angles[] (radians)
+ *   Projection            0x309  type (0 dark, 1 flat, 2 projection), projection_id,
+ *                                shape[2] (rows, cols), data[] (float32)
+ * RECAST3D adapters send them in that order. A ParallelBeamGeometry opens a scan (float32
+ * frames, window proj_count, the last ScanSettings' counts and already_linear); a
+ * projection's angle is angles[projection_id mod proj_count] (the id is cyclic: scan x
+ * angles + angle index). Projections before any geometry get a scan synthesised from
+ * ingest.window and the configured angle schedule. The pixels stay in the received packet
+ * and travel zero-copy. Other geometries (vec, cone) are refused as unsupported.
+ */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/ingest/adapter_util.h"
+#include "daemon/serve/recast3d.h"
+
+typedef struct {
+    tl_adapter_stream st;
+    int32_t darks, flats;
+    bool already_linear;
+    bool has_geometry;
+    float *angles;              /* proj_count of them */
+    uint32_t nangles, cap;
+} tp;
+
+static void *tp_create(const tl_config *c, char *err, size_t errlen)
+{
+    tp *a = tl_adapter_alloc(sizeof *a, offsetof(tp, st), c, err, errlen);
+    if (!a)
+        return NULL;
+    a->darks = c->ingest_darks;
+    a->flats = c->ingest_flats;
+    return a;
+}
+
+static void tp_destroy(void *state)
+{
+    tp *a = state;
+    tl_adapter_stream_destroy(&a->st);
+    free(a->angles);
+    free(a);
+}
+
+static int bad_size(tl_proto_error *err, const char *what, size_t got, size_t want)
+{
+    return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%s packet of %zu bytes, expected %zu", what,
+                         got, want), -1;
+}
+
+static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_error *err)
+{
+    if (len < 24)
+        return bad_size(err, "ParallelBeamGeometry", len, 24);
+    int32_t rows = tl_tomop_i32(p + 8), cols = tl_tomop_i32(p + 12), n = tl_tomop_i32(p + 16),
+            count = tl_tomop_i32(p + 20);
+    if (rows < 1 || (uint32_t)rows > TL_PROTO_MAX_DIM || cols < 1 || (uint32_t)cols > TL_PROTO_MAX_DIM)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "detector %d x %d out of range 1..%u", rows,
+                             cols, TL_PROTO_MAX_DIM), -1;
+    if (n < 1 || (uint32_t)n > TL_PROTO_MAX_WINDOW)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "proj_count %d out of range 1..%u", n,
+                             TL_PROTO_MAX_WINDOW), -1;
+    if (count != n)
+        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%d angles for proj_count %d", count, n), -1;
+    if (len != 24 + 4 * (size_t)n)
+        return bad_size(err, "ParallelBeamGeometry", len, 24 + 4 * (size_t)n);
+    if ((uint32_t)n > a->cap) { /* once per larger scan, not per frame */
+        float *v = realloc(a->angles, (size_t)n * sizeof *v);
+        if (!v)
+            return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory"), -1;
+        a->angles = v;
+        a->cap = (uint32_t)n;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        a->angles[i] = tl_tomop_f32(p + 24 + 4 * (size_t)i);
+        if (!isfinite(a->angles[i]))
+            return tl_proto_fail(err, TL_PROTO_E_NOT_FINITE, "angle %d is not finite", i), -1;
+    }
+    a->nangles = (uint32_t)n;
+    a->has_geometry = true;
+    tl_proto_scan scan;
+    tl_adapter_scan_init(a->st.cfg, &scan, a->st.next_series++, (uint32_t)rows, (uint32_t)cols,
+                         TL_PROTO_F32, (uint32_t)n);
+    scan.darks = (uint32_t)a->darks;
+    scan.flats = (uint32_t)a->flats;
+    scan.already_linear = a->already_linear;
+    out->type = TL_MSG_SCAN;
+    out->scan = scan;
+    out->filter[0] = 0;
+    a->st.open = true;
+    a->st.scan = scan;
+    a->st.scan_has_proj = false;
+    return 1;
+}
+
+static int projection(tp *a, zmq_msg_t *part, tl_item *out, tl_proto_error *err)
+{
+    const uint8_t *p = zmq_msg_data(part);
+    size_t len = zmq_msg_size(part);
+    if (len < 24)
+        return bad_size(err, "Projection", len, 24);
+    int32_t type = tl_tomop_i32(p + 4), id = tl_tomop_i32(p + 8), rows = tl_tomop_i32(p + 12),
+            cols = tl_tomop_i32(p + 16), count = tl_tomop_i32(p + 20);
+    if (type < 0 || type > 2)
+        return tl_proto_fail(err, TL_PROTO_E_KIND, "projection type %d is not 0 (dark), 1 (flat) "
+                             "or 2 (standard)", type), -1;
+    if (id < 0)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "projection_id %d is negative", id), -1;
+    if (rows < 1 || (uint32_t)rows > TL_PROTO_MAX_DIM || cols < 1 || (uint32_t)cols > TL_PROTO_MAX_DIM)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "shape %d x %d out of range 1..%u", rows, cols,
+                             TL_PROTO_MAX_DIM), -1;
+    size_t bytes;
+    if (tl_proto_frame_bytes((uint32_t)rows, (uint32_t)cols, TL_PROTO_F32, &bytes, err) != TL_PROTO_OK)
+        return -1;
+    if (count < 0 || (size_t)count * 4 != bytes)
+        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%d values for a %d x %d shape", count,
+                             rows, cols), -1;
+    if (len != 24 + bytes)
+        return bad_size(err, "Projection", len, 24 + bytes);
+    tl_proto_scan scan, *open_first = NULL;
+    if (!a->st.open) {
+        if (a->st.cfg->ingest_window == 0)
+            return tl_proto_fail(err, TL_PROTO_E_STATE, "Projection before any "
+                                 "ParallelBeamGeometry, and ingest.window is 0"), -1;
+        tl_adapter_scan_init(a->st.cfg, &scan, a->st.next_series++, (uint32_t)rows, (uint32_t)cols,
+                             TL_PROTO_F32, 0);
+        scan.darks = (uint32_t)a->darks;
+        scan.flats = (uint32_t)a->flats;
+        scan.already_linear = a->already_linear;
+        open_first = &scan;
+        a->has_geometry = false;
+    }
+    tl_proto_frame f = {
+        .series = open_first ? open_first->series : a->st.scan.series,
+        .index = (uint64_t)id,
+        .kind = (tl_proto_kind)type, /* 0 dark, 1 flat, 2 projection: tomolive's order */
+        .dtype = TL_PROTO_F32,
+        .rows = (uint32_t)rows,
+        .cols = (uint32_t)cols,
+    };
+    if (f.kind == TL_PROTO_PROJ && a->has_geometry) {
+        f.has_angle = true;
+        f.angle = a->angles[(uint32_t)id % a->nangles];
+    }
+    zmq_msg_t payload;
+    zmq_msg_init(&payload);
+    if (tl_framepool_wrap(a->st.pool, part, p + 24, bytes, &payload) != 0)
+        return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory"), -1;
+    int rc = tl_adapter_stream_emit(&a->st, open_first, &f, &payload, out);
+    zmq_msg_close(&payload);
+    return rc;
+}
+
+static int tp_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl_proto_error *err)
+{
+    tp *a = state;
+    if (nparts != 1)
+        return tl_proto_fail(err, TL_PROTO_E_PARTS, "a tomopackets packet is one part, not %d",
+                             nparts), -1;
+    const uint8_t *p = zmq_msg_data(&parts[0]);
+    size_t len = zmq_msg_size(&parts[0]);
+    if (len < 4)
+        return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "packet of %zu bytes has no descriptor",
+                             len), -1;
+    int32_t desc = tl_tomop_i32(p);
+    switch (desc) {
+    case TL_TOMOP_GEOMETRY_SPECIFICATION:
+        return len == 32 ? 0 : bad_size(err, "GeometrySpecification", len, 32);
+    case TL_TOMOP_SCAN_SETTINGS:
+        if (len != 17)
+            return bad_size(err, "ScanSettings", len, 17);
+        if (tl_tomop_i32(p + 8) < 0 || tl_tomop_i32(p + 12) < 0 || p[16] > 1)
+            return tl_proto_fail(err, TL_PROTO_E_RANGE, "ScanSettings: negative counts or a "
+                                 "bool that is not 0 or 1"), -1;
+        a->darks = tl_tomop_i32(p + 8);
+        a->flats = tl_tomop_i32(p + 12);
+        a->already_linear = p[16] == 1;
+        return 0;
+    case TL_TOMOP_PARALLEL_BEAM_GEOMETRY:
+        return geometry(a, p, len, out, err);
+    case TL_TOMOP_PROJECTION:
+        return projection(a, &parts[0], out, err);
+    case TL_TOMOP_PARALLEL_VEC_GEOMETRY:
+    case TL_TOMOP_CONE_BEAM_GEOMETRY:
+    case TL_TOMOP_CONE_VEC_GEOMETRY:
+    case TL_TOMOP_PROJECTION_DATA:
+    case TL_TOMOP_PARTIAL_PROJECTION_DATA:
+        return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED, "tomopackets packet 0x%x is not "
+                             "supported (parallel beam geometry and Projection packets are)",
+                             (unsigned)desc), -1;
+    default:
+        return tl_proto_fail(err, TL_PROTO_E_TYPE, "unknown tomopackets descriptor 0x%x",
+                             (unsigned)desc), -1;
+    }
+}
+
+static int tp_next(void *state, tl_item *out)
+{
+    return tl_adapter_stream_next(&((tp *)state)->st, out);
+}
+
+const tl_adapter_ops tl_adapter_tomopackets = {
+    .name = "tomopackets",
+    .create = tp_create,
+    .destroy = tp_destroy,
+    .decode = tp_decode,
+    .next = tp_next,
+};

@@ -1,0 +1,664 @@
+/* commands.c — the control commands (protocol/PROTOCOL.md, "Control commands").
+ *
+ * Each handler checks its arguments completely before changing anything, so a refused
+ * request leaves the daemon as it was, and answers with exactly one reply: a result, or an
+ * error whose code says what kind of problem it was and whose message names the argument.
+ * Handlers run on the loop thread and take the daemon lock only around the engine and the
+ * slice registry; tune, which takes seconds, is handed to the worker and answered later.
+ */
+#include <config.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/core/daemon.h"
+
+typedef struct {
+    tl_daemon *d;
+    uint64_t id;
+    const msgpack_object *args;
+    msgpack_packer *pk;
+    bool can_defer;     /* the caller can send the reply later (the control socket) */
+    bool deferred;      /* the worker answers: nothing was packed */
+} request;
+
+static void fail(request *r, tl_proto_err code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(request *r, tl_proto_err code, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    tl_stats_count(&r->d->stats.request_errors);
+    tl_proto_pack_rep_error(r->pk, r->id, code, msg);
+}
+
+/* A getter failed: reply with its error (the argument problem it describes). */
+static void fail_arg(request *r, const tl_proto_error *e)
+{
+    fail(r, e->code == TL_PROTO_E_MISSING ? TL_PROTO_E_BAD_ARG : e->code, "%s", e->message);
+}
+
+static void pack_key(msgpack_packer *pk, const char *k)
+{
+    tl_proto_pack_cstr(pk, k);
+}
+
+static void pack_floats(msgpack_packer *pk, const float *v, int n)
+{
+    msgpack_pack_array(pk, (size_t)n);
+    for (int i = 0; i < n; i++)
+        msgpack_pack_float(pk, v[i]);
+}
+
+static void pack_dims(msgpack_packer *pk, uint32_t a, uint32_t b)
+{
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_uint32(pk, a);
+    msgpack_pack_uint32(pk, b);
+}
+
+tl_update_policy tl_default_policy(const tl_config *c)
+{
+    return (tl_update_policy){(uint32_t)c->update_every, c->update_on_complete, c->update_max_rate};
+}
+
+static const char *kind_name(const tl_slice_spec *s)
+{
+    return s->kind == TL_SLICE_ROW ? "row" : s->kind == TL_SLICE_ORTHO ? "ortho" : "plane";
+}
+
+/* One slice as set_slice and list_slices describe it (lock held). */
+static void pack_slice(tl_daemon *d, const tl_slice *sl, msgpack_packer *pk)
+{
+    const tl_slice_spec *sp = &sl->spec;
+    bool attached = sl->engine_id >= 0;
+    msgpack_pack_map(pk, 10);
+    tl_proto_pack_kv_str(pk, "id", sl->id);
+    tl_proto_pack_kv_str(pk, "topic", sl->topic);
+    tl_proto_pack_kv_str(pk, "kind", kind_name(sp));
+    pack_key(pk, "shape");
+    if (attached)
+        pack_dims(pk, sl->height, sl->width);
+    else if (sp->height && sp->width)
+        pack_dims(pk, sp->height, sp->width);
+    else
+        msgpack_pack_nil(pk);
+    pack_key(pk, "orientation");
+    if (attached)
+        pack_floats(pk, sl->orientation, 9);
+    else
+        msgpack_pack_nil(pk);
+    tl_proto_pack_kv_double(pk, "scale", sp->scale);
+    pack_key(pk, "update");
+    msgpack_pack_map(pk, 3);
+    tl_proto_pack_kv_u64(pk, "every", sl->policy.every);
+    tl_proto_pack_kv_bool(pk, "on_complete", sl->policy.on_complete);
+    tl_proto_pack_kv_double(pk, "max_rate", sl->policy.max_rate);
+    tl_proto_pack_kv_bool(pk, "pinned", sl->pinned);
+    bool tcp, shm;
+    tl_proto_pack_kv_bool(pk, "wanted", tl_slice_wanted(d, sl, &tcp, &shm));
+    tl_proto_pack_kv_u64(pk, "seq", sl->seq);
+}
+
+/* ---- set_slice ---------------------------------------------------------------------------- */
+
+/* Parses the slice description of set_slice into spec; false after replying with an error. */
+static bool parse_spec(request *r, tl_slice_spec *spec)
+{
+    const msgpack_object *a = r->args;
+    tl_proto_error e;
+    tl_proto_str kind;
+    if (tl_proto_get_str(a, "kind", true, &kind, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return false;
+    }
+    uint32_t size[2] = {0, 0};
+    if (tl_proto_get_dims(a, "size", false, size, 2, TL_PROTO_MAX_DIM, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return false;
+    }
+    if (tl_proto_str_eq(kind, "row")) {
+        double z;
+        if (tl_proto_get_double(a, "z", true, &z, &e) != TL_PROTO_OK) {
+            fail_arg(r, &e);
+            return false;
+        }
+        tl_slice_spec_row(spec, z, size[0], size[1]);
+    } else if (tl_proto_str_eq(kind, "ortho")) {
+        tl_proto_str axis;
+        double pos;
+        if (tl_proto_get_str(a, "axis", true, &axis, &e) != TL_PROTO_OK ||
+            tl_proto_get_double(a, "position", true, &pos, &e) != TL_PROTO_OK) {
+            fail_arg(r, &e);
+            return false;
+        }
+        tl_axis ax;
+        if (tl_proto_str_eq(axis, "x"))
+            ax = TL_AXIS_X;
+        else if (tl_proto_str_eq(axis, "y"))
+            ax = TL_AXIS_Y;
+        else if (tl_proto_str_eq(axis, "z"))
+            ax = TL_AXIS_Z;
+        else {
+            fail(r, TL_PROTO_E_BAD_ARG, "axis must be \"x\", \"y\" or \"z\"");
+            return false;
+        }
+        tl_slice_spec_ortho(spec, ax, pos, size[0], size[1]);
+    } else if (tl_proto_str_eq(kind, "plane")) {
+        float o[9];
+        if (tl_proto_get_floats(a, "orientation", true, o, 9, &e) != TL_PROTO_OK) {
+            fail_arg(r, &e);
+            return false;
+        }
+        if (!size[0]) {
+            fail(r, TL_PROTO_E_BAD_ARG, "a plane needs \"size\": [height, width]");
+            return false;
+        }
+        tl_slice_spec_plane(spec, o, size[0], size[1]);
+    } else {
+        fail(r, TL_PROTO_E_BAD_ARG, "kind must be \"row\", \"ortho\" or \"plane\"");
+        return false;
+    }
+    double scale = 1.0;
+    if (tl_proto_get_double(a, "scale", false, &scale, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return false;
+    }
+    if (!(scale > 0) || scale > 1e6) {
+        fail(r, TL_PROTO_E_BAD_ARG, "scale must be a positive number of detector pixels per pixel");
+        return false;
+    }
+    spec->scale = scale;
+    return true;
+}
+
+static bool parse_policy(request *r, tl_update_policy *p, bool *given)
+{
+    *given = false;
+    const msgpack_object *u = tl_proto_map_get(r->args, "update");
+    if (!u)
+        return true;
+    if (u->type != MSGPACK_OBJECT_MAP) {
+        fail(r, TL_PROTO_E_KEY_TYPE, "update must be a map {every, on_complete, max_rate}");
+        return false;
+    }
+    tl_proto_error e;
+    double rate = p->max_rate;
+    if (tl_proto_get_u32(u, "every", false, &p->every, &e) != TL_PROTO_OK ||
+        tl_proto_get_bool(u, "on_complete", false, &p->on_complete, &e) != TL_PROTO_OK ||
+        tl_proto_get_double(u, "max_rate", false, &rate, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return false;
+    }
+    if (p->every < 1 || !(rate >= 0.01 && rate <= 1000)) {
+        fail(r, TL_PROTO_E_BAD_ARG, "update.every must be >= 1 and update.max_rate in 0.01..1000 Hz");
+        return false;
+    }
+    p->max_rate = rate;
+    *given = true;
+    return true;
+}
+
+static void cmd_set_slice(request *r)
+{
+    tl_daemon *d = r->d;
+    tl_proto_error e;
+    tl_proto_str id;
+    if (tl_proto_get_str(r->args, "id", true, &id, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return;
+    }
+    if (!tl_slice_id_valid(id.ptr, id.len)) {
+        fail(r, TL_PROTO_E_BAD_ARG, "id must be 1..64 characters of A-Z a-z 0-9 _ . -");
+        return;
+    }
+    tl_slice_spec spec;
+    tl_update_policy policy = tl_default_policy(&d->cfg);
+    bool given, pin = false;
+    if (!parse_spec(r, &spec) || !parse_policy(r, &policy, &given))
+        return;
+    if (tl_proto_get_bool(r->args, "pin", false, &pin, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return;
+    }
+
+    pthread_mutex_lock(&d->lock);
+    tl_slice *sl = tl_slices_find(&d->slices, id.ptr, id.len);
+    if (!sl && d->slices.n >= d->cfg.slices_max) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_RESOURCE, "already serving %d slices (slices.max)", d->slices.n);
+        return;
+    }
+    /* Try the new geometry on the engine first, so a refusal changes nothing. */
+    tl_slice trial = {0};
+    trial.spec = spec;
+    trial.engine_id = -1;
+    char err[256];
+    if (tl_scan_attach(d, &trial, err, sizeof err) != 0) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_BAD_ARG, "%s", err);
+        return;
+    }
+    bool created = !sl;
+    if (created)
+        sl = tl_slices_add(&d->slices, id.ptr, id.len);
+    if (!sl) {
+        if (trial.engine_id >= 0)
+            tl_engine_remove_slice(d->scan.engine, trial.engine_id);
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_RESOURCE, "out of memory");
+        return;
+    }
+    if (sl->engine_id >= 0)
+        tl_engine_remove_slice(d->scan.engine, sl->engine_id);
+    sl->spec = spec;
+    sl->policy = policy;
+    sl->policy_given = given;
+    sl->pinned = pin;
+    sl->engine_id = trial.engine_id;
+    sl->tracked = false;
+    sl->height = trial.height;
+    sl->width = trial.width;
+    memcpy(sl->orientation, trial.orientation, sizeof sl->orientation);
+    sl->want_param = true;
+    tl_proto_begin_rep_ok(r->pk, r->id);
+    pack_slice(d, sl, r->pk);
+    pthread_mutex_unlock(&d->lock);
+    tl_log(TL_LOG_INFO, created ? "slice_added" : "slice_changed", "id=%s kind=%s pinned=%d",
+           tl_logq(sl->id), kind_name(&spec), pin);
+    tl_worker_poke(d);
+}
+
+/* ---- the other commands ------------------------------------------------------------------- */
+
+static void cmd_remove_slice(request *r)
+{
+    tl_daemon *d = r->d;
+    tl_proto_error e;
+    tl_proto_str id;
+    if (tl_proto_get_str(r->args, "id", true, &id, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    tl_slice *sl = tl_slices_find(&d->slices, id.ptr, id.len);
+    if (!sl) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_NOT_FOUND, "no slice \"%.*s\"", (int)id.len, id.ptr);
+        return;
+    }
+    if (sl->engine_id >= 0)
+        tl_engine_remove_slice(d->scan.engine, sl->engine_id);
+    tl_log(TL_LOG_INFO, "slice_removed", "id=%s", tl_logq(sl->id));
+    tl_slice_shm_drop(d, sl);
+    tl_slices_remove(&d->slices, sl);
+    pthread_mutex_unlock(&d->lock);
+    tl_proto_begin_rep_ok(r->pk, r->id);
+    msgpack_pack_true(r->pk);
+}
+
+static void cmd_list_slices(request *r)
+{
+    tl_daemon *d = r->d;
+    pthread_mutex_lock(&d->lock);
+    tl_proto_begin_rep_ok(r->pk, r->id);
+    msgpack_pack_array(r->pk, (size_t)d->slices.n);
+    for (int i = 0; i < d->slices.n; i++)
+        pack_slice(d, &d->slices.v[i], r->pk);
+    pthread_mutex_unlock(&d->lock);
+}
+
+static void cmd_set_param(request *r)
+{
+    tl_daemon *d = r->d;
+    tl_proto_error e;
+    tl_proto_str name;
+    if (tl_proto_get_str(r->args, "name", true, &name, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return;
+    }
+    bool center = tl_proto_str_eq(name, "center"), filter = tl_proto_str_eq(name, "filter");
+    if (!center && !filter) {
+        fail(r, TL_PROTO_E_BAD_ARG, "unknown parameter \"%.*s\" (center, filter)", (int)name.len, name.ptr);
+        return;
+    }
+    double c = 0;
+    tl_proto_str fname = {0};
+    tl_filter f = TL_FILTER_RAMLAK;
+    if (center && tl_proto_get_double(r->args, "value", true, &c, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return;
+    }
+    if (filter) {
+        char buf[33];
+        if (tl_proto_get_str(r->args, "value", true, &fname, &e) != TL_PROTO_OK) {
+            fail_arg(r, &e);
+            return;
+        }
+        snprintf(buf, sizeof buf, "%.*s", (int)fname.len, fname.ptr);
+        if (fname.len >= sizeof buf || !tl_filter_parse(buf, &f) || f == TL_FILTER_NONE) {
+            fail(r, TL_PROTO_E_BAD_ARG, "unknown filter \"%.*s\" (ram-lak, shepp-logan, " "cosine, hamming, hann, parzen)", (int)fname.len, fname.ptr);
+            return;
+        }
+    }
+    pthread_mutex_lock(&d->lock);
+    if (!d->scan.open) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_STATE, "no scan is open");
+        return;
+    }
+    tl_status st = center ? tl_engine_set_center(d->scan.engine, c)
+                          : tl_engine_set_filter(d->scan.engine, f);
+    if (st != TL_OK) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", tl_engine_last_error(d->scan.engine));
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_BAD_ARG, "%s", msg);
+        return;
+    }
+    for (int i = 0; i < d->slices.n; i++) /* the centre changes every slice at once */
+        d->slices.v[i].want_param = center;
+    pthread_mutex_unlock(&d->lock);
+    tl_proto_begin_rep_ok(r->pk, r->id);
+    msgpack_pack_map(r->pk, 2);
+    tl_proto_pack_kv_str(r->pk, "name", center ? "center" : "filter");
+    if (center)
+        tl_proto_pack_kv_double(r->pk, "value", c);
+    else
+        tl_proto_pack_kv_str(r->pk, "value", tl_filter_name(f));
+    if (center)
+        tl_log(TL_LOG_INFO, "param_set", "name=center value=%.4f", c);
+    else
+        tl_log(TL_LOG_INFO, "param_set", "name=filter value=%s", tl_filter_name(f));
+    tl_worker_poke(d);
+}
+
+static void cmd_reset(request *r)
+{
+    tl_daemon *d = r->d;
+    pthread_mutex_lock(&d->lock);
+    if (!d->scan.open) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_STATE, "no scan is open");
+        return;
+    }
+    tl_status st = tl_engine_reset(d->scan.engine);
+    d->scan.was_complete = false;
+    for (int i = 0; i < d->slices.n; i++) {
+        d->slices.v[i].pending = 0;
+        d->slices.v[i].dirty = false;
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (st != TL_OK) {
+        fail(r, TL_PROTO_E_INTERNAL, "reset failed");
+        return;
+    }
+    tl_log(TL_LOG_INFO, "scan_reset", "series=%llu", (unsigned long long)d->scan.series);
+    tl_proto_begin_rep_ok(r->pk, r->id);
+    msgpack_pack_true(r->pk);
+}
+
+/* ---- tune --------------------------------------------------------------------------------- */
+
+/* Times the kernels for slice sizes of the open scan again, whatever the cache holds, stores
+ * and uses the result. The engine is the worker's, so the worker runs it (tuning.c) and
+ * the reply comes when it is done; meanwhile frames queue and control requests are served. */
+static void cmd_tune(request *r)
+{
+    tl_daemon *d = r->d;
+    tl_tuning *t = &d->tuning;
+    tl_proto_error e;
+    uint32_t size[2] = {0, 0};
+    if (!r->can_defer) {
+        fail(r, TL_PROTO_E_UNSUPPORTED, "tune is served on the control socket only");
+        return;
+    }
+    if (r->args && tl_proto_get_dims(r->args, "size", false, size, 2, TL_PROTO_MAX_DIM, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    if (!d->scan.open) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_STATE, "no scan is open: tune times the kernels on the scan's engine "
+             "(send the scan message first, its frames after)");
+        return;
+    }
+    if (t->job != TL_TUNE_JOB_IDLE) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_STATE, "a tune is already running");
+        return;
+    }
+    int n = 0;
+    if (size[0]) {
+        t->job_dims[n][0] = size[0];
+        t->job_dims[n++][1] = size[1];
+    }
+    /* no size given: every size of the slices in the engine, else the default row slice */
+    for (int i = 0; !size[0] && i < d->slices.n; i++) {
+        const tl_slice *sl = &d->slices.v[i];
+        bool seen = sl->engine_id < 0;
+        for (int k = 0; k < n && !seen; k++)
+            seen = t->job_dims[k][0] == sl->height && t->job_dims[k][1] == sl->width;
+        if (seen)
+            continue;
+        if (n == TL_TUNE_MAX_SIZES) {
+            pthread_mutex_unlock(&d->lock);
+            fail(r, TL_PROTO_E_RESOURCE, "the slices have more than %d sizes: name one with "
+                 "\"size\": [h, w]", TL_TUNE_MAX_SIZES);
+            return;
+        }
+        t->job_dims[n][0] = sl->height;
+        t->job_dims[n++][1] = sl->width;
+    }
+    if (n == 0) {
+        t->job_dims[n][0] = d->scan.msg.cols;
+        t->job_dims[n++][1] = d->scan.msg.cols;
+    }
+    t->job_n = n;
+    t->job_id = r->id;
+    t->job = TL_TUNE_JOB_QUEUED;
+    pthread_mutex_unlock(&d->lock);
+    tl_log(TL_LOG_INFO, "tune_requested", "sizes=%d first=%ux%u", n, t->job_dims[0][0],
+           t->job_dims[0][1]);
+    r->deferred = true;
+    tl_worker_poke(d);
+}
+
+/* ---- status ------------------------------------------------------------------------------- */
+
+static void pack_scan(tl_daemon *d, msgpack_packer *pk)
+{
+    tl_scan *s = &d->scan;
+    if (!s->open) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    tl_engine_state st;
+    tl_engine_get_state(s->engine, &st);
+    msgpack_pack_map(pk, 18);
+    tl_proto_pack_kv_u64(pk, "series", s->series);
+    pack_key(pk, "shape");
+    pack_dims(pk, s->msg.rows, s->msg.cols);
+    tl_proto_pack_kv_str(pk, "dtype", tl_proto_dtype_name(s->msg.dtype));
+    tl_proto_pack_kv_u64(pk, "window", st.window);
+    tl_proto_pack_kv_u64(pk, "held", st.held);
+    tl_proto_pack_kv_u64(pk, "missing", st.missing);
+    tl_proto_pack_kv_u64(pk, "window_first", st.window_first);
+    tl_proto_pack_kv_u64(pk, "window_last", st.window_last);
+    tl_proto_pack_kv_double(pk, "fill", st.window ? (double)st.held / st.window : 0.0);
+    tl_proto_pack_kv_bool(pk, "finished", s->finished);
+    tl_proto_pack_kv_u64(pk, "projections", s->projections);
+    tl_proto_pack_kv_u64(pk, "darks", st.dark_batch);
+    tl_proto_pack_kv_u64(pk, "flats", st.flat_batch);
+    tl_proto_pack_kv_str(pk, "backend", st.backend);
+    tl_proto_pack_kv_str(pk, "device", st.device_name);
+    tl_proto_pack_kv_u64(pk, "memory_bytes", st.memory_bytes);
+    tl_proto_pack_kv_double(pk, "center", st.center);
+    tl_proto_pack_kv_str(pk, "filter", tl_filter_name(st.filter));
+}
+
+static void pack_frames(tl_daemon *d, msgpack_packer *pk)
+{
+    tl_stats *st = &d->stats;
+    msgpack_pack_map(pk, 5);
+    tl_proto_pack_kv_u64(pk, "messages", tl_stats_get(&st->messages));
+    tl_proto_pack_kv_u64(pk, "bytes", tl_stats_get(&st->bytes));
+    pack_key(pk, "accepted");
+    msgpack_pack_map(pk, 3);
+    tl_proto_pack_kv_u64(pk, "dark", tl_stats_get(&st->accepted[0]));
+    tl_proto_pack_kv_u64(pk, "flat", tl_stats_get(&st->accepted[1]));
+    tl_proto_pack_kv_u64(pk, "proj", tl_stats_get(&st->accepted[2]));
+    pack_key(pk, "rejected");
+    msgpack_pack_map(pk, TL_REJ_COUNT);
+    for (int i = 0; i < TL_REJ_COUNT; i++)
+        tl_proto_pack_kv_u64(pk, tl_reject_name((tl_reject)i), tl_stats_get(&st->rejected[i]));
+    int nproto = 0;
+    for (int i = 0; i < 64; i++)
+        nproto += tl_stats_get(&st->rejected_proto[i]) > 0;
+    pack_key(pk, "rejected_protocol");
+    msgpack_pack_map(pk, (size_t)nproto);
+    for (int i = 0; i < 64; i++)
+        if (tl_stats_get(&st->rejected_proto[i]) > 0)
+            tl_proto_pack_kv_u64(pk, tl_proto_err_name((tl_proto_err)i), tl_stats_get(&st->rejected_proto[i]));
+}
+
+static void pack_latency(tl_daemon *d, msgpack_packer *pk)
+{
+    msgpack_pack_map(pk, TL_LAT_COUNT);
+    for (int i = 0; i < TL_LAT_COUNT; i++) {
+        const tl_hist *h = &d->stats.latency[i];
+        pack_key(pk, tl_latency_name((tl_latency)i));
+        msgpack_pack_map(pk, 5);
+        tl_proto_pack_kv_u64(pk, "count", tl_hist_count(h));
+        tl_proto_pack_kv_double(pk, "p50", tl_hist_quantile(h, 0.50) * 1e3);
+        tl_proto_pack_kv_double(pk, "p90", tl_hist_quantile(h, 0.90) * 1e3);
+        tl_proto_pack_kv_double(pk, "p99", tl_hist_quantile(h, 0.99) * 1e3);
+        tl_proto_pack_kv_double(pk, "max", tl_hist_max(h) * 1e3);
+    }
+}
+
+static void cmd_status(request *r)
+{
+    tl_daemon *d = r->d;
+    tl_stats *st = &d->stats;
+    msgpack_packer *pk = r->pk;
+    tl_proto_begin_rep_ok(pk, r->id);
+    msgpack_pack_map(pk, 13);
+    tl_proto_pack_kv_str(pk, "version", PACKAGE_VERSION);
+    tl_proto_pack_kv_u64(pk, "protocol", TL_PROTO_VERSION);
+    tl_proto_pack_kv_double(pk, "uptime_s", (tl_clock_ns() - d->started_ns) / 1e9);
+    tl_proto_pack_kv_str(pk, "backend", tl_config_enum_name("daemon.backend", d->cfg.backend));
+    pthread_mutex_lock(&d->lock);
+    pack_key(pk, "scan");
+    pack_scan(d, pk);
+    pack_key(pk, "last_scan_error");
+    if (d->scan.last_error[0])
+        tl_proto_pack_cstr(pk, d->scan.last_error);
+    else
+        msgpack_pack_nil(pk);
+    int wanted = 0;
+    for (int i = 0; i < d->slices.n; i++) {
+        bool tcp, shm;
+        wanted += tl_slice_wanted(d, &d->slices.v[i], &tcp, &shm);
+    }
+    int defined = d->slices.n;
+    int buffers_open = tl_ipc_frames_open_count(&d->ipc);
+    uint64_t releases_waiting = d->ipc.ndeferred;
+    pack_key(pk, "kernels");
+    tl_tuning_pack_status(d, pk);
+    pthread_mutex_unlock(&d->lock);
+    pack_key(pk, "frames");
+    pack_frames(d, pk);
+    pack_key(pk, "queue");
+    msgpack_pack_map(pk, 4);
+    tl_proto_pack_kv_u64(pk, "depth", tl_queue_depth(&d->queue));
+    tl_proto_pack_kv_u64(pk, "high_water", tl_queue_high(&d->queue));
+    tl_proto_pack_kv_u64(pk, "capacity", d->queue.cap);
+    tl_proto_pack_kv_str(pk, "overflow", tl_config_enum_name("ingest.overflow", atomic_load(&d->overflow)));
+    pack_key(pk, "slices");
+    msgpack_pack_map(pk, 8);
+    tl_proto_pack_kv_u64(pk, "defined", (uint64_t)defined);
+    tl_proto_pack_kv_u64(pk, "wanted", (uint64_t)wanted);
+    tl_proto_pack_kv_u64(pk, "subscriptions", tl_subs_count(&d->pub.subs));
+    tl_proto_pack_kv_u64(pk, "computed", tl_stats_get(&st->slices_computed));
+    tl_proto_pack_kv_u64(pk, "published", tl_stats_get(&st->slices_published));
+    tl_proto_pack_kv_u64(pk, "superseded", tl_stats_get(&st->slices_superseded));
+    tl_proto_pack_kv_u64(pk, "shared_memory", tl_stats_get(&st->slices_shm));
+    tl_proto_pack_kv_u64(pk, "shm_failed", tl_stats_get(&st->shm_failed));
+    pack_key(pk, "gpu_frames"); /* frames read from producers' GPU memory (CUDA IPC) */
+    msgpack_pack_map(pk, 7);
+    tl_proto_pack_kv_u64(pk, "frames", tl_stats_get(&st->ipc_frames));
+    tl_proto_pack_kv_u64(pk, "buffers_open", (uint64_t)buffers_open);
+    tl_proto_pack_kv_u64(pk, "buffers_opened", tl_stats_get(&st->ipc_opened));
+    tl_proto_pack_kv_u64(pk, "releases", tl_stats_get(&st->ipc_releases));
+    tl_proto_pack_kv_u64(pk, "releases_waiting", releases_waiting); /* on the GPU's reads */
+    tl_proto_pack_kv_u64(pk, "release_failed", tl_stats_get(&st->ipc_release_failed));
+    tl_proto_pack_kv_u64(pk, "producers_lost", tl_stats_get(&st->ipc_producers_lost));
+    pack_key(pk, "requests");
+    msgpack_pack_map(pk, 2);
+    tl_proto_pack_kv_u64(pk, "total", tl_stats_get(&st->requests));
+    tl_proto_pack_kv_u64(pk, "errors", tl_stats_get(&st->request_errors));
+    pack_key(pk, "latency_ms");
+    pack_latency(d, pk);
+}
+
+/* ---- dispatch ----------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    void (*fn)(request *r);
+    bool needs_args;
+} command;
+
+static void cmd_commands(request *r);
+
+static const command commands[] = {
+    {"status", cmd_status, false},           {"set_slice", cmd_set_slice, true},
+    {"remove_slice", cmd_remove_slice, true}, {"list_slices", cmd_list_slices, false},
+    {"set_param", cmd_set_param, true},       {"reset", cmd_reset, false},
+    {"tune", cmd_tune, false},               {"commands", cmd_commands, false},
+};
+#define NCOMMANDS (sizeof commands / sizeof *commands)
+
+static void cmd_commands(request *r)
+{
+    tl_proto_begin_rep_ok(r->pk, r->id);
+    msgpack_pack_array(r->pk, NCOMMANDS);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        tl_proto_pack_cstr(r->pk, commands[i].name);
+}
+
+/* Runs req; returns true when the reply was deferred (can_defer only). */
+static bool run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk, bool can_defer)
+{
+    request r = {d, req->id, req->args, pk, can_defer, false};
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (!tl_proto_str_eq(req->cmd, commands[i].name))
+            continue;
+        if (commands[i].needs_args && !req->args) {
+            fail(&r, TL_PROTO_E_BAD_ARG, "%s needs arguments (\"args\": {...})", commands[i].name);
+            return false;
+        }
+        commands[i].fn(&r);
+        return r.deferred;
+    }
+    fail(&r, TL_PROTO_E_UNKNOWN_CMD, "unknown command \"%.*s\" (try \"commands\")",
+         (int)(req->cmd.len < 64 ? req->cmd.len : 64), req->cmd.ptr);
+    return false;
+}
+
+void tl_commands_run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk)
+{
+    run(d, req, pk, false);
+}
+
+bool tl_commands_run_control(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk)
+{
+    return run(d, req, pk, true);
+}
