@@ -73,6 +73,6 @@ daemon_libtomolived_a_SOURCES += \
 	daemon/ingest/adapter.c daemon/ingest/adapter_util.h daemon/ingest/adapter_util.c \
 	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c \
 	daemon/ingest/adapter_dectris2.c daemon/ingest/adapter_dectris1.c daemon/ingest/adapter_json.c \
-	daemon/ingest/adapter_tomopackets.c \
+	daemon/ingest/adapter_tomopackets.c daemon/ingest/tomopackets.h \
 	daemon/serve/recast3d.h daemon/serve/recast3d.c
 daemon_tomolived_LDADD += $(CBOR_LIBS) $(LZ4_LIBS) $(JANSSON_LIBS)

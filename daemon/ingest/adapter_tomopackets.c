@@ -1,7 +1,7 @@
 /* adapter_tomopackets.c — tomopackets (RECAST3D's packets) on the ingest PULL socket, so
  * existing RECAST3D adapters (Python tomop) can feed tomolive (adapter.h).
  *
- * Packets (descriptor, then fields; recast3d.h has the wire rules):
+ * Packets (descriptor, then fields; tomopackets.h has the wire rules):
  *   GeometrySpecification 0x301  scene_id, volume_min[3], volume_max[3]    (noted only)
  *   ScanSettings          0x302  scene_id, darks, flats, already_linear
  *   ParallelBeamGeometry  0x303  scene_id, rows, cols, proj_count, angles[] (radians)
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "daemon/ingest/adapter_util.h"
-#include "daemon/serve/recast3d.h"
+#include "daemon/ingest/tomopackets.h"
 
 typedef struct {
     tl_adapter_stream st;
