@@ -29,10 +29,10 @@
 #define TL_LINGER_MS 300
 
 /* Defaults, the file, then the command-line overrides, then the cross-key checks. */
-int tl_daemon_load_config(tl_daemon *d, tl_config *c, char *err, size_t errlen)
+int tl_daemon_load_config(tl_daemon *d, tl_settings *c, char *err, size_t errlen)
 {
-    tl_config_defaults(c);
-    if (d->config_path && tl_config_load(c, d->config_path, err, errlen) != 0)
+    tl_settings_defaults(c);
+    if (d->config_path && tl_settings_load(c, d->config_path, err, errlen) != 0)
         return -1;
     for (int i = 0; i < d->noverrides; i++) {
         char kv[512];
@@ -43,10 +43,10 @@ int tl_daemon_load_config(tl_daemon *d, tl_config *c, char *err, size_t errlen)
             return -1;
         }
         *eq = 0;
-        if (tl_config_set(c, kv, eq + 1, err, errlen) != 0)
+        if (tl_settings_set(c, kv, eq + 1, err, errlen) != 0)
             return -1;
     }
-    return tl_config_check(c, err, errlen);
+    return tl_settings_check(c, err, errlen);
 }
 
 /* ---- status, watchdog ---------------------------------------------------------------------- */
@@ -112,14 +112,14 @@ static void report_change(const char *key, bool reloadable, void *ctx)
 static void reload(tl_daemon *d)
 {
     tl_notify_reloading();
-    tl_config fresh;
+    tl_settings fresh;
     char err[512];
     if (tl_daemon_load_config(d, &fresh, err, sizeof err) != 0) {
         tl_log(TL_LOG_ERROR, "config_reload_failed", "error=%s", tl_logq(err));
     } else {
-        tl_config_diff(&d->cfg, &fresh, report_change, NULL);
+        tl_settings_diff(&d->cfg, &fresh, report_change, NULL);
         pthread_mutex_lock(&d->lock);
-        int n = tl_config_apply_reloadable(&d->cfg, &fresh);
+        int n = tl_settings_apply_reloadable(&d->cfg, &fresh);
         tl_update_policy p = tl_default_policy(&d->cfg);
         for (int i = 0; i < d->slices.n; i++)
             if (!d->slices.v[i].policy_given)
@@ -184,10 +184,10 @@ static void on_subscriptions(void *ctx)
 
 int tl_daemon_start(tl_daemon *d, char *err, size_t errlen)
 {
-    const tl_config *c = &d->cfg;
+    const tl_settings *c = &d->cfg;
     tl_backend_kind b;
     char why[256];
-    tl_backend_parse(tl_config_enum_name("daemon.backend", c->backend), &b);
+    tl_backend_parse(tl_settings_enum_name("daemon.backend", c->backend), &b);
     if (b != TL_BACKEND_AUTO && !tl_backend_available(b, why, sizeof why)) {
         snprintf(err, errlen, "backend %s requested but not usable: %s", tl_backend_name(b), why);
         return -1;
@@ -204,15 +204,15 @@ int tl_daemon_start(tl_daemon *d, char *err, size_t errlen)
         return -1;
     }
     atomic_store(&d->overflow, c->ingest_overflow);
-    d->adapter = tl_adapter_find(tl_config_enum_name("ingest.format", c->ingest_format));
+    d->adapter = tl_adapter_find(tl_settings_enum_name("ingest.format", c->ingest_format));
     if (!d->adapter) {
         snprintf(err, errlen, "no adapter for ingest format %s",
-                 tl_config_enum_name("ingest.format", c->ingest_format));
+                 tl_settings_enum_name("ingest.format", c->ingest_format));
         return -1;
     }
     /* slice buffers: pinned where the GPU fills them */
     d->host_memory = TL_BACKEND_CPU;
-    tl_backend_parse(tl_config_enum_name("daemon.backend", c->backend), &d->host_memory);
+    tl_backend_parse(tl_settings_enum_name("daemon.backend", c->backend), &d->host_memory);
     tl_scan_bands_init(d);
     if (tl_publisher_open(&d->pub, &d->loop, c->slices_endpoint, c->slices_sndhwm,
                           c->slices_max, d->host_memory, &d->stats, on_subscriptions, d, err,
@@ -243,7 +243,7 @@ int tl_daemon_start(tl_daemon *d, char *err, size_t errlen)
            "version=%s backend=%s ingest=%s control=%s slices=%s queue=%d overflow=%s watchdog_s=%.1f",
            PACKAGE_VERSION, tl_backend_name(b), tl_logq(c->ingest_endpoint),
            tl_logq(c->control_endpoint), tl_logq(c->slices_endpoint), c->ingest_queue,
-           tl_config_enum_name("ingest.overflow", c->ingest_overflow), d->watchdog_usec / 1e6);
+           tl_settings_enum_name("ingest.overflow", c->ingest_overflow), d->watchdog_usec / 1e6);
     char line[256];
     status_line(d, line, sizeof line);
     tl_notify_status(line);

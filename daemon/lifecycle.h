@@ -22,7 +22,7 @@
 void tl_daemon_init(tl_daemon *d);
 /* Defaults, then the file (d->config_path, may be NULL), then d->overrides, then the
  * cross-key checks, into c. 0, or -1 with err. */
-int tl_daemon_load_config(tl_daemon *d, tl_config *c, char *err, size_t errlen);
+int tl_daemon_load_config(tl_daemon *d, tl_settings *c, char *err, size_t errlen);
 /* All or nothing: the backend, the sockets, the HTTP server, the worker, signals and
  * timers; then READY=1. 0, or -1 with err (the caller exits non-zero). */
 int tl_daemon_start(tl_daemon *d, char *err, size_t errlen);

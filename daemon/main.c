@@ -87,7 +87,7 @@ int main(int argc, char **argv)
     if (check || print) {
         if (check)
             printf("# configuration OK\n");
-        tl_config_write(&d->cfg, stdout, print);
+        tl_settings_write(&d->cfg, stdout, print);
         return 0;
     }
     tl_log_set_level(d->cfg.log_level);

@@ -1,5 +1,5 @@
 /* log.c — see log.h. */
-#include <config.h> /* autoconf's: a quoted "config.h" would find daemon/config.h first */
+#include <config.h>
 
 #include <errno.h>
 #include <stdarg.h>

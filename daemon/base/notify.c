@@ -1,5 +1,5 @@
 /* notify.c — see notify.h. */
-#include <config.h> /* autoconf's: a quoted "config.h" would find daemon/config.h first */
+#include <config.h>
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
-/* config.c — see daemon/config.h. One table of keys drives defaults, parsing, writing and
+/* settings.c — see settings.h. One table of keys drives defaults, parsing, writing and
  * diffing; libinih splits the file into (section, key, value), and a reader that we hand
  * to ini_parse_stream counts lines, so that every error names its line. */
-#include <config.h> /* autoconf's: a quoted "config.h" would find daemon/config.h first */
+#include <config.h>
 
 #include <assert.h>
 #include <ctype.h>
@@ -43,7 +43,7 @@ static const char *const quality_names[] = {"exact", "fast", "preview", NULL};
 static const char *const weights_names[] = {"uniform", "angles", NULL};
 static const char *const overflow_names[] = {"block", "drop", NULL};
 static const char *const tune_names[] = {"auto", "cached", "off", NULL};
-/* engine.tune_batch: the value is the index, tl_config_tune_batch gives the number */
+/* engine.tune_batch: the value is the index, tl_settings_tune_batch gives the number */
 static const char *const tune_batch_names[] = {"1", "2", "4", NULL};
 /* ingest.format: the adapters of daemon/adapter.h, by name */
 static const char *const format_names[] = {"tomolive", "dectris-v2", "dectris-v1", "std-daq",
@@ -53,7 +53,7 @@ static const char *const format_names[] = {"tomolive", "dectris-v2", "dectris-v1
 _Static_assert(TL_LOG_ERROR == 0 && TL_LOG_WARN == 1 && TL_LOG_INFO == 2 && TL_LOG_DEBUG == 3,
                "log levels must follow log_level_names");
 
-#define F(m) offsetof(tl_config, m), sizeof(((tl_config *)0)->m)
+#define F(m) offsetof(tl_settings, m), sizeof(((tl_settings *)0)->m)
 #define K(sec, nm) sec, nm, sec "." nm
 #define RELOAD true
 #define RESTART false
@@ -190,12 +190,12 @@ static bool known_section(const char *section, size_t len)
     return false;
 }
 
-static void *field(tl_config *c, const key *k)
+static void *field(tl_settings *c, const key *k)
 {
     return (char *)c + k->off;
 }
 
-static const void *cfield(const tl_config *c, const key *k)
+static const void *cfield(const tl_settings *c, const key *k)
 {
     return (const char *)c + k->off;
 }
@@ -211,7 +211,7 @@ static const char *value_hint(const char *v)
     return "";
 }
 
-int tl_config_check_endpoint(const char *ep, char *err, size_t errlen)
+int tl_settings_check_endpoint(const char *ep, char *err, size_t errlen)
 {
     const char *why = NULL;
     for (const unsigned char *p = (const unsigned char *)ep; !why && *p; p++)
@@ -295,7 +295,7 @@ static int check_path(const char *v, char *why, size_t n)
     return 0;
 }
 
-static int parse_value(const key *k, const char *v, tl_config *c, char *msg, size_t n)
+static int parse_value(const key *k, const char *v, tl_settings *c, char *msg, size_t n)
 {
     switch (k->type) {
     case K_STRING:
@@ -308,11 +308,11 @@ static int parse_value(const key *k, const char *v, tl_config *c, char *msg, siz
             snprintf(msg, n, "%s: longer than %zu characters", k->dotted, k->size - 1);
             return -1;
         }
-        int bad = k->type == K_STRING ? tl_config_check_endpoint(v, why, sizeof why)
+        int bad = k->type == K_STRING ? tl_settings_check_endpoint(v, why, sizeof why)
                   : k->type == K_LISTEN ? check_listen(v, why, sizeof why)
                   : k->type == K_TEXT ? check_text(v, why, sizeof why)
                   : k->type == K_PATH ? check_path(v, why, sizeof why)
-                  : *v ? tl_config_check_endpoint(v, why, sizeof why) : 0;
+                  : *v ? tl_settings_check_endpoint(v, why, sizeof why) : 0;
         if (bad < 0) {
             snprintf(msg, n, "%s: %s", k->dotted, why);
             return -1;
@@ -394,7 +394,7 @@ static void format_double(char *b, size_t n, double v)
         }
 }
 
-static void format_value(const key *k, const tl_config *c, char *b, size_t n)
+static void format_value(const key *k, const tl_settings *c, char *b, size_t n)
 {
     const void *p = cfield(c, k);
     switch (k->type) {
@@ -416,7 +416,7 @@ static void format_value(const key *k, const tl_config *c, char *b, size_t n)
     }
 }
 
-static bool same_value(const key *k, const tl_config *a, const tl_config *b)
+static bool same_value(const key *k, const tl_settings *a, const tl_settings *b)
 {
     const void *x = cfield(a, k), *y = cfield(b, k);
     switch (k->type) {
@@ -433,7 +433,7 @@ static bool same_value(const key *k, const tl_config *a, const tl_config *b)
     return false;
 }
 
-void tl_config_defaults(tl_config *c)
+void tl_settings_defaults(tl_settings *c)
 {
     memset(c, 0, sizeof *c);
     for (size_t i = 0; i < NKEYS; i++) {
@@ -451,7 +451,7 @@ void tl_config_defaults(tl_config *c)
 }
 
 /* The rules across keys; *k1 and *k2 name the two keys involved. */
-static int check_rules(const tl_config *c, char *err, size_t errlen, const char **k1,
+static int check_rules(const tl_settings *c, char *err, size_t errlen, const char **k1,
                        const char **k2)
 {
     if (!c->ingest_bind && strncmp(c->ingest_endpoint, "tcp://*:", 8) == 0) {
@@ -462,20 +462,20 @@ static int check_rules(const tl_config *c, char *err, size_t errlen, const char 
         return -1;
     }
     int fmt = c->ingest_format;
-    if (c->ingest_window == 0 && (fmt == TL_CONFIG_FORMAT_STD_DAQ || fmt == TL_CONFIG_FORMAT_CONCERT ||
-                                  fmt == TL_CONFIG_FORMAT_ARRAY_1_0)) {
+    if (c->ingest_window == 0 && (fmt == TL_SETTINGS_FORMAT_STD_DAQ || fmt == TL_SETTINGS_FORMAT_CONCERT ||
+                                  fmt == TL_SETTINGS_FORMAT_ARRAY_1_0)) {
         snprintf(err, errlen, "ingest.format = %s carries no projection count: set ingest.window "
                  "to the projections of one scan", format_names[fmt]);
         *k1 = "ingest.format";
         *k2 = "ingest.window";
         return -1;
     }
-    int gpus[TL_CONFIG_MAX_GPUS], ngpus;
-    if (tl_config_gpus(c, gpus, &ngpus, err, errlen) != 0) {
+    int gpus[TL_SETTINGS_MAX_GPUS], ngpus;
+    if (tl_settings_gpus(c, gpus, &ngpus, err, errlen) != 0) {
         *k1 = *k2 = "daemon.gpus";
         return -1;
     }
-    char kinds[TL_CONFIG_TEXT_MAX];
+    char kinds[TL_SETTINGS_TEXT_MAX];
     snprintf(kinds, sizeof kinds, "%s", c->ingest_series_kinds);
     char *save = NULL;
     for (char *w = strtok_r(kinds, ",", &save); w; w = strtok_r(NULL, ",", &save))
@@ -522,8 +522,8 @@ typedef struct {
     int lineno;
     int read_errno;
     bool section_unknown;  /* the current [section] is unknown, and was reported */
-    int set_line[NKEYS];   /* where each key was set, for duplicates and tl_config_check */
-    tl_config cfg;
+    int set_line[NKEYS];   /* where each key was set, for duplicates and tl_settings_check */
+    tl_settings cfg;
     int nerr, first_line;
     char first[512];
 } loadctx;
@@ -654,7 +654,7 @@ static int line_of(const loadctx *x, const char *dotted)
     return k ? x->set_line[k - keys] : 0;
 }
 
-int tl_config_load(tl_config *c, const char *path, char *err, size_t errlen)
+int tl_settings_load(tl_settings *c, const char *path, char *err, size_t errlen)
 {
     loadctx *x = calloc(1, sizeof *x);
     if (!x) {
@@ -703,7 +703,7 @@ int tl_config_load(tl_config *c, const char *path, char *err, size_t errlen)
 
 /* --- the rest of the API --------------------------------------------------------------- */
 
-int tl_config_set(tl_config *c, const char *dotted_key, const char *value, char *err,
+int tl_settings_set(tl_settings *c, const char *dotted_key, const char *value, char *err,
                   size_t errlen)
 {
     const key *k = find_dotted(dotted_key);
@@ -712,14 +712,14 @@ int tl_config_set(tl_config *c, const char *dotted_key, const char *value, char 
                  "ingest.endpoint)", dotted_key ? dotted_key : "");
         return -1;
     }
-    tl_config tmp = *c;
+    tl_settings tmp = *c;
     if (parse_value(k, value ? value : "", &tmp, err, errlen) < 0)
         return -1;
     *c = tmp;
     return 0;
 }
 
-int tl_config_check(const tl_config *c, char *err, size_t errlen)
+int tl_settings_check(const tl_settings *c, char *err, size_t errlen)
 {
     const char *k1, *k2;
     return check_rules(c, err, errlen, &k1, &k2);
@@ -747,10 +747,10 @@ static void write_range(const key *k, FILE *f)
             k->reloadable ? "Reloadable." : "Restart to change.");
 }
 
-void tl_config_write(const tl_config *c, FILE *f, bool with_help)
+void tl_settings_write(const tl_settings *c, FILE *f, bool with_help)
 {
-    tl_config def;
-    tl_config_defaults(&def);
+    tl_settings def;
+    tl_settings_defaults(&def);
     if (with_help)
         fputs("# tomolive.conf: configuration of tomolived, the tomolive daemon.\n"
               "#\n"
@@ -771,7 +771,7 @@ void tl_config_write(const tl_config *c, FILE *f, bool with_help)
             fprintf(f, "%s[%s]\n", section || with_help ? "\n" : "", k->section);
             section = k->section;
         }
-        char v[TL_CONFIG_ENDPOINT_MAX + 32];
+        char v[TL_SETTINGS_ENDPOINT_MAX + 32];
         format_value(k, c, v, sizeof v);
         if (!with_help) {
             fprintf(f, "%s = %s\n", k->name, v);
@@ -784,7 +784,7 @@ void tl_config_write(const tl_config *c, FILE *f, bool with_help)
     }
 }
 
-int tl_config_diff(const tl_config *a, const tl_config *b,
+int tl_settings_diff(const tl_settings *a, const tl_settings *b,
                    void (*fn)(const char *dotted_key, bool reloadable, void *ctx), void *ctx)
 {
     int n = 0;
@@ -798,7 +798,7 @@ int tl_config_diff(const tl_config *a, const tl_config *b,
     return n;
 }
 
-int tl_config_apply_reloadable(tl_config *running, const tl_config *fresh)
+int tl_settings_apply_reloadable(tl_settings *running, const tl_settings *fresh)
 {
     int n = 0;
     for (size_t i = 0; i < NKEYS; i++) {
@@ -811,49 +811,49 @@ int tl_config_apply_reloadable(tl_config *running, const tl_config *fresh)
     return n;
 }
 
-const char *const *tl_config_enum_names(const char *dotted_key)
+const char *const *tl_settings_enum_names(const char *dotted_key)
 {
     const key *k = find_dotted(dotted_key);
     return k && k->type == K_ENUM ? k->names : NULL;
 }
 
-const char *tl_config_enum_name(const char *dotted_key, int value)
+const char *tl_settings_enum_name(const char *dotted_key, int value)
 {
-    const char *const *names = tl_config_enum_names(dotted_key);
+    const char *const *names = tl_settings_enum_names(dotted_key);
     for (int i = 0; names && names[i]; i++)
         if (i == value)
             return names[i];
     return NULL;
 }
 
-int tl_config_enum_value(const char *dotted_key, const char *name)
+int tl_settings_enum_value(const char *dotted_key, const char *name)
 {
-    const char *const *names = tl_config_enum_names(dotted_key);
+    const char *const *names = tl_settings_enum_names(dotted_key);
     for (int i = 0; names && name && names[i]; i++)
         if (strcmp(names[i], name) == 0)
             return i;
     return -1;
 }
 
-bool tl_config_has_key(const char *dotted_key)
+bool tl_settings_has_key(const char *dotted_key)
 {
     return find_dotted(dotted_key) != NULL;
 }
 
-bool tl_config_reloadable(const char *dotted_key)
+bool tl_settings_reloadable(const char *dotted_key)
 {
     const key *k = find_dotted(dotted_key);
     return k && k->reloadable;
 }
 
-int tl_config_gpus(const tl_config *c, int *devices, int *n, char *err, size_t errlen)
+int tl_settings_gpus(const tl_settings *c, int *devices, int *n, char *err, size_t errlen)
 {
     *n = 0;
     if (strcmp(c->gpus, "all") == 0) {
         *n = -1;
         return 0;
     }
-    char list[TL_CONFIG_TEXT_MAX];
+    char list[TL_SETTINGS_TEXT_MAX];
     snprintf(list, sizeof list, "%s", c->gpus);
     char *save = NULL;
     for (char *w = strtok_r(list, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
@@ -864,9 +864,9 @@ int tl_config_gpus(const tl_config *c, int *devices, int *n, char *err, size_t e
                      "(write all, or e.g. 0,1)", c->gpus, w);
             return -1;
         }
-        if (*n == TL_CONFIG_MAX_GPUS) {
+        if (*n == TL_SETTINGS_MAX_GPUS) {
             snprintf(err, errlen, "daemon.gpus \"%s\": more than %d GPUs", c->gpus,
-                     TL_CONFIG_MAX_GPUS);
+                     TL_SETTINGS_MAX_GPUS);
             return -1;
         }
         for (int i = 0; i < *n; i++)

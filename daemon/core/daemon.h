@@ -121,7 +121,7 @@ typedef struct {
 } tl_tuning;
 
 typedef struct tl_daemon {
-    tl_config cfg;
+    tl_settings cfg;
     const char *config_path;    /* NULL: defaults only */
     char **overrides;           /* "key=value" from the command line, re-applied on reload */
     int noverrides;
@@ -139,7 +139,7 @@ typedef struct tl_daemon {
     tl_queue queue;
     pthread_t ingest_thread;
     atomic_bool ingest_stop;
-    atomic_int overflow;        /* TL_CONFIG_OVERFLOW_* (reloadable) */
+    atomic_int overflow;        /* TL_SETTINGS_OVERFLOW_* (reloadable) */
     char ingest_error[512];     /* bind/connect failure, reported at start-up */
     int ingest_ready;           /* 0 starting, 1 running, -1 failed */
     pthread_mutex_t ingest_mu;
@@ -237,6 +237,6 @@ void tl_tuning_forget(tl_daemon *d);
 void tl_tuning_pack_status(tl_daemon *d, msgpack_packer *pk);
 
 /* The policy a slice follows when its request gave none. */
-tl_update_policy tl_default_policy(const tl_config *c);
+tl_update_policy tl_default_policy(const tl_settings *c);
 
 #endif

@@ -103,7 +103,7 @@ static void *run(void *arg)
              * never frames in GPU memory: their producer's ring is the back-pressure, and
              * each one is owed a release that only the worker can send */
             bool block = it.type != TL_MSG_FRAME || it.frame.has_ipc ||
-                         atomic_load(&d->overflow) == TL_CONFIG_OVERFLOW_BLOCK;
+                         atomic_load(&d->overflow) == TL_SETTINGS_OVERFLOW_BLOCK;
             if (!tl_queue_push(&d->queue, &it, block, &d->ingest_stop)) {
                 if (atomic_load(&d->ingest_stop))
                     break;

@@ -16,7 +16,7 @@
 #include "daemon/core/daemon.h"
 #include "daemon/base/log.h"
 
-_Static_assert(TL_CONFIG_MAX_GPUS == TL_ENGINE_MAX_DEVICES, "daemon.gpus holds what an engine spans");
+_Static_assert(TL_SETTINGS_MAX_GPUS == TL_ENGINE_MAX_DEVICES, "daemon.gpus holds what an engine spans");
 
 static void count_reject(tl_daemon *d, tl_reject why, uint64_t series, uint64_t index,
                          const char *detail)
@@ -97,27 +97,27 @@ static void open_scan(tl_daemon *d, tl_item *it)
 {
     tl_scan *s = &d->scan;
     const tl_proto_scan *m = &it->scan;
-    const tl_config *c = &d->cfg;
+    const tl_settings *c = &d->cfg;
     tl_engine_config ec;
     tl_engine_config_init(&ec, m->rows, m->cols, m->window);
     char why[512] = "";
     tl_filter filter;
-    if (!tl_backend_parse(tl_config_enum_name("daemon.backend", c->backend), &ec.backend) ||
-        !tl_filter_parse(tl_config_enum_name("engine.filter", c->filter), &ec.filter) ||
-        !tl_quality_parse(tl_config_enum_name("engine.quality", c->quality), &ec.quality))
+    if (!tl_backend_parse(tl_settings_enum_name("daemon.backend", c->backend), &ec.backend) ||
+        !tl_filter_parse(tl_settings_enum_name("engine.filter", c->filter), &ec.filter) ||
+        !tl_quality_parse(tl_settings_enum_name("engine.quality", c->quality), &ec.quality))
         snprintf(why, sizeof why, "configuration names an unknown backend, filter or quality");
-    ec.weights = c->weights == TL_CONFIG_WEIGHTS_ANGLES ? TL_WEIGHTS_ANGLES : TL_WEIGHTS_UNIFORM;
+    ec.weights = c->weights == TL_SETTINGS_WEIGHTS_ANGLES ? TL_WEIGHTS_ANGLES : TL_WEIGHTS_UNIFORM;
     ec.dtype = engine_dtype(m->dtype);
     ec.first_index = m->first_index;
     ec.already_linear = m->already_linear;
     ec.threads = c->threads;
     ec.device = c->device;
     /* daemon.gpus: the detector rows split across several GPUs ("all": every visible one) */
-    int gpus[TL_CONFIG_MAX_GPUS], ngpus = 0;
-    if (!why[0] && tl_config_gpus(c, gpus, &ngpus, why, sizeof why) == 0 && ngpus < 0) {
+    int gpus[TL_SETTINGS_MAX_GPUS], ngpus = 0;
+    if (!why[0] && tl_settings_gpus(c, gpus, &ngpus, why, sizeof why) == 0 && ngpus < 0) {
         ngpus = tl_backend_device_count(ec.backend, why, sizeof why);
-        if (ngpus > TL_CONFIG_MAX_GPUS)
-            ngpus = TL_CONFIG_MAX_GPUS;
+        if (ngpus > TL_SETTINGS_MAX_GPUS)
+            ngpus = TL_SETTINGS_MAX_GPUS;
         for (int i = 0; i < ngpus; i++)
             gpus[i] = i;
         why[0] = 0; /* no device: the engine says so, with its own message */

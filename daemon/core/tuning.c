@@ -21,7 +21,7 @@
  * leaves behind rather than wait for. Only when that engine cannot be had (the scan's
  * window fills the memory) does it time the scan's engine, on the worker, lock held.
  */
-#include "config.h"
+#include <config.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +91,7 @@ static tl_tune_size *add_size(tl_tuning *t, uint32_t h, uint32_t w)
  * reload may change the configuration meanwhile). */
 typedef struct {
     int mode;
-    char path[TL_CONFIG_ENDPOINT_MAX]; /* "" = tl_tune_default_path */
+    char path[TL_SETTINGS_ENDPOINT_MAX]; /* "" = tl_tune_default_path */
     double budget;
     unsigned batch;
 } tune_cfg;
@@ -101,7 +101,7 @@ static void snapshot(const tl_daemon *d, tune_cfg *c)
     c->mode = d->cfg.tune;
     snprintf(c->path, sizeof c->path, "%s", d->cfg.tune_cache);
     c->budget = d->cfg.tune_budget;
-    c->batch = tl_config_tune_batch(&d->cfg);
+    c->batch = tl_settings_tune_batch(&d->cfg);
 }
 
 static const char *name_or(const char *name, const char *none)
@@ -295,7 +295,7 @@ static tl_status resolve(tl_daemon *d, tl_tune_size *ts, bool force, tl_tune_res
     ts->choice.height = sh.height;
     ts->choice.width = sh.width;
 
-    if (!force && c.mode == TL_CONFIG_TUNE_OFF) {
+    if (!force && c.mode == TL_SETTINGS_TUNE_OFF) {
         ts->source = TL_TUNE_SRC_OFF;
         why = "engine.tune = off";
     } else {
@@ -317,7 +317,7 @@ static tl_status resolve(tl_daemon *d, tl_tune_size *ts, bool force, tl_tune_res
             ts->choice = r->choice;
         } else if (err[0]) {
             ts->source = TL_TUNE_SRC_FAILED;
-        } else if (!force && c.mode == TL_CONFIG_TUNE_CACHED) {
+        } else if (!force && c.mode == TL_SETTINGS_TUNE_CACHED) {
             st = TL_OK;
             ts->source = TL_TUNE_SRC_OFF;
             why = "not cached, engine.tune = cached";
@@ -528,13 +528,13 @@ void tl_tuning_turn(tl_daemon *d)
 void tl_tuning_pack_status(tl_daemon *d, msgpack_packer *pk)
 {
     tl_tuning *t = &d->tuning;
-    char path[TL_CONFIG_ENDPOINT_MAX + 64];
+    char path[TL_SETTINGS_ENDPOINT_MAX + 64];
     if (d->cfg.tune_cache[0])
         snprintf(path, sizeof path, "%s", d->cfg.tune_cache);
     else
         tl_tune_default_path(path, sizeof path);
     msgpack_pack_map(pk, 6);
-    tl_proto_pack_kv_str(pk, "tune", tl_config_enum_name("engine.tune", d->cfg.tune));
+    tl_proto_pack_kv_str(pk, "tune", tl_settings_enum_name("engine.tune", d->cfg.tune));
     tl_proto_pack_kv_str(pk, "cache", path);
     tl_proto_pack_cstr(pk, "sizes");
     msgpack_pack_array(pk, (size_t)t->nsizes);

@@ -23,7 +23,7 @@
 typedef struct {
     const char *name; /* the value of ingest.format */
     /* A new instance, or NULL with a message in err. */
-    void *(*create)(const tl_config *c, char *err, size_t errlen);
+    void *(*create)(const tl_settings *c, char *err, size_t errlen);
     void (*destroy)(void *state);
     /* 1: *out is filled (for a frame, out->payload holds the pixels); 0: the message
      * carries nothing for the engine (a heartbeat, a status message); -1: rejected, err set.

@@ -35,7 +35,7 @@ typedef struct {
     uint64_t max_frame;
 } v1;
 
-static void *v1_create(const tl_config *c, char *err, size_t errlen)
+static void *v1_create(const tl_settings *c, char *err, size_t errlen)
 {
     v1 *a = tl_adapter_alloc(sizeof *a, offsetof(v1, st), c, err, errlen);
     if (!a)
@@ -74,7 +74,7 @@ static int header(v1 *a, json_t *h, zmq_msg_t *parts, int nparts, tl_proto_error
         double g0 = NAN, dg = NAN;
         int rc = 0;
         if (i == 1) {
-            char k0[TL_CONFIG_TEXT_MAX + 16], k1[TL_CONFIG_TEXT_MAX + 16];
+            char k0[TL_SETTINGS_TEXT_MAX + 16], k1[TL_SETTINGS_TEXT_MAX + 16];
             snprintf(k0, sizeof k0, "%s_start", a->st.cfg->ingest_goniometer_axis);
             snprintf(k1, sizeof k1, "%s_increment", a->st.cfg->ingest_goniometer_axis);
             if (tl_json_get_u64(c, "nimages", &n, err) < 0 || tl_json_get_u64(c, "ntrigger", &trig, err) < 0 ||

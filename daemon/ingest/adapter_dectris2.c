@@ -566,7 +566,7 @@ static int image_pixels(v2 *a, zmq_msg_t *part, const v2msg *m, tl_det_image *im
     return 0;
 }
 
-static void *v2_create(const tl_config *c, char *err, size_t errlen)
+static void *v2_create(const tl_settings *c, char *err, size_t errlen)
 {
     v2 *a = tl_adapter_alloc(sizeof *a, offsetof(v2, st), c, err, errlen);
     if (!a)

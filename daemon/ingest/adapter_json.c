@@ -35,7 +35,7 @@ typedef struct {
     uint64_t arrived;           /* frames since the scan opened (concert without frame_number) */
 } jad;
 
-static void *create(preset p, const tl_config *c, char *err, size_t errlen)
+static void *create(preset p, const tl_settings *c, char *err, size_t errlen)
 {
     jad *a = tl_adapter_alloc(sizeof *a, offsetof(jad, st), c, err, errlen);
     if (!a)
@@ -44,17 +44,17 @@ static void *create(preset p, const tl_config *c, char *err, size_t errlen)
     return a;
 }
 
-static void *std_daq_create(const tl_config *c, char *err, size_t errlen)
+static void *std_daq_create(const tl_settings *c, char *err, size_t errlen)
 {
     return create(STD_DAQ, c, err, errlen);
 }
 
-static void *concert_create(const tl_config *c, char *err, size_t errlen)
+static void *concert_create(const tl_settings *c, char *err, size_t errlen)
 {
     return create(CONCERT, c, err, errlen);
 }
 
-static void *array10_create(const tl_config *c, char *err, size_t errlen)
+static void *array10_create(const tl_settings *c, char *err, size_t errlen)
 {
     return create(ARRAY10, c, err, errlen);
 }
@@ -139,7 +139,7 @@ static int read_header(jad *a, json_t *h, tl_proto_frame *f, bool *new_acq, tl_p
 static int decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl_proto_error *err)
 {
     jad *a = state;
-    const tl_config *c = a->st.cfg;
+    const tl_settings *c = a->st.cfg;
     err->code = TL_PROTO_OK;
     json_t *h = tl_json_parse(zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]), "the header", err);
     if (!h)

@@ -1,7 +1,7 @@
 /* adapter_native.c — the tomolive wire protocol as an ingest format (adapter.h). The
  * protocol module does all the checking; this only moves the decoded fields and the
  * payload part into the daemon's record. */
-#include "config.h"
+#include <config.h>
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 
 #include "daemon/ingest/adapter.h"
 
-static void *native_create(const tl_config *c, char *err, size_t errlen)
+static void *native_create(const tl_settings *c, char *err, size_t errlen)
 {
     tl_proto_decoder *d = tl_proto_decoder_new();
     if (!d)

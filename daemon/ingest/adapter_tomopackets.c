@@ -34,7 +34,7 @@ typedef struct {
     uint32_t nangles, cap;
 } tp;
 
-static void *tp_create(const tl_config *c, char *err, size_t errlen)
+static void *tp_create(const tl_settings *c, char *err, size_t errlen)
 {
     tp *a = tl_adapter_alloc(sizeof *a, offsetof(tp, st), c, err, errlen);
     if (!a)

@@ -382,7 +382,7 @@ bool tl_adapter_kind(const char *name, size_t len, tl_proto_kind *k)
 
 /* ---- the stream ---------------------------------------------------------------------- */
 
-void *tl_adapter_alloc(size_t size, size_t offset, const tl_config *c, char *err, size_t errlen)
+void *tl_adapter_alloc(size_t size, size_t offset, const tl_settings *c, char *err, size_t errlen)
 {
     char *a = calloc(1, size);
     if (!a) {
@@ -396,7 +396,7 @@ void *tl_adapter_alloc(size_t size, size_t offset, const tl_config *c, char *err
     return a;
 }
 
-int tl_adapter_stream_init(tl_adapter_stream *s, const tl_config *c, char *err, size_t errlen)
+int tl_adapter_stream_init(tl_adapter_stream *s, const tl_settings *c, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->cfg = c;
@@ -417,7 +417,7 @@ void tl_adapter_stream_destroy(tl_adapter_stream *s)
     s->pool = NULL;
 }
 
-void tl_adapter_scan_init(const tl_config *c, tl_proto_scan *scan, uint64_t series,
+void tl_adapter_scan_init(const tl_settings *c, tl_proto_scan *scan, uint64_t series,
                           uint32_t rows, uint32_t cols, tl_proto_dtype dtype, uint32_t window)
 {
     memset(scan, 0, sizeof *scan);
@@ -523,7 +523,7 @@ void tl_det_image_init(tl_det_image *im)
 }
 
 /* Entry i (cycled) of ingest.series_kinds. */
-static tl_proto_kind configured_kind(const tl_config *c, uint64_t i)
+static tl_proto_kind configured_kind(const tl_settings *c, uint64_t i)
 {
     int n = 1;
     for (const char *p = c->ingest_series_kinds; *p; p++)
@@ -538,7 +538,7 @@ static tl_proto_kind configured_kind(const tl_config *c, uint64_t i)
     return kind;
 }
 
-int tl_det_series_start(tl_det_series *ds, const tl_config *c, const tl_det_start *st,
+int tl_det_series_start(tl_det_series *ds, const tl_settings *c, const tl_det_start *st,
                         tl_proto_error *err)
 {
     tl_proto_kind kind;
@@ -585,7 +585,7 @@ int tl_det_series_start(tl_det_series *ds, const tl_config *c, const tl_det_star
 int tl_det_series_image(tl_det_series *ds, tl_adapter_stream *s, const tl_det_image *im,
                         zmq_msg_t *payload, tl_item *out, tl_proto_error *err)
 {
-    const tl_config *c = s->cfg;
+    const tl_settings *c = s->cfg;
     if (!ds->active || ds->id != im->series) {
         if (ds->active)
             tl_proto_fail(err, TL_PROTO_E_STATE, "image %llu of series %llu while series %llu "

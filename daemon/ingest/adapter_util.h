@@ -74,7 +74,7 @@ bool tl_adapter_kind(const char *name, size_t len, tl_proto_kind *k);
 /* ---- the stream ---------------------------------------------------------------------- */
 
 typedef struct {
-    const tl_config *cfg;
+    const tl_settings *cfg;
     tl_framepool *pool;
     bool open;                  /* a scan was sent */
     tl_proto_scan scan;         /* the last scan sent */
@@ -84,16 +84,16 @@ typedef struct {
     tl_item pend;
 } tl_adapter_stream;
 
-int tl_adapter_stream_init(tl_adapter_stream *s, const tl_config *c, char *err, size_t errlen);
+int tl_adapter_stream_init(tl_adapter_stream *s, const tl_settings *c, char *err, size_t errlen);
 /* An adapter's state: size zeroed bytes whose tl_adapter_stream sits at offset, initialised
  * (what every adapter's create does first). NULL with a message in err. */
-void *tl_adapter_alloc(size_t size, size_t offset, const tl_config *c, char *err, size_t errlen);
+void *tl_adapter_alloc(size_t size, size_t offset, const tl_settings *c, char *err, size_t errlen);
 void tl_adapter_stream_destroy(tl_adapter_stream *s);
 
 /* A scan of this series, shape and dtype, with the configuration's darks/flats counts and
  * angle schedule (ingest.angle_start + index * ingest.angle_step, or 180 degrees over the
  * window) and the given window (0: ingest.window). */
-void tl_adapter_scan_init(const tl_config *c, tl_proto_scan *scan, uint64_t series,
+void tl_adapter_scan_init(const tl_settings *c, tl_proto_scan *scan, uint64_t series,
                           uint32_t rows, uint32_t cols, tl_proto_dtype dtype, uint32_t window);
 /* Whether the open scan takes frames of this shape and dtype. */
 bool tl_adapter_stream_fits(const tl_adapter_stream *s, uint32_t rows, uint32_t cols,
@@ -141,7 +141,7 @@ typedef struct {
 
 void tl_det_start_init(tl_det_start *st);
 /* A series starts (a start message, or a V1 header). 0, or -1 with err (unknown kind). */
-int tl_det_series_start(tl_det_series *ds, const tl_config *c, const tl_det_start *st,
+int tl_det_series_start(tl_det_series *ds, const tl_settings *c, const tl_det_start *st,
                         tl_proto_error *err);
 
 /* What an image says beyond its pixels; unset: kind NULL, angle NAN, index -1. */

@@ -62,7 +62,7 @@ static void pack_dims(msgpack_packer *pk, uint32_t a, uint32_t b)
     msgpack_pack_uint32(pk, b);
 }
 
-tl_update_policy tl_default_policy(const tl_config *c)
+tl_update_policy tl_default_policy(const tl_settings *c)
 {
     return (tl_update_policy){(uint32_t)c->update_every, c->update_on_complete, c->update_max_rate};
 }
@@ -553,7 +553,7 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_str(pk, "version", PACKAGE_VERSION);
     tl_proto_pack_kv_u64(pk, "protocol", TL_PROTO_VERSION);
     tl_proto_pack_kv_double(pk, "uptime_s", (tl_clock_ns() - d->started_ns) / 1e9);
-    tl_proto_pack_kv_str(pk, "backend", tl_config_enum_name("daemon.backend", d->cfg.backend));
+    tl_proto_pack_kv_str(pk, "backend", tl_settings_enum_name("daemon.backend", d->cfg.backend));
     pthread_mutex_lock(&d->lock);
     pack_key(pk, "scan");
     pack_scan(d, pk);
@@ -580,7 +580,7 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_u64(pk, "depth", tl_queue_depth(&d->queue));
     tl_proto_pack_kv_u64(pk, "high_water", tl_queue_high(&d->queue));
     tl_proto_pack_kv_u64(pk, "capacity", d->queue.cap);
-    tl_proto_pack_kv_str(pk, "overflow", tl_config_enum_name("ingest.overflow", atomic_load(&d->overflow)));
+    tl_proto_pack_kv_str(pk, "overflow", tl_settings_enum_name("ingest.overflow", atomic_load(&d->overflow)));
     pack_key(pk, "slices");
     msgpack_pack_map(pk, 8);
     tl_proto_pack_kv_u64(pk, "defined", (uint64_t)defined);

@@ -88,7 +88,7 @@ typedef struct {
     bool running;
     struct lws_context *ctx;
     struct lws_vhost *vh;
-    char listen[TL_CONFIG_ENDPOINT_MAX];
+    char listen[TL_SETTINGS_ENDPOINT_MAX];
     char root[1024];
     uv_timer_t timer;
     client *clients[MAX_CLIENTS];
@@ -973,12 +973,12 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
     server *s = &srv;
     memset(s, 0, sizeof *s);
     s->d = d;
-    const tl_config *c = &d->cfg;
+    const tl_settings *c = &d->cfg;
     if (!c->http_listen[0]) {
         tl_log(TL_LOG_INFO, "http_disabled", "reason=%s", tl_logq("http.listen is empty"));
         return 0;
     }
-    char host[TL_CONFIG_ENDPOINT_MAX];
+    char host[TL_SETTINGS_ENDPOINT_MAX];
     int port;
     if (tl_http_parse_listen(c->http_listen, host, sizeof host, &port) != 0) {
         snprintf(err, errlen, "http.listen \"%s\" is not HOST:PORT", c->http_listen);

@@ -14,8 +14,8 @@ static char *tmpdir;
 static char path[1024];
 static char err[1024];
 
-/* Writes text to a fresh file and loads it over *c; returns tl_config_load's result. */
-static int load_text(tl_config *c, const char *text)
+/* Writes text to a fresh file and loads it over *c; returns tl_settings_load's result. */
+static int load_text(tl_settings *c, const char *text)
 {
     static int n;
     snprintf(path, sizeof path, "%s/t%d.conf", tmpdir, n++);
@@ -24,43 +24,43 @@ static int load_text(tl_config *c, const char *text)
     fputs(text, f);
     fclose(f);
     err[0] = '\0';
-    return tl_config_load(c, path, err, sizeof err);
+    return tl_settings_load(c, path, err, sizeof err);
 }
 
 /* Asserts that text fails to load, with "PATH:LINE: " followed by the expected message start,
  * and that the configuration is left as it was. */
 static void expect_error(const char *text, int line, const char *msg)
 {
-    tl_config c, before;
-    tl_config_defaults(&c);
+    tl_settings c, before;
+    tl_settings_defaults(&c);
     c.threads = 7;
     before = c;
     ck_assert_int_eq(load_text(&c, text), -1);
     char want[2048];
     snprintf(want, sizeof want, "%s:%d: %s", path, line, msg);
     ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "got  \"%s\"\nwant \"%s...\"", err, want);
-    ck_assert_int_eq(tl_config_diff(&c, &before, NULL, NULL), 0);
+    ck_assert_int_eq(tl_settings_diff(&c, &before, NULL, NULL), 0);
     ck_assert_int_eq(c.threads, 7);
 }
 
-static char *write_to_string(const tl_config *c, bool with_help)
+static char *write_to_string(const tl_settings *c, bool with_help)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     ck_assert_ptr_nonnull(f);
-    tl_config_write(c, f, with_help);
+    tl_settings_write(c, f, with_help);
     fclose(f);
     return buf;
 }
 
 START_TEST(test_defaults)
 {
-    tl_config c;
+    tl_settings c;
     memset(&c, 0x5a, sizeof c);
-    tl_config_defaults(&c);
+    tl_settings_defaults(&c);
     ck_assert_int_eq(c.log_level, TL_LOG_INFO);
-    ck_assert_int_eq(c.backend, TL_CONFIG_BACKEND_AUTO);
+    ck_assert_int_eq(c.backend, TL_SETTINGS_BACKEND_AUTO);
     ck_assert_int_eq(c.device, 0);
     ck_assert_int_eq(c.threads, 0);
     ck_assert_double_eq(c.status_interval, 5.0);
@@ -76,45 +76,45 @@ START_TEST(test_defaults)
     ck_assert_int_eq(c.update_every, 1);
     ck_assert(c.update_on_complete);
     ck_assert_double_eq(c.update_max_rate, 10.0);
-    ck_assert_int_eq(c.filter, TL_CONFIG_FILTER_RAM_LAK);
-    ck_assert_int_eq(c.quality, TL_CONFIG_QUALITY_EXACT);
-    ck_assert_int_eq(c.weights, TL_CONFIG_WEIGHTS_UNIFORM);
-    ck_assert_int_eq(tl_config_check(&c, err, sizeof err), 0);
+    ck_assert_int_eq(c.filter, TL_SETTINGS_FILTER_RAM_LAK);
+    ck_assert_int_eq(c.quality, TL_SETTINGS_QUALITY_EXACT);
+    ck_assert_int_eq(c.weights, TL_SETTINGS_WEIGHTS_UNIFORM);
+    ck_assert_int_eq(tl_settings_check(&c, err, sizeof err), 0);
 }
 END_TEST
 
 START_TEST(test_enum_names)
 {
-    /* the engine's names, in the order of the TL_CONFIG_* constants */
-    ck_assert_str_eq(tl_config_enum_name("engine.filter", TL_CONFIG_FILTER_SHEPP_LOGAN), "shepp-logan");
-    ck_assert_str_eq(tl_config_enum_name("engine.filter", TL_CONFIG_FILTER_PARZEN), "parzen");
-    ck_assert_str_eq(tl_config_enum_name("engine.quality", TL_CONFIG_QUALITY_PREVIEW), "preview");
-    ck_assert_str_eq(tl_config_enum_name("engine.weights", TL_CONFIG_WEIGHTS_ANGLES), "angles");
-    ck_assert_str_eq(tl_config_enum_name("daemon.backend", TL_CONFIG_BACKEND_CUDA), "cuda");
+    /* the engine's names, in the order of the TL_SETTINGS_* constants */
+    ck_assert_str_eq(tl_settings_enum_name("engine.filter", TL_SETTINGS_FILTER_SHEPP_LOGAN), "shepp-logan");
+    ck_assert_str_eq(tl_settings_enum_name("engine.filter", TL_SETTINGS_FILTER_PARZEN), "parzen");
+    ck_assert_str_eq(tl_settings_enum_name("engine.quality", TL_SETTINGS_QUALITY_PREVIEW), "preview");
+    ck_assert_str_eq(tl_settings_enum_name("engine.weights", TL_SETTINGS_WEIGHTS_ANGLES), "angles");
+    ck_assert_str_eq(tl_settings_enum_name("daemon.backend", TL_SETTINGS_BACKEND_CUDA), "cuda");
     for (int l = TL_LOG_ERROR; l <= TL_LOG_DEBUG; l++)
-        ck_assert_str_eq(tl_config_enum_name("daemon.log_level", l), tl_log_level_name(l));
-    ck_assert_ptr_null(tl_config_enum_name("engine.filter", 6));
-    ck_assert_ptr_null(tl_config_enum_name("engine.filter", -1));
-    ck_assert_ptr_null(tl_config_enum_name("ingest.rcvhwm", 0));
-    ck_assert_ptr_null(tl_config_enum_name("engine.nope", 0));
-    ck_assert_int_eq(tl_config_enum_value("engine.filter", "hann"), TL_CONFIG_FILTER_HANN);
-    ck_assert_int_eq(tl_config_enum_value("engine.filter", "ramp"), -1);
-    const char *const *names = tl_config_enum_names("engine.quality");
+        ck_assert_str_eq(tl_settings_enum_name("daemon.log_level", l), tl_log_level_name(l));
+    ck_assert_ptr_null(tl_settings_enum_name("engine.filter", 6));
+    ck_assert_ptr_null(tl_settings_enum_name("engine.filter", -1));
+    ck_assert_ptr_null(tl_settings_enum_name("ingest.rcvhwm", 0));
+    ck_assert_ptr_null(tl_settings_enum_name("engine.nope", 0));
+    ck_assert_int_eq(tl_settings_enum_value("engine.filter", "hann"), TL_SETTINGS_FILTER_HANN);
+    ck_assert_int_eq(tl_settings_enum_value("engine.filter", "ramp"), -1);
+    const char *const *names = tl_settings_enum_names("engine.quality");
     ck_assert_ptr_nonnull(names);
     ck_assert_str_eq(names[1], "fast");
     ck_assert_ptr_null(names[3]);
-    ck_assert_ptr_null(tl_config_enum_names("slices.endpoint"));
-    ck_assert(tl_config_has_key("slices.update_max_rate"));
-    ck_assert(!tl_config_has_key("slices.update_max"));
-    ck_assert(tl_config_reloadable("engine.filter"));
-    ck_assert(!tl_config_reloadable("ingest.endpoint"));
+    ck_assert_ptr_null(tl_settings_enum_names("slices.endpoint"));
+    ck_assert(tl_settings_has_key("slices.update_max_rate"));
+    ck_assert(!tl_settings_has_key("slices.update_max"));
+    ck_assert(tl_settings_reloadable("engine.filter"));
+    ck_assert(!tl_settings_reloadable("ingest.endpoint"));
 }
 END_TEST
 
 START_TEST(test_load_valid)
 {
-    tl_config c;
-    tl_config_defaults(&c);
+    tl_settings c;
+    tl_settings_defaults(&c);
     c.threads = 12; /* not in the file: must survive */
     const char *text =
         "\xEF\xBB\xBF# a comment line\n"
@@ -140,7 +140,7 @@ START_TEST(test_load_valid)
         "device = 63\n";
     ck_assert_msg(load_text(&c, text) == 0, "%s", err);
     ck_assert_int_eq(c.log_level, TL_LOG_DEBUG);
-    ck_assert_int_eq(c.backend, TL_CONFIG_BACKEND_CPU);
+    ck_assert_int_eq(c.backend, TL_SETTINGS_BACKEND_CPU);
     ck_assert_double_eq(c.status_interval, 0.25);
     ck_assert_str_eq(c.ingest_endpoint, "tcp://detector.example:9999");
     ck_assert(!c.ingest_bind);
@@ -149,18 +149,18 @@ START_TEST(test_load_valid)
     ck_assert_str_eq(c.slices_endpoint, "ipc:///run/tomolive/slices;x");
     ck_assert(!c.update_on_complete);
     ck_assert_double_eq(c.update_max_rate, 100.0);
-    ck_assert_int_eq(c.filter, TL_CONFIG_FILTER_SHEPP_LOGAN);
-    ck_assert_int_eq(c.quality, TL_CONFIG_QUALITY_FAST);
+    ck_assert_int_eq(c.filter, TL_SETTINGS_FILTER_SHEPP_LOGAN);
+    ck_assert_int_eq(c.quality, TL_SETTINGS_QUALITY_FAST);
     ck_assert_int_eq(c.device, 63);
     ck_assert_int_eq(c.threads, 12);
     ck_assert_str_eq(c.control_endpoint, "tcp://*:5601");
 
-    tl_config d;
-    tl_config_defaults(&d);
+    tl_settings d;
+    tl_settings_defaults(&d);
     ck_assert_int_eq(load_text(&d, ""), 0);
-    tl_config e;
-    tl_config_defaults(&e);
-    ck_assert_int_eq(tl_config_diff(&d, &e, NULL, NULL), 0);
+    tl_settings e;
+    tl_settings_defaults(&e);
+    ck_assert_int_eq(tl_settings_diff(&d, &e, NULL, NULL), 0);
 }
 END_TEST
 
@@ -201,13 +201,13 @@ START_TEST(test_errors)
                  "daemon.threads: -1 is out of range 0..1024 (and 2 more errors)");
 
     /* the message says why, for the cases that confuse people */
-    tl_config c;
-    tl_config_defaults(&c);
+    tl_settings c;
+    tl_settings_defaults(&c);
     ck_assert_int_eq(load_text(&c, "[slices]\nendpoint = \"tcp://*:5602\"\n"), -1);
     ck_assert_msg(strstr(err, "values are written without quotes"), "%s", err);
-    ck_assert_int_eq(tl_config_load(&c, "/nonexistent/tomolive.conf", err, sizeof err), -1);
+    ck_assert_int_eq(tl_settings_load(&c, "/nonexistent/tomolive.conf", err, sizeof err), -1);
     ck_assert_str_eq(err, "/nonexistent/tomolive.conf: cannot open: No such file or directory");
-    ck_assert_int_eq(tl_config_load(&c, tmpdir, err, sizeof err), -1); /* a directory */
+    ck_assert_int_eq(tl_settings_load(&c, tmpdir, err, sizeof err), -1); /* a directory */
     ck_assert_msg(strstr(err, "cannot read") || strstr(err, "cannot open"), "%s", err);
 }
 END_TEST
@@ -226,8 +226,8 @@ START_TEST(test_long_line)
     memset(val, 'b', 198 - strlen("endpoint = inproc://"));
     val[198 - strlen("endpoint = inproc://")] = '\0';
     snprintf(text, sizeof text, "[ingest]\nendpoint = inproc://%s\n", val);
-    tl_config c;
-    tl_config_defaults(&c);
+    tl_settings c;
+    tl_settings_defaults(&c);
     ck_assert_msg(load_text(&c, text) == 0, "%s", err);
     ck_assert_uint_eq(strlen(c.ingest_endpoint), 198 - strlen("endpoint = "));
 }
@@ -237,8 +237,8 @@ END_TEST
  * An endpoint with a trailing "# comment" therefore fails validation, and says why. */
 START_TEST(test_hash_mid_line)
 {
-    tl_config c;
-    tl_config_defaults(&c);
+    tl_settings c;
+    tl_settings_defaults(&c);
     ck_assert_int_eq(load_text(&c, "[ingest]\nendpoint = tcp://*:5600 # the detector\n"), -1);
     char want[2048];
     snprintf(want, sizeof want, "%s:2: ingest.endpoint: \"tcp://*:5600 # the detector\" is "
@@ -269,55 +269,55 @@ START_TEST(test_endpoints)
         "5600", "tcp:/*:5600",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
-        ck_assert_msg(tl_config_check_endpoint(good[i], err, sizeof err) == 0, "%s: %s", good[i], err);
+        ck_assert_msg(tl_settings_check_endpoint(good[i], err, sizeof err) == 0, "%s: %s", good[i], err);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
-        ck_assert_msg(tl_config_check_endpoint(bad[i], err, sizeof err) < 0, "%s accepted", bad[i]);
+        ck_assert_msg(tl_settings_check_endpoint(bad[i], err, sizeof err) < 0, "%s accepted", bad[i]);
         ck_assert_msg(strstr(err, "is not a ZeroMQ endpoint"), "%s", err);
     }
     char longpath[200] = "ipc:///";
     memset(longpath + 7, 'p', 107); /* 108 bytes of path: one too many for sun_path */
-    ck_assert_int_lt(tl_config_check_endpoint(longpath, err, sizeof err), 0);
+    ck_assert_int_lt(tl_settings_check_endpoint(longpath, err, sizeof err), 0);
     longpath[6 + 107] = '\0';
-    ck_assert_int_eq(tl_config_check_endpoint(longpath, err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_check_endpoint(longpath, err, sizeof err), 0);
 }
 END_TEST
 
 START_TEST(test_overrides)
 {
-    tl_config c;
-    tl_config_defaults(&c);
-    ck_assert_int_eq(tl_config_set(&c, "ingest.endpoint", "tcp://10.0.0.5:9000", err, sizeof err), 0);
-    ck_assert_int_eq(tl_config_set(&c, "ingest.bind", "false", err, sizeof err), 0);
-    ck_assert_int_eq(tl_config_set(&c, "engine.filter", "hamming", err, sizeof err), 0);
-    ck_assert_int_eq(tl_config_set(&c, "slices.update_max_rate", "0.5", err, sizeof err), 0);
+    tl_settings c;
+    tl_settings_defaults(&c);
+    ck_assert_int_eq(tl_settings_set(&c, "ingest.endpoint", "tcp://10.0.0.5:9000", err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_set(&c, "ingest.bind", "false", err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_set(&c, "engine.filter", "hamming", err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_set(&c, "slices.update_max_rate", "0.5", err, sizeof err), 0);
     ck_assert_str_eq(c.ingest_endpoint, "tcp://10.0.0.5:9000");
     ck_assert(!c.ingest_bind);
-    ck_assert_int_eq(c.filter, TL_CONFIG_FILTER_HAMMING);
+    ck_assert_int_eq(c.filter, TL_SETTINGS_FILTER_HAMMING);
     ck_assert_double_eq(c.update_max_rate, 0.5);
 
-    tl_config before = c;
-    ck_assert_int_eq(tl_config_set(&c, "ingest.queue", "0", err, sizeof err), -1);
+    tl_settings before = c;
+    ck_assert_int_eq(tl_settings_set(&c, "ingest.queue", "0", err, sizeof err), -1);
     ck_assert_str_eq(err, "ingest.queue: 0 is out of range 1..65536");
-    ck_assert_int_eq(tl_config_set(&c, "ingest.nope", "1", err, sizeof err), -1);
+    ck_assert_int_eq(tl_settings_set(&c, "ingest.nope", "1", err, sizeof err), -1);
     ck_assert_msg(strstr(err, "unknown key \"ingest.nope\""), "%s", err);
-    ck_assert_int_eq(tl_config_set(&c, "queue", "1", err, sizeof err), -1);
-    ck_assert_int_eq(tl_config_set(&c, "ingest.endpoint", "tcp://x", err, sizeof err), -1);
-    ck_assert_int_eq(tl_config_diff(&c, &before, NULL, NULL), 0);
+    ck_assert_int_eq(tl_settings_set(&c, "queue", "1", err, sizeof err), -1);
+    ck_assert_int_eq(tl_settings_set(&c, "ingest.endpoint", "tcp://x", err, sizeof err), -1);
+    ck_assert_int_eq(tl_settings_diff(&c, &before, NULL, NULL), 0);
 }
 END_TEST
 
 START_TEST(test_check_across_keys)
 {
-    tl_config c;
-    tl_config_defaults(&c);
+    tl_settings c;
+    tl_settings_defaults(&c);
     /* one at a time, a connecting ingest socket may still hold '*' ... */
-    ck_assert_int_eq(tl_config_set(&c, "ingest.bind", "false", err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_set(&c, "ingest.bind", "false", err, sizeof err), 0);
     /* ... but not once all is set */
-    ck_assert_int_eq(tl_config_check(&c, err, sizeof err), -1);
+    ck_assert_int_eq(tl_settings_check(&c, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "ingest.bind = false"), "%s", err);
-    ck_assert_int_eq(tl_config_set(&c, "ingest.endpoint", "tcp://det:5600", err, sizeof err), 0);
-    ck_assert_int_eq(tl_config_check(&c, err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_set(&c, "ingest.endpoint", "tcp://det:5600", err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_check(&c, err, sizeof err), 0);
 
     /* in a file, the error names the later of the two lines */
     expect_error("[ingest]\nbind = false\n\n", 2, "ingest.endpoint \"tcp://*:5600\": with ingest.bind = false");
@@ -325,30 +325,30 @@ START_TEST(test_check_across_keys)
     /* two sockets cannot bind the same endpoint */
     expect_error("[control]\nendpoint = tcp://*:7000\n[slices]\nendpoint = tcp://*:7000\n", 4,
                  "control.endpoint and slices.endpoint are both \"tcp://*:7000\"");
-    tl_config_defaults(&c);
-    ck_assert_int_eq(tl_config_set(&c, "ingest.endpoint", "tcp://*:5601", err, sizeof err), 0);
-    ck_assert_int_eq(tl_config_check(&c, err, sizeof err), -1);
-    ck_assert_int_eq(tl_config_set(&c, "ingest.bind", "no", err, sizeof err), 0);
-    ck_assert_int_eq(tl_config_check(&c, err, sizeof err), -1); /* connect to '*' */
+    tl_settings_defaults(&c);
+    ck_assert_int_eq(tl_settings_set(&c, "ingest.endpoint", "tcp://*:5601", err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_check(&c, err, sizeof err), -1);
+    ck_assert_int_eq(tl_settings_set(&c, "ingest.bind", "no", err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_check(&c, err, sizeof err), -1); /* connect to '*' */
 
     /* daemon.gpus: all, or distinct ordinals */
-    int gpus[TL_CONFIG_MAX_GPUS], n = 99;
-    tl_config_defaults(&c);
-    ck_assert_int_eq(tl_config_gpus(&c, gpus, &n, err, sizeof err), 0);
+    int gpus[TL_SETTINGS_MAX_GPUS], n = 99;
+    tl_settings_defaults(&c);
+    ck_assert_int_eq(tl_settings_gpus(&c, gpus, &n, err, sizeof err), 0);
     ck_assert_int_eq(n, 0); /* empty: daemon.device alone */
-    ck_assert_int_eq(tl_config_set(&c, "daemon.gpus", "all", err, sizeof err), 0);
-    ck_assert_int_eq(tl_config_gpus(&c, gpus, &n, err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_set(&c, "daemon.gpus", "all", err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_gpus(&c, gpus, &n, err, sizeof err), 0);
     ck_assert_int_eq(n, -1);
-    ck_assert_int_eq(tl_config_set(&c, "daemon.gpus", "2,0", err, sizeof err), 0);
-    ck_assert_int_eq(tl_config_gpus(&c, gpus, &n, err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_set(&c, "daemon.gpus", "2,0", err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_gpus(&c, gpus, &n, err, sizeof err), 0);
     ck_assert_int_eq(n, 2);
     ck_assert_int_eq(gpus[0], 2);
     ck_assert_int_eq(gpus[1], 0);
     const char *bad[] = {"0,0", "1,x", "64", "-1", "0,,1x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        if (tl_config_set(&c, "daemon.gpus", bad[i], err, sizeof err) != 0)
+        if (tl_settings_set(&c, "daemon.gpus", bad[i], err, sizeof err) != 0)
             continue; /* refused as text already */
-        ck_assert_msg(tl_config_check(&c, err, sizeof err) == -1, "%s accepted", bad[i]);
+        ck_assert_msg(tl_settings_check(&c, err, sizeof err) == -1, "%s accepted", bad[i]);
         ck_assert_msg(strstr(err, "daemon.gpus"), "%s", err);
     }
 }
@@ -368,19 +368,19 @@ static void record(const char *key, bool reloadable, void *ctx)
 
 START_TEST(test_diff)
 {
-    tl_config a, b;
-    tl_config_defaults(&a);
-    tl_config_defaults(&b);
+    tl_settings a, b;
+    tl_settings_defaults(&a);
+    tl_settings_defaults(&b);
     struct seen s = {0};
-    ck_assert_int_eq(tl_config_diff(&a, &b, record, &s), 0);
+    ck_assert_int_eq(tl_settings_diff(&a, &b, record, &s), 0);
     ck_assert_int_eq(s.n, 0);
 
     b.log_level = TL_LOG_DEBUG;
     snprintf(b.ingest_endpoint, sizeof b.ingest_endpoint, "tcp://*:6000");
     b.update_on_complete = false;
     b.status_interval = 5.5;
-    b.weights = TL_CONFIG_WEIGHTS_ANGLES;
-    ck_assert_int_eq(tl_config_diff(&a, &b, record, &s), 5);
+    b.weights = TL_SETTINGS_WEIGHTS_ANGLES;
+    ck_assert_int_eq(tl_settings_diff(&a, &b, record, &s), 5);
     ck_assert_int_eq(s.n, 5);
     const char *want[] = {"daemon.log_level", "daemon.status_interval", "ingest.endpoint",
                           "slices.update_on_complete", "engine.weights"};
@@ -389,30 +389,30 @@ START_TEST(test_diff)
         ck_assert_str_eq(s.keys[i], want[i]);
         ck_assert_int_eq(s.reload[i], rel[i]);
     }
-    ck_assert_int_eq(tl_config_diff(&b, &a, NULL, NULL), 5);
+    ck_assert_int_eq(tl_settings_diff(&b, &a, NULL, NULL), 5);
 }
 END_TEST
 
 /* What write prints, load reads back to the same values, with and without help. */
 START_TEST(test_write_roundtrip)
 {
-    tl_config c;
-    tl_config_defaults(&c);
+    tl_settings c;
+    tl_settings_defaults(&c);
     c.log_level = TL_LOG_WARN;
-    c.backend = TL_CONFIG_BACKEND_CUDA;
+    c.backend = TL_SETTINGS_BACKEND_CUDA;
     c.device = 3;
     c.status_interval = 0.1;
     c.update_max_rate = 1.0 / 3.0; /* needs all 17 digits */
     c.ingest_bind = false;
     snprintf(c.ingest_endpoint, sizeof c.ingest_endpoint, "tcp://det.example:5600");
-    c.filter = TL_CONFIG_FILTER_PARZEN;
+    c.filter = TL_SETTINGS_FILTER_PARZEN;
     c.update_on_complete = false;
     for (int help = 0; help <= 1; help++) {
         char *text = write_to_string(&c, help);
-        tl_config d;
-        tl_config_defaults(&d);
+        tl_settings d;
+        tl_settings_defaults(&d);
         ck_assert_msg(load_text(&d, text) == 0, "%s\n%s", err, text);
-        ck_assert_int_eq(tl_config_diff(&c, &d, NULL, NULL), 0);
+        ck_assert_int_eq(tl_settings_diff(&c, &d, NULL, NULL), 0);
         if (help) { /* changed keys are set, defaults commented out */
             ck_assert_ptr_nonnull(strstr(text, "\nfilter = parzen\n"));
             ck_assert_ptr_nonnull(strstr(text, "\n#quality = exact\n"));
@@ -447,18 +447,18 @@ START_TEST(test_shipped_conf)
     const char *src = getenv("top_srcdir");
     char p[1024];
     snprintf(p, sizeof p, "%s/etc/tomolive.conf", src && *src ? src : ".");
-    tl_config def;
-    tl_config_defaults(&def);
+    tl_settings def;
+    tl_settings_defaults(&def);
     char *want = write_to_string(&def, true);
     char *have = read_file(p);
     ck_assert_msg(strcmp(have, want) == 0,
-                  "%s differs from tl_config_write(defaults, with_help); regenerate it with "
+                  "%s differs from tl_settings_write(defaults, with_help); regenerate it with "
                   "tests/unit/check_config --print-default-conf", p);
 
-    tl_config c;
-    tl_config_defaults(&c);
+    tl_settings c;
+    tl_settings_defaults(&c);
     c.threads = 5;
-    ck_assert_msg(tl_config_load(&c, p, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tl_settings_load(&c, p, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(c.threads, 5); /* all commented out: nothing set */
 
     /* uncomment every "#key = value" line: still loads, still the defaults */
@@ -481,16 +481,16 @@ START_TEST(test_shipped_conf)
     char *dump = NULL;
     size_t dlen = 0;
     FILE *mf = open_memstream(&dump, &dlen);
-    tl_config_write(&def, mf, false);
+    tl_settings_write(&def, mf, false);
     fclose(mf);
     int expect = 0;
     for (const char *q = dump; (q = strstr(q, " = ")) != NULL; q += 3)
         expect++;
     free(dump);
     ck_assert_int_eq(keys, expect);
-    tl_config_defaults(&c);
+    tl_settings_defaults(&c);
     ck_assert_msg(load_text(&c, un) == 0, "%s", err);
-    ck_assert_int_eq(tl_config_diff(&c, &def, NULL, NULL), 0);
+    ck_assert_int_eq(tl_settings_diff(&c, &def, NULL, NULL), 0);
     free(un);
     free(have);
     free(want);
@@ -521,9 +521,9 @@ static Suite *config_suite(void)
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--print-default-conf") == 0) {
-        tl_config def;
-        tl_config_defaults(&def);
-        tl_config_write(&def, stdout, true);
+        tl_settings def;
+        tl_settings_defaults(&def);
+        tl_settings_write(&def, stdout, true);
         return ferror(stdout) ? 1 : 0;
     }
     tmpdir = tl_tmpdir("config");
