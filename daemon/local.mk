@@ -24,20 +24,21 @@ daemon_libtlcore_a_SOURCES = \
 daemon_libtlcore_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS)
 DAEMON_CORE_LIBS = daemon/libtlcore.a
 
-# The daemon itself (lifecycle.h: start, loop, shutdown) as a library: tomolived is main.c
+# The daemon itself (lifecycle.h: start, loop, shutdown) as a library (with its ingest
+# formats, below): tomolived is main.c
 # and the HTTP server around it, and the HTTP fuzzer (tests/fuzz/fuzz_http.c) links the same
 # library around its own instrumented build of http.c.
 noinst_LIBRARIES += daemon/libtomolived.a
 daemon_libtomolived_a_SOURCES = \
 	daemon/core/daemon.h daemon/lifecycle.h daemon/lifecycle.c \
 	daemon/base/zwatch.h daemon/base/zwatch.c \
-	daemon/ingest/adapter.h daemon/ingest/adapter_native.c daemon/core/ingest.c daemon/core/worker.c daemon/core/scan.c \
+	daemon/core/ingest.c daemon/core/worker.c daemon/core/scan.c \
 	daemon/core/tuning.c daemon/core/slice_shm.c daemon/ingest/ipc_frames.h daemon/ingest/ipc_frames.c \
 	daemon/core/publisher.h daemon/core/publisher.c \
 	daemon/serve/control.c daemon/serve/commands.c
 daemon_libtomolived_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) $(INIH_CFLAGS) \
 	$(SYSTEMD_CFLAGS) $(LWS_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
-DAEMON_LIBS = daemon/libtomolived.a
+DAEMON_LIBS = daemon/libtomolived.a daemon/ingest/libtlingest.a
 
 sbin_PROGRAMS += daemon/tomolived
 daemon_tomolived_SOURCES = daemon/main.c
@@ -66,13 +67,27 @@ dist_www_DATA = daemon/www/index.html daemon/www/app.js daemon/www/style.css
 # man page
 dist_man8_MANS = daemon/tomolived.8
 
-# Detectors and viewers: the ingest formats besides tomolive's (daemon/ingest/adapter.h: DECTRIS
-# Stream V2 and V1, the JSON header + blob presets, tomopackets), what they share
-# (adapter_util, bitshuffle/LZ4 decoding) and the RECAST3D viewer link.
-daemon_libtomolived_a_SOURCES += \
-	daemon/ingest/adapter.c daemon/ingest/adapter_util.h daemon/ingest/adapter_util.c \
-	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c \
-	daemon/ingest/adapter_dectris2.c daemon/ingest/adapter_dectris1.c daemon/ingest/adapter_json.c \
-	daemon/ingest/adapter_tomopackets.c daemon/ingest/tomopackets.h \
-	daemon/serve/recast3d.h daemon/serve/recast3d.c
-daemon_tomolived_LDADD += $(CBOR_LIBS) $(LZ4_LIBS) $(JANSSON_LIBS)
+# The RECAST3D viewer link (serve/recast3d.h).
+daemon_libtomolived_a_SOURCES += daemon/serve/recast3d.h daemon/serve/recast3d.c
+
+# The ingest formats (daemon/ingest/adapter.h: tomolive's own, DECTRIS Stream V2 and V1,
+# the JSON header + blob presets, tomopackets) and what they share (the stream and scan
+# synthesis, the frame pool, the JSON arena, the DECTRIS series, bitshuffle/LZ4 decoding):
+# a library of their own, which needs no daemon, so tests/unit/check_adapters* feed it
+# messages directly. Link ADAPTER_LIBS.
+noinst_LIBRARIES += daemon/ingest/libtlingest.a
+daemon_ingest_libtlingest_a_SOURCES = \
+	daemon/ingest/adapter.h daemon/ingest/adapter.c daemon/ingest/adapter_native.c \
+	daemon/ingest/adapter_dectris2.c daemon/ingest/adapter_dectris1.c \
+	daemon/ingest/adapter_json.c daemon/ingest/adapter_tomopackets.c \
+	daemon/ingest/tomopackets.h \
+	daemon/ingest/adapter_stream.h daemon/ingest/adapter_stream.c \
+	daemon/ingest/framepool.h daemon/ingest/framepool.c \
+	daemon/ingest/json_arena.h daemon/ingest/json_arena.c \
+	daemon/ingest/det_series.h daemon/ingest/det_series.c \
+	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c
+daemon_ingest_libtlingest_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) \
+	$(CBOR_CFLAGS) $(LZ4_CFLAGS)
+ADAPTER_LIBS = daemon/ingest/libtlingest.a $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) $(CBOR_LIBS) \
+	$(LZ4_LIBS) $(JANSSON_LIBS)
+daemon_tomolived_LDADD += $(ADAPTER_LIBS)

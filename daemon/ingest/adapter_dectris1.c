@@ -14,7 +14,7 @@
  * "lz4<" (one LZ4 block, or the HDF5 LZ4 framing when the blob starts with its header),
  * "bs8/16/32-lz4<" (bitshuffle + LZ4 in the HDF5 framing). A header appendix that is a JSON
  * object may carry the user keys of Stream V2 (kind, darks, flats, window). Headers parse
- * with jansson into a per-message arena (adapter_util.h).
+ * with jansson into a per-message arena (json_arena.h).
  */
 #include <config.h>
 
@@ -24,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/ingest/adapter_util.h"
+#include "daemon/ingest/det_series.h"
+#include "daemon/ingest/json_arena.h"
 #include "daemon/ingest/bitshuffle.h"
 
 typedef struct {

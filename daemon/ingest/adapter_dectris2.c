@@ -7,7 +7,7 @@
  * typed array]) whose typed array (tags 64/68 uint8, 69 uint16 LE, 70 uint32 LE, 85
  * float32 LE) is a byte string — sent on zero-copy, wrapped in the received message — or a
  * DECTRIS compression tag 56500 ["bslz4" | "lz4", element size, bytes], decoded into a
- * pooled buffer (bitshuffle.h). Series, kinds, angles and scans: adapter_util.h. Every
+ * pooled buffer (bitshuffle.h). Series, kinds, angles and scans: det_series.h. Every
  * defect (types, sizes, shapes, compression) is a rejection with its reason.
  */
 #include <config.h>
@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/ingest/adapter_util.h"
+#include "daemon/ingest/det_series.h"
 #include "daemon/ingest/bitshuffle.h"
 
 /* ---- a pull parser over libcbor's streaming decoder ------------------------------------ */

@@ -16,7 +16,7 @@
  * None of them carries angles or a projection count: angles follow ingest.angle_start and
  * ingest.angle_step, the window is ingest.window (checked at start-up). A scan is
  * synthesised before the first frame and whenever the shape or dtype changes. The blob
- * moves on zero-copy; the header parses into the jansson arena (adapter_util.h).
+ * moves on zero-copy; the header parses into the jansson arena (json_arena.h).
  */
 #include <config.h>
 
@@ -25,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/ingest/adapter_util.h"
+#include "daemon/ingest/adapter_stream.h"
+#include "daemon/ingest/json_arena.h"
 
 typedef enum { STD_DAQ, CONCERT, ARRAY10 } preset;
 

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/ingest/adapter_util.h"
+#include "daemon/ingest/adapter_stream.h"
 #include "daemon/ingest/tomopackets.h"
 
 typedef struct {
