@@ -70,12 +70,22 @@ void tl_slice_touch(tl_slice *sl)
     sl->dirty = true;
 }
 
+void tl_slice_note_wanted(tl_slice *sl, bool wanted)
+{
+    if (wanted && !sl->was_wanted)
+        sl->want_new = true;
+    sl->was_wanted = wanted;
+}
+
 bool tl_slice_due(tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns, uint64_t *wake_ns)
 {
-    bool became = wanted && !sl->was_wanted;
-    sl->was_wanted = wanted;
-    if (became)
-        sl->want_new = true;
+    tl_slice_note_wanted(sl, wanted);
+    return tl_slice_due_now(sl, wanted, have_data, now_ns, wake_ns);
+}
+
+bool tl_slice_due_now(const tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns,
+                      uint64_t *wake_ns)
+{
     if (!wanted || !have_data)
         return false;
     bool trigger = tl_slice_urgent(sl) || (sl->dirty && sl->pending >= sl->policy.every);

@@ -70,9 +70,14 @@ bool tl_slice_id_valid(const char *id, size_t len);
 /* Records one new projection in the window (or a window change of another kind). */
 void tl_slice_touch(tl_slice *sl);
 
-/* Whether the slice should be computed now. wanted: pinned or subscribed. When it would
- * be due but for its maximum rate, *wake_ns is lowered to when it will be. Updates
- * was_wanted (a slice that becomes wanted is due at once). */
+/* Records whether the slice is wanted (pinned or subscribed) this turn: one that becomes
+ * wanted is due at once (want_new). */
+void tl_slice_note_wanted(tl_slice *sl, bool wanted);
+/* Whether the slice should be computed now; changes nothing but *wake_ns, which is lowered
+ * to when it will be due when only its maximum rate holds it back. */
+bool tl_slice_due_now(const tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns,
+                      uint64_t *wake_ns);
+/* Both: tl_slice_note_wanted, then tl_slice_due_now. */
 bool tl_slice_due(tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns, uint64_t *wake_ns);
 /* Whether it is due for more than its routine policy: a new subscriber, a parameter
  * change, the window's completion or the scan's end. */

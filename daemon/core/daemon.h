@@ -39,23 +39,27 @@
 #include "gpu/tune.h"
 #include "protocol/protocol.h"
 
-/* A slice due this turn (publish_due): its index, and how it is wanted. */
+/* One slice the worker reads out this turn (worker.c): chosen by its select phase, given
+ * a buffer by the take phase, filled by the reconstruct phase, handed over by the post. */
 typedef struct {
-    int slice;
-    bool tcp, shm;              /* tl_slice_wanted; shm only once its slots exist */
-} tl_worker_cand;
+    int slice;                  /* index in d->slices */
+    bool tcp, shm;              /* how it is wanted (tl_slice_wanted); shm only once its
+                                   slots exist */
+    tl_slicebuf *buf;           /* from the publisher's pool */
+    float *slot;                /* the shared-memory slot the read-out goes to, or NULL */
+    uint64_t slot_off;          /* that slot's offset (tl_shm_ring_begin) */
+} tl_worker_readout;
 
-/* The worker's per-turn arrays, one entry per slice it may reconstruct at once. */
+/* The worker's per-turn scratch, sized once for slices.max read-outs, so a turn allocates
+ * nothing. */
 typedef struct {
     int cap;
-    int *ids, *due;
-    tl_slicebuf **bufs;
+    tl_worker_readout *due;     /* this turn's read-outs, in serving order */
+    /* tl_engine_reconstruct's arguments, which its API takes as arrays: gathered from due
+     * just before the call */
+    int *engine_ids;
     float **outs;
-    float **shm;                /* the shared-memory slot written, or NULL */
-    uint64_t *shm_off;
-    bool *tcp;
     tl_slice_info *info;
-    tl_worker_cand *cand;       /* slices due this turn, before pacing picks from them */
     tl_pace pace;               /* frames first (pacing.h) */
 } tl_worker_scratch;
 
@@ -209,6 +213,8 @@ int tl_slice_shm_prepare(tl_daemon *d, tl_slice *sl);
 /* Whether a slice is wanted (lock held): over TCP or by a tap (pinned), and/or through
  * shared memory (a subscriber of shm/<id>/ and slices.shm set). */
 bool tl_slice_wanted(tl_daemon *d, const tl_slice *sl, bool *tcp, bool *shm);
+/* Whether its slots exist and fit its size (what a successful prepare leaves). */
+bool tl_slice_shm_ready(const tl_slice *sl);
 void tl_slice_shm_drop(tl_daemon *d, tl_slice *sl);
 
 /* control.c — loop thread */

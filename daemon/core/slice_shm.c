@@ -35,10 +35,15 @@ bool tl_slice_wanted(tl_daemon *d, const tl_slice *sl, bool *tcp, bool *shm)
     return *tcp || *shm;
 }
 
+bool tl_slice_shm_ready(const tl_slice *sl)
+{
+    return sl->shm.base && sl->shm.pixel_bytes == (size_t)sl->height * sl->width * sizeof(float);
+}
+
 int tl_slice_shm_prepare(tl_daemon *d, tl_slice *sl)
 {
     size_t bytes = (size_t)sl->height * sl->width * sizeof(float);
-    if (!sl->shm.base || sl->shm.pixel_bytes != bytes) {
+    if (!tl_slice_shm_ready(sl)) {
         tl_slice_shm_drop(d, sl);
         uint64_t now = tl_clock_ns();
         if (now < sl->shm_retry_ns)

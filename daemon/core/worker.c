@@ -30,90 +30,136 @@
 #define TL_WORKER_MAX_WAIT 0.2       /* seconds: heartbeat and rate-limit resolution */
 #define TL_WORKER_BATCH_NS 50000000ull /* frames applied back to back before slices are due */
 
-/* Reconstructs and posts the due slices (lock held), as far as pacing lets it (pacing.h).
- * Returns when the next slice will be due (monotonic ns), or UINT64_MAX. */
-static uint64_t publish_due(tl_daemon *d)
+/* ---- publishing what is due: refresh, select, pace, take buffers, reconstruct, post.
+ * All with the lock held. Only refresh_slices changes slices before the read-out; the
+ * selection looks and lists; each later phase works on the list the previous one left in
+ * d->scratch.due. */
+
+/* Brings every slice with an engine id up to date for this turn: incremental tracking for
+ * the watched ones (the others cost nothing), shared-memory slots for those wanted through
+ * shm (made when the slice is wanted, not when frames already flow behind its first
+ * read-out; a failure is logged, counted and tried again a little later), and whether it
+ * became wanted (a new subscriber: due at once). */
+static void refresh_slices(tl_daemon *d)
 {
-    tl_scan *s = &d->scan;
-    uint64_t now = tl_clock_ns(), wake = UINT64_MAX;
-    if (!s->open)
-        return wake;
-    tl_engine_state es;
-    tl_engine_get_state(s->engine, &es);
-    tl_worker_scratch *w = &d->scratch;
-    int nc = 0;
-    for (int i = 0; i < d->slices.n && nc < w->cap; i++) { /* beyond slices.max: next turn */
+    for (int i = 0; i < d->slices.n; i++) {
         tl_slice *sl = &d->slices.v[i];
-        bool tcp, shm, wanted = tl_slice_wanted(d, sl, &tcp, &shm);
         if (sl->engine_id < 0)
             continue;
-        /* watched slices follow each projection incrementally; the others cost nothing */
+        bool tcp, shm, wanted = tl_slice_wanted(d, sl, &tcp, &shm);
         bool track = wanted && d->cfg.slices_incremental;
-        if (track != sl->tracked && tl_engine_track(s->engine, sl->engine_id, track) == TL_OK)
+        if (track != sl->tracked && tl_engine_track(d->scan.engine, sl->engine_id, track) == TL_OK)
             sl->tracked = track;
-        /* the slots are made when the slice is wanted, not when frames already flow behind
-         * its first read-out; a failure is logged, counted and tried again a little later */
-        if (shm && tl_slice_shm_prepare(d, sl) != 0)
-            shm = false;
-        if (!tl_slice_due(sl, wanted, !es.empty, now, &wake))
-            continue;
-        if (!tcp && !shm)
-            continue; /* wanted through shared memory only, and it has no slots */
-        int k = nc++; /* insertion sort: a handful of slices */
-        for (; k > 0 && tl_slice_served_before(sl, &d->slices.v[w->cand[k - 1].slice]); k--)
-            w->cand[k] = w->cand[k - 1];
-        w->cand[k] = (tl_worker_cand){i, tcp, shm};
+        if (shm)
+            tl_slice_shm_prepare(d, sl);
+        tl_slice_note_wanted(sl, wanted);
     }
+}
+
+/* Lists the slices due now in d->scratch.due, in serving order (tl_slice_served_before),
+ * at most cap of them (the rest: next turn); lowers *wake to when a rate-limited one will
+ * be due. Changes no slice. Returns how many. */
+static int select_due(tl_daemon *d, bool have_data, uint64_t now, uint64_t *wake)
+{
+    tl_worker_scratch *w = &d->scratch;
     int n = 0;
-    for (int c = 0; c < nc; c++) {
-        tl_slice *sl = &d->slices.v[w->cand[c].slice];
-        if (!tl_pace_take(&w->pace, tl_slice_urgent(sl), sl->cost_ns))
-            continue; /* after the next frame, or once the stream has paused */
-        bool tcp = w->cand[c].tcp, shm = w->cand[c].shm;
-        tl_slicebuf *b = tl_bufpool_get(&d->pub.pool, tcp ? (size_t)sl->height * sl->width : 0);
-        if (!b) { /* out of memory: said, and tried again next turn */
+    for (int i = 0; i < d->slices.n && n < w->cap; i++) {
+        const tl_slice *sl = &d->slices.v[i];
+        if (sl->engine_id < 0)
+            continue;
+        tl_worker_readout r = {.slice = i};
+        bool wanted = tl_slice_wanted(d, sl, &r.tcp, &r.shm);
+        r.shm = r.shm && tl_slice_shm_ready(sl);
+        if (!tl_slice_due_now(sl, wanted, have_data, now, wake))
+            continue;
+        if (!r.tcp && !r.shm)
+            continue; /* wanted through shared memory only, and it has no slots */
+        int k = n++; /* insertion sort: a handful of slices */
+        for (; k > 0 && tl_slice_served_before(sl, &d->slices.v[w->due[k - 1].slice]); k--)
+            w->due[k] = w->due[k - 1];
+        w->due[k] = r;
+    }
+    return n;
+}
+
+/* Keeps, in order, the first n due slices that pacing lets out this turn (pacing.h); the
+ * others wait for the next frame, or for the stream to pause. Returns how many. */
+static int pace_due(tl_daemon *d, int n)
+{
+    tl_worker_scratch *w = &d->scratch;
+    int kept = 0;
+    for (int k = 0; k < n; k++) {
+        const tl_slice *sl = &d->slices.v[w->due[k].slice];
+        if (tl_pace_take(&w->pace, tl_slice_urgent(sl), sl->cost_ns))
+            w->due[kept++] = w->due[k];
+    }
+    return kept;
+}
+
+/* Gives each of the n read-outs a buffer from the publisher's pool (pixels only for TCP)
+ * and, through shared memory, the slot its read-out goes to. Out of memory: said, and the
+ * rest are tried again next turn. Returns how many have their buffers. */
+static int take_buffers(tl_daemon *d, int n)
+{
+    tl_worker_scratch *w = &d->scratch;
+    for (int k = 0; k < n; k++) {
+        tl_worker_readout *r = &w->due[k];
+        tl_slice *sl = &d->slices.v[r->slice];
+        r->buf = tl_bufpool_get(&d->pub.pool, r->tcp ? (size_t)sl->height * sl->width : 0);
+        if (!r->buf) {
             static tl_ratelimit rl = TL_RATELIMIT_INIT;
             uint64_t suppressed;
             if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
                 tl_log(TL_LOG_ERROR, "slice_buffer_failed", "id=%s error=%s suppressed=%llu",
                        tl_logq(sl->id), tl_logq(d->pub.pool.error), (unsigned long long)suppressed);
-            break;
+            return k;
         }
-        w->due[n] = w->cand[c].slice;
-        w->ids[n] = sl->engine_id;
-        w->bufs[n] = b;
-        w->tcp[n] = tcp;
-        /* the read-out goes straight into the shared-memory slot when there is one */
-        w->shm[n] = shm ? tl_shm_ring_begin(&sl->shm, &w->shm_off[n]) : NULL;
-        w->outs[n] = w->shm[n] ? w->shm[n] : b->data;
-        n++;
+        r->slot = r->shm ? tl_shm_ring_begin(&sl->shm, &r->slot_off) : NULL;
     }
-    if (w->pace.held && w->pace.resume_ns < wake)
-        wake = w->pace.resume_ns;
-    if (n == 0)
-        return wake;
-    uint64_t t0 = tl_clock_ns();
-    tl_status st = tl_engine_reconstruct(s->engine, w->ids, (size_t)n, w->outs, w->info);
-    uint64_t t1 = tl_clock_ns();
-    tl_hist_add(&d->stats.latency[TL_LAT_RECON], (t1 - t0) / 1e9);
-    if (st != TL_OK) {
-        tl_log(TL_LOG_ERROR, "reconstruction_failed", "slices=%d error=%s", n,
-               tl_logq(tl_engine_last_error(s->engine)));
-        for (int k = 0; k < n; k++)
-            tl_bufpool_put(w->bufs[k]);
-        return wake;
+    return n;
+}
+
+/* Reconstructs the n read-outs in one engine call (one batch: a GPU kernel may serve
+ * several slices per pass), into their slots or buffers; w->info gets the slices' info.
+ * Times the call in *t0, *t1. On failure, logs and gives the buffers back: false. */
+static bool reconstruct(tl_daemon *d, int n, uint64_t *t0, uint64_t *t1)
+{
+    tl_worker_scratch *w = &d->scratch;
+    for (int k = 0; k < n; k++) {
+        w->engine_ids[k] = d->slices.v[w->due[k].slice].engine_id;
+        w->outs[k] = w->due[k].slot ? w->due[k].slot : w->due[k].buf->data;
     }
+    *t0 = tl_clock_ns();
+    tl_status st = tl_engine_reconstruct(d->scan.engine, w->engine_ids, (size_t)n, w->outs,
+                                         w->info);
+    *t1 = tl_clock_ns();
+    tl_hist_add(&d->stats.latency[TL_LAT_RECON], (*t1 - *t0) / 1e9);
+    if (st == TL_OK)
+        return true;
+    tl_log(TL_LOG_ERROR, "reconstruction_failed", "slices=%d error=%s", n,
+           tl_logq(tl_engine_last_error(d->scan.engine)));
+    for (int k = 0; k < n; k++)
+        tl_bufpool_put(w->due[k].buf);
+    return false;
+}
+
+/* Hands the n reconstructed read-outs to the publisher: each slice's cost (its share of
+ * the batch's time t0..t1, by pixels: what pacing expects it to cost), its triggers
+ * reset, its buffer labelled, its shared-memory slot committed. */
+static void post(tl_daemon *d, int n, uint64_t t0, uint64_t t1)
+{
+    tl_worker_scratch *w = &d->scratch;
     uint64_t t_done = tl_clock_realtime_ns();
     double px = 0;
     for (int k = 0; k < n; k++)
-        px += (double)d->slices.v[w->due[k]].height * d->slices.v[w->due[k]].width;
+        px += (double)d->slices.v[w->due[k].slice].height * d->slices.v[w->due[k].slice].width;
     for (int k = 0; k < n; k++) {
-        tl_slice *sl = &d->slices.v[w->due[k]];
-        /* its share of the batch's time, by pixels: what pacing expects it to cost */
+        tl_worker_readout *r = &w->due[k];
+        tl_slice *sl = &d->slices.v[r->slice];
+        size_t pixels = (size_t)sl->height * sl->width;
         sl->cost_ns = tl_pace_average(sl->cost_ns,
-                                      (uint64_t)((double)(t1 - t0) *
-                                                 ((double)sl->height * sl->width / px)));
-        tl_slicebuf *b = w->bufs[k];
+                                      (uint64_t)((double)(t1 - t0) * ((double)pixels / px)));
+        tl_slicebuf *b = r->buf;
         bool final = sl->want_final;
         tl_slice_computed(sl, t0);
         snprintf(b->id, sizeof b->id, "%s", sl->id);
@@ -124,18 +170,38 @@ static uint64_t publish_due(tl_daemon *d)
         b->info = w->info[k];
         b->t_done = t_done;
         b->final = final;
-        b->tcp = w->tcp[k];
+        b->tcp = r->tcp;
         b->shm_name[0] = 0;
-        if (w->shm[k]) {
-            tl_shm_ring_commit(&sl->shm, w->shm_off[k], b->seq);
+        if (r->slot) {
+            tl_shm_ring_commit(&sl->shm, r->slot_off, b->seq);
             snprintf(b->shm_name, sizeof b->shm_name, "%s", sl->shm.name);
-            b->shm_offset = w->shm_off[k];
+            b->shm_offset = r->slot_off;
             if (b->tcp) /* a TCP subscriber too: its payload is a copy */
-                memcpy(b->data, w->shm[k], (size_t)sl->height * sl->width * sizeof(float));
+                memcpy(b->data, r->slot, pixels * sizeof(float));
         }
         tl_stats_count(&d->stats.slices_computed);
         tl_publisher_post(&d->pub, b);
     }
+}
+
+/* Reconstructs and posts the due slices (lock held), as far as pacing lets it. Returns
+ * when the next slice will be due (monotonic ns), or UINT64_MAX. */
+static uint64_t publish_due(tl_daemon *d)
+{
+    uint64_t now = tl_clock_ns(), wake = UINT64_MAX;
+    if (!d->scan.open)
+        return wake;
+    tl_engine_state es;
+    tl_engine_get_state(d->scan.engine, &es);
+    refresh_slices(d);
+    int n = select_due(d, !es.empty, now, &wake);
+    n = pace_due(d, n);
+    if (d->scratch.pace.held && d->scratch.pace.resume_ns < wake)
+        wake = d->scratch.pace.resume_ns; /* slices held back: read then at the latest */
+    n = take_buffers(d, n);
+    uint64_t t0, t1;
+    if (n > 0 && reconstruct(d, n, &t0, &t1))
+        post(d, n, t0, t1);
     return wake;
 }
 
@@ -220,19 +286,13 @@ int tl_worker_start(tl_daemon *d)
     /* per-turn scratch, sized once: the frame path allocates nothing */
     tl_worker_scratch *w = &d->scratch;
     w->cap = d->cfg.slices_max;
-    w->ids = calloc((size_t)w->cap, sizeof *w->ids);
     w->due = calloc((size_t)w->cap, sizeof *w->due);
-    w->bufs = calloc((size_t)w->cap, sizeof *w->bufs);
+    w->engine_ids = calloc((size_t)w->cap, sizeof *w->engine_ids);
     w->outs = calloc((size_t)w->cap, sizeof *w->outs);
     w->info = calloc((size_t)w->cap, sizeof *w->info);
-    w->shm = calloc((size_t)w->cap, sizeof *w->shm);
-    w->shm_off = calloc((size_t)w->cap, sizeof *w->shm_off);
-    w->tcp = calloc((size_t)w->cap, sizeof *w->tcp);
-    w->cand = calloc((size_t)w->cap, sizeof *w->cand);
     w->pace = (tl_pace){0};
     tl_ipc_frames_init(&d->ipc, d->zctx, &d->stats);
-    if (!w->ids || !w->due || !w->bufs || !w->outs || !w->info || !w->shm || !w->shm_off ||
-        !w->tcp || !w->cand || tl_tuning_init(d) != 0)
+    if (!w->due || !w->engine_ids || !w->outs || !w->info || tl_tuning_init(d) != 0)
         return -1;
     atomic_store(&d->worker_stop, false);
     atomic_store(&d->worker_beat, tl_clock_ns());
@@ -250,15 +310,10 @@ void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
     tl_ipc_frames_destroy(&d->ipc); /* its socket goes before the context */
     pthread_mutex_unlock(&d->lock);
     tl_worker_scratch *w = &d->scratch;
-    free(w->ids);
     free(w->due);
-    free(w->bufs);
+    free(w->engine_ids);
     free(w->outs);
     free(w->info);
-    free(w->shm);
-    free(w->shm_off);
-    free(w->tcp);
-    free(w->cand);
     tl_tuning_destroy(d);
 }
 
