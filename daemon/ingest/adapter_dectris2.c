@@ -372,6 +372,9 @@ static int parse(v2 *a, const uint8_t *buf, size_t len, v2msg *m, tl_proto_error
     cb_item it;
     if (cb_next(&r, &it, err) != 0)
         return -1;
+    /* DECTRIS detectors open every message with the self-describe tag (RFC 8949 §3.4.6) */
+    if (it.t == CB_TAG && it.u == 55799 && cb_next(&r, &it, err) != 0)
+        return -1;
     if (it.t != CB_MAP)
         return tl_proto_fail(err, TL_PROTO_E_NOT_MAP, "a DECTRIS Stream V2 message is a CBOR "
                              "map"), -1;
