@@ -30,3 +30,22 @@ tests_integration_check_recast3d_LDADD = $(INTEROP_TEST_LIBS)
 tests_integration_check_hdf5_SOURCES = tests/integration/check_hdf5.c
 tests_integration_check_hdf5_CFLAGS = $(INTEROP_TEST_CFLAGS) $(HDF5_CFLAGS) $(TIFF_CFLAGS)
 tests_integration_check_hdf5_LDADD = $(SCAN_LIBS) $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS) $(HDF5_LIBS)
+
+# the ingest formats as a library (daemon/ingest/libtlingest.a), fed messages without a
+# daemon: each format's accept path and its refusals (check_adapters), DECTRIS Stream V2
+# CBOR and the recorded detector data of shared/data when present (check_adapters_dectris2)
+noinst_LIBRARIES += tests/libtladapters.a
+tests_libtladapters_a_SOURCES = tests/unit/check_adapters_util.h tests/unit/check_adapters_util.c
+tests_libtladapters_a_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS)
+ADAPTER_TEST_LIBS = tests/libtladapters.a $(ADAPTER_LIBS) $(TEST_LIBS)
+
+check_PROGRAMS += tests/unit/check_adapters tests/unit/check_adapters_dectris2
+TESTS += tests/unit/check_adapters tests/unit/check_adapters_dectris2
+tests_unit_check_adapters_SOURCES = tests/unit/check_adapters.c
+tests_unit_check_adapters_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) \
+	$(LZ4_CFLAGS)
+tests_unit_check_adapters_LDADD = $(ADAPTER_TEST_LIBS) -lm
+tests_unit_check_adapters_dectris2_SOURCES = tests/unit/check_adapters_dectris2.c
+tests_unit_check_adapters_dectris2_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) \
+	$(CBOR_CFLAGS)
+tests_unit_check_adapters_dectris2_LDADD = $(ADAPTER_TEST_LIBS) -lm

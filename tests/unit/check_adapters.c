@@ -1,0 +1,393 @@
+/* check_adapters.c — the ingest formats as a library (daemon/ingest/adapter.h), fed
+ * messages directly, without a daemon (check_adapters_util.h): for each format, a short
+ * series as the detector or framework sends it (the field layouts tests/integration/
+ * check_interop.c sends through a real daemon) must come out as the scan, frames and end
+ * the engine would get, pixels untouched; and malformed messages must be refused with
+ * their error codes, the adapter then taking the next good message. DECTRIS Stream V2
+ * (CBOR, and recorded detector data) is check_adapters_dectris2.c.
+ */
+#include <config.h>
+
+#include <check.h>
+#include <jansson.h>
+#include <lz4.h>
+#include <math.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/testutil.h"
+#include "tests/unit/check_adapters_util.h"
+
+enum { R = 8, W = 64, SERIES = 7 };
+#define NPIX ((size_t)R * W)
+
+static uint16_t pixels[NPIX];
+
+static void make_pixels(void)
+{
+    for (size_t i = 0; i < NPIX; i++)
+        pixels[i] = (uint16_t)(1000 + 7 * i % 4001);
+}
+
+/* The compact text of h (consumed), malloc'd. The JSON formats install a jansson allocator
+ * whose arena (json_arena.h) is reset by every message they parse on this thread, so a
+ * test's own JSON values must all be released before it feeds a message: the text is
+ * copied out and h let go here. */
+static char *json_text(json_t *h)
+{
+    json_free_t jfree;
+    json_get_alloc_funcs(NULL, &jfree);
+    char *s = json_dumps(h, JSON_COMPACT), *copy = strdup(s);
+    jfree(s);
+    json_decref(h);
+    ck_assert_ptr_nonnull(copy);
+    return copy;
+}
+
+/* Feeds a JSON header (consumed) and an optional blob as one message. */
+static int feed_json(tl_afx *f, json_t *h, const void *blob, size_t len)
+{
+    char *s = json_text(h);
+    const void *parts[2] = {s, blob};
+    size_t lens[2] = {strlen(s), len};
+    int rc = tlt_afx_feed(f, parts, lens, blob ? 2 : 1);
+    free(s);
+    return rc;
+}
+
+static void assert_frame(tl_afx *f, int i, tl_proto_kind kind, uint64_t index)
+{
+    ck_assert_int_eq(f->items[i].type, TL_MSG_FRAME);
+    ck_assert_int_eq(f->items[i].frame.kind, kind);
+    ck_assert_uint_eq(f->items[i].frame.index, index);
+    ck_assert_uint_eq(f->items[i].frame.rows, R);
+    ck_assert_uint_eq(f->items[i].frame.cols, W);
+    ck_assert_int_eq(f->items[i].frame.dtype, TL_PROTO_U16);
+    ck_assert_uint_eq(tlt_afx_payload_size(f, i), NPIX * 2);
+    ck_assert(memcmp(tlt_afx_payload(f, i), pixels, NPIX * 2) == 0);
+}
+
+static void assert_rejected(tl_afx *f, int rc, tl_proto_err code)
+{
+    ck_assert_int_eq(rc, -1);
+    ck_assert_msg(f->err.code == code, "expected %s, got %s (%s)", tl_proto_err_name(code),
+                  tl_proto_err_name(f->err.code), f->err.message);
+    ck_assert_int_eq(f->nitems, 0);
+}
+
+/* ---- tomolive's own protocol ------------------------------------------------------------- */
+
+START_TEST(native)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "tomolive", NULL);
+    msgpack_sbuffer buf;
+    msgpack_sbuffer_init(&buf);
+    tl_proto_scan scan = {.series = SERIES, .geometry = TL_PROTO_PARALLEL, .rows = R, .cols = W,
+                          .dtype = TL_PROTO_U16, .window = 90, .darks = 1, .has_angles = true,
+                          .angle_step = M_PI / 90};
+    ck_assert_int_eq(tl_proto_encode_scan(&buf, &scan), 0);
+    ck_assert_int_eq(tlt_afx_feed1(&f, buf.data, buf.size), 1);
+    ck_assert_int_eq(f.nitems, 1);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_SCAN);
+    ck_assert_uint_eq(f.items[0].scan.series, SERIES);
+    ck_assert_uint_eq(f.items[0].scan.rows, R);
+    ck_assert_uint_eq(f.items[0].scan.window, 90);
+
+    msgpack_sbuffer_clear(&buf);
+    tl_proto_frame fr = {.series = SERIES, .index = 0, .kind = TL_PROTO_DARK,
+                         .dtype = TL_PROTO_U16, .rows = R, .cols = W};
+    ck_assert_int_eq(tl_proto_encode_frame(&buf, &fr), 0);
+    const void *parts[2] = {buf.data, pixels};
+    size_t lens[2] = {buf.size, NPIX * 2};
+    ck_assert_int_eq(tlt_afx_feed(&f, parts, lens, 2), 1);
+    assert_frame(&f, 0, TL_PROTO_DARK, 0);
+
+    lens[1] = NPIX * 2 - 2; /* the payload does not fit the shape */
+    assert_rejected(&f, tlt_afx_feed(&f, parts, lens, 2), TL_PROTO_E_PAYLOAD);
+    const uint8_t junk[] = {0xc1}; /* a byte msgpack never uses */
+    assert_rejected(&f, tlt_afx_feed1(&f, junk, sizeof junk), TL_PROTO_E_MALFORMED);
+
+    msgpack_sbuffer_clear(&buf);
+    ck_assert_int_eq(tl_proto_encode_end(&buf, &(tl_proto_end){.series = SERIES}), 0);
+    ck_assert_int_eq(tlt_afx_feed1(&f, buf.data, buf.size), 1);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_END);
+    ck_assert_uint_eq(f.items[0].end.series, SERIES);
+    msgpack_sbuffer_destroy(&buf);
+    tlt_afx_close(&f);
+}
+END_TEST
+
+/* ---- DECTRIS Stream V1 (JSON parts) ------------------------------------------------------ */
+
+static int v1_header(tl_afx *f, uint64_t series, int nimages)
+{
+    json_t *h = json_pack("{s:s, s:I, s:s}", "htype", "dheader-1.0", "series", (json_int_t)series,
+                          "header_detail", "basic");
+    json_t *c = json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:s}", "nimages", nimages, "ntrigger", 1,
+                          "x_pixels_in_detector", W, "y_pixels_in_detector", R, "omega_start",
+                          0.0, "omega_increment", 2.0, "detector", "EIGER");
+    char *hs = json_text(h), *cs = json_text(c);
+    const void *parts[2] = {hs, cs};
+    size_t lens[2] = {strlen(hs), strlen(cs)};
+    int rc = tlt_afx_feed(f, parts, lens, 2);
+    free(hs);
+    free(cs);
+    return rc;
+}
+
+/* An image: its dimage_d part (consumed) and blob. */
+static int v1_image(tl_afx *f, uint64_t series, uint64_t frame, json_t *dd, const void *blob,
+                    size_t len)
+{
+    json_t *h = json_pack("{s:s, s:I, s:I, s:s}", "htype", "dimage-1.0", "series",
+                          (json_int_t)series, "frame", (json_int_t)frame, "hash", "0");
+    json_t *cfg = json_pack("{s:s, s:I, s:I, s:I}", "htype", "dconfig-1.0", "start_time",
+                            (json_int_t)0, "stop_time", (json_int_t)1, "real_time", (json_int_t)1);
+    char *hs = json_text(h), *ds = json_text(dd), *cs = json_text(cfg);
+    const void *parts[4] = {hs, ds, blob, cs};
+    size_t lens[4] = {strlen(hs), strlen(ds), len, strlen(cs)};
+    int rc = tlt_afx_feed(f, parts, lens, 4);
+    free(hs);
+    free(ds);
+    free(cs);
+    return rc;
+}
+
+static json_t *v1_dd(const char *encoding)
+{
+    return json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape", W, R, "type",
+                     "uint16", "encoding", encoding);
+}
+
+START_TEST(dectris_v1)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "dectris-v1", (const char *const[]){"ingest.darks=1", NULL});
+    ck_assert_int_eq(v1_header(&f, SERIES, 3), 0); /* a series starts: nothing for the engine */
+    /* the first image opens a scan of its shape, then comes itself */
+    ck_assert_int_eq(v1_image(&f, SERIES, 0, v1_dd("<"), pixels, NPIX * 2), 1);
+    ck_assert_int_eq(f.nitems, 2);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_SCAN);
+    ck_assert_uint_eq(f.items[0].scan.rows, R);
+    ck_assert_uint_eq(f.items[0].scan.cols, W);
+    ck_assert_uint_eq(f.items[0].scan.darks, 1);
+    ck_assert_uint_eq(f.items[0].scan.window, 2);
+    assert_frame(&f, 1, TL_PROTO_DARK, 0);
+    /* an LZ4 block ("lz4<"): decoded into a pooled buffer */
+    char lz[LZ4_COMPRESSBOUND(NPIX * 2)];
+    int lzn = LZ4_compress_default((const char *)pixels, lz, (int)(NPIX * 2), (int)sizeof lz);
+    ck_assert_int_gt(lzn, 0);
+    ck_assert_int_eq(v1_image(&f, SERIES, 1, v1_dd("lz4<"), lz, (size_t)lzn), 1);
+    ck_assert_int_eq(f.nitems, 1);
+    assert_frame(&f, 0, TL_PROTO_PROJ, 0);
+    ck_assert(f.items[0].frame.has_angle);
+    ck_assert_double_eq_tol(f.items[0].frame.angle, 2.0 * M_PI / 180, 1e-9);
+
+    /* malformed */
+    assert_rejected(&f, tlt_afx_feed1(&f, "{not json", 9), TL_PROTO_E_MALFORMED);
+    assert_rejected(&f, feed_json(&f, json_pack("{s:s}", "htype", "dfoo-1.0"), NULL, 0),
+                    TL_PROTO_E_TYPE);
+    assert_rejected(&f, v1_image(&f, SERIES, 2, v1_dd("<"), pixels, NPIX * 2 - 6),
+                    TL_PROTO_E_PAYLOAD);
+    assert_rejected(&f, v1_image(&f, SERIES, 2, v1_dd("zstd<"), pixels, NPIX * 2),
+                    TL_PROTO_E_UNSUPPORTED);
+    assert_rejected(&f, v1_image(&f, 42, 0, v1_dd("<"), pixels, NPIX * 2), TL_PROTO_E_STATE);
+    /* and on: the series' last image, then its end */
+    ck_assert_int_eq(v1_image(&f, SERIES, 2, v1_dd("<"), pixels, NPIX * 2), 1);
+    assert_frame(&f, 0, TL_PROTO_PROJ, 1);
+    ck_assert_int_eq(feed_json(&f, json_pack("{s:s, s:i}", "htype", "dseries_end-1.0", "series",
+                                             SERIES), NULL, 0), 1);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_END);
+    tlt_afx_close(&f);
+}
+END_TEST
+
+/* ---- JSON header + blob presets ----------------------------------------------------------- */
+
+/* Frame k (0: the dark, then projections) as the preset's header. */
+static json_t *preset_header(const char *preset, int k)
+{
+    if (strcmp(preset, "std-daq") == 0)
+        return json_pack("{s:i, s:{s:i, s:b}, s:[i,i], s:s, s:s}", "frame", k ? k - 1 : 0,
+                         "image_attributes", "scan_index", k ? 2 : 0, "image_is_complete", 1,
+                         "shape", R, W, "type", "uint16", "source", "gigafrost");
+    if (strcmp(preset, "concert") == 0)
+        return json_pack("{s:s, s:[i,i], s:i, s:f}", "dtype", "uint16", "shape", R, W,
+                         "frame_number", k, "timestamp", 1.5);
+    return json_pack("{s:s, s:s, s:[i,i], s:i}", "htype", "array-1.0", "type", "uint16", "shape",
+                     R, W, "frame", k);
+}
+
+static void json_preset(const char *preset)
+{
+    tl_afx f;
+    tlt_afx_open(&f, preset, (const char *const[]){"ingest.window=4", "ingest.darks=1", NULL});
+    ck_assert_int_eq(feed_json(&f, preset_header(preset, 0), pixels, NPIX * 2), 1);
+    ck_assert_int_eq(f.nitems, 2); /* a synthesised scan, then the frame */
+    ck_assert_int_eq(f.items[0].type, TL_MSG_SCAN);
+    ck_assert_uint_eq(f.items[0].scan.window, 4);
+    if (strcmp(preset, "std-daq") != 0) /* std-daq labels each frame's kind itself */
+        ck_assert_uint_eq(f.items[0].scan.darks, 1);
+    assert_frame(&f, 1, TL_PROTO_DARK, 0);
+    ck_assert_int_eq(feed_json(&f, preset_header(preset, 1), pixels, NPIX * 2), 1);
+    ck_assert_int_eq(f.nitems, 1);
+    assert_frame(&f, 0, TL_PROTO_PROJ, 0);
+
+    assert_rejected(&f, tlt_afx_feed1(&f, "[1, 2]", 6), TL_PROTO_E_NOT_MAP);
+    assert_rejected(&f, tlt_afx_feed(&f, (const void *[]){"{\"x\":", pixels},
+                                     (size_t[]){5, NPIX * 2}, 2), TL_PROTO_E_MALFORMED);
+    json_t *h = preset_header(preset, 2);
+    json_object_set_new(h, "shape", json_string("8x64"));
+    assert_rejected(&f, feed_json(&f, h, pixels, NPIX * 2), TL_PROTO_E_KEY_TYPE);
+    assert_rejected(&f, feed_json(&f, preset_header(preset, 2), pixels, NPIX * 2 - 2),
+                    TL_PROTO_E_PAYLOAD);
+    assert_rejected(&f, feed_json(&f, preset_header(preset, 2), NULL, 0), TL_PROTO_E_PARTS);
+    h = preset_header(preset, 2);
+    json_object_set_new(h, strcmp(preset, "concert") == 0 ? "dtype" : "type",
+                        json_string("float64"));
+    assert_rejected(&f, feed_json(&f, h, pixels, NPIX * 2), TL_PROTO_E_DTYPE);
+    ck_assert_int_eq(feed_json(&f, preset_header(preset, 2), pixels, NPIX * 2), 1);
+    assert_frame(&f, 0, TL_PROTO_PROJ, 1);
+    tlt_afx_close(&f);
+}
+
+START_TEST(std_daq)
+{
+    json_preset("std-daq");
+}
+END_TEST
+
+START_TEST(concert)
+{
+    json_preset("concert");
+}
+END_TEST
+
+START_TEST(array_1_0)
+{
+    json_preset("array-1.0");
+}
+END_TEST
+
+/* ---- tomopackets ---------------------------------------------------------------------------- */
+
+static size_t tp_put(uint8_t *p, int32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)((uint32_t)v >> (8 * i));
+    return 4;
+}
+
+static size_t tp_putf(uint8_t *p, float v)
+{
+    int32_t i;
+    memcpy(&i, &v, 4);
+    return tp_put(p, i);
+}
+
+/* ProjectionData: type (0 dark, 1 flat, 2 projection), id, shape, the pixels as float32. */
+static size_t tp_projection(uint8_t *p, int type, int id, int count)
+{
+    size_t n = 0;
+    n += tp_put(p + n, 0x309);
+    n += tp_put(p + n, type);
+    n += tp_put(p + n, id);
+    n += tp_put(p + n, R);
+    n += tp_put(p + n, W);
+    n += tp_put(p + n, count);
+    for (int i = 0; i < count; i++)
+        n += tp_putf(p + n, (float)pixels[i]);
+    return n;
+}
+
+START_TEST(tomopackets)
+{
+    enum { NPROJ = 4 };
+    tl_afx f;
+    tlt_afx_open(&f, "tomopackets", NULL);
+    uint8_t *p = malloc(64 + NPIX * 4);
+    size_t n = 0;
+    n += tp_put(p + n, 0x301); /* GeometrySpecification: the volume box */
+    n += tp_put(p + n, 0);
+    for (int i = 0; i < 6; i++)
+        n += tp_putf(p + n, i < 3 ? -1.0f : 1.0f);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, n), 0);
+    n = 0;
+    n += tp_put(p + n, 0x302); /* ScanSettings: 1 dark, 0 flats */
+    n += tp_put(p + n, 0);
+    n += tp_put(p + n, 1);
+    n += tp_put(p + n, 0);
+    p[n++] = 0;
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, n), 0);
+    n = 0;
+    n += tp_put(p + n, 0x303); /* ParallelBeamGeometry: shape, projections, angles */
+    n += tp_put(p + n, 0);
+    n += tp_put(p + n, R);
+    n += tp_put(p + n, W);
+    n += tp_put(p + n, NPROJ);
+    n += tp_put(p + n, NPROJ);
+    for (int k = 0; k < NPROJ; k++)
+        n += tp_putf(p + n, (float)(M_PI * k / NPROJ));
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, n), 1); /* the geometry completes the scan */
+    ck_assert_int_eq(f.nitems, 1);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_SCAN);
+    ck_assert_uint_eq(f.items[0].scan.rows, R);
+    ck_assert_uint_eq(f.items[0].scan.window, NPROJ);
+    ck_assert_uint_eq(f.items[0].scan.darks, 1);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 0, 0, (int)NPIX)), 1);
+    ck_assert_int_eq(f.nitems, 1);
+    ck_assert_uint_eq(f.items[0].type, TL_MSG_FRAME);
+    ck_assert_int_eq(f.items[0].frame.kind, TL_PROTO_DARK);
+    ck_assert_int_eq(f.items[0].frame.dtype, TL_PROTO_F32);
+    ck_assert_uint_eq(tlt_afx_payload_size(&f, 0), NPIX * 4);
+    const float *px = tlt_afx_payload(&f, 0);
+    for (size_t i = 0; i < NPIX; i++)
+        ck_assert_float_eq(px[i], (float)pixels[i]);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 1, (int)NPIX)), 1);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_FRAME);
+    ck_assert_int_eq(f.items[0].frame.kind, TL_PROTO_PROJ);
+    ck_assert_uint_eq(f.items[0].frame.index, 1);
+
+    assert_rejected(&f, tlt_afx_feed1(&f, p, 2), TL_PROTO_E_MALFORMED);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_projection(p, 2, 1, (int)NPIX - 1)),
+                    TL_PROTO_E_PAYLOAD);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_projection(p, 7, 1, (int)NPIX)), TL_PROTO_E_KIND);
+    tp_put(p, 0x999);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, 32), TL_PROTO_E_TYPE);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 2, (int)NPIX)), 1);
+    ck_assert_uint_eq(f.items[0].frame.index, 2);
+    free(p);
+    tlt_afx_close(&f);
+}
+END_TEST
+
+START_TEST(unknown_format)
+{
+    ck_assert_ptr_null(tl_adapter_find("no-such-format"));
+    ck_assert_ptr_nonnull(tl_adapter_find("tomolive"));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    make_pixels();
+    Suite *s = suite_create("adapters");
+    TCase *tc = tcase_create("formats");
+    tcase_add_test(tc, native);
+    tcase_add_test(tc, dectris_v1);
+    tcase_add_test(tc, std_daq);
+    tcase_add_test(tc, concert);
+    tcase_add_test(tc, array_1_0);
+    tcase_add_test(tc, tomopackets);
+    tcase_add_test(tc, unknown_format);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tl_run_suite(suite(), false);
+}
