@@ -21,6 +21,8 @@
 
 #include "daemon/core/daemon.h"
 #include "daemon/lifecycle.h"
+#include "daemon/serve/commands.h"
+#include "daemon/serve/control.h"
 #include "daemon/serve/http.h"
 #include "daemon/base/notify.h"
 #include "daemon/serve/recast3d.h"

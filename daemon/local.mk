@@ -35,7 +35,7 @@ daemon_libtomolived_a_SOURCES = \
 	daemon/core/ingest.c daemon/core/worker.c daemon/core/scan.c \
 	daemon/core/tuning.c daemon/core/slice_shm.c daemon/ingest/ipc_frames.h daemon/ingest/ipc_frames.c \
 	daemon/core/publisher.h daemon/core/publisher.c \
-	daemon/serve/control.c daemon/serve/commands.c
+	daemon/serve/control.h daemon/serve/control.c daemon/serve/commands.h daemon/serve/commands.c
 daemon_libtomolived_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) $(INIH_CFLAGS) \
 	$(SYSTEMD_CFLAGS) $(LWS_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
 DAEMON_LIBS = daemon/libtomolived.a daemon/ingest/libtlingest.a

@@ -5,10 +5,14 @@
  *     messages and queues them with their payloads (zero-copy) — nothing else can slow it;
  *   - the engine worker (worker.c, scan.c) owns the engine: it applies scans and frames,
  *     decides which slices are due and reconstructs them;
- *   - the event loop (main.c) owns the control ROUTER and the slices XPUB sockets, signals,
- *     timers and systemd notifications, the HTTP server (http.c: preview page, /metrics)
- *     and the RECAST3D viewer link (recast3d.c); the last two see published slices through
- *     the publisher's taps and act through control commands (tl_commands_run).
+ *   - the event loop (lifecycle.c) owns the control ROUTER (serve/control.h) and the
+ *     slices XPUB sockets, signals, timers and systemd notifications, the HTTP server
+ *     (serve/http.c: preview page, /metrics) and the RECAST3D viewer link (serve/recast3d.c);
+ *     the last two see published slices through the publisher's taps and act through
+ *     control commands (serve/commands.h).
+ * This header and what it declares are daemon/core/: the state and the threads that work on
+ * it. daemon/serve/ builds on it; nothing here calls into serve/ (the loop's callbacks are
+ * function pointers set by lifecycle.c and serve/).
  * `lock` guards the scan, its engine and the slice registry: the worker holds it per frame
  * and per reconstruction, control commands hold it briefly. Counters are atomics (stats.h);
  * the queue and the publisher's outbox have locks of their own. Timing kernels (tuning.c)
@@ -217,18 +221,6 @@ bool tl_slice_wanted(tl_daemon *d, const tl_slice *sl, bool *tcp, bool *shm);
 bool tl_slice_shm_ready(const tl_slice *sl);
 void tl_slice_shm_drop(tl_daemon *d, tl_slice *sl);
 
-/* control.c — loop thread */
-int tl_control_open(tl_daemon *d, char *err, size_t errlen);
-void tl_control_close(tl_daemon *d);
-
-/* commands.c — one control request; packs the whole reply with pk. In-process callers
- * (HTTP, RECAST3D) use tl_commands_run, which refuses commands that answer later (tune).
- * The control socket uses tl_commands_run_control: it returns true when the command was
- * handed to the worker and nothing was packed; the reply then comes from tl_tuning's job
- * (control.c sends it when the worker signals job_done). */
-void tl_commands_run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk);
-bool tl_commands_run_control(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk);
-
 /* tuning.c — which kernels serve each slice size (gpu/tune.h). init and destroy come with
  * the worker (tl_worker_start, tl_worker_stop); the others want the lock held. */
 int tl_tuning_init(tl_daemon *d);   /* 0, or -1 out of memory */
@@ -241,8 +233,5 @@ void tl_tuning_turn(tl_daemon *d);
 void tl_tuning_forget(tl_daemon *d);
 /* status: the "kernels" map. */
 void tl_tuning_pack_status(tl_daemon *d, msgpack_packer *pk);
-
-/* The policy a slice follows when its request gave none. */
-tl_update_policy tl_default_policy(const tl_settings *c);
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "daemon/core/daemon.h"
+#include "daemon/serve/commands.h"
 
 typedef struct {
     tl_daemon *d;

@@ -15,6 +15,8 @@
 #include <zmq.h>
 
 #include "daemon/core/daemon.h"
+#include "daemon/serve/commands.h"
+#include "daemon/serve/control.h"
 
 static void send_reply(tl_daemon *d, const void *identity, size_t idlen, bool envelope,
                        const msgpack_sbuffer *reply)

@@ -30,6 +30,7 @@
 
 #include "protocol/jsonpack.h"
 #include "daemon/core/daemon.h"
+#include "daemon/serve/commands.h"
 #include "daemon/serve/http.h"
 #include "daemon/serve/metrics.h"
 #include "daemon/serve/preview.h"

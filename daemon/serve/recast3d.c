@@ -21,6 +21,7 @@
 #include <zmq.h>
 
 #include "daemon/core/daemon.h"
+#include "daemon/serve/commands.h"
 #include "daemon/base/log.h"
 #include "daemon/serve/recast3d.h"
 
