@@ -1,7 +1,20 @@
-# daemon/ — tomolived.
+# daemon/ — tomolived, by concern, each folder a layer that uses only those below it:
+#   daemon/          main.c, lifecycle (start, loop, stop: wires everything), man page, www/
+#   daemon/serve/    what the daemon serves: control socket and commands, HTTP, metrics,
+#                    preview images, the RECAST3D link
+#   daemon/core/     tl_daemon (core/daemon.h) and its threads: ingest thread, worker, scan,
+#                    kernel tuning, slices in shared memory, the publisher
+#   daemon/ingest/   stream formats (adapters) and frame sources: bitshuffle, row bands,
+#                    frames in GPU memory
+#   daemon/base/     settings, log, notify, stats, queue, subscriptions, slice policy,
+#                    pacing, buffer pool, zwatch
+# (and protocol/, gpu/ below them all). Nothing in a folder includes or calls a folder above
+# it; the layer above hands down function pointers where it must be called back.
 
-# Configuration, logging and systemd notification: a convenience library that tomolived and
-# the daemon's unit tests link with DAEMON_UTIL_LIBS.
+# ---- base/ ----------------------------------------------------------------------------------
+
+# Settings, logging and systemd notification: a convenience library that tomolived and the
+# daemon's unit tests link with DAEMON_UTIL_LIBS.
 noinst_LIBRARIES += daemon/libtldaemon.a
 daemon_libtldaemon_a_SOURCES = \
 	daemon/base/settings.h daemon/base/settings.c \
@@ -10,8 +23,9 @@ daemon_libtldaemon_a_SOURCES = \
 daemon_libtldaemon_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
 DAEMON_UTIL_LIBS = daemon/libtldaemon.a $(INIH_LIBS) $(SYSTEMD_LIBS)
 
-# The daemon. Its pieces that need no sockets (stats, queue, subscriptions, slice policy,
-# read-out pacing, buffer pool) are a library too, so unit tests can link them.
+# The rest of base/ (stats, queue, subscriptions, slice policy, read-out pacing, buffer
+# pool, socket watchers), so unit tests can link them. DAEMON_CORE_LIBS adds the frame
+# pieces of ingest/ (row bands) that those tests use too.
 noinst_LIBRARIES += daemon/libtlcore.a
 daemon_libtlcore_a_SOURCES = \
 	daemon/base/stats.h daemon/base/stats.c \
@@ -19,23 +33,50 @@ daemon_libtlcore_a_SOURCES = \
 	daemon/base/subs.h daemon/base/subs.c \
 	daemon/base/slices.h daemon/base/slices.c \
 	daemon/base/pacing.h daemon/base/pacing.c \
-	daemon/ingest/bands.h daemon/ingest/bands.c \
-	daemon/base/bufpool.h daemon/base/bufpool.c
-daemon_libtlcore_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS)
-DAEMON_CORE_LIBS = daemon/libtlcore.a
+	daemon/base/bufpool.h daemon/base/bufpool.c \
+	daemon/base/zwatch.h daemon/base/zwatch.c
+daemon_libtlcore_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS)
+DAEMON_CORE_LIBS = daemon/libtlcore.a daemon/ingest/libtlingest.a
 
-# The daemon itself (lifecycle.h: start, loop, shutdown) as a library (with its ingest
-# formats, below): tomolived is main.c
+# ---- ingest/ --------------------------------------------------------------------------------
+
+# The ingest formats (daemon/ingest/adapter.h: tomolive's own, DECTRIS Stream V2 and V1,
+# the JSON header + blob presets, tomopackets), what they share (the stream and scan
+# synthesis, the frame pool, the JSON arena, the DECTRIS series, bitshuffle/LZ4 decoding),
+# frames sent in row bands and frames in GPU memory: a library of their own, which needs
+# no daemon, so tests/unit/check_adapters* feed it messages directly (ADAPTER_LIBS).
+noinst_LIBRARIES += daemon/ingest/libtlingest.a
+daemon_ingest_libtlingest_a_SOURCES = \
+	daemon/ingest/adapter.h daemon/ingest/adapter.c daemon/ingest/adapter_native.c \
+	daemon/ingest/adapter_dectris2.c daemon/ingest/adapter_dectris1.c \
+	daemon/ingest/adapter_json.c daemon/ingest/adapter_tomopackets.c \
+	daemon/ingest/tomopackets.h \
+	daemon/ingest/adapter_stream.h daemon/ingest/adapter_stream.c \
+	daemon/ingest/framepool.h daemon/ingest/framepool.c \
+	daemon/ingest/json_arena.h daemon/ingest/json_arena.c \
+	daemon/ingest/det_series.h daemon/ingest/det_series.c \
+	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c \
+	daemon/ingest/bands.h daemon/ingest/bands.c \
+	daemon/ingest/ipc_frames.h daemon/ingest/ipc_frames.c
+daemon_ingest_libtlingest_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) \
+	$(CBOR_CFLAGS) $(LZ4_CFLAGS)
+ADAPTER_LIBS = daemon/ingest/libtlingest.a $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) $(CBOR_LIBS) \
+	$(LZ4_LIBS) $(JANSSON_LIBS)
+
+# ---- core/, serve/ and the top: the daemon ---------------------------------------------------
+
+# The daemon itself (lifecycle.h: start, loop, shutdown) as a library: tomolived is main.c
 # and the HTTP server around it, and the HTTP fuzzer (tests/fuzz/fuzz_http.c) links the same
 # library around its own instrumented build of http.c.
 noinst_LIBRARIES += daemon/libtomolived.a
 daemon_libtomolived_a_SOURCES = \
-	daemon/core/daemon.h daemon/lifecycle.h daemon/lifecycle.c \
-	daemon/base/zwatch.h daemon/base/zwatch.c \
-	daemon/core/ingest.c daemon/core/worker.c daemon/core/scan.c \
-	daemon/core/tuning.c daemon/core/slice_shm.c daemon/ingest/ipc_frames.h daemon/ingest/ipc_frames.c \
+	daemon/lifecycle.h daemon/lifecycle.c \
+	daemon/core/daemon.h daemon/core/ingest.c daemon/core/worker.c daemon/core/scan.c \
+	daemon/core/tuning.c daemon/core/slice_shm.c \
 	daemon/core/publisher.h daemon/core/publisher.c \
-	daemon/serve/control.h daemon/serve/control.c daemon/serve/commands.h daemon/serve/commands.c
+	daemon/serve/control.h daemon/serve/control.c \
+	daemon/serve/commands.h daemon/serve/commands.c \
+	daemon/serve/recast3d.h daemon/serve/recast3d.c
 daemon_libtomolived_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) $(INIH_CFLAGS) \
 	$(SYSTEMD_CFLAGS) $(LWS_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
 DAEMON_LIBS = daemon/libtomolived.a daemon/ingest/libtlingest.a
@@ -46,8 +87,8 @@ daemon_tomolived_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS) $(INIH_CFLAG
 daemon_tomolived_LDADD = $(DAEMON_LIBS) $(DAEMON_CORE_LIBS) $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) \
 	$(ENGINE_LIBS) $(UV_LIBS)
 
-# The HTTP server: the live preview page, /metrics and /api/status (daemon/serve/http.h), with
-# libwebsockets on the daemon's libuv loop. Its pure parts — routing, preview images,
+# The HTTP server: the live preview page, /metrics and /api/status (daemon/serve/http.h),
+# with libwebsockets on the daemon's libuv loop. Its pure parts — routing, preview images,
 # Prometheus text — are a library of their own, so unit tests link them without a daemon.
 noinst_LIBRARIES += daemon/libtlhttp.a
 daemon_libtlhttp_a_SOURCES = \
@@ -59,35 +100,11 @@ HTTP_CORE_LIBS = daemon/libtlhttp.a
 daemon_tomolived_SOURCES += daemon/serve/http.c
 daemon_tomolived_CPPFLAGS = $(AM_CPPFLAGS) -DTL_WWW_DIR='"$(wwwdir)"'
 daemon_tomolived_CFLAGS += $(LWS_CFLAGS) $(JANSSON_CFLAGS)
-daemon_tomolived_LDADD += $(HTTP_CORE_LIBS) $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(JSONPACK_LIBS) $(LWS_LIBS)
+daemon_tomolived_LDADD += $(HTTP_CORE_LIBS) $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(JSONPACK_LIBS) \
+	$(LWS_LIBS) $(ADAPTER_LIBS)
 # the page: plain HTML/JS/CSS, no build step; http.root (empty) means this directory
 wwwdir = $(pkgdatadir)/www
 dist_www_DATA = daemon/www/index.html daemon/www/app.js daemon/www/style.css
 
 # man page
 dist_man8_MANS = daemon/tomolived.8
-
-# The RECAST3D viewer link (serve/recast3d.h).
-daemon_libtomolived_a_SOURCES += daemon/serve/recast3d.h daemon/serve/recast3d.c
-
-# The ingest formats (daemon/ingest/adapter.h: tomolive's own, DECTRIS Stream V2 and V1,
-# the JSON header + blob presets, tomopackets) and what they share (the stream and scan
-# synthesis, the frame pool, the JSON arena, the DECTRIS series, bitshuffle/LZ4 decoding):
-# a library of their own, which needs no daemon, so tests/unit/check_adapters* feed it
-# messages directly. Link ADAPTER_LIBS.
-noinst_LIBRARIES += daemon/ingest/libtlingest.a
-daemon_ingest_libtlingest_a_SOURCES = \
-	daemon/ingest/adapter.h daemon/ingest/adapter.c daemon/ingest/adapter_native.c \
-	daemon/ingest/adapter_dectris2.c daemon/ingest/adapter_dectris1.c \
-	daemon/ingest/adapter_json.c daemon/ingest/adapter_tomopackets.c \
-	daemon/ingest/tomopackets.h \
-	daemon/ingest/adapter_stream.h daemon/ingest/adapter_stream.c \
-	daemon/ingest/framepool.h daemon/ingest/framepool.c \
-	daemon/ingest/json_arena.h daemon/ingest/json_arena.c \
-	daemon/ingest/det_series.h daemon/ingest/det_series.c \
-	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c
-daemon_ingest_libtlingest_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) \
-	$(CBOR_CFLAGS) $(LZ4_CFLAGS)
-ADAPTER_LIBS = daemon/ingest/libtlingest.a $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) $(CBOR_LIBS) \
-	$(LZ4_LIBS) $(JANSSON_LIBS)
-daemon_tomolived_LDADD += $(ADAPTER_LIBS)
