@@ -101,7 +101,7 @@ typedef struct {
     int recast3d_slice_size;  /* pixels per side of slices sent to RECAST3D, 0 = detector width */
 } tl_settings;
 
-/* Indices of the enum keys' names (the order of the lists in config.c). */
+/* Indices of the enum keys' names (the order of the lists in settings.c). */
 enum { TL_SETTINGS_BACKEND_AUTO = 0, TL_SETTINGS_BACKEND_CPU, TL_SETTINGS_BACKEND_CUDA };
 enum {
     TL_SETTINGS_FILTER_RAM_LAK = 0, TL_SETTINGS_FILTER_SHEPP_LOGAN, TL_SETTINGS_FILTER_COSINE,

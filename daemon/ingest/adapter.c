@@ -1,5 +1,5 @@
 /* adapter.c — the registry of ingest formats: every adapter (adapter_*.c) by the name that
- * ingest.format gives it. The names are config.c's format_names, in the same order. */
+ * ingest.format gives it. The names are settings.c's format_names, in the same order. */
 #include <config.h>
 
 #include <string.h>

@@ -1,4 +1,4 @@
-/* check_config.c — daemon/config: defaults, files, errors with their line, overrides,
+/* check_config.c — daemon/base/settings: defaults, files, errors with their line, overrides,
  * diff, writing, and the shipped etc/tomolive.conf. */
 #include "config.h"
 
