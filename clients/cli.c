@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "clients/cli.h"
-#include "gpu/clock.h"
+#include "gpu/base/clock.h"
 
 int tl_cli_fail(const char *me, int rc, const char *fmt, ...)
 {

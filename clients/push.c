@@ -39,7 +39,7 @@
 #include "clients/push_source.h"
 #include "gpu/phantom.h"
 #include "protocol/protocol.h"
-#include "gpu/clock.h"
+#include "gpu/base/clock.h"
 
 #define ME "tomolive push"
 

@@ -52,7 +52,7 @@
 #include "clients/push_ipc.h"
 #include "protocol/protocol.h"
 #include "protocol/shm.h"
-#include "gpu/clock.h"
+#include "gpu/base/clock.h"
 
 #define ME "tomolive bench --stream"
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)

@@ -15,7 +15,6 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/reconstruct.c gpu/choices.c gpu/bench.c \
 	gpu/window.h gpu/window.c \
 	gpu/split.h gpu/split_impl.h gpu/split.c gpu/split_route.c gpu/split_acc.c gpu/split_bench.c \
-	gpu/clock.h gpu/pool.h \
 	gpu/phantom.h gpu/phantom.c \
 	gpu/ipc.h gpu/ipc.c \
 	gpu/tune.h gpu/tune.c gpu/tune_cache.c \

@@ -20,3 +20,8 @@ noinst_LIBRARIES += tests/libtlscan.a
 tests_libtlscan_a_SOURCES = tests/camera_scan.h tests/camera_scan.c
 tests_libtlscan_a_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 SCAN_LIBS = tests/libtlscan.a
+
+# the dependency rules of the tree (tests/layering.conf), checked against every #include and
+# every symbol one object file takes from another: no circle, no arrow against the layering
+TESTS += tests/check_layering.py
+EXTRA_DIST += tests/check_layering.py tests/layering.conf

@@ -38,7 +38,7 @@
 #include "daemon/base/slices.h"
 #include "daemon/base/stats.h"
 #include "daemon/base/zwatch.h"
-#include "gpu/clock.h"
+#include "gpu/base/clock.h"
 #include "gpu/engine.h"
 #include "gpu/tune.h"
 #include "protocol/protocol.h"

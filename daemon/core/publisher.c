@@ -10,7 +10,7 @@
 
 #include "daemon/base/log.h"
 #include "daemon/core/publisher.h"
-#include "gpu/clock.h"
+#include "gpu/base/clock.h"
 
 /* Subscription messages from subscribers. */
 static void on_readable(tl_zwatch *w)

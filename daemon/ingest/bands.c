@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "daemon/ingest/bands.h"
-#include "gpu/pool.h"
+#include "gpu/base/pool.h"
 
 #define TL_BANDS_COPY_THREADS 4       /* threads (the worker one of them) copying a band */
 #define TL_BANDS_COPY_PIECES 8        /* pieces of a band's copy: early finishers take more */
