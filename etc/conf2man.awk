@@ -3,8 +3,8 @@
 #   awk -v conf=etc/tomolive.conf -f etc/conf2man.awk etc/tomolive.conf.5.in > tomolive.conf.5
 #
 # Copies the template, replacing the line "@KEYS@" with one entry per key of conf. conf is
-# what tl_config_write(defaults, with_help) prints (check_config fails when it is not), so
-# the page documents exactly the keys of the config table in daemon/config.c, with their
+# what tl_settings_write(defaults, with_help) prints (check_config fails when it is not), so
+# the page documents exactly the keys of the settings table in daemon/base/settings.c, with their
 # help, range, default and reload behaviour, and cannot drift from them. conf's layout:
 # "[section]" lines; then per key its help ("# text" lines, the last one the range,
 # default and reload note) and the key line itself, "#key = default" or "key = value".

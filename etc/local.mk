@@ -1,6 +1,6 @@
 # etc/ — the shipped configuration (commented defaults) and the systemd unit.
 
-# etc/tomolive.conf is what tl_config_write(defaults, with_help) prints; check_config
+# etc/tomolive.conf is what tl_settings_write(defaults, with_help) prints; check_config
 # fails when they drift apart. Regenerate it from the build directory with
 #   tests/unit/check_config --print-default-conf > $(srcdir)/etc/tomolive.conf
 tomoliveconfdir = $(sysconfdir)/tomolive

@@ -96,7 +96,7 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f);
  * 1 .. *done), after first waiting until at least wait_for are (0: no wait). A frame
  * submitted with read_later is free for its producer once done reaches its number, so a
  * caller can submit the next frames while the GPU still reads the earlier ones (the CUDA
- * IPC source hands ring slots back this way, daemon/ipc_frames.h). On a backend that
+ * IPC source hands ring slots back this way, daemon/ingest/ipc_frames.h). On a backend that
  * works synchronously (CPU), done always equals queued. At most TL_BACKEND_FENCES (64)
  * frames are outstanding: submit waits for the oldest beyond that. */
 uint64_t tl_engine_frames_queued(const tl_engine *e);

@@ -10,10 +10,10 @@
  * Routes (GET and HEAD; other methods get 405, a request with a body 405 or 413 and its
  * connection closed):
  *   /                  the page (index.html), and any NAME.html|js|css|png|svg under http.root
- *   /metrics           Prometheus text (daemon/metrics.h)
+ *   /metrics           Prometheus text (daemon/serve/metrics.h)
  *   /api/status        the `status` command's result as JSON
  *   /ws                WebSocket, subprotocol "tomolive-preview" (daemon/www/app.js):
- *                      binary preview images (daemon/preview.h) to the page, JSON both ways
+ *                      binary preview images (daemon/serve/preview.h) to the page, JSON both ways
  *   anything else      404
  *
  * Preview slices: while at least one page is connected and a scan is open, the slices

@@ -1,7 +1,7 @@
-// app.js — tomolive's live preview page (served by tomolived, daemon/http.c).
+// app.js — tomolive's live preview page (served by tomolived, daemon/serve/http.c).
 //
 // One WebSocket to /ws (subprotocol "tomolive-preview") brings the preview slices as binary
-// images (8- or 16-bit, downsampled by the daemon; layout in daemon/preview.h) and the
+// images (8- or 16-bit, downsampled by the daemon; layout in daemon/serve/preview.h) and the
 // daemon's state as JSON; the page sends JSON requests back (move a slice, set the centre
 // of rotation, choose the depth). The daemon defines and pins the four preview slices while
 // a page is connected: a row and three ortho-slices through one point. The crosshairs show
