@@ -270,6 +270,19 @@ bool tl_fx_wait_status(tl_fixture *f, const char *path, long long want, double t
     return false;
 }
 
+bool tl_fx_wait_log(tl_fixture *f, const char *needle, double timeout)
+{
+    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < timeout;) {
+        char *log = tl_fx_log(f);
+        bool found = strstr(log, needle) != NULL;
+        free(log);
+        if (found)
+            return true;
+        usleep(20000);
+    }
+    return false;
+}
+
 int tl_fx_stop(tl_fixture *f, int sig, double *seconds)
 {
     if (!f->pid)

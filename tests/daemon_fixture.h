@@ -68,6 +68,10 @@ bool tl_fx_wait_status(tl_fixture *f, const char *path, long long want, double t
 /* Waits until status.frames.messages reaches n (all sent messages consumed by the
  * ingest thread) and the queue is empty; false after timeout seconds. */
 bool tl_fx_wait_messages(tl_fixture *f, long long n, double timeout);
+/* Waits until the daemon's log holds needle (it writes each line at once, so a line logged
+ * before some reply or notification is there when that arrives); false after timeout
+ * seconds. */
+bool tl_fx_wait_log(tl_fixture *f, const char *needle, double timeout);
 
 /* Sends sig and waits for the exit; returns the exit status (0..255), 128+signal if it
  * died of a signal, or -1 if it had to be killed after 10 s. *seconds (may be NULL) is the

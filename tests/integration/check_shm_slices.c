@@ -44,13 +44,15 @@ static void *subscribe(tl_fixture *f, const char *topic)
     return s;
 }
 
-/* Waits until status.slices.wanted is n: the subscriptions (TCP and shared memory alike)
- * reached the daemon. */
-static void wait_wanted(tl_fixture *f, long long n)
+/* Waits until the subscriptions (TCP and shared memory alike) have reached the daemon:
+ * status.slices.subscriptions, the distinct prefixes, is `subscriptions` (a slice wanted
+ * over both counts once in slices.wanted, so that alone could be reached with one of its
+ * two subscriptions still on the way), and status.slices.wanted is `wanted`. */
+static void wait_wanted(tl_fixture *f, long long wanted, long long subscriptions)
 {
-    tl_fx_wait_status(f, "slices.wanted", n, 10);
-    ck_assert_int_eq(tl_fx_status_int(f, "slices.wanted"), n);
-    usleep(200000);
+    ck_assert(tl_fx_wait_status(f, "slices.subscriptions", subscriptions, 10));
+    tl_fx_wait_status(f, "slices.wanted", wanted, 10);
+    ck_assert_int_eq(tl_fx_status_int(f, "slices.wanted"), wanted);
 }
 
 static bool object_exists(const char *name)
@@ -230,7 +232,7 @@ START_TEST(shm_equals_tcp)
     receiver rc = {.tcp = subscribe(&f, "slice/a/"), .shm = subscribe(&f, "shm/a/"),
                    .prefix = prefix, .dec = tl_proto_decoder_new()};
     void *shm_b = subscribe(&f, "shm/b/");
-    wait_wanted(&f, 2); /* a over both, b through shared memory only */
+    wait_wanted(&f, 2, 3); /* a over both, b through shared memory only */
 
     restart(&rc);
     got *gt = rc.gt, *gs = rc.gs;
@@ -440,7 +442,8 @@ START_TEST(shm_off)
     json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":0,"
                                           "\"update\":{\"max_rate\":1000}}"));
     void *shm = subscribe(&f, "shm/a/");
-    usleep(300000); /* the subscription has reached the daemon (and changed nothing) */
+    /* the subscription has reached the daemon (and changed nothing) */
+    ck_assert(tl_fx_wait_status(&f, "slices.subscriptions", 1, 10));
     send_disk_scan(&f, 1, 2, 32, 40, 8, NULL, 0);
     ck_assert(tl_fx_wait_messages(&f, 42, 10));
     zmq_pollitem_t it = {shm, 0, ZMQ_POLLIN, 0};

@@ -74,14 +74,15 @@ static const char *kernel_of(json_t *s, const char *key, const char *q)
     return json_string_value(json_object_get(json_object_get(s, key), q));
 }
 
-/* A subscriber to a topic prefix, before the slices come (a pinned slice is not sent
- * again for a new subscriber). */
+/* The daemon's only subscriber, to a topic prefix, returned once its subscription has
+ * reached the daemon: before the slices come (a pinned slice is not sent again for a new
+ * subscriber). */
 static void *subscribe(tl_fixture *f, const char *topic)
 {
     void *sub = zmq_socket(f->zctx, ZMQ_SUB);
     zmq_connect(sub, f->slices);
     zmq_setsockopt(sub, ZMQ_SUBSCRIBE, topic, strlen(topic));
-    usleep(200000); /* the subscription reaches the daemon */
+    ck_assert(tl_fx_wait_status(f, "slices.subscriptions", 1, 10));
     return sub;
 }
 
