@@ -55,7 +55,17 @@ ctl set_slice id=oblique kind=plane "size=[$cols,$cols]" "orientation=$plane" >/
 tomolive sub --endpoint "$slices" --out "$out" --png --until-final --latency --timeout 120 \
     --quiet row ortho oblique >"$out/sub.txt" 2>&1 &
 sub=$!
-sleep 1
+# the scan is pushed once the subscriber's three subscriptions have reached the daemon
+tries=0
+until ctl status | grep -q '"subscriptions": 3'; do
+    tries=$((tries + 1))
+    if [ $tries -gt 100 ] || ! kill -0 "$sub" 2>/dev/null; then
+        echo "demo: the subscriber did not subscribe:" >&2
+        cat "$out/sub.txt" >&2
+        exit 1
+    fi
+    sleep 0.1
+done
 echo "demo: pushing $nproj projections of $rows x $cols (and 10 darks, 10 flats) at $rate frames/s"
 tomolive push --endpoint "$ingest" --rows "$rows" --cols "$cols" --projections "$nproj" \
     --rate "$rate" --noise --quiet

@@ -160,14 +160,22 @@ START_TEST(phantom_scan_through_the_tools)
                                           "\"position\":-27.5,\"size\":[16,256]}"));
     json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"tilt\",\"kind\":\"plane\",\"size\":[64,64],"
                                           "\"orientation\":[200,0,6,0,200,0,-100,-100,4.5]}"));
+    /* the subscriber in the background, leaving its exit status in sub.rc; the scan is
+     * pushed once its three subscriptions have reached the daemon, and the subscriber's
+     * output read once sub.rc says it has ended */
+    ck_assert_int_eq(tl_fx_run(NULL, "cd '%s' || exit 1; "
+                               "{ tomolive sub --endpoint '%s' --out views --png --until-final "
+                               "--timeout 120 row side tilt > sub.txt 2>&1; echo $? > sub.rc; } "
+                               "< /dev/null > /dev/null 2>&1 &", dir, f.slices), 0);
+    ck_assert(tl_fx_wait_status(&f, "slices.subscriptions", 3, 30));
     char *out = NULL;
     int rc = tl_fx_run(&out,
-                       "cd '%s' && (tomolive sub --endpoint '%s' --out views --png --until-final "
-                       "--timeout 120 row side tilt > sub.txt 2>&1 & sub=$!; sleep 1; "
-                       "tomolive push --endpoint '%s' --tiff p.tif --tiff-darks d.tif "
+                       "cd '%s' && tomolive push --endpoint '%s' --tiff p.tif --tiff-darks d.tif "
                        "--tiff-flats f.tif --angles-deg 0:180:%d --shuffle 5 --drop 1 --seed 42 "
-                       "--drop-list dropped.txt --quiet && wait $sub) && cat sub.txt",
-                       dir, f.slices, f.ingest, N);
+                       "--drop-list dropped.txt --quiet && "
+                       "{ while [ ! -s sub.rc ]; do sleep 0.05; done; [ \"$(cat sub.rc)\" = 0 ]; } "
+                       "&& cat sub.txt",
+                       dir, f.ingest, N);
     ck_assert_msg(rc == 0, "push/sub failed (%d):\n%s", rc, out);
 
     /* what was lost on the way, and what the window should say */

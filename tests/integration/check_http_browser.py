@@ -280,8 +280,9 @@ def main():
         views = ["preview-row", "preview-x", "preview-y", "preview-z"]
         fr = wait_for("the four views of the full window", lambda: (lambda f: f if all(
             v in f and f[v]["proj"] == NPROJ for v in views) else None)(frames(browser)), 60)
-        time.sleep(0.5)  # the final slices, if any are on their way
-        fr = frames(browser)
+        # the scan has ended: the final slices, so no newer image replaces a canvas under test
+        fr = wait_for("the four views' final slices", lambda: (lambda f: f if all(
+            f[v]["final"] for v in views) else None)(frames(browser)), 30)
         log("frames:", json.dumps({k: {"seq": v["seq"], "size": [v["w"], v["h"]], "final": v["final"]}
                                    for k, v in fr.items()}))
         assert (fr["preview-row"]["w"], fr["preview-row"]["h"]) == (COLS, COLS)
@@ -314,11 +315,12 @@ def main():
         browser.mouse("mousePressed", to_x(0), y, 1)
         for k in range(1, 11):
             browser.mouse("mouseMoved", to_x(4 * k), y, 1)
-            time.sleep(0.03)
+            time.sleep(0.03)  # the pace of a hand dragging: part of what is tested
         browser.mouse("mouseReleased", to_x(40), y, 0)
         moved = wait_for("a new x slice at x = 40", lambda: (lambda f: f if f["preview-x"]["seq"] > seq0 and
                          abs(f["preview-x"]["o"][6] - 40) < 1.0 else None)(frames(browser)), 30)
-        time.sleep(0.3)
+        wait_for("the page's moves of x all answered", lambda: browser.eval(
+            "!('preview-x' in tomolive.state.local)"), 10)
         pos = browser.eval("tomolive.state.positions['preview-x']")
         log("moved: preview-x at x = %.2f (seq %d -> %d), page position %.2f" % (
             moved["preview-x"]["o"][6], seq0, moved["preview-x"]["seq"], pos))

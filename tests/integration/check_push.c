@@ -405,11 +405,15 @@ START_TEST(test_push_no_end_and_bind)
 
     /* --bind: the pusher waits for its receiver to connect */
     char bound[64];
-    snprintf(bound, sizeof bound, "tcp://127.0.0.1:%d", tl_free_port());
+    int port = tl_free_port();
+    snprintf(bound, sizeof bound, "tcp://127.0.0.1:%d", port);
     const char *bargs[] = {"push", "--bind", "--endpoint", bound, "--quiet", "--rows", "2",
                            "--cols", "4", "--projections", "5", NULL};
     pid_t pid = tl_client_start(dir, bargs);
-    usleep(200000); /* it is waiting, and must still be after a while */
+    /* it is waiting (bound), and must still be after a while: the 0.2 s is the "while" that
+     * it must not give up in, what is tested, not a wait for something to happen */
+    tl_client_wait_listening(pid, port, 10);
+    usleep(200000);
     ck_assert(tl_client_running(pid));
     void *p2 = zmq_socket(ctx, ZMQ_PULL);
     int linger = 0;

@@ -165,8 +165,8 @@ START_TEST(fake_recast3d)
     tl_fixture f;
     ck_assert_int_eq(tl_fx_start(&f, "recast3d", args), 0);
 
-    /* the viewer comes up late: the daemon must keep trying */
-    sleep(3);
+    /* the viewer comes up late, once the daemon has found it absent: it must keep trying */
+    ck_assert(tl_fx_wait_log(&f, "recast3d_retry", 30));
     viewer v = {0};
     v.rep = zmq_socket(f.zctx, ZMQ_REP);
     v.pub = zmq_socket(f.zctx, ZMQ_PUB);

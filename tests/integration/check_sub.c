@@ -295,7 +295,8 @@ START_TEST(test_sub_until_final)
     publish("a", 0, false, 0);
     publish("a", 1, true, 0);
     publish("b", 0, false, 0);
-    usleep(300000);
+    /* it has taken all three (or exited early, which the assertion reports) */
+    tl_client_wait_out(pid, "id=b seq=0 ", 30);
     ck_assert_msg(tl_client_running(pid), "exited before b's final slice");
     publish("b", 1, true, 0);
     ck_assert_int_eq(tl_client_wait(pid, 30), 0);
@@ -324,7 +325,7 @@ START_TEST(test_sub_timeout_and_interrupt)
     pid_t pid = tl_client_start(dir, again);
     wait_subscriptions(1);
     for (int i = 0; i < 3; i++) {
-        usleep(600000);
+        usleep(600000); /* the gaps between slices are what this tests: no waiting */
         publish("row0", (uint64_t)i, false, 0);
     }
     int rc = tl_client_wait(pid, 30);
@@ -336,7 +337,7 @@ START_TEST(test_sub_timeout_and_interrupt)
     pid = tl_client_start(dir, forever);
     wait_subscriptions(1);
     publish("row0", 7, false, 0);
-    usleep(300000);
+    ck_assert(tl_client_wait_out(pid, "id=row0 seq=7 ", 30)); /* it has the slice */
     kill(pid, SIGINT);
     ck_assert_int_eq(tl_client_wait(pid, 30), 0);
     ck_assert(strstr(tl_client_out(), "summary id=row0 received=1 missed=0 last_seq=7") != NULL);

@@ -83,6 +83,22 @@ bool tl_client_running(pid_t pid)
     return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
 }
 
+bool tl_client_wait_out(pid_t pid, const char *needle, double timeout_s)
+{
+    for (double deadline = tl_now_s() + timeout_s; tl_now_s() < deadline;) {
+        bool running = tl_client_running(pid);
+        char *out = slurp(out_path);
+        bool found = strstr(out, needle) != NULL;
+        free(out);
+        if (found)
+            return true;
+        if (!running) /* looked at after its last output */
+            return false;
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    return false;
+}
+
 int tl_client_wait(pid_t pid, double timeout_s)
 {
     double deadline = tl_now_s() + timeout_s;
@@ -155,4 +171,33 @@ int tl_free_port(void)
     ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
     close(fd);
     return ntohs(a.sin_port);
+}
+
+/* Whether /proc/net/tcp has a socket in state LISTEN (0A) on port. */
+static bool listening(int port)
+{
+    FILE *fp = fopen("/proc/net/tcp", "r");
+    if (!fp)
+        return false;
+    char line[512];
+    bool found = false;
+    unsigned local_port, state;
+    while (!found && fgets(line, sizeof line, fp))
+        /* "  sl  local_address rem_address   st ...": "0: 0100007F:1F90 00000000:0000 0A" */
+        found = sscanf(line, " %*u: %*x:%x %*x:%*x %x", &local_port, &state) == 2 &&
+                local_port == (unsigned)port && state == 0x0A;
+    fclose(fp);
+    return found;
+}
+
+bool tl_client_wait_listening(pid_t pid, int port, double timeout_s)
+{
+    for (double deadline = tl_now_s() + timeout_s; tl_now_s() < deadline;) {
+        if (listening(port))
+            return true;
+        if (!tl_client_running(pid))
+            return false;
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    return false;
 }

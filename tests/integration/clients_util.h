@@ -3,7 +3,8 @@
  * to a free loopback port.
  *
  * The binary is $top_builddir/clients/tomolive (the test harness sets top_builddir); its
- * stdout and stderr go to files in a directory of the test's, read back when it exits.
+ * stdout and stderr go to files in a directory of the test's, read back when it exits
+ * (stdout also while it runs: tl_client_wait_out).
  */
 #ifndef TL_CLIENTS_UTIL_H
 #define TL_CLIENTS_UTIL_H
@@ -19,6 +20,9 @@ pid_t tl_client_start(const char *dir, const char *const *args);
 int tl_client_wait(pid_t pid, double timeout_s);
 /* Whether it is still running (without reaping it). */
 bool tl_client_running(pid_t pid);
+/* Waits until what it has printed on stdout so far holds needle (true), or until it has
+ * exited or timeout_s seconds have passed (false). For a client that flushes its lines. */
+bool tl_client_wait_out(pid_t pid, const char *needle, double timeout_s);
 /* start + wait. */
 int tl_client_run(const char *dir, const char *const *args, double timeout_s);
 /* What the last waited-for run printed (NUL-terminated, valid until the next wait). */
@@ -32,6 +36,9 @@ int tl_count_lines(const char *text, const char *prefix);
 void *tl_bind_loopback(void *ctx, int type, char *ep, size_t cap);
 /* A free loopback TCP port (for a client that binds); racy in principle, fine in tests. */
 int tl_free_port(void);
+/* Waits until a socket listens on TCP port (IPv4, as /proc/net/tcp shows it): true; false
+ * once the client pid has exited or timeout_s seconds have passed. */
+bool tl_client_wait_listening(pid_t pid, int port, double timeout_s);
 
 /* Monotonic seconds. */
 double tl_now_s(void);

@@ -316,6 +316,7 @@ START_TEST(test_ratelimit)
     ck_assert(tl_ratelimit_allow(&r3, 0.2, 2, &n));
     ck_assert(!tl_ratelimit_allow(&r3, 0.2, 2, &n));
     ck_assert(!tl_ratelimit_allow(&r3, 0.2, 2, &n));
+    /* what is tested: the real clock moving on past the 0.2 s window, no waiting */
     nanosleep(&(struct timespec){0, 250000000}, NULL);
     ck_assert(tl_ratelimit_allow(&r3, 0.2, 2, &n));
     ck_assert_uint_eq(n, 2);
