@@ -31,11 +31,35 @@ tests_unit_check_notify_LDADD = $(NOTIFY_LISTENER_LIBS) $(DAEMON_UTIL_LIBS) $(TE
 TESTS += tests/integration/verify_unit.sh
 EXTRA_DIST += tests/integration/verify_unit.sh
 
-check_PROGRAMS += tests/unit/check_daemon_core
-TESTS += tests/unit/check_daemon_core
-tests_unit_check_daemon_core_SOURCES = tests/unit/check_daemon_core.c
-tests_unit_check_daemon_core_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS)
-tests_unit_check_daemon_core_LDADD = $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+# the daemon's pieces that need no sockets, one test program per module (daemon/base/,
+# daemon/ingest/bands.h)
+DAEMON_CORE_TESTS = tests/unit/check_slices tests/unit/check_pacing tests/unit/check_subs \
+	tests/unit/check_queue tests/unit/check_bufpool tests/unit/check_stats tests/unit/check_bands
+check_PROGRAMS += $(DAEMON_CORE_TESTS)
+TESTS += $(DAEMON_CORE_TESTS)
+DAEMON_CORE_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS)
+DAEMON_CORE_TEST_LIBS = $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+tests_unit_check_slices_SOURCES = tests/unit/check_slices.c
+tests_unit_check_slices_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
+tests_unit_check_slices_LDADD = $(DAEMON_CORE_TEST_LIBS)
+tests_unit_check_pacing_SOURCES = tests/unit/check_pacing.c
+tests_unit_check_pacing_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
+tests_unit_check_pacing_LDADD = $(DAEMON_CORE_TEST_LIBS)
+tests_unit_check_subs_SOURCES = tests/unit/check_subs.c
+tests_unit_check_subs_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
+tests_unit_check_subs_LDADD = $(DAEMON_CORE_TEST_LIBS)
+tests_unit_check_queue_SOURCES = tests/unit/check_queue.c
+tests_unit_check_queue_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
+tests_unit_check_queue_LDADD = $(DAEMON_CORE_TEST_LIBS)
+tests_unit_check_bufpool_SOURCES = tests/unit/check_bufpool.c
+tests_unit_check_bufpool_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
+tests_unit_check_bufpool_LDADD = $(DAEMON_CORE_TEST_LIBS)
+tests_unit_check_stats_SOURCES = tests/unit/check_stats.c
+tests_unit_check_stats_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
+tests_unit_check_stats_LDADD = $(DAEMON_CORE_TEST_LIBS)
+tests_unit_check_bands_SOURCES = tests/unit/check_bands.c
+tests_unit_check_bands_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
+tests_unit_check_bands_LDADD = $(DAEMON_CORE_TEST_LIBS)
 
 # a real tomolived for integration tests (tests/daemon_fixture.h)
 noinst_LIBRARIES += tests/libtlfixture.a
