@@ -1,12 +1,22 @@
 # http tests: the preview page, /metrics and /api/status (daemon/serve/http.h)
 
-# the pure parts: preview images, Prometheus text (strict checker), routing
-check_PROGRAMS += tests/unit/check_http
-TESTS += tests/unit/check_http
-tests_unit_check_http_SOURCES = tests/unit/check_http.c \
+# the pure parts, one program per module: preview images, Prometheus text (strict
+# checker), routing
+HTTP_UNIT_TESTS = tests/unit/check_preview tests/unit/check_metrics tests/unit/check_http
+check_PROGRAMS += $(HTTP_UNIT_TESTS)
+TESTS += $(HTTP_UNIT_TESTS)
+HTTP_UNIT_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS)
+HTTP_UNIT_LIBS = $(HTTP_CORE_LIBS) $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(TEST_LIBS)
+tests_unit_check_preview_SOURCES = tests/unit/check_preview.c
+tests_unit_check_preview_CFLAGS = $(HTTP_UNIT_CFLAGS)
+tests_unit_check_preview_LDADD = $(HTTP_UNIT_LIBS)
+tests_unit_check_metrics_SOURCES = tests/unit/check_metrics.c \
 	tests/unit/check_http_expo.h tests/unit/check_http_expo.c
-tests_unit_check_http_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS)
-tests_unit_check_http_LDADD = $(HTTP_CORE_LIBS) $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(TEST_LIBS)
+tests_unit_check_metrics_CFLAGS = $(HTTP_UNIT_CFLAGS)
+tests_unit_check_metrics_LDADD = $(HTTP_UNIT_LIBS)
+tests_unit_check_http_SOURCES = tests/unit/check_http.c
+tests_unit_check_http_CFLAGS = $(HTTP_UNIT_CFLAGS)
+tests_unit_check_http_LDADD = $(HTTP_UNIT_LIBS)
 
 # an HTTP client and a daemon with HTTP on a free loopback port (tests/http_client.h), and
 # the strict Prometheus checker, for the tests that talk to a real daemon's HTTP server

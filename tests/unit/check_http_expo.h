@@ -1,5 +1,5 @@
 /* check_http_expo.h — a strict checker of the Prometheus text exposition format (0.0.4), for
- * the tests of /metrics (tests/unit/check_http.c, tests/integration/check_http_daemon.c).
+ * the tests of /metrics (tests/unit/check_metrics.c, tests/integration/check_http_daemon.c).
  *
  * Stricter than Prometheus itself, so that what passes here any scraper takes:
  *   - every line ends in '\n' (no '\r', no blank lines), and is `# HELP name text`,
