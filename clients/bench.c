@@ -4,11 +4,11 @@
  * Each problem (slice size x projections) and slice count gets an engine holding a full
  * window of phantom projections (line integrals, so no -log; the preprocessing is not
  * what is timed), then tl_engine_bench times every kernel able to serve that many row
- * slices. Rates are updates per second (pixels x projections x slices / time, DESIGN.md
- * §4) and every row is compared with a baseline measured in the same run: the standard
- * texture kernel "tex-std" of the same problem and slice count. The choice column applies
- * the autotuner's rule (tl_tune_choose) to each problem's table, so a benchmark shows what
- * `tomolive tune` and the daemon would pick from the same numbers.
+ * slices. Rates are updates per second (pixels x projections x slices / time,
+ * ARCHITECTURE.md §4.1) and every row is compared with a baseline measured in the same
+ * run: the standard texture kernel "tex-std" of the same problem and slice count. The
+ * choice column applies the autotuner's rule (tl_tune_choose) to each problem's table, so
+ * a benchmark shows what `tomolive tune` and the daemon would pick from the same numbers.
  *
  * With --gpus, the per-frame pipeline runs on an engine whose detector rows are split
  * across those GPUs (each stores its rows of every frame at once: the ingest capacity),

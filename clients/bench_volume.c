@@ -1,7 +1,7 @@
 /* bench_volume.c — `tomolive bench --volume`: how long a whole volume takes to back-project,
  * every detector row a SIZE x SIZE slice, from a window of PROJ projections held on the
  * device (the issue's "2048^3 from 2048 projections" target; tomocupy's Fourier
- * reconstruction is the scale: 5.73 s fp16, 8.73 s fp32 on an H100).
+ * reconstruction on the same card is the scale; figures: BENCHMARKS.md).
  *
  * The window is filled through the normal per-frame path with one phantom projection
  * submitted PROJ times at uniform angles (the kernels' speed does not depend on the

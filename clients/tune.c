@@ -6,7 +6,8 @@
  * prints what the choice rests on: the device the cache entry is keyed by, the ranking of
  * every kernel and batch size with the standard texture kernel of the same batch as the
  * baseline, the choices per quality mode, and the device's micro-benchmarks, which explain
- * a ranking (seed 000: texture and conversion rates differ between GPU generations).
+ * a ranking (Chilingaryan et al. 2020, J. Real-Time Image Proc. 17:1331: texture and
+ * conversion rates differ between GPU generations; ARCHITECTURE.md §4.3).
  */
 #include "config.h"
 

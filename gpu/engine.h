@@ -5,7 +5,7 @@
  * window of the last N projections (keyed by frame index, any arrival order). Slices are
  * back-projected from that window on request into caller-visible float32 buffers. The
  * engine knows nothing of sockets; it is driven by the daemon, `tomolive recon`, tests and
- * benchmarks alike. Conventions (coordinates, filters, quality modes) are DESIGN.md §3.
+ * benchmarks alike. Conventions (coordinates, filters, quality modes) are ARCHITECTURE.md §3.
  *
  *   tl_engine_config c; tl_engine_config_init(&c, rows, cols, window);
  *   tl_engine *e; if (tl_engine_create(&c, &e) != TL_OK) ... tl_engine_last_error(NULL)

@@ -7,10 +7,10 @@
  * field with a detector gain pattern, dark offset, optional Poisson noise for a given
  * incident flux) for the simulated camera, tests and benchmarks.
  *
- * Coordinates are the engine's (DESIGN.md §3): x, y in detector pixels from the rotation
- * axis, z = detector row; the ray of projection angle theta through (x, y) hits column
- * u = center + x cos(theta) - y sin(theta). Ellipsoids are given in normalised units
- * ([-1, 1] spans the phantom) and mapped to volume coordinates by
+ * Coordinates are the engine's (ARCHITECTURE.md §3.1): x, y in detector pixels from the
+ * rotation axis, z = detector row; the ray of projection angle theta through (x, y)
+ * hits column u = center + x cos(theta) - y sin(theta). Ellipsoids are given in
+ * normalised units ([-1, 1] spans the phantom) and mapped to volume coordinates by
  *   x = X * radius,  y = Y * radius,  z = z_center + Z * radius_z.
  *
  *   tl_phantom ph; tl_phantom_shepp_logan(&ph, 0.45 * cols, (rows - 1) / 2.0, 0.45 * rows);

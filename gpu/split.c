@@ -6,12 +6,11 @@
  * sinogram of one detector row, so a partition by rows needs no data exchange between
  * GPUs. Each part stores its rows of every frame and back-projects the slices in its rows
  * at the full speed of its card, while the others do the same: full-volume back
- * projection grows with the number of GPUs (2.00x on two H200s); per-frame ingest nearly
- * so (host frames 1.93x, frames in GPU memory 1.91x), since each part filters its halves of
- * queued frames in batches (gpu/cuda/store.cu): a filter pass's fixed costs do not shrink
- * with its rows, and frame by frame the halves gave only 1.72-1.84x; tracked slices scale
- * as their rows are spread (the streaming benchmark's two horizontal slices lie in one
- * GPU's rows: 1.40-1.57x).
+ * projection grows with the number of GPUs; per-frame ingest nearly so, since each part
+ * filters its halves of queued frames in batches (gpu/cuda/store.cu): a filter pass's
+ * fixed costs do not shrink with its rows, so filtering the halves frame by frame
+ * scaled clearly worse; tracked slices scale as their rows are spread (the streaming
+ * benchmark's two horizontal slices lie in one GPU's rows). Figures: BENCHMARKS.md.
  *
  * Partition (tl_engine_split_rows): part k owns rows [a_k, b_k), a_k = floor(k H / P), and
  * holds [a_k, min(b_k + 1, H)). The extra row ("halo") lets a sample between rows b_k - 1

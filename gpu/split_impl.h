@@ -13,8 +13,8 @@
 #define TL_SPLIT_BENCH_ROWS 128 /* kernels one part's benchmark lists at most */
 #define TL_SPLIT_SPIN_NS 100000  /* the pool spins this long between operations: frames
                                   * back to back come every ~60-150 us, and waking a sleeping
-                                  * thread for each cost host frames 1.2-1.8x instead of
-                                  * 1.84x on two GPUs */
+                                  * thread for each made host frames scale worse, and
+                                  * unevenly, on two GPUs (figures: BENCHMARKS.md) */
 
 /* One child backend and its share of the current operation. */
 typedef struct {

@@ -1,10 +1,10 @@
 /* tune.h — the autotuner: which back-projection kernel is fastest on this card, for a shape.
  *
- * Seed 000 shows that no kernel wins on every GPU (seed-000-001.md §5), so the choice is
- * measured, not assumed: for a shape (slice height x width, window, largest batch of
- * slices) the tuner times every kernel and parameter set the backend has (tl_engine_bench,
- * as if the window were full), for one slice and for batches of 2 and 4 horizontal slices,
- * and picks per allowed quality mode
+ * Chilingaryan et al. 2020, J. Real-Time Image Proc. 17:1331, show that no kernel wins on
+ * every GPU (ARCHITECTURE.md §5), so the choice is measured, not assumed: for a shape
+ * (slice height x width, window, largest batch of slices) the tuner times every kernel and
+ * parameter set the backend has (tl_engine_bench, as if the window were full), for one
+ * slice and for batches of 2 and 4 horizontal slices, and picks per allowed quality mode
  *   - `single`: the lowest time for one slice (what a control loop waits for), and
  *   - `batch`:  the highest slice-updates per second over the batch sizes timed.
  * The result goes into the engine (tl_engine_set_choice) and into a cache file keyed by

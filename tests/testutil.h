@@ -1,7 +1,7 @@
-/* testutil.h — helpers shared by the test programs: error metrics of DESIGN.md §3,
+/* testutil.h — helpers shared by the test programs: error metrics of ARCHITECTURE.md §3.6,
  * GPU presence (for the exit-77 skip), and running a Check suite with the right fork mode.
  *
- * Metrics follow seed-000-001.md §6.0: relative L2 = ||a - b|| / ||b||, and
+ * Metrics as in ARCHITECTURE.md §3.6: relative L2 = ||a - b|| / ||b||, and
  * max error over range = max |a - b| / (max b - min b), optionally inside a disk.
  */
 #ifndef TL_TESTUTIL_H

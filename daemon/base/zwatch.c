@@ -1,6 +1,6 @@
 /* zwatch.c — see zwatch.h. The prepare/check/idle trio is the libuv counterpart of
  * zeromq.js's poller: without it, 64 unread messages left by a bounded drain would stall
- * the loop forever (verified in ecosystem.md §2.2). */
+ * the loop forever (ARCHITECTURE.md §8). */
 #include <config.h>
 
 #include <zmq.h>

@@ -1,11 +1,12 @@
 /* zwatch.h — a ZeroMQ socket watched by the libuv loop.
  *
- * ZMQ_FD is edge-triggered and readable for any pending event (ecosystem.md §2.1): a
- * bounded drain can leave messages behind that no new edge will announce, and a send can
- * make the socket readable without an edge. So the watcher drains up to a budget when the
- * fd fires, and a prepare/check pair re-checks ZMQ_EVENTS around every loop iteration,
- * keeping an idle handle running (the loop then polls without blocking) while messages are
- * still queued. The callback receives one message at a time and must consume it.
+ * ZMQ_FD is edge-triggered and readable for any pending event (zmq_getsockopt(3);
+ * ARCHITECTURE.md §8): a bounded drain can leave messages behind that no new edge will
+ * announce, and a send can make the socket readable without an edge. So the watcher drains
+ * up to a budget when the fd fires, and a prepare/check pair re-checks ZMQ_EVENTS around
+ * every loop iteration, keeping an idle handle running (the loop then polls without
+ * blocking) while messages are still queued. The callback receives one message at a time
+ * and must consume it.
  *
  *   tl_zwatch w; tl_zwatch_start(&w, loop, sock, on_readable, ctx);
  *   ... static void on_readable(tl_zwatch *w) { zmq_msg_recv(..., ZMQ_DONTWAIT) ... }

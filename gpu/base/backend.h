@@ -24,7 +24,7 @@
 extern "C" {
 #endif
 
-/* One projection of a back-projection job, in the units of DESIGN.md §3:
+/* One projection of a back-projection job, in the units of ARCHITECTURE.md §3.1:
  * the ray through (x, y) hits column u = center + x cos(theta) - y sin(theta). */
 typedef struct {
     uint32_t slot;   /* where the filtered projection lives in the window */

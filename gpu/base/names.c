@@ -1,5 +1,5 @@
 /* names.c — the names of the engine's enumerations, as they appear in configuration
- * files, on the wire and in logs (DESIGN.md §3 spells the filter names). */
+ * files, on the wire and in logs (ARCHITECTURE.md §3.5 spells the filter names). */
 #include "config.h"
 
 #include <string.h>

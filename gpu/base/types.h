@@ -54,10 +54,10 @@ typedef enum { TL_GEOMETRY_PARALLEL = 0, TL_GEOMETRY_CONE } tl_geometry;
  * equally spaced angles over 180 or 360 degrees; slices stay linear in each projection,
  * which incremental updates need). ANGLES: each held projection weighs its share of the
  * angular range, (theta[i+1] - theta[i-1]) / 2 over the sorted angles, scaled so the
- * weights sum to pi (DESIGN.md §3, "the general rule"). */
+ * weights sum to pi (ARCHITECTURE.md §3.3). */
 typedef enum { TL_WEIGHTS_UNIFORM = 0, TL_WEIGHTS_ANGLES } tl_weights;
 
-/* Interpolation quality a caller accepts (DESIGN.md §3). The engine serves each
+/* Interpolation quality a caller accepts (ARCHITECTURE.md §3.6). The engine serves each
  * reconstruction with the fastest kernel of an allowed mode. */
 typedef enum { TL_QUALITY_EXACT = 0, TL_QUALITY_FAST, TL_QUALITY_PREVIEW } tl_quality;
 const char *tl_quality_name(tl_quality q);
@@ -188,8 +188,9 @@ typedef struct {
     double updates_per_s;     /* pixels x projections x slices / time */
 } tl_bench_row;
 
-/* One measured hardware rate of the engine's device (seed-000-001.md §6.2 AP-2: the card's
- * row of the paper's Table 10): texture filter rates, conversion rates, shared memory. */
+/* One measured hardware rate of the engine's device (ARCHITECTURE.md §6.2 AP-2: the
+ * card's row of Table 10 of Chilingaryan et al. 2020, J. Real-Time Image Proc.
+ * 17:1331): texture filter rates, conversion rates, shared memory. */
 typedef struct {
     const char *name;         /* static: "texture float linear", "shared 128-bit loads", ... */
     const char *unit;         /* static: "G texels/s", "G ops/s", "GB/s" */

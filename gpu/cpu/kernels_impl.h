@@ -3,7 +3,7 @@
  * Included by kernels_f32.c (real = float: the backend the daemon runs) and kernels_f64.c
  * (real = double: the float64 reference every other kernel is checked against), which
  * define REAL, SFX (name suffix), FFTW(x) (fftwf_x or fftw_x), LOG and FLOOR first.
- * Conventions are DESIGN.md §3: linear interpolation between bins, zero outside the
+ * Conventions are ARCHITECTURE.md §3.1: linear interpolation between bins, zero outside the
  * detector, and the ray through (x, y) hits u = center + x cos(theta) - y sin(theta).
  */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* bench.cu — the benchmarks behind `tomolive bench` (engine.h, tl_engine_bench and
- * tl_engine_bench_store), following seed-000-001.md §4.1 / §6.2 AP-1 and DESIGN.md §4:
+ * tl_engine_bench_store), following ARCHITECTURE.md §4.2 and §6.2 AP-1:
  * CUDA events around the timed work only, one warm-up call, the median of reps calls,
  * no host I/O. Back projection writes into the device output buffer and never copies
  * back; the store path writes into a scratch slot, so the window is not disturbed.

@@ -1,6 +1,7 @@
-/* bp_alu.cu — the ALU / shared-memory back-projection family of seed 000 Sect. 6
- * (seed-000-001.md §2.3). A block owns a square tile of pixels; projections are taken a
- * few at a time in two phases separated by barriers:
+/* bp_alu.cu — the ALU / shared-memory back-projection family of Chilingaryan et al.
+ * 2020, J. Real-Time Image Proc. 17:1331, Sect. 6 (ARCHITECTURE.md §5). A block owns a
+ * square tile of pixels; projections are taken a few at a time in two phases separated
+ * by barriers:
  *   1. cache: per projection, the bins the tile can touch, from one bin below the lowest
  *      (floor of the least u over the tile's corners, minus 1) onwards, are copied from
  *      the sinogram rows into shared memory, zero outside the detector (the engine's rule);
@@ -17,9 +18,9 @@
  *                  64-bit cell and adds  a' + (h - c0) d  (an add and an FMA; bp_alu.cuh);
  *                  the cell's index comes from the bits of one FADD rounded down
  *                  (fround.h) instead of floorf + float->int, which run at 16 per clock
- *                  per SM on an H100 against 128 FP32 adds (§3.5; `tomolive tune` prints
- *                  the measured rates); h along a thread's column by one FMA per pixel.
- *                  Six instructions per update. `exact`.
+ *                  per SM on an H100 against 128 FP32 adds (ARCHITECTURE.md §4.3;
+ *                  `tomolive tune` prints the measured rates); h along a thread's
+ *                  column by one FMA per pixel. Six instructions per update. `exact`.
  *   alu2-fr/...    the same for 2 slices: a cell is float4 (a'0, a'1, d0, d1), one 128-bit
  *                  load per 2 updates; the index arithmetic is shared. `exact`.
  *   alu4-fr/...    4 slices, two float4 per cell. `exact`.

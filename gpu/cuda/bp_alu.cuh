@@ -1,6 +1,6 @@
 /* bp_alu.cuh — the block of the FP-rounding ALU kernels (bp_alu.cu), as a template that
  * the hybrid kernels (bp_hybrid.cu) embed for their ALU blocks, so both produce the same
- * numbers. See bp_alu.cu for the design (seed-000-001.md §2.3, A3 + A4 + A5).
+ * numbers. See bp_alu.cu for the design (ARCHITECTURE.md §5: A3 + A4 + A5).
  */
 #ifndef TL_CUDA_BP_ALU_CUH
 #define TL_CUDA_BP_ALU_CUH

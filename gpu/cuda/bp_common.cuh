@@ -1,5 +1,6 @@
 /* bp_common.cuh — what the back-projection kernels share: the geometry of a slice and the
- * arithmetic that puts a pixel on the detector (DESIGN.md §3; seed-000-001.md §1.1, Eq. 1).
+ * arithmetic that puts a pixel on the detector (ARCHITECTURE.md §3.1; Chilingaryan et
+ * al. 2020, J. Real-Time Image Proc. 17:1331, Eq. 1).
  *
  * Every kernel computes a pixel's position and its detector column with the same helpers,
  * in the same operation order, so kernels that serve the same slice put every pixel at

@@ -1,5 +1,6 @@
-/* bp_hybrid.cu — texture and ALU blocks sharing the card: seed 000 Sect. 7.1 (seed-000-001.md
- * §2.4 H1). Quality mode `fast` (texture blocks carry the texture unit's 8-bit weights).
+/* bp_hybrid.cu — texture and ALU blocks sharing the card: Chilingaryan et al. 2020, J.
+ * Real-Time Image Proc. 17:1331, Sect. 7.1 (ARCHITECTURE.md §5, H1). Quality mode
+ * `fast` (texture blocks carry the texture unit's 8-bit weights).
  *
  * The ALU kernels leave the texture units idle and the texture kernel leaves most of the
  * ALUs and shared memory idle, so each block of a hybrid launch takes one path or the

@@ -1,5 +1,6 @@
-/* bp_oversample.cu — x4 oversampled caches with nearest-neighbour lookup: seed 000
- * Sect. 7.2 (seed-000-001.md §2.4 H2). Quality mode `preview`.
+/* bp_oversample.cu — x4 oversampled caches with nearest-neighbour lookup: Chilingaryan
+ * et al. 2020, J. Real-Time Image Proc. 17:1331, Sect. 7.2 (ARCHITECTURE.md §5, H2).
+ * Quality mode `preview`.
  *
  * Like the ALU kernels (bp_alu.cuh: tiles, passes of s projections, the cache starting one
  * bin below the tile's lowest), but the cache holds each bin's linear interpolation at
@@ -7,8 +8,9 @@
  * let the texture unit make them; the ALUs are as cheap here and exact). An update is then
  * one lookup at round(4 h) and one add: the rounding trick on 4 h gives the index with a
  * single FP add (fround.h: t = 4h + 2^23 rounds to the nearest integer). The error lies
- * between nearest neighbour and linear interpolation: a quarter of NN's (seed §6.0: 0.24-
- * 0.25 x NN's relative L2), about 1e-2 relative L2 on a phantom.
+ * between nearest neighbour and linear interpolation: a quarter of NN's
+ * (ARCHITECTURE.md §6.0: 0.24-0.25 x NN's relative L2), about 1e-2 relative L2 on a
+ * phantom.
  */
 #include "config.h"
 

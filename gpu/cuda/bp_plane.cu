@@ -1,15 +1,16 @@
 /* bp_plane.cu — "plane-exact": back projection of arbitrary planes (engine.h, RECAST3D
- * convention; DESIGN.md §3 "Slices"). Quality mode `exact`; serves every slice.
+ * convention; ARCHITECTURE.md §3.2). Quality mode `exact`; serves every slice.
  *
- * Seed 000 treats horizontal slices only; its pixel-driven scheme (seed-000-001.md §1.1,
- * Eq. 1 and Alg. 1) carries over to planes: every pixel has a volume position (x, y, z),
- * hits detector column u = center + x cos - y sin and row v = z, and is interpolated
- * bilinearly in exact fp32 arithmetic — linearly between bins along u within the two
- * detector rows around z, then linearly between those rows — with zero outside the
- * detector in both directions. This is exactly the CPU backend's rule (tl_cpu_bp_row in
- * gpu/cpu/kernels_impl.h), including the shortcut for integer z, where only one row is read.
- * One thread per pixel in 16 x 16 blocks; sinogram values are read from global memory
- * through the read-only data cache (__ldg): neighbouring pixels read neighbouring bins.
+ * Chilingaryan et al. 2020, J. Real-Time Image Proc. 17:1331, treat horizontal slices
+ * only; their pixel-driven scheme (Eq. 1 and Alg. 1) carries over to planes: every pixel
+ * has a volume position (x, y, z), hits detector column u = center + x cos - y sin and row
+ * v = z, and is interpolated bilinearly in exact fp32 arithmetic — linearly between bins
+ * along u within the two detector rows around z, then linearly between those rows — with
+ * zero outside the detector in both directions. This is exactly the CPU backend's rule
+ * (tl_cpu_bp_row in gpu/cpu/kernels_impl.h), including the shortcut for integer z, where
+ * only one row is read. One thread per pixel in 16 x 16 blocks; sinogram values are read
+ * from global memory through the read-only data cache (__ldg): neighbouring pixels read
+ * neighbouring bins.
  */
 #include "config.h"
 

@@ -4,7 +4,7 @@
  *
  * 16-bit scales: half floats hold 11 significant bits over a range of 2^-24 .. 65504, so
  * the 16-bit kernels (alu4h, tex4h) scale each sinogram by 2^10 / its largest |value|
- * (seed-000-001.md §6.1 AC-6 "range guard": the seeds offer no remedy, the scaling is
+ * (ARCHITECTURE.md §6.1 AC-6 "range guard": the paper offers no remedy, the scaling is
  * ours). The maximum is found on the device (a reduction with atomicMax on the bits of
  * non-negative floats, whose order equals their values'), so nothing waits for the host.
  */
@@ -63,7 +63,7 @@ tl_status tl_cuda_half_scales(tl_cuda_state *s, const tl_cuda_batch *b, size_t n
 }
 
 /* The largest SM id + 1 the device reports (%nsmid): the hybrids' ticket array must cover
- * every %smid, which may exceed the SM count (seed-000-001.md §7 item 10). */
+ * every %smid, which may exceed the SM count (ARCHITECTURE.md §7.3). */
 __global__ void nsmid_kernel(int *out)
 {
     unsigned v;

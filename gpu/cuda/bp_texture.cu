@@ -1,5 +1,6 @@
-/* bp_texture.cu — the texture family of seed 000 Sect. 5 (seed-000-001.md §2.2): the
- * texture unit interpolates, so every kernel here is `fast` (8-bit weights).
+/* bp_texture.cu — the texture family of Chilingaryan et al. 2020, J. Real-Time Image
+ * Proc. 17:1331, Sect. 5 (ARCHITECTURE.md §5): the texture unit interpolates, so every
+ * kernel here is `fast` (8-bit weights).
  *   tex-std      Alg. 1 (T0), 4 pixels per thread — the in-run baseline of `tomolive bench`;
  *   tex-z        T3 + T4: Z-order within 4x4 squares, 4 projection groups per block, the
  *                groups' partial sums reduced in shared memory (Alg. 2 second mapping);
@@ -18,25 +19,25 @@
  * weight * tex2D(u + 0.5, slot + 0.5): the texture unit interpolates linearly between the
  * bins around u (the +0.5 addresses texel centres, so bin j's centre is u = j) and, in
  * border mode, returns zero outside the detector, the engine's convention. The hardware
- * weights have 8 fractional bits, so the result is `fast`, not `exact` (§6.0: about 1e-4
- * relative L2 against float64; AC-3 allows 1e-3). The y coordinate slot + 0.5 is a texel
- * centre, so neighbouring slots never blend in.
+ * weights have 8 fractional bits, so the result is `fast`, not `exact` (ARCHITECTURE.md
+ * §6.0: about 1e-4 relative L2 against float64; AC-3 allows 1e-3). The y coordinate
+ * slot + 0.5 is a texel centre, so neighbouring slots never blend in.
  *
  * Which way the texture unit quantises the weight (round or truncate) is not documented.
  * create() measures it once with a probe on a two-texel texture; if it truncates, every
  * coordinate gets half a quantum (1/512 bin) added, which turns truncation into rounding
- * and halves the error (seed-000-001.md §6.0: "8-bit weights (rounded)" vs "(truncated)").
+ * and halves the error (ARCHITECTURE.md §6.0: "8-bit weights (rounded)" vs "(truncated)").
  *
  * The per-projection constants (cos, sin, centre, weight) and each projection's texel row
  * live in __constant__ memory: all threads of a warp read the same projection at once, so
- * every read is a broadcast (§0, "keep per-projection constants warp-uniform"). Windows
- * longer than TEX_CHUNK projections take several launches that accumulate into the output.
- * The __constant__ table is one per process and device, hence tl_cuda_constant_lock
- * (one lock per device).
+ * every read is a broadcast (ARCHITECTURE.md §5: per-projection constants are
+ * warp-uniform). Windows longer than TEX_CHUNK projections take several launches that
+ * accumulate into the output. The __constant__ table is one per process and device, hence
+ * tl_cuda_constant_lock (one lock per device).
  *
  * Textures: one texture object per detector row, over that row's sinogram in the window
  * (pitched linear memory: width = cols, height = window slots), created once in create().
- * CUDA 12 removed texture references (§7 item 9): objects are kernel arguments.
+ * CUDA 12 removed texture references (ARCHITECTURE.md §7.2): objects are kernel arguments.
  */
 #include "config.h"
 
@@ -75,11 +76,11 @@ void tl_cuda_constant_unlock(int device)
 /* Alg. 1 with one pixel per thread keeps one fetch in flight per warp: the add that
  * consumes it stalls the warp (in-order issue) before the next projection's fetch, and
  * on the H100 the kernel is bound by texture latency, not by the filter rate (Nsight
- * Compute: texture pipe 42 % busy, warps stalled on "long scoreboard"; 0.26-0.43 T
- * updates/s). Giving each thread 4 pixels of the tile — the thread mapping of seed 000
- * Sect. 5.6 (T4, "more work per thread") — puts 4 independent fetches in flight per
- * projection and reuses its constants 4 times: 1.01 T updates/s in a stand-alone test at
- * 2048^2 x 2048, 97 % of the H100's 1.05 T texels/s. Each pixel still sums its projections
+ * Compute: the texture pipe less than half busy, warps stalled on "long scoreboard").
+ * Giving each thread 4 pixels of the tile — the thread mapping of Chilingaryan et al.
+ * 2020, Sect. 5.6 (T4, "more work per thread") — puts 4 independent fetches in flight
+ * per projection and reuses its constants 4 times, which brings it close to the card's
+ * texture filter rate (figures: BENCHMARKS.md). Each pixel still sums its projections
  * in order with the same arithmetic as the one-pixel kernel. */
 __global__ void __launch_bounds__(TEX_TILE * TEX_TILE / TEX_PIX)
 bp_tex_kernel(cudaTextureObject_t tex, tl_cuda_geom g, int nproj, float xoff, int accumulate,

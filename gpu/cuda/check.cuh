@@ -1,5 +1,5 @@
 /* check.cuh — CUDA and cuFFT failures as a tl_status plus a message naming the failing call
- * (DESIGN.md §3, "Errors"). Every runtime call, cuFFT call and kernel launch in gpu/cuda/
+ * (ARCHITECTURE.md §3.7). Every runtime call, cuFFT call and kernel launch in gpu/cuda/
  * goes through one of these macros; nothing here prints or exits. They return from the
  * calling function, so use them in functions that return tl_status.
  *

@@ -313,10 +313,10 @@ static tl_status host_alloc(tl_cuda_state *s, void **p, size_t bytes, const char
 
 /* Lets the engine's device read the memory of every peer it can: frames on another GPU (a
  * partition's rows, gpu/split.c; a CUDA IPC producer's ring) are then copied over NVLink or
- * PCIe peer to peer, not staged through host memory by the driver (two H200s, a 2048 x 2048
- * frame split across them: 0.198 ms per frame without, 0.081 ms with). Without it the copies
- * still work, only slower, so a refusal is no error. Access is per context and enabling
- * it twice is an error, hence the table of pairs already asked for. */
+ * PCIe peer to peer, not staged through host memory by the driver (a frame split across
+ * two GPUs is copied in well under half the time; figures: BENCHMARKS.md). Without it
+ * the copies still work, only slower, so a refusal is no error. Access is per context
+ * and enabling it twice is an error, hence the table of pairs already asked for. */
 #define TL_CUDA_PEER_MAX 64
 static void enable_peers(int device)
 {

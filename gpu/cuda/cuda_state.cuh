@@ -11,10 +11,11 @@
  *   value (row r, slot k, column c) at  window + r * slab_el + k * pitch_el + c
  *
  * so each detector row owns one contiguous sinogram of n slots ("slab"). Why:
- *   - a horizontal slice (the fast path, DESIGN.md §3) reads exactly one sinogram, so the
- *     texture kernel binds one 2-D texture object per detector row over pitched linear
- *     memory (cudaResourceTypePitch2D, x = column, y = slot), created once in create();
- *     a new projection becomes visible through the texture without any copy;
+ *   - a horizontal slice (the fast path, ARCHITECTURE.md §3.2) reads exactly one
+ *     sinogram, so the texture kernel binds one 2-D texture object per detector row
+ *     over pitched linear memory (cudaResourceTypePitch2D, x = column, y = slot),
+ *     created once in create(); a new projection becomes visible through the texture
+ *     without any copy;
  *   - the ALU kernel's tiles read short runs of one sinogram row (coalesced, L2-friendly);
  *   - storing a projection writes `rows` runs of `cols` floats, each run coalesced, which
  *     is cheap next to the FFT that precedes it;
@@ -37,12 +38,12 @@
 #define TL_CUDA_RING 4            /* pinned staging buffers for host frames */
 #define TL_CUDA_PEER_BUFS 4       /* buffers for frames from other GPUs: copies run ahead of
                                      the kernels (a batched filter pass reads none of them,
-                                     so the next frames' copies go on meanwhile; with 2, two
-                                     H200s gave 1.77x one GPU for frames in GPU memory, with
-                                     4 1.90-1.92x) */
+                                     so the next frames' copies go on meanwhile; 4 scale
+                                     two GPUs better than 2; figures: BENCHMARKS.md) */
 #define TL_CUDA_STAGE_THREADS 4   /* threads (the caller included) copying a host frame into
-                                     its staging buffer: one core copies ~6 GB/s, too slow
-                                     for a camera at 500+ frames/s of 8 MB */
+                                     its staging buffer: one core copies too slowly for
+                                     a camera at 500+ frames/s of 8 MB (figures:
+                                     BENCHMARKS.md) */
 #define TL_CUDA_STAGE_SPIN_NS 50000 /* they spin this long for the next frame before sleeping
                                        (gpu/base/pool.h): frames back to back start at once */
 #define TL_CUDA_STAGE_PIECES 16   /* pieces of a frame's copy: early finishers take more */
@@ -55,10 +56,10 @@ static constexpr int tl_cuda_row_ilp = TL_CUDA_ROW_ILP; /* for #pragma unroll, w
 #define TL_CUDA_BATCH_ROWS 2048   /* rows a filter pass aims at: projections with fewer
                                      rows, when frames queue up, are filtered a few at once
                                      (store.cu); below ~2048 rows the pass's fixed costs
-                                     (kernel ramp-up and tails: about 13 us a frame on an
-                                     H200, by a linear fit) weigh: 1024-row frames run 1.73x
-                                     as fast as 2048-row ones, not 2x; above it batching
-                                     gains nothing (two 2048-row frames a pass: 4% slower) */
+                                     (kernel ramp-up and tails) weigh: 1024-row frames
+                                     run well short of twice as fast as 2048-row ones;
+                                     above it batching gains nothing (figures:
+                                     BENCHMARKS.md) */
 #define TL_CUDA_BATCH_MAX 8       /* projections filtered in one pass at most */
 #define TL_CUDA_MIN_RATIO 1e-6f   /* = TL_CPU_MIN_RATIO: clamp of ratios before -log */
 #define TL_CUDA_COALESCE 128      /* bytes: slot pitch alignment for coalesced rows */

@@ -1,7 +1,8 @@
 /* filter.cu — the FBP filter on the GPU with cuFFT: every detector row of a projection is
  * zero-padded to P (preprocess.cu), transformed, multiplied by H / P and transformed back;
- * the first W values of each row go into the window (seed-000-001.md §1.1 "Filtering":
- * batched FFTs; the filter design is gpu/method/filter.h, shared with the CPU backend).
+ * the first W values of each row go into the window (Chilingaryan et al. 2020, J.
+ * Real-Time Image Proc. 17:1331, Sect. 4: batched FFTs; the filter design is
+ * gpu/method/filter.h, shared with the CPU backend).
  *
  * A pass filters 1 .. batch projections at once (store.cu holds short frames for it while
  * frames queue up: TL_CUDA_BATCH_ROWS), so the plans are made once in create() for every

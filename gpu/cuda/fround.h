@@ -1,10 +1,11 @@
 /* fround.h — floor and integer index of a cache offset with one FP32 add: the rounding
- * trick of seed 000 Sect. 6.6 (seed-000-001.md §2.3 A4, §7 item 6), shared by the ALU
- * kernels (device) and by tests/unit/check_fround.c (host), hence plain C.
+ * trick of Chilingaryan et al. 2020, J. Real-Time Image Proc. 17:1331, Sect. 6.6
+ * (ARCHITECTURE.md §5 A4, §7.1), shared by the ALU kernels (device) and by
+ * tests/unit/check_fround.c (host), hence plain C.
  *
  * Why: on an H100 a float->int conversion or floorf runs at 16 per clock per SM, an FP32
  * add at 128 (measured: `tomolive tune`); an ALU kernel that converts once per update is
- * conversion-bound (§3.5).
+ * conversion-bound (ARCHITECTURE.md §4.3).
  *
  * How: for 0 <= h < 2^23, the sum t = h + 2^23 rounded toward minus infinity (one FADD
  * with the .RM modifier, __fadd_rd) is 2^23 + floor(h) exactly: floats in [2^23, 2^24)
@@ -14,7 +15,7 @@
  *   weight f   = h - hf                         (exact, in [0, 1))
  * The paper rounds to nearest with h - 0.499999 (CUDA 8 had no directed-rounding add in
  * its kernels' hot path) and its constant 0x4B000001 returns hf - 1, which needs a
- * one-bin bias (seed-000-001.md §7 item 6); a round-to-nearest variant also has ties at
+ * one-bin bias (ARCHITECTURE.md §7.1); a round-to-nearest variant also has ties at
  * integers, where the index comes out one low and the weight 1 — still a correct
  * interpolation, but one that reads the neighbour and loses a few ulps next to large
  * values. Rounding down has neither problem. The kernels keep h >= 1 (their caches start

@@ -1,12 +1,13 @@
 /* kernels.cuh — the back-projection kernel family as a table: every kernel and parameter set
- * the CUDA backend can run, with the quality mode it guarantees (DESIGN.md §3) and how
+ * the CUDA backend can run, with the quality mode it guarantees (ARCHITECTURE.md §3.6) and how
  * many slices it computes per pass. backproject.cu chooses from this table (a forced name,
  * the autotuner's choice, or the built-in rule), groups a job's slices into batches for
  * the multi-slice kernels and launches them; bench.cu times every entry able to serve a
  * job; tl_engine_kernels lists them.
  *
- * The families, one file each (seed-000-001.md §2):
- *   bp_texture.cu    tex-*   the texture unit interpolates (seed 000 Sect. 5), `fast`
+ * The families, one file each (ARCHITECTURE.md §5; sections of Chilingaryan et al.
+ * 2020, J. Real-Time Image Proc. 17:1331):
+ *   bp_texture.cu    tex-*   the texture unit interpolates (Sect. 5), `fast`
  *   bp_alu.cu        alu*-*  shared-memory caches, ALU interpolation (Sect. 6)
  *   bp_hybrid.cu     hyb-*   texture and ALU blocks sharing the card (Sect. 7.1)
  *   bp_oversample.cu os*-*   x4 oversampled caches, nearest-neighbour lookup (Sect. 7.2)

@@ -1,10 +1,11 @@
 /* microbench.cu — the card's own "Table 10 row" (engine.h, tl_engine_hw_rates): the unit
  * rates that decide which back-projection kernel family wins on this GPU.
  *
- * Why: seed 000 (Sect. 3.4 and 3.7; seed-000-001.md §3.4-3.5 and §6.2 AP-2) shows that the
- * winner between the texture kernels and the ALU + shared-memory kernels is set by a few
- * ratios: FP32 flops per texel, shared-memory words per texel, conversions per texel, and
- * whether conversions overlap with FP32 work. The model of §3 must use the installed
+ * Why: Chilingaryan et al. 2020, J. Real-Time Image Proc. 17:1331, Sects. 3.4 and 3.7
+ * (ARCHITECTURE.md §4.3 and §6.2 AP-2), show that the winner between the texture kernels
+ * and the ALU + shared-memory kernels is set by a few ratios: FP32 flops per texel,
+ * shared-memory words per texel, conversions per texel, and whether conversions overlap
+ * with FP32 work. The performance model (ARCHITECTURE.md §4.3) must use the installed
  * card's measured values, not datasheet numbers; the tuner prints this row next to its
  * timings. Measured here, on the engine's device and stream:
  *
@@ -13,9 +14,10 @@
  *     MB_TEX_PROJ projections and fetches at (x cos p - y sin p + c, p + 0.5). Formats:
  *     float, float2 and half4 (16-bit float channels, returned as float4) with linear
  *     filtering, float and float2 with nearest (point) sampling; thread layouts: linear
- *     (row-major pixels) and the Z-order of seed 000 Sect. 5.5 (4x4 squares of 2x2
- *     sub-squares). Each thread owns MB_TEX_PIX pixels so that several fetches are in
- *     flight per warp (one pixel per thread is latency-bound on the H100; bp_texture.cu);
+ *     (row-major pixels) and the Z-order of Chilingaryan et al. 2020, Sect. 5.5 (4x4
+ *     squares of 2x2 sub-squares). Each thread owns MB_TEX_PIX pixels so that several
+ *     fetches are in flight per warp (one pixel per thread is latency-bound on the H100;
+ *     bp_texture.cu);
  *   - FP32 FMA rate (G FMA/s) and the conversions the ALU kernels use, floorf (FRND),
  *     __float2int_rd (F2I) and __half2float (G ops/s), each alone, and each interleaved
  *     with FMAs: "overlap" = time(mixed) / (time(FMA alone) + time(conversions alone)),
@@ -27,19 +29,17 @@
  *     each warp reads consecutive words);
  *   - the SM clock (MHz) during a long FP32 kernel: clock64() cycles over event time.
  *
- * Method (seed 000 Sect. 2.3, DESIGN.md §4, like bench.cu): one warm-up launch, then the
- * median of MB_REPS launches timed with CUDA events; the ALU, shared-memory and clock kernels
- * run exactly one full wave (blocks per SM from the occupancy calculator). All buffers
- * (about 32 MB) are allocated first and freed on every path. About 0.35 s on an H100.
+ * Method (Chilingaryan et al. 2020, Sect. 2.3; ARCHITECTURE.md §4.2; like bench.cu): one
+ * warm-up launch, then the median of MB_REPS launches timed with CUDA events; the ALU,
+ * shared-memory and clock kernels run exactly one full wave (blocks per SM from the occupancy
+ * calculator). All buffers (about 32 MB) are allocated first and freed on every path. About
+ * 0.35 s on an H100.
  *
- * Expected on an H100 SXM (132 SMs at 1.98 GHz; seed-000-001.md §3.5): 1045 G texels/s for
- * float linear (4 per SM per clock); 33,450 G FMA/s (128 per SM per clock); conversions
- * 4,180 G ops/s at 16 per SM per clock; shared memory 33,450 GB/s (128 B per SM per clock)
- * for every load width. Measured on the development H100 SXM (clock 1977 MHz under load):
- * 1000 G texels/s for every format in Z-order and for float linear and nearest, but 755 for
- * float2 and half4 linear with the linear thread layout (the locality effect of Sect. 5.5);
- * 32,500 G FMA/s; FRND and F2I 4,140 G ops/s, overlap 0.79; __half2float compiles to
- * HADD2.F32 on the FP32 pipe: 15,500 G ops/s, overlap 0.99; shared 32,700-33,200 GB/s.
+ * Expected: the per-SM rates of ARCHITECTURE.md §4.3 (on an H100, per SM and clock: 4
+ * texels, 128 FMAs, 16 conversions, 128 bytes of shared memory) times SMs and clock.
+ * Measured, the 64-bit texel formats fall short with the linear thread layout (the
+ * locality effect of Sect. 5.5) and __half2float compiles to HADD2.F32 on the FP32
+ * pipe, so it overlaps FP32 work hardly at all (figures: BENCHMARKS.md).
  *
  * Rows, in this order (at most cap of them are measured and written): 8 texture rows,
  * FP32 FMA, 3 conversions, 3 overlaps, 3 shared-memory widths, the SM clock: 19 in all.
@@ -106,10 +106,11 @@ template <> __device__ __forceinline__ float4 mb_zero<float4>()
 
 /* Back projection without weights: thread (tx, ty) of a 16 x 4 block owns pixels m = 0..3,
  * which are the pixels of virtual thread (tx, ty + 4 m) of a 16 x 16 block. Linear layout:
- * that pixel is (tx, ty + 4 m), so a warp covers 16 x 2 pixels. Z-order (seed 000 Sect. 5.5):
- * square (vy mod 4, vy div 4), sub-square ((tx div 4) mod 2, (tx div 4) div 2), pixel
- * ((tx mod 4) mod 2, (tx mod 4) div 2), offset 4 square + 2 sub-square + pixel, so a warp
- * covers two neighbouring 4 x 4 squares. Every sum is written, so no fetch can be dropped. */
+ * that pixel is (tx, ty + 4 m), so a warp covers 16 x 2 pixels. Z-order (Chilingaryan et al.
+ * 2020, Sect. 5.5): square (vy mod 4, vy div 4), sub-square ((tx div 4) mod 2, (tx div 4) div
+ * 2), pixel ((tx mod 4) mod 2, (tx mod 4) div 2), offset 4 square + 2 sub-square + pixel, so
+ * a warp covers two neighbouring 4 x 4 squares. Every sum is written, so no fetch can be
+ * dropped. */
 template <typename T, bool ZORDER>
 __global__ void __launch_bounds__(MB_TEX_TILE * MB_TEX_TILE / MB_TEX_PIX)
 mb_tex_kernel(cudaTextureObject_t tex, int nproj, float center, float *__restrict__ out)

@@ -1,8 +1,9 @@
 /* preprocess.cu — dtype conversion, dark/flat averaging and flat-field correction, −log.
  *
- * Seed 000 (seed-000-001.md §1.1–1.2) only says "a chain of filters" before filtering; the
- * chain is ours (engine.h, tl_engine_submit) and mirrors the CPU backend's
- * tl_cpu_calib_row / tl_cpu_store_row (gpu/cpu/kernels_impl.h) operation for operation:
+ * Chilingaryan et al. 2020, J. Real-Time Image Proc. 17:1331, Sect. 4, only say "a
+ * chain of filters" before filtering; the chain is ours (engine.h, tl_engine_submit)
+ * and mirrors the CPU backend's tl_cpu_calib_row / tl_cpu_store_row
+ * (gpu/cpu/kernels_impl.h) operation for operation:
  *   pixel -> float;  t = (pixel - D) * gain,  gain = 1 / max(F - D, 1e-6);
  *   p = -log(max(t, 1e-6))  unless already_linear.
  * One fused, memory-bound kernel writes the corrected row straight into its destination:

@@ -1,6 +1,6 @@
 /* store.cu — the per-frame path: one raw frame, from host or device memory, to one filtered
- * projection in a window slot (DESIGN.md §2: staging ▸ convert ▸ dark/flat ▸ −log ▸ filter ▸
- * rolling sinograms), and the calibration frames that feed the correction.
+ * projection in a window slot (ARCHITECTURE.md §2: staging ▸ convert ▸ dark/flat ▸ −log
+ * ▸ filter ▸ rolling sinograms), and the calibration frames that feed the correction.
  *
  * Host frames are copied by the CPU into the next buffer of a small ring of pinned buffers
  * (after waiting for that buffer's previous upload to finish; the copy is split over a few

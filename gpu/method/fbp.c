@@ -1,4 +1,4 @@
-/* fbp.c — filtered back projection (method.h; conventions of DESIGN.md §3): the ramp
+/* fbp.c — filtered back projection (method.h; conventions of ARCHITECTURE.md §3): the ramp
  * filter family of filter.c, angular weights of weights.c. */
 #include "config.h"
 

@@ -1,4 +1,4 @@
-/* filter.h — design of the FBP filters, shared by every backend (DESIGN.md §3).
+/* filter.h — design of the FBP filters, shared by every backend (ARCHITECTURE.md §3.5).
  *
  * The ramp is the DFT of the band-limited spatial kernel h(0) = 1/4, h(odd n) = -1/(pi n)^2,
  * h(even n) = 0, laid out circularly over the padded length P (>= 2 W, so the circular

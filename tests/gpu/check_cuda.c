@@ -1,7 +1,7 @@
 /* check_cuda.c — the CUDA backend against the CPU backend and the float64 reference mode,
  * through the public engine API only (engine.h; kernels are forced with config.kernel).
  *
- * What is checked (thresholds of DESIGN.md §3 and seed-000-001.md §6.1):
+ * What is checked (thresholds of ARCHITECTURE.md §3.6 and §6.1):
  *   - dtype conversion, dark/flat batches, flat-field and -log against the CPU (1e-6);
  *   - every filter against the CPU (relative L2 1e-5), also after set_filter;
  *   - each kernel against the float64 reference on analytic phantom data: exact kernels

@@ -107,7 +107,7 @@ def disk_sinogram(rows: int, cols: int, n: int, radius: float, x0: float, y0: fl
                   mu: float, center: Optional[float] = None) -> np.ndarray:
     """Line integrals of a cylinder (a disk in every row) of density ``mu`` per pixel,
     radius ``radius``, axis at volume ``(x0, y0)``: ``n`` float32 frames ``rows x cols``
-    at angles ``pi k / n``.  DESIGN.md section 3: the ray through ``(x, y)`` hits
+    at angles ``pi k / n``.  ARCHITECTURE.md §3.1: the ray through ``(x, y)`` hits
     ``u = center + x cos(theta) - y sin(theta)``."""
     if center is None:
         center = (cols - 1) / 2.0

@@ -1,8 +1,9 @@
-/* check_accuracy.c — the CPU backend against analytic phantoms (DESIGN.md §3 thresholds):
- * float32 against the float64 reference mode, FBP against the true Shepp-Logan slice for
- * every filter, the centroid of a disk against the axis, planes and ortho-slices against
- * stacks of horizontal slices, and the rolling window against a from-scratch
- * reconstruction. Projections are exact line integrals (gpu/phantom.h): no inverse crime.
+/* check_accuracy.c — the CPU backend against analytic phantoms (ARCHITECTURE.md §3.6
+ * thresholds): float32 against the float64 reference mode, FBP against the true
+ * Shepp-Logan slice for every filter, the centroid of a disk against the axis, planes and
+ * ortho-slices against stacks of horizontal slices, and the rolling window against a
+ * from-scratch reconstruction. Projections are exact line integrals (gpu/phantom.h): no
+ * inverse crime.
  */
 #include "config.h"
 

@@ -1,7 +1,7 @@
 /* check_engine.c — the engine's bookkeeping and preprocessing on the CPU backend:
  * the rolling window (stale, duplicate, out of order, missing), the dark/flat batch rule,
  * flat-field correction and -log, dtype conversion, filter design, memory refusal, and
- * the geometry of a single bin (DESIGN.md §3 conventions). Accuracy against analytic
+ * the geometry of a single bin (ARCHITECTURE.md §3.1 conventions). Accuracy against analytic
  * phantoms is in check_accuracy.c.
  */
 #include "config.h"

@@ -1,5 +1,6 @@
-/* check_fround.c — the FP32 rounding trick of the ALU kernels (gpu/cuda/fround.h; seed 000
- * Sect. 6.6, seed-000-001.md §2.3 A4 and AC-9), on the host. The header is plain C outside
+/* check_fround.c — the FP32 rounding trick of the ALU kernels (gpu/cuda/fround.h;
+ * Chilingaryan et al. 2020, J. Real-Time Image Proc. 17:1331, Sect. 6.6;
+ * ARCHITECTURE.md §5 A4 and §6.1 AC-9), on the host. The header is plain C outside
  * nvcc: its host path computes the sum h + 2^23 in round-down mode (fesetround), the
  * device path with __fadd_rd; both are the IEEE-754 single-precision add rounded toward
  * minus infinity, so the host checks the arithmetic the kernels run.
