@@ -126,15 +126,14 @@ static int read_list(const char *path, size_t elem, parse_fn parse, const char *
 int tl_angles_read_file(const char *path, double **out, uint32_t *n, char *err, size_t errlen)
 {
     void *a;
-    if (read_list(path, sizeof(double), parse_degrees, "angles", "an angle in degrees", &a, n,
-                  err, errlen) != 0)
+    if (read_list(path, sizeof(double), parse_degrees, "angles", "an angle in degrees", &a, n, err,
+                  errlen) != 0)
         return -1;
     *out = a;
     return 0;
 }
 
-int tl_indices_read_file(const char *path, uint64_t **out, uint32_t *n, char *err,
-                         size_t errlen)
+int tl_indices_read_file(const char *path, uint64_t **out, uint32_t *n, char *err, size_t errlen)
 {
     void *a;
     if (read_list(path, sizeof(uint64_t), parse_index, "indices", "a frame index", &a, n, err,

@@ -24,7 +24,6 @@ bool tl_angles_parse_deg(const char *s, uint32_t default_count, double **out, ui
 int tl_angles_read_file(const char *path, double **out, uint32_t *n, char *err, size_t errlen);
 
 /* One frame index (unsigned integer) per line; *out is malloc'ed. */
-int tl_indices_read_file(const char *path, uint64_t **out, uint32_t *n, char *err,
-                         size_t errlen);
+int tl_indices_read_file(const char *path, uint64_t **out, uint32_t *n, char *err, size_t errlen);
 
 #endif

@@ -68,7 +68,7 @@ static const char usage_text[] =
 typedef struct {
     tl_backend_kind backend;
     int device, reps;
-    tl_bench_gpus gpus;       /* --gpus (n = 0: --device alone) */
+    tl_bench_gpus gpus; /* --gpus (n = 0: --device alone) */
     bool pipeline, rates;
     uint32_t size[MAX_SHAPES], proj[MAX_SHAPES];
     size_t nshapes;
@@ -120,8 +120,8 @@ static bool parse_counts(const char *s, options *o)
 /* One table row: a kernel timed on `count` slices. Names and params are static strings. */
 typedef struct {
     tl_bench_row row;
-    uint32_t count, slices;   /* slices in the call, the kernel's slices per pass */
-    double updates_per_s;     /* of the whole call: pixels x projections x count / time */
+    uint32_t count, slices; /* slices in the call, the kernel's slices per pass */
+    double updates_per_s;   /* of the whole call: pixels x projections x count / time */
     const char *params;
     const tl_bench_row *base; /* the baseline of the same count */
 } timing;
@@ -184,9 +184,9 @@ static void print_table(uint32_t size, uint32_t proj, const timing *t, size_t n)
         x->updates_per_s = t[i].updates_per_s;
     }
     tl_tune_choose(&r);
-    printf("%-16s | %-7s | %11s | %-11s | %6s | %6s | %11s | %11s | %10s | %-38s | %s\n",
-           "kernel", "mode", "slices/pass", "slice", "proj", "slices", "ms (median)",
-           "G updates/s", "x baseline", "choice", "params");
+    printf("%-16s | %-7s | %11s | %-11s | %6s | %6s | %11s | %11s | %10s | %-38s | %s\n", "kernel",
+           "mode", "slices/pass", "slice", "proj", "slices", "ms (median)", "G updates/s",
+           "x baseline", "choice", "params");
     printf("-----------------+---------+-------------+-------------+--------+--------+-------"
            "------+-------------+------------+----------------------------------------+-------\n");
     char shape[32], marks[160];
@@ -194,9 +194,10 @@ static void print_table(uint32_t size, uint32_t proj, const timing *t, size_t n)
     for (size_t i = 0; i < n; i++) {
         choice_marks(&r, &t[i], t, n, marks, sizeof marks);
         printf("%-16s | %-7s | %11u | %-11s | %6u | %6u | %11.3f | %11.2f | %10.2f | %-38s | "
-               "%s\n", t[i].row.kernel, tl_quality_name(t[i].row.quality), t[i].slices, shape,
-               proj, t[i].count, t[i].row.ms, t[i].updates_per_s * 1e-9,
-               t[i].base->ms / t[i].row.ms, marks, t[i].params);
+               "%s\n",
+               t[i].row.kernel, tl_quality_name(t[i].row.quality), t[i].slices, shape, proj,
+               t[i].count, t[i].row.ms, t[i].updates_per_s * 1e-9, t[i].base->ms / t[i].row.ms,
+               marks, t[i].params);
     }
     fflush(stdout);
 }
@@ -221,8 +222,8 @@ static int bench_problem(const options *o, uint32_t size, uint32_t proj, bool *p
         tl_bench_row *r = rows + ci * MAX_KERNELS;
         size_t nk = 0;
         tl_status st = TL_OK;
-        if (rc == 0 && (st = tl_engine_bench(e, ids, count, o->reps, r, MAX_KERNELS, &nk)) !=
-                           TL_OK)
+        if (rc == 0 &&
+            (st = tl_engine_bench(e, ids, count, o->reps, r, MAX_KERNELS, &nk)) != TL_OK)
             rc = fail(1, "benchmark of %ux%u x %u slices failed: %s (%s)", size, size, count,
                       tl_engine_last_error(e), tl_status_name(st));
         if (rc == 0 && nk == 0)
@@ -252,7 +253,8 @@ static int bench_problem(const options *o, uint32_t size, uint32_t proj, bool *p
     }
     if (n > 0) { /* also what was timed before a failure */
         printf("\nproblem: %ux%u row slices from %u projections (detector %u columns, "
-               "float32 line integrals)\n", size, size, proj, size);
+               "float32 line integrals)\n",
+               size, size, proj, size);
         if (no_base)
             printf("baseline: n/a (no tex-std kernel on this backend): ratios are to the "
                    "first kernel\n");
@@ -283,7 +285,7 @@ static int bench_rates(const options *o)
 
 /* ---- per-frame pipeline --------------------------------------------------------------- */
 
-#define STREAM_SECONDS 0.3  /* each run of the ingest-capacity measurement, about */
+#define STREAM_SECONDS 0.3 /* each run of the ingest-capacity measurement, about */
 
 /* Ingest capacity: frames submitted back to back as a stream delivers them (indices
  * rising, the window sliding; frames in GPU memory read later, as the daemon takes a CUDA
@@ -348,8 +350,9 @@ static int tracked_rate(tl_engine *e, tl_frame *f, double ms, double *fps)
         st = tl_engine_reconstruct(e, ids, 4, out, NULL);
     if (st == TL_OK)
         st = stream_rate(e, f, ms, true, fps);
-    int rc = st == TL_OK ? 0 : fail(1, "pipeline with four tracked slices: %s (%s)",
-                                    tl_engine_last_error(e), tl_status_name(st));
+    int rc = st == TL_OK ? 0
+                         : fail(1, "pipeline with four tracked slices: %s (%s)",
+                                tl_engine_last_error(e), tl_status_name(st));
     for (int k = 0; k < n; k++) {
         tl_engine_remove_slice(e, ids[k]);
         free(out[k]);
@@ -363,8 +366,8 @@ static int tracked_rate(tl_engine *e, tl_frame *f, double ms, double *fps)
  * four tracked slices (CUDA only).
  * gpu_frames: the frame waits in GPU memory of the first device (as a CUDA IPC producer's
  * would), so nothing is uploaded; other GPUs copy their rows from there. */
-static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double *ms,
-                         double *fps, double *fps_alone, double *fps_tracked)
+static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double *ms, double *fps,
+                         double *fps_alone, double *fps_tracked)
 {
     uint32_t R = o->prow, C = o->pcol;
     tl_engine_config c;
@@ -408,15 +411,21 @@ static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double 
         const tl_sim_kind kinds[3] = {TL_SIM_DARK, TL_SIM_FLAT, TL_SIM_PROJ};
         for (int k = 0; rc == 0 && k < 3; k++) {
             tl_camera_frame_u16(&cam, kinds[k], li, R, C, NULL, frame);
-            tl_frame f = {.kind = (tl_frame_kind)k, .index = 0, .angle = 0.3,
-                          .dtype = TL_DTYPE_U16, .rows = R, .cols = C, .data = frame};
+            tl_frame f = {.kind = (tl_frame_kind)k,
+                          .index = 0,
+                          .angle = 0.3,
+                          .dtype = TL_DTYPE_U16,
+                          .rows = R,
+                          .cols = C,
+                          .data = frame};
             if (k == 2 && gpu_frames) {
                 char why[256];
                 int dev = nd > 0 ? o->gpus.dev[0] : o->device;
                 uint8_t handle[TL_IPC_HANDLE_BYTES];
                 if (tl_ipc_alloc(dev, npix * sizeof *frame, &dframe, handle, why, sizeof why) !=
                         TL_OK ||
-                    tl_ipc_copy(dev, dframe, frame, npix * sizeof *frame, why, sizeof why) != TL_OK) {
+                    tl_ipc_copy(dev, dframe, frame, npix * sizeof *frame, why, sizeof why) !=
+                        TL_OK) {
                     rc = fail(1, "pipeline: a frame in GPU memory: %s", why);
                     break;
                 }
@@ -435,8 +444,9 @@ static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double 
                 printf("\nper-frame pipeline %ux%u u16 (%sconvert + correct + filter + "
                        "store%s): %.3f ms median, %.1f frames/s, %.2f GB/s; on %s%s%s%s\n",
                        R, C,
-                       gpu_frames ? "frame in GPU memory: no upload, + "
-                       : o->backend == TL_BACKEND_CUDA ? "upload from pinned memory + " : "",
+                       gpu_frames                      ? "frame in GPU memory: no upload, + "
+                       : o->backend == TL_BACKEND_CUDA ? "upload from pinned memory + "
+                                                       : "",
                        nd > 1 ? ", every GPU its rows at once, the slowest timed" : "", *ms,
                        1e3 / *ms, (double)npix * sizeof *frame / (*ms * 1e-3) * 1e-9,
                        es.device_name, where[0] ? " (" : "", where, where[0] ? ")" : "");
@@ -449,8 +459,8 @@ static int pipeline_once(const options *o, uint32_t nd, bool gpu_frames, double 
                 rc = tracked_rate(e, &f, *ms, fps_tracked);
                 if (rc == 0)
                     printf("  the same with the streaming benchmark's four slices updating "
-                           "(row %u^2, ortho x, y, z): %.0f frames/s, %.2f GB/s\n", C,
-                           *fps_tracked, *fps_tracked * (double)npix * sizeof *frame * 1e-9);
+                           "(row %u^2, ortho x, y, z): %.0f frames/s, %.2f GB/s\n",
+                           C, *fps_tracked, *fps_tracked * (double)npix * sizeof *frame * 1e-9);
             }
         }
     }
@@ -493,8 +503,17 @@ static int bench_pipeline(const options *o)
 
 static int parse_options(int argc, char **argv, options *o)
 {
-    enum { O_BACKEND = 256, O_DEVICE, O_SHAPE, O_SLICES, O_REPS, O_NOPIPE, O_PSHAPE,
-           O_NORATES, O_GPUS };
+    enum {
+        O_BACKEND = 256,
+        O_DEVICE,
+        O_SHAPE,
+        O_SLICES,
+        O_REPS,
+        O_NOPIPE,
+        O_PSHAPE,
+        O_NORATES,
+        O_GPUS
+    };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"device", required_argument, NULL, O_DEVICE},
@@ -519,47 +538,48 @@ static int parse_options(int argc, char **argv, options *o)
     long v;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case O_BACKEND:
-            if (!tl_backend_parse(optarg, &o->backend))
-                return fail(2, "unknown backend '%s' (cpu, cuda, auto)", optarg);
-            break;
-        case O_DEVICE:
-            if (!tl_cli_long(optarg, 0, 1024, &v))
-                return fail(2, "bad --device '%s': need a device ordinal", optarg);
-            o->device = (int)v;
-            break;
-        case O_GPUS: {
-            int rc = tl_bench_parse_gpus(ME, optarg, &o->gpus);
-            if (rc != 0)
-                return rc;
-            break;
-        }
-        case O_SHAPE:
-            if (o->nshapes == MAX_SHAPES ||
-                !parse_pair(optarg, 65536, &o->size[o->nshapes], &o->proj[o->nshapes]))
-                return fail(2, "bad --shape '%s': need SIZExPROJ, e.g. 2048x2048 (at most %d)",
-                            optarg, MAX_SHAPES);
-            o->nshapes++;
-            break;
-        case O_SLICES:
-            if (!parse_counts(optarg, o))
-                return fail(2, "bad --slices '%s': need counts 1..256 like 1,2,4", optarg);
-            break;
-        case O_REPS:
-            if (!tl_cli_long(optarg, 1, 100000, &v))
-                return fail(2, "bad --reps '%s': need a whole number >= 1", optarg);
-            o->reps = (int)v;
-            break;
-        case O_NOPIPE: o->pipeline = false; break;
-        case O_NORATES: o->rates = false; break;
-        case O_PSHAPE:
-            if (!parse_pair(optarg, 65536, &o->prow, &o->pcol))
-                return fail(2, "bad --pipeline-shape '%s': need ROWSxCOLS", optarg);
-            break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default:
-            return fail(2, "%s '%s' (see tomolive bench --help)",
-                        c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
+            case O_BACKEND:
+                if (!tl_backend_parse(optarg, &o->backend))
+                    return fail(2, "unknown backend '%s' (cpu, cuda, auto)", optarg);
+                break;
+            case O_DEVICE:
+                if (!tl_cli_long(optarg, 0, 1024, &v))
+                    return fail(2, "bad --device '%s': need a device ordinal", optarg);
+                o->device = (int)v;
+                break;
+            case O_GPUS: {
+                int rc = tl_bench_parse_gpus(ME, optarg, &o->gpus);
+                if (rc != 0)
+                    return rc;
+                break;
+            }
+            case O_SHAPE:
+                if (o->nshapes == MAX_SHAPES ||
+                    !parse_pair(optarg, 65536, &o->size[o->nshapes], &o->proj[o->nshapes]))
+                    return fail(2, "bad --shape '%s': need SIZExPROJ, e.g. 2048x2048 (at most %d)",
+                                optarg, MAX_SHAPES);
+                o->nshapes++;
+                break;
+            case O_SLICES:
+                if (!parse_counts(optarg, o))
+                    return fail(2, "bad --slices '%s': need counts 1..256 like 1,2,4", optarg);
+                break;
+            case O_REPS:
+                if (!tl_cli_long(optarg, 1, 100000, &v))
+                    return fail(2, "bad --reps '%s': need a whole number >= 1", optarg);
+                o->reps = (int)v;
+                break;
+            case O_NOPIPE: o->pipeline = false; break;
+            case O_NORATES: o->rates = false; break;
+            case O_PSHAPE:
+                if (!parse_pair(optarg, 65536, &o->prow, &o->pcol))
+                    return fail(2, "bad --pipeline-shape '%s': need ROWSxCOLS", optarg);
+                break;
+            case 'h': fputs(usage_text, stdout); return 0;
+            default:
+                return fail(2, "%s '%s' (see tomolive bench --help)",
+                            c == ':' ? "option needs a value" : "unknown option",
+                            argv[optind - 1]);
         }
     }
     if (optind < argc)
@@ -583,8 +603,8 @@ int tl_cmd_bench(int argc, char **argv)
     /* auto is resolved here, so the defaults and the table say which backend ran */
     char why[256] = "";
     if (o.backend == TL_BACKEND_AUTO)
-        o.backend = tl_backend_available(TL_BACKEND_CUDA, NULL, 0) ? TL_BACKEND_CUDA
-                                                                   : TL_BACKEND_CPU;
+        o.backend =
+            tl_backend_available(TL_BACKEND_CUDA, NULL, 0) ? TL_BACKEND_CUDA : TL_BACKEND_CPU;
     else if (!tl_backend_available(o.backend, why, sizeof why))
         return fail(1, "backend %s is not available: %s", tl_backend_name(o.backend), why);
     if (o.nshapes == 0 && o.backend == TL_BACKEND_CUDA) {

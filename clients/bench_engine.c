@@ -27,9 +27,10 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
     c.already_linear = true;
     tl_status st = tl_engine_create(&c, e);
     if (st != TL_OK)
-        return tl_cli_fail(me, 1, "cannot create an engine for %ux%u slices from %u "
-                           "projections: %s (%s)", size, size, proj,
-                           tl_engine_last_error(NULL), tl_status_name(st));
+        return tl_cli_fail(me, 1,
+                           "cannot create an engine for %ux%u slices from %u "
+                           "projections: %s (%s)",
+                           size, size, proj, tl_engine_last_error(NULL), tl_status_name(st));
     tl_phantom ph;
     float *li = malloc((size_t)rows * size * sizeof *li);
     int rc = 0;
@@ -42,8 +43,13 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
     for (uint32_t k = 0; li && rc == 0 && k < proj; k++) {
         double theta = k * M_PI / proj;
         tl_phantom_project(&ph, theta, c.center, rows, size, li);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = theta,
-                      .dtype = TL_DTYPE_F32, .rows = rows, .cols = size, .data = li};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = theta,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = rows,
+                      .cols = size,
+                      .data = li};
         if ((st = tl_engine_submit(*e, &f)) != TL_OK)
             rc = tl_cli_fail(me, 1, "projection %u: %s (%s)", k, tl_engine_last_error(*e),
                              tl_status_name(st));
@@ -94,8 +100,10 @@ int tl_bench_parse_gpus(const char *me, const char *arg, tl_bench_gpus *g)
             return 0;
     }
     g->n = 0;
-    return tl_cli_fail(me, 2, "bad --gpus '%s': need device ordinals like 0,1 (at most %d) "
-                       "or all", arg, TL_ENGINE_MAX_DEVICES);
+    return tl_cli_fail(me, 2,
+                       "bad --gpus '%s': need device ordinals like 0,1 (at most %d) "
+                       "or all",
+                       arg, TL_ENGINE_MAX_DEVICES);
 }
 
 void tl_bench_use_gpus(tl_engine_config *c, const tl_bench_gpus *g, uint32_t k)

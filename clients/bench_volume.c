@@ -54,10 +54,14 @@ typedef struct {
 static int parse(int argc, char **argv, options *o)
 {
     static const struct option longopts[] = {
-        {"volume", no_argument, NULL, 'V'},      {"shape", required_argument, NULL, 's'},
-        {"kernel", required_argument, NULL, 'k'}, {"batch", required_argument, NULL, 'b'},
-        {"reps", required_argument, NULL, 'r'},   {"device", required_argument, NULL, 'd'},
-        {"gpus", required_argument, NULL, 'g'},   {"help", no_argument, NULL, 'h'},
+        {"volume", no_argument, NULL, 'V'},
+        {"shape", required_argument, NULL, 's'},
+        {"kernel", required_argument, NULL, 'k'},
+        {"batch", required_argument, NULL, 'b'},
+        {"reps", required_argument, NULL, 'r'},
+        {"device", required_argument, NULL, 'd'},
+        {"gpus", required_argument, NULL, 'g'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -70,41 +74,43 @@ static int parse(int argc, char **argv, options *o)
     long v;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'V': break;
-        case 's':
-            if (sscanf(optarg, "%ux%u", &o->size, &o->proj) != 2 || o->size < 1 ||
-                o->proj < 1 || o->size > 65536 || o->proj > 65536)
-                return tl_cli_fail(ME, 2, "bad --shape '%s': need SIZExPROJ", optarg);
-            break;
-        case 'k':
-            if (o->nkernels == MAX_KERNELS)
-                return tl_cli_fail(ME, 2, "at most %d kernels", MAX_KERNELS);
-            o->kernels[o->nkernels++] = optarg;
-            break;
-        case 'b':
-        case 'r':
-        case 'd':
-            if (!tl_cli_long(optarg, c == 'd' ? 0 : 1, 65536, &v))
-                return tl_cli_fail(ME, 2, "bad value '%s' for --%s", optarg,
-                                   c == 'b' ? "batch" : c == 'r' ? "reps" : "device");
-            if (c == 'b')
-                o->batch = (uint32_t)v;
-            else if (c == 'r')
-                o->reps = (int)v;
-            else
-                o->device = (int)v;
-            break;
-        case 'g': {
-            int rc = tl_bench_parse_gpus(ME, optarg, &o->gpus);
-            if (rc != 0)
-                return rc;
-            break;
-        }
-        case 'h': fputs(usage_text, stdout); return 0;
-        default:
-            return tl_cli_fail(ME, 2, "%s '%s' (see tomolive bench --volume --help)",
-                               c == ':' ? "option needs a value" : "unknown option",
-                               argv[optind - 1]);
+            case 'V': break;
+            case 's':
+                if (sscanf(optarg, "%ux%u", &o->size, &o->proj) != 2 || o->size < 1 ||
+                    o->proj < 1 || o->size > 65536 || o->proj > 65536)
+                    return tl_cli_fail(ME, 2, "bad --shape '%s': need SIZExPROJ", optarg);
+                break;
+            case 'k':
+                if (o->nkernels == MAX_KERNELS)
+                    return tl_cli_fail(ME, 2, "at most %d kernels", MAX_KERNELS);
+                o->kernels[o->nkernels++] = optarg;
+                break;
+            case 'b':
+            case 'r':
+            case 'd':
+                if (!tl_cli_long(optarg, c == 'd' ? 0 : 1, 65536, &v))
+                    return tl_cli_fail(ME, 2, "bad value '%s' for --%s", optarg,
+                                       c == 'b'   ? "batch"
+                                       : c == 'r' ? "reps"
+                                                  : "device");
+                if (c == 'b')
+                    o->batch = (uint32_t)v;
+                else if (c == 'r')
+                    o->reps = (int)v;
+                else
+                    o->device = (int)v;
+                break;
+            case 'g': {
+                int rc = tl_bench_parse_gpus(ME, optarg, &o->gpus);
+                if (rc != 0)
+                    return rc;
+                break;
+            }
+            case 'h': fputs(usage_text, stdout); return 0;
+            default:
+                return tl_cli_fail(ME, 2, "%s '%s' (see tomolive bench --volume --help)",
+                                   c == ':' ? "option needs a value" : "unknown option",
+                                   argv[optind - 1]);
         }
     }
     if (optind < argc)
@@ -118,8 +124,8 @@ static int fill(tl_engine *e, const options *o)
     size_t npix = (size_t)o->size * o->size;
     float *img = malloc(npix * sizeof *img);
     tl_phantom ph;
-    if (!img || tl_phantom_shepp_logan(&ph, 0.45 * o->size, (o->size - 1) / 2.0,
-                                       0.45 * o->size) != 0) {
+    if (!img ||
+        tl_phantom_shepp_logan(&ph, 0.45 * o->size, (o->size - 1) / 2.0, 0.45 * o->size) != 0) {
         free(img);
         return tl_cli_fail(ME, 1, "out of memory for a %ux%u projection", o->size, o->size);
     }
@@ -127,8 +133,13 @@ static int fill(tl_engine *e, const options *o)
     tl_phantom_free(&ph);
     int rc = 0;
     for (uint32_t k = 0; rc == 0 && k < o->proj; k++) {
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = M_PI * k / o->proj,
-                      .dtype = TL_DTYPE_F32, .rows = o->size, .cols = o->size, .data = img};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = M_PI * k / o->proj,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = o->size,
+                      .cols = o->size,
+                      .data = img};
         tl_status st = tl_engine_submit(e, &f);
         if (st != TL_OK)
             rc = tl_cli_fail(ME, 1, "projection %u: %s (%s)", k, tl_engine_last_error(e),
@@ -257,8 +268,8 @@ int tl_cmd_volume_bench(int argc, char **argv)
     if (rc >= 0)
         return rc;
     printf("volume: %u x %u x %u from %u projections of %u x %u (window on the device); jobs "
-           "of %u slices per GPU, median of %d after a warm-up, summed\n", o.size, o.size,
-           o.size, o.proj, o.size, o.size, o.batch, o.reps);
+           "of %u slices per GPU, median of %d after a warm-up, summed\n",
+           o.size, o.size, o.size, o.proj, o.size, o.size, o.batch, o.reps);
     double one[MAX_KERNELS] = {0}, all[MAX_KERNELS] = {0};
     if (o.gpus.n < 2)
         return run_volume(&o, o.gpus.n, NULL, one);

@@ -43,15 +43,14 @@ static const char usage_text[] =
 
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
 
-
 /* Prints an ok reply's result (nothing when there is none). */
 static int print_result(const msgpack_object *result)
 {
     if (!result || result->type == MSGPACK_OBJECT_NIL)
         return 0;
     json_t *j = tl_json_from_msgpack(result);
-    char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15))
-                   : NULL;
+    char *text =
+        j ? json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)) : NULL;
     json_decref(j);
     if (!text)
         return fail(1, "out of memory printing the result");
@@ -96,10 +95,10 @@ static int await_reply(void *sock, uint64_t id, const char *endpoint, double tim
         if (np == -2 || h != kept - 1)
             rc = fail(1, "malformed reply from %s: %s parts after the envelope", endpoint,
                       np == -2 ? "too many" : "several");
-        else if (tl_proto_decode(d, zmq_msg_data(&parts[h]), zmq_msg_size(&parts[h]),
-                                 TL_MSG_REP, &m, &err) != TL_PROTO_OK)
-            rc = fail(1, "malformed reply from %s: %s: %s", endpoint,
-                      tl_proto_err_name(err.code), err.message);
+        else if (tl_proto_decode(d, zmq_msg_data(&parts[h]), zmq_msg_size(&parts[h]), TL_MSG_REP,
+                                 &m, &err) != TL_PROTO_OK)
+            rc = fail(1, "malformed reply from %s: %s: %s", endpoint, tl_proto_err_name(err.code),
+                      err.message);
         else if (m.rep.id != id)
             ; /* an earlier request's reply: keep waiting for ours */
         else if (m.rep.ok)
@@ -114,8 +113,7 @@ static int await_reply(void *sock, uint64_t id, const char *endpoint, double tim
 }
 
 /* Packs the request: header with cmd and the args (none when there are no arguments). */
-static int build_request(msgpack_sbuffer *sb, uint64_t id, const char *cmd, int argc,
-                         char **argv)
+static int build_request(msgpack_sbuffer *sb, uint64_t id, const char *cmd, int argc, char **argv)
 {
     char err[512];
     json_t *args = argc ? tl_json_args(argc, argv, err, sizeof err) : NULL;
@@ -123,8 +121,7 @@ static int build_request(msgpack_sbuffer *sb, uint64_t id, const char *cmd, int 
         return fail(2, "%s", err);
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    int bad = tl_proto_begin_req(&pk, id, cmd, args != NULL) ||
-              (args && tl_json_pack(&pk, args));
+    int bad = tl_proto_begin_req(&pk, id, cmd, args != NULL) || (args && tl_json_pack(&pk, args));
     json_decref(args);
     if (bad)
         return fail(1, "out of memory packing the request");
@@ -151,16 +148,17 @@ int tl_cmd_ctl(int argc, char **argv)
     /* '+': stop at CMD, so key=value arguments are never taken for options */
     while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'e': endpoint = optarg; break;
-        case 't':
-            timeout = strtod(optarg, &end);
-            if (end == optarg || *end || !(timeout > 0) || timeout > 1e6)
-                return fail(2, "bad --timeout '%s': need seconds > 0", optarg);
-            break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default:
-            return fail(2, "%s '%s' (see tomolive ctl --help)",
-                        c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
+            case 'e': endpoint = optarg; break;
+            case 't':
+                timeout = strtod(optarg, &end);
+                if (end == optarg || *end || !(timeout > 0) || timeout > 1e6)
+                    return fail(2, "bad --timeout '%s': need seconds > 0", optarg);
+                break;
+            case 'h': fputs(usage_text, stdout); return 0;
+            default:
+                return fail(2, "%s '%s' (see tomolive ctl --help)",
+                            c == ':' ? "option needs a value" : "unknown option",
+                            argv[optind - 1]);
         }
     }
     if (optind >= argc)
@@ -182,8 +180,7 @@ int tl_cmd_ctl(int argc, char **argv)
         rc = fail(1, "cannot create a socket: %s", zmq_strerror(errno));
     if (!rc && zmq_connect(sock, endpoint) != 0)
         rc = fail(2, "bad --endpoint '%s': %s", endpoint, zmq_strerror(errno));
-    if (!rc && (zmq_send(sock, "", 0, ZMQ_SNDMORE) < 0 ||
-                zmq_send(sock, sb.data, sb.size, 0) < 0))
+    if (!rc && (zmq_send(sock, "", 0, ZMQ_SNDMORE) < 0 || zmq_send(sock, sb.data, sb.size, 0) < 0))
         rc = fail(1, "cannot send the request: %s", zmq_strerror(errno));
     if (!rc)
         rc = await_reply(sock, id, endpoint, timeout);

@@ -11,7 +11,8 @@
 
 #include "clients/hdf5.h"
 
-static int __attribute__((format(printf, 3, 4))) failf(char *err, size_t errlen, const char *fmt, ...)
+static int __attribute__((format(printf, 3, 4)))
+failf(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -80,15 +81,16 @@ static int open_stack(tl_hdf5_reader *r, const char *name, int kind, uint32_t *f
         H5Sget_simple_extent_dims(s, dims, NULL);
     H5Sclose(s);
     if (nd != 3)
-        return FAIL("%s: dataset %s has %d dimensions, expected 3 (frames, rows, cols)",
-                    r->path, name, nd);
+        return FAIL("%s: dataset %s has %d dimensions, expected 3 (frames, rows, cols)", r->path,
+                    name, nd);
     if (dims[1] < 1 || dims[1] > 65536 || dims[2] < 1 || dims[2] > 65536 || dims[0] > UINT32_MAX)
         return FAIL("%s: dataset %s is %llu x %llu x %llu", r->path, name,
                     (unsigned long long)dims[0], (unsigned long long)dims[1],
                     (unsigned long long)dims[2]);
     if (r->rows && (dims[1] != r->rows || dims[2] != r->cols))
         return FAIL("%s: dataset %s has frames of %llu x %llu, the projections %u x %u", r->path,
-                    name, (unsigned long long)dims[1], (unsigned long long)dims[2], r->rows, r->cols);
+                    name, (unsigned long long)dims[1], (unsigned long long)dims[2], r->rows,
+                    r->cols);
     r->rows = (uint32_t)dims[1];
     r->cols = (uint32_t)dims[2];
     *frames = (uint32_t)dims[0];
@@ -96,14 +98,16 @@ static int open_stack(tl_hdf5_reader *r, const char *name, int kind, uint32_t *f
     H5T_class_t cls = H5Tget_class(t);
     size_t size = H5Tget_size(t);
     *native = true;
-    if (cls == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_NONE && (size == 1 || size == 2 || size == 4))
+    if (cls == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_NONE &&
+        (size == 1 || size == 2 || size == 4))
         *dt = size == 1 ? TL_DTYPE_U8 : size == 2 ? TL_DTYPE_U16 : TL_DTYPE_U32;
     else if (cls == H5T_FLOAT && size == 4)
         *dt = TL_DTYPE_F32;
     else if (cls == H5T_INTEGER || cls == H5T_FLOAT)
         *native = false; /* read through float32 */
     else
-        return H5Tclose(t), FAIL("%s: dataset %s holds neither integers nor floats", r->path, name);
+        return H5Tclose(t),
+               FAIL("%s: dataset %s holds neither integers nor floats", r->path, name);
     H5Tclose(t);
     return 0;
 }
@@ -226,7 +230,8 @@ int tl_hdf5_open(tl_hdf5_reader *r, const char *path, char *err, size_t errlen)
         r->layout = TL_HDF5_NXTOMO;
         rc = open_nx(r, nxdata, err, errlen);
     } else {
-        rc = FAIL("%s: neither Data Exchange (/exchange/data) nor NXtomo (/entry/data/data)", path);
+        rc =
+            FAIL("%s: neither Data Exchange (/exchange/data) nor NXtomo (/entry/data/data)", path);
     }
     if (rc == 0 && r->count[TL_FRAME_PROJ] == 0)
         rc = FAIL("%s: no projections", path);
@@ -244,12 +249,18 @@ int tl_hdf5_read(tl_hdf5_reader *r, tl_frame_kind kind, uint32_t i, void *buf, c
 {
     if (r->file < 0 || r->dset[kind] < 0 || i >= r->count[kind])
         return FAIL("%s: no %s frame %u", r->path,
-                    kind == TL_FRAME_DARK ? "dark" : kind == TL_FRAME_FLAT ? "flat" : "projection", i);
+                    kind == TL_FRAME_DARK   ? "dark"
+                    : kind == TL_FRAME_FLAT ? "flat"
+                                            : "projection",
+                    i);
     hsize_t frame = r->frames[kind] ? r->frames[kind][i] : i;
-    hsize_t start[3] = {frame, 0, 0}, count[3] = {1, r->rows, r->cols}, mdims[2] = {r->rows, r->cols};
+    hsize_t start[3] = {frame, 0, 0}, count[3] = {1, r->rows, r->cols},
+            mdims[2] = {r->rows, r->cols};
     hid_t fs = H5Dget_space(r->dset[kind]);
     hid_t ms = H5Screate_simple(2, mdims, NULL);
-    herr_t st = fs >= 0 && ms >= 0 ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) : -1;
+    herr_t st = fs >= 0 && ms >= 0
+                    ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL)
+                    : -1;
     if (st >= 0)
         st = H5Dread(r->dset[kind], r->memtype, ms, fs, H5P_DEFAULT, buf);
     if (fs >= 0)

@@ -33,14 +33,14 @@ typedef enum { TL_HDF5_DATA_EXCHANGE = 0, TL_HDF5_NXTOMO } tl_hdf5_layout;
 typedef struct {
     char path[1024];
     tl_hdf5_layout layout;
-    int64_t file;               /* hid_t */
-    int64_t dset[3];            /* by tl_frame_kind; NXtomo: all the same dataset */
-    int64_t memtype;            /* the HDF5 type frames are read as */
+    int64_t file;    /* hid_t */
+    int64_t dset[3]; /* by tl_frame_kind; NXtomo: all the same dataset */
+    int64_t memtype; /* the HDF5 type frames are read as */
     uint32_t rows, cols;
     tl_dtype dtype;
-    uint32_t count[3];          /* frames per kind */
-    uint32_t *frames[3];        /* NXtomo: each kind's frame numbers in the dataset */
-    double *angles;             /* per projection, radians; NULL when the file has none */
+    uint32_t count[3];   /* frames per kind */
+    uint32_t *frames[3]; /* NXtomo: each kind's frame numbers in the dataset */
+    double *angles;      /* per projection, radians; NULL when the file has none */
 } tl_hdf5_reader;
 
 /* Whether path looks like HDF5: its signature at offset 0, 512, 1024 or 2048, or (for a

@@ -54,31 +54,36 @@ int tl_cmd_phantom(int argc, char **argv)
     uint32_t rows = 0, cols = 0, h = 0, w = 0;
     double att = 2.0, center = NAN, scale = 1.0;
     const char *out = NULL, *cmp = NULL, *row = NULL, *ortho = NULL, *plane = NULL, *size = NULL;
-    static const struct option opts[] = {
-        {"rows", required_argument, NULL, 'r'},   {"cols", required_argument, NULL, 'c'},
-        {"attenuation", required_argument, NULL, 'a'}, {"center", required_argument, NULL, 'C'},
-        {"row", required_argument, NULL, 'z'},    {"ortho", required_argument, NULL, 'o'},
-        {"plane", required_argument, NULL, 'p'},  {"size", required_argument, NULL, 's'},
-        {"scale", required_argument, NULL, 'S'},  {"output", required_argument, NULL, 'O'},
-        {"compare", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"rows", required_argument, NULL, 'r'},
+                                         {"cols", required_argument, NULL, 'c'},
+                                         {"attenuation", required_argument, NULL, 'a'},
+                                         {"center", required_argument, NULL, 'C'},
+                                         {"row", required_argument, NULL, 'z'},
+                                         {"ortho", required_argument, NULL, 'o'},
+                                         {"plane", required_argument, NULL, 'p'},
+                                         {"size", required_argument, NULL, 's'},
+                                         {"scale", required_argument, NULL, 'S'},
+                                         {"output", required_argument, NULL, 'O'},
+                                         {"compare", required_argument, NULL, 'm'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     int o;
     optind = 1;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
-        case 'r': rows = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'c': cols = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'a': att = strtod(optarg, NULL); break;
-        case 'C': center = strtod(optarg, NULL); break;
-        case 'z': row = optarg; break;
-        case 'o': ortho = optarg; break;
-        case 'p': plane = optarg; break;
-        case 's': size = optarg; break;
-        case 'S': scale = strtod(optarg, NULL); break;
-        case 'O': out = optarg; break;
-        case 'm': cmp = optarg; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default: fputs(usage_text, stderr); return 2;
+            case 'r': rows = (uint32_t)strtoul(optarg, NULL, 10); break;
+            case 'c': cols = (uint32_t)strtoul(optarg, NULL, 10); break;
+            case 'a': att = strtod(optarg, NULL); break;
+            case 'C': center = strtod(optarg, NULL); break;
+            case 'z': row = optarg; break;
+            case 'o': ortho = optarg; break;
+            case 'p': plane = optarg; break;
+            case 's': size = optarg; break;
+            case 'S': scale = strtod(optarg, NULL); break;
+            case 'O': out = optarg; break;
+            case 'm': cmp = optarg; break;
+            case 'h': fputs(usage_text, stdout); return 0;
+            default: fputs(usage_text, stderr); return 2;
         }
     }
     if (!rows || !cols || optind < argc || (!row + !ortho + !plane) != 2 || (!out && !cmp) ||
@@ -97,14 +102,16 @@ int tl_cmd_phantom(int argc, char **argv)
     } else if (ortho) {
         char axis;
         double pos;
-        if (sscanf(ortho, "%c:%lf", &axis, &pos) != 2 || (axis != 'x' && axis != 'y' && axis != 'z'))
+        if (sscanf(ortho, "%c:%lf", &axis, &pos) != 2 ||
+            (axis != 'x' && axis != 'y' && axis != 'z'))
             return fail(2, "--ortho wants x|y|z:POSITION, not '%s'", ortho);
         tl_axis ax = axis == 'x' ? TL_AXIS_X : axis == 'y' ? TL_AXIS_Y : TL_AXIS_Z;
         tl_slice_spec_ortho(&sp, ax, pos, h ? h : ax == TL_AXIS_Z ? cols : rows, w ? w : cols);
     } else {
         float v[9];
         if (sscanf(plane, "%f,%f,%f,%f,%f,%f,%f,%f,%f", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                   &v[6], &v[7], &v[8]) != 9 || !h)
+                   &v[6], &v[7], &v[8]) != 9 ||
+            !h)
             return fail(2, "--plane wants 9 comma-separated numbers and --size H,W (%s)", plane);
         tl_slice_spec_plane(&sp, v, h, w);
     }

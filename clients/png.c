@@ -18,8 +18,8 @@
 
 #include "clients/png.h"
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
+                                                      ...)
 {
     if (err && errlen) {
         va_list ap;

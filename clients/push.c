@@ -118,19 +118,19 @@ typedef struct {
     const char *endpoint, *drop_list, *angles_deg, *angles_file;
     const char *tiff, *tiff_darks, *tiff_flats;
     const char *phantom_opt, *tiff_opt; /* one option of each kind given, for messages */
-    bool h5;                  /* --file names an HDF5 file (its path is in tiff) */
+    bool h5;                            /* --file names an HDF5 file (its path is in tiff) */
     bool bind, no_end, quiet, noise, already_linear, has_center, has_projections;
     uint64_t series, seed;
     double rate, shuffle, drop, flux, attenuation, center;
     uint32_t rows, cols, projections, darks, flats, window, turns;
-    uint32_t bands;           /* --bands: messages per frame, one row band each */
+    uint32_t bands; /* --bands: messages per frame, one row band each */
     bool has_bands;
     int sndhwm;
     size_t buffer_mb;
     tl_dtype dtype;
     /* --cuda-ipc */
     bool cuda_ipc;
-    const char *ipc_opt;      /* an option that needs --cuda-ipc, for the message */
+    const char *ipc_opt; /* an option that needs --cuda-ipc, for the message */
     const char *release_endpoint;
     uint32_t device, ring;
     size_t bank_mb, pitch;
@@ -171,17 +171,51 @@ static bool parse_double(const char *s, double min, double max, double *out)
     return true;
 }
 
-enum { O_ENDPOINT = 256, O_BIND, O_SERIES, O_RATE, O_SHUFFLE, O_DROP, O_SEED, O_DROPLIST,
-       O_NOEND, O_SNDHWM, O_QUIET, O_BUFFER, O_WINDOW, O_CENTER, O_ANGLESDEG, O_BANDS,
-       O_CUDAIPC,
-       /* --cuda-ipc only */
-       O_DEVICE, O_RING, O_BANK, O_PITCH, O_RELEP, O_RELTIMEOUT,
-       /* phantom only */
-       O_ROWS, O_COLS, O_PROJ, O_DARKS, O_FLATS, O_DTYPE, O_FLUX, O_NOISE, O_ATTEN, O_TURNS,
-       /* TIFF only */
-       O_TIFF, O_TDARKS, O_TFLATS, O_ANGLES, O_LINEAR,
-       /* a data file */
-       O_FILE };
+enum {
+    O_ENDPOINT = 256,
+    O_BIND,
+    O_SERIES,
+    O_RATE,
+    O_SHUFFLE,
+    O_DROP,
+    O_SEED,
+    O_DROPLIST,
+    O_NOEND,
+    O_SNDHWM,
+    O_QUIET,
+    O_BUFFER,
+    O_WINDOW,
+    O_CENTER,
+    O_ANGLESDEG,
+    O_BANDS,
+    O_CUDAIPC,
+    /* --cuda-ipc only */
+    O_DEVICE,
+    O_RING,
+    O_BANK,
+    O_PITCH,
+    O_RELEP,
+    O_RELTIMEOUT,
+    /* phantom only */
+    O_ROWS,
+    O_COLS,
+    O_PROJ,
+    O_DARKS,
+    O_FLATS,
+    O_DTYPE,
+    O_FLUX,
+    O_NOISE,
+    O_ATTEN,
+    O_TURNS,
+    /* TIFF only */
+    O_TIFF,
+    O_TDARKS,
+    O_TFLATS,
+    O_ANGLES,
+    O_LINEAR,
+    /* a data file */
+    O_FILE
+};
 
 static const struct option longopts[] = {
     {"endpoint", required_argument, NULL, O_ENDPOINT},
@@ -232,79 +266,73 @@ static bool apply(options *o, int c, const char *v)
 {
     uint64_t u;
     switch (c) {
-    case O_ENDPOINT: o->endpoint = v; return true;
-    case O_BIND: o->bind = true; return true;
-    case O_SERIES: return parse_u64(v, 0, UINT64_MAX, &o->series);
-    case O_RATE: return parse_double(v, 0, 1e9, &o->rate);
-    case O_SHUFFLE: return parse_double(v, 0, 100, &o->shuffle);
-    case O_DROP: return parse_double(v, 0, 100, &o->drop);
-    case O_SEED: return parse_u64(v, 0, UINT64_MAX, &o->seed);
-    case O_DROPLIST: o->drop_list = v; return true;
-    case O_NOEND: o->no_end = true; return true;
-    case O_SNDHWM:
-        if (!parse_u64(v, 0, INT32_MAX, &u))
-            return false;
-        o->sndhwm = (int)u;
-        return true;
-    case O_QUIET: o->quiet = true; return true;
-    case O_BUFFER:
-        if (!parse_u64(v, 0, 1u << 30, &u))
-            return false;
-        o->buffer_mb = u;
-        return true;
-    case O_WINDOW: return parse_u32(v, 1, TL_PROTO_MAX_WINDOW, &o->window);
-    case O_CENTER:
-        o->has_center = true;
-        return parse_double(v, -1e9, 1e9, &o->center);
-    case O_ANGLESDEG: o->angles_deg = v; return true;
-    case O_BANDS:
-        o->has_bands = true; /* at most the rows: checked once the source says how many */
-        return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->bands);
-    case O_CUDAIPC: o->cuda_ipc = true; return true;
-    case O_DEVICE: return parse_u32(v, 0, 1023, &o->device);
-    case O_RING: return parse_u32(v, 1, 65536, &o->ring);
-    case O_BANK:
-        if (!parse_u64(v, 0, 1u << 30, &u))
-            return false;
-        o->bank_mb = u;
-        return true;
-    case O_PITCH:
-        if (!parse_u64(v, 1, (uint64_t)1 << 31, &u))
-            return false;
-        o->pitch = u;
-        return true;
-    case O_RELEP:
-        o->release_endpoint = v;
-        return *v && strlen(v) <= TL_PROTO_MAX_ENDPOINT;
-    case O_RELTIMEOUT: return parse_double(v, 0.001, 1e6, &o->release_timeout);
-    case O_TURNS: return parse_u32(v, 1, 1000000, &o->turns);
-    case O_ROWS: return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->rows);
-    case O_COLS: return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->cols);
-    case O_PROJ:
-        o->has_projections = true;
-        return parse_u32(v, 1, 10000000, &o->projections);
-    case O_DARKS: return parse_u32(v, 0, 1000000, &o->darks);
-    case O_FLATS: return parse_u32(v, 0, 1000000, &o->flats);
-    case O_DTYPE:
-        if (!strcmp(v, "u16"))
-            o->dtype = TL_DTYPE_U16;
-        else if (!strcmp(v, "f32"))
-            o->dtype = TL_DTYPE_F32;
-        else
-            return false;
-        return true;
-    case O_FLUX: return parse_double(v, 1e-9, 1e15, &o->flux);
-    case O_NOISE: o->noise = true; return true;
-    case O_ATTEN: return parse_double(v, 0, 1e6, &o->attenuation);
-    case O_TIFF: o->tiff = v; return true;
-    case O_TDARKS: o->tiff_darks = v; return true;
-    case O_TFLATS: o->tiff_flats = v; return true;
-    case O_ANGLES: o->angles_file = v; return true;
-    case O_LINEAR: o->already_linear = true; return true;
-    case O_FILE:
-        o->tiff = v;
-        o->h5 = tl_hdf5_is_hdf5(v);
-        return true;
+        case O_ENDPOINT: o->endpoint = v; return true;
+        case O_BIND: o->bind = true; return true;
+        case O_SERIES: return parse_u64(v, 0, UINT64_MAX, &o->series);
+        case O_RATE: return parse_double(v, 0, 1e9, &o->rate);
+        case O_SHUFFLE: return parse_double(v, 0, 100, &o->shuffle);
+        case O_DROP: return parse_double(v, 0, 100, &o->drop);
+        case O_SEED: return parse_u64(v, 0, UINT64_MAX, &o->seed);
+        case O_DROPLIST: o->drop_list = v; return true;
+        case O_NOEND: o->no_end = true; return true;
+        case O_SNDHWM:
+            if (!parse_u64(v, 0, INT32_MAX, &u))
+                return false;
+            o->sndhwm = (int)u;
+            return true;
+        case O_QUIET: o->quiet = true; return true;
+        case O_BUFFER:
+            if (!parse_u64(v, 0, 1u << 30, &u))
+                return false;
+            o->buffer_mb = u;
+            return true;
+        case O_WINDOW: return parse_u32(v, 1, TL_PROTO_MAX_WINDOW, &o->window);
+        case O_CENTER: o->has_center = true; return parse_double(v, -1e9, 1e9, &o->center);
+        case O_ANGLESDEG: o->angles_deg = v; return true;
+        case O_BANDS:
+            o->has_bands = true; /* at most the rows: checked once the source says how many */
+            return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->bands);
+        case O_CUDAIPC: o->cuda_ipc = true; return true;
+        case O_DEVICE: return parse_u32(v, 0, 1023, &o->device);
+        case O_RING: return parse_u32(v, 1, 65536, &o->ring);
+        case O_BANK:
+            if (!parse_u64(v, 0, 1u << 30, &u))
+                return false;
+            o->bank_mb = u;
+            return true;
+        case O_PITCH:
+            if (!parse_u64(v, 1, (uint64_t)1 << 31, &u))
+                return false;
+            o->pitch = u;
+            return true;
+        case O_RELEP: o->release_endpoint = v; return *v && strlen(v) <= TL_PROTO_MAX_ENDPOINT;
+        case O_RELTIMEOUT: return parse_double(v, 0.001, 1e6, &o->release_timeout);
+        case O_TURNS: return parse_u32(v, 1, 1000000, &o->turns);
+        case O_ROWS: return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->rows);
+        case O_COLS: return parse_u32(v, 1, TL_PROTO_MAX_DIM, &o->cols);
+        case O_PROJ: o->has_projections = true; return parse_u32(v, 1, 10000000, &o->projections);
+        case O_DARKS: return parse_u32(v, 0, 1000000, &o->darks);
+        case O_FLATS: return parse_u32(v, 0, 1000000, &o->flats);
+        case O_DTYPE:
+            if (!strcmp(v, "u16"))
+                o->dtype = TL_DTYPE_U16;
+            else if (!strcmp(v, "f32"))
+                o->dtype = TL_DTYPE_F32;
+            else
+                return false;
+            return true;
+        case O_FLUX: return parse_double(v, 1e-9, 1e15, &o->flux);
+        case O_NOISE: o->noise = true; return true;
+        case O_ATTEN: return parse_double(v, 0, 1e6, &o->attenuation);
+        case O_TIFF: o->tiff = v; return true;
+        case O_TDARKS: o->tiff_darks = v; return true;
+        case O_TFLATS: o->tiff_flats = v; return true;
+        case O_ANGLES: o->angles_file = v; return true;
+        case O_LINEAR: o->already_linear = true; return true;
+        case O_FILE:
+            o->tiff = v;
+            o->h5 = tl_hdf5_is_hdf5(v);
+            return true;
     }
     return false;
 }
@@ -361,7 +389,7 @@ static int parse_options(int argc, char **argv, options *o)
         return fail(2, "--%s needs --tiff", o->tiff_opt);
     if (o->h5 && (o->tiff_darks || o->tiff_flats))
         return fail(2, "an HDF5 --file holds its own darks and flats (--tiff-darks and "
-                    "--tiff-flats are for TIFF)");
+                       "--tiff-flats are for TIFF)");
     if (o->tiff && !o->h5 && !o->angles_deg && !o->angles_file)
         return fail(2, "--tiff needs --angles-deg or --angles");
     if (o->angles_deg && o->angles_file)
@@ -381,9 +409,9 @@ typedef struct {
     uint32_t rows, cols, ndark, nflat, nproj; /* nproj: of one turn (--turns) */
     uint32_t turns;
     tl_dtype dtype;
-    double *angles;          /* by projection index */
-    push_item *items;        /* what is sent, in order */
-    uint64_t *slot;          /* each item's time slot (lost frames keep theirs) */
+    double *angles;   /* by projection index */
+    push_item *items; /* what is sent, in order */
+    uint64_t *slot;   /* each item's time slot (lost frames keep theirs) */
     size_t nsent;
     uint32_t dropped;
 } scan;
@@ -454,10 +482,10 @@ static int schedule(const options *o, scan *sc)
 static tl_proto_dtype proto_dtype(tl_dtype t)
 {
     switch (t) {
-    case TL_DTYPE_U8: return TL_PROTO_U8;
-    case TL_DTYPE_U16: return TL_PROTO_U16;
-    case TL_DTYPE_U32: return TL_PROTO_U32;
-    default: return TL_PROTO_F32;
+        case TL_DTYPE_U8: return TL_PROTO_U8;
+        case TL_DTYPE_U16: return TL_PROTO_U16;
+        case TL_DTYPE_U32: return TL_PROTO_U32;
+        default: return TL_PROTO_F32;
     }
 }
 
@@ -472,8 +500,8 @@ static int open_source(const options *o, push_source **src, scan *sc)
     } else if (o->tiff) {
         *src = push_source_tiff(o->tiff, o->tiff_darks, o->tiff_flats, err, sizeof err);
     } else {
-        push_phantom_opts po = {o->rows, o->cols, o->dtype, o->flux, o->attenuation, center,
-                                o->noise, o->seed};
+        push_phantom_opts po = {o->rows,        o->cols, o->dtype, o->flux,
+                                o->attenuation, center,  o->noise, o->seed};
         *src = push_source_phantom(&po, err, sizeof err);
     }
     if (!*src)
@@ -495,12 +523,12 @@ static int open_source(const options *o, push_source **src, scan *sc)
     const char *deg = o->angles_deg ? o->angles_deg : o->tiff ? NULL : "0:180";
     if (deg && !tl_angles_parse_deg(deg, sc->nproj, &sc->angles, &n))
         return fail(2, "bad --angles-deg '%s': need START:STOP[:COUNT] in degrees", deg);
-    if (o->angles_file && tl_angles_read_file(o->angles_file, &sc->angles, &n, err,
-                                              sizeof err) != 0)
+    if (o->angles_file &&
+        tl_angles_read_file(o->angles_file, &sc->angles, &n, err, sizeof err) != 0)
         return fail(1, "%s", err);
     if (n != sc->nproj && (o->tiff || o->has_projections))
-        return fail(1, "%u angles for %u projections%s%s", n, sc->nproj,
-                    o->tiff ? " in " : "", o->tiff ? o->tiff : "");
+        return fail(1, "%u angles for %u projections%s%s", n, sc->nproj, o->tiff ? " in " : "",
+                    o->tiff ? o->tiff : "");
     sc->nproj = n; /* the phantom takes its projection count from COUNT */
     return 0;
 }
@@ -513,7 +541,7 @@ static int open_source(const options *o, push_source **src, scan *sc)
  * pipe): a plain line at most once a second, so logs stay readable. --quiet: nothing. */
 typedef struct {
     bool tty, quiet, drawn;
-    uint64_t t0, next_ns;    /* monotonic: start of the clock, time of the next report */
+    uint64_t t0, next_ns; /* monotonic: start of the clock, time of the next report */
 } progress;
 
 /* "4 s", "2:05", "1:02:03": the time left, short. */
@@ -552,8 +580,8 @@ static void report(progress *pr, size_t done, size_t total, bool last)
         for (int i = 0; i < BAR; i++)
             bar[i] = i < fill ? '#' : '.';
         bar[BAR] = '\0';
-        fprintf(stderr, "\r[%s] %3d%% %.0f frames/s%s\033[K%s", bar, (int)(frac * 100), rate,
-                eta, last ? "\n" : "");
+        fprintf(stderr, "\r[%s] %3d%% %.0f frames/s%s\033[K%s", bar, (int)(frac * 100), rate, eta,
+                last ? "\n" : "");
         pr->drawn = !last;
     } else {
         fprintf(stderr, ME ": %zu/%zu frames (%d%%), %.1f frames/s%s%s\n", done, total,
@@ -587,9 +615,9 @@ static int send_header(void *sock, msgpack_sbuffer *sb, const char *what)
 
 typedef struct {
     tl_push_ipc *ring;
-    size_t *bank_of;         /* each sent frame's bank entry; NULL: uploaded frame by frame */
+    size_t *bank_of; /* each sent frame's bank entry; NULL: uploaded frame by frame */
     size_t nbank;
-    double timeout;          /* --release-timeout */
+    double timeout; /* --release-timeout */
 } gpu_frames;
 
 /* The ring on the GPU, first of all: without CUDA or without the device nothing else is
@@ -597,8 +625,12 @@ typedef struct {
 static int gpu_open(const options *o, const scan *sc, gpu_frames *g)
 {
     char err[512];
-    tl_push_ipc_opts io = {.device = (int)o->device, .rows = sc->rows, .cols = sc->cols,
-                           .dtype = proto_dtype(sc->dtype), .slots = o->ring, .pitch = o->pitch,
+    tl_push_ipc_opts io = {.device = (int)o->device,
+                           .rows = sc->rows,
+                           .cols = sc->cols,
+                           .dtype = proto_dtype(sc->dtype),
+                           .slots = o->ring,
+                           .pitch = o->pitch,
                            .endpoint = o->release_endpoint};
     if (!(g->ring = tl_push_ipc_create(&io, err, sizeof err)))
         return fail(1, "--cuda-ipc: %s", err);
@@ -607,8 +639,8 @@ static int gpu_open(const options *o, const scan *sc, gpu_frames *g)
 }
 
 typedef struct {
-    uint64_t kind, bits;     /* what determines the frame */
-    size_t p;                /* its position in the send order */
+    uint64_t kind, bits; /* what determines the frame */
+    size_t p;            /* its position in the send order */
 } frame_key;
 
 static int cmp_key(const void *a, const void *b)
@@ -629,8 +661,7 @@ static int cmp_key(const void *a, const void *b)
  * in a rounding, and the frames must be exactly those of the host path. With noise, or
  * from files, every frame is its own. Fills bank_of[p] and uniq[] (one item per entry, to
  * make it from) and returns the number of entries; 0 when out of memory. */
-static size_t distinct_frames(const options *o, const scan *sc, size_t *bank_of,
-                              push_item *uniq)
+static size_t distinct_frames(const options *o, const scan *sc, size_t *bank_of, push_item *uniq)
 {
     size_t n = sc->nsent;
     if (o->tiff || o->noise) {
@@ -682,8 +713,8 @@ static void make_ahead(const options *o, push_source *src, size_t ahead)
 }
 
 /* Makes each distinct frame once and uploads it into the bank. */
-static int gpu_fill_bank(const options *o, push_source *src, gpu_frames *g,
-                         const push_item *uniq, size_t d, size_t frame_bytes)
+static int gpu_fill_bank(const options *o, push_source *src, gpu_frames *g, const push_item *uniq,
+                         size_t d, size_t frame_bytes)
 {
     char err[512];
     if (push_source_start(src, uniq, d, ahead_buffers(o, frame_bytes), err, sizeof err) != 0)
@@ -731,8 +762,9 @@ static int gpu_prepare(const options *o, const scan *sc, push_source *src, gpu_f
         /* nothing to send: neither bank nor source */
     } else if (fits && tl_push_ipc_bank_alloc(g->ring, d, err, sizeof err) == 0) {
         if (!o->quiet)
-            fprintf(stderr, ME ": --cuda-ipc: %zu distinct frames (%.1f MB) go to GPU %u once; "
-                    "each frame sent is a device-to-device copy into a ring of %u slots\n",
+            fprintf(stderr,
+                    ME ": --cuda-ipc: %zu distinct frames (%.1f MB) go to GPU %u once; "
+                       "each frame sent is a device-to-device copy into a ring of %u slots\n",
                     d, (double)d * (double)slot_bytes / 1e6, o->device, o->ring);
         rc = gpu_fill_bank(o, src, g, uniq, d, frame_bytes);
         g->bank_of = bank_of;
@@ -740,13 +772,16 @@ static int gpu_prepare(const options *o, const scan *sc, push_source *src, gpu_f
         bank_of = NULL;
     } else {
         if (!o->quiet && fits)
-            fprintf(stderr, ME ": --cuda-ipc: no bank on the GPU (%s): each frame is uploaded "
-                    "from host memory as it is sent, which may limit the rate\n", err);
+            fprintf(stderr,
+                    ME ": --cuda-ipc: no bank on the GPU (%s): each frame is uploaded "
+                       "from host memory as it is sent, which may limit the rate\n",
+                    err);
         else if (!o->quiet)
-            fprintf(stderr, ME ": --cuda-ipc: the scan's %zu distinct frames (%.1f MB) exceed "
-                    "--bank-mb %zu: each frame is uploaded from host memory as it is sent, "
-                    "which may limit the rate\n", d, (double)d * (double)slot_bytes / 1e6,
-                    o->bank_mb);
+            fprintf(stderr,
+                    ME ": --cuda-ipc: the scan's %zu distinct frames (%.1f MB) exceed "
+                       "--bank-mb %zu: each frame is uploaded from host memory as it is sent, "
+                       "which may limit the rate\n",
+                    d, (double)d * (double)slot_bytes / 1e6, o->bank_mb);
         size_t nbuf = ahead_buffers(o, frame_bytes);
         if (push_source_start(src, sc->items, n, nbuf, err, sizeof err) != 0)
             rc = fail(1, "%s", err);
@@ -820,9 +855,9 @@ static int send_bands(const options *o, void *sock, msgpack_sbuffer *sb, tl_prot
         f->band_rows = end - first;
         msgpack_sbuffer_clear(sb);
         int rc = tl_proto_encode_frame(sb, f);
-        if (rc == 0 && tl_proto_send(sock, NULL, 0, sb->data, sb->size, (char *)px + first * row,
-                                     (size_t)(end - first) * row, push_source_release, hint,
-                                     0) == 0)
+        if (rc == 0 &&
+            tl_proto_send(sock, NULL, 0, sb->data, sb->size, (char *)px + first * row,
+                          (size_t)(end - first) * row, push_source_release, hint, 0) == 0)
             continue;
         if (rc != 0)
             snprintf(err, errlen, "out of memory");
@@ -840,19 +875,26 @@ static int send_bands(const options *o, void *sock, msgpack_sbuffer *sb, tl_prot
 }
 
 /* Sends everything; *t0 gets the start of the clock. g: frames in GPU memory, or NULL. */
-static int send_scan(const options *o, const scan *sc, push_source *src, gpu_frames *g,
-                     void *sock, uint64_t *t0, uint64_t *bytes)
+static int send_scan(const options *o, const scan *sc, push_source *src, gpu_frames *g, void *sock,
+                     uint64_t *t0, uint64_t *bytes)
 {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
-    tl_proto_scan s = {.series = o->series, .geometry = TL_PROTO_PARALLEL, .rows = sc->rows,
-                       .cols = sc->cols, .dtype = proto_dtype(sc->dtype),
-                       .window = o->window ? o->window : sc->nproj, .darks = sc->ndark,
-                       .flats = sc->nflat, .first_index = 0, .has_center = o->has_center,
-                       .center = o->center, .already_linear = o->already_linear};
+    tl_proto_scan s = {.series = o->series,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = sc->rows,
+                       .cols = sc->cols,
+                       .dtype = proto_dtype(sc->dtype),
+                       .window = o->window ? o->window : sc->nproj,
+                       .darks = sc->ndark,
+                       .flats = sc->nflat,
+                       .first_index = 0,
+                       .has_center = o->has_center,
+                       .center = o->center,
+                       .already_linear = o->already_linear};
     if (g) /* where the daemon sends its releases */
-        s.release = (tl_proto_str){tl_push_ipc_endpoint(g->ring),
-                                   strlen(tl_push_ipc_endpoint(g->ring))};
+        s.release =
+            (tl_proto_str){tl_push_ipc_endpoint(g->ring), strlen(tl_push_ipc_endpoint(g->ring))};
     int rc = tl_proto_encode_scan(&sb, &s) ? fail(1, "out of memory") : 0;
     /* blocks until a receiver is there: the clock starts after */
     if (rc == 0)
@@ -865,7 +907,7 @@ static int send_scan(const options *o, const scan *sc, push_source *src, gpu_fra
     for (size_t p = 0; rc == 0 && p < sc->nsent; p++) {
         if (o->rate > 0)
             sleep_until(*t0 + (uint64_t)llround((double)sc->slot[p] * 1e9 / o->rate));
-        void *px = NULL;  /* host path: the payload */
+        void *px = NULL;   /* host path: the payload */
         uint32_t slot = 0; /* --cuda-ipc: the ring slot that holds the frame */
         if (g ? gpu_frame(g, src, p, &slot, err, sizeof err) != 0
               : !(px = push_source_frame(src, p, err, sizeof err))) {
@@ -874,10 +916,15 @@ static int send_scan(const options *o, const scan *sc, push_source *src, gpu_fra
             break;
         }
         const push_item *it = &sc->items[p];
-        tl_proto_frame f = {.series = o->series, .index = it->index,
-                            .kind = (tl_proto_kind)it->kind, .has_angle = it->kind == TL_FRAME_PROJ,
-                            .angle = it->angle, .dtype = proto_dtype(sc->dtype),
-                            .rows = sc->rows, .cols = sc->cols, .has_t_acq = true,
+        tl_proto_frame f = {.series = o->series,
+                            .index = it->index,
+                            .kind = (tl_proto_kind)it->kind,
+                            .has_angle = it->kind == TL_FRAME_PROJ,
+                            .angle = it->angle,
+                            .dtype = proto_dtype(sc->dtype),
+                            .rows = sc->rows,
+                            .cols = sc->cols,
+                            .has_t_acq = true,
                             .t_acq = tl_clock_realtime_ns()};
         if (g)
             tl_push_ipc_lend(g->ring, slot, &f);
@@ -909,8 +956,10 @@ static int send_scan(const options *o, const scan *sc, push_source *src, gpu_fra
             /* the daemon disconnects from the release endpoint when it has applied the end
              * (and unmapped the ring); closing before would look like a producer lost */
             report_break(&pr);
-            fprintf(stderr, ME ": --cuda-ipc: the daemon still holds its release connection "
-                    "%.1f s after the end; closing the ring anyway\n", g->timeout);
+            fprintf(stderr,
+                    ME ": --cuda-ipc: the daemon still holds its release connection "
+                       "%.1f s after the end; closing the ring anyway\n",
+                    g->timeout);
         }
     }
     if (rc == 0)
@@ -965,8 +1014,9 @@ int tl_cmd_push(int argc, char **argv)
         if (push_source_start(src, sc.items, sc.nsent, nbuf, err, sizeof err) != 0)
             rc = fail(1, "%s", err);
         else if (nbuf < sc.nsent && !o.quiet)
-            fprintf(stderr, ME ": the scan (%.1f MB) exceeds --buffer-mb %zu: frames are made "
-                            "while sending, which may limit the rate\n",
+            fprintf(stderr,
+                    ME ": the scan (%.1f MB) exceeds --buffer-mb %zu: frames are made "
+                       "while sending, which may limit the rate\n",
                     (double)frame_bytes * (double)sc.nsent / 1048576.0, o.buffer_mb);
         /* frames are made before the clock starts; a big scan takes a while: say so */
         if (rc == 0)
@@ -993,15 +1043,17 @@ int tl_cmd_push(int argc, char **argv)
         tl_push_ipc_stats st;
         tl_push_ipc_get_stats(g->ring, &st);
         printf("cuda-ipc: %llu frames lent through a ring of %u slots on %s: %llu released, "
-               "%llu rejected", (unsigned long long)st.lent, o.ring,
-               tl_push_ipc_device_uuid(g->ring), (unsigned long long)st.released,
-               (unsigned long long)st.rejected);
+               "%llu rejected",
+               (unsigned long long)st.lent, o.ring, tl_push_ipc_device_uuid(g->ring),
+               (unsigned long long)st.released, (unsigned long long)st.rejected);
         if (st.rejected)
             printf(" (first: %s: %s)", tl_proto_err_name(st.first_code), st.first_message);
         printf("\n");
         if (st.bad)
-            fprintf(stderr, ME ": --cuda-ipc: %llu messages on the release socket released "
-                    "nothing; the first: %s\n", (unsigned long long)st.bad, st.first_bad);
+            fprintf(stderr,
+                    ME ": --cuda-ipc: %llu messages on the release socket released "
+                       "nothing; the first: %s\n",
+                    (unsigned long long)st.bad, st.first_bad);
     }
     /* after the context: the end has been handed over before the release socket closes
      * (a daemon may take that close for its producer gone) */

@@ -48,21 +48,21 @@ struct tl_push_ipc {
     uint32_t rows, cols;
     size_t row_bytes, pitch, slot_bytes;
     uint32_t nslots;
-    void *ring;                             /* device: nslots * slot_bytes */
+    void *ring; /* device: nslots * slot_bytes */
     size_t ring_bytes;
     uint8_t handle[TL_IPC_HANDLE_BYTES];
     char uuid[TL_IPC_UUID_LEN + 1];
-    void *zctx, *sock;                      /* PULL, bound: releases */
+    void *zctx, *sock; /* PULL, bound: releases */
     char endpoint[TL_PROTO_MAX_ENDPOINT + 1];
-    void *mon;                              /* PAIR: the release socket's connection events */
-    int consumers;                          /* connected now */
+    void *mon;     /* PAIR: the release socket's connection events */
+    int consumers; /* connected now */
     bool ever_connected;
     tl_proto_decoder *dec;
     slot_info *slot;
-    uint32_t *freeq, head, nfree;           /* FIFO of free slots */
-    void *bank;                             /* device: nbank * slot_bytes, or NULL */
+    uint32_t *freeq, head, nfree; /* FIFO of free slots */
+    void *bank;                   /* device: nbank * slot_bytes, or NULL */
     size_t nbank;
-    uint8_t *staging;                       /* host: one slot in the pitched layout */
+    uint8_t *staging; /* host: one slot in the pitched layout */
     tl_push_ipc_stats st;
 };
 
@@ -95,8 +95,8 @@ tl_push_ipc *tl_push_ipc_create(const tl_push_ipc_opts *o, char *err, size_t err
      * show whether they do */
     size_t pitch = o->pitch ? o->pitch : (row_bytes + 511) / 512 * 512;
     if (pitch < row_bytes || pitch > ((size_t)1 << 31)) {
-        failf(err, errlen, "a row pitch of %zu bytes is not possible for rows of %zu bytes",
-              pitch, row_bytes);
+        failf(err, errlen, "a row pitch of %zu bytes is not possible for rows of %zu bytes", pitch,
+              row_bytes);
         return NULL;
     }
     if ((size_t)o->rows * pitch > SIZE_MAX / o->slots) {
@@ -139,8 +139,8 @@ tl_push_ipc *tl_push_ipc_create(const tl_push_ipc_opts *o, char *err, size_t err
         goto fail;
     }
     if (tl_ipc_alloc(o->device, p->ring_bytes, &p->ring, p->handle, why, sizeof why) != TL_OK) {
-        failf(err, errlen, "cannot allocate a ring of %u frames (%.1f MB) on GPU %d: %s",
-              o->slots, (double)p->ring_bytes / 1e6, o->device, why);
+        failf(err, errlen, "cannot allocate a ring of %u frames (%.1f MB) on GPU %d: %s", o->slots,
+              (double)p->ring_bytes / 1e6, o->device, why);
         goto fail;
     }
 
@@ -208,10 +208,22 @@ void tl_push_ipc_destroy(tl_push_ipc *p)
     free(p);
 }
 
-const char *tl_push_ipc_endpoint(const tl_push_ipc *p) { return p->endpoint; }
-const char *tl_push_ipc_device_uuid(const tl_push_ipc *p) { return p->uuid; }
-size_t tl_push_ipc_pitch(const tl_push_ipc *p) { return p->pitch; }
-size_t tl_push_ipc_slot_bytes(const tl_push_ipc *p) { return p->slot_bytes; }
+const char *tl_push_ipc_endpoint(const tl_push_ipc *p)
+{
+    return p->endpoint;
+}
+const char *tl_push_ipc_device_uuid(const tl_push_ipc *p)
+{
+    return p->uuid;
+}
+size_t tl_push_ipc_pitch(const tl_push_ipc *p)
+{
+    return p->pitch;
+}
+size_t tl_push_ipc_slot_bytes(const tl_push_ipc *p)
+{
+    return p->slot_bytes;
+}
 
 void *tl_push_ipc_slot(const tl_push_ipc *p, uint32_t slot)
 {
@@ -300,14 +312,17 @@ static int apply(tl_push_ipc *p, zmq_msg_t *parts, int n)
     }
     slot_info *s = &p->slot[r->slot];
     if (s->state != LENT) {
-        bad(p, "a release of slot %" PRIu32 " (frame %" PRIu64 "/%" PRIu64 "), which is not "
-            "lent", r->slot, r->series, r->index);
+        bad(p,
+            "a release of slot %" PRIu32 " (frame %" PRIu64 "/%" PRIu64 "), which is not "
+            "lent",
+            r->slot, r->series, r->index);
         return 0;
     }
     if (s->series != r->series || s->index != r->index) {
-        bad(p, "a release of slot %" PRIu32 " for frame %" PRIu64 "/%" PRIu64 ", but the slot "
-            "holds frame %" PRIu64 "/%" PRIu64, r->slot, r->series, r->index, s->series,
-            s->index);
+        bad(p,
+            "a release of slot %" PRIu32 " for frame %" PRIu64 "/%" PRIu64 ", but the slot "
+            "holds frame %" PRIu64 "/%" PRIu64,
+            r->slot, r->series, r->index, s->series, s->index);
         return 0;
     }
     if (r->ok) {
@@ -372,30 +387,35 @@ static void oldest(const tl_push_ipc *p, char *b, size_t n)
         snprintf(b, n, "none lent");
 }
 
-static int timed_out(tl_push_ipc *p, double timeout_s, const char *what, char *err,
-                     size_t errlen)
+static int timed_out(tl_push_ipc *p, double timeout_s, const char *what, char *err, size_t errlen)
 {
     char old[128];
     oldest(p, old, sizeof old);
     events(p);
     char hint[512];
     if (!p->ever_connected)
-        snprintf(hint, sizeof hint, "no consumer ever connected to the release endpoint %s: "
+        snprintf(hint, sizeof hint,
+                 "no consumer ever connected to the release endpoint %s: "
                  "does it get the scan's `release` key, and can it reach that address?",
                  p->endpoint);
     else if (p->consumers == 0)
-        snprintf(hint, sizeof hint, "the consumer has disconnected from %s (it ended the "
-                 "series, or went away)", p->endpoint);
+        snprintf(hint, sizeof hint,
+                 "the consumer has disconnected from %s (it ended the "
+                 "series, or went away)",
+                 p->endpoint);
     else
-        snprintf(hint, sizeof hint, "the consumer is connected to %s but releases nothing: "
-                 "does it take frames in GPU memory?", p->endpoint);
-    return failf(err, errlen, "no release for %.1f s %s (%" PRIu32 " of %" PRIu32 " slots lent, "
-                 "%s); %s%s%s", timeout_s, what, p->st.in_flight, p->nslots, old, hint,
+        snprintf(hint, sizeof hint,
+                 "the consumer is connected to %s but releases nothing: "
+                 "does it take frames in GPU memory?",
+                 p->endpoint);
+    return failf(err, errlen,
+                 "no release for %.1f s %s (%" PRIu32 " of %" PRIu32 " slots lent, "
+                 "%s); %s%s%s",
+                 timeout_s, what, p->st.in_flight, p->nslots, old, hint,
                  p->st.bad ? " It sent something else: " : "", p->st.bad ? p->st.first_bad : "");
 }
 
-int tl_push_ipc_acquire(tl_push_ipc *p, double timeout_s, uint32_t *slot, char *err,
-                        size_t errlen)
+int tl_push_ipc_acquire(tl_push_ipc *p, double timeout_s, uint32_t *slot, char *err, size_t errlen)
 {
     double deadline = tl_cli_now() + timeout_s;
     while (p->nfree == 0) {
@@ -422,9 +442,13 @@ void tl_push_ipc_lend(tl_push_ipc *p, uint32_t slot, tl_proto_frame *f)
     p->st.lent++;
     p->st.in_flight++;
     f->has_ipc = true;
-    f->ipc = (tl_proto_ipc){.handle = p->handle, .buffer = 0, .size = p->ring_bytes,
-                            .offset = (uint64_t)slot * p->slot_bytes, .pitch = p->pitch,
-                            .device = {p->uuid, strlen(p->uuid)}, .slot = slot};
+    f->ipc = (tl_proto_ipc){.handle = p->handle,
+                            .buffer = 0,
+                            .size = p->ring_bytes,
+                            .offset = (uint64_t)slot * p->slot_bytes,
+                            .pitch = p->pitch,
+                            .device = {p->uuid, strlen(p->uuid)},
+                            .slot = slot};
 }
 
 void tl_push_ipc_cancel(tl_push_ipc *p, uint32_t slot)

@@ -55,25 +55,25 @@
 #include "protocol/protocol.h"
 
 typedef struct {
-    int device;             /* CUDA ordinal of the GPU that holds the ring */
+    int device; /* CUDA ordinal of the GPU that holds the ring */
     uint32_t rows, cols;
     tl_proto_dtype dtype;
-    uint32_t slots;         /* frames in the ring, >= 1 */
-    size_t pitch;           /* bytes between rows; 0 = cols * sample size rounded up to 512 */
-    const char *endpoint;   /* where to bind the release socket; NULL = tcp://127.0.0.1:* */
+    uint32_t slots;       /* frames in the ring, >= 1 */
+    size_t pitch;         /* bytes between rows; 0 = cols * sample size rounded up to 512 */
+    const char *endpoint; /* where to bind the release socket; NULL = tcp://127.0.0.1:* */
 } tl_push_ipc_opts;
 
 typedef struct {
-    uint64_t lent;          /* headers announced (tl_push_ipc_lend, less cancels) */
-    uint64_t released;      /* releases with ok: true */
-    uint64_t rejected;      /* releases with ok: false */
-    tl_proto_err first_code;            /* of the first rejection */
-    char first_message[256];            /* "" without rejections */
-    uint64_t bad;           /* messages on the release socket that release nothing: not a
+    uint64_t lent;           /* headers announced (tl_push_ipc_lend, less cancels) */
+    uint64_t released;       /* releases with ok: true */
+    uint64_t rejected;       /* releases with ok: false */
+    tl_proto_err first_code; /* of the first rejection */
+    char first_message[256]; /* "" without rejections */
+    uint64_t bad;            /* messages on the release socket that release nothing: not a
                                release, a slot not lent, or naming another frame than the
                                slot holds (a consumer's bug) */
     char first_bad[256];
-    uint32_t in_flight;     /* slots lent now */
+    uint32_t in_flight; /* slots lent now */
 } tl_push_ipc_stats;
 
 typedef struct tl_push_ipc tl_push_ipc;
@@ -122,8 +122,7 @@ int tl_push_ipc_fill_host(tl_push_ipc *p, uint32_t slot, const void *frame, char
  * bank_put uploads a dense host frame to entry i; fill_bank copies entry i into an acquired
  * slot on the device, complete on return. */
 int tl_push_ipc_bank_alloc(tl_push_ipc *p, size_t n, char *err, size_t errlen);
-int tl_push_ipc_bank_put(tl_push_ipc *p, size_t i, const void *frame, char *err,
-                         size_t errlen);
+int tl_push_ipc_bank_put(tl_push_ipc *p, size_t i, const void *frame, char *err, size_t errlen);
 int tl_push_ipc_fill_bank(tl_push_ipc *p, uint32_t slot, size_t i, char *err, size_t errlen);
 
 #endif

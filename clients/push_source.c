@@ -28,9 +28,9 @@
 typedef struct {
     push_source *src;
     void *buf;
-    size_t next;    /* position this buffer is free for */
-    bool ready;     /* holds frame `next`, not yet taken by the sender */
-    unsigned refs;  /* taken: releases still due before it is free (push_source_share) */
+    size_t next;   /* position this buffer is free for */
+    bool ready;    /* holds frame `next`, not yet taken by the sender */
+    unsigned refs; /* taken: releases still due before it is free (push_source_share) */
 } slot;
 
 struct push_source {
@@ -74,8 +74,7 @@ static push_source *alloc_source(void)
 
 /* The largest line integral through the phantom, sampled over 32 angles, 9 rows through
  * the phantom's body (the middle one included, where it is thickest) and every column. */
-static double max_line_integral(const tl_phantom *ph, uint32_t rows, uint32_t cols,
-                                double center)
+static double max_line_integral(const tl_phantom *ph, uint32_t rows, uint32_t cols, double center)
 {
     double m = 0;
     for (int a = 0; a < 32; a++)
@@ -133,8 +132,9 @@ static void produce_phantom(push_source *s, const push_item *it, void *out, floa
     tl_rng rng;
     tl_rng_seed(&rng, splitmix(s->opts.seed ^ splitmix(((uint64_t)it->kind << 56) ^ it->index)));
     tl_rng *r = s->opts.noise ? &rng : NULL;
-    tl_sim_kind k = it->kind == TL_FRAME_DARK ? TL_SIM_DARK
-                    : it->kind == TL_FRAME_FLAT ? TL_SIM_FLAT : TL_SIM_PROJ;
+    tl_sim_kind k = it->kind == TL_FRAME_DARK   ? TL_SIM_DARK
+                    : it->kind == TL_FRAME_FLAT ? TL_SIM_FLAT
+                                                : TL_SIM_PROJ;
     if (k == TL_SIM_PROJ)
         tl_phantom_project(&s->ph, it->angle, s->opts.center, s->rows, s->cols, li);
     if (s->dtype == TL_DTYPE_U16)
@@ -145,8 +145,8 @@ static void produce_phantom(push_source *s, const push_item *it, void *out, floa
 
 /* ---- TIFF stacks --------------------------------------------------------------------- */
 
-push_source *push_source_tiff(const char *proj, const char *darks, const char *flats,
-                              char *err, size_t errlen)
+push_source *push_source_tiff(const char *proj, const char *darks, const char *flats, char *err,
+                              size_t errlen)
 {
     push_source *s = alloc_source();
     if (!s) {
@@ -164,9 +164,11 @@ push_source *push_source_tiff(const char *proj, const char *darks, const char *f
         }
         s->open[k] = true;
         if (s->r[k].rows != s->r[2].rows || s->r[k].cols != s->r[2].cols) {
-            snprintf(err, errlen, "shape mismatch: %s '%s' are %u x %u (rows x cols), "
-                     "projections '%s' are %u x %u", what[k], paths[k], s->r[k].rows,
-                     s->r[k].cols, proj, s->r[2].rows, s->r[2].cols);
+            snprintf(err, errlen,
+                     "shape mismatch: %s '%s' are %u x %u (rows x cols), "
+                     "projections '%s' are %u x %u",
+                     what[k], paths[k], s->r[k].rows, s->r[k].cols, proj, s->r[2].rows,
+                     s->r[2].cols);
             push_source_free(s);
             return NULL;
         }
@@ -205,19 +207,19 @@ const double *push_source_angles(const push_source *s)
     return s->is_h5 ? s->h5.angles : NULL;
 }
 
-static int produce_tiff(push_source *s, const push_item *it, void *out, void *page,
-                        char *err, size_t errlen)
+static int produce_tiff(push_source *s, const push_item *it, void *out, void *page, char *err,
+                        size_t errlen)
 {
     if (s->is_h5) /* one reader thread: libhdf5 (serial) is not thread-safe */
-        return it->index > UINT32_MAX ? (snprintf(err, errlen, "frame %llu out of range",
-                                                  (unsigned long long)it->index), -1)
-                                      : tl_hdf5_read(&s->h5, it->kind, (uint32_t)it->index, out,
-                                                     err, errlen);
+        return it->index > UINT32_MAX
+                   ? (snprintf(err, errlen, "frame %llu out of range",
+                               (unsigned long long)it->index),
+                      -1)
+                   : tl_hdf5_read(&s->h5, it->kind, (uint32_t)it->index, out, err, errlen);
     tl_tiff_reader *r = &s->r[it->kind];
     if (!s->open[it->kind] || it->index >= r->pages) {
         static const char *what[3] = {"dark", "flat", "projection"};
-        snprintf(err, errlen, "no %s page %llu", what[it->kind],
-                 (unsigned long long)it->index);
+        snprintf(err, errlen, "no %s page %llu", what[it->kind], (unsigned long long)it->index);
         return -1;
     }
     if (r->dtype == s->dtype)
@@ -228,10 +230,10 @@ static int produce_tiff(push_source *s, const push_item *it, void *out, void *pa
     float *f = out;
     for (size_t i = 0; i < n; i++)
         switch (r->dtype) {
-        case TL_DTYPE_U8: f[i] = ((const uint8_t *)page)[i]; break;
-        case TL_DTYPE_U16: f[i] = ((const uint16_t *)page)[i]; break;
-        case TL_DTYPE_U32: f[i] = (float)((const uint32_t *)page)[i]; break;
-        default: f[i] = ((const float *)page)[i]; break;
+            case TL_DTYPE_U8: f[i] = ((const uint8_t *)page)[i]; break;
+            case TL_DTYPE_U16: f[i] = ((const uint16_t *)page)[i]; break;
+            case TL_DTYPE_U32: f[i] = (float)((const uint32_t *)page)[i]; break;
+            default: f[i] = ((const float *)page)[i]; break;
         }
     return 0;
 }
@@ -289,8 +291,8 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int push_source_start(push_source *s, const push_item *items, size_t n, size_t nbuf,
-                      char *err, size_t errlen)
+int push_source_start(push_source *s, const push_item *items, size_t n, size_t nbuf, char *err,
+                      size_t errlen)
 {
     if (n == 0)
         return 0;
@@ -306,14 +308,16 @@ int push_source_start(push_source *s, const push_item *items, size_t n, size_t n
     for (size_t i = 0; i < s->nbuf; i++) {
         s->slots[i] = (slot){.src = s, .buf = malloc(s->frame_bytes), .next = i};
         if (!s->slots[i].buf) {
-            snprintf(err, errlen, "out of memory for %zu frame buffers of %zu bytes",
-                     s->nbuf, s->frame_bytes);
+            snprintf(err, errlen, "out of memory for %zu frame buffers of %zu bytes", s->nbuf,
+                     s->frame_bytes);
             return -1;
         }
     }
     /* libtiff handles are not thread-safe: one reader; the phantom scales with cores */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int want = s->is_phantom ? (int)(cores < 1 ? 1 : cores > MAX_WORKERS ? MAX_WORKERS : cores)
+    int want = s->is_phantom ? (int)(cores < 1             ? 1
+                                     : cores > MAX_WORKERS ? MAX_WORKERS
+                                                           : cores)
                              : 1;
     if ((size_t)want > n)
         want = (int)n;

@@ -35,11 +35,11 @@ typedef struct {
 
 typedef struct {
     uint32_t rows, cols;
-    tl_dtype dtype;         /* TL_DTYPE_U16 or TL_DTYPE_F32 (camera counts) */
-    double flux;            /* photons per pixel of the open beam */
-    double attenuation;     /* the largest line integral through the phantom */
-    double center;          /* column onto which the rotation axis projects */
-    bool noise;             /* Poisson noise; deterministic per frame from seed */
+    tl_dtype dtype;     /* TL_DTYPE_U16 or TL_DTYPE_F32 (camera counts) */
+    double flux;        /* photons per pixel of the open beam */
+    double attenuation; /* the largest line integral through the phantom */
+    double center;      /* column onto which the rotation axis projects */
+    bool noise;         /* Poisson noise; deterministic per frame from seed */
     uint64_t seed;
 } push_phantom_opts;
 
@@ -55,8 +55,8 @@ int push_phantom_build(tl_phantom *ph, uint32_t rows, uint32_t cols, double cent
 push_source *push_source_phantom(const push_phantom_opts *o, char *err, size_t errlen);
 /* TIFF stacks of projections and optional darks and flats of the same shape; frames are
  * sent in the files' sample type, or as float32 when the files differ. */
-push_source *push_source_tiff(const char *proj, const char *darks, const char *flats,
-                              char *err, size_t errlen);
+push_source *push_source_tiff(const char *proj, const char *darks, const char *flats, char *err,
+                              size_t errlen);
 
 /* An HDF5 scan (clients/hdf5.h: Data Exchange or NXtomo): its darks, flats and projections,
  * read frame by frame, in the file's sample type (float32 when its datasets differ). */
@@ -69,8 +69,8 @@ void push_source_info(const push_source *s, uint32_t *rows, uint32_t *cols, tl_d
                       uint32_t pages[3]);
 
 /* Starts producing the frames items[0..n-1] (copied), in that order, into nbuf buffers. */
-int push_source_start(push_source *s, const push_item *items, size_t n, size_t nbuf,
-                      char *err, size_t errlen);
+int push_source_start(push_source *s, const push_item *items, size_t n, size_t nbuf, char *err,
+                      size_t errlen);
 /* Waits at most timeout_s seconds until count frames have been produced (frames
  * 0..count-1 when count <= nbuf), or production failed; returns how many there are. */
 size_t push_source_wait(push_source *s, size_t count, double timeout_s);

@@ -121,17 +121,17 @@ static void to_f32(const void *src, tl_dtype t, size_t n, float *dst)
 {
     for (size_t i = 0; i < n; i++)
         switch (t) {
-        case TL_DTYPE_U8: dst[i] = ((const uint8_t *)src)[i]; break;
-        case TL_DTYPE_U16: dst[i] = ((const uint16_t *)src)[i]; break;
-        case TL_DTYPE_U32: dst[i] = (float)((const uint32_t *)src)[i]; break;
-        default: dst[i] = ((const float *)src)[i]; break;
+            case TL_DTYPE_U8: dst[i] = ((const uint8_t *)src)[i]; break;
+            case TL_DTYPE_U16: dst[i] = ((const uint16_t *)src)[i]; break;
+            case TL_DTYPE_U32: dst[i] = (float)((const uint32_t *)src)[i]; break;
+            default: dst[i] = ((const float *)src)[i]; break;
         }
 }
 
 /* Frames of one kind: the pages of a TIFF stack, or one kind of an HDF5 file's frames. */
 typedef struct {
     tl_tiff_reader tif;
-    tl_hdf5_reader *h5;      /* non-NULL: read kind from this file */
+    tl_hdf5_reader *h5; /* non-NULL: read kind from this file */
     tl_frame_kind kind;
     const char *path;
     uint32_t pages, rows, cols;
@@ -146,17 +146,17 @@ static int stack_read(stack *s, uint32_t i, void *buf, char *err, size_t errlen)
 
 typedef struct {
     tl_engine *engine;
-    tl_dtype dtype;          /* what the engine takes */
+    tl_dtype dtype; /* what the engine takes */
     uint32_t row0, nrows, cols;
-    void *page;              /* one full page in the file's dtype */
-    float *conv;             /* the page in float32, when the engine takes f32 and the file
+    void *page;  /* one full page in the file's dtype */
+    float *conv; /* the page in float32, when the engine takes f32 and the file
                                 does not */
     bool progress;
 } feeder;
 
 /* Submits every page; page i is frame index indices[i] (i when indices is NULL). */
-static int submit_stack(feeder *fd, stack *r, tl_frame_kind kind,
-                        const double *angles, const uint64_t *indices, const char *what)
+static int submit_stack(feeder *fd, stack *r, tl_frame_kind kind, const double *angles,
+                        const uint64_t *indices, const char *what)
 {
     char err[512];
     for (uint32_t i = 0; i < r->pages; i++) {
@@ -204,8 +204,7 @@ static int reconstruct_rows(tl_engine *e, uint32_t nrows, uint32_t n, tl_tiff_wr
     int *ids = calloc(batch, sizeof *ids);
     /* one info per slice: the engine fills info[0 .. n-1] */
     tl_slice_info *info = calloc(batch, sizeof *info);
-    int rc = out && ids && info ? 0
-                                : fail("out of memory for %zu slices of %u x %u", batch, n, n);
+    int rc = out && ids && info ? 0 : fail("out of memory for %zu slices of %u x %u", batch, n, n);
     for (size_t k = 0; rc == 0 && k < batch; k++)
         if (!(out[k] = malloc(per)))
             rc = fail("out of memory for %zu slices of %u x %u", batch, n, n);
@@ -252,8 +251,20 @@ static int reconstruct_rows(tl_engine *e, uint32_t nrows, uint32_t n, tl_tiff_wr
 
 static int parse_options(int argc, char **argv, options *o)
 {
-    enum { O_DARKS = 256, O_FLATS, O_ANGLES_DEG, O_ANGLES, O_CENTER, O_FILTER, O_ROWS,
-           O_LINEAR, O_BACKEND, O_SIZE, O_WINDOW, O_INDICES };
+    enum {
+        O_DARKS = 256,
+        O_FLATS,
+        O_ANGLES_DEG,
+        O_ANGLES,
+        O_CENTER,
+        O_FILTER,
+        O_ROWS,
+        O_LINEAR,
+        O_BACKEND,
+        O_SIZE,
+        O_WINDOW,
+        O_INDICES
+    };
     static const struct option longopts[] = {
         {"input", required_argument, NULL, 'i'},
         {"darks", required_argument, NULL, O_DARKS},
@@ -279,26 +290,26 @@ static int parse_options(int argc, char **argv, options *o)
     int c;
     while ((c = getopt_long(argc, argv, ":i:o:vh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'i': o->input = optarg; break;
-        case 'o': o->output = optarg; break;
-        case 'v': o->verbose = true; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        case O_DARKS: o->darks = optarg; break;
-        case O_FLATS: o->flats = optarg; break;
-        case O_ANGLES_DEG: o->angles_deg = optarg; break;
-        case O_ANGLES: o->angles_file = optarg; break;
-        case O_CENTER: o->center = optarg; break;
-        case O_FILTER: o->filter = optarg; break;
-        case O_ROWS: o->rows = optarg; break;
-        case O_LINEAR: o->already_linear = true; break;
-        case O_BACKEND: o->backend = optarg; break;
-        case O_SIZE: o->size = optarg; break;
-        case O_WINDOW: o->window = optarg; break;
-        case O_INDICES: o->indices = optarg; break;
-        default:
-            fprintf(stderr, ME ": %s '%s' (see tomolive recon --help)\n",
-                    c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
-            return 2;
+            case 'i': o->input = optarg; break;
+            case 'o': o->output = optarg; break;
+            case 'v': o->verbose = true; break;
+            case 'h': fputs(usage_text, stdout); return 0;
+            case O_DARKS: o->darks = optarg; break;
+            case O_FLATS: o->flats = optarg; break;
+            case O_ANGLES_DEG: o->angles_deg = optarg; break;
+            case O_ANGLES: o->angles_file = optarg; break;
+            case O_CENTER: o->center = optarg; break;
+            case O_FILTER: o->filter = optarg; break;
+            case O_ROWS: o->rows = optarg; break;
+            case O_LINEAR: o->already_linear = true; break;
+            case O_BACKEND: o->backend = optarg; break;
+            case O_SIZE: o->size = optarg; break;
+            case O_WINDOW: o->window = optarg; break;
+            case O_INDICES: o->indices = optarg; break;
+            default:
+                fprintf(stderr, ME ": %s '%s' (see tomolive recon --help)\n",
+                        c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
+                return 2;
         }
     }
     if (optind < argc) {
@@ -339,8 +350,13 @@ static void release(resources *r)
 /* A stack of one kind from the HDF5 file. */
 static void h5_stack(stack *s, tl_hdf5_reader *h, tl_frame_kind kind)
 {
-    *s = (stack){.h5 = h, .kind = kind, .path = h->path, .pages = h->count[kind],
-                 .rows = h->rows, .cols = h->cols, .dtype = h->dtype};
+    *s = (stack){.h5 = h,
+                 .kind = kind,
+                 .path = h->path,
+                 .pages = h->count[kind],
+                 .rows = h->rows,
+                 .cols = h->cols,
+                 .dtype = h->dtype};
 }
 
 static int open_stack(stack *r, const char *path, const char *what, const stack *proj)
@@ -375,23 +391,24 @@ static int run(const options *o, resources *R)
     tl_filter filter = TL_FILTER_RAMLAK;
     if (o->filter && !tl_filter_parse(o->filter, &filter))
         return fail("unknown filter '%s' (ram-lak, shepp-logan, cosine, hamming, hann, "
-                    "parzen, none)", o->filter);
+                    "parzen, none)",
+                    o->filter);
     tl_backend_kind backend = TL_BACKEND_AUTO;
     if (o->backend && !tl_backend_parse(o->backend, &backend))
         return fail("unknown backend '%s' (cpu, cuda, auto)", o->backend);
     char *end;
     double center = NAN;
-    if (o->center && (center = strtod(o->center, &end), end == o->center || *end ||
-                                                            !isfinite(center)))
+    if (o->center &&
+        (center = strtod(o->center, &end), end == o->center || *end || !isfinite(center)))
         return fail("bad --center '%s': not a number", o->center);
     long long size = 0;
-    if (o->size && (size = strtoll(o->size, &end, 10), end == o->size || *end || size < 1 ||
-                                                           size > 65536))
+    if (o->size &&
+        (size = strtoll(o->size, &end, 10), end == o->size || *end || size < 1 || size > 65536))
         return fail("bad --size '%s': need a whole number of pixels, 1 .. 65536", o->size);
 
     long long window = 0;
-    if (o->window && (window = strtoll(o->window, &end, 10), end == o->window || *end ||
-                                                               window < 1 || window > (1 << 24)))
+    if (o->window && (window = strtoll(o->window, &end, 10),
+                      end == o->window || *end || window < 1 || window > (1 << 24)))
         return fail("bad --window '%s': need a whole number of projections, 1 .. %d", o->window,
                     1 << 24);
 
@@ -403,8 +420,8 @@ static int run(const options *o, resources *R)
     if (o->angles_file &&
         tl_angles_read_file(o->angles_file, &R->angles, &nangles, err, sizeof err) != 0)
         return fail("%s", err);
-    if (o->indices && tl_indices_read_file(o->indices, &R->indices, &nindices, err,
-                                           sizeof err) != 0)
+    if (o->indices &&
+        tl_indices_read_file(o->indices, &R->indices, &nindices, err, sizeof err) != 0)
         return fail("%s", err);
 
     /* inputs: everything checked before the engine exists */
@@ -418,7 +435,8 @@ static int run(const options *o, resources *R)
         if (!o->angles_deg && !o->angles_file) {
             if (!R->h5.angles)
                 return fail("'%s' holds no angles (/exchange/theta, rotation_angle): give "
-                            "--angles-deg or --angles", o->input);
+                            "--angles-deg or --angles",
+                            o->input);
             nangles = R->h5.count[TL_FRAME_PROJ];
             if (!(R->angles = malloc(nangles * sizeof *R->angles)))
                 return fail("out of memory");
@@ -467,7 +485,8 @@ static int run(const options *o, resources *R)
     uint32_t row0 = 0, row1 = P->rows;
     if (o->rows && !parse_rows(o->rows, P->rows, &row0, &row1))
         return fail("bad --rows '%s': need A:B with 0 <= A < B <= %u (the detector has %u "
-                    "rows; B is excluded)", o->rows, P->rows, P->rows);
+                    "rows; B is excluded)",
+                    o->rows, P->rows, P->rows);
     uint32_t n = size ? (uint32_t)size : P->cols;
 
     /* one dtype for the engine: the files' own, or float32 when they differ */
@@ -486,8 +505,8 @@ static int run(const options *o, resources *R)
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
         if (inputs[i] && same_file(inputs[i], o->output))
             return fail("the output '%s' is also an input: refusing to overwrite it", o->output);
-    if (tl_tiff_create(&R->out, o->output, (uint64_t)(row1 - row0) * n * n * sizeof(float),
-                       err, sizeof err) != 0)
+    if (tl_tiff_create(&R->out, o->output, (uint64_t)(row1 - row0) * n * n * sizeof(float), err,
+                       sizeof err) != 0)
         return fail("%s", err);
     R->writing = true;
 
@@ -508,14 +527,15 @@ static int run(const options *o, resources *R)
     if (o->verbose) {
         tl_engine_state s;
         tl_engine_get_state(R->engine, &s);
-        fprintf(stderr, ME ": backend %s (%s), %u projections of rows %u..%u x %u cols, "
-                        "slices %u x %u, filter %s, center %.3f\n",
+        fprintf(stderr,
+                ME ": backend %s (%s), %u projections of rows %u..%u x %u cols, "
+                   "slices %u x %u, filter %s, center %.3f\n",
                 s.backend, s.device_name, P->pages, row0, row1 - 1, P->cols, n, n,
                 tl_filter_name(filter), c.center);
     }
 
-    feeder fd = {R->engine, dtype, row0, row1 - row0, P->cols, R->page, R->conv,
-                 isatty(STDERR_FILENO) == 1};
+    feeder fd = {R->engine, dtype,   row0,    row1 - row0,
+                 P->cols,   R->page, R->conv, isatty(STDERR_FILENO) == 1};
     if ((have_darks && submit_stack(&fd, &R->darks, TL_FRAME_DARK, NULL, NULL, "dark")) ||
         (have_flats && submit_stack(&fd, &R->flats, TL_FRAME_FLAT, NULL, NULL, "flat")) ||
         submit_stack(&fd, &R->proj, TL_FRAME_PROJ, R->angles, R->indices, "projection"))

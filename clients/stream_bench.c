@@ -56,9 +56,9 @@
 
 #define ME "tomolive bench --stream"
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
-#define NPATTERN 8       /* distinct frames cycled */
+#define NPATTERN 8 /* distinct frames cycled */
 #define MAX_CONN 16
-#define MAX_LAT 200000   /* latency samples kept per run */
+#define MAX_LAT 200000        /* latency samples kept per run */
 #define TL_BENCH_WARMUP_S 1.0 /* seconds of frames before the measured rates */
 #define TL_BENCH_TAIL_S 0.25  /* frames go on this long after the measured ones (below) */
 #define IPC_TIMEOUT_S 10.0    /* --cuda-ipc: a release that takes longer is an error */
@@ -72,18 +72,18 @@ typedef struct {
     uint32_t rows, cols, window;
     double seconds;
     int connections;
-    uint32_t bands;       /* messages per frame, a row band each (1: whole frames) */
-    int incremental;      /* 1 on, 0 off, -1 both (off is the in-run baseline) */
+    uint32_t bands;  /* messages per frame, a row band each (1: whole frames) */
+    int incremental; /* 1 on, 0 off, -1 both (off is the in-run baseline) */
     double rates[32];
     int nrates;
     bool search;
     double max_rate;
-    bool shm;             /* slices through shared memory (topic shm/), else over TCP */
-    bool cuda_ipc;        /* frames in GPU memory (one producer) instead of payloads */
-    int device;           /* --cuda-ipc: the GPU of the ring and of the daemon */
-    uint32_t ring;        /* --cuda-ipc: slots */
-    const char *gpus;     /* --gpus: the daemon's daemon.gpus, or NULL */
-    bool prefilled;       /* --cuda-ipc --prefilled: slots written once, lent as they are */
+    bool shm;         /* slices through shared memory (topic shm/), else over TCP */
+    bool cuda_ipc;    /* frames in GPU memory (one producer) instead of payloads */
+    int device;       /* --cuda-ipc: the GPU of the ring and of the daemon */
+    uint32_t ring;    /* --cuda-ipc: slots */
+    const char *gpus; /* --gpus: the daemon's daemon.gpus, or NULL */
+    bool prefilled;   /* --cuda-ipc --prefilled: slots written once, lent as they are */
 } options;
 
 typedef struct {
@@ -91,34 +91,34 @@ typedef struct {
     const options *o;
     double rate;
     uint64_t nframes;
-    uint64_t base;        /* index of this run's first frame: indices go on across runs */
+    uint64_t base; /* index of this run's first frame: indices go on across runs */
     uint16_t *pattern[NPATTERN];
     size_t frame_bytes;
     void *zctx;
     void *push_ctx[MAX_CONN], *push[MAX_CONN]; /* a context (I/O thread) per connection */
-    pthread_mutex_t mu;   /* the subscriber's results, shared with one_rate */
+    pthread_mutex_t mu;                        /* the subscriber's results, shared with one_rate */
     char ingest[64], control[64], slices[64];
     char shm_prefix[32];
     /* sender results */
-    atomic_uint_least64_t sent, late; /* frames: every band sent; a band's send was late */
-    atomic_uint_least64_t sent_msgs;  /* messages (bands) sent, as the daemon counts them */
+    atomic_uint_least64_t sent, late;   /* frames: every band sent; a band's send was late */
+    atomic_uint_least64_t sent_msgs;    /* messages (bands) sent, as the daemon counts them */
     atomic_uint_least32_t *frame_state; /* by frame of the run: bands done and flags */
-    uint64_t t_start_ns;  /* CLOCK_REALTIME of t_start: t_acq of frame k is k periods on */
+    uint64_t t_start_ns; /* CLOCK_REALTIME of t_start: t_acq of frame k is k periods on */
     atomic_uint_least64_t late_ring; /* --cuda-ipc: late ones that waited for a free slot */
     double t_start, t_end;
     atomic_uint_least64_t t_run_ns; /* CLOCK_REALTIME at the start of the run */
-    uint64_t t_tail_ns;   /* CLOCK_REALTIME of the first frame of its tail */
+    uint64_t t_tail_ns;             /* CLOCK_REALTIME of the first frame of its tail */
     /* subscriber results */
     atomic_bool stop_sub;
-    double *lat;          /* ms */
+    double *lat; /* ms */
     size_t nlat;
     uint64_t received, missed; /* slices */
-    uint64_t stale;       /* shm: slots rewritten before the copy finished */
+    uint64_t stale;            /* shm: slots rewritten before the copy finished */
     pid_t daemon_pid;
     bool incremental;
     /* --cuda-ipc */
-    tl_push_ipc *ring;    /* the producer's ring, with the patterns in its bank */
-    char ipc_err[1200];   /* why the producer thread stopped, "" while it did not */
+    tl_push_ipc *ring;  /* the producer's ring, with the patterns in its bank */
+    char ipc_err[1200]; /* why the producer thread stopped, "" while it did not */
 } run;
 
 static void sleep_until(double t)
@@ -139,7 +139,8 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
     snprintf(set[1], sizeof set[1], "control.endpoint=%s", r->control);
     snprintf(set[2], sizeof set[2], "slices.endpoint=%s", r->slices);
     snprintf(set[3], sizeof set[3], "ingest.overflow=drop");
-    snprintf(set[4], sizeof set[4], "ingest.io_threads=%d", o->connections < 2 ? 2 : o->connections);
+    snprintf(set[4], sizeof set[4], "ingest.io_threads=%d",
+             o->connections < 2 ? 2 : o->connections);
     snprintf(set[5], sizeof set[5], "slices.incremental=%s", incremental ? "true" : "false");
     snprintf(set[6], sizeof set[6], "http.listen=");
     snprintf(set[7], sizeof set[7], "slices.sndhwm=4");
@@ -193,8 +194,10 @@ static int exchange(void *ctl, tl_proto_decoder *dec, msgpack_sbuffer *sb, uint6
             return -1;
         tl_proto_error err;
         int n = tl_proto_recv(ctl, parts, 4, 0, &err);
-        if (n >= 2 && tl_proto_decode(dec, zmq_msg_data(&parts[n - 1]), zmq_msg_size(&parts[n - 1]),
-                                      TL_MSG_REP, m, &err) == TL_PROTO_OK && m->rep.id == id)
+        if (n >= 2 &&
+            tl_proto_decode(dec, zmq_msg_data(&parts[n - 1]), zmq_msg_size(&parts[n - 1]),
+                            TL_MSG_REP, m, &err) == TL_PROTO_OK &&
+            m->rep.id == id)
             return n;
         tl_proto_close(parts, n < 0 ? 0 : n);
     }
@@ -299,8 +302,11 @@ static int read_counts(void *ctl, tl_proto_decoder *dec, bool bands, uint64_t *a
 /* The daemon's own per-stage latency histograms (status.latency_ms, since it started). */
 static void print_stages(void *ctl, tl_proto_decoder *dec, bool incremental)
 {
-    static const char *const stage[] = {"acquisition_to_receive", "queue", "submit",
-                                        "reconstruct", "frame_to_publish",
+    static const char *const stage[] = {"acquisition_to_receive",
+                                        "queue",
+                                        "submit",
+                                        "reconstruct",
+                                        "frame_to_publish",
                                         "acquisition_to_publish"};
     zmq_msg_t parts[4];
     tl_proto_msg m;
@@ -357,8 +363,9 @@ static void cpu_sample(pid_t pid, cpu_snap *s)
         unsigned long ut, st;
         /* after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt
          * cmajflt utime stime */
-        if (!open || !close || sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-                                      &ut, &st) != 2)
+        if (!open || !close ||
+            sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) !=
+                2)
             continue;
         int k = s->n++;
         s->tid[k] = atoi(e->d_name);
@@ -439,18 +446,26 @@ static void *sender(void *arg)
         double slot = r->t_start + (double)k * period;
         sleep_until(slot);
         uint32_t first = (uint32_t)(b * o->rows / n), end = (uint32_t)((b + 1) * o->rows / n);
-        tl_proto_frame h = {.series = 1, .index = r->base + k, .kind = TL_PROTO_PROJ,
-                            .has_angle = true, .angle = M_PI * (double)(r->base + k) / o->window, .dtype = TL_PROTO_U16,
-                            .rows = o->rows, .cols = o->cols, .has_t_acq = true,
+        tl_proto_frame h = {.series = 1,
+                            .index = r->base + k,
+                            .kind = TL_PROTO_PROJ,
+                            .has_angle = true,
+                            .angle = M_PI * (double)(r->base + k) / o->window,
+                            .dtype = TL_PROTO_U16,
+                            .rows = o->rows,
+                            .cols = o->cols,
+                            .has_t_acq = true,
                             .t_acq = r->t_start_ns + (uint64_t)llround((double)k * period * 1e9),
-                            .has_band = n > 1, .band_first = first, .band_rows = end - first};
+                            .has_band = n > 1,
+                            .band_first = first,
+                            .band_rows = end - first};
         msgpack_sbuffer_clear(&sb);
         tl_proto_encode_frame(&sb, &h);
         double t0 = tl_cli_now();
         bool ok = tl_proto_send(push, NULL, 0, sb.data, sb.size,
                                 r->pattern[k % NPATTERN] + (size_t)first * o->cols,
-                                (size_t)(end - first) * o->cols * sizeof(uint16_t), no_free,
-                                NULL, 0) == 0;
+                                (size_t)(end - first) * o->cols * sizeof(uint16_t), no_free, NULL,
+                                0) == 0;
         /* a send that blocks (the connection's high-water mark reached) is the daemon
          * pushing back; a late wake-up of this thread is the bench's own jitter, caught up
          * at once, and not counted */
@@ -490,10 +505,16 @@ static void *ipc_sender(void *arg)
             snprintf(r->ipc_err, sizeof r->ipc_err, "%s", err);
             break;
         }
-        tl_proto_frame h = {.series = 1, .index = r->base + k, .kind = TL_PROTO_PROJ,
-                            .has_angle = true, .angle = M_PI * (double)(r->base + k) / o->window,
-                            .dtype = TL_PROTO_U16, .rows = o->rows, .cols = o->cols,
-                            .has_t_acq = true, .t_acq = tl_clock_realtime_ns()};
+        tl_proto_frame h = {.series = 1,
+                            .index = r->base + k,
+                            .kind = TL_PROTO_PROJ,
+                            .has_angle = true,
+                            .angle = M_PI * (double)(r->base + k) / o->window,
+                            .dtype = TL_PROTO_U16,
+                            .rows = o->rows,
+                            .cols = o->cols,
+                            .has_t_acq = true,
+                            .t_acq = tl_clock_realtime_ns()};
         tl_push_ipc_lend(r->ring, slot, &h);
         msgpack_sbuffer_clear(&sb);
         tl_proto_encode_frame(&sb, &h);
@@ -522,8 +543,11 @@ static int ipc_open(run *r)
 {
     const options *o = r->o;
     char err[1024];
-    tl_push_ipc_opts io = {.device = o->device, .rows = o->rows, .cols = o->cols,
-                           .dtype = TL_PROTO_U16, .slots = o->ring};
+    tl_push_ipc_opts io = {.device = o->device,
+                           .rows = o->rows,
+                           .cols = o->cols,
+                           .dtype = TL_PROTO_U16,
+                           .slots = o->ring};
     if (!(r->ring = tl_push_ipc_create(&io, err, sizeof err)))
         return fail(1, "--cuda-ipc: %s", err);
     if (tl_push_ipc_bank_alloc(r->ring, NPATTERN, err, sizeof err) != 0)
@@ -664,7 +688,8 @@ typedef struct {
 
 static void print_result(const result *s, bool incremental)
 {
-    printf("%-11s | %7.0f | %8.1f | %6.2f | %6llu | %6llu | %6llu | %6llu | %7.2f | %7.2f | %7.2f | %7.2f | %6llu | %5llu\n",
+    printf("%-11s | %7.0f | %8.1f | %6.2f | %6llu | %6llu | %6llu | %6llu | %7.2f | %7.2f | %7.2f "
+           "| %7.2f | %6llu | %5llu\n",
            incremental ? "incremental" : "recompute", s->rate, s->achieved, s->gbs,
            (unsigned long long)s->sent, (unsigned long long)s->lost,
            (unsigned long long)s->dropped, (unsigned long long)s->late, s->p50, s->p90, s->p99,
@@ -690,8 +715,7 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     pthread_t snd[MAX_CONN];
     sender_arg args[MAX_CONN];
     free(r->frame_state); /* one state per frame of this rate, made once for it */
-    r->frame_state = r->ring ? NULL : calloc(r->nframes ? r->nframes : 1,
-                                              sizeof *r->frame_state);
+    r->frame_state = r->ring ? NULL : calloc(r->nframes ? r->nframes : 1, sizeof *r->frame_state);
     if (!r->ring && !r->frame_state)
         return fail(1, "out of memory for %" PRIu64 " frames", r->nframes);
     double now = tl_cli_now();
@@ -739,7 +763,8 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     /* let the daemon take what is queued, then read its counters */
     uint64_t sent = atomic_load(&r->sent), sent_msgs = atomic_load(&r->sent_msgs);
     for (int i = 0; i < 100; i++) {
-        if (read_counts(ctl, dec, r->o->bands > 1, &acc1, &drop1, &msg1) == 0 && msg1 - msg0 >= sent_msgs)
+        if (read_counts(ctl, dec, r->o->bands > 1, &acc1, &drop1, &msg1) == 0 &&
+            msg1 - msg0 >= sent_msgs)
             break;
         usleep(50000);
     }
@@ -773,8 +798,8 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     cpu_report("bench", &cs0, &cs1, dt);
     if (r->ring) {
         printf("            | cuda-ipc: %llu released, %llu rejected; of the late, %llu waited "
-               "for a free slot", (unsigned long long)out->released,
-               (unsigned long long)out->rejected,
+               "for a free slot",
+               (unsigned long long)out->released, (unsigned long long)out->rejected,
                (unsigned long long)atomic_load(&r->late_ring));
         if (out->rejected && ipc1.first_message[0])
             printf(" (the first of all: %s: %s)", tl_proto_err_name(ipc1.first_code),
@@ -837,11 +862,15 @@ static int run_mode(const options *o, bool incremental)
     zmq_connect(push, r.ingest);
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
-    tl_proto_scan scan = {.series = 1, .geometry = TL_PROTO_PARALLEL, .rows = o->rows,
-                          .cols = o->cols, .dtype = TL_PROTO_U16, .window = o->window};
+    tl_proto_scan scan = {.series = 1,
+                          .geometry = TL_PROTO_PARALLEL,
+                          .rows = o->rows,
+                          .cols = o->cols,
+                          .dtype = TL_PROTO_U16,
+                          .window = o->window};
     if (r.ring) /* where the daemon hands the ring's slots back */
-        scan.release = (tl_proto_str){tl_push_ipc_endpoint(r.ring),
-                                      strlen(tl_push_ipc_endpoint(r.ring))};
+        scan.release =
+            (tl_proto_str){tl_push_ipc_endpoint(r.ring), strlen(tl_push_ipc_endpoint(r.ring))};
     tl_proto_encode_scan(&sb, &scan);
     zmq_send(push, sb.data, sb.size, 0);
     msgpack_sbuffer_destroy(&sb);
@@ -971,9 +1000,18 @@ static const char usage_text[] =
 
 int tl_cmd_stream_bench(int argc, char **argv)
 {
-    options o = {.backend = "auto", .port = 57600, .rows = 2048, .cols = 2048, .window = 1800,
-                 .seconds = 5, .connections = 4, .incremental = -1, .max_rate = 20000,
-                 .shm = true, .ring = 16, .bands = 1};
+    options o = {.backend = "auto",
+                 .port = 57600,
+                 .rows = 2048,
+                 .cols = 2048,
+                 .window = 1800,
+                 .seconds = 5,
+                 .connections = 4,
+                 .incremental = -1,
+                 .max_rate = 20000,
+                 .shm = true,
+                 .ring = 16,
+                 .bands = 1};
     snprintf(o.daemon, sizeof o.daemon, "tomolived");
     /* in a build tree, the daemon is beside clients/ */
     char self[1024];
@@ -987,80 +1025,106 @@ int tl_cmd_stream_bench(int argc, char **argv)
                 snprintf(o.daemon, sizeof o.daemon, "%s", self);
         }
     }
-    enum { O_BACKEND = 256, O_ROWS, O_COLS, O_WINDOW, O_RATE, O_SEARCH, O_MAX, O_SECONDS,
-           O_CONN, O_INC, O_PORT, O_DAEMON, O_STREAM, O_DELIVERY, O_CUDAIPC, O_DEVICE,
-           O_RING, O_GPUS, O_PREFILLED, O_BANDS };
-    static const struct option opts[] = {
-        {"stream", no_argument, NULL, O_STREAM},      {"backend", required_argument, NULL, O_BACKEND},
-        {"rows", required_argument, NULL, O_ROWS},    {"cols", required_argument, NULL, O_COLS},
-        {"window", required_argument, NULL, O_WINDOW}, {"rate", required_argument, NULL, O_RATE},
-        {"search", no_argument, NULL, O_SEARCH},      {"max-rate", required_argument, NULL, O_MAX},
-        {"seconds", required_argument, NULL, O_SECONDS},
-        {"connections", required_argument, NULL, O_CONN},
-        {"incremental", required_argument, NULL, O_INC}, {"port", required_argument, NULL, O_PORT},
-        {"daemon", required_argument, NULL, O_DAEMON}, {"help", no_argument, NULL, 'h'},
-        {"delivery", required_argument, NULL, O_DELIVERY},
-        {"cuda-ipc", no_argument, NULL, O_CUDAIPC},
-        {"device", required_argument, NULL, O_DEVICE},
-        {"ring", required_argument, NULL, O_RING},
-        {"gpus", required_argument, NULL, O_GPUS},
-        {"prefilled", no_argument, NULL, O_PREFILLED},
-        {"bands", required_argument, NULL, O_BANDS},
-        {NULL, 0, NULL, 0}};
+    enum {
+        O_BACKEND = 256,
+        O_ROWS,
+        O_COLS,
+        O_WINDOW,
+        O_RATE,
+        O_SEARCH,
+        O_MAX,
+        O_SECONDS,
+        O_CONN,
+        O_INC,
+        O_PORT,
+        O_DAEMON,
+        O_STREAM,
+        O_DELIVERY,
+        O_CUDAIPC,
+        O_DEVICE,
+        O_RING,
+        O_GPUS,
+        O_PREFILLED,
+        O_BANDS
+    };
+    static const struct option opts[] = {{"stream", no_argument, NULL, O_STREAM},
+                                         {"backend", required_argument, NULL, O_BACKEND},
+                                         {"rows", required_argument, NULL, O_ROWS},
+                                         {"cols", required_argument, NULL, O_COLS},
+                                         {"window", required_argument, NULL, O_WINDOW},
+                                         {"rate", required_argument, NULL, O_RATE},
+                                         {"search", no_argument, NULL, O_SEARCH},
+                                         {"max-rate", required_argument, NULL, O_MAX},
+                                         {"seconds", required_argument, NULL, O_SECONDS},
+                                         {"connections", required_argument, NULL, O_CONN},
+                                         {"incremental", required_argument, NULL, O_INC},
+                                         {"port", required_argument, NULL, O_PORT},
+                                         {"daemon", required_argument, NULL, O_DAEMON},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {"delivery", required_argument, NULL, O_DELIVERY},
+                                         {"cuda-ipc", no_argument, NULL, O_CUDAIPC},
+                                         {"device", required_argument, NULL, O_DEVICE},
+                                         {"ring", required_argument, NULL, O_RING},
+                                         {"gpus", required_argument, NULL, O_GPUS},
+                                         {"prefilled", no_argument, NULL, O_PREFILLED},
+                                         {"bands", required_argument, NULL, O_BANDS},
+                                         {NULL, 0, NULL, 0}};
     bool device_or_ring = false, has_bands = false;
     long v;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case O_STREAM: break;
-        case O_BACKEND: o.backend = optarg; break;
-        case O_ROWS: o.rows = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case O_COLS: o.cols = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case O_WINDOW: o.window = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case O_RATE:
-            if (o.nrates < 32)
-                o.rates[o.nrates++] = strtod(optarg, NULL);
-            break;
-        case O_SEARCH: o.search = true; break;
-        case O_MAX: o.max_rate = strtod(optarg, NULL); break;
-        case O_SECONDS: o.seconds = strtod(optarg, NULL); break;
-        case O_CONN: o.connections = atoi(optarg); break;
-        case O_INC:
-            o.incremental = strcmp(optarg, "on") == 0 ? 1 : strcmp(optarg, "off") == 0 ? 0 : -1;
-            break;
-        case O_PORT: o.port = atoi(optarg); break;
-        case O_DAEMON: snprintf(o.daemon, sizeof o.daemon, "%s", optarg); break;
-        case O_DELIVERY:
-            if (strcmp(optarg, "shm") != 0 && strcmp(optarg, "tcp") != 0) {
-                fputs(usage_text, stderr);
-                return 2;
-            }
-            o.shm = strcmp(optarg, "shm") == 0;
-            break;
-        case O_CUDAIPC: o.cuda_ipc = true; break;
-        case O_GPUS: o.gpus = optarg; break;
-        case O_PREFILLED: o.prefilled = device_or_ring = true; break;
-        case O_DEVICE:
-        case O_RING:
-            if (!tl_cli_long(optarg, c == O_RING ? 1 : 0, c == O_RING ? 65536 : 1023, &v)) {
-                fputs(usage_text, stderr);
-                return 2;
-            }
-            if (c == O_RING)
-                o.ring = (uint32_t)v;
-            else
-                o.device = (int)v;
-            device_or_ring = true;
-            break;
-        case O_BANDS:
-            if (!tl_cli_long(optarg, 1, TL_PROTO_MAX_DIM, &v))
-                return fail(2, "bad --bands '%s': need 1 to the frames' rows", optarg);
-            o.bands = (uint32_t)v;
-            has_bands = true;
-            break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default: fputs(usage_text, stderr); return 2;
+            case O_STREAM: break;
+            case O_BACKEND: o.backend = optarg; break;
+            case O_ROWS: o.rows = (uint32_t)strtoul(optarg, NULL, 10); break;
+            case O_COLS: o.cols = (uint32_t)strtoul(optarg, NULL, 10); break;
+            case O_WINDOW: o.window = (uint32_t)strtoul(optarg, NULL, 10); break;
+            case O_RATE:
+                if (o.nrates < 32)
+                    o.rates[o.nrates++] = strtod(optarg, NULL);
+                break;
+            case O_SEARCH: o.search = true; break;
+            case O_MAX: o.max_rate = strtod(optarg, NULL); break;
+            case O_SECONDS: o.seconds = strtod(optarg, NULL); break;
+            case O_CONN: o.connections = atoi(optarg); break;
+            case O_INC:
+                o.incremental = strcmp(optarg, "on") == 0    ? 1
+                                : strcmp(optarg, "off") == 0 ? 0
+                                                             : -1;
+                break;
+            case O_PORT: o.port = atoi(optarg); break;
+            case O_DAEMON: snprintf(o.daemon, sizeof o.daemon, "%s", optarg); break;
+            case O_DELIVERY:
+                if (strcmp(optarg, "shm") != 0 && strcmp(optarg, "tcp") != 0) {
+                    fputs(usage_text, stderr);
+                    return 2;
+                }
+                o.shm = strcmp(optarg, "shm") == 0;
+                break;
+            case O_CUDAIPC: o.cuda_ipc = true; break;
+            case O_GPUS: o.gpus = optarg; break;
+            case O_PREFILLED: o.prefilled = device_or_ring = true; break;
+            case O_DEVICE:
+            case O_RING:
+                if (!tl_cli_long(optarg, c == O_RING ? 1 : 0, c == O_RING ? 65536 : 1023, &v)) {
+                    fputs(usage_text, stderr);
+                    return 2;
+                }
+                if (c == O_RING)
+                    o.ring = (uint32_t)v;
+                else
+                    o.device = (int)v;
+                device_or_ring = true;
+                break;
+            case O_BANDS:
+                if (!tl_cli_long(optarg, 1, TL_PROTO_MAX_DIM, &v))
+                    return fail(2, "bad --bands '%s': need 1 to the frames' rows", optarg);
+                o.bands = (uint32_t)v;
+                has_bands = true;
+                break;
+            case 'h': fputs(usage_text, stdout); return 0;
+            default: fputs(usage_text, stderr); return 2;
         }
     }
     if (o.nrates == 0)
@@ -1087,14 +1151,18 @@ int tl_cmd_stream_bench(int argc, char **argv)
             return st == TL_EUNSUPPORTED ? fail(1, "--cuda-ipc: %s", why)
                                          : fail(1, "--cuda-ipc: GPU %d: %s", o.device, why);
         o.connections = 1; /* headers only: one connection carries them all */
-        snprintf(transport, sizeof transport, "frames in GPU memory (CUDA IPC, a ring of %u "
-                 "slots on GPU %d, %s, %s)", o.ring, o.device, uuid,
+        snprintf(transport, sizeof transport,
+                 "frames in GPU memory (CUDA IPC, a ring of %u "
+                 "slots on GPU %d, %s, %s)",
+                 o.ring, o.device, uuid,
                  o.prefilled ? "prefilled: lent as written once" : "a GPU copy per frame");
     } else {
         int len = snprintf(transport, sizeof transport, "%d TCP connections", o.connections);
         if (o.bands > 1)
-            snprintf(transport + len, sizeof transport - (size_t)len, ", frames in %u row "
-                     "bands (dropped: frames whose bands did not all get in)", o.bands);
+            snprintf(transport + len, sizeof transport - (size_t)len,
+                     ", frames in %u row "
+                     "bands (dropped: frames whose bands did not all get in)",
+                     o.bands);
     }
     signal(SIGPIPE, SIG_IGN);
     printf("streaming: %u x %u uint16 frames (%.1f MB), window %u, slices: 1 row %u^2 + 3 ortho, "
@@ -1103,7 +1171,8 @@ int tl_cmd_stream_bench(int argc, char **argv)
            o.seconds, o.backend, o.gpus ? " on GPUs " : "", o.gpus ? o.gpus : "",
            o.shm ? "shared memory" : "TCP");
     printf("latency: t_acq of the newest frame in a slice -> slice received by the subscriber\n");
-    printf("mode        | target  | achieved | GB/s   | sent   | lost   | dropped| late   | p50 ms  | p90 ms  | p99 ms  | max ms  | slices | stale\n");
+    printf("mode        | target  | achieved | GB/s   | sent   | lost   | dropped| late   | p50 "
+           "ms  | p90 ms  | p99 ms  | max ms  | slices | stale\n");
     int rc = 0;
     if (o.incremental != 1)
         rc |= run_mode(&o, false);

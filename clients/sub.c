@@ -84,18 +84,18 @@ typedef struct {
     char id[TL_PROTO_MAX_ID + 1];
     bool requested, have_seq, final;
     uint64_t received, missed, last_seq;
-    uint64_t stale;     /* --shm: of the missed, those whose slot was rewritten first */
-    double *lat;        /* latencies in ms, for the summary */
+    uint64_t stale; /* --shm: of the missed, those whose slot was rewritten first */
+    double *lat;    /* latencies in ms, for the summary */
     size_t nlat, cap;
 } track;
 
 /* The status line of a terminal: the most recent slices' receive times and latencies. */
 enum { RECENT = 128 };
 typedef struct {
-    bool on, drawn;          /* stdout is a terminal (and no --lines/--quiet); line shown */
-    double next;             /* monotonic time of the next redraw */
+    bool on, drawn; /* stdout is a terminal (and no --lines/--quiet); line shown */
+    double next;    /* monotonic time of the next redraw */
     double t[RECENT], lat[RECENT];
-    size_t n;                /* slices recorded so far (the ring holds the last RECENT) */
+    size_t n; /* slices recorded so far (the ring holds the last RECENT) */
     char last[TL_PROTO_MAX_ID + 48];
 } status_line;
 
@@ -103,7 +103,7 @@ typedef struct {
     track *t;
     size_t n, cap;
     status_line st;
-    float *img;         /* an aligned copy of the current payload, as float32 */
+    float *img; /* an aligned copy of the current payload, as float32 */
     size_t img_cap;
     uint64_t total, rejected;
     /* --shm: the daemon's object mapped, and the pixels copied out of it (the payload) */
@@ -122,7 +122,6 @@ static void on_signal(int sig)
 }
 
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
-
 
 static bool valid_id(const char *s)
 {
@@ -160,10 +159,10 @@ static track *add(state *S, const char *id, size_t len)
 static tl_dtype engine_dtype(tl_proto_dtype t)
 {
     switch (t) {
-    case TL_PROTO_U8: return TL_DTYPE_U8;
-    case TL_PROTO_U16: return TL_DTYPE_U16;
-    case TL_PROTO_U32: return TL_DTYPE_U32;
-    default: return TL_DTYPE_F32;
+        case TL_PROTO_U8: return TL_DTYPE_U8;
+        case TL_PROTO_U16: return TL_DTYPE_U16;
+        case TL_PROTO_U32: return TL_DTYPE_U32;
+        default: return TL_DTYPE_F32;
     }
 }
 
@@ -187,9 +186,15 @@ static int payload_floats(state *S, const tl_proto_slice *s)
         uint16_t v16;
         uint32_t v32;
         switch (s->dtype) {
-        case TL_PROTO_U8: S->img[i] = b[i]; break;
-        case TL_PROTO_U16: memcpy(&v16, b + 2 * i, 2); S->img[i] = v16; break;
-        default: memcpy(&v32, b + 4 * i, 4); S->img[i] = (float)v32; break;
+            case TL_PROTO_U8: S->img[i] = b[i]; break;
+            case TL_PROTO_U16:
+                memcpy(&v16, b + 2 * i, 2);
+                S->img[i] = v16;
+                break;
+            default:
+                memcpy(&v32, b + 4 * i, 4);
+                S->img[i] = (float)v32;
+                break;
         }
     }
     return 0;
@@ -201,8 +206,8 @@ static int write_tiff(const char *path, const tl_proto_slice *s)
     tl_tiff_writer w;
     if (tl_tiff_create(&w, path, s->payload_len, err, sizeof err) != 0)
         return fail(1, "%s", err);
-    if (tl_tiff_write_page(&w, engine_dtype(s->dtype), s->payload, s->shape[0], s->shape[1],
-                           err, sizeof err) != 0) {
+    if (tl_tiff_write_page(&w, engine_dtype(s->dtype), s->payload, s->shape[0], s->shape[1], err,
+                           sizeof err) != 0) {
         tl_tiff_finish(&w, NULL, 0);
         return fail(1, "%s", err);
     }
@@ -221,8 +226,8 @@ static int replace_file(const char *dir, const char *id, const char *ext, state 
     if (!strcmp(ext, "tif"))
         rc = write_tiff(tmp, s);
     else if ((rc = payload_floats(S, s)) == 0 &&
-             tl_png_write_preview(tmp, S->img, s->shape[0], s->shape[1], NULL, err,
-                                  sizeof err) != 0)
+             tl_png_write_preview(tmp, S->img, s->shape[0], s->shape[1], NULL, err, sizeof err) !=
+                 0)
         rc = fail(1, "%s", err);
     if (rc == 0 && rename(tmp, path) != 0)
         rc = fail(1, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
@@ -235,13 +240,12 @@ static int save(const options *o, state *S, const track *t, const tl_proto_slice
 {
     if (!o->out)
         return 0;
-    if (replace_file(o->out, t->id, "tif", S, s) || (o->png && replace_file(o->out, t->id,
-                                                                            "png", S, s)))
+    if (replace_file(o->out, t->id, "tif", S, s) ||
+        (o->png && replace_file(o->out, t->id, "png", S, s)))
         return 1;
     if (o->every_seq) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s-%llu.tif", o->out, t->id,
-                 (unsigned long long)s->seq);
+        snprintf(path, sizeof path, "%s/%s-%llu.tif", o->out, t->id, (unsigned long long)s->seq);
         return write_tiff(path, s);
     }
     return 0;
@@ -339,9 +343,9 @@ static int on_slice(const options *o, state *S, const tl_proto_slice *s)
     } else if (!o->quiet) {
         printf("id=%s seq=%llu shape=%ux%u projections=%u missing=%u window=%llu..%llu "
                "latency_ms=%.2f kernel=",
-               t->id, (unsigned long long)s->seq, s->shape[0], s->shape[1],
-               s->projections_used, s->missing, (unsigned long long)s->window_first,
-               (unsigned long long)s->window_last, lat);
+               t->id, (unsigned long long)s->seq, s->shape[0], s->shape[1], s->projections_used,
+               s->missing, (unsigned long long)s->window_first, (unsigned long long)s->window_last,
+               lat);
         print_str(s->kernel);
         puts(s->final ? " final" : "");
         fflush(stdout);
@@ -400,8 +404,10 @@ static int shm_pixels(state *S, tl_proto_slice *s)
         return 0;
     }
     if (rc < 0 && S->unreadable++ == 0) /* once: the same cause would repeat for each slice */
-        fprintf(stderr, ME ": cannot read a slice from shared memory (%s); further ones are "
-                           "only counted\n", err);
+        fprintf(stderr,
+                ME ": cannot read a slice from shared memory (%s); further ones are "
+                   "only counted\n",
+                err);
     rc = lost(S, s, rc == TL_SHM_STALE);
     return rc ? rc : -1;
 }
@@ -516,11 +522,12 @@ static int receive(const options *o, state *S, void *sock)
         if (np == -1)
             continue;
         int kept = np == -2 ? TL_PROTO_MAX_PARTS : np;
-        if (np == -2 || tl_proto_decode_parts(d, parts, np, TL_MSG_SLICE, &m, &err) !=
-                            TL_PROTO_OK) {
+        if (np == -2 ||
+            tl_proto_decode_parts(d, parts, np, TL_MSG_SLICE, &m, &err) != TL_PROTO_OK) {
             if (S->rejected++ == 0) /* once: a broken publisher would flood the terminal */
-                fprintf(stderr, ME ": rejected a malformed message (%s: %s); further ones "
-                                   "are only counted\n",
+                fprintf(stderr,
+                        ME ": rejected a malformed message (%s: %s); further ones "
+                           "are only counted\n",
                         tl_proto_err_name(err.code), err.message);
         } else {
             int r = deliver(o, S, &m);
@@ -528,8 +535,7 @@ static int receive(const options *o, state *S, void *sock)
                 last = tl_cli_now();
             if (r > 0)
                 rc = r;
-            else if ((o->count && S->total >= o->count) ||
-                     (o->until_final && all_final(o, S)))
+            else if ((o->count && S->total >= o->count) || (o->until_final && all_final(o, S)))
                 rc = 0;
         }
         tl_proto_close(parts, kept);
@@ -540,8 +546,20 @@ static int receive(const options *o, state *S, void *sock)
 
 static int parse_options(int argc, char **argv, options *o)
 {
-    enum { O_ENDPOINT = 256, O_OUT, O_PNG, O_EVERY, O_COUNT, O_FINAL, O_TIMEOUT, O_LATENCY,
-           O_QUIET, O_ALL, O_LINES, O_SHM };
+    enum {
+        O_ENDPOINT = 256,
+        O_OUT,
+        O_PNG,
+        O_EVERY,
+        O_COUNT,
+        O_FINAL,
+        O_TIMEOUT,
+        O_LATENCY,
+        O_QUIET,
+        O_ALL,
+        O_LINES,
+        O_SHM
+    };
     static const struct option longopts[] = {
         {"endpoint", required_argument, NULL, O_ENDPOINT},
         {"out", required_argument, NULL, O_OUT},
@@ -566,31 +584,32 @@ static int parse_options(int argc, char **argv, options *o)
     char *end;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case O_ENDPOINT: o->endpoint = optarg; break;
-        case O_OUT: o->out = optarg; break;
-        case O_PNG: o->png = true; break;
-        case O_EVERY: o->every_seq = true; break;
-        case O_COUNT:
-            errno = 0;
-            o->count = strtoull(optarg, &end, 10);
-            if (end == optarg || *end || errno || o->count == 0 || *optarg == '-')
-                return fail(2, "bad --count '%s': need a whole number >= 1", optarg);
-            break;
-        case O_FINAL: o->until_final = true; break;
-        case O_TIMEOUT:
-            o->timeout = strtod(optarg, &end);
-            if (end == optarg || *end || !(o->timeout > 0) || o->timeout > 1e9)
-                return fail(2, "bad --timeout '%s': need seconds > 0", optarg);
-            break;
-        case O_LATENCY: o->latency = true; break;
-        case O_QUIET: o->quiet = true; break;
-        case O_ALL: o->all = true; break;
-        case O_LINES: o->lines = true; break;
-        case O_SHM: o->shm = true; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default:
-            return fail(2, "%s '%s' (see tomolive sub --help)",
-                        c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
+            case O_ENDPOINT: o->endpoint = optarg; break;
+            case O_OUT: o->out = optarg; break;
+            case O_PNG: o->png = true; break;
+            case O_EVERY: o->every_seq = true; break;
+            case O_COUNT:
+                errno = 0;
+                o->count = strtoull(optarg, &end, 10);
+                if (end == optarg || *end || errno || o->count == 0 || *optarg == '-')
+                    return fail(2, "bad --count '%s': need a whole number >= 1", optarg);
+                break;
+            case O_FINAL: o->until_final = true; break;
+            case O_TIMEOUT:
+                o->timeout = strtod(optarg, &end);
+                if (end == optarg || *end || !(o->timeout > 0) || o->timeout > 1e9)
+                    return fail(2, "bad --timeout '%s': need seconds > 0", optarg);
+                break;
+            case O_LATENCY: o->latency = true; break;
+            case O_QUIET: o->quiet = true; break;
+            case O_ALL: o->all = true; break;
+            case O_LINES: o->lines = true; break;
+            case O_SHM: o->shm = true; break;
+            case 'h': fputs(usage_text, stdout); return 0;
+            default:
+                return fail(2, "%s '%s' (see tomolive sub --help)",
+                            c == ':' ? "option needs a value" : "unknown option",
+                            argv[optind - 1]);
         }
     }
     if (optind == argc && !o->all)
@@ -609,7 +628,7 @@ static int parse_options(int argc, char **argv, options *o)
 static int subscribe(const options *o, void *sock, const char *id)
 {
     char topic[TL_PROTO_MAX_ID + 16];
-    size_t len = !id ? strlen(strcpy(topic, o->shm ? "shm/" : "slice/"))
+    size_t len = !id      ? strlen(strcpy(topic, o->shm ? "shm/" : "slice/"))
                  : o->shm ? tl_proto_shm_topic(topic, sizeof topic, id, strlen(id))
                           : tl_proto_slice_topic(topic, sizeof topic, id, strlen(id));
     return zmq_setsockopt(sock, ZMQ_SUBSCRIBE, topic, len);

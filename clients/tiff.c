@@ -45,8 +45,8 @@ static void install_handlers(void)
     last_tiff_error[0] = '\0';
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
+                                                      ...)
 {
     if (err && errlen) {
         va_list ap;
@@ -90,10 +90,10 @@ static int dtype_of(const page_info *pi, tl_dtype *dt)
         return -1;
     if (pi->format == SAMPLEFORMAT_UINT) {
         switch (pi->bps) {
-        case 8: *dt = TL_DTYPE_U8; return 0;
-        case 16: *dt = TL_DTYPE_U16; return 0;
-        case 32: *dt = TL_DTYPE_U32; return 0;
-        default: return -1;
+            case 8: *dt = TL_DTYPE_U8; return 0;
+            case 16: *dt = TL_DTYPE_U16; return 0;
+            case 32: *dt = TL_DTYPE_U32; return 0;
+            default: return -1;
         }
     }
     if (pi->format == SAMPLEFORMAT_IEEEFP && pi->bps == 32) {
@@ -106,10 +106,10 @@ static int dtype_of(const page_info *pi, tl_dtype *dt)
 static const char *format_name(uint16_t f)
 {
     switch (f) {
-    case SAMPLEFORMAT_UINT: return "unsigned";
-    case SAMPLEFORMAT_INT: return "signed";
-    case SAMPLEFORMAT_IEEEFP: return "float";
-    default: return "complex/other";
+        case SAMPLEFORMAT_UINT: return "unsigned";
+        case SAMPLEFORMAT_INT: return "signed";
+        case SAMPLEFORMAT_IEEEFP: return "float";
+        default: return "complex/other";
     }
 }
 
@@ -137,8 +137,8 @@ int tl_tiff_open(tl_tiff_reader *r, const char *path, char *err, size_t errlen)
         page_info pi;
         if (!TIFFSetDirectory(tif, d) || read_info(tif, &pi) != 0) {
             tl_tiff_close(r);
-            return fail(err, errlen, "'%s' page %u: cannot read its header: %s", path,
-                        (unsigned)d, tiff_reason());
+            return fail(err, errlen, "'%s' page %u: cannot read its header: %s", path, (unsigned)d,
+                        tiff_reason());
         }
         tl_dtype dt;
         if (dtype_of(&pi, &dt) != 0) {
@@ -151,8 +151,8 @@ int tl_tiff_open(tl_tiff_reader *r, const char *path, char *err, size_t errlen)
         if (d == 0) {
             first = pi;
             r->dtype = dt;
-        } else if (pi.width != first.width || pi.length != first.length ||
-                   pi.bps != first.bps || pi.format != first.format) {
+        } else if (pi.width != first.width || pi.length != first.length || pi.bps != first.bps ||
+                   pi.format != first.format) {
             tl_tiff_close(r);
             return fail(err, errlen,
                         "'%s' has pages of different shapes: page 0 is %u x %u (%u-bit %s), "
@@ -184,8 +184,8 @@ static int read_tiled(tl_tiff_reader *r, uint8_t *dst, size_t rowbytes, size_t s
         for (uint32_t x = 0; x < r->cols; x += tw) {
             if (TIFFReadTile(tif, tile, x, y, 0, 0) < 0) {
                 free(tile);
-                return fail(err, errlen, "'%s': cannot read tile at (%u, %u): %s", r->path,
-                            x, y, tiff_reason());
+                return fail(err, errlen, "'%s': cannot read tile at (%u, %u): %s", r->path, x, y,
+                            tiff_reason());
             }
             uint32_t h = r->rows - y < th ? r->rows - y : th;
             uint32_t w = r->cols - x < tw ? r->cols - x : tw;
@@ -204,8 +204,7 @@ int tl_tiff_read_page(tl_tiff_reader *r, uint32_t page, void *buf, char *err, si
     install_handlers();
     TIFF *tif = r->tif;
     if (TIFFCurrentDirectory(tif) != page && !TIFFSetDirectory(tif, (tdir_t)page))
-        return fail(err, errlen, "'%s': cannot go to page %u: %s", r->path, page,
-                    tiff_reason());
+        return fail(err, errlen, "'%s': cannot go to page %u: %s", r->path, page, tiff_reason());
     size_t ss = tl_dtype_size(r->dtype), rowbytes = (size_t)r->cols * ss;
     uint8_t *dst = buf;
     if (TIFFIsTiled(tif))
@@ -217,8 +216,7 @@ int tl_tiff_read_page(tl_tiff_reader *r, uint32_t page, void *buf, char *err, si
     tstrip_t nstrips = TIFFNumberOfStrips(tif);
     for (tstrip_t s = 0; s < nstrips && (uint64_t)s * rps < r->rows; s++) {
         uint32_t y = s * rps, h = r->rows - y < rps ? r->rows - y : rps;
-        if (TIFFReadEncodedStrip(tif, s, dst + (size_t)y * rowbytes, (tmsize_t)(h * rowbytes)) <
-            0)
+        if (TIFFReadEncodedStrip(tif, s, dst + (size_t)y * rowbytes, (tmsize_t)(h * rowbytes)) < 0)
             return fail(err, errlen, "'%s' page %u: cannot read strip %u: %s", r->path, page,
                         (unsigned)s, tiff_reason());
     }

@@ -22,10 +22,10 @@
 #include "gpu/engine.h"
 
 typedef struct {
-    void *tif;           /* TIFF * */
+    void *tif; /* TIFF * */
     char path[1024];
     uint32_t pages, rows, cols;
-    tl_dtype dtype;      /* sample type of every page: u8, u16, u32 or f32 */
+    tl_dtype dtype; /* sample type of every page: u8, u16, u32 or f32 */
 } tl_tiff_reader;
 
 int tl_tiff_open(tl_tiff_reader *r, const char *path, char *err, size_t errlen);
@@ -36,7 +36,7 @@ void tl_tiff_close(tl_tiff_reader *r);
 typedef struct {
     void *tif;
     char path[1024];
-    uint32_t pages;      /* pages written so far */
+    uint32_t pages; /* pages written so far */
 } tl_tiff_writer;
 
 /* Creates (truncates) path. expected_bytes is the total pixel data the caller will write

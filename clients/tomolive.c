@@ -24,7 +24,8 @@ static const command commands[] = {
     {"recon", tl_cmd_recon, "reconstruct slices from TIFF stacks of projections (offline FBP)"},
     {"bench", tl_cmd_bench, "time the back-projection kernels and the per-frame pipeline"},
     {"tune", tl_cmd_tune, "time the kernels for a shape, choose per quality mode, cache it"},
-    {"phantom", tl_cmd_phantom, "the true slice of the simulated sample, and a slice's error against it"},
+    {"phantom", tl_cmd_phantom,
+     "the true slice of the simulated sample, and a slice's error against it"},
 };
 
 static void usage(FILE *f)

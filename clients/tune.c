@@ -25,8 +25,8 @@
 #include "gpu/tune.h"
 
 #define ME "tomolive tune"
-#define DEFAULT_SIZE_CUDA 2048  /* a typical detector width */
-#define DEFAULT_SIZE_CPU 256    /* small enough to tune in seconds */
+#define DEFAULT_SIZE_CUDA 2048 /* a typical detector width */
+#define DEFAULT_SIZE_CPU 256   /* small enough to tune in seconds */
 #define DEFAULT_BATCH 4
 #define DEFAULT_BUDGET_S 15.0
 #define MAX_SIZE 65536
@@ -64,7 +64,7 @@ static const char usage_text[] =
 typedef struct {
     tl_backend_kind backend;
     int device;
-    uint32_t size, window, batch;  /* 0: the default */
+    uint32_t size, window, batch; /* 0: the default */
     const char *cache;
     bool no_cache, force, rates;
     double budget;
@@ -85,8 +85,18 @@ static bool parse_u32(const char *s, uint32_t max, uint32_t *out)
 
 static int parse_options(int argc, char **argv, options *o)
 {
-    enum { O_BACKEND = 256, O_DEVICE, O_SIZE, O_WINDOW, O_BATCH, O_CACHE, O_NOCACHE, O_FORCE,
-           O_BUDGET, O_NORATES };
+    enum {
+        O_BACKEND = 256,
+        O_DEVICE,
+        O_SIZE,
+        O_WINDOW,
+        O_BATCH,
+        O_CACHE,
+        O_NOCACHE,
+        O_FORCE,
+        O_BUDGET,
+        O_NORATES
+    };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"device", required_argument, NULL, O_DEVICE},
@@ -112,42 +122,44 @@ static int parse_options(int argc, char **argv, options *o)
     long v;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case O_BACKEND:
-            if (!tl_backend_parse(optarg, &o->backend))
-                return fail(2, "unknown backend '%s' (cpu, cuda, auto)", optarg);
-            break;
-        case O_DEVICE:
-            if (!tl_cli_long(optarg, 0, 1024, &v))
-                return fail(2, "bad --device '%s': need a device ordinal", optarg);
-            o->device = (int)v;
-            break;
-        case O_SIZE:
-            if (!parse_u32(optarg, MAX_SIZE, &o->size))
-                return fail(2, "bad --size '%s': need 1..%d", optarg, MAX_SIZE);
-            break;
-        case O_WINDOW:
-            if (!parse_u32(optarg, MAX_WINDOW, &o->window))
-                return fail(2, "bad --window '%s': need 1..%d", optarg, MAX_WINDOW);
-            break;
-        case O_BATCH:
-            if (!parse_u32(optarg, 4, &o->batch) || o->batch == 3)
-                return fail(2, "bad --batch '%s': need 1, 2 or 4", optarg);
-            break;
-        case O_CACHE: o->cache = optarg; break;
-        case O_NOCACHE: o->no_cache = true; break;
-        case O_FORCE: o->force = true; break;
-        case O_BUDGET:
-            errno = 0;
-            o->budget = strtod(optarg, &end);
-            if (end == optarg || *end || errno || !(o->budget > 0 && o->budget <= MAX_BUDGET_S))
-                return fail(2, "bad --budget '%s': need seconds, more than 0 and at most %g",
-                            optarg, MAX_BUDGET_S);
-            break;
-        case O_NORATES: o->rates = false; break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default:
-            return fail(2, "%s '%s' (see tomolive tune --help)",
-                        c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
+            case O_BACKEND:
+                if (!tl_backend_parse(optarg, &o->backend))
+                    return fail(2, "unknown backend '%s' (cpu, cuda, auto)", optarg);
+                break;
+            case O_DEVICE:
+                if (!tl_cli_long(optarg, 0, 1024, &v))
+                    return fail(2, "bad --device '%s': need a device ordinal", optarg);
+                o->device = (int)v;
+                break;
+            case O_SIZE:
+                if (!parse_u32(optarg, MAX_SIZE, &o->size))
+                    return fail(2, "bad --size '%s': need 1..%d", optarg, MAX_SIZE);
+                break;
+            case O_WINDOW:
+                if (!parse_u32(optarg, MAX_WINDOW, &o->window))
+                    return fail(2, "bad --window '%s': need 1..%d", optarg, MAX_WINDOW);
+                break;
+            case O_BATCH:
+                if (!parse_u32(optarg, 4, &o->batch) || o->batch == 3)
+                    return fail(2, "bad --batch '%s': need 1, 2 or 4", optarg);
+                break;
+            case O_CACHE: o->cache = optarg; break;
+            case O_NOCACHE: o->no_cache = true; break;
+            case O_FORCE: o->force = true; break;
+            case O_BUDGET:
+                errno = 0;
+                o->budget = strtod(optarg, &end);
+                if (end == optarg || *end || errno ||
+                    !(o->budget > 0 && o->budget <= MAX_BUDGET_S))
+                    return fail(2, "bad --budget '%s': need seconds, more than 0 and at most %g",
+                                optarg, MAX_BUDGET_S);
+                break;
+            case O_NORATES: o->rates = false; break;
+            case 'h': fputs(usage_text, stdout); return 0;
+            default:
+                return fail(2, "%s '%s' (see tomolive tune --help)",
+                            c == ':' ? "option needs a value" : "unknown option",
+                            argv[optind - 1]);
         }
     }
     if (optind < argc)
@@ -205,8 +217,8 @@ static void print_ranking(const tl_engine *e, const tl_tune_result *r)
     memcpy(sorted, r->entries, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, by_batch_then_ms);
     printf("\nranking (by batch, fastest first; baseline: tex-std at the same batch):\n");
-    printf("%-16s | %-7s | %11s | %5s | %11s | %11s | %9s | %s\n", "kernel", "mode",
-           "slices/pass", "batch", "ms (median)", "G updates/s", "x tex-std", "params");
+    printf("%-16s | %-7s | %11s | %5s | %11s | %11s | %9s | %s\n", "kernel", "mode", "slices/pass",
+           "batch", "ms (median)", "G updates/s", "x tex-std", "params");
     printf("-----------------+---------+-------------+-------+-------------+-------------+----"
            "-------+-------\n");
     for (size_t i = 0; i < n; i++) {
@@ -222,15 +234,16 @@ static void print_ranking(const tl_engine *e, const tl_tune_result *r)
         const char *params;
         tl_bench_kernel_info(e, t->kernel, &slices, &params);
         printf("%-16s | %-7s | %11u | %5u | %11.3f | %11.2f | %9s | %s\n", t->kernel,
-               tl_quality_name(t->quality), t->slices, t->batch, t->ms,
-               t->updates_per_s * 1e-9, ratio, params);
+               tl_quality_name(t->quality), t->slices, t->batch, t->ms, t->updates_per_s * 1e-9,
+               ratio, params);
     }
 }
 
 static void print_choices(const tl_tune_result *r)
 {
     printf("\nchoices for %ux%u slices (single: one slice, least time; batch: most "
-           "updates/s):\n", r->choice.height, r->choice.width);
+           "updates/s):\n",
+           r->choice.height, r->choice.width);
     printf("%-7s | %-34s | %s\n", "quality", "single", "batch");
     printf("--------+------------------------------------+-----------------------------------"
            "---\n");
@@ -241,8 +254,8 @@ static void print_choices(const tl_tune_result *r)
         if (r->choice.single[q][0] && s)
             snprintf(single, sizeof single, "%s (%.3f ms)", s->kernel, s->ms);
         if (r->choice.batch[q][0] && b)
-            snprintf(batch, sizeof batch, "%s (batch %u, %.2f G updates/s)", b->kernel,
-                     b->batch, b->updates_per_s * 1e-9);
+            snprintf(batch, sizeof batch, "%s (batch %u, %.2f G updates/s)", b->kernel, b->batch,
+                     b->updates_per_s * 1e-9);
         printf("%-7s | %-34s | %s\n", tl_quality_name((tl_quality)q), single, batch);
     }
 }
@@ -298,8 +311,8 @@ int tl_cmd_tune(int argc, char **argv)
         return rc;
     char why[256] = "";
     if (o.backend == TL_BACKEND_AUTO)
-        o.backend = tl_backend_available(TL_BACKEND_CUDA, NULL, 0) ? TL_BACKEND_CUDA
-                                                                   : TL_BACKEND_CPU;
+        o.backend =
+            tl_backend_available(TL_BACKEND_CUDA, NULL, 0) ? TL_BACKEND_CUDA : TL_BACKEND_CPU;
     else if (!tl_backend_available(o.backend, why, sizeof why))
         return fail(1, "backend %s is not available: %s", tl_backend_name(o.backend), why);
     if (!o.size)
@@ -312,7 +325,7 @@ int tl_cmd_tune(int argc, char **argv)
         path = o.cache ? o.cache : tl_tune_default_path(buf, sizeof buf);
         if (!*path)
             return fail(1, "no cache path: set TOMOLIVE_TUNE_CACHE or HOME, or use --cache "
-                        "or --no-cache");
+                           "or --no-cache");
     }
 
     tl_engine *e = NULL;

@@ -59,7 +59,8 @@ static void status_line(tl_daemon *d, char *buf, size_t n)
     if (d->scan.open) {
         tl_engine_state st;
         tl_engine_get_state(d->scan.engine, &st);
-        snprintf(buf, n, "scan %llu%s: %u/%u projections, %d slices, %llu frames, %llu slices published",
+        snprintf(buf, n,
+                 "scan %llu%s: %u/%u projections, %d slices, %llu frames, %llu slices published",
                  (unsigned long long)d->scan.series, d->scan.finished ? " (ended)" : "", st.held,
                  st.window, d->slices.n, (unsigned long long)tl_stats_get(&d->stats.messages),
                  (unsigned long long)tl_stats_get(&d->stats.slices_published));
@@ -152,14 +153,14 @@ void tl_daemon_shutdown(tl_daemon *d)
     uint64_t t0 = tl_clock_ns();
     tl_notify_stopping();
     tl_log(TL_LOG_INFO, "stopping", "queued=%u", tl_queue_depth(&d->queue));
-    tl_ingest_stop(d);                          /* no new frames */
-    tl_worker_stop(d, t0 + TL_STOP_BUDGET_NS);  /* in-flight and queued work, bounded */
+    tl_ingest_stop(d);                         /* no new frames */
+    tl_worker_stop(d, t0 + TL_STOP_BUDGET_NS); /* in-flight and queued work, bounded */
     uint32_t left = tl_queue_depth(&d->queue);
     if (left)
         tl_log(TL_LOG_WARN, "frames_discarded_at_stop", "count=%u", left);
-    tl_http_stop(d);                            /* before the publisher: it taps it */
-    tl_recast3d_stop(d);                        /* before the publisher: it taps it */
-    tl_publisher_close(&d->pub, TL_LINGER_MS);  /* sends what the worker published */
+    tl_http_stop(d);                           /* before the publisher: it taps it */
+    tl_recast3d_stop(d);                       /* before the publisher: it taps it */
+    tl_publisher_close(&d->pub, TL_LINGER_MS); /* sends what the worker published */
     tl_control_close(d);
     close_handle((uv_handle_t *)&d->sigterm);
     close_handle((uv_handle_t *)&d->sigint);
@@ -216,9 +217,8 @@ int tl_daemon_start(tl_daemon *d, char *err, size_t errlen)
     d->host_memory = TL_BACKEND_CPU;
     tl_backend_parse(tl_settings_enum_name("daemon.backend", c->backend), &d->host_memory);
     tl_scan_bands_init(d);
-    if (tl_publisher_open(&d->pub, &d->loop, c->slices_endpoint, c->slices_sndhwm,
-                          c->slices_max, d->host_memory, &d->stats, on_subscriptions, d, err,
-                          errlen) != 0 ||
+    if (tl_publisher_open(&d->pub, &d->loop, c->slices_endpoint, c->slices_sndhwm, c->slices_max,
+                          d->host_memory, &d->stats, on_subscriptions, d, err, errlen) != 0 ||
         tl_control_open(d, err, errlen) != 0 || tl_ingest_start(d, err, errlen) != 0 ||
         tl_http_start(d, err, errlen) != 0 || tl_recast3d_start(d, err, errlen) != 0)
         return -1;
@@ -240,9 +240,11 @@ int tl_daemon_start(tl_daemon *d, char *err, size_t errlen)
     d->watchdog_timer.data = d;
     d->watchdog_usec = tl_notify_watchdog_usec();
     if (d->watchdog_usec) /* every half interval, as sd_watchdog_enabled(3) advises */
-        uv_timer_start(&d->watchdog_timer, on_watchdog, d->watchdog_usec / 2000, d->watchdog_usec / 2000);
+        uv_timer_start(&d->watchdog_timer, on_watchdog, d->watchdog_usec / 2000,
+                       d->watchdog_usec / 2000);
     tl_log(TL_LOG_INFO, "started",
-           "version=%s backend=%s ingest=%s control=%s slices=%s queue=%d overflow=%s watchdog_s=%.1f",
+           "version=%s backend=%s ingest=%s control=%s slices=%s queue=%d overflow=%s "
+           "watchdog_s=%.1f",
            PACKAGE_VERSION, tl_backend_name(b), tl_logq(c->ingest_endpoint),
            tl_logq(c->control_endpoint), tl_logq(c->slices_endpoint), c->ingest_queue,
            tl_settings_enum_name("ingest.overflow", c->ingest_overflow), d->watchdog_usec / 1e6);

@@ -49,30 +49,33 @@ int main(int argc, char **argv)
     bool check = false, print = false;
     static char lvl[64], be[64];
     enum { O_SET = 256, O_LOG, O_BACKEND, O_CHECK, O_PRINT };
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},   {"set", required_argument, NULL, O_SET},
-        {"log-level", required_argument, NULL, O_LOG}, {"backend", required_argument, NULL, O_BACKEND},
-        {"check-config", no_argument, NULL, O_CHECK}, {"print-config", no_argument, NULL, O_PRINT},
-        {"version", no_argument, NULL, 'V'},         {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"set", required_argument, NULL, O_SET},
+                                         {"log-level", required_argument, NULL, O_LOG},
+                                         {"backend", required_argument, NULL, O_BACKEND},
+                                         {"check-config", no_argument, NULL, O_CHECK},
+                                         {"print-config", no_argument, NULL, O_PRINT},
+                                         {"version", no_argument, NULL, 'V'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "c:Vh", opts, NULL)) != -1) {
         switch (o) {
-        case 'c': d->config_path = optarg; break;
-        case O_SET: d->overrides[d->noverrides++] = optarg; break;
-        case O_LOG:
-            snprintf(lvl, sizeof lvl, "daemon.log_level=%s", optarg);
-            d->overrides[d->noverrides++] = lvl;
-            break;
-        case O_BACKEND:
-            snprintf(be, sizeof be, "daemon.backend=%s", optarg);
-            d->overrides[d->noverrides++] = be;
-            break;
-        case O_CHECK: check = true; break;
-        case O_PRINT: print = true; break;
-        case 'V': printf("tomolived %s\n", PACKAGE_VERSION); return 0;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+            case 'c': d->config_path = optarg; break;
+            case O_SET: d->overrides[d->noverrides++] = optarg; break;
+            case O_LOG:
+                snprintf(lvl, sizeof lvl, "daemon.log_level=%s", optarg);
+                d->overrides[d->noverrides++] = lvl;
+                break;
+            case O_BACKEND:
+                snprintf(be, sizeof be, "daemon.backend=%s", optarg);
+                d->overrides[d->noverrides++] = be;
+                break;
+            case O_CHECK: check = true; break;
+            case O_PRINT: print = true; break;
+            case 'V': printf("tomolived %s\n", PACKAGE_VERSION); return 0;
+            case 'h': usage(stdout); return 0;
+            default: usage(stderr); return 2;
         }
     }
     if (optind < argc) {

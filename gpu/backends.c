@@ -21,19 +21,17 @@ bool tl_backend_available(tl_backend_kind b, char *why, size_t why_len)
         why_len = sizeof scratch;
     }
     switch (b) {
-    case TL_BACKEND_CPU:
-        return true;
-    case TL_BACKEND_CUDA:
+        case TL_BACKEND_CPU: return true;
+        case TL_BACKEND_CUDA:
 #ifdef HAVE_CUDA
-        if (tl_cuda_device_count(why, why_len) > 0)
-            return true;
-        return false;
+            if (tl_cuda_device_count(why, why_len) > 0)
+                return true;
+            return false;
 #else
-        snprintf(why, why_len, "this build has no CUDA backend (configure --with-cuda)");
-        return false;
+            snprintf(why, why_len, "this build has no CUDA backend (configure --with-cuda)");
+            return false;
 #endif
-    case TL_BACKEND_AUTO:
-        return true;
+        case TL_BACKEND_AUTO: return true;
     }
     return false;
 }
@@ -78,8 +76,8 @@ tl_status tl_engine_pick_backend(const tl_engine_config *c, tl_errbuf *eb, tl_en
             if (c->devices[k] < 0 || c->devices[k] >= n)
                 return tl_fail(eb, TL_EDEVICE,
                                "devices[%u] is CUDA device %d, but this machine has %d CUDA "
-                               "device%s (0..%d)", k, c->devices[k], n > 0 ? n : 0,
-                               n == 1 ? "" : "s", n - 1);
+                               "device%s (0..%d)",
+                               k, c->devices[k], n > 0 ? n : 0, n == 1 ? "" : "s", n - 1);
     }
 #endif
     *rc = *c;

@@ -45,8 +45,10 @@ static tl_status check_choice(tl_engine *e, const tl_kernel_choice *c)
             if (memchr(name, '\0', sizeof c->single[q]) == NULL)
                 return tl_fail(&e->err, TL_EINVAL, "kernel choice: name not terminated");
             if (name[0] && !tl_engine_has_kernel(e, name))
-                return tl_fail(&e->err, TL_EINVAL, "kernel choice: the %s backend has no "
-                               "kernel \"%s\"", e->backend, name);
+                return tl_fail(&e->err, TL_EINVAL,
+                               "kernel choice: the %s backend has no "
+                               "kernel \"%s\"",
+                               e->backend, name);
         }
     return TL_OK;
 }

@@ -134,8 +134,7 @@ static tl_status alloc_window(tl_engine *e, tl_errbuf *eb)
     e->job.order = malloc(n * sizeof *e->job.order);
     if (!e->response || !e->slot || !e->job.proj || !e->job.order ||
         tl_window_init(&e->win, e->cfg.window, e->cfg.first_index) != 0)
-        return tl_fail(eb, TL_ENOMEM, "out of memory for the window's bookkeeping (%zu slots)",
-                       n);
+        return tl_fail(eb, TL_ENOMEM, "out of memory for the window's bookkeeping (%zu slots)", n);
     return TL_OK;
 }
 

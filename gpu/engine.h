@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/base/types.h"      /* status codes, enumerations, config, frames */
-#include "gpu/geometry/slice.h"  /* slice specs */
+#include "gpu/base/types.h"     /* status codes, enumerations, config, frames */
+#include "gpu/geometry/slice.h" /* slice specs */
 
 #ifdef __cplusplus
 extern "C" {
@@ -132,12 +132,12 @@ tl_status tl_engine_track(tl_engine *e, int id, bool on);
 
 /* What a reconstruction used. */
 typedef struct {
-    uint32_t projections_used;  /* projections held in the window */
-    uint32_t missing;           /* indices of the window not held */
+    uint32_t projections_used; /* projections held in the window */
+    uint32_t missing;          /* indices of the window not held */
     uint64_t window_first, window_last;
-    uint64_t t_acq;             /* t_acq of the newest (highest index) projection used */
-    uint64_t t_recv;            /* its t_recv */
-    const char *kernel;         /* name of the back-projection kernel used (static string) */
+    uint64_t t_acq;     /* t_acq of the newest (highest index) projection used */
+    uint64_t t_recv;    /* its t_recv */
+    const char *kernel; /* name of the back-projection kernel used (static string) */
 } tl_slice_info;
 
 /* Back-projects the slices ids[0..n-1] from the current window into out[k] (height x
@@ -175,18 +175,18 @@ tl_status tl_engine_set_filter(tl_engine *e, tl_filter f);
 tl_status tl_engine_reset(tl_engine *e);
 
 typedef struct {
-    const char *backend;        /* "cpu", "cuda" */
-    const char *device_name;    /* "CPU (16 threads)", "NVIDIA H100 80GB HBM3",
+    const char *backend;     /* "cpu", "cuda" */
+    const char *device_name; /* "CPU (16 threads)", "NVIDIA H100 80GB HBM3",
                                    "2 × NVIDIA H200 ..." (several devices) */
-    uint32_t window;            /* N */
-    uint32_t held;              /* projections in the window */
-    uint32_t missing;           /* indices of the window not held */
-    bool empty;                 /* no projection received yet */
+    uint32_t window;         /* N */
+    uint32_t held;           /* projections in the window */
+    uint32_t missing;        /* indices of the window not held */
+    bool empty;              /* no projection received yet */
     uint64_t window_first, window_last;
-    uint32_t dark_batch, flat_batch; /* frames averaged in the current batches */
-    uint64_t accepted[3];       /* by tl_frame_kind */
+    uint32_t dark_batch, flat_batch;  /* frames averaged in the current batches */
+    uint64_t accepted[3];             /* by tl_frame_kind */
     uint64_t stale, duplicate, shape; /* rejections */
-    size_t memory_bytes;        /* allocated by the backend for this engine (all devices) */
+    size_t memory_bytes;              /* allocated by the backend for this engine (all devices) */
     double center;
     tl_filter filter;
     int slices;

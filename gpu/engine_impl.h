@@ -22,28 +22,28 @@
 
 /* What the engine remembers of the projection in one slot of the window. */
 typedef struct {
-    double angle;             /* radians */
-    double center_offset;     /* pixels, added to the engine's centre */
-    uint64_t t_acq, t_recv;   /* carried into slice info */
+    double angle;           /* radians */
+    double center_offset;   /* pixels, added to the engine's centre */
+    uint64_t t_acq, t_recv; /* carried into slice info */
 } tl_slot_info;
 
 typedef struct {
     bool used;
     tl_slice_spec spec;
     float plane[9];
-    bool tracked;             /* kept incrementally (tl_engine_track) */
-    bool valid;               /* its accumulator equals the window's back projection */
-    uint32_t updates;         /* incremental updates since the last rebuild */
+    bool tracked;     /* kept incrementally (tl_engine_track) */
+    bool valid;       /* its accumulator equals the window's back projection */
+    uint32_t updates; /* incremental updates since the last rebuild */
 } tl_slice_entry;
 
 /* Scratch of the job handed to the backend (reconstruct.c): one slice and one kernel name
  * per slice of the job, one projection and one angle key per slot of the window. */
 typedef struct {
     tl_bp_slice *slices;
-    const char **kernel;      /* what the backend says made each slice */
-    size_t cap;               /* slices */
-    tl_bp_proj *proj;         /* window slots */
-    tl_angle_key *order;      /* window slots: for the method's weights */
+    const char **kernel; /* what the backend says made each slice */
+    size_t cap;          /* slices */
+    tl_bp_proj *proj;    /* window slots */
+    tl_angle_key *order; /* window slots: for the method's weights */
 } tl_job_scratch;
 
 /* Slice ids with their outputs, as the backend's accumulator operations take them. */
@@ -55,23 +55,23 @@ typedef struct {
 
 /* How the slices of one tl_engine_reconstruct are served (reconstruct.c). */
 typedef struct {
-    tl_slice_list rebuild;    /* tracked, accumulator rebuilt first (out unused) */
-    tl_slice_list read;       /* tracked: read out of the accumulator */
-    tl_slice_list fresh;      /* not tracked: back-projected from the window */
-    const char **kernel_of;   /* per requested slice: what made it */
+    tl_slice_list rebuild;  /* tracked, accumulator rebuilt first (out unused) */
+    tl_slice_list read;     /* tracked: read out of the accumulator */
+    tl_slice_list fresh;    /* not tracked: back-projected from the window */
+    const char **kernel_of; /* per requested slice: what made it */
     size_t cap;
 } tl_recon_scratch;
 
 /* Incremental tracking (track.c). */
 typedef struct {
     int ntracked;
-    tl_bp_slice *slices;      /* scratch: one per tracked slice */
+    tl_bp_slice *slices; /* scratch: one per tracked slice */
     int *ids;
     int cap;
-    int evicted;              /* evictions seen by the current tl_window_place */
+    int evicted;                      /* evictions seen by the current tl_window_place */
     tl_bp_proj pending[TL_ACC_BATCH]; /* updates not yet applied (tl_track_queue) */
     int npending;
-    const char *kernel;       /* what the backend's incremental updates ran */
+    const char *kernel; /* what the backend's incremental updates ran */
 } tl_track_state;
 
 /* Slice sizes with a tuned kernel choice (tl_engine_set_choice). */
@@ -82,19 +82,19 @@ typedef struct {
 struct tl_engine {
     tl_engine_config cfg;
     const tl_backend_ops *ops;
-    void *be;                 /* backend state */
-    const char *backend;      /* "cpu", "cuda": the kind (also of a split's parts) */
+    void *be;            /* backend state */
+    const char *backend; /* "cpu", "cuda": the kind (also of a split's parts) */
     const tl_geometry_ops *geometry;
     const tl_method_ops *method;
     tl_errbuf err;
-    size_t padded;            /* filter length */
-    double *response;         /* filter response, padded/2 + 1 */
+    size_t padded;    /* filter length */
+    double *response; /* filter response, padded/2 + 1 */
 
     tl_window win;
-    tl_slot_info *slot;       /* per slot of the window */
+    tl_slot_info *slot; /* per slot of the window */
 
-    uint32_t batch[2];        /* frames in the current dark (0) and flat (1) batch */
-    bool proj_since[2];       /* a projection arrived since that batch's last frame */
+    uint32_t batch[2];  /* frames in the current dark (0) and flat (1) batch */
+    bool proj_since[2]; /* a projection arrived since that batch's last frame */
 
     tl_slice_entry *slices;
     int nslices, cap_slices, live_slices;

@@ -134,8 +134,10 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
     if (st != TL_OK)
         return st;
     tl_window_hold(&e->win, slot, f->index);
-    e->slot[slot] = (tl_slot_info){.angle = f->angle, .center_offset = f->center_offset,
-                                   .t_acq = f->t_acq, .t_recv = f->t_recv};
+    e->slot[slot] = (tl_slot_info){.angle = f->angle,
+                                   .center_offset = f->center_offset,
+                                   .t_acq = f->t_acq,
+                                   .t_recv = f->t_recv};
     tl_track_added(e, slot);
     e->proj_since[0] = e->proj_since[1] = true;
     e->accepted[TL_FRAME_PROJ]++;

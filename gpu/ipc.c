@@ -53,8 +53,9 @@ tl_status tl_ipc_copy(int device, void *dst, const void *src, size_t bytes, char
 static tl_status no_cuda(char *why, size_t why_len)
 {
     if (why && why_len)
-        snprintf(why, why_len, "frames in GPU memory need CUDA, and this build has none "
-                               "(configure --with-cuda)");
+        snprintf(why, why_len,
+                 "frames in GPU memory need CUDA, and this build has none "
+                 "(configure --with-cuda)");
     return TL_EUNSUPPORTED;
 }
 

@@ -26,8 +26,8 @@
 extern "C" {
 #endif
 
-#define TL_IPC_HANDLE_BYTES 64   /* sizeof(cudaIpcMemHandle_t) */
-#define TL_IPC_UUID_LEN 40       /* "GPU-" + 8-4-4-4-12 hex digits */
+#define TL_IPC_HANDLE_BYTES 64 /* sizeof(cudaIpcMemHandle_t) */
+#define TL_IPC_UUID_LEN 40     /* "GPU-" + 8-4-4-4-12 hex digits */
 
 /* The UUID of CUDA device `device` (uuid gets TL_IPC_UUID_LEN + 1 bytes). */
 tl_status tl_ipc_device_uuid(int device, char *uuid, char *why, size_t why_len);

@@ -281,7 +281,7 @@ static double gain_pattern(uint32_t u, uint32_t v, uint32_t rows, uint32_t cols)
 static double pixel_counts(const tl_camera *c, tl_sim_kind kind, double p, double gain,
                            tl_rng *rng)
 {
-    double photons = kind == TL_SIM_DARK ? 0.0
+    double photons = kind == TL_SIM_DARK   ? 0.0
                      : kind == TL_SIM_FLAT ? gain * c->flux
                                            : gain * c->flux * exp(-p);
     if (!c->noise || !rng)

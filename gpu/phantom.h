@@ -38,7 +38,7 @@ typedef struct {
 typedef struct {
     size_t n, cap;
     tl_ellipsoid *e;
-    double (*rot)[9];      /* per ellipsoid: rotation (body -> normalised), row-major */
+    double (*rot)[9]; /* per ellipsoid: rotation (body -> normalised), row-major */
     double radius, z_center, radius_z;
 } tl_phantom;
 
@@ -74,7 +74,7 @@ typedef struct {
 } tl_rng;
 void tl_rng_seed(tl_rng *r, uint64_t seed);
 uint64_t tl_rng_next(tl_rng *r);
-double tl_rng_uniform(tl_rng *r);          /* [0, 1) */
+double tl_rng_uniform(tl_rng *r); /* [0, 1) */
 uint64_t tl_rng_poisson(tl_rng *r, double mean);
 
 /* Detector model: counts = gain(u, v) * flux * exp(-line integral) + dark, with
@@ -83,10 +83,10 @@ uint64_t tl_rng_poisson(tl_rng *r, double mean);
  * the dark offset alone (plus noise); flats the unattenuated beam. Values are clamped to
  * the dtype range. */
 typedef struct {
-    double flux;            /* incident photons per pixel (default 10000) */
-    double dark;            /* dark offset in counts (default 100) */
-    double gain_variation;  /* relative amplitude of the gain pattern (default 0.1) */
-    bool noise;             /* Poisson noise (default false) */
+    double flux;           /* incident photons per pixel (default 10000) */
+    double dark;           /* dark offset in counts (default 100) */
+    double gain_variation; /* relative amplitude of the gain pattern (default 0.1) */
+    bool noise;            /* Poisson noise (default false) */
 } tl_camera;
 void tl_camera_init(tl_camera *c);
 

@@ -62,9 +62,13 @@ tl_status tl_engine_prepare_job(tl_engine *e, const int *ids, size_t n, float *c
         b->out = out ? out[k] : NULL;
         e->job.kernel[k] = NULL;
     }
-    *job = (tl_bp_job){.slices = e->job.slices, .nslices = n, .proj = e->job.proj,
-                       .force = e->cfg.kernel, .quality = e->cfg.quality,
-                       .choices = e->choices, .nchoices = e->nchoices,
+    *job = (tl_bp_job){.slices = e->job.slices,
+                       .nslices = n,
+                       .proj = e->job.proj,
+                       .force = e->cfg.kernel,
+                       .quality = e->cfg.quality,
+                       .choices = e->choices,
+                       .nchoices = e->nchoices,
                        .slice_kernel = e->job.kernel};
     job->nproj = held_projections(e);
     return TL_OK;

@@ -98,7 +98,7 @@ static tl_engine_config part_config(const tl_engine_config *c, uint32_t k)
 
 /* What one device must hold: the sum of its parts (two parts on one GPU need both there). */
 typedef struct {
-    int device;               /* -1: host memory (the CPU backend's parts all share it) */
+    int device; /* -1: host memory (the CPU backend's parts all share it) */
     uint32_t parts;
     size_t need, avail;
 } device_use;
@@ -235,8 +235,8 @@ static tl_status split_create(const tl_engine_config *c, size_t padded, tl_errbu
     if (st != TL_OK)
         return st;
     if (c->ndevices < 2 || c->ndevices > TL_ENGINE_MAX_DEVICES || c->ndevices > c->rows)
-        return tl_fail(eb, TL_EINTERNAL, "split backend given %u devices for %u rows",
-                       c->ndevices, c->rows);
+        return tl_fail(eb, TL_EINTERNAL, "split backend given %u devices for %u rows", c->ndevices,
+                       c->rows);
 
     /* Memory per device, before anything is allocated: the engine compared the sum over
      * all devices; two parts on one device must fit there together. */

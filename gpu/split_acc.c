@@ -48,8 +48,8 @@ static tl_status place(tl_split *sp, int id, const tl_bp_slice *sl)
 {
     tl_split_acc *a = &sp->acc[id];
     if (sl->height != a->sl.height || sl->width != a->sl.width)
-        return tl_fail(sp->eb, TL_EINTERNAL, "slice %d updated as %u x %u, tracked as %u x %u",
-                       id, sl->height, sl->width, a->sl.height, a->sl.width);
+        return tl_fail(sp->eb, TL_EINTERNAL, "slice %d updated as %u x %u, tracked as %u x %u", id,
+                       sl->height, sl->width, a->sl.height, a->sl.width);
     uint32_t k0, k1;
     tl_split_parts_of(sp, sl, &k0, &k1);
     for (uint32_t k = k0; k <= k1; k++) {

@@ -32,8 +32,8 @@ static bool slowest(const tl_split *sp, const char *name, tl_bench_row *row)
  * job at once, on its own device, after a warm-up; the kernel's time is the slowest
  * part's, which is when the whole job is done. A kernel counts only if every part with a
  * share could run it. */
-tl_status tl_split_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows,
-                         size_t cap, size_t *n)
+tl_status tl_split_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
+                         size_t *n)
 {
     tl_split *sp = state;
     *n = 0;

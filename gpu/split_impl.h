@@ -11,7 +11,8 @@
 #include "gpu/split.h"
 
 #define TL_SPLIT_BENCH_ROWS 128 /* kernels one part's benchmark lists at most */
-#define TL_SPLIT_SPIN_NS 100000  /* the pool spins this long between operations: frames
+#define TL_SPLIT_SPIN_NS \
+    100000 /* the pool spins this long between operations: frames
                                   * back to back come every ~60-150 us, and waking a sleeping
                                   * thread for each made host frames scale worse, and
                                   * unevenly, on two GPUs (figures: BENCHMARKS.md) */
@@ -20,26 +21,26 @@
 typedef struct {
     const tl_backend_ops *ops;
     void *be;
-    tl_errbuf err;            /* the child reports here */
-    int device;               /* CUDA ordinal (the CPU backend ignores it) */
-    uint32_t first, end;      /* owns rows [first, end) */
-    uint32_t held;            /* holds rows [first, first + held) */
-    tl_status st;             /* outcome of its share */
+    tl_errbuf err;       /* the child reports here */
+    int device;          /* CUDA ordinal (the CPU backend ignores it) */
+    uint32_t first, end; /* owns rows [first, end) */
+    uint32_t held;       /* holds rows [first, first + held) */
+    tl_status st;        /* outcome of its share */
 
     /* its slices of the current job, shifted into its rows, and where each came from */
     tl_bp_slice *sl;
-    const char **sk;          /* their kernels, as the child names them */
-    int *ids;                 /* their slice ids (accumulators) */
-    float **outs;             /* their outputs (accumulator read-outs) */
-    size_t *from;             /* index in the caller's list */
+    const char **sk; /* their kernels, as the child names them */
+    int *ids;        /* their slice ids (accumulators) */
+    float **outs;    /* their outputs (accumulator read-outs) */
+    size_t *from;    /* index in the caller's list */
     size_t n, cap;
-    float *scratch;           /* host copies of the planes it computes */
-    size_t scratch_cap;       /* floats */
-    const char *kernel;       /* what its share ran */
+    float *scratch;     /* host copies of the planes it computes */
+    size_t scratch_cap; /* floats */
+    const char *kernel; /* what its share ran */
 
-    tl_bench_row *rows;       /* bench: its table */
+    tl_bench_row *rows; /* bench: its table */
     size_t nrows;
-    double ms;                /* bench_store: its time */
+    double ms; /* bench_store: its time */
 } tl_split_part;
 
 /* A tracked slice: its size from acc_alloc, and its plane once it is placed on the parts
@@ -53,9 +54,14 @@ typedef struct {
 } tl_split_acc;
 
 typedef enum {
-    OP_CALIB, OP_STORE, OP_BENCH_STORE,            /* a frame, cut by rows */
-    OP_BACKPROJECT, OP_ACC_UPDATE, OP_ACC_READ,   /* routed slices */
-    OP_BENCH, OP_FLUSH
+    OP_CALIB,
+    OP_STORE,
+    OP_BENCH_STORE, /* a frame, cut by rows */
+    OP_BACKPROJECT,
+    OP_ACC_UPDATE,
+    OP_ACC_READ, /* routed slices */
+    OP_BENCH,
+    OP_FLUSH
 } tl_split_op;
 
 typedef struct {
@@ -63,7 +69,7 @@ typedef struct {
     tl_split_part p[TL_ENGINE_MAX_DEVICES];
     uint32_t np, rows;
     bool cuda;
-    tl_pool *pool;            /* np threads, the caller included */
+    tl_pool *pool; /* np threads, the caller included */
     char name[256];
 
     /* the current operation, read by every part's job */
@@ -76,11 +82,11 @@ typedef struct {
 
     /* planes of the current list: copy[i * np + k] is part k's copy of slice i */
     const float **copy;
-    size_t copy_cap;          /* slices */
-    tl_bp_slice *rsl;         /* acc_read: the slices read out */
+    size_t copy_cap;  /* slices */
+    tl_bp_slice *rsl; /* acc_read: the slices read out */
     size_t rsl_cap;
 
-    tl_split_acc *acc;           /* by slice id */
+    tl_split_acc *acc; /* by slice id */
     int nacc;
 } tl_split;
 

@@ -51,41 +51,37 @@ static void run_part(void *ctx, size_t k, int thread)
     if (!tl_split_busy(sp, (uint32_t)k))
         return;
     switch (sp->op) {
-    case OP_CALIB:
-        f = part_frame(p, sp->f);
-        p->st = p->ops->calib_add(p->be, &f, sp->count);
-        break;
-    case OP_STORE:
-        f = part_frame(p, sp->f);
-        p->st = p->ops->store(p->be, &f, sp->slot);
-        break;
-    case OP_BENCH_STORE:
-        f = part_frame(p, sp->f);
-        p->st = p->ops->bench_store(p->be, &f, sp->reps, &p->ms);
-        break;
-    case OP_BACKPROJECT:
-        j = part_job(p, sp->job);
-        p->st = p->ops->backproject(p->be, &j);
-        p->kernel = j.kernel;
-        break;
-    case OP_ACC_UPDATE:
-        j = part_job(p, sp->job);
-        p->st = p->ops->acc_update(p->be, &j, p->ids, sp->add);
-        p->kernel = j.kernel;
-        break;
-    case OP_ACC_READ:
-        p->st = p->ops->acc_read(p->be, p->ids, p->n, p->outs);
-        break;
-    case OP_BENCH:
-        j = part_job(p, sp->job);
-        p->nrows = 0;
-        p->st = p->ops->bench(p->be, &j, sp->reps, p->rows, TL_SPLIT_BENCH_ROWS, &p->nrows);
-        if (p->nrows > TL_SPLIT_BENCH_ROWS)
-            p->nrows = TL_SPLIT_BENCH_ROWS;
-        break;
-    case OP_FLUSH:
-        p->st = p->ops->flush ? p->ops->flush(p->be) : TL_OK;
-        break;
+        case OP_CALIB:
+            f = part_frame(p, sp->f);
+            p->st = p->ops->calib_add(p->be, &f, sp->count);
+            break;
+        case OP_STORE:
+            f = part_frame(p, sp->f);
+            p->st = p->ops->store(p->be, &f, sp->slot);
+            break;
+        case OP_BENCH_STORE:
+            f = part_frame(p, sp->f);
+            p->st = p->ops->bench_store(p->be, &f, sp->reps, &p->ms);
+            break;
+        case OP_BACKPROJECT:
+            j = part_job(p, sp->job);
+            p->st = p->ops->backproject(p->be, &j);
+            p->kernel = j.kernel;
+            break;
+        case OP_ACC_UPDATE:
+            j = part_job(p, sp->job);
+            p->st = p->ops->acc_update(p->be, &j, p->ids, sp->add);
+            p->kernel = j.kernel;
+            break;
+        case OP_ACC_READ: p->st = p->ops->acc_read(p->be, p->ids, p->n, p->outs); break;
+        case OP_BENCH:
+            j = part_job(p, sp->job);
+            p->nrows = 0;
+            p->st = p->ops->bench(p->be, &j, sp->reps, p->rows, TL_SPLIT_BENCH_ROWS, &p->nrows);
+            if (p->nrows > TL_SPLIT_BENCH_ROWS)
+                p->nrows = TL_SPLIT_BENCH_ROWS;
+            break;
+        case OP_FLUSH: p->st = p->ops->flush ? p->ops->flush(p->be) : TL_OK; break;
     }
 }
 
@@ -218,10 +214,12 @@ static tl_status reserve_part(tl_split *sp, tl_split_part *p, size_t n, size_t p
         tl_host_free(kind, p->scratch);
         p->scratch = NULL;
         p->scratch_cap = 0;
-        if (tl_host_alloc(kind, px * sizeof *p->scratch, (void **)&p->scratch, why,
-                          sizeof why) != TL_OK)
-            return tl_fail(sp->eb, TL_ENOMEM, "out of host memory for %.1f MiB of plane "
-                           "slices: %s", px * sizeof(float) / 1048576.0, why);
+        if (tl_host_alloc(kind, px * sizeof *p->scratch, (void **)&p->scratch, why, sizeof why) !=
+            TL_OK)
+            return tl_fail(sp->eb, TL_ENOMEM,
+                           "out of host memory for %.1f MiB of plane "
+                           "slices: %s",
+                           px * sizeof(float) / 1048576.0, why);
         p->scratch_cap = px;
     }
     return TL_OK;

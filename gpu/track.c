@@ -82,8 +82,11 @@ static void flush_set_of(tl_engine *e, flush_set which, const int *ids, size_t n
     int added = 0;
     for (int k = 0; k < t->npending; k++)
         added += t->pending[k].weight > 0;
-    tl_bp_job job = {.slices = t->slices, .nslices = (size_t)n, .proj = t->pending,
-                     .nproj = (size_t)t->npending, .force = e->cfg.kernel,
+    tl_bp_job job = {.slices = t->slices,
+                     .nslices = (size_t)n,
+                     .proj = t->pending,
+                     .nproj = (size_t)t->npending,
+                     .force = e->cfg.kernel,
                      .quality = e->cfg.quality};
     if (which != FLUSH_ONLY)
         t->npending = 0;

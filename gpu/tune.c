@@ -81,8 +81,8 @@ static tl_status time_batch(tl_engine *e, const tl_tune_shape *sh, uint32_t b, i
         tl_fail(&tune_error, st, "timing %u slices of %ux%u: %s", b, sh->height, sh->width,
                 tl_engine_last_error(e));
     if (st == TL_OK && n > TL_TUNE_MAX_ENTRIES)
-        st = tl_fail(&tune_error, TL_EINTERNAL, "the backend timed %zu kernels, more than %d",
-                     n, TL_TUNE_MAX_ENTRIES);
+        st = tl_fail(&tune_error, TL_EINTERNAL, "the backend timed %zu kernels, more than %d", n,
+                     TL_TUNE_MAX_ENTRIES);
     if (st == TL_OK && record) {
         tl_kernel_info k[TL_TUNE_MAX_ENTRIES];
         size_t nk = tl_engine_kernels(e, k, TL_TUNE_MAX_ENTRIES);
@@ -141,7 +141,8 @@ tl_status tl_tune_run(tl_engine *e, const tl_tune_shape *shape, const tl_tune_op
     if (shape->batch != 1 && shape->batch != 2 && shape->batch != 4)
         return tl_fail(&tune_error, TL_EINVAL, "tune: batch %u, need 1, 2 or 4", shape->batch);
     if (shape->window != c->window)
-        return tl_fail(&tune_error, TL_EINVAL, "tune: the shape's window is %u projections "
+        return tl_fail(&tune_error, TL_EINVAL,
+                       "tune: the shape's window is %u projections "
                        "but the engine's is %u (the tuner does not resize engines)",
                        shape->window, c->window);
     double budget = opt && opt->budget_s > 0 ? opt->budget_s : TUNE_DEFAULT_BUDGET_S;

@@ -35,9 +35,9 @@ extern "C" {
 #endif
 
 typedef struct {
-    uint32_t height, width;   /* slice pixels */
-    uint32_t window;          /* projections (the engine's window) */
-    uint32_t batch;           /* largest number of slices reconstructed together: 1, 2 or 4 */
+    uint32_t height, width; /* slice pixels */
+    uint32_t window;        /* projections (the engine's window) */
+    uint32_t batch;         /* largest number of slices reconstructed together: 1, 2 or 4 */
 } tl_tune_shape;
 
 #define TL_TUNE_MAX_ENTRIES 128
@@ -46,27 +46,27 @@ typedef struct {
 typedef struct {
     char kernel[32];
     tl_quality quality;
-    uint32_t slices;          /* the kernel's slices per pass (tl_kernel_info.slices) */
-    uint32_t batch;           /* slices reconstructed together in this timing */
-    double ms;                /* median time for the batch */
-    double updates_per_s;     /* pixels x projections x batch / time */
+    uint32_t slices;      /* the kernel's slices per pass (tl_kernel_info.slices) */
+    uint32_t batch;       /* slices reconstructed together in this timing */
+    double ms;            /* median time for the batch */
+    double updates_per_s; /* pixels x projections x batch / time */
 } tl_tune_entry;
 
 typedef struct {
     tl_tune_shape shape;
     tl_device_id device;
-    tl_kernel_choice choice;  /* for shape.height x shape.width */
+    tl_kernel_choice choice; /* for shape.height x shape.width */
     tl_tune_entry entries[TL_TUNE_MAX_ENTRIES];
     size_t nentries;
-    double seconds;           /* tuning took (0 when read from the cache) */
-    int64_t when;             /* unix time of the measurement */
-    int reps;                 /* timed calls per entry (median) */
+    double seconds; /* tuning took (0 when read from the cache) */
+    int64_t when;   /* unix time of the measurement */
+    int reps;       /* timed calls per entry (median) */
 } tl_tune_result;
 
 /* NULL options, or a field <= 0, take the default. */
 typedef struct {
-    double budget_s;          /* tuning time to aim for (default 15 s): sets reps */
-    int min_reps, max_reps;   /* default 3 and 20 */
+    double budget_s;        /* tuning time to aim for (default 15 s): sets reps */
+    int min_reps, max_reps; /* default 3 and 20 */
 } tl_tune_options;
 
 /* Times every kernel for the shape on engine e and fills r (entries, choice, device).

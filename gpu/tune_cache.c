@@ -101,20 +101,22 @@ static tl_status load(const char *path, json_t **root)
     json_error_t err;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
     if (!j)
-        return fail(TL_EIO, "tuning cache %s: line %d, column %d: %s", path, err.line,
-                    err.column, err.text);
+        return fail(TL_EIO, "tuning cache %s: line %d, column %d: %s", path, err.line, err.column,
+                    err.text);
     json_t *v = json_object_get(j, "version");
     if (!json_is_object(j) || !json_is_integer(v) ||
         !json_is_array(json_object_get(j, "entries"))) {
         json_decref(j);
-        return fail(TL_EIO, "tuning cache %s: not a tuning cache (an object with \"version\" "
-                    "and \"entries\")", path);
+        return fail(TL_EIO,
+                    "tuning cache %s: not a tuning cache (an object with \"version\" "
+                    "and \"entries\")",
+                    path);
     }
     long long version = (long long)json_integer_value(v);
     if (version != CACHE_VERSION) {
         json_decref(j);
-        return fail(TL_EIO, "tuning cache %s: version %lld, this program reads version %d",
-                    path, version, CACHE_VERSION);
+        return fail(TL_EIO, "tuning cache %s: version %lld, this program reads version %d", path,
+                    version, CACHE_VERSION);
     }
     *root = j;
     return TL_OK;
@@ -143,8 +145,7 @@ static bool get_u32(const json_t *o, const char *key, uint32_t *dst)
 
 static bool as_int(const json_t *v, int *dst)
 {
-    if (!json_is_integer(v) || json_integer_value(v) < INT_MIN ||
-        json_integer_value(v) > INT_MAX)
+    if (!json_is_integer(v) || json_integer_value(v) < INT_MIN || json_integer_value(v) > INT_MAX)
         return false;
     *dst = (int)json_integer_value(v);
     return true;
@@ -287,9 +288,10 @@ tl_status tl_tune_cache_lookup(const char *path, const tl_engine *e, const tl_tu
     tl_device_id d;
     tl_engine_device_id(e, &d);
     const json_t *list = json_object_get(root, "entries");
-    st = fail(TL_ENOTFOUND, "tuning cache %s: nothing for %s (%s), %ux%u slices, window %u, "
-              "batch %u", path, d.name, d.uuid, shape->height, shape->width, shape->window,
-              shape->batch);
+    st = fail(TL_ENOTFOUND,
+              "tuning cache %s: nothing for %s (%s), %ux%u slices, window %u, "
+              "batch %u",
+              path, d.name, d.uuid, shape->height, shape->width, shape->window, shape->batch);
     /* the newest entry of the key wins (store appends, a hand-edited file may repeat) */
     for (size_t i = json_array_size(list); i-- > 0;) {
         const json_t *o = json_array_get(list, i);
@@ -303,8 +305,10 @@ tl_status tl_tune_cache_lookup(const char *path, const tl_engine *e, const tl_tu
         if (why)
             fail(TL_ENOTFOUND, "tuning cache %s: entry %zu has bad %s: ignored", path, i, why);
         else
-            fail(TL_ENOTFOUND, "tuning cache %s: entry %zu names kernel \"%s\", which this "
-                 "build does not have: to be tuned again", path, i, gone);
+            fail(TL_ENOTFOUND,
+                 "tuning cache %s: entry %zu names kernel \"%s\", which this "
+                 "build does not have: to be tuned again",
+                 path, i, gone);
     }
     if (st != TL_OK)
         memset(r, 0, sizeof *r);
@@ -354,9 +358,8 @@ static json_t *result_json(const tl_tune_result *r)
               put(o, "batch", json_integer(r->shape.batch));
     json_t *cc = ok ? child(o, "cc", json_array()) : NULL;
     ok = cc && append(cc, json_integer(d->cc_major)) && append(cc, json_integer(d->cc_minor)) &&
-         put(o, "sm_count", json_integer(d->sm_count)) &&
-         put(o, "when", json_integer(r->when)) && put(o, "reps", json_integer(r->reps)) &&
-         put(o, "seconds", json_real(r->seconds));
+         put(o, "sm_count", json_integer(d->sm_count)) && put(o, "when", json_integer(r->when)) &&
+         put(o, "reps", json_integer(r->reps)) && put(o, "seconds", json_real(r->seconds));
     json_t *ch = ok ? child(o, "choice", json_object()) : NULL;
     json_t *single = ch ? child(ch, "single", json_object()) : NULL;
     json_t *batch = single ? child(ch, "batch", json_object()) : NULL;
@@ -481,7 +484,7 @@ tl_status tl_tune_cache_store(const char *path, const tl_tune_result *r)
     char *text = NULL;
     if (!o || json_array_append_new(list, o) != 0)
         st = fail(TL_EINVAL, "tuning cache: cannot encode the result (out of memory, or a "
-                  "time that is not a finite number)");
+                             "time that is not a finite number)");
     else if (!(text = json_dumps(root, JSON_INDENT(1))))
         st = fail(TL_ENOMEM, "tuning cache: out of memory");
     json_decref(root);

@@ -65,8 +65,7 @@ tl_status tl_window_place(tl_window *w, uint64_t index, uint32_t *slot,
             /* Release the indices the window moves past: [old first, new first). At most N
              * steps, since a jump of N or more releases every slot. */
             uint64_t old_first = tl_window_first(w);
-            uint64_t new_first = index - w->first_index < w->n ? w->first_index
-                                                                : index - w->n + 1;
+            uint64_t new_first = index - w->first_index < w->n ? w->first_index : index - w->n + 1;
             if (new_first - old_first >= w->n) {
                 for (uint32_t k = 0; k < w->n; k++)
                     release(w, k, evict, ctx);

@@ -70,11 +70,11 @@ static tl_proto_err as_double(const msgpack_object *o, const char *key, double *
 {
     double v;
     switch (o->type) {
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64: v = o->via.f64; break;
-    case MSGPACK_OBJECT_POSITIVE_INTEGER: v = (double)o->via.u64; break;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER: v = (double)o->via.i64; break;
-    default: return wrong_type(key, "number", o, err);
+        case MSGPACK_OBJECT_FLOAT32:
+        case MSGPACK_OBJECT_FLOAT64: v = o->via.f64; break;
+        case MSGPACK_OBJECT_POSITIVE_INTEGER: v = (double)o->via.u64; break;
+        case MSGPACK_OBJECT_NEGATIVE_INTEGER: v = (double)o->via.i64; break;
+        default: return wrong_type(key, "number", o, err);
     }
     if (!isfinite(v))
         return tl_proto_fail(err, TL_PROTO_E_NOT_FINITE, "\"%s\": %s is not finite", key,
@@ -104,8 +104,8 @@ tl_proto_err tl_proto_get_u32(const msgpack_object *map, const char *key, bool r
     if ((rc = as_u64(o, key, &v, err)))
         return rc;
     if (v > UINT32_MAX)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"%s\": %" PRIu64 " exceeds %" PRIu32,
-                             key, v, UINT32_MAX);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"%s\": %" PRIu64 " exceeds %" PRIu32, key, v,
+                             UINT32_MAX);
     *out = (uint32_t)v;
     return TL_PROTO_OK;
 }
@@ -149,19 +149,22 @@ tl_proto_err tl_proto_get_str(const msgpack_object *map, const char *key, bool r
 
 /* An array of exactly n elements; E_KEY_TYPE if not an array, E_RANGE if the length differs
  * (the type is right, the value is not). */
-static tl_proto_err find_array(const msgpack_object *map, const char *key, bool required,
-                               size_t n, const char *what, const msgpack_object **o,
-                               tl_proto_error *err)
+static tl_proto_err find_array(const msgpack_object *map, const char *key, bool required, size_t n,
+                               const char *what, const msgpack_object **o, tl_proto_error *err)
 {
     tl_proto_err rc = find(map, key, required, o, err);
     if (rc || !*o)
         return rc;
     if ((*o)->type != MSGPACK_OBJECT_ARRAY)
-        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "\"%s\": expected an array of %zu %s, "
-                             "got %s", key, n, what, tlp_object_type_name(*o));
+        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
+                             "\"%s\": expected an array of %zu %s, "
+                             "got %s",
+                             key, n, what, tlp_object_type_name(*o));
     if ((*o)->via.array.size != n)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"%s\": expected an array of %zu %s, "
-                             "got %" PRIu32 " elements", key, n, what, (*o)->via.array.size);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"%s\": expected an array of %zu %s, "
+                             "got %" PRIu32 " elements",
+                             key, n, what, (*o)->via.array.size);
     return TL_PROTO_OK;
 }
 
@@ -179,8 +182,8 @@ tl_proto_err tl_proto_get_floats(const msgpack_object *map, const char *key, boo
         if ((rc = as_double(&o->via.array.ptr[i], ek, &v, err)))
             return rc;
         if (fabs(v) > FLT_MAX)
-            return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"%s\": %g does not fit a float32",
-                                 ek, v);
+            return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"%s\": %g does not fit a float32", ek,
+                                 v);
     }
     for (size_t i = 0; i < n; i++) {
         double v = 0;
@@ -204,8 +207,10 @@ tl_proto_err tl_proto_get_dims(const msgpack_object *map, const char *key, bool 
         if ((rc = as_u64(&o->via.array.ptr[i], ek, &v, err)))
             return rc;
         if (v < 1 || v > max)
-            return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"%s\": %" PRIu64 " is outside "
-                                 "1..%" PRIu32, ek, v, max);
+            return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                                 "\"%s\": %" PRIu64 " is outside "
+                                 "1..%" PRIu32,
+                                 ek, v, max);
     }
     for (size_t i = 0; i < n; i++)
         out[i] = (uint32_t)o->via.array.ptr[i].via.u64;

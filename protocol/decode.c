@@ -53,7 +53,8 @@ static tl_proto_err check_version(const msgpack_object *h, tl_proto_error *err)
     if (v != TL_PROTO_VERSION)
         return tl_proto_fail(err, TL_PROTO_E_VERSION,
                              "\"v\": major version %" PRIu64 " is not supported (this reader "
-                             "speaks %d)", v, TL_PROTO_VERSION);
+                             "speaks %d)",
+                             v, TL_PROTO_VERSION);
     return TL_PROTO_OK;
 }
 
@@ -81,8 +82,8 @@ tl_proto_err tl_proto_decode(tl_proto_decoder *d, const void *hdr, size_t len, u
         return tl_proto_fail(err, TL_PROTO_E_INTERNAL, "tl_proto_decode: NULL argument");
     memset(out, 0, sizeof *out);
     if (len > TL_PROTO_MAX_HEADER)
-        return tl_proto_fail(err, TL_PROTO_E_TOO_BIG, "header is %zu bytes, the limit is %u",
-                             len, TL_PROTO_MAX_HEADER);
+        return tl_proto_fail(err, TL_PROTO_E_TOO_BIG, "header is %zu bytes, the limit is %u", len,
+                             TL_PROTO_MAX_HEADER);
     if (len == 0)
         return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "empty header part");
     tl_proto_err rc = tlp_precheck(hdr, len, err);
@@ -92,11 +93,11 @@ tl_proto_err tl_proto_decode(tl_proto_decoder *d, const void *hdr, size_t len, u
     msgpack_zone_clear(d->zone);
     size_t off = 0;
     switch (msgpack_unpack(hdr, len, &off, d->zone, &d->root)) {
-    case MSGPACK_UNPACK_SUCCESS: break;
-    case MSGPACK_UNPACK_NOMEM_ERROR:
-        return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory unpacking the header");
-    default: /* unreachable after the pre-validator; kept so a msgpack-c change fails safe */
-        return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "msgpack-c rejected the header");
+        case MSGPACK_UNPACK_SUCCESS: break;
+        case MSGPACK_UNPACK_NOMEM_ERROR:
+            return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory unpacking the header");
+        default: /* unreachable after the pre-validator; kept so a msgpack-c change fails safe */
+            return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "msgpack-c rejected the header");
     }
     const msgpack_object *h = &d->root;
     if (h->type != MSGPACK_OBJECT_MAP)
@@ -112,13 +113,13 @@ tl_proto_err tl_proto_decode(tl_proto_decoder *d, const void *hdr, size_t len, u
 
     out->type = t;
     switch (t) {
-    case TL_MSG_SCAN: rc = tlp_decode_scan(h, &out->scan, err); break;
-    case TL_MSG_FRAME: rc = tlp_decode_frame(h, &out->frame, err); break;
-    case TL_MSG_END: rc = tlp_decode_end(h, &out->end, err); break;
-    case TL_MSG_REQ: rc = tlp_decode_req(h, d->zone, &out->req, err); break;
-    case TL_MSG_REP: rc = tlp_decode_rep(h, &out->rep, err); break;
-    case TL_MSG_SLICE: rc = tlp_decode_slice(h, &out->slice, err); break;
-    case TL_MSG_RELEASE: rc = tlp_decode_release(h, &out->release, err); break;
+        case TL_MSG_SCAN: rc = tlp_decode_scan(h, &out->scan, err); break;
+        case TL_MSG_FRAME: rc = tlp_decode_frame(h, &out->frame, err); break;
+        case TL_MSG_END: rc = tlp_decode_end(h, &out->end, err); break;
+        case TL_MSG_REQ: rc = tlp_decode_req(h, d->zone, &out->req, err); break;
+        case TL_MSG_REP: rc = tlp_decode_rep(h, &out->rep, err); break;
+        case TL_MSG_SLICE: rc = tlp_decode_slice(h, &out->slice, err); break;
+        case TL_MSG_RELEASE: rc = tlp_decode_release(h, &out->release, err); break;
     }
     if (rc == TL_PROTO_OK && err) {
         err->code = TL_PROTO_OK;

@@ -13,7 +13,12 @@
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-#define TRY(x) do { tl_proto_err rc_ = (x); if (rc_) return rc_; } while (0)
+#define TRY(x)                  \
+    do {                        \
+        tl_proto_err rc_ = (x); \
+        if (rc_)                \
+            return rc_;         \
+    } while (0)
 
 tl_proto_err tlp_decode_req(const msgpack_object *h, msgpack_zone *zone, tl_proto_req *m,
                             tl_proto_error *err)
@@ -58,8 +63,8 @@ tl_proto_err tlp_decode_rep(const msgpack_object *h, tl_proto_rep *m, tl_proto_e
     uint32_t code = 0;
     tl_proto_err rc = tl_proto_get_u32(e, "code", true, &code, err);
     if (!rc && code > INT32_MAX) /* must stay representable as a tl_proto_err */
-        rc = tl_proto_fail(err, TL_PROTO_E_RANGE, "\"code\": %" PRIu32 " exceeds %" PRId32,
-                           code, INT32_MAX);
+        rc = tl_proto_fail(err, TL_PROTO_E_RANGE, "\"code\": %" PRIu32 " exceeds %" PRId32, code,
+                           INT32_MAX);
     if (!rc)
         rc = tl_proto_get_str(e, "message", true, &m->message, err);
     if (rc) {

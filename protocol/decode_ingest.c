@@ -14,7 +14,12 @@
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-#define TRY(x) do { tl_proto_err rc_ = (x); if (rc_) return rc_; } while (0)
+#define TRY(x)                  \
+    do {                        \
+        tl_proto_err rc_ = (x); \
+        if (rc_)                \
+            return rc_;         \
+    } while (0)
 
 static tl_proto_err get_shape(const msgpack_object *h, uint32_t *rows, uint32_t *cols,
                               tl_proto_dtype dtype, tl_proto_error *err)
@@ -39,8 +44,8 @@ static tl_proto_err unknown_name(const char *key, tl_proto_str s, const char *ex
 {
     char q[40];
     tlp_quote(q, sizeof q, s.ptr, s.len, 32);
-    return tl_proto_fail(err, TL_PROTO_E_KIND, "\"%s\": unknown value \"%s\" (expected %s)",
-                         key, q, expected);
+    return tl_proto_fail(err, TL_PROTO_E_KIND, "\"%s\": unknown value \"%s\" (expected %s)", key,
+                         q, expected);
 }
 
 tl_proto_err tlp_decode_scan(const msgpack_object *h, tl_proto_scan *m, tl_proto_error *err)
@@ -67,7 +72,8 @@ tl_proto_err tlp_decode_scan(const msgpack_object *h, tl_proto_scan *m, tl_proto
     if (has_start != has_step)
         return tl_proto_fail(err, TL_PROTO_E_MISSING,
                              "missing required key \"%s\": \"angle_start\" and \"angle_step\" "
-                             "come together", has_start ? "angle_step" : "angle_start");
+                             "come together",
+                             has_start ? "angle_step" : "angle_start");
     TRY(tl_proto_get_double(h, "angle_start", false, &m->angle_start, err));
     TRY(tl_proto_get_double(h, "angle_step", false, &m->angle_step, err));
     m->has_angles = has_start;
@@ -115,16 +121,20 @@ static tl_proto_err decode_ipc(const msgpack_object *h, tl_proto_frame *m, tl_pr
         return TL_PROTO_OK;
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
         if (!tl_proto_map_get(h, keys[k]))
-            return tl_proto_fail(err, TL_PROTO_E_MISSING, "missing required key \"%s\": the "
-                                 "ipc_* keys of a frame in GPU memory come together", keys[k]);
+            return tl_proto_fail(err, TL_PROTO_E_MISSING,
+                                 "missing required key \"%s\": the "
+                                 "ipc_* keys of a frame in GPU memory come together",
+                                 keys[k]);
     tl_proto_ipc *ipc = &m->ipc;
     const msgpack_object *o = tl_proto_map_get(h, "ipc_handle");
     if (o->type != MSGPACK_OBJECT_BIN)
         return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "\"ipc_handle\": expected bin, got %s",
                              tlp_object_type_name(o));
     if (o->via.bin.size != TL_PROTO_IPC_HANDLE)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"ipc_handle\": %" PRIu32 " bytes, a "
-                             "CUDA IPC handle has %d", o->via.bin.size, TL_PROTO_IPC_HANDLE);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"ipc_handle\": %" PRIu32 " bytes, a "
+                             "CUDA IPC handle has %d",
+                             o->via.bin.size, TL_PROTO_IPC_HANDLE);
     ipc->handle = (const uint8_t *)o->via.bin.ptr;
     TRY(tl_proto_get_u64(h, "ipc_buffer", true, &ipc->buffer, err));
     TRY(tl_proto_get_u64(h, "ipc_size", true, &ipc->size, err));
@@ -135,20 +145,26 @@ static tl_proto_err decode_ipc(const msgpack_object *h, tl_proto_frame *m, tl_pr
     if (!uuid_valid(ipc->device)) {
         char q[64];
         tlp_quote(q, sizeof q, ipc->device.ptr, ipc->device.len, 48);
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"ipc_device\": \"%s\" is not a GPU "
-                             "UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", q);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"ipc_device\": \"%s\" is not a GPU "
+                             "UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)",
+                             q);
     }
     uint64_t row = (uint64_t)m->cols * tl_proto_dtype_size(m->dtype); /* < 2^31: shape checked */
     if (ipc->pitch < row)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"ipc_pitch\": %" PRIu64 " bytes, less "
-                             "than a row of %" PRIu64, ipc->pitch, row);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"ipc_pitch\": %" PRIu64 " bytes, less "
+                             "than a row of %" PRIu64,
+                             ipc->pitch, row);
     /* offset + (rows - 1) * pitch + row <= size, without overflow */
     uint64_t rows1 = m->rows - 1u, span;
     if ((ipc->pitch != 0 && rows1 > (UINT64_MAX - row) / ipc->pitch) ||
         (span = rows1 * ipc->pitch + row) > ipc->size || ipc->offset > ipc->size - span)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"ipc_offset\" %" PRIu64 ", \"ipc_pitch\" "
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"ipc_offset\" %" PRIu64 ", \"ipc_pitch\" "
                              "%" PRIu64 ": %" PRIu32 " rows do not fit in the %" PRIu64 " bytes "
-                             "of \"ipc_size\"", ipc->offset, ipc->pitch, m->rows, ipc->size);
+                             "of \"ipc_size\"",
+                             ipc->offset, ipc->pitch, m->rows, ipc->size);
     return TL_PROTO_OK;
 }
 
@@ -162,14 +178,16 @@ static tl_proto_err decode_band(const msgpack_object *h, tl_proto_frame *m, tl_p
     if (!m->has_band)
         return TL_PROTO_OK;
     if (m->has_ipc)
-        return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED, "\"band\": a frame in GPU memory "
+        return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED,
+                             "\"band\": a frame in GPU memory "
                              "is read whole, not in row bands");
     uint64_t b[2];
     TRY(tlp_get_u64_pair(h, "band", b, err));
     if (b[1] < 1 || b[0] >= m->rows || b[1] > m->rows - b[0])
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"band\": rows %" PRIu64 " + %" PRIu64
-                             " do not lie inside the %" PRIu32 " rows of \"shape\"", b[0], b[1],
-                             m->rows);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"band\": rows %" PRIu64 " + %" PRIu64
+                             " do not lie inside the %" PRIu32 " rows of \"shape\"",
+                             b[0], b[1], m->rows);
     m->band_first = (uint32_t)b[0];
     m->band_rows = (uint32_t)b[1];
     return TL_PROTO_OK;
@@ -203,8 +221,7 @@ tl_proto_err tlp_decode_end(const msgpack_object *h, tl_proto_end *m, tl_proto_e
     return tl_proto_get_u64(h, "series", true, &m->series, err);
 }
 
-tl_proto_err tlp_decode_release(const msgpack_object *h, tl_proto_release *m,
-                                tl_proto_error *err)
+tl_proto_err tlp_decode_release(const msgpack_object *h, tl_proto_release *m, tl_proto_error *err)
 {
     TRY(tl_proto_get_u64(h, "series", true, &m->series, err));
     TRY(tl_proto_get_u64(h, "index", true, &m->index, err));
@@ -215,8 +232,10 @@ tl_proto_err tlp_decode_release(const msgpack_object *h, tl_proto_release *m,
     uint64_t code;
     TRY(tl_proto_get_u64(h, "code", true, &code, err));
     if (code < 1 || code > TL_PROTO_E_INTERNAL)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"code\": %" PRIu64 " is not an error "
-                             "code", code);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"code\": %" PRIu64 " is not an error "
+                             "code",
+                             code);
     m->code = (tl_proto_err)code;
     return tl_proto_get_str(h, "message", true, &m->message, err);
 }

@@ -12,7 +12,12 @@
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-#define TRY(x) do { tl_proto_err rc_ = (x); if (rc_) return rc_; } while (0)
+#define TRY(x)                  \
+    do {                        \
+        tl_proto_err rc_ = (x); \
+        if (rc_)                \
+            return rc_;         \
+    } while (0)
 
 tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_proto_error *err)
 {
@@ -20,8 +25,10 @@ tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_pro
     if (!tlp_slice_id_valid(m->id.ptr, m->id.len)) {
         char q[80];
         tlp_quote(q, sizeof q, m->id.ptr, m->id.len, 70);
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"id\": \"%s\" is not 1..%d bytes of "
-                             "[A-Za-z0-9_.-]", q, TL_PROTO_MAX_ID);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"id\": \"%s\" is not 1..%d bytes of "
+                             "[A-Za-z0-9_.-]",
+                             q, TL_PROTO_MAX_ID);
     }
     TRY(tl_proto_get_u64(h, "seq", true, &m->seq, err));
     TRY(tlp_get_dtype(h, &m->dtype, err));
@@ -34,8 +41,10 @@ tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_pro
     uint64_t w[2];
     TRY(tlp_get_u64_pair(h, "window", w, err));
     if (w[0] > w[1])
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"window\": first %" PRIu64 " is after "
-                             "last %" PRIu64, w[0], w[1]);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"window\": first %" PRIu64 " is after "
+                             "last %" PRIu64,
+                             w[0], w[1]);
     m->window_first = w[0];
     m->window_last = w[1];
     TRY(tl_proto_get_u64(h, "t_acq", true, &m->t_acq, err));
@@ -58,12 +67,16 @@ tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_pro
         if (!ok) {
             char q[80];
             tlp_quote(q, sizeof q, n, len, 70);
-            return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"shm_name\": \"%s\" is not \"/name\" "
-                                 "(2..%d bytes, one leading '/')", q, TL_PROTO_SHM_NAME_MAX);
+            return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                                 "\"shm_name\": \"%s\" is not \"/name\" "
+                                 "(2..%d bytes, one leading '/')",
+                                 q, TL_PROTO_SHM_NAME_MAX);
         }
         if (m->shm_offset < TL_PROTO_SHM_ALIGN || m->shm_offset % TL_PROTO_SHM_ALIGN)
-            return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"shm_offset\": %" PRIu64 " is not a "
-                                 "positive multiple of %d", m->shm_offset, TL_PROTO_SHM_ALIGN);
+            return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                                 "\"shm_offset\": %" PRIu64 " is not a "
+                                 "positive multiple of %d",
+                                 m->shm_offset, TL_PROTO_SHM_ALIGN);
     }
     m->payload = NULL;
     m->payload_len = 0;

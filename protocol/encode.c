@@ -13,7 +13,11 @@
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-#define P(x) do { if ((x) != 0) return -1; } while (0)
+#define P(x)           \
+    do {               \
+        if ((x) != 0)  \
+            return -1; \
+    } while (0)
 
 int tl_proto_pack_cstr(msgpack_packer *pk, const char *s)
 {
@@ -109,8 +113,8 @@ int tl_proto_encode_frame(msgpack_sbuffer *buf, const tl_proto_frame *m)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
-    size_t n = 7 + m->has_angle + m->has_t_acq + m->has_center_offset + 7 * m->has_ipc +
-               m->has_band;
+    size_t n =
+        7 + m->has_angle + m->has_t_acq + m->has_center_offset + 7 * m->has_ipc + m->has_band;
     P(envelope(&pk, n, TL_MSG_FRAME));
     P(tl_proto_pack_kv_u64(&pk, "series", m->series));
     P(tl_proto_pack_kv_u64(&pk, "index", m->index));

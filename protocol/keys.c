@@ -65,8 +65,8 @@ tl_proto_err tlp_check_keys(const msgpack_object *map, msgpack_zone *zone, const
     const msgpack_object_map *m = &map->via.map;
     for (uint32_t i = 0; i < m->size; i++) {
         if (m->ptr[i].key.type != MSGPACK_OBJECT_STR)
-            return tl_proto_fail(err, TL_PROTO_E_NOT_MAP, "%s: key #%u is a %s, not a str",
-                                 what, (unsigned)i + 1, tlp_object_type_name(&m->ptr[i].key));
+            return tl_proto_fail(err, TL_PROTO_E_NOT_MAP, "%s: key #%u is a %s, not a str", what,
+                                 (unsigned)i + 1, tlp_object_type_name(&m->ptr[i].key));
     }
     if (m->size <= PAIRWISE_MAX) {
         for (uint32_t i = 1; i < m->size; i++)

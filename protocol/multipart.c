@@ -84,8 +84,7 @@ int tl_proto_recv(void *sock, zmq_msg_t *parts, int max, int flags, tl_proto_err
         errno = e;
         return -1;
     }
-    tl_proto_fail(err, TL_PROTO_E_PARTS, "message has %d parts, at most %d are kept", total,
-                  max);
+    tl_proto_fail(err, TL_PROTO_E_PARTS, "message has %d parts, at most %d are kept", total, max);
     return -2;
 }
 
@@ -95,9 +94,8 @@ static int send_copy(void *sock, const void *data, size_t len, int flags)
     return zmq_send(sock, data, len, flags) < 0 ? -1 : 0;
 }
 
-int tl_proto_send(void *sock, const void *topic, size_t topic_len, const void *hdr,
-                  size_t hdr_len, void *payload, size_t payload_len, zmq_free_fn *ffn,
-                  void *hint, int flags)
+int tl_proto_send(void *sock, const void *topic, size_t topic_len, const void *hdr, size_t hdr_len,
+                  void *payload, size_t payload_len, zmq_free_fn *ffn, void *hint, int flags)
 {
     zmq_msg_t pay;
     bool has_pay = payload != NULL;

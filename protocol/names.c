@@ -79,8 +79,8 @@ bool tlp_geometry_parse(const char *s, size_t n, tl_proto_geometry *out)
 }
 
 /* Indexed by bit position of tl_msg_type. */
-static const char *const msg_type_names[] = {"scan",  "frame", "end",    "req",
-                                             "rep",   "slice", "release"};
+static const char *const msg_type_names[] = {"scan", "frame", "end",    "req",
+                                             "rep",  "slice", "release"};
 
 const char *tlp_msg_type_name(tl_msg_type t)
 {

@@ -32,9 +32,10 @@ static int parts_for(const tl_proto_msg *m)
 
 static const char *layout(const tl_proto_msg *m)
 {
-    return m->type == TL_MSG_SLICE ? (has_payload(m) ? "topic, header, payload"
-                                                     : "topic, header: its pixels are in shared memory")
-           : has_payload(m)        ? "header, payload"
+    return m->type == TL_MSG_SLICE
+               ? (has_payload(m) ? "topic, header, payload"
+                                 : "topic, header: its pixels are in shared memory")
+           : has_payload(m)          ? "header, payload"
            : m->type == TL_MSG_FRAME ? "header only: its pixels are in GPU memory"
                                      : "header";
 }
@@ -56,25 +57,30 @@ tl_proto_err tl_proto_decode_parts(tl_proto_decoder *d, zmq_msg_t *parts, int np
     if (!parts || nparts < 1)
         return tl_proto_fail(err, TL_PROTO_E_PARTS, "message has no parts");
     if (nparts > TL_PROTO_MAX_PARTS)
-        return tl_proto_fail(err, TL_PROTO_E_PARTS, "message has %d parts, at most %d are "
-                             "allowed", nparts, TL_PROTO_MAX_PARTS);
+        return tl_proto_fail(err, TL_PROTO_E_PARTS,
+                             "message has %d parts, at most %d are "
+                             "allowed",
+                             nparts, TL_PROTO_MAX_PARTS);
     bool topic = (accept & TL_MSG_SLICE) && is_topic(&parts[0]);
     int h = topic ? 1 : 0;
     if (h >= nparts)
         return tl_proto_fail(err, TL_PROTO_E_PARTS, "topic part without a header part");
-    tl_proto_err rc = tl_proto_decode(d, zmq_msg_data(&parts[h]), zmq_msg_size(&parts[h]),
-                                      accept, out, err);
+    tl_proto_err rc =
+        tl_proto_decode(d, zmq_msg_data(&parts[h]), zmq_msg_size(&parts[h]), accept, out, err);
     if (rc)
         return rc;
 
     const char *name = tlp_msg_type_name(out->type);
     if ((out->type == TL_MSG_SLICE) != topic)
-        return tl_proto_fail(err, TL_PROTO_E_PARTS, topic ? "a topic part precedes a \"%s\" "
-                             "header" : "a \"%s\" header must follow a topic part", name);
+        return tl_proto_fail(err, TL_PROTO_E_PARTS,
+                             topic ? "a topic part precedes a \"%s\" "
+                                     "header"
+                                   : "a \"%s\" header must follow a topic part",
+                             name);
     int want = parts_for(out);
     if (nparts != want)
-        return tl_proto_fail(err, TL_PROTO_E_PARTS, "\"%s\" needs %d part%s (%s), got %d",
-                             name, want, want > 1 ? "s" : "", layout(out), nparts);
+        return tl_proto_fail(err, TL_PROTO_E_PARTS, "\"%s\" needs %d part%s (%s), got %d", name,
+                             want, want > 1 ? "s" : "", layout(out), nparts);
 
     if (out->type == TL_MSG_FRAME && !out->frame.has_ipc) {
         tl_proto_frame *f = &out->frame;
@@ -85,20 +91,22 @@ tl_proto_err tl_proto_decode_parts(tl_proto_decoder *d, zmq_msg_t *parts, int np
     } else if (out->type == TL_MSG_SLICE) {
         tl_proto_slice *s = &out->slice;
         char want_topic[TL_PROTO_MAX_ID + 16] = "";
-        size_t n = s->has_shm ? tl_proto_shm_topic(want_topic, sizeof want_topic, s->id.ptr, s->id.len)
-                              : tl_proto_slice_topic(want_topic, sizeof want_topic, s->id.ptr, s->id.len);
-        if (n == 0 || zmq_msg_size(&parts[0]) != n || memcmp(zmq_msg_data(&parts[0]),
-                                                             want_topic, n) != 0) {
+        size_t n = s->has_shm
+                       ? tl_proto_shm_topic(want_topic, sizeof want_topic, s->id.ptr, s->id.len)
+                       : tl_proto_slice_topic(want_topic, sizeof want_topic, s->id.ptr, s->id.len);
+        if (n == 0 || zmq_msg_size(&parts[0]) != n ||
+            memcmp(zmq_msg_data(&parts[0]), want_topic, n) != 0) {
             char q[96];
             tlp_quote(q, sizeof q, zmq_msg_data(&parts[0]), zmq_msg_size(&parts[0]), 80);
-            return tl_proto_fail(err, TL_PROTO_E_PARTS, "topic \"%s\" does not match the "
-                                 "header's id (expected \"%s\")", q, want_topic);
+            return tl_proto_fail(err, TL_PROTO_E_PARTS,
+                                 "topic \"%s\" does not match the "
+                                 "header's id (expected \"%s\")",
+                                 q, want_topic);
         }
         if (s->has_shm)
             return TL_PROTO_OK; /* the reader checks the pixels' place (protocol/shm.h) */
         s->payload_len = zmq_msg_size(&parts[2]);
-        if ((rc = tl_proto_check_payload(s->shape[0], s->shape[1], s->dtype, s->payload_len,
-                                         err)))
+        if ((rc = tl_proto_check_payload(s->shape[0], s->shape[1], s->dtype, s->payload_len, err)))
             return rc;
         s->payload = zmq_msg_data(&parts[2]);
     }

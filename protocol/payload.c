@@ -18,14 +18,17 @@ tl_proto_err tl_proto_frame_bytes(uint32_t rows, uint32_t cols, tl_proto_dtype d
     if (es == 0)
         return tl_proto_fail(err, TL_PROTO_E_DTYPE, "dtype %d is not a known dtype", (int)dtype);
     if (rows == 0 || cols == 0)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "shape [%" PRIu32 ", %" PRIu32 "] has a "
-                             "zero dimension", rows, cols);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "shape [%" PRIu32 ", %" PRIu32 "] has a "
+                             "zero dimension",
+                             rows, cols);
     uint64_t n;
     if (__builtin_mul_overflow((uint64_t)rows, (uint64_t)cols, &n) ||
         __builtin_mul_overflow(n, (uint64_t)es, &n) || n >= TL_PROTO_MAX_FRAME_BYTES)
-        return tl_proto_fail(err, TL_PROTO_E_OVERFLOW, "shape [%" PRIu32 ", %" PRIu32 "] of %s "
-                             "is 2 GiB or more (limit: under %u bytes)", rows, cols,
-                             tl_proto_dtype_name(dtype), TL_PROTO_MAX_FRAME_BYTES);
+        return tl_proto_fail(err, TL_PROTO_E_OVERFLOW,
+                             "shape [%" PRIu32 ", %" PRIu32 "] of %s "
+                             "is 2 GiB or more (limit: under %u bytes)",
+                             rows, cols, tl_proto_dtype_name(dtype), TL_PROTO_MAX_FRAME_BYTES);
     if (bytes)
         *bytes = (size_t)n;
     return TL_PROTO_OK;
@@ -39,8 +42,9 @@ tl_proto_err tl_proto_check_payload(uint32_t rows, uint32_t cols, tl_proto_dtype
     if (rc)
         return rc;
     if (payload_len != want)
-        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "payload is %zu bytes, shape [%" PRIu32
-                             ", %" PRIu32 "] of %s needs %zu", payload_len, rows, cols,
-                             tl_proto_dtype_name(dtype), want);
+        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                             "payload is %zu bytes, shape [%" PRIu32 ", %" PRIu32
+                             "] of %s needs %zu",
+                             payload_len, rows, cols, tl_proto_dtype_name(dtype), want);
     return TL_PROTO_OK;
 }

@@ -62,32 +62,80 @@ static bool classify(uint8_t b, shape *s)
         return true;
     }
     switch (b) {
-    case 0xc0: case 0xc2: case 0xc3: return true;               /* nil, false, true */
-    case 0xc4: s->blob = 1; s->lenw = 1; return true;           /* bin8 */
-    case 0xc5: s->blob = 1; s->lenw = 2; return true;           /* bin16 */
-    case 0xc6: s->blob = 1; s->lenw = 4; return true;           /* bin32 */
-    case 0xc7: s->blob = 1; s->lenw = 1; s->extra = 1; return true; /* ext8 + type byte */
-    case 0xc8: s->blob = 1; s->lenw = 2; s->extra = 1; return true;
-    case 0xc9: s->blob = 1; s->lenw = 4; s->extra = 1; return true;
-    case 0xca: s->extra = 4; return true;                        /* float32 */
-    case 0xcb: s->extra = 8; return true;                        /* float64 */
-    case 0xcc: case 0xd0: s->extra = 1; return true;             /* (u)int8 */
-    case 0xcd: case 0xd1: s->extra = 2; return true;
-    case 0xce: case 0xd2: s->extra = 4; return true;
-    case 0xcf: case 0xd3: s->extra = 8; return true;
-    case 0xd4: s->extra = 2; return true;                        /* fixext1: type + 1 */
-    case 0xd5: s->extra = 3; return true;
-    case 0xd6: s->extra = 5; return true;
-    case 0xd7: s->extra = 9; return true;
-    case 0xd8: s->extra = 17; return true;
-    case 0xd9: s->blob = 1; s->lenw = 1; return true;           /* str8 */
-    case 0xda: s->blob = 1; s->lenw = 2; return true;
-    case 0xdb: s->blob = 1; s->lenw = 4; return true;
-    case 0xdc: s->container = 1; s->lenw = 2; return true;      /* array16 */
-    case 0xdd: s->container = 1; s->lenw = 4; return true;
-    case 0xde: s->container = 2; s->lenw = 2; return true;      /* map16 */
-    case 0xdf: s->container = 2; s->lenw = 4; return true;
-    default: return false;                                       /* 0xc1: never used */
+        case 0xc0:
+        case 0xc2:
+        case 0xc3: return true; /* nil, false, true */
+        case 0xc4:
+            s->blob = 1;
+            s->lenw = 1;
+            return true; /* bin8 */
+        case 0xc5:
+            s->blob = 1;
+            s->lenw = 2;
+            return true; /* bin16 */
+        case 0xc6:
+            s->blob = 1;
+            s->lenw = 4;
+            return true; /* bin32 */
+        case 0xc7:
+            s->blob = 1;
+            s->lenw = 1;
+            s->extra = 1;
+            return true; /* ext8 + type byte */
+        case 0xc8:
+            s->blob = 1;
+            s->lenw = 2;
+            s->extra = 1;
+            return true;
+        case 0xc9:
+            s->blob = 1;
+            s->lenw = 4;
+            s->extra = 1;
+            return true;
+        case 0xca: s->extra = 4; return true; /* float32 */
+        case 0xcb: s->extra = 8; return true; /* float64 */
+        case 0xcc:
+        case 0xd0: s->extra = 1; return true; /* (u)int8 */
+        case 0xcd:
+        case 0xd1: s->extra = 2; return true;
+        case 0xce:
+        case 0xd2: s->extra = 4; return true;
+        case 0xcf:
+        case 0xd3: s->extra = 8; return true;
+        case 0xd4: s->extra = 2; return true; /* fixext1: type + 1 */
+        case 0xd5: s->extra = 3; return true;
+        case 0xd6: s->extra = 5; return true;
+        case 0xd7: s->extra = 9; return true;
+        case 0xd8: s->extra = 17; return true;
+        case 0xd9:
+            s->blob = 1;
+            s->lenw = 1;
+            return true; /* str8 */
+        case 0xda:
+            s->blob = 1;
+            s->lenw = 2;
+            return true;
+        case 0xdb:
+            s->blob = 1;
+            s->lenw = 4;
+            return true;
+        case 0xdc:
+            s->container = 1;
+            s->lenw = 2;
+            return true; /* array16 */
+        case 0xdd:
+            s->container = 1;
+            s->lenw = 4;
+            return true;
+        case 0xde:
+            s->container = 2;
+            s->lenw = 2;
+            return true; /* map16 */
+        case 0xdf:
+            s->container = 2;
+            s->lenw = 4;
+            return true;
+        default: return false; /* 0xc1: never used */
     }
 }
 
@@ -119,8 +167,7 @@ tl_proto_err tlp_precheck(const uint8_t *p, size_t len, tl_proto_error *err)
         if (s.lenw) {
             if (len - pos < (size_t)s.lenw)
                 return tl_proto_fail(err, TL_PROTO_E_MALFORMED,
-                                     "truncated msgpack: length field at offset %zu cut off",
-                                     at);
+                                     "truncated msgpack: length field at offset %zu cut off", at);
             n = be(p + pos, s.lenw);
             pos += (size_t)s.lenw;
         }
@@ -131,14 +178,12 @@ tl_proto_err tlp_precheck(const uint8_t *p, size_t len, tl_proto_error *err)
                 return tl_proto_fail(err, TL_PROTO_E_LIMIT,
                                      "%s at offset %zu declares %llu %s but only %zu bytes "
                                      "follow",
-                                     s.container == 2 ? "map" : "array", at,
-                                     (unsigned long long)n,
+                                     s.container == 2 ? "map" : "array", at, (unsigned long long)n,
                                      s.container == 2 ? "entries" : "elements", left);
             if (d >= TL_PROTO_MAX_DEPTH)
                 return tl_proto_fail(err, TL_PROTO_E_LIMIT,
                                      "%s at offset %zu nests deeper than %d levels",
-                                     s.container == 2 ? "map" : "array", at,
-                                     TL_PROTO_MAX_DEPTH);
+                                     s.container == 2 ? "map" : "array", at, TL_PROTO_MAX_DEPTH);
             d++;
             rem[d] = need;
             continue;

@@ -17,8 +17,8 @@
  * 24 bytes each) never make the zone grow after its first chunk. */
 #define TLP_ZONE_CHUNK (64u * 1024u)
 
-#define TLP_MAX_FILTER 32  /* bytes in a scan's filter name */
-#define TLP_MAX_CMD 64     /* bytes in a request's cmd */
+#define TLP_MAX_FILTER 32 /* bytes in a scan's filter name */
+#define TLP_MAX_CMD 64    /* bytes in a request's cmd */
 
 /* precheck.c: walks the raw msgpack bytes of one header before msgpack-c sees them.
  * E_MALFORMED: truncated, reserved byte 0xc1, trailing bytes. E_LIMIT: a container declares
@@ -61,7 +61,6 @@ tl_proto_err tlp_decode_req(const msgpack_object *h, msgpack_zone *zone, tl_prot
                             tl_proto_error *err);
 tl_proto_err tlp_decode_rep(const msgpack_object *h, tl_proto_rep *m, tl_proto_error *err);
 tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_proto_error *err);
-tl_proto_err tlp_decode_release(const msgpack_object *h, tl_proto_release *m,
-                                tl_proto_error *err);
+tl_proto_err tlp_decode_release(const msgpack_object *h, tl_proto_release *m, tl_proto_error *err);
 
 #endif

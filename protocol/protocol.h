@@ -36,26 +36,26 @@ extern "C" {
 #endif
 
 #define TL_PROTO_VERSION 1
-#define TL_PROTO_MAX_HEADER (64u * 1024u)  /* bytes in a header part */
-#define TL_PROTO_MAX_DEPTH 8               /* nesting of maps/arrays in a header */
-#define TL_PROTO_MAX_DIM 65536u            /* detector rows/cols, slice sides */
+#define TL_PROTO_MAX_HEADER (64u * 1024u)   /* bytes in a header part */
+#define TL_PROTO_MAX_DEPTH 8                /* nesting of maps/arrays in a header */
+#define TL_PROTO_MAX_DIM 65536u             /* detector rows/cols, slice sides */
 #define TL_PROTO_MAX_FRAME_BYTES (1u << 31) /* rows * cols * dtype size, exclusive */
-#define TL_PROTO_MAX_WINDOW (1u << 20)     /* projections in a rolling window */
-#define TL_PROTO_MAX_ID 64                 /* bytes in a slice id */
-#define TL_PROTO_SHM_NAME_MAX 255          /* bytes in a shared-memory object name (NAME_MAX) */
-#define TL_PROTO_SHM_ALIGN 64              /* shm_offset is a positive multiple of this */
-#define TL_PROTO_MAX_PARTS 4               /* parts a reader keeps; more is an error */
+#define TL_PROTO_MAX_WINDOW (1u << 20)      /* projections in a rolling window */
+#define TL_PROTO_MAX_ID 64                  /* bytes in a slice id */
+#define TL_PROTO_SHM_NAME_MAX 255           /* bytes in a shared-memory object name (NAME_MAX) */
+#define TL_PROTO_SHM_ALIGN 64               /* shm_offset is a positive multiple of this */
+#define TL_PROTO_MAX_PARTS 4                /* parts a reader keeps; more is an error */
 
 /* Error codes. Numeric values are part of the wire protocol (error replies carry them). */
 typedef enum {
     TL_PROTO_OK = 0,
     /* framing and syntax */
-    TL_PROTO_E_PARTS = 1,       /* too many or too few message parts for the type */
-    TL_PROTO_E_TOO_BIG = 2,     /* header part over TL_PROTO_MAX_HEADER */
-    TL_PROTO_E_MALFORMED = 3,   /* not msgpack, truncated, or trailing bytes after the map */
-    TL_PROTO_E_LIMIT = 4,       /* container larger than the bytes left, or nested too deep */
-    TL_PROTO_E_NOT_MAP = 5,     /* header is not a map, or a key is not a string */
-    TL_PROTO_E_DUP_KEY = 6,     /* a key appears twice */
+    TL_PROTO_E_PARTS = 1,     /* too many or too few message parts for the type */
+    TL_PROTO_E_TOO_BIG = 2,   /* header part over TL_PROTO_MAX_HEADER */
+    TL_PROTO_E_MALFORMED = 3, /* not msgpack, truncated, or trailing bytes after the map */
+    TL_PROTO_E_LIMIT = 4,     /* container larger than the bytes left, or nested too deep */
+    TL_PROTO_E_NOT_MAP = 5,   /* header is not a map, or a key is not a string */
+    TL_PROTO_E_DUP_KEY = 6,   /* a key appears twice */
     /* semantics */
     TL_PROTO_E_VERSION = 7,     /* "v" is not a major version this reader speaks */
     TL_PROTO_E_TYPE = 8,        /* unknown "type", or a type not accepted on this socket */
@@ -96,7 +96,7 @@ typedef enum {
     TL_MSG_REQ = 1 << 3,
     TL_MSG_REP = 1 << 4,
     TL_MSG_SLICE = 1 << 5,
-    TL_MSG_RELEASE = 1 << 6     /* daemon -> producer: a GPU frame's slot is free again */
+    TL_MSG_RELEASE = 1 << 6 /* daemon -> producer: a GPU frame's slot is free again */
 } tl_msg_type;
 
 /* What each socket accepts (the `accept` mask of the decoders). */
@@ -107,9 +107,9 @@ typedef enum { TL_PROTO_U8 = 0, TL_PROTO_U16, TL_PROTO_U32, TL_PROTO_F32 } tl_pr
 typedef enum { TL_PROTO_DARK = 0, TL_PROTO_FLAT, TL_PROTO_PROJ } tl_proto_kind;
 typedef enum { TL_PROTO_PARALLEL = 0, TL_PROTO_CONE } tl_proto_geometry;
 
-const char *tl_proto_dtype_name(tl_proto_dtype t);  /* "u8" "u16" "u32" "f32" */
-size_t tl_proto_dtype_size(tl_proto_dtype t);       /* 1 2 4 4 */
-const char *tl_proto_kind_name(tl_proto_kind k);    /* "dark" "flat" "proj" */
+const char *tl_proto_dtype_name(tl_proto_dtype t);       /* "u8" "u16" "u32" "f32" */
+size_t tl_proto_dtype_size(tl_proto_dtype t);            /* 1 2 4 4 */
+const char *tl_proto_kind_name(tl_proto_kind k);         /* "dark" "flat" "proj" */
 const char *tl_proto_geometry_name(tl_proto_geometry g); /* "parallel" "cone" */
 /* Name lookups; return false for unknown names. */
 bool tl_proto_dtype_parse(const char *s, size_t n, tl_proto_dtype *out);
@@ -127,34 +127,34 @@ bool tl_proto_str_eq(tl_proto_str s, const char *cstr);
 typedef struct {
     uint64_t series;
     tl_proto_geometry geometry;
-    uint32_t rows, cols;        /* detector shape ("shape": [rows, cols]) */
+    uint32_t rows, cols; /* detector shape ("shape": [rows, cols]) */
     tl_proto_dtype dtype;
-    uint32_t window;            /* projections kept in the rolling window */
-    uint32_t darks, flats;      /* expected counts, optional, default 0 */
-    uint64_t first_index;       /* optional, default 0 */
-    bool has_center;            /* rotation axis column, optional */
+    uint32_t window;       /* projections kept in the rolling window */
+    uint32_t darks, flats; /* expected counts, optional, default 0 */
+    uint64_t first_index;  /* optional, default 0 */
+    bool has_center;       /* rotation axis column, optional */
     double center;
-    bool has_angles;            /* optional schedule: angle = angle_start + index * angle_step */
+    bool has_angles; /* optional schedule: angle = angle_start + index * angle_step */
     double angle_start, angle_step; /* radians */
-    tl_proto_str filter;        /* optional filter name (len 0 = absent); the engine validates it */
-    bool already_linear;        /* optional, default false: skip -log */
-    tl_proto_str release;       /* optional endpoint (len 0 = absent) where the producer of
+    tl_proto_str filter;  /* optional filter name (len 0 = absent); the engine validates it */
+    bool already_linear;  /* optional, default false: skip -log */
+    tl_proto_str release; /* optional endpoint (len 0 = absent) where the producer of
                                    frames in GPU memory receives "release" messages */
 } tl_proto_scan;
 
 /* Where a frame in another process's GPU memory is (CUDA IPC, PROTOCOL.md §8.4): the frame
  * header's ipc_* keys instead of a payload part. */
-#define TL_PROTO_IPC_HANDLE 64      /* bytes of a cudaIpcMemHandle_t */
-#define TL_PROTO_UUID_LEN 40        /* "GPU-" + 8-4-4-4-12 hex digits, as nvidia-smi -L prints */
-#define TL_PROTO_MAX_ENDPOINT 256   /* bytes of an endpoint string */
+#define TL_PROTO_IPC_HANDLE 64    /* bytes of a cudaIpcMemHandle_t */
+#define TL_PROTO_UUID_LEN 40      /* "GPU-" + 8-4-4-4-12 hex digits, as nvidia-smi -L prints */
+#define TL_PROTO_MAX_ENDPOINT 256 /* bytes of an endpoint string */
 typedef struct {
-    const uint8_t *handle;      /* TL_PROTO_IPC_HANDLE bytes (inside the header) */
-    uint64_t buffer;            /* the producer's id of the exported allocation */
-    uint64_t size;              /* bytes of that allocation */
-    uint64_t offset;            /* bytes from its start to the frame's row 0 */
-    uint64_t pitch;             /* bytes between rows (>= cols * dtype size) */
-    tl_proto_str device;        /* UUID of the GPU that holds it */
-    uint32_t slot;              /* the producer's ring slot, handed back in a "release" */
+    const uint8_t *handle; /* TL_PROTO_IPC_HANDLE bytes (inside the header) */
+    uint64_t buffer;       /* the producer's id of the exported allocation */
+    uint64_t size;         /* bytes of that allocation */
+    uint64_t offset;       /* bytes from its start to the frame's row 0 */
+    uint64_t pitch;        /* bytes between rows (>= cols * dtype size) */
+    tl_proto_str device;   /* UUID of the GPU that holds it */
+    uint32_t slot;         /* the producer's ring slot, handed back in a "release" */
 } tl_proto_ipc;
 
 /* ingest: "frame" — one detector frame; the payload is part 1. */
@@ -162,20 +162,20 @@ typedef struct {
     uint64_t series;
     uint64_t index;
     tl_proto_kind kind;
-    bool has_angle;             /* required for kind proj unless the scan has a schedule */
-    double angle;               /* radians */
+    bool has_angle; /* required for kind proj unless the scan has a schedule */
+    double angle;   /* radians */
     tl_proto_dtype dtype;
-    uint32_t rows, cols;        /* "shape": [rows, cols] */
+    uint32_t rows, cols; /* "shape": [rows, cols] */
     bool has_t_acq;
-    uint64_t t_acq;             /* acquisition time, ns since the Unix epoch */
+    uint64_t t_acq; /* acquisition time, ns since the Unix epoch */
     bool has_center_offset;
-    double center_offset;       /* per-projection axis correction, detector pixels */
-    bool has_ipc;               /* the pixels are in GPU memory (ipc), not in a payload part */
+    double center_offset; /* per-projection axis correction, detector pixels */
+    bool has_ipc;         /* the pixels are in GPU memory (ipc), not in a payload part */
     tl_proto_ipc ipc;
-    bool has_band;              /* the payload holds rows band_first .. band_first + band_rows
+    bool has_band; /* the payload holds rows band_first .. band_first + band_rows
                                    - 1 of the rows x cols frame, not all of it (§8.2) */
     uint32_t band_first, band_rows;
-    const void *payload;        /* set by tl_proto_decode_parts (NULL from tl_proto_decode) */
+    const void *payload; /* set by tl_proto_decode_parts (NULL from tl_proto_decode) */
     size_t payload_len;
 } tl_proto_frame;
 
@@ -191,8 +191,8 @@ typedef struct {
     uint64_t series, index;
     uint32_t slot;
     bool ok;
-    tl_proto_err code;          /* when !ok */
-    tl_proto_str message;       /* when !ok */
+    tl_proto_err code;    /* when !ok */
+    tl_proto_str message; /* when !ok */
 } tl_proto_release;
 
 /* control: "req". args is a msgpack map (or NULL when absent) living in the decoder's zone. */
@@ -215,22 +215,22 @@ typedef struct {
 typedef struct {
     tl_proto_str id;
     uint64_t seq;
-    uint32_t shape[2];          /* [h, w] */
-    tl_proto_dtype dtype;       /* f32 */
-    float orientation[9];       /* x-axis vector, y-axis vector, base point (volume coords) */
+    uint32_t shape[2];    /* [h, w] */
+    tl_proto_dtype dtype; /* f32 */
+    float orientation[9]; /* x-axis vector, y-axis vector, base point (volume coords) */
     uint32_t projections_used, missing;
     uint64_t window_first, window_last; /* "window": [first, last] frame indices */
-    uint64_t t_acq;             /* acquisition time of the newest frame used, ns */
-    uint64_t t_pub;             /* publish time, ns */
-    uint64_t t_recv;            /* optional (0 = absent): daemon receive time of that frame */
-    uint64_t t_done;            /* optional (0 = absent): reconstruction finished */
-    bool final;                 /* optional (default false): the last slice of a scan, published
+    uint64_t t_acq;                     /* acquisition time of the newest frame used, ns */
+    uint64_t t_pub;                     /* publish time, ns */
+    uint64_t t_recv; /* optional (0 = absent): daemon receive time of that frame */
+    uint64_t t_done; /* optional (0 = absent): reconstruction finished */
+    bool final;      /* optional (default false): the last slice of a scan, published
                                    when its "end" arrived */
     tl_proto_str kernel;
     /* the pixels in shared memory instead of a payload part (topic "shm/<id>/", §10.1) */
     bool has_shm;
-    tl_proto_str shm_name;      /* POSIX shared-memory object, "/name" */
-    uint64_t shm_offset;        /* of the pixels in it; the slot's sequence word is 64 bytes before */
+    tl_proto_str shm_name; /* POSIX shared-memory object, "/name" */
+    uint64_t shm_offset;   /* of the pixels in it; the slot's sequence word is 64 bytes before */
     const void *payload;
     size_t payload_len;
 } tl_proto_slice;
@@ -252,7 +252,7 @@ typedef struct {
 
 typedef struct tl_proto_decoder tl_proto_decoder;
 
-tl_proto_decoder *tl_proto_decoder_new(void);   /* NULL when out of memory */
+tl_proto_decoder *tl_proto_decoder_new(void); /* NULL when out of memory */
 void tl_proto_decoder_free(tl_proto_decoder *d);
 
 /* Decodes one header. Types not in `accept` are TL_PROTO_E_TYPE. For frames and slices the
@@ -335,9 +335,8 @@ void tl_proto_close(zmq_msg_t *parts, int n);
  * ZeroMQ I/O thread once the message is gone), copied otherwise. topic or payload may be
  * NULL. flags: ZMQ_DONTWAIT or 0. Returns 0, or -1 with errno set. On -1 with a zero-copy
  * payload, ffn has been called or will be called (the payload is never leaked). */
-int tl_proto_send(void *sock, const void *topic, size_t topic_len, const void *hdr,
-                  size_t hdr_len, void *payload, size_t payload_len, zmq_free_fn *ffn,
-                  void *hint, int flags);
+int tl_proto_send(void *sock, const void *topic, size_t topic_len, const void *hdr, size_t hdr_len,
+                  void *payload, size_t payload_len, zmq_free_fn *ffn, void *hint, int flags);
 
 /* Writes "slice/<id>/" plus a terminating NUL into buf (cap bytes) and returns the topic's
  * length (without the NUL), or 0 if it does not fit or id is not a valid slice id

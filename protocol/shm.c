@@ -100,8 +100,8 @@ static int map(tl_shm_reader *rd, const tl_proto_str *name, char *err, size_t er
             close(fd);
         return -1;
     }
-    void *base = st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0)
-                                : MAP_FAILED;
+    void *base =
+        st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
     close(fd);
     if (base == MAP_FAILED) {
         snprintf(err, errlen, "mmap %s: %s", rd->name, st.st_size > 0 ? strerror(errno) : "empty");

@@ -34,14 +34,14 @@
 
 #include "protocol/protocol.h"
 
-#define TL_SHM_PAGE 4096      /* slot header size and pixel rounding */
-#define TL_SHM_WORD_BACK 64   /* the sequence word lies this many bytes before the pixels */
-#define TL_SHM_STALE 1        /* tl_shm_read: the slot was rewritten; the copy is invalid */
+#define TL_SHM_PAGE 4096    /* slot header size and pixel rounding */
+#define TL_SHM_WORD_BACK 64 /* the sequence word lies this many bytes before the pixels */
+#define TL_SHM_STALE 1      /* tl_shm_read: the slot was rewritten; the copy is invalid */
 
 typedef struct {
     char name[TL_PROTO_SHM_NAME_MAX + 1];
     void *base;
-    size_t size;              /* of the mapping */
+    size_t size; /* of the mapping */
     size_t slot_bytes, pixel_bytes;
     uint32_t slots, next;
 } tl_shm_ring;

@@ -13,7 +13,8 @@ void tl_test_camera_scan(uint32_t rows, uint32_t cols, int darks, int flats, int
 {
     size_t npix = (size_t)rows * cols;
     tl_phantom ph;
-    ck_assert_int_eq(tl_phantom_shepp_logan(&ph, 0.45 * cols, (rows - 1) / 2.0, 0.45 * rows * 4), 0);
+    ck_assert_int_eq(tl_phantom_shepp_logan(&ph, 0.45 * cols, (rows - 1) / 2.0, 0.45 * rows * 4),
+                     0);
     tl_phantom_scale_density(&ph, 2.0 / tl_phantom_line_integral(&ph, 0, 0, (rows - 1) / 2.0));
     tl_camera cam;
     tl_camera_init(&cam);

@@ -63,9 +63,23 @@ int tl_fx_start_env(tl_fixture *f, const char *tag, const char *const *extra,
      * frames queue); its cache in the test's directory, not the user's ~/.cache. */
     snprintf(set_t, sizeof set_t, "engine.tune_cache=%s/tune.json", f->dir);
     /* no HTTP server unless a test asks (parallel daemons would all want port 8600) */
-    const char *argv[64] = {bin, "--set", set_i, "--set", set_c, "--set", set_s,
-                            "--backend", "cpu", "--log-level", "debug", "--set", "http.listen=",
-                            "--set", set_t, "--set", "engine.tune=off"};
+    const char *argv[64] = {bin,
+                            "--set",
+                            set_i,
+                            "--set",
+                            set_c,
+                            "--set",
+                            set_s,
+                            "--backend",
+                            "cpu",
+                            "--log-level",
+                            "debug",
+                            "--set",
+                            "http.listen=",
+                            "--set",
+                            set_t,
+                            "--set",
+                            "engine.tune=off"};
     int argc = 17;
     for (int i = 0; extra && extra[i] && argc < 62; i++)
         argv[argc++] = extra[i];
@@ -121,8 +135,8 @@ int tl_fx_start_env(tl_fixture *f, const char *tag, const char *const *extra,
 static json_t *reply_json(const tl_proto_rep *rep)
 {
     if (rep->ok)
-        return json_pack("{s:b, s:o}", "ok", 1,
-                         "result", rep->result ? tl_json_from_msgpack(rep->result) : json_null());
+        return json_pack("{s:b, s:o}", "ok", 1, "result",
+                         rep->result ? tl_json_from_msgpack(rep->result) : json_null());
     return json_pack("{s:b, s:i, s:s, s:s%}", "ok", 0, "code", (int)rep->code, "name",
                      tl_proto_err_name(rep->code), "message", rep->message.ptr, rep->message.len);
 }
@@ -203,7 +217,9 @@ long long tl_fx_status_int(tl_fixture *f, const char *path)
     snprintf(buf, sizeof buf, "%s", path);
     for (char *save = NULL, *k = strtok_r(buf, ".", &save); k && v; k = strtok_r(NULL, ".", &save))
         v = json_object_get(v, k);
-    long long n = json_is_integer(v) ? json_integer_value(v) : json_is_real(v) ? (long long)json_real_value(v) : -1;
+    long long n = json_is_integer(v) ? json_integer_value(v)
+                  : json_is_real(v)  ? (long long)json_real_value(v)
+                                     : -1;
     json_decref(st);
     return n;
 }
@@ -342,7 +358,8 @@ int tl_fx_run(char **out, const char *fmt, ...)
     char cmd[8192];
     va_list ap;
     va_start(ap, fmt);
-    int n = snprintf(cmd, sizeof cmd, "PATH='%s/clients:%s/daemon':\"$PATH\"; ", builddir(), builddir());
+    int n = snprintf(cmd, sizeof cmd, "PATH='%s/clients:%s/daemon':\"$PATH\"; ", builddir(),
+                     builddir());
     vsnprintf(cmd + n, sizeof cmd - (size_t)n, fmt, ap);
     va_end(ap);
     FILE *p = popen(cmd, "r");

@@ -47,10 +47,12 @@ int tl_hc_start(tl_fixture *f, const char *tag)
 int tl_hc_connect(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     ck_assert(fd >= 0);
-    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
+    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s",
+                  strerror(errno));
     return fd;
 }
 
@@ -122,8 +124,9 @@ bool tl_hc_exchange(int port, const void *req, size_t len, double quiet, tl_hc_r
 void tl_hc_get(int port, const char *path, tl_hc_response *r)
 {
     char req[512];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n",
-                     path, port);
+    int n =
+        snprintf(req, sizeof req,
+                 "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", path, port);
     ck_assert(n > 0 && (size_t)n < sizeof req);
     ck_assert_msg(tl_hc_exchange(port, req, (size_t)n, 10, r), "GET %s: no answer", path);
 }

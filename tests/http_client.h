@@ -33,8 +33,8 @@ ssize_t tl_hc_read_some(int fd, void *buf, size_t n, double timeout);
 typedef struct {
     int status;
     char ctype[128];
-    char *head;         /* the status line and headers (malloc'd) */
-    char *body;         /* malloc'd, NUL-terminated; NULL after tl_hc_exchange with no answer */
+    char *head; /* the status line and headers (malloc'd) */
+    char *body; /* malloc'd, NUL-terminated; NULL after tl_hc_exchange with no answer */
     size_t len;
 } tl_hc_response;
 

@@ -36,8 +36,8 @@ static bool in_disk(size_t k, uint32_t h, uint32_t w, double r)
     return r <= 0 || x * x + y * y <= r * r;
 }
 
-static void metrics(const float *a, const float *b, uint32_t h, uint32_t w, double r,
-                    double *rel, double *mor)
+static void metrics(const float *a, const float *b, uint32_t h, uint32_t w, double r, double *rel,
+                    double *mor)
 {
     double num = 0, den = 0, maxd = 0, lo = INFINITY, hi = -INFINITY;
     for (size_t k = 0; k < (size_t)h * w; k++) {

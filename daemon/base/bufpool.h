@@ -22,29 +22,29 @@ typedef struct tl_bufpool tl_bufpool;
 
 typedef struct tl_slicebuf {
     tl_bufpool *pool;
-    struct tl_slicebuf *next;   /* free list */
+    struct tl_slicebuf *next; /* free list */
     float *data;
-    size_t cap;                 /* floats */
+    size_t cap; /* floats */
     /* the header to be */
     char id[TL_PROTO_MAX_ID + 1];
     uint64_t seq;
     uint32_t height, width;
     float orientation[9];
     tl_slice_info info;
-    uint64_t t_done;            /* CLOCK_REALTIME ns */
+    uint64_t t_done; /* CLOCK_REALTIME ns */
     bool final;
-    bool tcp;                   /* data holds the pixels: sent on "slice/<id>/", shown to taps */
+    bool tcp; /* data holds the pixels: sent on "slice/<id>/", shown to taps */
     char shm_name[TL_PROTO_SHM_NAME_MAX + 1]; /* "" or the shared memory holding the pixels */
-    uint64_t shm_offset;        /*   at this offset: announced on "shm/<id>/" */
+    uint64_t shm_offset;                      /*   at this offset: announced on "shm/<id>/" */
 } tl_slicebuf;
 
 struct tl_bufpool {
     pthread_mutex_t mu;
     tl_slicebuf *free;
     size_t nfree, max_free;
-    size_t live;                /* handed out and not yet returned */
-    tl_backend_kind memory;     /* whose host memory the pixels are in */
-    char error[256];            /* why the last get failed */
+    size_t live;            /* handed out and not yet returned */
+    tl_backend_kind memory; /* whose host memory the pixels are in */
+    char error[256];        /* why the last get failed */
 };
 
 void tl_bufpool_init(tl_bufpool *p, size_t max_free, tl_backend_kind memory);

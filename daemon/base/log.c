@@ -14,7 +14,8 @@
 #include "daemon/base/log.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
-static const char level_prio[] = {'3', '4', '6', '7'}; /* LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
+static const char level_prio[] = {'3', '4', '6',
+                                  '7'}; /* LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
 
 /* Atomics: the level is changed on reload by the loop thread and read by the ingest thread. */
 static atomic_int cur_level = TL_LOG_INFO;
@@ -82,22 +83,45 @@ size_t tl_log_quote(char *dst, size_t n, const char *s)
         return (size_t)snprintf(dst, n, "%s", s);
 
     size_t len = 0;
-#define PUT(ch) do { if (len + 1 < n) dst[len] = (ch); len++; } while (0)
+#define PUT(ch)              \
+    do {                     \
+        if (len + 1 < n)     \
+            dst[len] = (ch); \
+        len++;               \
+    } while (0)
     PUT('"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         static const char hex[] = "0123456789abcdef";
         switch (*p) {
-        case '"': PUT('\\'); PUT('"'); break;
-        case '\\': PUT('\\'); PUT('\\'); break;
-        case '\n': PUT('\\'); PUT('n'); break;
-        case '\r': PUT('\\'); PUT('r'); break;
-        case '\t': PUT('\\'); PUT('t'); break;
-        default:
-            if (*p < ' ' || *p == 0x7f) {
-                PUT('\\'); PUT('x'); PUT(hex[*p >> 4]); PUT(hex[*p & 15]);
-            } else {
-                PUT((char)*p); /* UTF-8 bytes pass through */
-            }
+            case '"':
+                PUT('\\');
+                PUT('"');
+                break;
+            case '\\':
+                PUT('\\');
+                PUT('\\');
+                break;
+            case '\n':
+                PUT('\\');
+                PUT('n');
+                break;
+            case '\r':
+                PUT('\\');
+                PUT('r');
+                break;
+            case '\t':
+                PUT('\\');
+                PUT('t');
+                break;
+            default:
+                if (*p < ' ' || *p == 0x7f) {
+                    PUT('\\');
+                    PUT('x');
+                    PUT(hex[*p >> 4]);
+                    PUT(hex[*p & 15]);
+                } else {
+                    PUT((char)*p); /* UTF-8 bytes pass through */
+                }
         }
     }
     PUT('"');
@@ -151,8 +175,8 @@ void tl_log(int level, const char *event, const char *fmt, ...)
         len = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
         len += (size_t)snprintf(line + len, sizeof line - len, ".%03ldZ ", ts.tv_nsec / 1000000);
     }
-    len += (size_t)snprintf(line + len, sizeof line - len, "level=%s event=%s",
-                            level_names[level], event ? event : "unknown");
+    len += (size_t)snprintf(line + len, sizeof line - len, "level=%s event=%s", level_names[level],
+                            event ? event : "unknown");
     size_t tail = len;
     if (fmt && len + 1 < sizeof line) {
         va_list ap;

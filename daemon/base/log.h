@@ -45,12 +45,12 @@ enum { TL_LOG_ERROR = 0, TL_LOG_WARN, TL_LOG_INFO, TL_LOG_DEBUG };
  * device:inode is not our stderr is ignored, as systemd.exec(5) advises). Call at start and
  * again after redirecting stderr; without a call, the first tl_log does it. */
 void tl_log_init(void);
-bool tl_log_journal(void);                  /* whether lines carry <N> prefixes */
+bool tl_log_journal(void); /* whether lines carry <N> prefixes */
 
-void tl_log_set_level(int level);           /* clamped to ERROR..DEBUG; default INFO */
+void tl_log_set_level(int level); /* clamped to ERROR..DEBUG; default INFO */
 int tl_log_get_level(void);
-int tl_log_parse_level(const char *name);   /* "error".."debug", or -1 */
-const char *tl_log_level_name(int level);   /* NULL if out of range */
+int tl_log_parse_level(const char *name); /* "error".."debug", or -1 */
+const char *tl_log_level_name(int level); /* NULL if out of range */
 bool tl_log_enabled(int level);
 
 void tl_log(int level, const char *event, const char *fmt, ...)
@@ -68,12 +68,15 @@ const char *tl_logq(const char *s);
 
 typedef struct {
     pthread_mutex_t lock;
-    double window_start;  /* seconds, CLOCK_MONOTONIC */
-    int passed;           /* events passed in the current window */
-    uint64_t suppressed;  /* events held back since the last one that passed */
+    double window_start; /* seconds, CLOCK_MONOTONIC */
+    int passed;          /* events passed in the current window */
+    uint64_t suppressed; /* events held back since the last one that passed */
     bool started;
 } tl_ratelimit;
-#define TL_RATELIMIT_INIT {PTHREAD_MUTEX_INITIALIZER, 0.0, 0, 0, false}
+#define TL_RATELIMIT_INIT                           \
+    {                                               \
+        PTHREAD_MUTEX_INITIALIZER, 0.0, 0, 0, false \
+    }
 
 /* True if this event may be logged. On true, *suppressed (if not NULL) is the number of
  * events held back since the previous true, and the count restarts; on false it is the

@@ -23,20 +23,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define TL_PACE_SHARE 4                 /* a frame's read-outs: at most 1/4 of the gap */
-#define TL_PACE_STREAM_NS 100000000ull  /* frames closer than this are a stream */
-#define TL_PACE_AVG 8                   /* moving averages weigh a new sample by 1/8 */
+#define TL_PACE_SHARE 4                /* a frame's read-outs: at most 1/4 of the gap */
+#define TL_PACE_STREAM_NS 100000000ull /* frames closer than this are a stream */
+#define TL_PACE_AVG 8                  /* moving averages weigh a new sample by 1/8 */
 
 typedef struct {
     /* the camera's pace */
-    uint64_t frame_ns;   /* monotonic receipt time of the last frame taken */
-    uint64_t gap_ns;     /* moving average of the time between frames */
-    uint64_t taken_ns;   /* when the worker last took a frame */
+    uint64_t frame_ns; /* monotonic receipt time of the last frame taken */
+    uint64_t gap_ns;   /* moving average of the time between frames */
+    uint64_t taken_ns; /* when the worker last took a frame */
     /* this turn */
-    uint64_t budget_ns;  /* routine read-out time allowed; UINT64_MAX: no limit */
-    uint64_t spent_ns;   /* estimated time of the routine read-outs taken */
-    uint64_t resume_ns;  /* the stream counts as paused from then on */
-    bool held;           /* a due slice was held back */
+    uint64_t budget_ns; /* routine read-out time allowed; UINT64_MAX: no limit */
+    uint64_t spent_ns;  /* estimated time of the routine read-outs taken */
+    uint64_t resume_ns; /* the stream counts as paused from then on */
+    bool held;          /* a due slice was held back */
 } tl_pace;
 
 /* A moving average (0 = none yet: the sample). */

@@ -22,20 +22,20 @@
 #include "protocol/protocol.h"
 
 typedef struct {
-    tl_msg_type type;           /* TL_MSG_SCAN, TL_MSG_FRAME or TL_MSG_END */
-    uint64_t t_recv;            /* receive time, CLOCK_REALTIME ns */
-    uint64_t t_recv_mono;       /* receive time, CLOCK_MONOTONIC ns (stage latencies) */
-    size_t bytes;               /* message size on the wire */
+    tl_msg_type type;     /* TL_MSG_SCAN, TL_MSG_FRAME or TL_MSG_END */
+    uint64_t t_recv;      /* receive time, CLOCK_REALTIME ns */
+    uint64_t t_recv_mono; /* receive time, CLOCK_MONOTONIC ns (stage latencies) */
+    size_t bytes;         /* message size on the wire */
     union {
         tl_proto_scan scan;
         tl_proto_frame frame;
         tl_proto_end end;
     };
-    char filter[33];            /* scan: the filter name (the header part is gone) */
+    char filter[33];                         /* scan: the filter name (the header part is gone) */
     char release[TL_PROTO_MAX_ENDPOINT + 1]; /* scan: its release endpoint, or "" */
     uint8_t ipc_handle[TL_PROTO_IPC_HANDLE]; /* frame in GPU memory: its header's handle */
     char ipc_device[TL_PROTO_UUID_LEN + 1];  /* ... and device UUID */
-    zmq_msg_t payload;          /* frame: the pixels, zero-copy from ZeroMQ (must stay last) */
+    zmq_msg_t payload; /* frame: the pixels, zero-copy from ZeroMQ (must stay last) */
 } tl_item;
 
 typedef struct {
@@ -43,8 +43,8 @@ typedef struct {
     pthread_cond_t not_empty, not_full;
     tl_item *slots;
     uint32_t cap, head, count;
-    uint32_t high;              /* high-water mark */
-    bool wake;                  /* a pop should return early (tl_queue_wake) */
+    uint32_t high; /* high-water mark */
+    bool wake;     /* a pop should return early (tl_queue_wake) */
 } tl_queue;
 
 int tl_queue_init(tl_queue *q, uint32_t cap);

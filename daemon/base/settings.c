@@ -19,7 +19,17 @@
 #include "daemon/base/settings.h"
 #include "daemon/base/log.h"
 
-typedef enum { K_STRING, K_LISTEN, K_BOOL, K_INT, K_DOUBLE, K_ENUM, K_ENDPOINT_OPT, K_TEXT, K_PATH } ktype;
+typedef enum {
+    K_STRING,
+    K_LISTEN,
+    K_BOOL,
+    K_INT,
+    K_DOUBLE,
+    K_ENUM,
+    K_ENDPOINT_OPT,
+    K_TEXT,
+    K_PATH
+} ktype;
 /* K_STRING: an endpoint; K_LISTEN: HOST:PORT or empty; K_ENDPOINT_OPT: an endpoint or empty;
  * K_TEXT: a word or comma-separated words of [A-Za-z0-9_.-], or empty;
  * K_PATH: an absolute path, or empty */
@@ -28,17 +38,17 @@ typedef struct {
     const char *section, *name, *dotted;
     ktype type;
     size_t off, size;
-    double min, max;               /* K_INT, K_DOUBLE */
-    const char *const *names;      /* K_ENUM, NULL-terminated */
-    const char *def;               /* the default, as written in the file */
+    double min, max;          /* K_INT, K_DOUBLE */
+    const char *const *names; /* K_ENUM, NULL-terminated */
+    const char *def;          /* the default, as written in the file */
     bool reloadable;
-    const char *help;              /* one line */
+    const char *help; /* one line */
 } key;
 
 static const char *const log_level_names[] = {"error", "warn", "info", "debug", NULL};
 static const char *const backend_names[] = {"auto", "cpu", "cuda", NULL};
 static const char *const filter_names[] = {"ram-lak", "shepp-logan", "cosine", "hamming",
-                                           "hann", "parzen", NULL};
+                                           "hann",    "parzen",      NULL};
 static const char *const quality_names[] = {"exact", "fast", "preview", NULL};
 static const char *const weights_names[] = {"uniform", "angles", NULL};
 static const char *const overflow_names[] = {"block", "drop", NULL};
@@ -46,8 +56,8 @@ static const char *const tune_names[] = {"auto", "cached", "off", NULL};
 /* engine.tune_batch: the value is the index, tl_settings_tune_batch gives the number */
 static const char *const tune_batch_names[] = {"1", "2", "4", NULL};
 /* ingest.format: the adapters of daemon/adapter.h, by name */
-static const char *const format_names[] = {"tomolive", "dectris-v2", "dectris-v1", "std-daq",
-                                           "concert", "array-1.0", "tomopackets", NULL};
+static const char *const format_names[] = {"tomolive", "dectris-v2", "dectris-v1",  "std-daq",
+                                           "concert",  "array-1.0",  "tomopackets", NULL};
 
 /* daemon.log_level is handed to tl_log_set_level as it is. */
 _Static_assert(TL_LOG_ERROR == 0 && TL_LOG_WARN == 1 && TL_LOG_INFO == 2 && TL_LOG_DEBUG == 3,
@@ -67,7 +77,8 @@ static const key keys[] = {
     {K("daemon", "device"), K_INT, F(device), 0, 63, NULL, "0", RESTART,
      "CUDA device ordinal, among the devices that CUDA_VISIBLE_DEVICES leaves visible."},
     {K("daemon", "gpus"), K_TEXT, F(gpus), 0, 0, NULL, "", RESTART,
-     "GPUs to split the detector rows across: all, or ordinals 0,1,...; empty uses daemon.device only."},
+     "GPUs to split the detector rows across: all, or ordinals 0,1,...; empty uses daemon.device "
+     "only."},
     {K("daemon", "threads"), K_INT, F(threads), 0, 1024, NULL, "0", RESTART,
      "Worker threads of the cpu backend; 0 uses every core."},
     {K("daemon", "status_interval"), K_DOUBLE, F(status_interval), 0.1, 3600, NULL, "5", RELOAD,
@@ -82,17 +93,20 @@ static const key keys[] = {
     {K("ingest", "rcvhwm"), K_INT, F(ingest_rcvhwm), 1, 1000000, NULL, "1000", RESTART,
      "Receive high-water mark of the ingest socket (ZMQ_RCVHWM), in messages."},
     {K("ingest", "queue"), K_INT, F(ingest_queue), 1, 65536, NULL, "64", RESTART,
-     "Messages buffered between the ingest thread and the engine (frames, or row bands of frames)."},
+     "Messages buffered between the ingest thread and the engine (frames, or row bands of "
+     "frames)."},
     {K("ingest", "overflow"), K_ENUM, F(ingest_overflow), 0, 0, overflow_names, "block", RELOAD,
      "When the queue is full: block (senders wait, nothing is lost) or drop (count and discard)."},
     {K("ingest", "io_threads"), K_INT, F(io_threads), 1, 64, NULL, "2", RESTART,
      "ZeroMQ I/O threads, shared by all sockets (ZMQ_IO_THREADS)."},
     {K("ingest", "band_frames"), K_INT, F(ingest_band_frames), 1, 256, NULL, "16", RESTART,
-     "Frames sent in row bands that may be in assembly at once (a page-locked frame buffer each); a new one drops the oldest. Cover the connections' lag: 16 is 32 ms at 500 frames/s."},
+     "Frames sent in row bands that may be in assembly at once (a page-locked frame buffer each); "
+     "a new one drops the oldest. Cover the connections' lag: 16 is 32 ms at 500 frames/s."},
     {K("ingest", "band_timeout_ms"), K_INT, F(ingest_band_timeout_ms), 1, 600000, NULL, "1000",
      RELOAD, "A frame sent in row bands is dropped unless all its bands come within this."},
     {K("ingest", "window"), K_INT, F(ingest_window), 0, 1048576, NULL, "0", RESTART,
-     "Projections in the window; 0: from the stream (DECTRIS number_of_images, tomopackets proj_count). std-daq, concert, array-1.0 need it."},
+     "Projections in the window; 0: from the stream (DECTRIS number_of_images, tomopackets "
+     "proj_count). std-daq, concert, array-1.0 need it."},
     {K("ingest", "angle_start"), K_DOUBLE, F(ingest_angle_start), -1e6, 1e6, NULL, "0", RESTART,
      "Angle in degrees of projection index 0, for streams that carry no angles."},
     {K("ingest", "angle_step"), K_DOUBLE, F(ingest_angle_step), -1e6, 1e6, NULL, "0", RESTART,
@@ -103,8 +117,8 @@ static const key keys[] = {
      "Unlabelled frames after those darks that are flats; the frames after them are projections."},
     {K("ingest", "series_kinds"), K_TEXT, F(ingest_series_kinds), 0, 0, NULL, "proj", RESTART,
      "Kinds of successive DECTRIS series without user_data kind, cycled: e.g. dark,flat,proj."},
-    {K("ingest", "goniometer_axis"), K_TEXT, F(ingest_goniometer_axis), 0, 0, NULL, "omega", RESTART,
-     "DECTRIS goniometer axis whose start and increment give the projection angles."},
+    {K("ingest", "goniometer_axis"), K_TEXT, F(ingest_goniometer_axis), 0, 0, NULL, "omega",
+     RESTART, "DECTRIS goniometer axis whose start and increment give the projection angles."},
     {K("ingest", "channel"), K_TEXT, F(ingest_channel), 0, 0, NULL, "", RESTART,
      "DECTRIS Stream V2 image channel (threshold) to reconstruct; empty: the first."},
     {K("ingest", "max_frame_mb"), K_INT, F(ingest_max_frame_mb), 1, 16384, NULL, "1024", RESTART,
@@ -120,11 +134,14 @@ static const key keys[] = {
     {K("slices", "max"), K_INT, F(slices_max), 1, 4096, NULL, "64", RESTART,
      "Most slices reconstructed at once (subscribed or pinned)."},
     {K("slices", "shm"), K_TEXT, F(slices_shm), 0, 0, NULL, "", RESTART,
-     "Name prefix of shared memory through which subscribers on this host take slices (topic shm/<id>/); empty: off."},
+     "Name prefix of shared memory through which subscribers on this host take slices (topic "
+     "shm/<id>/); empty: off."},
     {K("slices", "shm_slots"), K_INT, F(slices_shm_slots), 2, 64, NULL, "4", RESTART,
-     "Shared-memory slots per slice: a local subscriber may fall this many publications minus one behind."},
+     "Shared-memory slots per slice: a local subscriber may fall this many publications minus one "
+     "behind."},
     {K("slices", "incremental"), K_BOOL, F(slices_incremental), 0, 0, NULL, "true", RELOAD,
-     "Update watched slices per projection (add the new, subtract the old) instead of from scratch."},
+     "Update watched slices per projection (add the new, subtract the old) instead of from "
+     "scratch."},
     {K("slices", "update_every"), K_INT, F(update_every), 1, 1000000, NULL, "1", RELOAD,
      "Default update policy: publish a slice after every K new projections."},
     {K("slices", "update_on_complete"), K_BOOL, F(update_on_complete), 0, 0, NULL, "true", RELOAD,
@@ -145,9 +162,11 @@ static const key keys[] = {
      "Cache of kernel timings (by GPU, driver, shape); empty: $TOMOLIVE_TUNE_CACHE, else "
      "$XDG_CACHE_HOME/tomolive/tune.json, else ~/.cache/tomolive/tune.json."},
     {K("engine", "tune_budget"), K_DOUBLE, F(tune_budget), 1, 120, NULL, "15", RELOAD,
-     "Seconds that timing the kernels for one slice size aims to take (auto tuning and the tune command)."},
+     "Seconds that timing the kernels for one slice size aims to take (auto tuning and the tune "
+     "command)."},
     {K("engine", "tune_batch"), K_ENUM, F(tune_batch), 0, 0, tune_batch_names, "4", RELOAD,
-     "Most horizontal slices reconstructed together that the tuner times for throughput (at most the detector rows)."},
+     "Most horizontal slices reconstructed together that the tuner times for throughput (at most "
+     "the detector rows)."},
     {K("http", "listen"), K_LISTEN, F(http_listen), 0, 0, NULL, "*:8600", RESTART,
      "HOST:PORT of the HTTP server (preview page, /metrics, /api/status); empty: no server."},
     {K("http", "preview_size"), K_INT, F(http_preview_size), 64, 4096, NULL, "512", RELOAD,
@@ -273,8 +292,8 @@ static int check_text(const char *v, char *why, size_t n)
 {
     for (const char *p = v; *p; p++)
         if (!isalnum((unsigned char)*p) && !strchr("_.-,", *p)) {
-            snprintf(why, n, "\"%s\": only letters, digits, '_', '.', '-' and ',' are allowed%s", v,
-                     value_hint(v));
+            snprintf(why, n, "\"%s\": only letters, digits, '_', '.', '-' and ',' are allowed%s",
+                     v, value_hint(v));
             return -1;
         }
     return 0;
@@ -298,86 +317,89 @@ static int check_path(const char *v, char *why, size_t n)
 static int parse_value(const key *k, const char *v, tl_settings *c, char *msg, size_t n)
 {
     switch (k->type) {
-    case K_STRING:
-    case K_LISTEN:
-    case K_ENDPOINT_OPT:
-    case K_TEXT:
-    case K_PATH: {
-        char why[512];
-        if (strlen(v) >= k->size) {
-            snprintf(msg, n, "%s: longer than %zu characters", k->dotted, k->size - 1);
-            return -1;
-        }
-        int bad = k->type == K_STRING ? tl_settings_check_endpoint(v, why, sizeof why)
-                  : k->type == K_LISTEN ? check_listen(v, why, sizeof why)
-                  : k->type == K_TEXT ? check_text(v, why, sizeof why)
-                  : k->type == K_PATH ? check_path(v, why, sizeof why)
-                  : *v ? tl_settings_check_endpoint(v, why, sizeof why) : 0;
-        if (bad < 0) {
-            snprintf(msg, n, "%s: %s", k->dotted, why);
-            return -1;
-        }
-        memcpy(field(c, k), v, strlen(v) + 1);
-        return 0;
-    }
-    case K_BOOL: {
-        static const char *const yes[] = {"true", "yes", "on", "1"};
-        static const char *const no[] = {"false", "no", "off", "0"};
-        for (int i = 0; i < 4; i++) {
-            if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
-                *(bool *)field(c, k) = strcasecmp(v, yes[i]) == 0;
-                return 0;
+        case K_STRING:
+        case K_LISTEN:
+        case K_ENDPOINT_OPT:
+        case K_TEXT:
+        case K_PATH: {
+            char why[512];
+            if (strlen(v) >= k->size) {
+                snprintf(msg, n, "%s: longer than %zu characters", k->dotted, k->size - 1);
+                return -1;
             }
-        }
-        snprintf(msg, n, "%s: \"%s\" is not a boolean (true or false)%s", k->dotted, v,
-                 value_hint(v));
-        return -1;
-    }
-    case K_INT: {
-        char *end;
-        errno = 0;
-        long x = strtol(v, &end, 10);
-        if (!*v || *end || end == v) {
-            snprintf(msg, n, "%s: \"%s\" is not an integer%s", k->dotted, v, value_hint(v));
-            return -1;
-        }
-        if (errno == ERANGE || x < (long)k->min || x > (long)k->max) {
-            snprintf(msg, n, "%s: %s is out of range %.0f..%.0f", k->dotted, v, k->min, k->max);
-            return -1;
-        }
-        *(int *)field(c, k) = (int)x;
-        return 0;
-    }
-    case K_DOUBLE: {
-        /* strtod follows LC_NUMERIC: the daemon must not setlocale(LC_NUMERIC) away from "C" */
-        char *end;
-        double x = strtod(v, &end);
-        if (!*v || *end || end == v || !isfinite(x)) {
-            snprintf(msg, n, "%s: \"%s\" is not a number%s", k->dotted, v, value_hint(v));
-            return -1;
-        }
-        if (x < k->min || x > k->max) {
-            snprintf(msg, n, "%s: %s is out of range %g..%g", k->dotted, v, k->min, k->max);
-            return -1;
-        }
-        *(double *)field(c, k) = x;
-        return 0;
-    }
-    case K_ENUM:
-        for (int i = 0; k->names[i]; i++) {
-            if (strcasecmp(v, k->names[i]) == 0) {
-                *(int *)field(c, k) = i;
-                return 0;
+            int bad = k->type == K_STRING   ? tl_settings_check_endpoint(v, why, sizeof why)
+                      : k->type == K_LISTEN ? check_listen(v, why, sizeof why)
+                      : k->type == K_TEXT   ? check_text(v, why, sizeof why)
+                      : k->type == K_PATH   ? check_path(v, why, sizeof why)
+                      : *v                  ? tl_settings_check_endpoint(v, why, sizeof why)
+                                            : 0;
+            if (bad < 0) {
+                snprintf(msg, n, "%s: %s", k->dotted, why);
+                return -1;
             }
+            memcpy(field(c, k), v, strlen(v) + 1);
+            return 0;
         }
-        {
-            size_t len = (size_t)snprintf(msg, n, "%s: \"%s\" is not one of ", k->dotted, v);
-            for (int i = 0; k->names[i] && len < n; i++)
-                len += (size_t)snprintf(msg + len, n - len, "%s%s", i ? ", " : "", k->names[i]);
-            if (len < n)
-                snprintf(msg + len, n - len, "%s", value_hint(v));
+        case K_BOOL: {
+            static const char *const yes[] = {"true", "yes", "on", "1"};
+            static const char *const no[] = {"false", "no", "off", "0"};
+            for (int i = 0; i < 4; i++) {
+                if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
+                    *(bool *)field(c, k) = strcasecmp(v, yes[i]) == 0;
+                    return 0;
+                }
+            }
+            snprintf(msg, n, "%s: \"%s\" is not a boolean (true or false)%s", k->dotted, v,
+                     value_hint(v));
+            return -1;
         }
-        return -1;
+        case K_INT: {
+            char *end;
+            errno = 0;
+            long x = strtol(v, &end, 10);
+            if (!*v || *end || end == v) {
+                snprintf(msg, n, "%s: \"%s\" is not an integer%s", k->dotted, v, value_hint(v));
+                return -1;
+            }
+            if (errno == ERANGE || x < (long)k->min || x > (long)k->max) {
+                snprintf(msg, n, "%s: %s is out of range %.0f..%.0f", k->dotted, v, k->min,
+                         k->max);
+                return -1;
+            }
+            *(int *)field(c, k) = (int)x;
+            return 0;
+        }
+        case K_DOUBLE: {
+            /* strtod follows LC_NUMERIC: the daemon must not setlocale(LC_NUMERIC) away from "C" */
+            char *end;
+            double x = strtod(v, &end);
+            if (!*v || *end || end == v || !isfinite(x)) {
+                snprintf(msg, n, "%s: \"%s\" is not a number%s", k->dotted, v, value_hint(v));
+                return -1;
+            }
+            if (x < k->min || x > k->max) {
+                snprintf(msg, n, "%s: %s is out of range %g..%g", k->dotted, v, k->min, k->max);
+                return -1;
+            }
+            *(double *)field(c, k) = x;
+            return 0;
+        }
+        case K_ENUM:
+            for (int i = 0; k->names[i]; i++) {
+                if (strcasecmp(v, k->names[i]) == 0) {
+                    *(int *)field(c, k) = i;
+                    return 0;
+                }
+            }
+            {
+                size_t len = (size_t)snprintf(msg, n, "%s: \"%s\" is not one of ", k->dotted, v);
+                for (int i = 0; k->names[i] && len < n; i++)
+                    len +=
+                        (size_t)snprintf(msg + len, n - len, "%s%s", i ? ", " : "", k->names[i]);
+                if (len < n)
+                    snprintf(msg + len, n - len, "%s", value_hint(v));
+            }
+            return -1;
     }
     return -1;
 }
@@ -398,21 +420,21 @@ static void format_value(const key *k, const tl_settings *c, char *b, size_t n)
 {
     const void *p = cfield(c, k);
     switch (k->type) {
-    case K_STRING:
-    case K_LISTEN:
-    case K_ENDPOINT_OPT:
-    case K_TEXT:
-    case K_PATH: snprintf(b, n, "%s", (const char *)p); break;
-    case K_BOOL: snprintf(b, n, "%s", *(const bool *)p ? "true" : "false"); break;
-    case K_INT: snprintf(b, n, "%d", *(const int *)p); break;
-    case K_DOUBLE: format_double(b, n, *(const double *)p); break;
-    case K_ENUM: {
-        int i = *(const int *)p, count = 0;
-        while (k->names[count])
-            count++;
-        snprintf(b, n, "%s", i >= 0 && i < count ? k->names[i] : "?");
-        break;
-    }
+        case K_STRING:
+        case K_LISTEN:
+        case K_ENDPOINT_OPT:
+        case K_TEXT:
+        case K_PATH: snprintf(b, n, "%s", (const char *)p); break;
+        case K_BOOL: snprintf(b, n, "%s", *(const bool *)p ? "true" : "false"); break;
+        case K_INT: snprintf(b, n, "%d", *(const int *)p); break;
+        case K_DOUBLE: format_double(b, n, *(const double *)p); break;
+        case K_ENUM: {
+            int i = *(const int *)p, count = 0;
+            while (k->names[count])
+                count++;
+            snprintf(b, n, "%s", i >= 0 && i < count ? k->names[i] : "?");
+            break;
+        }
     }
 }
 
@@ -420,15 +442,15 @@ static bool same_value(const key *k, const tl_settings *a, const tl_settings *b)
 {
     const void *x = cfield(a, k), *y = cfield(b, k);
     switch (k->type) {
-    case K_STRING:
-    case K_LISTEN:
-    case K_ENDPOINT_OPT:
-    case K_TEXT:
-    case K_PATH: return strncmp(x, y, k->size) == 0;
-    case K_BOOL: return *(const bool *)x == *(const bool *)y;
-    case K_INT:
-    case K_ENUM: return *(const int *)x == *(const int *)y;
-    case K_DOUBLE: return *(const double *)x == *(const double *)y;
+        case K_STRING:
+        case K_LISTEN:
+        case K_ENDPOINT_OPT:
+        case K_TEXT:
+        case K_PATH: return strncmp(x, y, k->size) == 0;
+        case K_BOOL: return *(const bool *)x == *(const bool *)y;
+        case K_INT:
+        case K_ENUM: return *(const int *)x == *(const int *)y;
+        case K_DOUBLE: return *(const double *)x == *(const double *)y;
     }
     return false;
 }
@@ -440,9 +462,10 @@ void tl_settings_defaults(tl_settings *c)
         const key *k = &keys[i];
         char msg[256];
         assert(k->type == K_STRING || k->type == K_LISTEN || k->type == K_ENDPOINT_OPT ||
-               k->type == K_TEXT || k->type == K_PATH || k->size == (k->type == K_BOOL ? sizeof(bool)
-                                                  : k->type == K_DOUBLE ? sizeof(double)
-                                                                        : sizeof(int)));
+               k->type == K_TEXT || k->type == K_PATH ||
+               k->size == (k->type == K_BOOL     ? sizeof(bool)
+                           : k->type == K_DOUBLE ? sizeof(double)
+                                                 : sizeof(int)));
         if (parse_value(k, k->def, c, msg, sizeof msg) < 0) {
             fprintf(stderr, "tomolive: bad default in the configuration table: %s\n", msg);
             abort(); /* a programming error, caught by check_config */
@@ -455,17 +478,22 @@ static int check_rules(const tl_settings *c, char *err, size_t errlen, const cha
                        const char **k2)
 {
     if (!c->ingest_bind && strncmp(c->ingest_endpoint, "tcp://*:", 8) == 0) {
-        snprintf(err, errlen, "ingest.endpoint \"%s\": with ingest.bind = false the socket "
-                 "connects, and needs the sender's host instead of '*'", c->ingest_endpoint);
+        snprintf(err, errlen,
+                 "ingest.endpoint \"%s\": with ingest.bind = false the socket "
+                 "connects, and needs the sender's host instead of '*'",
+                 c->ingest_endpoint);
         *k1 = "ingest.bind";
         *k2 = "ingest.endpoint";
         return -1;
     }
     int fmt = c->ingest_format;
-    if (c->ingest_window == 0 && (fmt == TL_SETTINGS_FORMAT_STD_DAQ || fmt == TL_SETTINGS_FORMAT_CONCERT ||
-                                  fmt == TL_SETTINGS_FORMAT_ARRAY_1_0)) {
-        snprintf(err, errlen, "ingest.format = %s carries no projection count: set ingest.window "
-                 "to the projections of one scan", format_names[fmt]);
+    if (c->ingest_window == 0 &&
+        (fmt == TL_SETTINGS_FORMAT_STD_DAQ || fmt == TL_SETTINGS_FORMAT_CONCERT ||
+         fmt == TL_SETTINGS_FORMAT_ARRAY_1_0)) {
+        snprintf(err, errlen,
+                 "ingest.format = %s carries no projection count: set ingest.window "
+                 "to the projections of one scan",
+                 format_names[fmt]);
         *k1 = "ingest.format";
         *k2 = "ingest.window";
         return -1;
@@ -491,7 +519,8 @@ static int check_rules(const tl_settings *c, char *err, size_t errlen, const cha
         return -1;
     }
     if (!c->recast3d_server[0] != !c->recast3d_subscribe[0]) {
-        snprintf(err, errlen, "recast3d.server and recast3d.subscribe go together: set both "
+        snprintf(err, errlen,
+                 "recast3d.server and recast3d.subscribe go together: set both "
                  "(RECAST3D's ports 5555 and 5556) or neither");
         *k1 = "recast3d.server";
         *k2 = "recast3d.subscribe";
@@ -521,8 +550,8 @@ typedef struct {
     size_t cap;
     int lineno;
     int read_errno;
-    bool section_unknown;  /* the current [section] is unknown, and was reported */
-    int set_line[NKEYS];   /* where each key was set, for duplicates and tl_settings_check */
+    bool section_unknown; /* the current [section] is unknown, and was reported */
+    int set_line[NKEYS];  /* where each key was set, for duplicates and tl_settings_check */
     tl_settings cfg;
     int nerr, first_line;
     char first[512];
@@ -704,12 +733,14 @@ int tl_settings_load(tl_settings *c, const char *path, char *err, size_t errlen)
 /* --- the rest of the API --------------------------------------------------------------- */
 
 int tl_settings_set(tl_settings *c, const char *dotted_key, const char *value, char *err,
-                  size_t errlen)
+                    size_t errlen)
 {
     const key *k = find_dotted(dotted_key);
     if (!k) {
-        snprintf(err, errlen, "unknown key \"%s\" (keys are written section.key, e.g. "
-                 "ingest.endpoint)", dotted_key ? dotted_key : "");
+        snprintf(err, errlen,
+                 "unknown key \"%s\" (keys are written section.key, e.g. "
+                 "ingest.endpoint)",
+                 dotted_key ? dotted_key : "");
         return -1;
     }
     tl_settings tmp = *c;
@@ -728,23 +759,26 @@ int tl_settings_check(const tl_settings *c, char *err, size_t errlen)
 static void write_range(const key *k, FILE *f)
 {
     switch (k->type) {
-    case K_STRING: fputs("# tcp://HOST:PORT, ipc://PATH or inproc://NAME.", f); break;
-    case K_LISTEN: fputs("# HOST:PORT (HOST a name, an address or *), or empty.", f); break;
-    case K_ENDPOINT_OPT: fputs("# tcp://HOST:PORT, ipc://PATH or inproc://NAME, or empty.", f); break;
-    case K_TEXT: fputs("# Words of letters, digits, '_', '.', '-', separated by commas.", f); break;
-    case K_PATH: fputs("# An absolute path, or empty.", f); break;
-    case K_BOOL: fputs("# true or false.", f); break;
-    case K_INT: fprintf(f, "# Integer, %.0f to %.0f.", k->min, k->max); break;
-    case K_DOUBLE: fprintf(f, "# Number, %g to %g.", k->min, k->max); break;
-    case K_ENUM:
-        fputs("# One of:", f);
-        for (int i = 0; k->names[i]; i++)
-            fprintf(f, "%s %s", i ? "," : "", k->names[i]);
-        fputc('.', f);
-        break;
+        case K_STRING: fputs("# tcp://HOST:PORT, ipc://PATH or inproc://NAME.", f); break;
+        case K_LISTEN: fputs("# HOST:PORT (HOST a name, an address or *), or empty.", f); break;
+        case K_ENDPOINT_OPT:
+            fputs("# tcp://HOST:PORT, ipc://PATH or inproc://NAME, or empty.", f);
+            break;
+        case K_TEXT:
+            fputs("# Words of letters, digits, '_', '.', '-', separated by commas.", f);
+            break;
+        case K_PATH: fputs("# An absolute path, or empty.", f); break;
+        case K_BOOL: fputs("# true or false.", f); break;
+        case K_INT: fprintf(f, "# Integer, %.0f to %.0f.", k->min, k->max); break;
+        case K_DOUBLE: fprintf(f, "# Number, %g to %g.", k->min, k->max); break;
+        case K_ENUM:
+            fputs("# One of:", f);
+            for (int i = 0; k->names[i]; i++)
+                fprintf(f, "%s %s", i ? "," : "", k->names[i]);
+            fputc('.', f);
+            break;
     }
-    fprintf(f, " Default: %s. %s\n", k->def,
-            k->reloadable ? "Reloadable." : "Restart to change.");
+    fprintf(f, " Default: %s. %s\n", k->def, k->reloadable ? "Reloadable." : "Restart to change.");
 }
 
 void tl_settings_write(const tl_settings *c, FILE *f, bool with_help)
@@ -763,7 +797,8 @@ void tl_settings_write(const tl_settings *c, FILE *f, bool with_help)
               "# Syntax: [section] headers and \"key = value\" lines; values are plain text,\n"
               "# never quoted. Comment lines start with '#' or ';'. An inline comment starts\n"
               "# at a ';' after a space: a '#' in mid-line is part of the value. Lines are\n"
-              "# at most 198 characters long. Unknown keys and bad values are errors.\n", f);
+              "# at most 198 characters long. Unknown keys and bad values are errors.\n",
+              f);
     const char *section = NULL;
     for (size_t i = 0; i < NKEYS; i++) {
         const key *k = &keys[i];
@@ -785,7 +820,7 @@ void tl_settings_write(const tl_settings *c, FILE *f, bool with_help)
 }
 
 int tl_settings_diff(const tl_settings *a, const tl_settings *b,
-                   void (*fn)(const char *dotted_key, bool reloadable, void *ctx), void *ctx)
+                     void (*fn)(const char *dotted_key, bool reloadable, void *ctx), void *ctx)
 {
     int n = 0;
     for (size_t i = 0; i < NKEYS; i++) {
@@ -860,8 +895,10 @@ int tl_settings_gpus(const tl_settings *c, int *devices, int *n, char *err, size
         char *end;
         long v = strtol(w, &end, 10);
         if (*end || end == w || v < 0 || v > 63) {
-            snprintf(err, errlen, "daemon.gpus \"%s\": \"%s\" is not a device ordinal 0..63 "
-                     "(write all, or e.g. 0,1)", c->gpus, w);
+            snprintf(err, errlen,
+                     "daemon.gpus \"%s\": \"%s\" is not a device ordinal 0..63 "
+                     "(write all, or e.g. 0,1)",
+                     c->gpus, w);
             return -1;
         }
         if (*n == TL_SETTINGS_MAX_GPUS) {

@@ -38,74 +38,88 @@
 
 #define TL_SETTINGS_ENDPOINT_MAX 256
 #define TL_SETTINGS_TEXT_MAX 64
-#define TL_SETTINGS_MAX_GPUS 16     /* = TL_ENGINE_MAX_DEVICES */
+#define TL_SETTINGS_MAX_GPUS 16 /* = TL_ENGINE_MAX_DEVICES */
 
 typedef struct {
     /* [daemon] */
-    int log_level;            /* enum error|warn|info|debug (= TL_LOG_*), default info, reloadable */
-    int backend;              /* enum auto|cpu|cuda, default auto */
-    int device;               /* CUDA device ordinal, 0..63, default 0 */
-    char gpus[TL_SETTINGS_TEXT_MAX]; /* "" (device only), "all" or "0,1,...": rows split across them */
-    int threads;              /* CPU backend threads, 0 = all cores, 0..1024 */
-    double status_interval;   /* seconds between STATUS= updates and status log lines, 0.1..3600, default 5, reloadable */
+    int log_level; /* enum error|warn|info|debug (= TL_LOG_*), default info, reloadable */
+    int backend;   /* enum auto|cpu|cuda, default auto */
+    int device;    /* CUDA device ordinal, 0..63, default 0 */
+    char gpus
+        [TL_SETTINGS_TEXT_MAX]; /* "" (device only), "all" or "0,1,...": rows split across them */
+    int threads;                /* CPU backend threads, 0 = all cores, 0..1024 */
+    double
+        status_interval; /* seconds between STATUS= updates and status log lines, 0.1..3600, default 5, reloadable */
     /* [ingest] */
     char ingest_endpoint[TL_SETTINGS_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5600 */
-    int ingest_format;        /* enum: the stream format (adapter) of the ingest socket, default tomolive */
-    bool ingest_bind;         /* bind (true, default) or connect (false, e.g. to a detector's PUSH) */
-    int ingest_rcvhwm;        /* ZMQ_RCVHWM, messages, 1..1000000, default 1000 */
-    int ingest_queue;         /* frames between the ingest thread and the engine, 1..65536, default 64 */
-    int ingest_overflow;      /* enum block|drop: a full queue blocks the sender or drops, default block, reloadable */
-    int io_threads;           /* ZeroMQ I/O threads, 1..64, default 2 */
-    int ingest_band_frames;   /* frames sent in row bands in assembly at once, 1..256, default 16 */
+    int ingest_format; /* enum: the stream format (adapter) of the ingest socket, default tomolive */
+    bool ingest_bind;  /* bind (true, default) or connect (false, e.g. to a detector's PUSH) */
+    int ingest_rcvhwm; /* ZMQ_RCVHWM, messages, 1..1000000, default 1000 */
+    int ingest_queue;  /* frames between the ingest thread and the engine, 1..65536, default 64 */
+    int ingest_overflow; /* enum block|drop: a full queue blocks the sender or drops, default block, reloadable */
+    int io_threads;         /* ZeroMQ I/O threads, 1..64, default 2 */
+    int ingest_band_frames; /* frames sent in row bands in assembly at once, 1..256, default 16 */
     int ingest_band_timeout_ms; /* a frame's bands must all come within this, 1..600000, default 1000, reloadable */
     /* [ingest], for stream formats other than tomolive's (daemon/adapter_*.c) */
-    int ingest_window;        /* projections in the window when the stream does not say, 0..1048576, 0 = from the stream */
+    int ingest_window; /* projections in the window when the stream does not say, 0..1048576, 0 = from the stream */
     double ingest_angle_start; /* degrees, when the stream carries no angles, default 0 */
-    double ingest_angle_step; /* degrees per projection index, 0 = 180 / window */
-    int ingest_darks;         /* unlabelled frames at the start of a series that are darks, default 0 */
-    int ingest_flats;         /* ... and flats after them, default 0 */
-    char ingest_series_kinds[TL_SETTINGS_TEXT_MAX]; /* kinds of successive detector series, cycled: "proj", "dark,flat,proj" */
-    char ingest_goniometer_axis[TL_SETTINGS_TEXT_MAX]; /* DECTRIS goniometer axis with the rotation, default omega */
+    double ingest_angle_step;  /* degrees per projection index, 0 = 180 / window */
+    int ingest_darks; /* unlabelled frames at the start of a series that are darks, default 0 */
+    int ingest_flats; /* ... and flats after them, default 0 */
+    char ingest_series_kinds
+        [TL_SETTINGS_TEXT_MAX]; /* kinds of successive detector series, cycled: "proj", "dark,flat,proj" */
+    char ingest_goniometer_axis
+        [TL_SETTINGS_TEXT_MAX]; /* DECTRIS goniometer axis with the rotation, default omega */
     char ingest_channel[TL_SETTINGS_TEXT_MAX]; /* DECTRIS Stream V2 channel, "" = the first */
-    int ingest_max_frame_mb;  /* largest decoded frame, MiB, 1..16384, default 1024 */
+    int ingest_max_frame_mb; /* largest decoded frame, MiB, 1..16384, default 1024 */
     /* [control] */
     char control_endpoint[TL_SETTINGS_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5601 */
     /* [slices] */
-    char slices_endpoint[TL_SETTINGS_ENDPOINT_MAX];  /* default: tcp, all interfaces, port 5602 */
-    int slices_sndhwm;        /* per-subscriber ZMQ_SNDHWM, messages, 1..100000, default 4 */
-    int slices_max;           /* slices served at once, 1..4096, default 64 */
+    char slices_endpoint[TL_SETTINGS_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5602 */
+    int slices_sndhwm; /* per-subscriber ZMQ_SNDHWM, messages, 1..100000, default 4 */
+    int slices_max;    /* slices served at once, 1..4096, default 64 */
     char slices_shm[TL_SETTINGS_TEXT_MAX]; /* shared-memory name prefix, "" = no shm delivery */
-    int slices_shm_slots;     /* slots per slice in shared memory, 2..64, default 4 */
-    bool slices_incremental;  /* keep watched slices up to date per projection, default true, reloadable */
-    int update_every;         /* publish every K new projections, 1..1000000, default 1, reloadable */
-    bool update_on_complete;  /* also publish when the window becomes complete, default true, reloadable */
-    double update_max_rate;   /* maximum publish rate per slice in Hz, 0.01..1000, default 10, reloadable */
+    int slices_shm_slots;                  /* slots per slice in shared memory, 2..64, default 4 */
+    bool
+        slices_incremental; /* keep watched slices up to date per projection, default true, reloadable */
+    int update_every; /* publish every K new projections, 1..1000000, default 1, reloadable */
+    bool
+        update_on_complete; /* also publish when the window becomes complete, default true, reloadable */
+    double
+        update_max_rate; /* maximum publish rate per slice in Hz, 0.01..1000, default 10, reloadable */
     /* [engine] */
-    int filter;               /* enum ram-lak|shepp-logan|cosine|hamming|hann|parzen, reloadable (next scan) */
-    int quality;              /* enum exact|fast|preview, default exact, reloadable (next scan) */
-    int weights;              /* enum uniform|angles, default uniform, reloadable (next scan) */
+    int filter;  /* enum ram-lak|shepp-logan|cosine|hamming|hann|parzen, reloadable (next scan) */
+    int quality; /* enum exact|fast|preview, default exact, reloadable (next scan) */
+    int weights; /* enum uniform|angles, default uniform, reloadable (next scan) */
     /* [engine]: the kernel autotuner (gpu/tune.h, daemon/tuning.c); reloadable, for the
      * slice sizes resolved from then on */
-    int tune;                 /* enum auto|cached|off, default auto */
+    int tune;                                  /* enum auto|cached|off, default auto */
     char tune_cache[TL_SETTINGS_ENDPOINT_MAX]; /* cache file, "" = tl_tune_default_path */
-    double tune_budget;       /* seconds of timing per slice size, 1..120, default 15 */
-    int tune_batch;           /* enum 1|2|4 (an index: tl_settings_tune_batch), default 4 */
+    double tune_budget; /* seconds of timing per slice size, 1..120, default 15 */
+    int tune_batch;     /* enum 1|2|4 (an index: tl_settings_tune_batch), default 4 */
     /* [http] */
     char http_listen[TL_SETTINGS_ENDPOINT_MAX]; /* HOST:PORT, default *:8600, "" = no server */
-    int http_preview_size;    /* largest side sent to preview pages, 64..4096, default 512, reloadable */
-    char http_root[TL_SETTINGS_ENDPOINT_MAX]; /* the page's directory, "" = installed ($(pkgdatadir)/www) */
+    int http_preview_size; /* largest side sent to preview pages, 64..4096, default 512, reloadable */
+    char http_root
+        [TL_SETTINGS_ENDPOINT_MAX]; /* the page's directory, "" = installed ($(pkgdatadir)/www) */
     /* [recast3d] (daemon/recast3d.c) */
-    char recast3d_server[TL_SETTINGS_ENDPOINT_MAX];    /* RECAST3D's REP socket (tcp://host:5555), "" = off */
-    char recast3d_subscribe[TL_SETTINGS_ENDPOINT_MAX]; /* RECAST3D's PUB socket (tcp://host:5556) */
-    char recast3d_scene[TL_SETTINGS_TEXT_MAX];         /* the scene's name, default tomolive */
-    int recast3d_slice_size;  /* pixels per side of slices sent to RECAST3D, 0 = detector width */
+    char recast3d_server
+        [TL_SETTINGS_ENDPOINT_MAX]; /* RECAST3D's REP socket (tcp://host:5555), "" = off */
+    char
+        recast3d_subscribe[TL_SETTINGS_ENDPOINT_MAX]; /* RECAST3D's PUB socket (tcp://host:5556) */
+    char recast3d_scene[TL_SETTINGS_TEXT_MAX];        /* the scene's name, default tomolive */
+    int recast3d_slice_size; /* pixels per side of slices sent to RECAST3D, 0 = detector width */
 } tl_settings;
 
 /* Indices of the enum keys' names (the order of the lists in settings.c). */
 enum { TL_SETTINGS_BACKEND_AUTO = 0, TL_SETTINGS_BACKEND_CPU, TL_SETTINGS_BACKEND_CUDA };
 enum {
-    TL_SETTINGS_FILTER_RAM_LAK = 0, TL_SETTINGS_FILTER_SHEPP_LOGAN, TL_SETTINGS_FILTER_COSINE,
-    TL_SETTINGS_FILTER_HAMMING, TL_SETTINGS_FILTER_HANN, TL_SETTINGS_FILTER_PARZEN
+    TL_SETTINGS_FILTER_RAM_LAK = 0,
+    TL_SETTINGS_FILTER_SHEPP_LOGAN,
+    TL_SETTINGS_FILTER_COSINE,
+    TL_SETTINGS_FILTER_HAMMING,
+    TL_SETTINGS_FILTER_HANN,
+    TL_SETTINGS_FILTER_PARZEN
 };
 enum { TL_SETTINGS_QUALITY_EXACT = 0, TL_SETTINGS_QUALITY_FAST, TL_SETTINGS_QUALITY_PREVIEW };
 enum { TL_SETTINGS_WEIGHTS_UNIFORM = 0, TL_SETTINGS_WEIGHTS_ANGLES };
@@ -118,8 +132,12 @@ static inline unsigned tl_settings_tune_batch(const tl_settings *c)
 enum { TL_SETTINGS_OVERFLOW_BLOCK = 0, TL_SETTINGS_OVERFLOW_DROP };
 /* ingest.format: the adapters of daemon/adapter.h, in the order of their names */
 enum {
-    TL_SETTINGS_FORMAT_TOMOLIVE = 0, TL_SETTINGS_FORMAT_DECTRIS_V2, TL_SETTINGS_FORMAT_DECTRIS_V1,
-    TL_SETTINGS_FORMAT_STD_DAQ, TL_SETTINGS_FORMAT_CONCERT, TL_SETTINGS_FORMAT_ARRAY_1_0,
+    TL_SETTINGS_FORMAT_TOMOLIVE = 0,
+    TL_SETTINGS_FORMAT_DECTRIS_V2,
+    TL_SETTINGS_FORMAT_DECTRIS_V1,
+    TL_SETTINGS_FORMAT_STD_DAQ,
+    TL_SETTINGS_FORMAT_CONCERT,
+    TL_SETTINGS_FORMAT_ARRAY_1_0,
     TL_SETTINGS_FORMAT_TOMOPACKETS
 };
 
@@ -133,7 +151,7 @@ int tl_settings_load(tl_settings *c, const char *path, char *err, size_t errlen)
 /* Sets one key by its dotted name ("ingest.endpoint"), validated as in a file; for
  * command-line overrides. On error *c is unchanged and err holds "KEY: message". */
 int tl_settings_set(tl_settings *c, const char *dotted_key, const char *value, char *err,
-                  size_t errlen);
+                    size_t errlen);
 
 /* Rules that involve more than one key (a connecting ingest socket needs a host, not '*').
  * Call after the last tl_settings_set. Returns 0 or -1 with err set. */
@@ -148,7 +166,7 @@ void tl_settings_write(const tl_settings *c, FILE *f, bool with_help);
 /* Calls fn (if not NULL) for every key whose value differs between a and b, in table order,
  * saying whether it can change at run time. Returns the number of differing keys. */
 int tl_settings_diff(const tl_settings *a, const tl_settings *b,
-                   void (*fn)(const char *dotted_key, bool reloadable, void *ctx), void *ctx);
+                     void (*fn)(const char *dotted_key, bool reloadable, void *ctx), void *ctx);
 
 /* Copies every reloadable key whose value differs from fresh into running (what SIGHUP
  * applies); keys that need a restart keep their running value. Returns how many changed. */

@@ -19,9 +19,9 @@
 #include "protocol/shm.h"
 
 typedef struct {
-    uint32_t every;       /* publish after this many new projections (>= 1) */
-    bool on_complete;     /* and when the window becomes complete */
-    double max_rate;      /* at most this many per second */
+    uint32_t every;   /* publish after this many new projections (>= 1) */
+    bool on_complete; /* and when the window becomes complete */
+    double max_rate;  /* at most this many per second */
 } tl_update_policy;
 
 typedef struct {
@@ -30,24 +30,24 @@ typedef struct {
     size_t topic_len;
     char shm_topic[TL_PROTO_MAX_ID + 16]; /* "shm/<id>/": delivery through shared memory */
     size_t shm_topic_len;
-    tl_shm_ring shm;      /* its slots, while a local subscriber wants them (slice_shm.c) */
+    tl_shm_ring shm;       /* its slots, while a local subscriber wants them (slice_shm.c) */
     uint64_t shm_retry_ns; /* after a failed creation: not before this (monotonic) */
-    tl_slice_spec spec;   /* as requested; height/width 0 = from the scan's detector */
+    tl_slice_spec spec;    /* as requested; height/width 0 = from the scan's detector */
     tl_update_policy policy;
-    bool policy_given;    /* false: follows the configured defaults (reloadable) */
+    bool policy_given; /* false: follows the configured defaults (reloadable) */
     bool pinned;
     /* per scan */
-    int engine_id;        /* -1: not in the current engine */
-    bool tracked;         /* kept incrementally by the engine (tl_engine_track) */
+    int engine_id; /* -1: not in the current engine */
+    bool tracked;  /* kept incrementally by the engine (tl_engine_track) */
     uint32_t height, width;
     float orientation[9];
     /* scheduling */
-    uint64_t seq;         /* last published sequence number */
-    uint32_t pending;     /* projections since the last computation */
-    bool dirty;           /* the window changed since the last computation */
+    uint64_t seq;     /* last published sequence number */
+    uint32_t pending; /* projections since the last computation */
+    bool dirty;       /* the window changed since the last computation */
     bool want_complete, want_param, want_new, want_final;
-    uint64_t last_ns;     /* monotonic time of the last computation, 0 = never */
-    uint64_t cost_ns;     /* moving average of its share of a read-out's time (pacing.h) */
+    uint64_t last_ns; /* monotonic time of the last computation, 0 = never */
+    uint64_t cost_ns; /* moving average of its share of a read-out's time (pacing.h) */
     bool was_wanted;
 } tl_slice;
 

@@ -8,9 +8,8 @@
 const char *tl_reject_name(tl_reject r)
 {
     static const char *const names[TL_REJ_COUNT] = {
-        "protocol", "no_scan", "series",     "finished", "shape", "angle",
-        "stale",    "duplicate", "queue_full", "scan",   "engine", "gpu_memory",
-        "band",     "incomplete",
+        "protocol",  "no_scan",    "series", "finished", "shape",      "angle", "stale",
+        "duplicate", "queue_full", "scan",   "engine",   "gpu_memory", "band",  "incomplete",
     };
     return (unsigned)r < TL_REJ_COUNT ? names[r] : "?";
 }
@@ -18,7 +17,11 @@ const char *tl_reject_name(tl_reject r)
 const char *tl_latency_name(tl_latency l)
 {
     static const char *const names[TL_LAT_COUNT] = {
-        "queue",          "submit", "reconstruct", "frame_to_publish", "acquisition_to_publish",
+        "queue",
+        "submit",
+        "reconstruct",
+        "frame_to_publish",
+        "acquisition_to_publish",
         "acquisition_to_receive",
     };
     return (unsigned)l < TL_LAT_COUNT ? names[l] : "?";

@@ -70,22 +70,22 @@ double tl_hist_bound(int i);
 typedef atomic_uint_least64_t tl_counter;
 
 typedef struct {
-    tl_counter messages;          /* ingest messages received */
-    tl_counter bytes;             /* ingest bytes received (headers + payloads) */
-    tl_counter accepted[3];       /* by frame kind: dark, flat, proj */
+    tl_counter messages;    /* ingest messages received */
+    tl_counter bytes;       /* ingest bytes received (headers + payloads) */
+    tl_counter accepted[3]; /* by frame kind: dark, flat, proj */
     tl_counter rejected[TL_REJ_COUNT];
-    tl_counter rejected_proto[64];/* TL_REJ_PROTOCOL by tl_proto_err code */
-    tl_counter scans;             /* scans started */
-    tl_counter queue_high;        /* queue high-water mark */
+    tl_counter rejected_proto[64]; /* TL_REJ_PROTOCOL by tl_proto_err code */
+    tl_counter scans;              /* scans started */
+    tl_counter queue_high;         /* queue high-water mark */
     tl_counter requests, request_errors;
     tl_counter slices_computed, slices_published, slices_superseded;
     tl_counter slices_shm, shm_failed; /* published through shared memory; slots not created */
-    tl_counter ipc_frames;        /* frames read from producers' GPU memory (CUDA IPC) */
-    tl_counter ipc_opened;        /* producer allocations opened */
+    tl_counter ipc_frames;             /* frames read from producers' GPU memory (CUDA IPC) */
+    tl_counter ipc_opened;             /* producer allocations opened */
     tl_counter ipc_releases, ipc_release_failed; /* release messages sent; not sent */
-    tl_counter ipc_producers_lost;/* series ended because their producer went away */
-    tl_counter tune_runs;         /* kernel timings run (daemon/tuning.c) */
-    tl_counter tune_failures;     /* cache unreadable, timing or cache write failed, ... */
+    tl_counter ipc_producers_lost; /* series ended because their producer went away */
+    tl_counter tune_runs;          /* kernel timings run (daemon/tuning.c) */
+    tl_counter tune_failures;      /* cache unreadable, timing or cache write failed, ... */
     tl_hist latency[TL_LAT_COUNT];
 } tl_stats;
 

@@ -29,7 +29,7 @@ struct tl_zwatch {
     uv_prepare_t prepare;
     uv_check_t check;
     uv_idle_t idle;
-    int budget;      /* messages per drain, for fairness between sockets */
+    int budget; /* messages per drain, for fairness between sockets */
     bool started;
 };
 

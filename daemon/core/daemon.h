@@ -46,100 +46,105 @@
 /* One slice the worker reads out this turn (worker.c): chosen by its select phase, given
  * a buffer by the take phase, filled by the reconstruct phase, handed over by the post. */
 typedef struct {
-    int slice;                  /* index in d->slices */
-    bool tcp, shm;              /* how it is wanted (tl_slice_wanted); shm only once its
+    int slice;         /* index in d->slices */
+    bool tcp, shm;     /* how it is wanted (tl_slice_wanted); shm only once its
                                    slots exist */
-    tl_slicebuf *buf;           /* from the publisher's pool */
-    float *slot;                /* the shared-memory slot the read-out goes to, or NULL */
-    uint64_t slot_off;          /* that slot's offset (tl_shm_ring_begin) */
+    tl_slicebuf *buf;  /* from the publisher's pool */
+    float *slot;       /* the shared-memory slot the read-out goes to, or NULL */
+    uint64_t slot_off; /* that slot's offset (tl_shm_ring_begin) */
 } tl_worker_readout;
 
 /* The worker's per-turn scratch, sized once for slices.max read-outs, so a turn allocates
  * nothing. */
 typedef struct {
     int cap;
-    tl_worker_readout *due;     /* this turn's read-outs, in serving order */
+    tl_worker_readout *due; /* this turn's read-outs, in serving order */
     /* tl_engine_reconstruct's arguments, which its API takes as arrays: gathered from due
      * just before the call */
     int *engine_ids;
     float **outs;
     tl_slice_info *info;
-    tl_pace pace;               /* frames first (pacing.h) */
+    tl_pace pace; /* frames first (pacing.h) */
 } tl_worker_scratch;
 
 /* The current scan. */
 typedef struct {
-    bool open;                  /* an engine exists */
-    bool finished;              /* its end has arrived */
+    bool open;     /* an engine exists */
+    bool finished; /* its end has arrived */
     uint64_t series;
-    tl_proto_scan msg;          /* as received (msg.filter is not valid: see filter) */
+    tl_proto_scan msg; /* as received (msg.filter is not valid: see filter) */
     char filter[33];
     tl_engine *engine;
-    bool was_complete;          /* the window was complete at the last frame */
-    bool gpu_frames;            /* its engine reads frames in GPU memory (the CUDA backend) */
-    uint64_t projections;       /* accepted in this scan */
-    bool backlog;               /* the worker has more items queued behind the one it
+    bool was_complete;    /* the window was complete at the last frame */
+    bool gpu_frames;      /* its engine reads frames in GPU memory (the CUDA backend) */
+    uint64_t projections; /* accepted in this scan */
+    bool backlog;         /* the worker has more items queued behind the one it
                                    applies: its projection may wait to be filtered in a
                                    batch (tl_frame.more; the worker flushes at the end) */
-    char last_error[512];       /* why the last scan was refused, for status */
+    char last_error[512]; /* why the last scan was refused, for status */
 } tl_scan;
 
 /* The kernels chosen for one slice size of the current engine (tuning.c). */
 typedef enum {
-    TL_TUNE_SRC_TUNING = 0,     /* being timed now */
-    TL_TUNE_SRC_CACHE,          /* read from the cache */
-    TL_TUNE_SRC_TUNED,          /* timed for this engine */
-    TL_TUNE_SRC_OFF,            /* the backend's built-in rule (engine.tune = off, or not cached) */
-    TL_TUNE_SRC_FAILED          /* the built-in rule, because the cache or the timing failed */
+    TL_TUNE_SRC_TUNING = 0, /* being timed now */
+    TL_TUNE_SRC_CACHE,      /* read from the cache */
+    TL_TUNE_SRC_TUNED,      /* timed for this engine */
+    TL_TUNE_SRC_OFF,        /* the backend's built-in rule (engine.tune = off, or not cached) */
+    TL_TUNE_SRC_FAILED      /* the built-in rule, because the cache or the timing failed */
 } tl_tune_source;
 const char *tl_tune_source_name(tl_tune_source s);
 
-#define TL_TUNE_MAX_SIZES 16    /* sizes an engine keeps choices for (tl_engine_set_choice) */
+#define TL_TUNE_MAX_SIZES 16 /* sizes an engine keeps choices for (tl_engine_set_choice) */
 
 typedef struct {
     uint32_t height, width, window, batch; /* the tuned shape */
     tl_tune_source source;
-    tl_kernel_choice choice;    /* names "" where the built-in rule applies */
-    double seconds;             /* the resolution took */
+    tl_kernel_choice choice; /* names "" where the built-in rule applies */
+    double seconds;          /* the resolution took */
 } tl_tune_size;
 
 /* The tune command: queued by commands.c, run by the worker, answered by control.c. */
-typedef enum { TL_TUNE_JOB_IDLE = 0, TL_TUNE_JOB_QUEUED, TL_TUNE_JOB_RUNNING, TL_TUNE_JOB_DONE } tl_tune_job_state;
+typedef enum {
+    TL_TUNE_JOB_IDLE = 0,
+    TL_TUNE_JOB_QUEUED,
+    TL_TUNE_JOB_RUNNING,
+    TL_TUNE_JOB_DONE
+} tl_tune_job_state;
 
 typedef struct {
     /* guarded by lock */
     tl_tune_size sizes[TL_TUNE_MAX_SIZES]; /* resolved for the current engine; emptied with it */
     int nsizes;
-    bool full_logged;           /* more sizes than the engine keeps: said once per engine */
+    bool full_logged; /* more sizes than the engine keeps: said once per engine */
     tl_tune_job_state job;
-    uint64_t job_id;            /* the request's id */
+    uint64_t job_id; /* the request's id */
     uint32_t job_dims[TL_TUNE_MAX_SIZES][2];
     int job_n;
     /* the job's reply: packed by the worker (RUNNING), sent by the loop (DONE) */
     msgpack_sbuffer job_reply;
     unsigned char job_route[256]; /* the requester's ROUTER identity (control.c) */
     size_t job_route_len;
-    bool job_envelope;          /* a REQ client: an empty part after the identity */
-    uv_async_t job_done;        /* the worker wakes the loop to send the reply */
+    bool job_envelope;   /* a REQ client: an empty part after the identity */
+    uv_async_t job_done; /* the worker wakes the loop to send the reply */
     bool job_async_ready;
-    tl_tune_result *result;     /* the worker's: timings of the size being resolved */
+    tl_tune_result *result; /* the worker's: timings of the size being resolved */
     /* the watchdog accepts a silent worker until then (monotonic ns), 0 = no timing */
     atomic_uint_least64_t busy_until;
-    atomic_int threads;         /* timing threads running (left behind by a stop, too) */
+    atomic_int threads; /* timing threads running (left behind by a stop, too) */
 } tl_tuning;
 
 typedef struct tl_daemon {
     tl_settings cfg;
-    const char *config_path;    /* NULL: defaults only */
-    char **overrides;           /* "key=value" from the command line, re-applied on reload */
+    const char *config_path; /* NULL: defaults only */
+    char **overrides;        /* "key=value" from the command line, re-applied on reload */
     int noverrides;
-    uint64_t started_ns;        /* CLOCK_MONOTONIC */
+    uint64_t started_ns;                  /* CLOCK_MONOTONIC */
     tl_ratelimit reject_rl[TL_REJ_COUNT]; /* one log limiter per rejection reason */
 
     void *zctx;
     uv_loop_t loop;
     tl_backend_kind host_memory; /* whose host memory slice buffers use (tl_host_alloc) */
-    uint32_t shm_objects;       /* shared-memory objects created: part of each name */
+    uint32_t shm_objects;        /* shared-memory objects created: part of each name */
     tl_stats stats;
 
     /* ingest thread */
@@ -147,9 +152,9 @@ typedef struct tl_daemon {
     tl_queue queue;
     pthread_t ingest_thread;
     atomic_bool ingest_stop;
-    atomic_int overflow;        /* TL_SETTINGS_OVERFLOW_* (reloadable) */
-    char ingest_error[512];     /* bind/connect failure, reported at start-up */
-    int ingest_ready;           /* 0 starting, 1 running, -1 failed */
+    atomic_int overflow;    /* TL_SETTINGS_OVERFLOW_* (reloadable) */
+    char ingest_error[512]; /* bind/connect failure, reported at start-up */
+    int ingest_ready;       /* 0 starting, 1 running, -1 failed */
     pthread_mutex_t ingest_mu;
     pthread_cond_t ingest_cv;
 
@@ -158,8 +163,8 @@ typedef struct tl_daemon {
     atomic_bool worker_stop;
     atomic_uint_least64_t worker_beat; /* CLOCK_MONOTONIC ns of its last turn */
     tl_worker_scratch scratch;
-    tl_ipc_frames ipc;          /* producers' GPU memory and their releases (lock held) */
-    tl_bands bands;             /* frames sent in row bands, in assembly (lock held) */
+    tl_ipc_frames ipc; /* producers' GPU memory and their releases (lock held) */
+    tl_bands bands;    /* frames sent in row bands, in assembly (lock held) */
     pthread_mutex_t lock;
     tl_scan scan;
     tl_slices slices;
@@ -223,7 +228,7 @@ void tl_slice_shm_drop(tl_daemon *d, tl_slice *sl);
 
 /* tuning.c — which kernels serve each slice size (gpu/tune.h). init and destroy come with
  * the worker (tl_worker_start, tl_worker_stop); the others want the lock held. */
-int tl_tuning_init(tl_daemon *d);   /* 0, or -1 out of memory */
+int tl_tuning_init(tl_daemon *d); /* 0, or -1 out of memory */
 void tl_tuning_destroy(tl_daemon *d);
 /* Worker thread: resolves the kernel choice of every wanted slice size that the current
  * engine has none for yet (cache, timing or the built-in rule, per engine.tune), and runs

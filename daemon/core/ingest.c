@@ -111,8 +111,9 @@ static void *run(void *arg)
                 static tl_ratelimit rl = TL_RATELIMIT_INIT;
                 uint64_t suppressed;
                 if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
-                    tl_log(TL_LOG_WARN, "frame_dropped", "reason=queue_full depth=%u suppressed=%llu",
-                           tl_queue_depth(&d->queue), (unsigned long long)suppressed);
+                    tl_log(TL_LOG_WARN, "frame_dropped",
+                           "reason=queue_full depth=%u suppressed=%llu", tl_queue_depth(&d->queue),
+                           (unsigned long long)suppressed);
                 zmq_msg_close(&it.payload);
                 zmq_msg_init(&it.payload);
             }

@@ -43,8 +43,8 @@ static void on_async(uv_async_t *h)
     tl_publisher_flush(h->data);
 }
 
-int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const char *endpoint,
-                      int sndhwm, int max_slices, tl_backend_kind memory, tl_stats *stats,
+int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const char *endpoint, int sndhwm,
+                      int max_slices, tl_backend_kind memory, tl_stats *stats,
                       void (*on_change)(void *ctx), void *ctx, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
@@ -138,8 +138,7 @@ void tl_publisher_remove_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_sli
         }
 }
 
-void tl_publisher_set_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b),
-                          void *ctx)
+void tl_publisher_set_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b), void *ctx)
 {
     tl_publisher_add_tap(p, fn, ctx);
 }
@@ -149,8 +148,8 @@ static void send_failed(const tl_slicebuf *b)
     static tl_ratelimit rl = TL_RATELIMIT_INIT;
     uint64_t suppressed;
     if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
-        tl_log(TL_LOG_WARN, "slice_send_failed", "id=%s error=%s suppressed=%llu",
-               tl_logq(b->id), tl_logq(zmq_strerror(zmq_errno())), (unsigned long long)suppressed);
+        tl_log(TL_LOG_WARN, "slice_send_failed", "id=%s error=%s suppressed=%llu", tl_logq(b->id),
+               tl_logq(zmq_strerror(zmq_errno())), (unsigned long long)suppressed);
 }
 
 /* Sends b on "slice/<id>/" (pixels zero-copy from b, which ZeroMQ gives back to the pool)
@@ -214,7 +213,8 @@ static void send_one(tl_publisher *p, tl_slicebuf *b)
         return;
     tl_stats_count(&p->stats->slices_published);
     if (h.t_recv)
-        tl_hist_add(&p->stats->latency[TL_LAT_FRAME_TO_PUB], (double)(int64_t)(now - h.t_recv) / 1e9);
+        tl_hist_add(&p->stats->latency[TL_LAT_FRAME_TO_PUB],
+                    (double)(int64_t)(now - h.t_recv) / 1e9);
     if (h.t_acq)
         tl_hist_add(&p->stats->latency[TL_LAT_ACQ_TO_PUB], (double)(int64_t)(now - h.t_acq) / 1e9);
 }

@@ -31,31 +31,31 @@
 #define TL_PUBLISHER_TAPS 4 /* consumers inside the daemon: the preview page, RECAST3D, ... */
 
 typedef struct {
-    void *zctx;                 /* the publisher's own context (above) */
+    void *zctx; /* the publisher's own context (above) */
     void *sock;
     tl_zwatch watch;
     uv_async_t async;
     pthread_mutex_t mu;
-    tl_slicebuf **outbox;       /* pending, at most one per slice id */
+    tl_slicebuf **outbox; /* pending, at most one per slice id */
     int nout, cap;
     tl_bufpool pool;
     tl_subs subs;
     tl_stats *stats;
-    msgpack_sbuffer hdr;        /* reused header buffer (loop thread) */
+    msgpack_sbuffer hdr; /* reused header buffer (loop thread) */
     void (*on_change)(void *ctx);
     void *ctx;
     struct {
         void (*fn)(void *ctx, const tl_slicebuf *b);
         void *ctx;
-    } taps[TL_PUBLISHER_TAPS];  /* see tl_publisher_add_tap */
+    } taps[TL_PUBLISHER_TAPS]; /* see tl_publisher_add_tap */
     int ntaps;
     bool open;
 } tl_publisher;
 
 /* Binds the XPUB socket at endpoint; slice buffers come from memory's host memory
  * (tl_host_alloc). Returns 0, or -1 with err set. */
-int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const char *endpoint,
-                      int sndhwm, int max_slices, tl_backend_kind memory, tl_stats *stats,
+int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const char *endpoint, int sndhwm,
+                      int max_slices, tl_backend_kind memory, tl_stats *stats,
                       void (*on_change)(void *ctx), void *ctx, char *err, size_t errlen);
 /* Posts a finished slice (any thread). */
 void tl_publisher_post(tl_publisher *p, tl_slicebuf *b);
@@ -68,8 +68,7 @@ int tl_publisher_add_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebu
 void tl_publisher_remove_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b),
                              void *ctx);
 /* The older name of tl_publisher_add_tap (it adds; it no longer replaces). */
-void tl_publisher_set_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b),
-                          void *ctx);
+void tl_publisher_set_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b), void *ctx);
 /* Sends everything posted so far (loop thread). */
 void tl_publisher_flush(tl_publisher *p);
 /* Whether anyone is subscribed to topic (any thread). */

@@ -16,7 +16,8 @@
 #include "daemon/core/daemon.h"
 #include "daemon/base/log.h"
 
-_Static_assert(TL_SETTINGS_MAX_GPUS == TL_ENGINE_MAX_DEVICES, "daemon.gpus holds what an engine spans");
+_Static_assert(TL_SETTINGS_MAX_GPUS == TL_ENGINE_MAX_DEVICES,
+               "daemon.gpus holds what an engine spans");
 
 static void count_reject(tl_daemon *d, tl_reject why, uint64_t series, uint64_t index,
                          const char *detail)
@@ -24,9 +25,10 @@ static void count_reject(tl_daemon *d, tl_reject why, uint64_t series, uint64_t 
     tl_stats_count(&d->stats.rejected[why]);
     uint64_t suppressed;
     if (tl_log_enabled(TL_LOG_WARN) && tl_ratelimit_allow(&d->reject_rl[why], 5.0, 5, &suppressed))
-        tl_log(TL_LOG_WARN, "frame_rejected", "reason=%s series=%llu index=%llu detail=%s suppressed=%llu",
-               tl_reject_name(why), (unsigned long long)series, (unsigned long long)index,
-               tl_logq(detail), (unsigned long long)suppressed);
+        tl_log(TL_LOG_WARN, "frame_rejected",
+               "reason=%s series=%llu index=%llu detail=%s suppressed=%llu", tl_reject_name(why),
+               (unsigned long long)series, (unsigned long long)index, tl_logq(detail),
+               (unsigned long long)suppressed);
 }
 
 /* A frame sent in row bands, dropped before all its bands came (bands.h): counted, logged. */
@@ -47,8 +49,8 @@ void tl_scan_close(tl_daemon *d)
 {
     tl_bands_clear(&d->bands, "the scan was closed first");
     tl_scan *s = &d->scan;
-    tl_engine_destroy(s->engine);  /* waits for its GPU work: no read of a producer's */
-    s->engine = NULL;              /* memory is in flight when the mappings close */
+    tl_engine_destroy(s->engine); /* waits for its GPU work: no read of a producer's */
+    s->engine = NULL;             /* memory is in flight when the mappings close */
     s->open = false;
     tl_ipc_frames_close(&d->ipc);
     tl_tuning_forget(d); /* kernel choices belong to the engine */
@@ -61,10 +63,10 @@ void tl_scan_close(tl_daemon *d)
 static tl_dtype engine_dtype(tl_proto_dtype t)
 {
     switch (t) {
-    case TL_PROTO_U8: return TL_DTYPE_U8;
-    case TL_PROTO_U16: return TL_DTYPE_U16;
-    case TL_PROTO_U32: return TL_DTYPE_U32;
-    default: return TL_DTYPE_F32;
+        case TL_PROTO_U8: return TL_DTYPE_U8;
+        case TL_PROTO_U16: return TL_DTYPE_U16;
+        case TL_PROTO_U32: return TL_DTYPE_U32;
+        default: return TL_DTYPE_F32;
     }
 }
 
@@ -177,26 +179,27 @@ static void open_scan(tl_daemon *d, tl_item *it)
     tl_engine_state st;
     tl_engine_get_state(e, &st);
     s->gpu_frames = strcmp(st.backend, "cuda") == 0;
-    tl_log(TL_LOG_INFO, "scan_started",
-           "series=%llu rows=%u cols=%u dtype=%s window=%u darks=%u flats=%u filter=%s center=%.3f "
-           "backend=%s device=%s memory_mb=%.1f",
-           (unsigned long long)m->series, m->rows, m->cols, tl_proto_dtype_name(m->dtype), m->window,
-           m->darks, m->flats, tl_filter_name(ec.filter), ec.center, st.backend,
-           tl_logq(st.device_name), st.memory_bytes / 1048576.0);
+    tl_log(
+        TL_LOG_INFO, "scan_started",
+        "series=%llu rows=%u cols=%u dtype=%s window=%u darks=%u flats=%u filter=%s center=%.3f "
+        "backend=%s device=%s memory_mb=%.1f",
+        (unsigned long long)m->series, m->rows, m->cols, tl_proto_dtype_name(m->dtype), m->window,
+        m->darks, m->flats, tl_filter_name(ec.filter), ec.center, st.backend,
+        tl_logq(st.device_name), st.memory_bytes / 1048576.0);
 }
 
 /* A frame not used: counted, logged, and for a frame in GPU memory the protocol code its
  * release carries (*code, *reason). */
-#define REJECT_NORETURN(why, pcode, detail)                                                  \
-    do {                                                                                     \
-        count_reject(d, (why), f->series, f->index, (detail));                               \
-        *code = (pcode);                                                                     \
-        snprintf(reason, reason_len, "%s", (detail));                                        \
+#define REJECT_NORETURN(why, pcode, detail)                    \
+    do {                                                       \
+        count_reject(d, (why), f->series, f->index, (detail)); \
+        *code = (pcode);                                       \
+        snprintf(reason, reason_len, "%s", (detail));          \
     } while (0)
-#define REJECT(why, pcode, detail)                                                           \
-    do {                                                                                     \
-        REJECT_NORETURN(why, pcode, detail);                                                 \
-        return;                                                                              \
+#define REJECT(why, pcode, detail)           \
+    do {                                     \
+        REJECT_NORETURN(why, pcode, detail); \
+        return;                              \
     } while (0)
 
 /* Whether frame f (or a band of it) belongs to the open scan: else counted, logged, and
@@ -227,8 +230,9 @@ static void submit_frame(tl_daemon *d, tl_item *it, const void *data, bool pinne
     if (!fits_scan(d, f, code, reason, reason_len))
         return;
     tl_frame fr = {
-        .kind = f->kind == TL_PROTO_DARK ? TL_FRAME_DARK
-                : f->kind == TL_PROTO_FLAT ? TL_FRAME_FLAT : TL_FRAME_PROJ,
+        .kind = f->kind == TL_PROTO_DARK   ? TL_FRAME_DARK
+                : f->kind == TL_PROTO_FLAT ? TL_FRAME_FLAT
+                                           : TL_FRAME_PROJ,
         .index = f->index,
         .center_offset = f->has_center_offset ? f->center_offset : 0.0,
         .t_acq = f->has_t_acq ? f->t_acq : 0,
@@ -254,8 +258,8 @@ static void submit_frame(tl_daemon *d, tl_item *it, const void *data, bool pinne
         if (!s->gpu_frames)
             REJECT(TL_REJ_GPU_MEMORY, TL_PROTO_E_UNSUPPORTED,
                    "frames in GPU memory need the CUDA backend (daemon.backend)");
-        tl_proto_err e = tl_ipc_frames_map(&d->ipc, f, it->ipc_handle, it->ipc_device,
-                                           &fr.data, why, sizeof why);
+        tl_proto_err e = tl_ipc_frames_map(&d->ipc, f, it->ipc_handle, it->ipc_device, &fr.data,
+                                           why, sizeof why);
         if (e != TL_PROTO_OK)
             REJECT(TL_REJ_GPU_MEMORY, e, why);
         fr.memory = TL_MEMORY_DEVICE;
@@ -266,10 +270,14 @@ static void submit_frame(tl_daemon *d, tl_item *it, const void *data, bool pinne
     tl_status st = tl_engine_submit(s->engine, &fr);
     tl_hist_add(&d->stats.latency[TL_LAT_SUBMIT], (tl_clock_ns() - t0) / 1e9);
     if (st != TL_OK) {
-        tl_reject why = st == TL_ESTALE ? TL_REJ_STALE : st == TL_EDUPLICATE ? TL_REJ_DUPLICATE
-                        : st == TL_ESHAPE ? TL_REJ_SHAPE : TL_REJ_ENGINE;
-        tl_proto_err pc = st == TL_ESTALE ? TL_PROTO_E_RANGE : st == TL_EDUPLICATE ? TL_PROTO_E_STATE
-                          : st == TL_ESHAPE ? TL_PROTO_E_RANGE : TL_PROTO_E_INTERNAL;
+        tl_reject why = st == TL_ESTALE       ? TL_REJ_STALE
+                        : st == TL_EDUPLICATE ? TL_REJ_DUPLICATE
+                        : st == TL_ESHAPE     ? TL_REJ_SHAPE
+                                              : TL_REJ_ENGINE;
+        tl_proto_err pc = st == TL_ESTALE       ? TL_PROTO_E_RANGE
+                          : st == TL_EDUPLICATE ? TL_PROTO_E_STATE
+                          : st == TL_ESHAPE     ? TL_PROTO_E_RANGE
+                                                : TL_PROTO_E_INTERNAL;
         REJECT(why, pc, tl_engine_last_error(s->engine));
     }
     tl_stats_count(&d->stats.accepted[fr.kind]);
@@ -334,8 +342,7 @@ static bool apply_band(tl_daemon *d, tl_item *it)
     f->payload = zmq_msg_data(&it->payload); /* the part travelled in the item */
     f->payload_len = zmq_msg_size(&it->payload);
     tl_bands_frame *done;
-    int rc = tl_bands_add(&d->bands, f, it->t_recv, it->t_recv_mono, &done, reason,
-                          sizeof reason);
+    int rc = tl_bands_add(&d->bands, f, it->t_recv, it->t_recv_mono, &done, reason, sizeof reason);
     if (rc < 0)
         count_reject(d, TL_REJ_BAND, f->series, f->index, reason);
     if (rc <= 0)
@@ -424,15 +431,9 @@ void tl_scan_producer_check(tl_daemon *d)
 bool tl_scan_apply(tl_daemon *d, tl_item *it)
 {
     switch (it->type) {
-    case TL_MSG_SCAN:
-        open_scan(d, it);
-        return false;
-    case TL_MSG_FRAME:
-        return apply_frame(d, it);
-    case TL_MSG_END:
-        end_scan(d, it);
-        return false;
-    default:
-        return false;
+        case TL_MSG_SCAN: open_scan(d, it); return false;
+        case TL_MSG_FRAME: return apply_frame(d, it);
+        case TL_MSG_END: end_scan(d, it); return false;
+        default: return false;
     }
 }

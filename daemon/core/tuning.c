@@ -116,12 +116,12 @@ static const char *name_or(const char *name, const char *none)
 typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int refs;                 /* the worker and the thread */
-    bool done, created;       /* the thread has finished; its engine could be made */
+    int refs;           /* the worker and the thread */
+    bool done, created; /* the thread has finished; its engine could be made */
     tl_engine_config cfg;
     tl_tune_shape shape;
     tl_tune_options opt;
-    atomic_int *running;      /* the daemon's count of timing threads */
+    atomic_int *running; /* the daemon's count of timing threads */
     tl_status st;
     char err[512];
     tl_tune_result r;
@@ -219,8 +219,8 @@ static tl_status time_kernels(tl_daemon *d, tl_engine *e, const tl_tune_shape *s
     bool created = false;
     if (t) {
         t->cfg = *tl_engine_get_config(e);
-        t->cfg.rows = sh->batch;   /* the rows the batches of horizontal slices need */
-        t->cfg.kernel[0] = '\0';   /* every kernel competes */
+        t->cfg.rows = sh->batch; /* the rows the batches of horizontal slices need */
+        t->cfg.kernel[0] = '\0'; /* every kernel competes */
         t->shape = *sh;
         t->opt = opt;
         pthread_mutex_unlock(&d->lock);
@@ -237,9 +237,8 @@ static tl_status time_kernels(tl_daemon *d, tl_engine *e, const tl_tune_shape *s
             }
         }
         if (!created)
-            tl_log(TL_LOG_WARN, "tune_engine_unavailable",
-                   "height=%u width=%u error=%s action=%s", sh->height, sh->width,
-                   tl_logq(t->done ? t->err : "cannot start a thread"),
+            tl_log(TL_LOG_WARN, "tune_engine_unavailable", "height=%u width=%u error=%s action=%s",
+                   sh->height, sh->width, tl_logq(t->done ? t->err : "cannot start a thread"),
                    tl_logq("timing the scan's engine; control requests wait until it is done"));
         task_release(t);
         pthread_mutex_lock(&d->lock);
@@ -273,14 +272,16 @@ static tl_status time_kernels(tl_daemon *d, tl_engine *e, const tl_tune_shape *s
  * whatever the mode and the cache. Lock held; released while timing. r receives the
  * timings (valid when the source is cache or tuned). Logs one line. Returns TL_OK, or the failure with err set
  * (the size then keeps the built-in rule). */
-static tl_status resolve(tl_daemon *d, tl_tune_size *ts, bool force, tl_tune_result *r,
-                         char *err, size_t errlen)
+static tl_status resolve(tl_daemon *d, tl_tune_size *ts, bool force, tl_tune_result *r, char *err,
+                         size_t errlen)
 {
     tl_engine *e = d->scan.engine;
     const tl_engine_config *ec = tl_engine_get_config(e);
     tune_cfg c;
     snapshot(d, &c);
-    tl_tune_shape sh = {.height = ts->height, .width = ts->width, .window = ec->window,
+    tl_tune_shape sh = {.height = ts->height,
+                        .width = ts->width,
+                        .window = ec->window,
                         .batch = c.batch < ec->rows ? c.batch : ec->rows};
     tl_quality q = ec->quality;
     const char *path = c.path[0] ? c.path : NULL;
@@ -303,8 +304,8 @@ static tl_status resolve(tl_daemon *d, tl_tune_size *ts, bool force, tl_tune_res
             st = tl_tune_cache_lookup(path, e, &sh, r);
             if (st == TL_OK && tl_engine_set_choice(e, &r->choice) != TL_OK) {
                 /* a stale entry (kernels renamed since): time afresh where allowed */
-                tl_log(TL_LOG_WARN, "tune_cache_stale", "height=%u width=%u error=%s",
-                       sh.height, sh.width, tl_logq(tl_engine_last_error(e)));
+                tl_log(TL_LOG_WARN, "tune_cache_stale", "height=%u width=%u error=%s", sh.height,
+                       sh.width, tl_logq(tl_engine_last_error(e)));
                 st = TL_ENOTFOUND;
             } else if (st == TL_OK) {
                 from_cache = true;
@@ -360,7 +361,8 @@ static tl_status resolve(tl_daemon *d, tl_tune_size *ts, bool force, tl_tune_res
                "height=%u width=%u window=%u batch=%u source=failed seconds=%.2f error=%s "
                "action=%s",
                sh.height, sh.width, sh.window, sh.batch, ts->seconds, tl_logq(err),
-               tl_logq("the backend's built-in kernel rule serves this size; reconstruction goes on"));
+               tl_logq(
+                   "the backend's built-in kernel rule serves this size; reconstruction goes on"));
     else
         tl_log(TL_LOG_INFO, "kernel_choice",
                "height=%u width=%u window=%u batch=%u source=%s quality=%s single=%s "
@@ -402,7 +404,8 @@ static void pack_names(msgpack_packer *pk, const char names[TL_QUALITY_COUNT][32
 
 static int by_rate(const void *a, const void *b)
 {
-    double x = ((const tl_tune_entry *)a)->updates_per_s, y = ((const tl_tune_entry *)b)->updates_per_s;
+    double x = ((const tl_tune_entry *)a)->updates_per_s,
+           y = ((const tl_tune_entry *)b)->updates_per_s;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
@@ -442,11 +445,11 @@ static void pack_tuned(msgpack_packer *pk, const tl_tune_size *ts, const tl_tune
 static tl_proto_err reply_code(tl_status st)
 {
     switch (st) {
-    case TL_EINVAL: return TL_PROTO_E_BAD_ARG;
-    case TL_ENOMEM:
-    case TL_EDEVICE: return TL_PROTO_E_RESOURCE;
-    case TL_EUNSUPPORTED: return TL_PROTO_E_UNSUPPORTED;
-    default: return TL_PROTO_E_INTERNAL;
+        case TL_EINVAL: return TL_PROTO_E_BAD_ARG;
+        case TL_ENOMEM:
+        case TL_EDEVICE: return TL_PROTO_E_RESOURCE;
+        case TL_EUNSUPPORTED: return TL_PROTO_E_UNSUPPORTED;
+        default: return TL_PROTO_E_INTERNAL;
     }
 }
 
@@ -486,7 +489,8 @@ static void run_job(tl_daemon *d)
                 pack_tuned(&pk, ts, t->result, cap);
             } else {
                 code = reply_code(st);
-                snprintf(msg, sizeof msg, "%ux%u: %s (the built-in kernel rule serves it)", h, w, err);
+                snprintf(msg, sizeof msg, "%ux%u: %s (the built-in kernel rule serves it)", h, w,
+                         err);
             }
         }
     }
@@ -514,9 +518,9 @@ void tl_tuning_turn(tl_daemon *d)
         tl_tune_size *ts = add_size(t, h, w);
         if (!ts) {
             if (!t->full_logged)
-                tl_log(TL_LOG_WARN, "kernel_choice_skipped",
-                       "height=%u width=%u reason=%s", h, w,
-                       tl_logq("more slice sizes than the engine keeps choices for; the built-in rule serves the rest"));
+                tl_log(TL_LOG_WARN, "kernel_choice_skipped", "height=%u width=%u reason=%s", h, w,
+                       tl_logq("more slice sizes than the engine keeps choices for; the built-in "
+                               "rule serves the rest"));
             t->full_logged = true;
             return;
         }

@@ -27,7 +27,7 @@
 
 #include "daemon/core/daemon.h"
 
-#define TL_WORKER_MAX_WAIT 0.2       /* seconds: heartbeat and rate-limit resolution */
+#define TL_WORKER_MAX_WAIT 0.2         /* seconds: heartbeat and rate-limit resolution */
 #define TL_WORKER_BATCH_NS 50000000ull /* frames applied back to back before slices are due */
 
 /* ---- publishing what is due: refresh, select, pace, take buffers, reconstruct, post.
@@ -74,7 +74,7 @@ static int select_due(tl_daemon *d, bool have_data, uint64_t now, uint64_t *wake
             continue;
         if (!r.tcp && !r.shm)
             continue; /* wanted through shared memory only, and it has no slots */
-        int k = n++; /* insertion sort: a handful of slices */
+        int k = n++;  /* insertion sort: a handful of slices */
         for (; k > 0 && tl_slice_served_before(sl, &d->slices.v[w->due[k - 1].slice]); k--)
             w->due[k] = w->due[k - 1];
         w->due[k] = r;
@@ -111,7 +111,8 @@ static int take_buffers(tl_daemon *d, int n)
             uint64_t suppressed;
             if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
                 tl_log(TL_LOG_ERROR, "slice_buffer_failed", "id=%s error=%s suppressed=%llu",
-                       tl_logq(sl->id), tl_logq(d->pub.pool.error), (unsigned long long)suppressed);
+                       tl_logq(sl->id), tl_logq(d->pub.pool.error),
+                       (unsigned long long)suppressed);
             return k;
         }
         r->slot = r->shm ? tl_shm_ring_begin(&sl->shm, &r->slot_off) : NULL;
@@ -130,8 +131,8 @@ static bool reconstruct(tl_daemon *d, int n, uint64_t *t0, uint64_t *t1)
         w->outs[k] = w->due[k].slot ? w->due[k].slot : w->due[k].buf->data;
     }
     *t0 = tl_clock_ns();
-    tl_status st = tl_engine_reconstruct(d->scan.engine, w->engine_ids, (size_t)n, w->outs,
-                                         w->info);
+    tl_status st =
+        tl_engine_reconstruct(d->scan.engine, w->engine_ids, (size_t)n, w->outs, w->info);
     *t1 = tl_clock_ns();
     tl_hist_add(&d->stats.latency[TL_LAT_RECON], (*t1 - *t0) / 1e9);
     if (st == TL_OK)
@@ -157,8 +158,8 @@ static void post(tl_daemon *d, int n, uint64_t t0, uint64_t t1)
         tl_worker_readout *r = &w->due[k];
         tl_slice *sl = &d->slices.v[r->slice];
         size_t pixels = (size_t)sl->height * sl->width;
-        sl->cost_ns = tl_pace_average(sl->cost_ns,
-                                      (uint64_t)((double)(t1 - t0) * ((double)pixels / px)));
+        sl->cost_ns =
+            tl_pace_average(sl->cost_ns, (uint64_t)((double)(t1 - t0) * ((double)pixels / px)));
         tl_slicebuf *b = r->buf;
         bool final = sl->want_final;
         tl_slice_computed(sl, t0);
@@ -307,7 +308,7 @@ void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
     drain(d, deadline_ns);
     pthread_mutex_lock(&d->lock);
     tl_scan_releases(d, TL_RELEASE_ALL); /* the GPU reads no mapping when they close */
-    tl_ipc_frames_destroy(&d->ipc); /* its socket goes before the context */
+    tl_ipc_frames_destroy(&d->ipc);      /* its socket goes before the context */
     pthread_mutex_unlock(&d->lock);
     tl_worker_scratch *w = &d->scratch;
     free(w->due);

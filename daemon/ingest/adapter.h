@@ -28,8 +28,7 @@ typedef struct {
     /* 1: *out is filled (for a frame, out->payload holds the pixels); 0: the message
      * carries nothing for the engine (a heartbeat, a status message); -1: rejected, err set.
      * The adapter closes none of parts; the caller does. */
-    int (*decode)(void *state, zmq_msg_t *parts, int nparts, tl_item *out,
-                  tl_proto_error *err);
+    int (*decode)(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl_proto_error *err);
     /* Optional (NULL: never more than one). After decode returned 1, the caller calls next
      * until it returns 0: further items the same message produced, in order — a format
      * without scan messages answers its first frame with a synthesised scan from decode

@@ -59,7 +59,9 @@ static int header(v1 *a, json_t *h, zmq_msg_t *parts, int nparts, tl_proto_error
     tl_det_start st;
     tl_det_start_init(&st);
     if (tl_json_get_u64(h, "series", &st.id, err) <= 0)
-        return err->code ? -1 : (tl_proto_fail(err, TL_PROTO_E_MISSING, "dheader without \"series\""), -1);
+        return err->code
+                   ? -1
+                   : (tl_proto_fail(err, TL_PROTO_E_MISSING, "dheader without \"series\""), -1);
     const char *detail = "basic";
     if (tl_json_get_str(h, "header_detail", &detail, err) < 0)
         return -1;
@@ -78,7 +80,8 @@ static int header(v1 *a, json_t *h, zmq_msg_t *parts, int nparts, tl_proto_error
             char k0[TL_SETTINGS_TEXT_MAX + 16], k1[TL_SETTINGS_TEXT_MAX + 16];
             snprintf(k0, sizeof k0, "%s_start", a->st.cfg->ingest_goniometer_axis);
             snprintf(k1, sizeof k1, "%s_increment", a->st.cfg->ingest_goniometer_axis);
-            if (tl_json_get_u64(c, "nimages", &n, err) < 0 || tl_json_get_u64(c, "ntrigger", &trig, err) < 0 ||
+            if (tl_json_get_u64(c, "nimages", &n, err) < 0 ||
+                tl_json_get_u64(c, "ntrigger", &trig, err) < 0 ||
                 tl_json_get_u64(c, "x_pixels_in_detector", &x, err) < 0 ||
                 tl_json_get_u64(c, "y_pixels_in_detector", &y, err) < 0 ||
                 tl_json_get_num(c, k0, &g0, err) < 0 || tl_json_get_num(c, k1, &dg, err) < 0)
@@ -94,8 +97,10 @@ static int header(v1 *a, json_t *h, zmq_msg_t *parts, int nparts, tl_proto_error
         } else {
             const char *kind = NULL;
             uint64_t d = 0, f = 0, w = 0;
-            if (tl_json_get_str(c, "kind", &kind, err) < 0 || tl_json_get_u64(c, "darks", &d, err) < 0 ||
-                tl_json_get_u64(c, "flats", &f, err) < 0 || tl_json_get_u64(c, "window", &w, err) < 0)
+            if (tl_json_get_str(c, "kind", &kind, err) < 0 ||
+                tl_json_get_u64(c, "darks", &d, err) < 0 ||
+                tl_json_get_u64(c, "flats", &f, err) < 0 ||
+                tl_json_get_u64(c, "window", &w, err) < 0)
                 rc = -1;
             if (d || json_object_get(c, "darks"))
                 st.darks = (int64_t)(d < TL_PROTO_MAX_WINDOW ? d : TL_PROTO_MAX_WINDOW);
@@ -126,19 +131,26 @@ static int pixels(v1 *a, const char *encoding, zmq_msg_t *blob, size_t bytes, si
     char why[160];
     if (strcmp(encoding, "<") == 0) {
         if (len != bytes)
-            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "blob of %zu bytes, but the shape and "
-                                 "type make %zu", len, bytes), -1;
+            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                                 "blob of %zu bytes, but the shape and "
+                                 "type make %zu",
+                                 len, bytes),
+                   -1;
         zmq_msg_move(payload, blob);
         return 0;
     }
     int bs = 0;
-    if (strcmp(encoding, "lz4<") != 0 && (sscanf(encoding, "bs%d-lz4<", &bs) != 1 ||
-                                          (bs != 8 && bs != 16 && bs != 32)))
-        return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED, "encoding \"%s\" is not <, lz4< or "
-                             "bs8/bs16/bs32-lz4<", encoding), -1;
+    if (strcmp(encoding, "lz4<") != 0 &&
+        (sscanf(encoding, "bs%d-lz4<", &bs) != 1 || (bs != 8 && bs != 16 && bs != 32)))
+        return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED,
+                             "encoding \"%s\" is not <, lz4< or "
+                             "bs8/bs16/bs32-lz4<",
+                             encoding),
+               -1;
     if (bs && (size_t)bs / 8 != esize)
         return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "encoding %s for %zu-byte pixels", encoding,
-                             esize), -1;
+                             esize),
+               -1;
     uint64_t total = 0;
     uint32_t block = 0;
     /* a bare LZ4 block, unless the blob opens with the HDF5 header of exactly this size */
@@ -148,17 +160,24 @@ static int pixels(v1 *a, const char *encoding, zmq_msg_t *blob, size_t bytes, si
         if (tl_bitshuffle_header(in, len, &total, &block, why, sizeof why) != 0)
             return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "%s", why), -1;
         if (total != bytes)
-            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "decompressed size %llu differs from "
-                                 "the %zu bytes of the shape", (unsigned long long)total, bytes), -1;
+            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                                 "decompressed size %llu differs from "
+                                 "the %zu bytes of the shape",
+                                 (unsigned long long)total, bytes),
+                   -1;
     }
     if ((uint64_t)bytes > (uint64_t)len * TL_LZ4_MAX_RATIO + 64)
-        return tl_proto_fail(err, TL_PROTO_E_LIMIT, "compression bomb: %zu bytes cannot expand "
-                             "to %zu", len, bytes), -1;
+        return tl_proto_fail(err, TL_PROTO_E_LIMIT,
+                             "compression bomb: %zu bytes cannot expand "
+                             "to %zu",
+                             len, bytes),
+               -1;
     if (bs) {
         size_t need = tl_bitshuffle_scratch(in, len);
         if (need == 0)
             return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "bitshuffle block size %u is unusable",
-                                 block), -1;
+                                 block),
+                   -1;
         if (need > a->scratch_cap) {
             void *s = realloc(a->scratch, need);
             if (!s)
@@ -170,8 +189,8 @@ static int pixels(v1 *a, const char *encoding, zmq_msg_t *blob, size_t bytes, si
     void *out = tl_framepool_payload(a->st.pool, bytes, payload);
     if (!out)
         return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory for a frame"), -1;
-    int rc = bs ? tl_bitshuffle_decode_bslz4(in, len, esize, out, bytes, a->scratch,
-                                             a->scratch_cap, why, sizeof why)
+    int rc = bs       ? tl_bitshuffle_decode_bslz4(in, len, esize, out, bytes, a->scratch,
+                                                   a->scratch_cap, why, sizeof why)
              : framed ? tl_lz4_decode_hdf5(in, len, out, bytes, why, sizeof why)
                       : tl_lz4_decode_block(in, len, out, bytes, why, sizeof why);
     if (rc != 0) {
@@ -182,18 +201,23 @@ static int pixels(v1 *a, const char *encoding, zmq_msg_t *blob, size_t bytes, si
     return 0;
 }
 
-static int image(v1 *a, json_t *h, zmq_msg_t *parts, int nparts, tl_item *out,
-                 tl_proto_error *err)
+static int image(v1 *a, json_t *h, zmq_msg_t *parts, int nparts, tl_item *out, tl_proto_error *err)
 {
     if (nparts < 3)
-        return tl_proto_fail(err, TL_PROTO_E_PARTS, "dimage needs its dimage_d header and blob "
-                             "(%d parts)", nparts), -1;
+        return tl_proto_fail(err, TL_PROTO_E_PARTS,
+                             "dimage needs its dimage_d header and blob "
+                             "(%d parts)",
+                             nparts),
+               -1;
     tl_det_image im;
     tl_det_image_init(&im);
     if (tl_json_get_u64(h, "series", &im.series, err) <= 0 ||
         tl_json_get_u64(h, "frame", &im.image_id, err) <= 0)
-        return err->code ? -1 : (tl_proto_fail(err, TL_PROTO_E_MISSING, "dimage needs \"series\" "
-                                                "and \"frame\""), -1);
+        return err->code ? -1
+                         : (tl_proto_fail(err, TL_PROTO_E_MISSING,
+                                          "dimage needs \"series\" "
+                                          "and \"frame\""),
+                            -1);
     if (!a->ds.active || a->ds.id != im.series) /* refused before any decoding work */
         return tl_det_series_image(&a->ds, &a->st, &im, NULL, out, err);
     json_t *d = tl_json_parse(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), "dimage_d", err);
@@ -203,15 +227,25 @@ static int image(v1 *a, json_t *h, zmq_msg_t *parts, int nparts, tl_item *out,
     uint32_t shape[2];
     int rc = 0;
     if (tl_json_get_str(d, "htype", &htype, err) <= 0 || strncmp(htype, "dimage_d-", 9) != 0)
-        rc = err->code ? -1 : (tl_proto_fail(err, TL_PROTO_E_TYPE, "part 2 of an image is not "
-                                              "dimage_d"), -1);
-    else if (tl_json_get_shape(d, "shape", shape, err) <= 0 || tl_json_get_str(d, "type", &type, err) <= 0 ||
+        rc = err->code ? -1
+                       : (tl_proto_fail(err, TL_PROTO_E_TYPE,
+                                        "part 2 of an image is not "
+                                        "dimage_d"),
+                          -1);
+    else if (tl_json_get_shape(d, "shape", shape, err) <= 0 ||
+             tl_json_get_str(d, "type", &type, err) <= 0 ||
              tl_json_get_str(d, "encoding", &encoding, err) < 0)
-        rc = err->code ? -1 : (tl_proto_fail(err, TL_PROTO_E_MISSING, "dimage_d needs \"shape\" "
-                                              "and \"type\""), -1);
+        rc = err->code ? -1
+                       : (tl_proto_fail(err, TL_PROTO_E_MISSING,
+                                        "dimage_d needs \"shape\" "
+                                        "and \"type\""),
+                          -1);
     else if (!tl_adapter_dtype(type, &im.dtype))
-        rc = (tl_proto_fail(err, TL_PROTO_E_DTYPE, "type \"%s\" is not uint8, uint16, uint32 or "
-                           "float32", type), -1);
+        rc = (tl_proto_fail(err, TL_PROTO_E_DTYPE,
+                            "type \"%s\" is not uint8, uint16, uint32 or "
+                            "float32",
+                            type),
+              -1);
     size_t bytes = 0;
     if (rc == 0) {
         im.cols = shape[0]; /* V1 shapes are [x, y] */
@@ -219,8 +253,11 @@ static int image(v1 *a, json_t *h, zmq_msg_t *parts, int nparts, tl_item *out,
         if (tl_proto_frame_bytes(im.rows, im.cols, im.dtype, &bytes, err) != TL_PROTO_OK)
             rc = -1;
         else if (bytes > a->max_frame)
-            rc = (tl_proto_fail(err, TL_PROTO_E_LIMIT, "a %u x %u frame is over "
-                               "ingest.max_frame_mb", im.rows, im.cols), -1);
+            rc = (tl_proto_fail(err, TL_PROTO_E_LIMIT,
+                                "a %u x %u frame is over "
+                                "ingest.max_frame_mb",
+                                im.rows, im.cols),
+                  -1);
     }
     zmq_msg_t payload;
     zmq_msg_init(&payload);
@@ -251,12 +288,18 @@ static int v1_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl
     } else if (strncmp(htype, "dseries_end-", 12) == 0) {
         uint64_t series;
         rc = tl_json_get_u64(h, "series", &series, err) <= 0
-                 ? (err->code ? -1 : (tl_proto_fail(err, TL_PROTO_E_MISSING, "dseries_end without "
-                                                    "\"series\""), -1))
+                 ? (err->code ? -1
+                              : (tl_proto_fail(err, TL_PROTO_E_MISSING,
+                                               "dseries_end without "
+                                               "\"series\""),
+                                 -1))
                  : tl_det_series_end(&a->ds, &a->st, series, out, err);
     } else {
-        rc = (tl_proto_fail(err, TL_PROTO_E_TYPE, "htype \"%.40s\" is not dheader, dimage or "
-                           "dseries_end", htype), -1);
+        rc = (tl_proto_fail(err, TL_PROTO_E_TYPE,
+                            "htype \"%.40s\" is not dheader, dimage or "
+                            "dseries_end",
+                            htype),
+              -1);
     }
     tl_json_done(h);
     return rc;

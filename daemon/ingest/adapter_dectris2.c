@@ -25,14 +25,26 @@
 
 /* ---- a pull parser over libcbor's streaming decoder ------------------------------------ */
 
-typedef enum { CB_UINT, CB_NEG, CB_BYTES, CB_TEXT, CB_ARRAY, CB_MAP, CB_TAG, CB_FLOAT, CB_BOOL,
-               CB_NULL, CB_INDEF, CB_BREAK } cb_type;
+typedef enum {
+    CB_UINT,
+    CB_NEG,
+    CB_BYTES,
+    CB_TEXT,
+    CB_ARRAY,
+    CB_MAP,
+    CB_TAG,
+    CB_FLOAT,
+    CB_BOOL,
+    CB_NULL,
+    CB_INDEF,
+    CB_BREAK
+} cb_type;
 
 typedef struct {
     cb_type t;
-    uint64_t u;                 /* UINT, NEG (-1 - u), ARRAY/MAP count, TAG number, BOOL */
+    uint64_t u; /* UINT, NEG (-1 - u), ARRAY/MAP count, TAG number, BOOL */
     double f;
-    const uint8_t *p;           /* BYTES, TEXT */
+    const uint8_t *p; /* BYTES, TEXT */
     size_t n;
 } cb_item;
 
@@ -40,46 +52,127 @@ typedef struct {
     const uint8_t *p, *end;
 } cb_reader;
 
-#define CB_SET(field_type, ...) do { cb_item *it_ = ctx; it_->t = field_type; __VA_ARGS__; } while (0)
-static void cb_u8(void *ctx, uint8_t v) { CB_SET(CB_UINT, it_->u = v); }
-static void cb_u16(void *ctx, uint16_t v) { CB_SET(CB_UINT, it_->u = v); }
-static void cb_u32(void *ctx, uint32_t v) { CB_SET(CB_UINT, it_->u = v); }
-static void cb_u64(void *ctx, uint64_t v) { CB_SET(CB_UINT, it_->u = v); }
-static void cb_n8(void *ctx, uint8_t v) { CB_SET(CB_NEG, it_->u = v); }
-static void cb_n16(void *ctx, uint16_t v) { CB_SET(CB_NEG, it_->u = v); }
-static void cb_n32(void *ctx, uint32_t v) { CB_SET(CB_NEG, it_->u = v); }
-static void cb_n64(void *ctx, uint64_t v) { CB_SET(CB_NEG, it_->u = v); }
-static void cb_bytes(void *ctx, cbor_data d, size_t n) { CB_SET(CB_BYTES, it_->p = d; it_->n = n); }
-static void cb_text(void *ctx, cbor_data d, size_t n) { CB_SET(CB_TEXT, it_->p = d; it_->n = n); }
-static void cb_indef(void *ctx) { CB_SET(CB_INDEF, (void)0); }
-static void cb_array(void *ctx, size_t n) { CB_SET(CB_ARRAY, it_->u = n); }
-static void cb_map(void *ctx, size_t n) { CB_SET(CB_MAP, it_->u = n); }
-static void cb_tag(void *ctx, uint64_t v) { CB_SET(CB_TAG, it_->u = v); }
-static void cb_f4(void *ctx, float v) { CB_SET(CB_FLOAT, it_->f = v); }
-static void cb_f8(void *ctx, double v) { CB_SET(CB_FLOAT, it_->f = v); }
-static void cb_null(void *ctx) { CB_SET(CB_NULL, (void)0); }
-static void cb_bool(void *ctx, bool v) { CB_SET(CB_BOOL, it_->u = v); }
-static void cb_break(void *ctx) { CB_SET(CB_BREAK, (void)0); }
+#define CB_SET(field_type, ...) \
+    do {                        \
+        cb_item *it_ = ctx;     \
+        it_->t = field_type;    \
+        __VA_ARGS__;            \
+    } while (0)
+static void cb_u8(void *ctx, uint8_t v)
+{
+    CB_SET(CB_UINT, it_->u = v);
+}
+static void cb_u16(void *ctx, uint16_t v)
+{
+    CB_SET(CB_UINT, it_->u = v);
+}
+static void cb_u32(void *ctx, uint32_t v)
+{
+    CB_SET(CB_UINT, it_->u = v);
+}
+static void cb_u64(void *ctx, uint64_t v)
+{
+    CB_SET(CB_UINT, it_->u = v);
+}
+static void cb_n8(void *ctx, uint8_t v)
+{
+    CB_SET(CB_NEG, it_->u = v);
+}
+static void cb_n16(void *ctx, uint16_t v)
+{
+    CB_SET(CB_NEG, it_->u = v);
+}
+static void cb_n32(void *ctx, uint32_t v)
+{
+    CB_SET(CB_NEG, it_->u = v);
+}
+static void cb_n64(void *ctx, uint64_t v)
+{
+    CB_SET(CB_NEG, it_->u = v);
+}
+static void cb_bytes(void *ctx, cbor_data d, size_t n)
+{
+    CB_SET(CB_BYTES, it_->p = d; it_->n = n);
+}
+static void cb_text(void *ctx, cbor_data d, size_t n)
+{
+    CB_SET(CB_TEXT, it_->p = d; it_->n = n);
+}
+static void cb_indef(void *ctx)
+{
+    CB_SET(CB_INDEF, (void)0);
+}
+static void cb_array(void *ctx, size_t n)
+{
+    CB_SET(CB_ARRAY, it_->u = n);
+}
+static void cb_map(void *ctx, size_t n)
+{
+    CB_SET(CB_MAP, it_->u = n);
+}
+static void cb_tag(void *ctx, uint64_t v)
+{
+    CB_SET(CB_TAG, it_->u = v);
+}
+static void cb_f4(void *ctx, float v)
+{
+    CB_SET(CB_FLOAT, it_->f = v);
+}
+static void cb_f8(void *ctx, double v)
+{
+    CB_SET(CB_FLOAT, it_->f = v);
+}
+static void cb_null(void *ctx)
+{
+    CB_SET(CB_NULL, (void)0);
+}
+static void cb_bool(void *ctx, bool v)
+{
+    CB_SET(CB_BOOL, it_->u = v);
+}
+static void cb_break(void *ctx)
+{
+    CB_SET(CB_BREAK, (void)0);
+}
 
 static const struct cbor_callbacks callbacks = {
-    .uint8 = cb_u8, .uint16 = cb_u16, .uint32 = cb_u32, .uint64 = cb_u64,
-    .negint8 = cb_n8, .negint16 = cb_n16, .negint32 = cb_n32, .negint64 = cb_n64,
-    .byte_string = cb_bytes, .byte_string_start = cb_indef,
-    .string = cb_text, .string_start = cb_indef,
-    .array_start = cb_array, .indef_array_start = cb_indef,
-    .map_start = cb_map, .indef_map_start = cb_indef,
-    .tag = cb_tag, .float2 = cb_f4, .float4 = cb_f4, .float8 = cb_f8,
-    .undefined = cb_null, .null = cb_null, .boolean = cb_bool, .indef_break = cb_break,
+    .uint8 = cb_u8,
+    .uint16 = cb_u16,
+    .uint32 = cb_u32,
+    .uint64 = cb_u64,
+    .negint8 = cb_n8,
+    .negint16 = cb_n16,
+    .negint32 = cb_n32,
+    .negint64 = cb_n64,
+    .byte_string = cb_bytes,
+    .byte_string_start = cb_indef,
+    .string = cb_text,
+    .string_start = cb_indef,
+    .array_start = cb_array,
+    .indef_array_start = cb_indef,
+    .map_start = cb_map,
+    .indef_map_start = cb_indef,
+    .tag = cb_tag,
+    .float2 = cb_f4,
+    .float4 = cb_f4,
+    .float8 = cb_f8,
+    .undefined = cb_null,
+    .null = cb_null,
+    .boolean = cb_bool,
+    .indef_break = cb_break,
 };
 
 static int cb_next(cb_reader *r, cb_item *it, tl_proto_error *err)
 {
     if (r->p >= r->end)
         return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "CBOR message truncated"), -1;
-    struct cbor_decoder_result res = cbor_stream_decode(r->p, (size_t)(r->end - r->p), &callbacks, it);
+    struct cbor_decoder_result res =
+        cbor_stream_decode(r->p, (size_t)(r->end - r->p), &callbacks, it);
     if (res.status != CBOR_DECODER_FINISHED || res.read == 0)
-        return tl_proto_fail(err, TL_PROTO_E_MALFORMED, res.status == CBOR_DECODER_NEDATA
-                             ? "CBOR message truncated" : "not CBOR (malformed data item)"), -1;
+        return tl_proto_fail(err, TL_PROTO_E_MALFORMED,
+                             res.status == CBOR_DECODER_NEDATA ? "CBOR message truncated"
+                                                               : "not CBOR (malformed data item)"),
+               -1;
     r->p += res.read;
     return 0;
 }
@@ -92,16 +185,24 @@ static int cb_skip_rest(cb_reader *r, const cb_item *head, tl_proto_error *err)
     int depth = 0;
     cb_item it = *head;
     for (;;) {
-        int64_t push = it.t == CB_ARRAY ? (int64_t)it.u : it.t == CB_MAP ? 2 * (int64_t)it.u
-                       : it.t == CB_TAG ? 1 : it.t == CB_INDEF ? -1 : 0;
+        int64_t push = it.t == CB_ARRAY   ? (int64_t)it.u
+                       : it.t == CB_MAP   ? 2 * (int64_t)it.u
+                       : it.t == CB_TAG   ? 1
+                       : it.t == CB_INDEF ? -1
+                                          : 0;
         if (it.t == CB_BREAK) {
             if (depth == 0 || left[depth - 1] != -1)
-                return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "CBOR break outside an "
-                                     "indefinite-length item"), -1;
+                return tl_proto_fail(err, TL_PROTO_E_MALFORMED,
+                                     "CBOR break outside an "
+                                     "indefinite-length item"),
+                       -1;
             depth--;
         } else if ((it.t == CB_ARRAY || it.t == CB_MAP) && (it.u > (uint64_t)(r->end - r->p))) {
-            return tl_proto_fail(err, TL_PROTO_E_LIMIT, "CBOR container of %llu items in %zu "
-                                 "bytes", (unsigned long long)it.u, (size_t)(r->end - r->p)), -1;
+            return tl_proto_fail(err, TL_PROTO_E_LIMIT,
+                                 "CBOR container of %llu items in %zu "
+                                 "bytes",
+                                 (unsigned long long)it.u, (size_t)(r->end - r->p)),
+                   -1;
         } else if (push != 0) {
             if (depth == 32)
                 return tl_proto_fail(err, TL_PROTO_E_LIMIT, "CBOR nested deeper than 32"), -1;
@@ -151,7 +252,8 @@ static int want_type(const cb_item *it, cb_type t, const char *key, const char *
 static int get_uint(cb_reader *r, const char *key, uint64_t *out, tl_proto_error *err)
 {
     cb_item it;
-    if (cb_value(r, &it, err) != 0 || want_type(&it, CB_UINT, key, "an unsigned integer", err) != 0)
+    if (cb_value(r, &it, err) != 0 ||
+        want_type(&it, CB_UINT, key, "an unsigned integer", err) != 0)
         return -1;
     *out = it.u;
     return 0;
@@ -214,7 +316,8 @@ static int parse_goniometer(v2 *a, cb_reader *r, v2msg *m, tl_proto_error *err)
         return -1;
     for (uint64_t i = 0; i < it.u; i++) {
         cb_item k;
-        if (cb_value(r, &k, err) != 0 || want_type(&k, CB_TEXT, "goniometer", "keyed by text", err))
+        if (cb_value(r, &k, err) != 0 ||
+            want_type(&k, CB_TEXT, "goniometer", "keyed by text", err))
             return -1;
         if (!text_is(&k, a->st.cfg->ingest_goniometer_axis)) {
             if (cb_skip(r, err) != 0)
@@ -226,11 +329,14 @@ static int parse_goniometer(v2 *a, cb_reader *r, v2msg *m, tl_proto_error *err)
             return -1;
         for (uint64_t j = 0; j < ax.u; j++) {
             cb_item f;
-            if (cb_value(r, &f, err) != 0 || want_type(&f, CB_TEXT, "goniometer axis", "keyed by text", err))
+            if (cb_value(r, &f, err) != 0 ||
+                want_type(&f, CB_TEXT, "goniometer axis", "keyed by text", err))
                 return -1;
-            int rc = text_is(&f, "start") ? get_number(r, "goniometer start", &m->start.g_start, err)
-                     : text_is(&f, "increment") ? get_number(r, "goniometer increment", &m->start.g_step, err)
-                     : cb_skip(r, err);
+            int rc = text_is(&f, "start")
+                         ? get_number(r, "goniometer start", &m->start.g_start, err)
+                     : text_is(&f, "increment")
+                         ? get_number(r, "goniometer increment", &m->start.g_step, err)
+                         : cb_skip(r, err);
             if (rc != 0)
                 return -1;
         }
@@ -272,11 +378,14 @@ static int parse_user_data(cb_reader *r, v2msg *m, tl_proto_error *err)
             rc = get_uint(r, key, &u, err);
             if (rc == 0 && u > TL_PROTO_MAX_WINDOW * 64ull)
                 rc = (tl_proto_fail(err, TL_PROTO_E_RANGE, "%s = %llu is out of range", key,
-                                   (unsigned long long)u), -1);
+                                    (unsigned long long)u),
+                      -1);
             int64_t v = (int64_t)u;
             if (rc == 0)
-                *(k.p[0] == 'd' ? &m->start.darks : k.p[0] == 'f' ? &m->start.flats
-                  : k.p[0] == 'w' ? &m->start.window : &m->image.index) = v;
+                *(k.p[0] == 'd'   ? &m->start.darks
+                  : k.p[0] == 'f' ? &m->start.flats
+                  : k.p[0] == 'w' ? &m->start.window
+                                  : &m->image.index) = v;
         } else if (text_is(&k, "angle")) {
             rc = get_number(r, "user_data.angle", &m->image.angle_deg, err);
         } else {
@@ -296,8 +405,10 @@ static int parse_array(cb_reader *r, v2msg *m, tl_proto_error *err)
     if (cb_next(r, &it, err) != 0)
         return -1;
     if (it.t != CB_TAG || it.u != 40)
-        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "image data must be a multi-dimensional "
-                             "array (tag 40)"), -1;
+        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
+                             "image data must be a multi-dimensional "
+                             "array (tag 40)"),
+               -1;
     if (cb_next(r, &it, err) != 0)
         return -1;
     if (it.t != CB_ARRAY || it.u != 2)
@@ -305,15 +416,18 @@ static int parse_array(cb_reader *r, v2msg *m, tl_proto_error *err)
     if (cb_next(r, &it, err) != 0)
         return -1;
     if (it.t != CB_ARRAY || it.u != 2)
-        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "image dimensions must be [rows, cols]"), -1;
+        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "image dimensions must be [rows, cols]"),
+               -1;
     for (int i = 0; i < 2; i++)
         if (get_uint(r, "image dimensions", &m->dims[i], err) != 0)
             return -1;
     if (cb_next(r, &it, err) != 0)
         return -1;
     if (it.t != CB_TAG || it.u < 64 || it.u > 87)
-        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "image array must be a typed array "
-                             "(tags 64..87)"), -1;
+        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
+                             "image array must be a typed array "
+                             "(tags 64..87)"),
+               -1;
     m->tag = it.u;
     if (cb_next(r, &it, err) != 0)
         return -1;
@@ -322,10 +436,14 @@ static int parse_array(cb_reader *r, v2msg *m, tl_proto_error *err)
         if (cb_next(r, &it, err) != 0)
             return -1;
         if (it.t != CB_ARRAY || it.u != 3)
-            return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "compression tag 56500 must hold "
-                                 "[algorithm, element size, bytes]"), -1;
-        if (cb_next(r, &alg, err) != 0 || want_type(&alg, CB_TEXT, "compression algorithm", "text", err) ||
-            get_uint(r, "compression element size", &m->elem, err) != 0 || cb_next(r, &bytes, err) != 0 ||
+            return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
+                                 "compression tag 56500 must hold "
+                                 "[algorithm, element size, bytes]"),
+                   -1;
+        if (cb_next(r, &alg, err) != 0 ||
+            want_type(&alg, CB_TEXT, "compression algorithm", "text", err) ||
+            get_uint(r, "compression element size", &m->elem, err) != 0 ||
+            cb_next(r, &bytes, err) != 0 ||
             want_type(&bytes, CB_BYTES, "compressed data", "a byte string", err))
             return -1;
         if (text_is(&alg, "bslz4"))
@@ -333,8 +451,11 @@ static int parse_array(cb_reader *r, v2msg *m, tl_proto_error *err)
         else if (text_is(&alg, "lz4"))
             m->comp = COMP_LZ4;
         else
-            return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED, "compression \"%.*s\" is not bslz4 "
-                                 "or lz4", (int)(alg.n < 16 ? alg.n : 16), (const char *)alg.p), -1;
+            return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED,
+                                 "compression \"%.*s\" is not bslz4 "
+                                 "or lz4",
+                                 (int)(alg.n < 16 ? alg.n : 16), (const char *)alg.p),
+                   -1;
         it = bytes;
     } else if (it.t != CB_BYTES) {
         return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "typed array must hold a byte string"), -1;
@@ -354,15 +475,17 @@ static int parse_data(v2 *a, cb_reader *r, v2msg *m, tl_proto_error *err)
     const char *want = a->st.cfg->ingest_channel;
     for (uint64_t i = 0; i < it.u; i++) {
         cb_item k;
-        if (cb_value(r, &k, err) != 0 || want_type(&k, CB_TEXT, "data", "keyed by channel names", err))
+        if (cb_value(r, &k, err) != 0 ||
+            want_type(&k, CB_TEXT, "data", "keyed by channel names", err))
             return -1;
         bool take = !m->has_data && (!*want || text_is(&k, want));
         if ((take ? parse_array(r, m, err) : cb_skip(r, err)) != 0)
             return -1;
     }
     if (!m->has_data)
-        return tl_proto_fail(err, TL_PROTO_E_MISSING, *want ? "no channel \"%s\" in data"
-                             : "data has no channel%s", want), -1;
+        return tl_proto_fail(err, TL_PROTO_E_MISSING,
+                             *want ? "no channel \"%s\" in data" : "data has no channel%s", want),
+               -1;
     return 0;
 }
 
@@ -376,11 +499,14 @@ static int parse(v2 *a, const uint8_t *buf, size_t len, v2msg *m, tl_proto_error
     if (it.t == CB_TAG && it.u == 55799 && cb_next(&r, &it, err) != 0)
         return -1;
     if (it.t != CB_MAP)
-        return tl_proto_fail(err, TL_PROTO_E_NOT_MAP, "a DECTRIS Stream V2 message is a CBOR "
-                             "map"), -1;
-    static const char *const known[] = {"type", "series_id", "image_id", "image_size_x",
-                                        "image_size_y", "number_of_images", "goniometer",
-                                        "user_data", "data", "series_date", "start_time"};
+        return tl_proto_fail(err, TL_PROTO_E_NOT_MAP,
+                             "a DECTRIS Stream V2 message is a CBOR "
+                             "map"),
+               -1;
+    static const char *const known[] = {"type",         "series_id",    "image_id",
+                                        "image_size_x", "image_size_y", "number_of_images",
+                                        "goniometer",   "user_data",    "data",
+                                        "series_date",  "start_time"};
     unsigned seen = 0;
     for (uint64_t i = 0; i < it.u; i++) {
         cb_item k;
@@ -393,50 +519,70 @@ static int parse(v2 *a, const uint8_t *buf, size_t len, v2msg *m, tl_proto_error
             w++;
         if (w < sizeof known / sizeof *known) {
             if (seen & (1u << w))
-                return tl_proto_fail(err, TL_PROTO_E_DUP_KEY, "key \"%s\" appears twice", known[w]), -1;
+                return tl_proto_fail(err, TL_PROTO_E_DUP_KEY, "key \"%s\" appears twice",
+                                     known[w]),
+                       -1;
             seen |= 1u << w;
         }
         uint64_t u;
         int rc;
         switch (w) {
-        case 0:
-            rc = cb_value(&r, &m->type, err) || want_type(&m->type, CB_TEXT, "type", "text", err);
-            break;
-        case 1: rc = get_uint(&r, "series_id", &m->series, err); m->has_series = true; break;
-        case 2: rc = get_uint(&r, "image_id", &m->image_id, err); m->has_image = true; break;
-        case 3: case 4: case 5:
-            rc = get_uint(&r, known[w], &u, err);
-            if (rc == 0 && (w < 5 ? u > TL_PROTO_MAX_DIM : u > (1ull << 40)))
-                rc = (tl_proto_fail(err, TL_PROTO_E_RANGE, "%s = %llu is out of range", known[w],
-                                   (unsigned long long)u), -1);
-            if (rc == 0)
-                *(w == 3 ? &m->start.size_x : w == 4 ? &m->start.size_y : &m->start.nimages) = (int64_t)u;
-            break;
-        case 6: rc = parse_goniometer(a, &r, m, err); break;
-        case 7: rc = parse_user_data(&r, m, err); break;
-        case 8: rc = parse_data(a, &r, m, err); break;
-        case 9:
-            rc = cb_value(&r, &m->date, err) || want_type(&m->date, CB_TEXT, "series_date", "text", err);
-            break;
-        case 10: {
-            cb_item arr;
-            rc = cb_value(&r, &arr, err) || want_type(&arr, CB_ARRAY, "start_time", "[numerator, denominator]", err);
-            if (rc == 0 && arr.u != 2)
-                rc = (tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "start_time must be [numerator, "
-                                   "denominator]"), -1);
-            if (rc == 0)
-                rc = get_uint(&r, "start_time", &m->st_num, err) || get_uint(&r, "start_time", &m->st_den, err);
-            m->has_start_time = rc == 0 && m->st_den > 0;
-            break;
-        }
-        default: rc = cb_skip(&r, err); break;
+            case 0:
+                rc = cb_value(&r, &m->type, err) ||
+                     want_type(&m->type, CB_TEXT, "type", "text", err);
+                break;
+            case 1:
+                rc = get_uint(&r, "series_id", &m->series, err);
+                m->has_series = true;
+                break;
+            case 2:
+                rc = get_uint(&r, "image_id", &m->image_id, err);
+                m->has_image = true;
+                break;
+            case 3:
+            case 4:
+            case 5:
+                rc = get_uint(&r, known[w], &u, err);
+                if (rc == 0 && (w < 5 ? u > TL_PROTO_MAX_DIM : u > (1ull << 40)))
+                    rc = (tl_proto_fail(err, TL_PROTO_E_RANGE, "%s = %llu is out of range",
+                                        known[w], (unsigned long long)u),
+                          -1);
+                if (rc == 0)
+                    *(w == 3   ? &m->start.size_x
+                      : w == 4 ? &m->start.size_y
+                               : &m->start.nimages) = (int64_t)u;
+                break;
+            case 6: rc = parse_goniometer(a, &r, m, err); break;
+            case 7: rc = parse_user_data(&r, m, err); break;
+            case 8: rc = parse_data(a, &r, m, err); break;
+            case 9:
+                rc = cb_value(&r, &m->date, err) ||
+                     want_type(&m->date, CB_TEXT, "series_date", "text", err);
+                break;
+            case 10: {
+                cb_item arr;
+                rc = cb_value(&r, &arr, err) ||
+                     want_type(&arr, CB_ARRAY, "start_time", "[numerator, denominator]", err);
+                if (rc == 0 && arr.u != 2)
+                    rc = (tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
+                                        "start_time must be [numerator, "
+                                        "denominator]"),
+                          -1);
+                if (rc == 0)
+                    rc = get_uint(&r, "start_time", &m->st_num, err) ||
+                         get_uint(&r, "start_time", &m->st_den, err);
+                m->has_start_time = rc == 0 && m->st_den > 0;
+                break;
+            }
+            default: rc = cb_skip(&r, err); break;
         }
         if (rc != 0)
             return -1;
     }
     if (r.p != r.end)
         return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "%zu bytes after the message's map",
-                             (size_t)(r.end - r.p)), -1;
+                             (size_t)(r.end - r.p)),
+               -1;
     if (!(seen & 1))
         return tl_proto_fail(err, TL_PROTO_E_MISSING, "no \"type\""), -1;
     return 0;
@@ -488,11 +634,12 @@ static bool acquisition_time(const v2msg *m, uint64_t *ns)
 static bool tag_dtype(uint64_t tag, tl_proto_dtype *t)
 {
     switch (tag) {
-    case 64: case 68: *t = TL_PROTO_U8; return true;
-    case 69: *t = TL_PROTO_U16; return true;
-    case 70: *t = TL_PROTO_U32; return true;
-    case 85: *t = TL_PROTO_F32; return true;
-    default: return false;
+        case 64:
+        case 68: *t = TL_PROTO_U8; return true;
+        case 69: *t = TL_PROTO_U16; return true;
+        case 70: *t = TL_PROTO_U32; return true;
+        case 85: *t = TL_PROTO_F32; return true;
+        default: return false;
     }
 }
 
@@ -501,26 +648,38 @@ static int image_pixels(v2 *a, zmq_msg_t *part, const v2msg *m, tl_det_image *im
                         zmq_msg_t *payload, tl_proto_error *err)
 {
     if (!tag_dtype(m->tag, &im->dtype))
-        return tl_proto_fail(err, TL_PROTO_E_DTYPE, "typed array tag %llu is not uint8 (64), "
+        return tl_proto_fail(err, TL_PROTO_E_DTYPE,
+                             "typed array tag %llu is not uint8 (64), "
                              "uint16 LE (69), uint32 LE (70) or float32 LE (85)",
-                             (unsigned long long)m->tag), -1;
-    if (m->dims[0] < 1 || m->dims[0] > TL_PROTO_MAX_DIM || m->dims[1] < 1 || m->dims[1] > TL_PROTO_MAX_DIM)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "image dimensions %llu x %llu out of range "
-                             "1..%u", (unsigned long long)m->dims[0],
-                             (unsigned long long)m->dims[1], TL_PROTO_MAX_DIM), -1;
+                             (unsigned long long)m->tag),
+               -1;
+    if (m->dims[0] < 1 || m->dims[0] > TL_PROTO_MAX_DIM || m->dims[1] < 1 ||
+        m->dims[1] > TL_PROTO_MAX_DIM)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "image dimensions %llu x %llu out of range "
+                             "1..%u",
+                             (unsigned long long)m->dims[0], (unsigned long long)m->dims[1],
+                             TL_PROTO_MAX_DIM),
+               -1;
     im->rows = (uint32_t)m->dims[0];
     im->cols = (uint32_t)m->dims[1];
     size_t bytes, esize = tl_proto_dtype_size(im->dtype);
     if (tl_proto_frame_bytes(im->rows, im->cols, im->dtype, &bytes, err) != TL_PROTO_OK)
         return -1;
     if (bytes > a->max_frame)
-        return tl_proto_fail(err, TL_PROTO_E_LIMIT, "a %u x %u frame is %zu MiB, over "
-                             "ingest.max_frame_mb", im->rows, im->cols, bytes >> 20), -1;
+        return tl_proto_fail(err, TL_PROTO_E_LIMIT,
+                             "a %u x %u frame is %zu MiB, over "
+                             "ingest.max_frame_mb",
+                             im->rows, im->cols, bytes >> 20),
+               -1;
     char why[160];
     if (m->comp == COMP_NONE) {
         if (m->nbytes != bytes)
-            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "array of %zu bytes, but %u x %u x %zu "
-                                 "= %zu", m->nbytes, im->rows, im->cols, esize, bytes), -1;
+            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                                 "array of %zu bytes, but %u x %u x %zu "
+                                 "= %zu",
+                                 m->nbytes, im->rows, im->cols, esize, bytes),
+                   -1;
         if (tl_framepool_wrap(a->st.pool, part, m->bytes, bytes, payload) != 0)
             return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory"), -1;
         return 0;
@@ -530,21 +689,29 @@ static int image_pixels(v2 *a, zmq_msg_t *part, const v2msg *m, tl_det_image *im
     if (tl_bitshuffle_header(m->bytes, m->nbytes, &total, &block, why, sizeof why) != 0)
         return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "%s", why), -1;
     if (total != bytes)
-        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "decompressed size %llu differs from %u x "
-                             "%u x %zu = %zu", (unsigned long long)total, im->rows, im->cols,
-                             esize, bytes), -1;
+        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                             "decompressed size %llu differs from %u x "
+                             "%u x %zu = %zu",
+                             (unsigned long long)total, im->rows, im->cols, esize, bytes),
+               -1;
     if ((uint64_t)bytes > (uint64_t)m->nbytes * TL_LZ4_MAX_RATIO + 64)
-        return tl_proto_fail(err, TL_PROTO_E_LIMIT, "compression bomb: %zu bytes cannot expand to "
-                             "%zu", m->nbytes, bytes), -1;
+        return tl_proto_fail(err, TL_PROTO_E_LIMIT,
+                             "compression bomb: %zu bytes cannot expand to "
+                             "%zu",
+                             m->nbytes, bytes),
+               -1;
     if (m->comp == COMP_BSLZ4) {
         if (m->elem != esize)
-            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "bslz4 element size %llu, but the "
-                                 "array's elements are %zu bytes", (unsigned long long)m->elem,
-                                 esize), -1;
+            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                                 "bslz4 element size %llu, but the "
+                                 "array's elements are %zu bytes",
+                                 (unsigned long long)m->elem, esize),
+                   -1;
         size_t need = tl_bitshuffle_scratch(m->bytes, m->nbytes);
         if (need == 0)
             return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "bslz4 block size %u is unusable",
-                                 block), -1;
+                                 block),
+                   -1;
         if (need > a->scratch_cap) { /* once per new block size */
             void *s = realloc(a->scratch, need);
             if (!s)
@@ -555,7 +722,9 @@ static int image_pixels(v2 *a, zmq_msg_t *part, const v2msg *m, tl_det_image *im
     }
     void *out = tl_framepool_payload(a->st.pool, bytes, payload);
     if (!out)
-        return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory for a %zu-byte frame", bytes), -1;
+        return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory for a %zu-byte frame",
+                             bytes),
+               -1;
     int rc = m->comp == COMP_BSLZ4
                  ? tl_bitshuffle_decode_bslz4(m->bytes, m->nbytes, esize, out, bytes, a->scratch,
                                               a->scratch_cap, why, sizeof why)
@@ -564,7 +733,8 @@ static int image_pixels(v2 *a, zmq_msg_t *part, const v2msg *m, tl_det_image *im
         zmq_msg_close(payload);
         zmq_msg_init(payload);
         return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "%s: %s",
-                             m->comp == COMP_BSLZ4 ? "bslz4" : "lz4", why), -1;
+                             m->comp == COMP_BSLZ4 ? "bslz4" : "lz4", why),
+               -1;
     }
     return 0;
 }
@@ -590,8 +760,11 @@ static int v2_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl
 {
     v2 *a = state;
     if (nparts != 1)
-        return tl_proto_fail(err, TL_PROTO_E_PARTS, "a DECTRIS Stream V2 message is one part, "
-                             "not %d", nparts), -1;
+        return tl_proto_fail(err, TL_PROTO_E_PARTS,
+                             "a DECTRIS Stream V2 message is one part, "
+                             "not %d",
+                             nparts),
+               -1;
     v2msg m;
     memset(&m, 0, sizeof m);
     tl_det_start_init(&m.start);
@@ -602,7 +775,8 @@ static int v2_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl
          end = text_is(&m.type, "end");
     if (!start && !image && !end)
         return tl_proto_fail(err, TL_PROTO_E_TYPE, "type \"%.*s\" is not start, image or end",
-                             (int)(m.type.n < 16 ? m.type.n : 16), (const char *)m.type.p), -1;
+                             (int)(m.type.n < 16 ? m.type.n : 16), (const char *)m.type.p),
+               -1;
     if (!m.has_series)
         return tl_proto_fail(err, TL_PROTO_E_MISSING, "no \"series_id\""), -1;
     if (start) {

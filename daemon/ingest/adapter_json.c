@@ -33,7 +33,7 @@ typedef enum { STD_DAQ, CONCERT, ARRAY10 } preset;
 typedef struct {
     preset p;
     tl_adapter_stream st;
-    uint64_t arrived;           /* frames since the scan opened (concert without frame_number) */
+    uint64_t arrived; /* frames since the scan opened (concert without frame_number) */
 } jad;
 
 static void *create(preset p, const tl_settings *c, char *err, size_t errlen)
@@ -87,51 +87,62 @@ static int read_header(jad *a, json_t *h, tl_proto_frame *f, bool *new_acq, tl_p
     f->rows = shape[0]; /* slowest first: [rows, cols] */
     f->cols = shape[1];
     switch (a->p) {
-    case STD_DAQ: {
-        uint64_t scan_index;
-        bool complete = true;
-        type = "uint16"; /* RECASTX's default */
-        if (tl_json_get_u64(h, "frame", &f->index, err) <= 0)
-            return missing(err, "frame");
-        if (tl_json_get_u64(h, "image_attributes.scan_index", &scan_index, err) <= 0)
-            return missing(err, "image_attributes.scan_index");
-        if (tl_json_get_bool(h, "image_attributes.image_is_complete", &complete, err) < 0 ||
-            tl_json_get_str(h, "type", &type, err) < 0)
-            return -1;
-        if (scan_index > 2)
-            return tl_proto_fail(err, TL_PROTO_E_KIND, "scan_index %llu is not 0 (dark), 1 (flat) "
-                                 "or 2 (projection)", (unsigned long long)scan_index), -1;
-        if (!complete)
-            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "frame %llu: image_is_complete is false "
-                                 "(packets lost)", (unsigned long long)f->index), -1;
-        f->kind = (tl_proto_kind)scan_index; /* 0 dark, 1 flat, 2 projection: the same order */
-        *new_acq = f->kind != TL_PROTO_PROJ && a->st.scan_has_proj;
-        break;
-    }
-    case CONCERT:
-        if (tl_json_get_str(h, "dtype", &type, err) <= 0)
-            return missing(err, "dtype");
-        if (tl_json_get_u64(h, "frame_number", &k, err) < 0)
-            return -1;
-        if (!json_object_get(h, "frame_number"))
-            k = UINT64_MAX; /* arrival order, once the scan is known */
-        break;
-    case ARRAY10: {
-        const char *htype = NULL;
-        if (tl_json_get_str(h, "htype", &htype, err) <= 0)
-            return missing(err, "htype");
-        if (strcmp(htype, "array-1.0") != 0)
-            return tl_proto_fail(err, TL_PROTO_E_TYPE, "htype \"%.40s\" is not array-1.0", htype), -1;
-        if (tl_json_get_str(h, "type", &type, err) <= 0)
-            return missing(err, "type");
-        if (tl_json_get_u64(h, "frame", &k, err) <= 0)
-            return missing(err, "frame");
-        break;
-    }
+        case STD_DAQ: {
+            uint64_t scan_index;
+            bool complete = true;
+            type = "uint16"; /* RECASTX's default */
+            if (tl_json_get_u64(h, "frame", &f->index, err) <= 0)
+                return missing(err, "frame");
+            if (tl_json_get_u64(h, "image_attributes.scan_index", &scan_index, err) <= 0)
+                return missing(err, "image_attributes.scan_index");
+            if (tl_json_get_bool(h, "image_attributes.image_is_complete", &complete, err) < 0 ||
+                tl_json_get_str(h, "type", &type, err) < 0)
+                return -1;
+            if (scan_index > 2)
+                return tl_proto_fail(err, TL_PROTO_E_KIND,
+                                     "scan_index %llu is not 0 (dark), 1 (flat) "
+                                     "or 2 (projection)",
+                                     (unsigned long long)scan_index),
+                       -1;
+            if (!complete)
+                return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                                     "frame %llu: image_is_complete is false "
+                                     "(packets lost)",
+                                     (unsigned long long)f->index),
+                       -1;
+            f->kind = (tl_proto_kind)scan_index; /* 0 dark, 1 flat, 2 projection: the same order */
+            *new_acq = f->kind != TL_PROTO_PROJ && a->st.scan_has_proj;
+            break;
+        }
+        case CONCERT:
+            if (tl_json_get_str(h, "dtype", &type, err) <= 0)
+                return missing(err, "dtype");
+            if (tl_json_get_u64(h, "frame_number", &k, err) < 0)
+                return -1;
+            if (!json_object_get(h, "frame_number"))
+                k = UINT64_MAX; /* arrival order, once the scan is known */
+            break;
+        case ARRAY10: {
+            const char *htype = NULL;
+            if (tl_json_get_str(h, "htype", &htype, err) <= 0)
+                return missing(err, "htype");
+            if (strcmp(htype, "array-1.0") != 0)
+                return tl_proto_fail(err, TL_PROTO_E_TYPE, "htype \"%.40s\" is not array-1.0",
+                                     htype),
+                       -1;
+            if (tl_json_get_str(h, "type", &type, err) <= 0)
+                return missing(err, "type");
+            if (tl_json_get_u64(h, "frame", &k, err) <= 0)
+                return missing(err, "frame");
+            break;
+        }
     }
     if (!tl_adapter_dtype(type, &f->dtype))
-        return tl_proto_fail(err, TL_PROTO_E_DTYPE, "type \"%.40s\" is not uint8, uint16, uint32 "
-                             "or float32", type), -1;
+        return tl_proto_fail(err, TL_PROTO_E_DTYPE,
+                             "type \"%.40s\" is not uint8, uint16, uint32 "
+                             "or float32",
+                             type),
+               -1;
     if (a->p != STD_DAQ)
         f->index = k;
     return 0;
@@ -150,19 +161,22 @@ static int decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl_pr
     if (a->p == CONCERT && tl_json_get_bool(h, "end", &end, err) < 0)
         goto done;
     if (end) {
-        rc = nparts == 1 ? tl_adapter_stream_end(&a->st, out)
-                         : (tl_proto_fail(err, TL_PROTO_E_PARTS, "the end message has no payload"), -1);
+        rc = nparts == 1
+                 ? tl_adapter_stream_end(&a->st, out)
+                 : (tl_proto_fail(err, TL_PROTO_E_PARTS, "the end message has no payload"), -1);
         goto done;
     }
     if (nparts != 2) {
-        tl_proto_fail(err, TL_PROTO_E_PARTS, "a frame is a header and a payload, not %d parts", nparts);
+        tl_proto_fail(err, TL_PROTO_E_PARTS, "a frame is a header and a payload, not %d parts",
+                      nparts);
         goto done;
     }
     tl_proto_frame f = {0};
     bool new_acq;
     if (read_header(a, h, &f, &new_acq, err) != 0)
         goto done;
-    if (tl_proto_check_payload(f.rows, f.cols, f.dtype, zmq_msg_size(&parts[1]), err) != TL_PROTO_OK)
+    if (tl_proto_check_payload(f.rows, f.cols, f.dtype, zmq_msg_size(&parts[1]), err) !=
+        TL_PROTO_OK)
         goto done;
     tl_proto_scan scan, *open_first = NULL;
     if (new_acq || !tl_adapter_stream_fits(&a->st, f.rows, f.cols, f.dtype)) {
@@ -175,7 +189,8 @@ static int decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl_pr
     if (a->p != STD_DAQ) {
         uint64_t k = f.index == UINT64_MAX ? a->arrived : f.index;
         a->arrived++;
-        tl_adapter_classify(k, (uint32_t)c->ingest_darks, (uint32_t)c->ingest_flats, &f.kind, &f.index);
+        tl_adapter_classify(k, (uint32_t)c->ingest_darks, (uint32_t)c->ingest_flats, &f.kind,
+                            &f.index);
     }
     f.series = open_first ? open_first->series : a->st.scan.series;
     zmq_msg_t payload;
@@ -194,11 +209,23 @@ static int next(void *state, tl_item *out)
 }
 
 const tl_adapter_ops tl_adapter_std_daq = {
-    .name = "std-daq", .create = std_daq_create, .destroy = destroy, .decode = decode, .next = next,
+    .name = "std-daq",
+    .create = std_daq_create,
+    .destroy = destroy,
+    .decode = decode,
+    .next = next,
 };
 const tl_adapter_ops tl_adapter_concert = {
-    .name = "concert", .create = concert_create, .destroy = destroy, .decode = decode, .next = next,
+    .name = "concert",
+    .create = concert_create,
+    .destroy = destroy,
+    .decode = decode,
+    .next = next,
 };
 const tl_adapter_ops tl_adapter_array10 = {
-    .name = "array-1.0", .create = array10_create, .destroy = destroy, .decode = decode, .next = next,
+    .name = "array-1.0",
+    .create = array10_create,
+    .destroy = destroy,
+    .decode = decode,
+    .next = next,
 };

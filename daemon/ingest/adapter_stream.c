@@ -60,8 +60,8 @@ void tl_adapter_scan_init(const tl_settings *c, tl_proto_scan *scan, uint64_t se
     scan->flats = (uint32_t)c->ingest_flats;
     scan->has_angles = true;
     scan->angle_start = c->ingest_angle_start * M_PI / 180;
-    scan->angle_step = c->ingest_angle_step != 0 ? c->ingest_angle_step * M_PI / 180
-                                                 : M_PI / scan->window;
+    scan->angle_step =
+        c->ingest_angle_step != 0 ? c->ingest_angle_step * M_PI / 180 : M_PI / scan->window;
 }
 
 bool tl_adapter_stream_fits(const tl_adapter_stream *s, uint32_t rows, uint32_t cols,
@@ -139,11 +139,11 @@ bool tl_adapter_dtype(const char *name, tl_proto_dtype *t)
         const char *name;
         tl_proto_dtype t;
     } names[] = {
-        {"uint8", TL_PROTO_U8},    {"u8", TL_PROTO_U8},     {"<u1", TL_PROTO_U8},
-        {"|u1", TL_PROTO_U8},      {"uint16", TL_PROTO_U16}, {"u16", TL_PROTO_U16},
-        {"<u2", TL_PROTO_U16},     {"uint32", TL_PROTO_U32}, {"u32", TL_PROTO_U32},
-        {"<u4", TL_PROTO_U32},     {"float32", TL_PROTO_F32}, {"f32", TL_PROTO_F32},
-        {"<f4", TL_PROTO_F32},     {"float", TL_PROTO_F32},
+        {"uint8", TL_PROTO_U8}, {"u8", TL_PROTO_U8},       {"<u1", TL_PROTO_U8},
+        {"|u1", TL_PROTO_U8},   {"uint16", TL_PROTO_U16},  {"u16", TL_PROTO_U16},
+        {"<u2", TL_PROTO_U16},  {"uint32", TL_PROTO_U32},  {"u32", TL_PROTO_U32},
+        {"<u4", TL_PROTO_U32},  {"float32", TL_PROTO_F32}, {"f32", TL_PROTO_F32},
+        {"<f4", TL_PROTO_F32},  {"float", TL_PROTO_F32},
     };
     for (size_t i = 0; name && i < sizeof names / sizeof *names; i++)
         if (strcmp(name, names[i].name) == 0) {

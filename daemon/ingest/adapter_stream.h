@@ -21,11 +21,11 @@
 typedef struct {
     const tl_settings *cfg;
     tl_framepool *pool;
-    bool open;                  /* a scan was sent */
-    tl_proto_scan scan;         /* the last scan sent */
-    bool scan_has_proj;         /* projections (or a projection series) joined it */
-    uint64_t next_series;       /* series ids for formats without them */
-    bool pending;               /* a frame waits behind the scan item that opened its scan */
+    bool open;            /* a scan was sent */
+    tl_proto_scan scan;   /* the last scan sent */
+    bool scan_has_proj;   /* projections (or a projection series) joined it */
+    uint64_t next_series; /* series ids for formats without them */
+    bool pending;         /* a frame waits behind the scan item that opened its scan */
     tl_item pend;
 } tl_adapter_stream;
 

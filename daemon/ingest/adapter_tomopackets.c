@@ -30,7 +30,7 @@ typedef struct {
     int32_t darks, flats;
     bool already_linear;
     bool has_geometry;
-    float *angles;              /* proj_count of them */
+    float *angles; /* proj_count of them */
     uint32_t nangles, cap;
 } tp;
 
@@ -55,7 +55,8 @@ static void tp_destroy(void *state)
 static int bad_size(tl_proto_error *err, const char *what, size_t got, size_t want)
 {
     return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%s packet of %zu bytes, expected %zu", what,
-                         got, want), -1;
+                         got, want),
+           -1;
 }
 
 static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_error *err)
@@ -64,12 +65,15 @@ static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_
         return bad_size(err, "ParallelBeamGeometry", len, 24);
     int32_t rows = tl_tomop_i32(p + 8), cols = tl_tomop_i32(p + 12), n = tl_tomop_i32(p + 16),
             count = tl_tomop_i32(p + 20);
-    if (rows < 1 || (uint32_t)rows > TL_PROTO_MAX_DIM || cols < 1 || (uint32_t)cols > TL_PROTO_MAX_DIM)
+    if (rows < 1 || (uint32_t)rows > TL_PROTO_MAX_DIM || cols < 1 ||
+        (uint32_t)cols > TL_PROTO_MAX_DIM)
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "detector %d x %d out of range 1..%u", rows,
-                             cols, TL_PROTO_MAX_DIM), -1;
+                             cols, TL_PROTO_MAX_DIM),
+               -1;
     if (n < 1 || (uint32_t)n > TL_PROTO_MAX_WINDOW)
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "proj_count %d out of range 1..%u", n,
-                             TL_PROTO_MAX_WINDOW), -1;
+                             TL_PROTO_MAX_WINDOW),
+               -1;
     if (count != n)
         return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%d angles for proj_count %d", count, n), -1;
     if (len != 24 + 4 * (size_t)n)
@@ -112,26 +116,35 @@ static int projection(tp *a, zmq_msg_t *part, tl_item *out, tl_proto_error *err)
     int32_t type = tl_tomop_i32(p + 4), id = tl_tomop_i32(p + 8), rows = tl_tomop_i32(p + 12),
             cols = tl_tomop_i32(p + 16), count = tl_tomop_i32(p + 20);
     if (type < 0 || type > 2)
-        return tl_proto_fail(err, TL_PROTO_E_KIND, "projection type %d is not 0 (dark), 1 (flat) "
-                             "or 2 (standard)", type), -1;
+        return tl_proto_fail(err, TL_PROTO_E_KIND,
+                             "projection type %d is not 0 (dark), 1 (flat) "
+                             "or 2 (standard)",
+                             type),
+               -1;
     if (id < 0)
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "projection_id %d is negative", id), -1;
-    if (rows < 1 || (uint32_t)rows > TL_PROTO_MAX_DIM || cols < 1 || (uint32_t)cols > TL_PROTO_MAX_DIM)
+    if (rows < 1 || (uint32_t)rows > TL_PROTO_MAX_DIM || cols < 1 ||
+        (uint32_t)cols > TL_PROTO_MAX_DIM)
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "shape %d x %d out of range 1..%u", rows, cols,
-                             TL_PROTO_MAX_DIM), -1;
+                             TL_PROTO_MAX_DIM),
+               -1;
     size_t bytes;
-    if (tl_proto_frame_bytes((uint32_t)rows, (uint32_t)cols, TL_PROTO_F32, &bytes, err) != TL_PROTO_OK)
+    if (tl_proto_frame_bytes((uint32_t)rows, (uint32_t)cols, TL_PROTO_F32, &bytes, err) !=
+        TL_PROTO_OK)
         return -1;
     if (count < 0 || (size_t)count * 4 != bytes)
-        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%d values for a %d x %d shape", count,
-                             rows, cols), -1;
+        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%d values for a %d x %d shape", count, rows,
+                             cols),
+               -1;
     if (len != 24 + bytes)
         return bad_size(err, "Projection", len, 24 + bytes);
     tl_proto_scan scan, *open_first = NULL;
     if (!a->st.open) {
         if (a->st.cfg->ingest_window == 0)
-            return tl_proto_fail(err, TL_PROTO_E_STATE, "Projection before any "
-                                 "ParallelBeamGeometry, and ingest.window is 0"), -1;
+            return tl_proto_fail(err, TL_PROTO_E_STATE,
+                                 "Projection before any "
+                                 "ParallelBeamGeometry, and ingest.window is 0"),
+                   -1;
         tl_adapter_scan_init(a->st.cfg, &scan, a->st.next_series++, (uint32_t)rows, (uint32_t)cols,
                              TL_PROTO_F32, 0);
         scan.darks = (uint32_t)a->darks;
@@ -166,41 +179,46 @@ static int tp_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl
     tp *a = state;
     if (nparts != 1)
         return tl_proto_fail(err, TL_PROTO_E_PARTS, "a tomopackets packet is one part, not %d",
-                             nparts), -1;
+                             nparts),
+               -1;
     const uint8_t *p = zmq_msg_data(&parts[0]);
     size_t len = zmq_msg_size(&parts[0]);
     if (len < 4)
         return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "packet of %zu bytes has no descriptor",
-                             len), -1;
+                             len),
+               -1;
     int32_t desc = tl_tomop_i32(p);
     switch (desc) {
-    case TL_TOMOP_GEOMETRY_SPECIFICATION:
-        return len == 32 ? 0 : bad_size(err, "GeometrySpecification", len, 32);
-    case TL_TOMOP_SCAN_SETTINGS:
-        if (len != 17)
-            return bad_size(err, "ScanSettings", len, 17);
-        if (tl_tomop_i32(p + 8) < 0 || tl_tomop_i32(p + 12) < 0 || p[16] > 1)
-            return tl_proto_fail(err, TL_PROTO_E_RANGE, "ScanSettings: negative counts or a "
-                                 "bool that is not 0 or 1"), -1;
-        a->darks = tl_tomop_i32(p + 8);
-        a->flats = tl_tomop_i32(p + 12);
-        a->already_linear = p[16] == 1;
-        return 0;
-    case TL_TOMOP_PARALLEL_BEAM_GEOMETRY:
-        return geometry(a, p, len, out, err);
-    case TL_TOMOP_PROJECTION:
-        return projection(a, &parts[0], out, err);
-    case TL_TOMOP_PARALLEL_VEC_GEOMETRY:
-    case TL_TOMOP_CONE_BEAM_GEOMETRY:
-    case TL_TOMOP_CONE_VEC_GEOMETRY:
-    case TL_TOMOP_PROJECTION_DATA:
-    case TL_TOMOP_PARTIAL_PROJECTION_DATA:
-        return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED, "tomopackets packet 0x%x is not "
-                             "supported (parallel beam geometry and Projection packets are)",
-                             (unsigned)desc), -1;
-    default:
-        return tl_proto_fail(err, TL_PROTO_E_TYPE, "unknown tomopackets descriptor 0x%x",
-                             (unsigned)desc), -1;
+        case TL_TOMOP_GEOMETRY_SPECIFICATION:
+            return len == 32 ? 0 : bad_size(err, "GeometrySpecification", len, 32);
+        case TL_TOMOP_SCAN_SETTINGS:
+            if (len != 17)
+                return bad_size(err, "ScanSettings", len, 17);
+            if (tl_tomop_i32(p + 8) < 0 || tl_tomop_i32(p + 12) < 0 || p[16] > 1)
+                return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                                     "ScanSettings: negative counts or a "
+                                     "bool that is not 0 or 1"),
+                       -1;
+            a->darks = tl_tomop_i32(p + 8);
+            a->flats = tl_tomop_i32(p + 12);
+            a->already_linear = p[16] == 1;
+            return 0;
+        case TL_TOMOP_PARALLEL_BEAM_GEOMETRY: return geometry(a, p, len, out, err);
+        case TL_TOMOP_PROJECTION: return projection(a, &parts[0], out, err);
+        case TL_TOMOP_PARALLEL_VEC_GEOMETRY:
+        case TL_TOMOP_CONE_BEAM_GEOMETRY:
+        case TL_TOMOP_CONE_VEC_GEOMETRY:
+        case TL_TOMOP_PROJECTION_DATA:
+        case TL_TOMOP_PARTIAL_PROJECTION_DATA:
+            return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED,
+                                 "tomopackets packet 0x%x is not "
+                                 "supported (parallel beam geometry and Projection packets are)",
+                                 (unsigned)desc),
+                   -1;
+        default:
+            return tl_proto_fail(err, TL_PROTO_E_TYPE, "unknown tomopackets descriptor 0x%x",
+                                 (unsigned)desc),
+                   -1;
     }
 }
 

@@ -8,10 +8,11 @@
 #include "daemon/ingest/bands.h"
 #include "gpu/base/pool.h"
 
-#define TL_BANDS_COPY_THREADS 4       /* threads (the worker one of them) copying a band */
-#define TL_BANDS_COPY_PIECES 8        /* pieces of a band's copy: early finishers take more */
-#define TL_BANDS_COPY_MIN (1u << 20)  /* bytes: smaller bands are copied by the worker alone */
-#define TL_BANDS_SPIN_NS 50000        /* the copy threads wait this long for the next band
+#define TL_BANDS_COPY_THREADS 4      /* threads (the worker one of them) copying a band */
+#define TL_BANDS_COPY_PIECES 8       /* pieces of a band's copy: early finishers take more */
+#define TL_BANDS_COPY_MIN (1u << 20) /* bytes: smaller bands are copied by the worker alone */
+#define TL_BANDS_SPIN_NS \
+    50000 /* the copy threads wait this long for the next band
                                        * (a frame's bands come together) before sleeping */
 
 void tl_bands_init(tl_bands *b, int n, tl_backend_kind memory, tl_bands_drop_fn drop,
@@ -71,8 +72,7 @@ static void copy_piece(void *ctx, size_t piece, int thread)
 
 /* Buffers for frames of rows x row_bytes, made once per size (pinning costs milliseconds:
  * never per frame). Frames in assembly for another size are dropped. */
-static int make_buffers(tl_bands *b, uint32_t rows, size_t frame_bytes, char *why,
-                        size_t why_len)
+static int make_buffers(tl_bands *b, uint32_t rows, size_t frame_bytes, char *why, size_t why_len)
 {
     if (b->v && b->frame_bytes == frame_bytes && b->rows == rows)
         return 0;
@@ -132,7 +132,8 @@ static tl_bands_frame *take(tl_bands *b)
         if (!oldest || b->v[i].t_first_mono < oldest->t_first_mono)
             oldest = &b->v[i];
     }
-    drop_frame(b, oldest, "newer frames needed its buffer (more than ingest.band_frames "
+    drop_frame(b, oldest,
+               "newer frames needed its buffer (more than ingest.band_frames "
                "in assembly)");
     return oldest;
 }
@@ -155,7 +156,8 @@ int tl_bands_add(tl_bands *b, const tl_proto_frame *f, uint64_t t_recv, uint64_t
         if (b->v[i].used && same_frame(&b->v[i].frame, f))
             a = &b->v[i];
     if (a && !same_header(&a->frame, f)) {
-        snprintf(why, why_len, "band [%u, %u] of frame %llu: its header differs from the "
+        snprintf(why, why_len,
+                 "band [%u, %u] of frame %llu: its header differs from the "
                  "frame's first band (dtype, shape, angle, t_acq or center_offset)",
                  f->band_first, f->band_rows, (unsigned long long)f->index);
         return -1;
@@ -163,8 +165,10 @@ int tl_bands_add(tl_bands *b, const tl_proto_frame *f, uint64_t t_recv, uint64_t
     if (a)
         for (uint32_t r = f->band_first; r < f->band_first + f->band_rows; r++)
             if (a->have[r]) {
-                snprintf(why, why_len, "band [%u, %u] of frame %llu overlaps row %u, received "
-                         "already", f->band_first, f->band_rows, (unsigned long long)f->index, r);
+                snprintf(why, why_len,
+                         "band [%u, %u] of frame %llu overlaps row %u, received "
+                         "already",
+                         f->band_first, f->band_rows, (unsigned long long)f->index, r);
                 return -1;
             }
     if (!a) {
@@ -218,7 +222,8 @@ int tl_bands_expire(tl_bands *b, uint64_t now_mono, uint64_t timeout_ns)
 {
     if (now_mono <= timeout_ns)
         return 0;
-    return drop_older(b, now_mono - timeout_ns, "its bands did not all come within "
+    return drop_older(b, now_mono - timeout_ns,
+                      "its bands did not all come within "
                       "ingest.band_timeout_ms");
 }
 

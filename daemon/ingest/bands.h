@@ -57,7 +57,7 @@ typedef struct {
     tl_bands_frame *v;      /* n of them; buffers made at the first band */
     size_t frame_bytes;     /* size the buffers were made for (0: none yet) */
     uint32_t rows;
-    tl_bands_drop_fn drop;  /* told of every frame dropped */
+    tl_bands_drop_fn drop; /* told of every frame dropped */
     void *drop_ctx;
 } tl_bands;
 

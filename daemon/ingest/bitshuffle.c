@@ -62,8 +62,8 @@ int tl_bitshuffle_untranspose(const void *in, void *out, size_t n, size_t elem)
 
 #define FAIL(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
-int tl_bitshuffle_header(const void *in, size_t len, uint64_t *total, uint32_t *block,
-                         char *why, size_t whylen)
+int tl_bitshuffle_header(const void *in, size_t len, uint64_t *total, uint32_t *block, char *why,
+                         size_t whylen)
 {
     if (len < 12)
         return FAIL("compressed payload of %zu bytes is shorter than its 12-byte header", len);
@@ -92,7 +92,8 @@ static int check_total(uint64_t total, size_t len, size_t outlen, char *why, siz
                     (unsigned long long)total, outlen);
     if ((uint64_t)outlen > (uint64_t)len * TL_LZ4_MAX_RATIO + 64)
         return FAIL("compression bomb: %zu bytes cannot expand to %zu (LZ4 expands at most "
-                    "%ux)", len, outlen, TL_LZ4_MAX_RATIO);
+                    "%ux)",
+                    len, outlen, TL_LZ4_MAX_RATIO);
     return 0;
 }
 
@@ -110,9 +111,8 @@ static int lz4_block(const uint8_t *src, uint32_t csize, uint8_t *dst, size_t wa
     return 0;
 }
 
-int tl_bitshuffle_decode_bslz4(const void *in, size_t len, size_t elem, void *out,
-                               size_t outlen, void *scratch, size_t scratch_len, char *why,
-                               size_t whylen)
+int tl_bitshuffle_decode_bslz4(const void *in, size_t len, size_t elem, void *out, size_t outlen,
+                               void *scratch, size_t scratch_len, char *why, size_t whylen)
 {
     uint64_t total;
     uint32_t block;
@@ -197,7 +197,8 @@ int tl_lz4_decode_block(const void *in, size_t len, void *out, size_t outlen, ch
 {
     if ((uint64_t)outlen > (uint64_t)len * TL_LZ4_MAX_RATIO + 64)
         return FAIL("compression bomb: %zu bytes cannot expand to %zu (LZ4 expands at most "
-                    "%ux)", len, outlen, TL_LZ4_MAX_RATIO);
+                    "%ux)",
+                    len, outlen, TL_LZ4_MAX_RATIO);
     if (len > INT_MAX)
         return FAIL("LZ4 block of %zu bytes is too large", len);
     return lz4_block(in, (uint32_t)len, out, outlen, 0, why, whylen);

@@ -31,15 +31,14 @@
 int tl_bitshuffle_untranspose(const void *in, void *out, size_t n, size_t elem);
 
 /* The 12-byte header of either framing: total bytes and block bytes. 0 or -1. */
-int tl_bitshuffle_header(const void *in, size_t len, uint64_t *total, uint32_t *block,
-                         char *why, size_t whylen);
+int tl_bitshuffle_header(const void *in, size_t len, uint64_t *total, uint32_t *block, char *why,
+                         size_t whylen);
 
 /* Decodes a bslz4 payload of elements of elem bytes into out (outlen bytes: what the shape
  * declares). scratch holds at least one block (*scratch_need says how much a payload
  * wants: call tl_bitshuffle_scratch first). 0, or -1 with why. */
-int tl_bitshuffle_decode_bslz4(const void *in, size_t len, size_t elem, void *out,
-                               size_t outlen, void *scratch, size_t scratch_len, char *why,
-                               size_t whylen);
+int tl_bitshuffle_decode_bslz4(const void *in, size_t len, size_t elem, void *out, size_t outlen,
+                               void *scratch, size_t scratch_len, char *why, size_t whylen);
 /* Scratch bytes a bslz4 payload needs (its block size), or 0 if its header is unusable. */
 size_t tl_bitshuffle_scratch(const void *in, size_t len);
 

@@ -45,9 +45,11 @@ int tl_det_series_start(tl_det_series *ds, const tl_settings *c, const tl_det_st
     tl_proto_kind kind;
     if (st->kind) {
         if (!tl_adapter_kind(st->kind, st->kind_len, &kind)) {
-            tl_proto_fail(err, TL_PROTO_E_KIND, "series %llu: user_data kind \"%.*s\" is not "
-                          "dark, flat or proj", (unsigned long long)st->id,
-                          (int)(st->kind_len < 32 ? st->kind_len : 32), st->kind);
+            tl_proto_fail(err, TL_PROTO_E_KIND,
+                          "series %llu: user_data kind \"%.*s\" is not "
+                          "dark, flat or proj",
+                          (unsigned long long)st->id, (int)(st->kind_len < 32 ? st->kind_len : 32),
+                          st->kind);
             return -1;
         }
     } else {
@@ -77,9 +79,11 @@ int tl_det_series_start(tl_det_series *ds, const tl_settings *c, const tl_det_st
     ds->g_step = ds->has_gonio ? st->g_step : 0;
     ds->size_x = st->size_x > 0 ? (uint32_t)st->size_x : 0;
     ds->size_y = st->size_y > 0 ? (uint32_t)st->size_y : 0;
-    tl_log(TL_LOG_INFO, "series_started", "series=%llu kind=%s darks=%u flats=%u window=%llu "
-           "goniometer=%d", (unsigned long long)ds->id, tl_proto_kind_name(kind), ds->darks,
-           ds->flats, (unsigned long long)ds->window, ds->has_gonio);
+    tl_log(TL_LOG_INFO, "series_started",
+           "series=%llu kind=%s darks=%u flats=%u window=%llu "
+           "goniometer=%d",
+           (unsigned long long)ds->id, tl_proto_kind_name(kind), ds->darks, ds->flats,
+           (unsigned long long)ds->window, ds->has_gonio);
     return 0;
 }
 
@@ -89,31 +93,38 @@ int tl_det_series_image(tl_det_series *ds, tl_adapter_stream *s, const tl_det_im
     const tl_settings *c = s->cfg;
     if (!ds->active || ds->id != im->series) {
         if (ds->active)
-            tl_proto_fail(err, TL_PROTO_E_STATE, "image %llu of series %llu while series %llu "
-                          "runs", (unsigned long long)im->image_id,
-                          (unsigned long long)im->series, (unsigned long long)ds->id);
+            tl_proto_fail(err, TL_PROTO_E_STATE,
+                          "image %llu of series %llu while series %llu "
+                          "runs",
+                          (unsigned long long)im->image_id, (unsigned long long)im->series,
+                          (unsigned long long)ds->id);
         else
-            tl_proto_fail(err, TL_PROTO_E_STATE, "image %llu of series %llu, which has no "
-                          "start message or has ended", (unsigned long long)im->image_id,
-                          (unsigned long long)im->series);
+            tl_proto_fail(err, TL_PROTO_E_STATE,
+                          "image %llu of series %llu, which has no "
+                          "start message or has ended",
+                          (unsigned long long)im->image_id, (unsigned long long)im->series);
         return -1;
     }
     if ((ds->size_x && ds->size_x != im->cols) || (ds->size_y && ds->size_y != im->rows)) {
-        tl_proto_fail(err, TL_PROTO_E_RANGE, "image of %u x %u (rows x cols) in a series "
-                      "declared %u x %u", im->rows, im->cols, ds->size_y, ds->size_x);
+        tl_proto_fail(err, TL_PROTO_E_RANGE,
+                      "image of %u x %u (rows x cols) in a series "
+                      "declared %u x %u",
+                      im->rows, im->cols, ds->size_y, ds->size_x);
         return -1;
     }
     tl_proto_kind kind;
     uint64_t index;
     if (im->kind) {
         if (!tl_adapter_kind(im->kind, im->kind_len, &kind)) {
-            tl_proto_fail(err, TL_PROTO_E_KIND, "user_data kind \"%.*s\" is not dark, flat or "
-                          "proj", (int)(im->kind_len < 32 ? im->kind_len : 32), im->kind);
+            tl_proto_fail(err, TL_PROTO_E_KIND,
+                          "user_data kind \"%.*s\" is not dark, flat or "
+                          "proj",
+                          (int)(im->kind_len < 32 ? im->kind_len : 32), im->kind);
             return -1;
         }
         uint64_t prefix = (uint64_t)ds->darks + ds->flats;
-        index = kind == TL_PROTO_PROJ && im->image_id >= prefix ? im->image_id - prefix
-                                                                 : im->image_id;
+        index =
+            kind == TL_PROTO_PROJ && im->image_id >= prefix ? im->image_id - prefix : im->image_id;
     } else if (ds->kind == TL_PROTO_PROJ) {
         tl_adapter_classify(im->image_id, ds->darks, ds->flats, &kind, &index);
     } else {
@@ -130,23 +141,28 @@ int tl_det_series_image(tl_det_series *ds, tl_adapter_stream *s, const tl_det_im
         if (ds->kind == TL_PROTO_PROJ) {
             window = ds->window;
             if (window == 0) {
-                tl_proto_fail(err, TL_PROTO_E_MISSING, "series %llu has no projection count "
+                tl_proto_fail(err, TL_PROTO_E_MISSING,
+                              "series %llu has no projection count "
                               "(number_of_images, user_data window or ingest.window)",
                               (unsigned long long)ds->id);
                 return -1;
             }
             join = fits && !s->scan_has_proj && s->scan.window == window;
             if (fits && !s->scan_has_proj && !join)
-                tl_log(TL_LOG_WARN, "calibration_dropped", "series=%llu reason=window "
+                tl_log(TL_LOG_WARN, "calibration_dropped",
+                       "series=%llu reason=window "
                        "scan_window=%u series_window=%llu hint=set_ingest.window",
                        (unsigned long long)ds->id, s->scan.window, (unsigned long long)window);
         } else {
             join = fits;
             window = c->ingest_window ? (uint64_t)c->ingest_window
-                     : s->open ? s->scan.window : ds->window ? ds->window : 1;
+                     : s->open        ? s->scan.window
+                     : ds->window     ? ds->window
+                                      : 1;
         }
         if (!join) {
-            tl_adapter_scan_init(c, &scan, ds->id, im->rows, im->cols, im->dtype, (uint32_t)window);
+            tl_adapter_scan_init(c, &scan, ds->id, im->rows, im->cols, im->dtype,
+                                 (uint32_t)window);
             scan.darks = ds->darks;
             scan.flats = ds->flats;
             open_first = &scan;
@@ -154,8 +170,10 @@ int tl_det_series_image(tl_det_series *ds, tl_adapter_stream *s, const tl_det_im
         ds->joined = true;
         ds->scan_series = join ? s->scan.series : ds->id;
     } else if (!s->open || s->scan.series != ds->scan_series) {
-        tl_proto_fail(err, TL_PROTO_E_STATE, "image %llu of series %llu, whose scan has been "
-                      "closed", (unsigned long long)im->image_id, (unsigned long long)im->series);
+        tl_proto_fail(err, TL_PROTO_E_STATE,
+                      "image %llu of series %llu, whose scan has been "
+                      "closed",
+                      (unsigned long long)im->image_id, (unsigned long long)im->series);
         return -1;
     }
     tl_proto_frame f = {

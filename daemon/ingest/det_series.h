@@ -19,26 +19,27 @@
 #include "daemon/ingest/adapter_stream.h"
 
 typedef struct {
-    bool active;                /* start seen, end not yet */
+    bool active; /* start seen, end not yet */
     uint64_t id;
-    tl_proto_kind kind;         /* DARK, FLAT, or PROJ (after a darks + flats prefix) */
-    uint32_t darks, flats;      /* the prefix of a PROJ series */
-    uint64_t window;            /* projections; 0 = unknown */
+    tl_proto_kind kind;    /* DARK, FLAT, or PROJ (after a darks + flats prefix) */
+    uint32_t darks, flats; /* the prefix of a PROJ series */
+    uint64_t window;       /* projections; 0 = unknown */
     bool has_gonio;
-    double g_start, g_step;     /* degrees */
-    uint32_t size_x, size_y;    /* declared image size, 0 = unknown */
-    bool joined;                /* its first frame has found its scan */
-    uint64_t scan_series;       /* that scan */
-    uint64_t started;           /* start messages so far (cycles ingest.series_kinds) */
+    double g_start, g_step;  /* degrees */
+    uint32_t size_x, size_y; /* declared image size, 0 = unknown */
+    bool joined;             /* its first frame has found its scan */
+    uint64_t scan_series;    /* that scan */
+    uint64_t started;        /* start messages so far (cycles ingest.series_kinds) */
 } tl_det_series;
 
 /* What a start message (or its user data) may say; unset fields are -1 / NAN / NULL. */
 typedef struct {
     uint64_t id;
-    const char *kind; size_t kind_len;  /* user data "kind" */
-    int64_t darks, flats, window;       /* user data; window also number_of_images - prefix */
-    int64_t nimages;                    /* number_of_images */
-    double g_start, g_step;             /* goniometer axis, degrees (NAN = absent) */
+    const char *kind;
+    size_t kind_len;              /* user data "kind" */
+    int64_t darks, flats, window; /* user data; window also number_of_images - prefix */
+    int64_t nimages;              /* number_of_images */
+    double g_start, g_step;       /* goniometer axis, degrees (NAN = absent) */
     int64_t size_x, size_y;
 } tl_det_start;
 
@@ -50,7 +51,8 @@ int tl_det_series_start(tl_det_series *ds, const tl_settings *c, const tl_det_st
 /* What an image says beyond its pixels; unset: kind NULL, angle NAN, index -1. */
 typedef struct {
     uint64_t series, image_id;
-    const char *kind; size_t kind_len;
+    const char *kind;
+    size_t kind_len;
     double angle_deg;
     int64_t index;
     uint32_t rows, cols;

@@ -15,7 +15,7 @@ typedef struct entry {
     struct entry *next;
     void *buf;
     size_t cap;
-    zmq_msg_t keep;             /* a wrapped message, while wrapped */
+    zmq_msg_t keep; /* a wrapped message, while wrapped */
     bool wrapped;
 } entry;
 

@@ -134,8 +134,8 @@ static tl_proto_err open_buffer(tl_ipc_frames *x, const tl_proto_frame *f, const
         b = NULL;
     }
     if (x->nbuf == TL_IPC_MAX_BUFFERS) {
-        snprintf(why, why_len, "series %" PRIu64 " names more than %d GPU buffers",
-                 f->series, TL_IPC_MAX_BUFFERS);
+        snprintf(why, why_len, "series %" PRIu64 " names more than %d GPU buffers", f->series,
+                 TL_IPC_MAX_BUFFERS);
         return TL_PROTO_E_RESOURCE;
     }
     void *p = NULL;
@@ -153,15 +153,15 @@ static tl_proto_err open_buffer(tl_ipc_frames *x, const tl_proto_frame *f, const
     b->ptr = p;
     b->bytes = bytes;
     tl_stats_count(&x->stats->ipc_opened);
-    tl_log(TL_LOG_INFO, "gpu_buffer_opened", "series=%" PRIu64 " buffer=%" PRIu64
-           " device=%s ordinal=%d bytes=%zu", f->series, f->ipc.buffer, uuid, dev, bytes);
+    tl_log(TL_LOG_INFO, "gpu_buffer_opened",
+           "series=%" PRIu64 " buffer=%" PRIu64 " device=%s ordinal=%d bytes=%zu", f->series,
+           f->ipc.buffer, uuid, dev, bytes);
     *out = b;
     return TL_PROTO_OK;
 }
 
-tl_proto_err tl_ipc_frames_map(tl_ipc_frames *x, const tl_proto_frame *f,
-                               const uint8_t *handle, const char *uuid, const void **ptr,
-                               char *why, size_t why_len)
+tl_proto_err tl_ipc_frames_map(tl_ipc_frames *x, const tl_proto_frame *f, const uint8_t *handle,
+                               const char *uuid, const void **ptr, char *why, size_t why_len)
 {
     *ptr = NULL;
     tl_ipc_buffer *b = NULL;
@@ -171,8 +171,10 @@ tl_proto_err tl_ipc_frames_map(tl_ipc_frames *x, const tl_proto_frame *f,
     /* the decoder proved offset + extent <= ipc_size without overflow; the claim itself
      * is checked against what the driver says */
     if (f->ipc.size > b->bytes) {
-        snprintf(why, why_len, "ipc_buffer %" PRIu64 " claims %" PRIu64 " bytes, but the "
-                 "allocation behind its handle has %zu", f->ipc.buffer, f->ipc.size, b->bytes);
+        snprintf(why, why_len,
+                 "ipc_buffer %" PRIu64 " claims %" PRIu64 " bytes, but the "
+                 "allocation behind its handle has %zu",
+                 f->ipc.buffer, f->ipc.size, b->bytes);
         return TL_PROTO_E_RANGE;
     }
     *ptr = (const char *)b->ptr + f->ipc.offset;
@@ -199,9 +201,10 @@ static void send_release(tl_ipc_frames *x, uint64_t series, uint64_t index, uint
         static tl_ratelimit rl = TL_RATELIMIT_INIT;
         uint64_t suppressed;
         if (tl_ratelimit_allow(&rl, 5.0, 3, &suppressed))
-            tl_log(TL_LOG_WARN, "release_failed", "series=%" PRIu64 " index=%" PRIu64
-                   " endpoint=%s error=%s suppressed=%" PRIu64, series, index,
-                   tl_logq(x->endpoint), tl_logq(zmq_strerror(zmq_errno())), suppressed);
+            tl_log(TL_LOG_WARN, "release_failed",
+                   "series=%" PRIu64 " index=%" PRIu64 " endpoint=%s error=%s suppressed=%" PRIu64,
+                   series, index, tl_logq(x->endpoint), tl_logq(zmq_strerror(zmq_errno())),
+                   suppressed);
         return;
     }
     tl_stats_count(&x->stats->ipc_releases);

@@ -41,33 +41,33 @@
 typedef struct {
     uint64_t series, index;
     uint32_t slot;
-    uint64_t fence;             /* sent once the engine's frames_done reaches it */
+    uint64_t fence; /* sent once the engine's frames_done reaches it */
 } tl_ipc_deferred;
 
 typedef struct {
-    uint64_t id;                /* the producer's ipc_buffer */
+    uint64_t id; /* the producer's ipc_buffer */
     uint8_t handle[TL_IPC_HANDLE_BYTES];
     char uuid[TL_IPC_UUID_LEN + 1]; /* the GPU that holds it, as the producer named it */
-    int device;                 /* its ordinal in this process */
-    void *ptr;                  /* opened mapping */
-    size_t bytes;               /* its real size */
+    int device;                     /* its ordinal in this process */
+    void *ptr;                      /* opened mapping */
+    size_t bytes;                   /* its real size */
 } tl_ipc_buffer;
 
 typedef struct {
     void *zctx;
     tl_stats *stats;
-    bool active;                /* a series is open */
+    bool active; /* a series is open */
     uint64_t series;
-    void *release;              /* PUSH to the scan's `release` endpoint, or NULL */
-    void *monitor;              /* PAIR receiving that socket's connection events */
-    bool connected;             /* the producer's endpoint was reached at least once */
+    void *release;  /* PUSH to the scan's `release` endpoint, or NULL */
+    void *monitor;  /* PAIR receiving that socket's connection events */
+    bool connected; /* the producer's endpoint was reached at least once */
     char endpoint[TL_PROTO_MAX_ENDPOINT + 1];
     tl_ipc_buffer buf[TL_IPC_MAX_BUFFERS];
     int nbuf;
     tl_ipc_deferred deferred[TL_IPC_MAX_DEFERRED]; /* a ring, oldest at `first` */
     unsigned first, ndeferred;
-    msgpack_sbuffer sb;         /* release messages are packed here (reused) */
-    unsigned serial;            /* makes each monitor's inproc name unique */
+    msgpack_sbuffer sb; /* release messages are packed here (reused) */
+    unsigned serial;    /* makes each monitor's inproc name unique */
 } tl_ipc_frames;
 
 void tl_ipc_frames_init(tl_ipc_frames *x, void *zctx, tl_stats *stats);
@@ -87,9 +87,8 @@ void tl_ipc_frames_close(tl_ipc_frames *x);
 /* The device pointer of frame f (f->has_ipc; handle and uuid as copied from its header):
  * opens its buffer on first use and checks that the frame lies inside the real allocation.
  * TL_PROTO_OK, or the protocol error code to reject it with and the reason in why. */
-tl_proto_err tl_ipc_frames_map(tl_ipc_frames *x, const tl_proto_frame *f,
-                               const uint8_t *handle, const char *uuid, const void **ptr,
-                               char *why, size_t why_len);
+tl_proto_err tl_ipc_frames_map(tl_ipc_frames *x, const tl_proto_frame *f, const uint8_t *handle,
+                               const char *uuid, const void **ptr, char *why, size_t why_len);
 /* Sends frame f's release: ok when code is TL_PROTO_OK, else the error and message.
  * Does nothing for a series without a release endpoint or another series. */
 void tl_ipc_frames_release(tl_ipc_frames *x, const tl_proto_frame *f, tl_proto_err code,

@@ -13,7 +13,7 @@
 static _Thread_local struct {
     char *base;
     size_t used;
-    int depth;                  /* parses not yet done: the arena resets when none is left */
+    int depth; /* parses not yet done: the arena resets when none is left */
 } arena;
 
 static void *arena_alloc(size_t n)

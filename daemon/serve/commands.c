@@ -21,8 +21,8 @@ typedef struct {
     uint64_t id;
     const msgpack_object *args;
     msgpack_packer *pk;
-    bool can_defer;     /* the caller can send the reply later (the control socket) */
-    bool deferred;      /* the worker answers: nothing was packed */
+    bool can_defer; /* the caller can send the reply later (the control socket) */
+    bool deferred;  /* the worker answers: nothing was packed */
 } request;
 
 static void fail(request *r, tl_proto_err code, const char *fmt, ...)
@@ -65,7 +65,8 @@ static void pack_dims(msgpack_packer *pk, uint32_t a, uint32_t b)
 
 tl_update_policy tl_default_policy(const tl_settings *c)
 {
-    return (tl_update_policy){(uint32_t)c->update_every, c->update_on_complete, c->update_max_rate};
+    return (tl_update_policy){(uint32_t)c->update_every, c->update_on_complete,
+                              c->update_max_rate};
 }
 
 static const char *kind_name(const tl_slice_spec *s)
@@ -171,7 +172,8 @@ static bool parse_spec(request *r, tl_slice_spec *spec)
         return false;
     }
     if (!(scale > 0) || scale > 1e6) {
-        fail(r, TL_PROTO_E_BAD_ARG, "scale must be a positive number of detector pixels per pixel");
+        fail(r, TL_PROTO_E_BAD_ARG,
+             "scale must be a positive number of detector pixels per pixel");
         return false;
     }
     spec->scale = scale;
@@ -197,7 +199,8 @@ static bool parse_policy(request *r, tl_update_policy *p, bool *given)
         return false;
     }
     if (p->every < 1 || !(rate >= 0.01 && rate <= 1000)) {
-        fail(r, TL_PROTO_E_BAD_ARG, "update.every must be >= 1 and update.max_rate in 0.01..1000 Hz");
+        fail(r, TL_PROTO_E_BAD_ARG,
+             "update.every must be >= 1 and update.max_rate in 0.01..1000 Hz");
         return false;
     }
     p->max_rate = rate;
@@ -325,7 +328,8 @@ static void cmd_set_param(request *r)
     }
     bool center = tl_proto_str_eq(name, "center"), filter = tl_proto_str_eq(name, "filter");
     if (!center && !filter) {
-        fail(r, TL_PROTO_E_BAD_ARG, "unknown parameter \"%.*s\" (center, filter)", (int)name.len, name.ptr);
+        fail(r, TL_PROTO_E_BAD_ARG, "unknown parameter \"%.*s\" (center, filter)", (int)name.len,
+             name.ptr);
         return;
     }
     double c = 0;
@@ -343,7 +347,10 @@ static void cmd_set_param(request *r)
         }
         snprintf(buf, sizeof buf, "%.*s", (int)fname.len, fname.ptr);
         if (fname.len >= sizeof buf || !tl_filter_parse(buf, &f) || f == TL_FILTER_NONE) {
-            fail(r, TL_PROTO_E_BAD_ARG, "unknown filter \"%.*s\" (ram-lak, shepp-logan, " "cosine, hamming, hann, parzen)", (int)fname.len, fname.ptr);
+            fail(r, TL_PROTO_E_BAD_ARG,
+                 "unknown filter \"%.*s\" (ram-lak, shepp-logan, "
+                 "cosine, hamming, hann, parzen)",
+                 (int)fname.len, fname.ptr);
             return;
         }
     }
@@ -353,8 +360,8 @@ static void cmd_set_param(request *r)
         fail(r, TL_PROTO_E_STATE, "no scan is open");
         return;
     }
-    tl_status st = center ? tl_engine_set_center(d->scan.engine, c)
-                          : tl_engine_set_filter(d->scan.engine, f);
+    tl_status st =
+        center ? tl_engine_set_center(d->scan.engine, c) : tl_engine_set_filter(d->scan.engine, f);
     if (st != TL_OK) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s", tl_engine_last_error(d->scan.engine));
@@ -419,14 +426,16 @@ static void cmd_tune(request *r)
         fail(r, TL_PROTO_E_UNSUPPORTED, "tune is served on the control socket only");
         return;
     }
-    if (r->args && tl_proto_get_dims(r->args, "size", false, size, 2, TL_PROTO_MAX_DIM, &e) != TL_PROTO_OK) {
+    if (r->args &&
+        tl_proto_get_dims(r->args, "size", false, size, 2, TL_PROTO_MAX_DIM, &e) != TL_PROTO_OK) {
         fail_arg(r, &e);
         return;
     }
     pthread_mutex_lock(&d->lock);
     if (!d->scan.open) {
         pthread_mutex_unlock(&d->lock);
-        fail(r, TL_PROTO_E_STATE, "no scan is open: tune times the kernels on the scan's engine "
+        fail(r, TL_PROTO_E_STATE,
+             "no scan is open: tune times the kernels on the scan's engine "
              "(send the scan message first, its frames after)");
         return;
     }
@@ -450,8 +459,10 @@ static void cmd_tune(request *r)
             continue;
         if (n == TL_TUNE_MAX_SIZES) {
             pthread_mutex_unlock(&d->lock);
-            fail(r, TL_PROTO_E_RESOURCE, "the slices have more than %d sizes: name one with "
-                 "\"size\": [h, w]", TL_TUNE_MAX_SIZES);
+            fail(r, TL_PROTO_E_RESOURCE,
+                 "the slices have more than %d sizes: name one with "
+                 "\"size\": [h, w]",
+                 TL_TUNE_MAX_SIZES);
             return;
         }
         t->job_dims[n][0] = sl->height;
@@ -526,7 +537,8 @@ static void pack_frames(tl_daemon *d, msgpack_packer *pk)
     msgpack_pack_map(pk, (size_t)nproto);
     for (int i = 0; i < 64; i++)
         if (tl_stats_get(&st->rejected_proto[i]) > 0)
-            tl_proto_pack_kv_u64(pk, tl_proto_err_name((tl_proto_err)i), tl_stats_get(&st->rejected_proto[i]));
+            tl_proto_pack_kv_u64(pk, tl_proto_err_name((tl_proto_err)i),
+                                 tl_stats_get(&st->rejected_proto[i]));
 }
 
 static void pack_latency(tl_daemon *d, msgpack_packer *pk)
@@ -581,7 +593,8 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_u64(pk, "depth", tl_queue_depth(&d->queue));
     tl_proto_pack_kv_u64(pk, "high_water", tl_queue_high(&d->queue));
     tl_proto_pack_kv_u64(pk, "capacity", d->queue.cap);
-    tl_proto_pack_kv_str(pk, "overflow", tl_settings_enum_name("ingest.overflow", atomic_load(&d->overflow)));
+    tl_proto_pack_kv_str(pk, "overflow",
+                         tl_settings_enum_name("ingest.overflow", atomic_load(&d->overflow)));
     pack_key(pk, "slices");
     msgpack_pack_map(pk, 8);
     tl_proto_pack_kv_u64(pk, "defined", (uint64_t)defined);
@@ -620,10 +633,14 @@ typedef struct {
 static void cmd_commands(request *r);
 
 static const command commands[] = {
-    {"status", cmd_status, false},           {"set_slice", cmd_set_slice, true},
-    {"remove_slice", cmd_remove_slice, true}, {"list_slices", cmd_list_slices, false},
-    {"set_param", cmd_set_param, true},       {"reset", cmd_reset, false},
-    {"tune", cmd_tune, false},               {"commands", cmd_commands, false},
+    {"status", cmd_status, false},
+    {"set_slice", cmd_set_slice, true},
+    {"remove_slice", cmd_remove_slice, true},
+    {"list_slices", cmd_list_slices, false},
+    {"set_param", cmd_set_param, true},
+    {"reset", cmd_reset, false},
+    {"tune", cmd_tune, false},
+    {"commands", cmd_commands, false},
 };
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 

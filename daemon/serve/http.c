@@ -40,10 +40,10 @@
 #endif
 
 #define MAX_CLIENTS 32
-#define NREPLIES 8           /* replies queued per page; older ones are dropped beyond */
-#define RX_MAX 4096          /* largest message a page may send */
-#define CHUNK 16384          /* HTTP body bytes per write */
-#define TICK_MS 250          /* how often the scan is looked at and pages told its state */
+#define NREPLIES 8  /* replies queued per page; older ones are dropped beyond */
+#define RX_MAX 4096 /* largest message a page may send */
+#define CHUNK 16384 /* HTTP body bytes per write */
+#define TICK_MS 250 /* how often the scan is looked at and pages told its state */
 #define WS_PROTOCOL "tomolive-preview"
 
 /* The preview slices: a row and three ortho-slices through one point. */
@@ -51,8 +51,10 @@
 static const struct {
     const char *id;
     const char *axis; /* NULL: a row */
-} views[NVIEWS] = {
-    {"preview-row", NULL}, {"preview-x", "x"}, {"preview-y", "y"}, {"preview-z", "z"}};
+} views[NVIEWS] = {{"preview-row", NULL},
+                   {"preview-x", "x"},
+                   {"preview-y", "y"},
+                   {"preview-z", "z"}};
 
 /* One message with the LWS_PRE bytes of headroom lws_write needs before it; reused. */
 typedef struct {
@@ -64,15 +66,15 @@ typedef struct {
 /* A connected page. */
 typedef struct {
     struct lws *wsi;
-    int bits;                    /* 8 or 16: the depth of its preview images */
-    msgbuf view[NVIEWS];         /* the newest image of each view not yet sent */
-    msgbuf state;                /* the newest state message not yet sent */
-    msgbuf reply[NREPLIES];      /* replies to its requests, in order */
+    int bits;               /* 8 or 16: the depth of its preview images */
+    msgbuf view[NVIEWS];    /* the newest image of each view not yet sent */
+    msgbuf state;           /* the newest state message not yet sent */
+    msgbuf reply[NREPLIES]; /* replies to its requests, in order */
     int rep_head, nrep;
-    int turn;                    /* the view to consider first next time (round robin) */
+    int turn; /* the view to consider first next time (round robin) */
     char rx[RX_MAX];
     size_t rxlen;
-    bool rx_bad;                 /* the message being received is too long: ignore it */
+    bool rx_bad; /* the message being received is too long: ignore it */
 } client;
 
 /* Per connection (lws allocates and zeroes it): a page, or an HTTP response in progress.
@@ -81,7 +83,7 @@ typedef struct {
     client *c;
     char *body;
     size_t len, off;
-    bool head;                   /* a HEAD request: the headers were the whole answer */
+    bool head; /* a HEAD request: the headers were the whole answer */
 } session;
 
 typedef struct {
@@ -109,9 +111,9 @@ typedef struct {
     tl_proto_decoder *req_dec, *rep_dec;
     msgpack_sbuffer req, rep;
     uint64_t next_id;
-    char *state_text;            /* the last state sent to pages */
-    const char *kernel;          /* of the last slice published (a static string) */
-    uint64_t sent, dropped;      /* preview images */
+    char *state_text;       /* the last state sent to pages */
+    const char *kernel;     /* of the last slice published (a static string) */
+    uint64_t sent, dropped; /* preview images */
     uint64_t http_ok, http_errors, http_unrouted; /* tl_metrics_state says what they count */
 } server;
 
@@ -172,7 +174,8 @@ static void lws_emit(int level, const char *line)
 /* Runs one control command as the control socket would (args: a JSON object or NULL).
  * Returns its result as JSON (a new reference; json_null() for none), or NULL with the
  * error in err. */
-static json_t *run_command(server *s, const char *cmd, const json_t *args, char *err, size_t errlen)
+static json_t *run_command(server *s, const char *cmd, const json_t *args, char *err,
+                           size_t errlen)
 {
     msgpack_sbuffer_clear(&s->req);
     msgpack_packer pk;
@@ -184,7 +187,8 @@ static json_t *run_command(server *s, const char *cmd, const json_t *args, char 
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (tl_proto_decode(s->req_dec, s->req.data, s->req.size, TL_PROTO_CONTROL, &m, &e) != TL_PROTO_OK) {
+    if (tl_proto_decode(s->req_dec, s->req.data, s->req.size, TL_PROTO_CONTROL, &m, &e) !=
+        TL_PROTO_OK) {
         snprintf(err, errlen, "%s: %s", tl_proto_err_name(e.code), e.message);
         return NULL;
     }
@@ -256,7 +260,8 @@ static void sync_views(server *s, bool pin)
         json_t *r = define_view(s, i, pin, err, sizeof err);
         if (!r) {
             ok = false;
-            tl_log(TL_LOG_WARN, "preview_slice_refused", "id=%s error=%s", views[i].id, tl_logq(err));
+            tl_log(TL_LOG_WARN, "preview_slice_refused", "id=%s error=%s", views[i].id,
+                   tl_logq(err));
         }
         json_decref(r);
     }
@@ -352,18 +357,20 @@ static json_t *state_json(server *s, const scan_view *v)
 {
     json_t *vs = json_array();
     for (int i = 0; i < NVIEWS; i++)
-        json_array_append_new(vs, views[i].axis
-            ? json_pack("{s:s, s:s, s:s, s:f}", "id", views[i].id, "kind", "ortho", "axis",
-                        views[i].axis, "position", s->pos[i])
-            : json_pack("{s:s, s:s, s:f}", "id", views[i].id, "kind", "row", "z", s->pos[i]));
-    json_t *scan = v->open
-        ? json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:f, s:b, s:f, s:s, s:s, s:s}", "series",
-                    (json_int_t)v->series, "rows", (int)v->rows, "cols", (int)v->cols, "window",
-                    (int)v->window, "held", (int)v->held, "missing", (int)v->missing, "fill",
-                    v->window ? (double)v->held / v->window : 0.0, "finished", v->finished,
-                    "center", v->center, "filter", v->filter, "backend", v->backend, "device",
-                    v->device)
-        : json_null();
+        json_array_append_new(vs, views[i].axis ? json_pack("{s:s, s:s, s:s, s:f}", "id",
+                                                            views[i].id, "kind", "ortho", "axis",
+                                                            views[i].axis, "position", s->pos[i])
+                                                : json_pack("{s:s, s:s, s:f}", "id", views[i].id,
+                                                            "kind", "row", "z", s->pos[i]));
+    json_t *scan =
+        v->open
+            ? json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:f, s:b, s:f, s:s, s:s, s:s}", "series",
+                        (json_int_t)v->series, "rows", (int)v->rows, "cols", (int)v->cols,
+                        "window", (int)v->window, "held", (int)v->held, "missing", (int)v->missing,
+                        "fill", v->window ? (double)v->held / v->window : 0.0, "finished",
+                        v->finished, "center", v->center, "filter", v->filter, "backend",
+                        v->backend, "device", v->device)
+            : json_null();
     return json_pack("{s:s, s:s, s:o, s:o, s:i, s:i, s:I}", "type", "state", "version",
                      PACKAGE_VERSION, "scan", scan, "views", vs, "preview_size",
                      s->d->cfg.http_preview_size, "clients", s->nclients, "dropped",
@@ -411,8 +418,9 @@ static void on_slice(void *ctx, const tl_slicebuf *b)
     int v;
     if (s->nclients == 0 || (v = view_index(b->id)) < 0)
         return;
-    uint32_t oh, ow, f = tl_preview_factor(b->height, b->width,
-                                           (uint32_t)s->d->cfg.http_preview_size, &oh, &ow);
+    uint32_t oh, ow,
+        f = tl_preview_factor(b->height, b->width, (uint32_t)s->d->cfg.http_preview_size, &oh,
+                              &ow);
     float *small = grow(s->small, &s->small_cap, (size_t)oh * ow * sizeof(float));
     if (!small)
         return;
@@ -496,8 +504,8 @@ static int write_next(server *s, client *c)
 
 static void reply(client *c, json_t *req, json_t *result, const char *err)
 {
-    json_t *m = json_pack("{s:s, s:O, s:b}", "type", "reply", "req",
-                          req ? req : json_null(), "ok", err == NULL);
+    json_t *m = json_pack("{s:s, s:O, s:b}", "type", "reply", "req", req ? req : json_null(), "ok",
+                          err == NULL);
     if (!m) {
         json_decref(result);
         return;
@@ -531,7 +539,8 @@ static void handle_message(server *s, client *c, const char *text, size_t len)
         json_t *p = json_object_get(msg, "position");
         int i = id ? view_index(id) : -1;
         if (i < 0 || !json_is_number(p) || !isfinite(json_number_value(p)))
-            snprintf(err, sizeof err, "move needs \"view\" (a preview slice) and a finite \"position\"");
+            snprintf(err, sizeof err,
+                     "move needs \"view\" (a preview slice) and a finite \"position\"");
         else if (!s->placed)
             snprintf(err, sizeof err, "no scan is open");
         else {
@@ -544,8 +553,9 @@ static void handle_message(server *s, client *c, const char *text, size_t len)
                 s->defined = true;
         }
     } else if (strcmp(cmd, "center") == 0) {
-        json_t *a = json_pack("{s:s, s:O}", "name", "center", "value",
-                              json_object_get(msg, "value") ? json_object_get(msg, "value") : json_null());
+        json_t *a =
+            json_pack("{s:s, s:O}", "name", "center", "value",
+                      json_object_get(msg, "value") ? json_object_get(msg, "value") : json_null());
         res = a ? run_command(s, "set_param", a, err, sizeof err) : NULL;
         json_decref(a);
     } else if (strcmp(cmd, "bits") == 0) {
@@ -634,12 +644,13 @@ static int respond_with(struct lws *wsi, session *p, unsigned status, const char
     static const char nostore[] = "no-store", close[] = "close";
     if (!body || lws_add_http_common_headers(wsi, status, ctype, len, &q, end) ||
         lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
-                                    (const unsigned char *)nostore, (int)strlen(nostore), &q, end) ||
+                                    (const unsigned char *)nostore, (int)strlen(nostore), &q,
+                                    end) ||
         lws_add_http_header_by_name(wsi, (const unsigned char *)"connection:",
                                     (const unsigned char *)close, (int)strlen(close), &q, end) ||
-        (allow && lws_add_http_header_by_name(wsi, (const unsigned char *)"allow:",
-                                              (const unsigned char *)allow, (int)strlen(allow),
-                                              &q, end)) ||
+        (allow &&
+         lws_add_http_header_by_name(wsi, (const unsigned char *)"allow:",
+                                     (const unsigned char *)allow, (int)strlen(allow), &q, end)) ||
         lws_finalize_write_http_header(wsi, start, &q, end))
         return -1;
     if (p->head) { /* the body is not sent: http_writeable ends the transaction */
@@ -724,8 +735,9 @@ static int serve_metrics(server *s, struct lws *wsi, session *p)
     pthread_mutex_lock(&d->lock); /* as status counts them */
     m.slices_defined = d->slices.n;
     for (int i = 0; i < d->slices.n; i++)
-        m.slices_wanted += d->slices.v[i].pinned ||
-                           tl_publisher_wanted(&d->pub, d->slices.v[i].topic, d->slices.v[i].topic_len);
+        m.slices_wanted +=
+            d->slices.v[i].pinned ||
+            tl_publisher_wanted(&d->pub, d->slices.v[i].topic, d->slices.v[i].topic_len);
     pthread_mutex_unlock(&d->lock);
     size_t cap = 16384;
     for (;;) {
@@ -734,7 +746,8 @@ static int serve_metrics(server *s, struct lws *wsi, session *p)
             return -1;
         size_t n = tl_metrics_write(buf, cap, &d->stats, &m);
         if (n < cap)
-            return respond(wsi, p, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8", buf, n);
+            return respond(wsi, p, HTTP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8", buf,
+                           n);
         free(buf);
         cap = n + 1;
     }
@@ -787,11 +800,13 @@ static int refuse(struct lws *wsi, session *p, bool method_ok, bool body)
     static const char why_method[] = "only GET and HEAD are served\n";
     static const char why_body[] = "requests with a body are not served\n";
     const char *why = method_ok ? why_body : why_method;
-    tl_log(TL_LOG_DEBUG, "http_refused", "reason=%s", tl_logq(method_ok ? "request body" : "method"));
-    int rc = respond_with(wsi, p,
-                          method_ok ? HTTP_STATUS_REQ_ENTITY_TOO_LARGE : HTTP_STATUS_METHOD_NOT_ALLOWED,
-                          "text/plain; charset=utf-8", strdup(why), strlen(why),
-                          method_ok ? NULL : "GET, HEAD");
+    tl_log(TL_LOG_DEBUG, "http_refused", "reason=%s",
+           tl_logq(method_ok ? "request body" : "method"));
+    int rc =
+        respond_with(wsi, p,
+                     method_ok ? HTTP_STATUS_REQ_ENTITY_TOO_LARGE : HTTP_STATUS_METHOD_NOT_ALLOWED,
+                     "text/plain; charset=utf-8", strdup(why), strlen(why),
+                     method_ok ? NULL : "GET, HEAD");
     if (rc != 0 || !body)
         return rc;
     http_writeable(wsi, p); /* the text now (a few bytes) */
@@ -807,21 +822,21 @@ static int serve_http(server *s, struct lws *wsi, session *p, const char *path)
         return refuse(wsi, p, method_ok, with_body);
     const char *file;
     switch (tl_http_route_path(path, &file)) {
-    case TL_ROUTE_METRICS: return serve_metrics(s, wsi, p);
-    case TL_ROUTE_STATUS: return serve_status(s, wsi, p);
-    case TL_ROUTE_WS:
-        return respond_text(wsi, p, HTTP_STATUS_BAD_REQUEST,
-                            "a WebSocket endpoint (subprotocol " WS_PROTOCOL ")\n");
-    case TL_ROUTE_FILE: {
-        char full[sizeof s->root + 80];
-        size_t n;
-        int k = snprintf(full, sizeof full, "%s/%s", s->root, file);
-        char *body = k > 0 && (size_t)k < sizeof full ? read_file(full, &n) : NULL;
-        if (body) /* small files of the page, from the page cache */
-            return respond(wsi, p, HTTP_STATUS_OK, tl_http_mime(file), body, n);
-        break;
-    }
-    case TL_ROUTE_NOT_FOUND: break;
+        case TL_ROUTE_METRICS: return serve_metrics(s, wsi, p);
+        case TL_ROUTE_STATUS: return serve_status(s, wsi, p);
+        case TL_ROUTE_WS:
+            return respond_text(wsi, p, HTTP_STATUS_BAD_REQUEST,
+                                "a WebSocket endpoint (subprotocol " WS_PROTOCOL ")\n");
+        case TL_ROUTE_FILE: {
+            char full[sizeof s->root + 80];
+            size_t n;
+            int k = snprintf(full, sizeof full, "%s/%s", s->root, file);
+            char *body = k > 0 && (size_t)k < sizeof full ? read_file(full, &n) : NULL;
+            if (body) /* small files of the page, from the page cache */
+                return respond(wsi, p, HTTP_STATUS_OK, tl_http_mime(file), body, n);
+            break;
+        }
+        case TL_ROUTE_NOT_FOUND: break;
     }
     return respond_text(wsi, p, HTTP_STATUS_NOT_FOUND, "not found\n");
 }
@@ -871,72 +886,70 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     server *s = &srv;
     session *p = user;
     switch (reason) {
-    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: { /* reads headers only */
-        char uri[64];
-        const char *f;
-        if (lws_hdr_copy(wsi, uri, sizeof uri, WSI_TOKEN_GET_URI) <= 0 ||
-            tl_http_route_path(uri, &f) != TL_ROUTE_WS || !s->running || s->nclients >= MAX_CLIENTS)
-            return 1; /* refused */
-        break;
-    }
-    case LWS_CALLBACK_HTTP:
-        if (!p) { /* not expected: a request is always bound; answer without a session */
-            lws_return_http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, NULL);
-            return -1;
+        case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: { /* reads headers only */
+            char uri[64];
+            const char *f;
+            if (lws_hdr_copy(wsi, uri, sizeof uri, WSI_TOKEN_GET_URI) <= 0 ||
+                tl_http_route_path(uri, &f) != TL_ROUTE_WS || !s->running ||
+                s->nclients >= MAX_CLIENTS)
+                return 1; /* refused */
+            break;
         }
-        return serve_http(s, wsi, p, in ? (const char *)in : "");
-    case LWS_CALLBACK_HTTP_WRITEABLE:
-        return p ? http_writeable(wsi, p) : 0;
-    case LWS_CALLBACK_HTTP_BODY:
-    case LWS_CALLBACK_HTTP_BODY_COMPLETION:
-        /* Only "POST ... Content-Length: 0" gets here (a body is refused first): ours, not
+        case LWS_CALLBACK_HTTP:
+            if (!p) { /* not expected: a request is always bound; answer without a session */
+                lws_return_http_status(wsi, HTTP_STATUS_INTERNAL_SERVER_ERROR, NULL);
+                return -1;
+            }
+            return serve_http(s, wsi, p, in ? (const char *)in : "");
+        case LWS_CALLBACK_HTTP_WRITEABLE: return p ? http_writeable(wsi, p) : 0;
+        case LWS_CALLBACK_HTTP_BODY:
+        case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+            /* Only "POST ... Content-Length: 0" gets here (a body is refused first): ours, not
          * the default handler's, which would complete the transaction before the 405 is
          * written. The connection closes after its last write. */
-        return 0;
-    case LWS_CALLBACK_CLOSED_HTTP:
-        if (!p)
-            s->http_unrouted++;
-        /* fall through */
-    case LWS_CALLBACK_HTTP_DROP_PROTOCOL: /* the transaction is over: its body goes */
-        if (p) {
-            free(p->body);
-            p->body = NULL;
-            p->head = false;
-        }
-        break;
-    case LWS_CALLBACK_ESTABLISHED:
-        if (!p)
-            return -1;
-        p->c = client_open(s, wsi);
-        return p->c ? 0 : -1;
-    case LWS_CALLBACK_CLOSED:
-        if (p && p->c)
-            client_close(s, p->c);
-        if (p)
-            p->c = NULL;
-        break;
-    case LWS_CALLBACK_SERVER_WRITEABLE:
-        return p && p->c ? write_next(s, p->c) : 0;
-    case LWS_CALLBACK_RECEIVE: {
-        client *c = p ? p->c : NULL;
-        if (!c)
+            return 0;
+        case LWS_CALLBACK_CLOSED_HTTP:
+            if (!p)
+                s->http_unrouted++;
+            /* fall through */
+        case LWS_CALLBACK_HTTP_DROP_PROTOCOL: /* the transaction is over: its body goes */
+            if (p) {
+                free(p->body);
+                p->body = NULL;
+                p->head = false;
+            }
             break;
-        if (lws_frame_is_binary(wsi) || c->rxlen + len > sizeof c->rx)
-            c->rx_bad = true;
-        else {
-            memcpy(c->rx + c->rxlen, in, len);
-            c->rxlen += len;
+        case LWS_CALLBACK_ESTABLISHED:
+            if (!p)
+                return -1;
+            p->c = client_open(s, wsi);
+            return p->c ? 0 : -1;
+        case LWS_CALLBACK_CLOSED:
+            if (p && p->c)
+                client_close(s, p->c);
+            if (p)
+                p->c = NULL;
+            break;
+        case LWS_CALLBACK_SERVER_WRITEABLE: return p && p->c ? write_next(s, p->c) : 0;
+        case LWS_CALLBACK_RECEIVE: {
+            client *c = p ? p->c : NULL;
+            if (!c)
+                break;
+            if (lws_frame_is_binary(wsi) || c->rxlen + len > sizeof c->rx)
+                c->rx_bad = true;
+            else {
+                memcpy(c->rx + c->rxlen, in, len);
+                c->rxlen += len;
+            }
+            if (lws_is_final_fragment(wsi) && lws_remaining_packet_payload(wsi) == 0) {
+                if (!c->rx_bad && s->running)
+                    handle_message(s, c, c->rx, c->rxlen);
+                c->rxlen = 0;
+                c->rx_bad = false;
+            }
+            break;
         }
-        if (lws_is_final_fragment(wsi) && lws_remaining_packet_payload(wsi) == 0) {
-            if (!c->rx_bad && s->running)
-                handle_message(s, c, c->rx, c->rxlen);
-            c->rxlen = 0;
-            c->rx_bad = false;
-        }
-        break;
-    }
-    default:
-        break;
+        default: break;
     }
     return lws_callback_http_dummy(wsi, reason, user, in, len);
 }
@@ -1011,13 +1024,15 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
     info.uid = -1;
     s->ctx = lws_create_context(&info);
     if (!s->ctx) {
-        snprintf(err, errlen, "http: libwebsockets cannot run on the libuv loop (is the "
+        snprintf(err, errlen,
+                 "http: libwebsockets cannot run on the libuv loop (is the "
                  "libwebsockets-evlib-uv plugin installed?)");
         return -1;
     }
     s->vh = lws_create_vhost(s->ctx, &info);
     if (!s->vh) {
-        snprintf(err, errlen, "http.listen %s: cannot listen: %s", c->http_listen, bind_error(host, port));
+        snprintf(err, errlen, "http.listen %s: cannot listen: %s", c->http_listen,
+                 bind_error(host, port));
         lws_context_destroy(s->ctx); /* its handles close as the loop runs (or not: we exit) */
         return -1;
     }

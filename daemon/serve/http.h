@@ -43,7 +43,7 @@ void tl_http_stop(struct tl_daemon *d);
 
 typedef enum {
     TL_ROUTE_NOT_FOUND = 0,
-    TL_ROUTE_FILE,      /* a file of the page under http.root */
+    TL_ROUTE_FILE, /* a file of the page under http.root */
     TL_ROUTE_METRICS,
     TL_ROUTE_STATUS,
     TL_ROUTE_WS,

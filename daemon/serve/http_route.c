@@ -54,8 +54,10 @@ tl_http_route tl_http_route_path(const char *path, const char **file)
     if (strcmp(p, "ws") == 0)
         return TL_ROUTE_WS;
     /* one segment of safe characters, no leading dot, a known type */
-    if (p[0] == '.' || strlen(p) > 64 || strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                   "0123456789_.-") != strlen(p) || !ext_mime(p))
+    if (p[0] == '.' || strlen(p) > 64 ||
+        strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                  "0123456789_.-") != strlen(p) ||
+        !ext_mime(p))
         return TL_ROUTE_NOT_FOUND;
     *file = p;
     return TL_ROUTE_FILE;

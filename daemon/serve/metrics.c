@@ -89,8 +89,8 @@ static void frames(out *o, const tl_stats *st)
 {
     counter(o, "tomolive_ingest_messages_total", "Messages received on the ingest socket.",
             &st->messages);
-    counter(o, "tomolive_ingest_bytes_total", "Bytes received on the ingest socket (headers and payloads).",
-            &st->bytes);
+    counter(o, "tomolive_ingest_bytes_total",
+            "Bytes received on the ingest socket (headers and payloads).", &st->bytes);
     family(o, "tomolive_frames_accepted_total", "counter", "Frames used, by kind.");
     static const char *const kinds[3] = {"dark", "flat", "proj"};
     for (int i = 0; i < 3; i++)
@@ -99,14 +99,15 @@ static void frames(out *o, const tl_stats *st)
     family(o, "tomolive_frames_rejected_total", "counter",
            "Ingest messages not used, by reason (protocol/PROTOCOL.md, status.frames.rejected).");
     for (int i = 0; i < TL_REJ_COUNT; i++)
-        put(o, "tomolive_frames_rejected_total{reason=\"%s\"} %llu\n", tl_reject_name((tl_reject)i),
-            (unsigned long long)tl_stats_get(&st->rejected[i]));
+        put(o, "tomolive_frames_rejected_total{reason=\"%s\"} %llu\n",
+            tl_reject_name((tl_reject)i), (unsigned long long)tl_stats_get(&st->rejected[i]));
     family(o, "tomolive_frames_rejected_protocol_total", "counter",
            "Malformed ingest messages, by protocol error (only errors that occurred).");
     for (int i = 0; i < 64; i++)
         if (tl_stats_get(&st->rejected_proto[i]) > 0)
             put(o, "tomolive_frames_rejected_protocol_total{error=\"%s\"} %llu\n",
-                tl_proto_err_name((tl_proto_err)i), (unsigned long long)tl_stats_get(&st->rejected_proto[i]));
+                tl_proto_err_name((tl_proto_err)i),
+                (unsigned long long)tl_stats_get(&st->rejected_proto[i]));
     counter(o, "tomolive_scans_total", "Scans started.", &st->scans);
     counter(o, "tomolive_gpu_frames_total", "Frames read from producers' GPU memory (CUDA IPC).",
             &st->ipc_frames);
@@ -117,12 +118,14 @@ static void frames(out *o, const tl_stats *st)
     counter(o, "tomolive_gpu_release_failed_total", "Release messages that could not be sent.",
             &st->ipc_release_failed);
     counter(o, "tomolive_gpu_producers_lost_total",
-            "Series ended because their producer of GPU frames went away.", &st->ipc_producers_lost);
+            "Series ended because their producer of GPU frames went away.",
+            &st->ipc_producers_lost);
 }
 
 static void scan(out *o, const tl_metrics_state *s)
 {
-    gauge(o, "tomolive_scan_open", "1 while a scan is open (an engine exists), else 0.", s->scan_open);
+    gauge(o, "tomolive_scan_open", "1 while a scan is open (an engine exists), else 0.",
+          s->scan_open);
     if (!s->scan_open)
         return;
     family(o, "tomolive_scan_info", "gauge",
@@ -163,13 +166,15 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
     frames(&o, st);
     gauge(&o, "tomolive_queue_depth", "Frames waiting between the ingest thread and the engine.",
           s->queue_depth);
-    gauge(&o, "tomolive_queue_capacity", "Size of the ingest queue (ingest.queue).", s->queue_capacity);
-    gauge(&o, "tomolive_queue_high_water", "Deepest the ingest queue has been.", (double)s->queue_high);
+    gauge(&o, "tomolive_queue_capacity", "Size of the ingest queue (ingest.queue).",
+          s->queue_capacity);
+    gauge(&o, "tomolive_queue_high_water", "Deepest the ingest queue has been.",
+          (double)s->queue_high);
     scan(&o, s);
     gauge(&o, "tomolive_slices_defined", "Slices defined (set_slice).", s->slices_defined);
     gauge(&o, "tomolive_slices_wanted", "Slices pinned or subscribed to.", s->slices_wanted);
-    gauge(&o, "tomolive_subscriptions", "Distinct topic prefixes subscribed to on the slices socket.",
-          (double)s->subscriptions);
+    gauge(&o, "tomolive_subscriptions",
+          "Distinct topic prefixes subscribed to on the slices socket.", (double)s->subscriptions);
     counter(&o, "tomolive_slices_computed_total", "Slices reconstructed.", &st->slices_computed);
     counter(&o, "tomolive_slices_published_total", "Slices sent on the slices socket.",
             &st->slices_published);
@@ -184,10 +189,12 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
             &st->requests);
     counter(&o, "tomolive_request_errors_total", "Control requests answered with an error.",
             &st->request_errors);
-    gauge(&o, "tomolive_preview_clients", "Preview pages connected (WebSocket).", s->preview_clients);
+    gauge(&o, "tomolive_preview_clients", "Preview pages connected (WebSocket).",
+          s->preview_clients);
     family(&o, "tomolive_preview_frames_total", "counter",
            "Preview images for pages: sent, or dropped because a newer one replaced them first.");
-    put(&o, "tomolive_preview_frames_total{outcome=\"sent\"} %llu\n", (unsigned long long)s->preview_sent);
+    put(&o, "tomolive_preview_frames_total{outcome=\"sent\"} %llu\n",
+        (unsigned long long)s->preview_sent);
     put(&o, "tomolive_preview_frames_total{outcome=\"dropped\"} %llu\n",
         (unsigned long long)s->preview_dropped);
     family(&o, "tomolive_http_requests_total", "counter",
@@ -205,8 +212,10 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
            "(preprocess, filter, store one frame), reconstruct (one batch of slices), transport "
            "(the camera's t_acq to received).");
     histogram(&o, "tomolive_stage_latency_seconds", "stage", "queue", &st->latency[TL_LAT_QUEUE]);
-    histogram(&o, "tomolive_stage_latency_seconds", "stage", "submit", &st->latency[TL_LAT_SUBMIT]);
-    histogram(&o, "tomolive_stage_latency_seconds", "stage", "reconstruct", &st->latency[TL_LAT_RECON]);
+    histogram(&o, "tomolive_stage_latency_seconds", "stage", "submit",
+              &st->latency[TL_LAT_SUBMIT]);
+    histogram(&o, "tomolive_stage_latency_seconds", "stage", "reconstruct",
+              &st->latency[TL_LAT_RECON]);
     histogram(&o, "tomolive_stage_latency_seconds", "stage", "transport",
               &st->latency[TL_LAT_ACQ_TO_RECV]);
     family(&o, "tomolive_slice_latency_seconds", "histogram",

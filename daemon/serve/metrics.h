@@ -30,10 +30,10 @@ typedef struct {
     /* the open scan; with scan_open false the rest of this group is not written */
     bool scan_open, finished;
     uint64_t series;
-    const char *backend, *device;   /* as status says them */
-    const char *kernel;             /* of the last slice published; NULL or "" = none yet */
+    const char *backend, *device; /* as status says them */
+    const char *kernel;           /* of the last slice published; NULL or "" = none yet */
     uint32_t window, held, missing;
-    uint64_t memory_bytes;          /* the engine's allocation (GPU memory with CUDA) */
+    uint64_t memory_bytes; /* the engine's allocation (GPU memory with CUDA) */
     double center;
     /* ingest queue */
     uint32_t queue_depth, queue_capacity;

@@ -97,7 +97,8 @@ size_t tl_preview_encode(const float *img, tl_preview_hdr *hdr, uint8_t *out, si
     int bits = hdr->bits;
     if ((bits != 8 && bits != 16) || hdr->width > 65535 || hdr->height > 65535)
         return 0;
-    size_t n = (size_t)hdr->width * hdr->height, need = tl_preview_bytes(hdr->height, hdr->width, bits);
+    size_t n = (size_t)hdr->width * hdr->height,
+           need = tl_preview_bytes(hdr->height, hdr->width, bits);
     if (need > cap)
         return 0;
     float lo = INFINITY, hi = -INFINITY;

@@ -43,10 +43,10 @@
 #define TL_PREVIEW_VERSION 1
 
 typedef struct {
-    uint8_t bits;             /* 8 or 16 */
+    uint8_t bits; /* 8 or 16 */
     uint8_t view;
     bool final;
-    uint32_t width, height;   /* of the preview image */
+    uint32_t width, height; /* of the preview image */
     uint32_t src_width, src_height;
     uint32_t projections_used, missing;
     float lo, hi;

@@ -33,14 +33,14 @@
 #define R3D_BACKOFF_MAX 30.0
 
 typedef struct {
-    int32_t id;                 /* the viewer's slice id */
-    float orientation[9];       /* the viewer's 9 floats */
-    char tl_id[48];             /* the daemon's slice id */
+    int32_t id;           /* the viewer's slice id */
+    float orientation[9]; /* the viewer's 9 floats */
+    char tl_id[48];       /* the daemon's slice id */
     bool registered;
-    uint32_t rows, cols;        /* the detector it was registered for */
-    float *data;                /* the latest pixels, bottom-up, not yet sent */
+    uint32_t rows, cols; /* the detector it was registered for */
+    float *data;         /* the latest pixels, bottom-up, not yet sent */
     size_t cap;
-    uint32_t n;                 /* side of data */
+    uint32_t n; /* side of data */
     bool pending;
 } r3d_slice;
 
@@ -57,13 +57,13 @@ typedef struct {
     bool req_watched, sub_watched;
     uv_timer_t timer;
     int state;
-    bool busy;                  /* a request is in flight */
+    bool busy; /* a request is in flight */
     uint64_t sent_ns, next_try_ns;
     double backoff;
     int32_t scene;
     r3d_slice slices[R3D_MAX_SLICES];
     int nslices, next_send;
-    uint8_t *packet;            /* outgoing packet buffer, reused */
+    uint8_t *packet; /* outgoing packet buffer, reused */
     size_t packet_cap;
     msgpack_sbuffer args, reply;
     tl_proto_decoder *dec;
@@ -384,7 +384,8 @@ static void on_packet(tl_zwatch *w)
             finite &= isfinite(o[i] = tl_tomop_f32(p + 12 + 4 * i)) != 0;
         r3d_slice *s = find_slice(id);
         if (!finite) {
-            tl_log(TL_LOG_WARN, "recast3d_packet_ignored", "reason=orientation_not_finite slice=%d", id);
+            tl_log(TL_LOG_WARN, "recast3d_packet_ignored",
+                   "reason=orientation_not_finite slice=%d", id);
         } else if (!s && R.nslices == R3D_MAX_SLICES) {
             tl_log(TL_LOG_WARN, "recast3d_packet_ignored", "reason=too_many_slices slice=%d", id);
         } else {
@@ -459,8 +460,8 @@ static void on_slice(void *ctx, const tl_slicebuf *b)
 static void on_tick(uv_timer_t *t)
 {
     uint64_t now = tl_clock_ns();
-    if (R.busy && now - R.sent_ns > (R.state == R3D_CONNECTING ? R3D_SCENE_TIMEOUT_NS
-                                                                 : R3D_DATA_TIMEOUT_NS)) {
+    if (R.busy && now - R.sent_ns >
+                      (R.state == R3D_CONNECTING ? R3D_SCENE_TIMEOUT_NS : R3D_DATA_TIMEOUT_NS)) {
         if (R.state == R3D_READY) { /* a new viewer gets a new scene: forget the old one */
             drop_slices();
             filters(ZMQ_UNSUBSCRIBE);

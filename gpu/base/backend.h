@@ -27,17 +27,17 @@ extern "C" {
 /* One projection of a back-projection job, in the units of ARCHITECTURE.md §3.1:
  * the ray through (x, y) hits column u = center + x cos(theta) - y sin(theta). */
 typedef struct {
-    uint32_t slot;   /* where the filtered projection lives in the window */
+    uint32_t slot; /* where the filtered projection lives in the window */
     double cos_t, sin_t;
-    double center;   /* engine centre + the projection's own correction */
-    double weight;   /* FBP weight (pi / N for uniform angles) */
+    double center; /* engine centre + the projection's own correction */
+    double weight; /* FBP weight (pi / N for uniform angles) */
 } tl_bp_proj;
 
 /* One slice of a job: a plane (xaxis, yaxis, base; see engine.h) sampled on h x w pixels. */
 typedef struct {
     float plane[9];
     uint32_t height, width;
-    float *out;      /* host memory, height * width floats */
+    float *out; /* host memory, height * width floats */
 } tl_bp_slice;
 
 typedef struct {
@@ -45,11 +45,11 @@ typedef struct {
     size_t nslices;
     const tl_bp_proj *proj;
     size_t nproj;
-    const char *force;  /* kernel name to use ("" or NULL: the backend chooses) */
-    tl_quality quality; /* worst quality mode allowed */
+    const char *force;               /* kernel name to use ("" or NULL: the backend chooses) */
+    tl_quality quality;              /* worst quality mode allowed */
     const tl_kernel_choice *choices; /* the tuned kernels by slice size (engine.h) */
     size_t nchoices;
-    const char *kernel; /* set by the backend: name of the kernel it used ("mixed" when
+    const char *kernel;        /* set by the backend: name of the kernel it used ("mixed" when
                            slices differed) */
     const char **slice_kernel; /* NULL, or nslices entries the backend sets to the name of
                                   each slice's kernel (static strings) */

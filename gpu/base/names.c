@@ -9,9 +9,8 @@
 const char *tl_status_name(tl_status s)
 {
     static const char *const names[] = {
-        "TL_OK",           "TL_EINVAL", "TL_ENOMEM",      "TL_ESTALE",
-        "TL_EDUPLICATE",   "TL_ESHAPE", "TL_ENOTFOUND",   "TL_EUNSUPPORTED",
-        "TL_EDEVICE",      "TL_EIO",    "TL_EINTERNAL",
+        "TL_OK",        "TL_EINVAL",       "TL_ENOMEM",  "TL_ESTALE", "TL_EDUPLICATE", "TL_ESHAPE",
+        "TL_ENOTFOUND", "TL_EUNSUPPORTED", "TL_EDEVICE", "TL_EIO",    "TL_EINTERNAL",
     };
     return (unsigned)s < sizeof names / sizeof *names ? names[s] : "TL_E?";
 }
@@ -19,13 +18,10 @@ const char *tl_status_name(tl_status s)
 size_t tl_dtype_size(tl_dtype t)
 {
     switch (t) {
-    case TL_DTYPE_U8:
-        return 1;
-    case TL_DTYPE_U16:
-        return 2;
-    case TL_DTYPE_U32:
-    case TL_DTYPE_F32:
-        return 4;
+        case TL_DTYPE_U8: return 1;
+        case TL_DTYPE_U16: return 2;
+        case TL_DTYPE_U32:
+        case TL_DTYPE_F32: return 4;
     }
     return 0;
 }

@@ -17,15 +17,15 @@ extern "C" {
 
 typedef enum {
     TL_OK = 0,
-    TL_EINVAL,      /* invalid argument or configuration */
-    TL_ENOMEM,      /* host or device memory missing (message gives the numbers) */
-    TL_ESTALE,      /* projection older than the window: rejected */
-    TL_EDUPLICATE,  /* frame index already held in the window: rejected */
-    TL_ESHAPE,      /* frame shape or dtype differs from the scan */
-    TL_ENOTFOUND,   /* no such slice */
-    TL_EUNSUPPORTED,/* valid request the backend does not implement (cone beam, device input) */
-    TL_EDEVICE,     /* no usable GPU, or a CUDA/cuFFT call failed */
-    TL_EIO,         /* file input/output */
+    TL_EINVAL,       /* invalid argument or configuration */
+    TL_ENOMEM,       /* host or device memory missing (message gives the numbers) */
+    TL_ESTALE,       /* projection older than the window: rejected */
+    TL_EDUPLICATE,   /* frame index already held in the window: rejected */
+    TL_ESHAPE,       /* frame shape or dtype differs from the scan */
+    TL_ENOTFOUND,    /* no such slice */
+    TL_EUNSUPPORTED, /* valid request the backend does not implement (cone beam, device input) */
+    TL_EDEVICE,      /* no usable GPU, or a CUDA/cuFFT call failed */
+    TL_EIO,          /* file input/output */
     TL_EINTERNAL
 } tl_status;
 
@@ -37,8 +37,13 @@ size_t tl_dtype_size(tl_dtype t);
 typedef enum { TL_FRAME_DARK = 0, TL_FRAME_FLAT, TL_FRAME_PROJ } tl_frame_kind;
 
 typedef enum {
-    TL_FILTER_RAMLAK = 0, TL_FILTER_SHEPP_LOGAN, TL_FILTER_COSINE, TL_FILTER_HAMMING,
-    TL_FILTER_HANN, TL_FILTER_PARZEN, TL_FILTER_NONE, /* NONE: plain back projection */
+    TL_FILTER_RAMLAK = 0,
+    TL_FILTER_SHEPP_LOGAN,
+    TL_FILTER_COSINE,
+    TL_FILTER_HAMMING,
+    TL_FILTER_HANN,
+    TL_FILTER_PARZEN,
+    TL_FILTER_NONE, /* NONE: plain back projection */
     TL_FILTER_COUNT
 } tl_filter;
 const char *tl_filter_name(tl_filter f);                /* "ram-lak", ... */
@@ -69,21 +74,21 @@ typedef enum { TL_PRECISION_F32 = 0, TL_PRECISION_F64 } tl_precision;
 
 typedef struct {
     tl_backend_kind backend;
-    tl_geometry geometry;     /* only PARALLEL is implemented; CONE is TL_EUNSUPPORTED */
-    uint32_t rows, cols;      /* detector shape */
-    tl_dtype dtype;           /* the dtype frames are expected in (others are TL_ESHAPE) */
-    uint32_t window;          /* N: projections kept */
-    uint64_t first_index;     /* index of the scan's first projection (window never starts
+    tl_geometry geometry;   /* only PARALLEL is implemented; CONE is TL_EUNSUPPORTED */
+    uint32_t rows, cols;    /* detector shape */
+    tl_dtype dtype;         /* the dtype frames are expected in (others are TL_ESHAPE) */
+    uint32_t window;        /* N: projections kept */
+    uint64_t first_index;   /* index of the scan's first projection (window never starts
                                  before it, so early frames are not "missing") */
-    double center;            /* rotation axis column; default (cols - 1) / 2 */
-    tl_filter filter;         /* default ram-lak */
-    tl_weights weights;       /* default UNIFORM */
-    bool already_linear;      /* input is already line integrals: no -log */
-    tl_quality quality;       /* worst quality mode allowed; default EXACT */
-    tl_precision precision;   /* F64: float64 reference mode (CPU backend only; tests) */
-    int threads;              /* CPU backend threads; 0 = all cores (with several
+    double center;          /* rotation axis column; default (cols - 1) / 2 */
+    tl_filter filter;       /* default ram-lak */
+    tl_weights weights;     /* default UNIFORM */
+    bool already_linear;    /* input is already line integrals: no -log */
+    tl_quality quality;     /* worst quality mode allowed; default EXACT */
+    tl_precision precision; /* F64: float64 reference mode (CPU backend only; tests) */
+    int threads;            /* CPU backend threads; 0 = all cores (with several
                                  partitions: divided among them) */
-    int device;               /* CUDA device ordinal (one GPU; see devices) */
+    int device;             /* CUDA device ordinal (one GPU; see devices) */
     /* Several GPUs per host: with ndevices >= 2 the detector rows are split evenly across
      * devices[0 .. ndevices-1] (tl_engine_split_rows): each holds the rolling sinograms of
      * its rows and runs its own pipeline and kernels; a frame is split by rows on upload,
@@ -97,13 +102,12 @@ typedef struct {
      * rows, is TL_EINVAL; a CUDA ordinal that does not exist is TL_EDEVICE. */
     uint32_t ndevices;
     int devices[TL_ENGINE_MAX_DEVICES];
-    char kernel[32];          /* force a back-projection kernel by name (tests, benchmarks);
+    char kernel[32];  /* force a back-projection kernel by name (tests, benchmarks);
                                  "" = the fastest kernel of an allowed quality mode */
-    uint32_t refresh;         /* tracked slices: full recomputation after this many
+    uint32_t refresh; /* tracked slices: full recomputation after this many
                                  incremental updates; 0 (default) = never: the
                                  accumulators are float64, so float drift stays bounded */
 } tl_engine_config;
-
 
 /* Memory an engine with this configuration needs, computed before anything is allocated:
  * window (rows x cols x N x bytes per value) plus working buffers, on the backend's device
@@ -113,7 +117,7 @@ typedef struct {
     size_t window_bytes;
     size_t buffer_bytes;
     size_t total_bytes;
-    size_t available_bytes;   /* free memory on the device (0 if unknown) */
+    size_t available_bytes; /* free memory on the device (0 if unknown) */
 } tl_memory_estimate;
 
 /* Where a frame's pixels are. DEVICE: a pointer in GPU memory (CUDA backend only), read in
@@ -125,35 +129,35 @@ typedef enum { TL_MEMORY_HOST = 0, TL_MEMORY_DEVICE } tl_memory;
 
 typedef struct {
     tl_frame_kind kind;
-    uint64_t index;           /* projections: position in the scan (any arrival order) */
-    double angle;             /* projections: radians */
-    double center_offset;     /* projections: axis correction added to center, pixels */
-    uint64_t t_acq;           /* acquisition time (ns), carried into slice info */
-    uint64_t t_recv;          /* receive time (ns), carried into slice info */
+    uint64_t index;       /* projections: position in the scan (any arrival order) */
+    double angle;         /* projections: radians */
+    double center_offset; /* projections: axis correction added to center, pixels */
+    uint64_t t_acq;       /* acquisition time (ns), carried into slice info */
+    uint64_t t_recv;      /* receive time (ns), carried into slice info */
     tl_dtype dtype;
     uint32_t rows, cols;
-    size_t pitch;             /* bytes between rows; 0 = cols * dtype size */
+    size_t pitch; /* bytes between rows; 0 = cols * dtype size */
     const void *data;
     tl_memory memory;
-    bool read_later;          /* DEVICE: submit returns before the GPU has read the frame;
+    bool read_later; /* DEVICE: submit returns before the GPU has read the frame;
                                  the buffer is free once tl_engine_frames_done says so */
-    bool pinned;              /* HOST: data is in memory from tl_host_alloc for this engine's
+    bool pinned;     /* HOST: data is in memory from tl_host_alloc for this engine's
                                  backend: the CUDA backend uploads it from there, without the
                                  copy into its staging ring (the caller's copy into it was
                                  that copy); submit returns once it is read */
-    bool more;                /* another frame follows at once (a backlog): the backend may
+    bool more;       /* another frame follows at once (a backlog): the backend may
                                  hold this projection's filtering to do it together with the
                                  next ones' (tl_engine_flush) */
 } tl_frame;
 
 /* The back-projection kernels a backend has, with the quality mode each satisfies. */
 typedef struct {
-    const char *name;         /* static string, e.g. "tex-std", "alu-fr/t64q16s8", "cpu-f32" */
+    const char *name; /* static string, e.g. "tex-std", "alu-fr/t64q16s8", "cpu-f32" */
     tl_quality quality;
-    bool planes;              /* serves arbitrary planes (else horizontal rows only) */
-    uint32_t slices;          /* horizontal slices computed per pass (1, 2 or 4): a kernel of
+    bool planes;        /* serves arbitrary planes (else horizontal rows only) */
+    uint32_t slices;    /* horizontal slices computed per pass (1, 2 or 4): a kernel of
                                  2 or 4 serves that many rows of the same geometry at once */
-    const char *params;       /* static string: its parameters, for tables ("tile 64x64, ...") */
+    const char *params; /* static string: its parameters, for tables ("tile 64x64, ...") */
 } tl_kernel_info;
 
 /* The kernels to use for height x width slices, as the autotuner (gpu/tune.h) chose them on
@@ -171,12 +175,12 @@ typedef struct {
 
 /* What the engine runs on, as the tuning cache keys it. */
 typedef struct {
-    char name[160];           /* "NVIDIA H100 80GB HBM3", "CPU (16 threads)" */
-    char uuid[48];            /* "GPU-1a2b...", "cpu" */
-    char driver[32];          /* CUDA driver API version "13.0", "" on the CPU */
-    char runtime[32];         /* CUDA runtime version, "" on the CPU */
-    int cc_major, cc_minor;   /* compute capability (0 on the CPU) */
-    int sm_count;             /* multiprocessors (threads on the CPU) */
+    char name[160];         /* "NVIDIA H100 80GB HBM3", "CPU (16 threads)" */
+    char uuid[48];          /* "GPU-1a2b...", "cpu" */
+    char driver[32];        /* CUDA driver API version "13.0", "" on the CPU */
+    char runtime[32];       /* CUDA runtime version, "" on the CPU */
+    int cc_major, cc_minor; /* compute capability (0 on the CPU) */
+    int sm_count;           /* multiprocessors (threads on the CPU) */
 } tl_device_id;
 
 /* One timed kernel: the median time of `reps` calls after warm-up (CUDA events on the GPU,
@@ -184,16 +188,16 @@ typedef struct {
 typedef struct {
     const char *kernel;
     tl_quality quality;
-    double ms;                /* median time per call */
-    double updates_per_s;     /* pixels x projections x slices / time */
+    double ms;            /* median time per call */
+    double updates_per_s; /* pixels x projections x slices / time */
 } tl_bench_row;
 
 /* One measured hardware rate of the engine's device (ARCHITECTURE.md §6.2 AP-2: the
  * card's row of Table 10 of Chilingaryan et al. 2020, J. Real-Time Image Proc.
  * 17:1331): texture filter rates, conversion rates, shared memory. */
 typedef struct {
-    const char *name;         /* static: "texture float linear", "shared 128-bit loads", ... */
-    const char *unit;         /* static: "G texels/s", "G ops/s", "GB/s" */
+    const char *name; /* static: "texture float linear", "shared 128-bit loads", ... */
+    const char *unit; /* static: "G texels/s", "G ops/s", "GB/s" */
     double value;
 } tl_hw_rate;
 

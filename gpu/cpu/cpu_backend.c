@@ -102,8 +102,7 @@ static void *alloc_counted(tl_cpu_state *s, size_t bytes)
     return p;
 }
 
-static tl_status cpu_create(const tl_engine_config *c, size_t padded, tl_errbuf *eb,
-                            void **state)
+static tl_status cpu_create(const tl_engine_config *c, size_t padded, tl_errbuf *eb, void **state)
 {
     tl_cpu_state *s = calloc(1, sizeof *s);
     if (!s)
@@ -211,8 +210,8 @@ typedef struct {
     int kind;
     uint32_t count, slot;
     const tl_bp_job *job;
-    tl_cpu_dst dst;             /* back projection: where rows go */
-    const int *ids;             /* ... the accumulators of these slice ids */
+    tl_cpu_dst dst; /* back projection: where rows go */
+    const int *ids; /* ... the accumulators of these slice ids */
 } job_ctx;
 
 /* Small jobs run on the calling thread: waking the pool costs tens of microseconds, more

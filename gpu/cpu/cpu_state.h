@@ -23,12 +23,12 @@ typedef struct {
     size_t padded;          /* filter length P */
     uint32_t rows, cols, n; /* detector rows, columns, window slots */
 
-    void *window;           /* real[rows][n][cols] */
-    double *sum[2];         /* current dark (0) and flat (1) batch sums */
-    void *avg[2];           /* real[rows * cols]: dark and flat averages in use */
-    bool have[2];           /* an average exists */
-    void *gain;             /* real[rows * cols]: 1 / max(F - D, eps), valid when have[1] */
-    void *response;         /* real[P/2 + 1]: H / P; NULL = no filtering */
+    void *window;   /* real[rows][n][cols] */
+    double *sum[2]; /* current dark (0) and flat (1) batch sums */
+    void *avg[2];   /* real[rows * cols]: dark and flat averages in use */
+    bool have[2];   /* an average exists */
+    void *gain;     /* real[rows * cols]: 1 / max(F - D, eps), valid when have[1] */
+    void *response; /* real[P/2 + 1]: H / P; NULL = no filtering */
     bool filter_on;
 
     fftwf_plan r2c_f, c2r_f;
@@ -36,17 +36,17 @@ typedef struct {
 
     tl_pool *pool;
     int nthreads;
-    void **pad;             /* per thread: real[P] */
-    void **spec;            /* per thread: complex[P/2 + 1] */
-    void **rowbuf;          /* per thread: real[row_cap], one output row being summed */
+    void **pad;    /* per thread: real[P] */
+    void **spec;   /* per thread: complex[P/2 + 1] */
+    void **rowbuf; /* per thread: real[row_cap], one output row being summed */
     size_t row_cap;
 
-    double **acc;           /* per slice id: double[h * w], the tracked slices' accumulators
+    double **acc;     /* per slice id: double[h * w], the tracked slices' accumulators
                                (double in both modes: no drift, so no periodic rebuild) */
-    size_t *acc_size;       /* per slice id: h * w */
-    int nacc;               /* entries of acc and acc_size (indexed by slice id) */
+    size_t *acc_size; /* per slice id: h * w */
+    int nacc;         /* entries of acc and acc_size (indexed by slice id) */
 
-    size_t mem;             /* bytes allocated */
+    size_t mem; /* bytes allocated */
     char device_name[64];
 } tl_cpu_state;
 

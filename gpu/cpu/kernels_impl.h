@@ -24,17 +24,10 @@ static inline REAL FN(pixel)(const void *row, tl_dtype t, uint32_t c)
     uint32_t u32;
     float f32;
     switch (t) {
-    case TL_DTYPE_U8:
-        return (REAL)p[c];
-    case TL_DTYPE_U16:
-        memcpy(&u16, p + 2 * (size_t)c, 2);
-        return (REAL)u16;
-    case TL_DTYPE_U32:
-        memcpy(&u32, p + 4 * (size_t)c, 4);
-        return (REAL)u32;
-    case TL_DTYPE_F32:
-        memcpy(&f32, p + 4 * (size_t)c, 4);
-        return (REAL)f32;
+        case TL_DTYPE_U8: return (REAL)p[c];
+        case TL_DTYPE_U16: memcpy(&u16, p + 2 * (size_t)c, 2); return (REAL)u16;
+        case TL_DTYPE_U32: memcpy(&u32, p + 4 * (size_t)c, 4); return (REAL)u32;
+        case TL_DTYPE_F32: memcpy(&f32, p + 4 * (size_t)c, 4); return (REAL)f32;
     }
     return 0;
 }
@@ -47,8 +40,7 @@ static inline const void *FN(frame_row)(const tl_frame *f, uint32_t r)
 
 /* Adds one row of a dark (kind 0) or flat (kind 1) to the batch sum, refreshes that row of
  * the average, and the row of the gain 1 / max(F - D, eps) that depends on both. */
-void FN(tl_cpu_calib_row)(tl_cpu_state *s, const tl_frame *f, int kind, uint32_t count,
-                          uint32_t r)
+void FN(tl_cpu_calib_row)(tl_cpu_state *s, const tl_frame *f, int kind, uint32_t count, uint32_t r)
 {
     uint32_t W = s->cols;
     size_t o = (size_t)r * W;
@@ -145,12 +137,13 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
     for (size_t k = 0; k < nproj; k++) {
         const tl_bp_proj *p = &proj[k];
         REAL c = (REAL)p->cos_t, sn = (REAL)p->sin_t, wt = (REAL)p->weight, cen = (REAL)p->center;
-#define U(j) (cen + (px + (REAL)(j) * dx) * c - (py + (REAL)(j) * dy) * sn)
+#define U(j) (cen + (px + (REAL)(j)*dx) * c - (py + (REAL)(j)*dy) * sn)
         if (dz == 0) {
             REAL fl = FLOOR(pz);
             REAL g = pz - fl;
             long r0 = (long)fl;
-            const REAL *s0row = r0 >= 0 && r0 < (long)H ? win + ((size_t)r0 * n + p->slot) * W : NULL;
+            const REAL *s0row =
+                r0 >= 0 && r0 < (long)H ? win + ((size_t)r0 * n + p->slot) * W : NULL;
             const REAL *s1row = g != 0 && r0 + 1 >= 0 && r0 + 1 < (long)H
                                     ? win + ((size_t)(r0 + 1) * n + p->slot) * W
                                     : NULL;
@@ -176,8 +169,8 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
             long r0 = (long)fl;
             REAL g = z - fl;
             REAL a = r0 >= 0 ? FN(lerp)(win + ((size_t)r0 * n + p->slot) * W, W, u) : 0;
-            REAL b = r0 + 1 < (long)H ? FN(lerp)(win + ((size_t)(r0 + 1) * n + p->slot) * W, W, u)
-                                      : 0;
+            REAL b =
+                r0 + 1 < (long)H ? FN(lerp)(win + ((size_t)(r0 + 1) * n + p->slot) * W, W, u) : 0;
             acc[j] += wt * (a + g * (b - a));
         }
 #undef U

@@ -43,9 +43,9 @@ struct acc_batch {
     int n;
 };
 
-__global__ void __launch_bounds__(ACC_BLOCK * ACC_BLOCK)
-acc_delta_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W, int H,
-                 acc_batch b, tl_cuda_geom g, double *__restrict__ acc)
+__global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
+    acc_delta_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W,
+                     int H, acc_batch b, tl_cuda_geom g, double *__restrict__ acc)
 {
     const int j = blockIdx.x * ACC_BLOCK + threadIdx.x;
     const int i = blockIdx.y * ACC_BLOCK + threadIdx.y;
@@ -75,7 +75,7 @@ acc_delta_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_
 /* dst[i] = src[i] converted: float results into an accumulator, an accumulator to float. */
 template <typename S, typename D>
 __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
-acc_convert_kernel(const S *__restrict__ src, D *__restrict__ dst, size_t n)
+    acc_convert_kernel(const S *__restrict__ src, D *__restrict__ dst, size_t n)
 {
     for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
          k += (size_t)gridDim.x * blockDim.x)
@@ -140,8 +140,8 @@ void tl_cuda_op_acc_free(void *state, int id)
         if (s->acc_out[id])
             cudaFree(s->acc_out[id]);
     }
-    s->mem -= s->acc_size[id] * ((s->acc[id] ? sizeof(double) : 0) +
-                                 (s->acc_out[id] ? sizeof(float) : 0));
+    s->mem -= s->acc_size[id] *
+              ((s->acc[id] ? sizeof(double) : 0) + (s->acc_out[id] ? sizeof(float) : 0));
     s->acc[id] = NULL;
     s->acc_out[id] = NULL;
     s->acc_size[id] = 0;
@@ -190,8 +190,8 @@ tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, boo
         for (int k = 0; k < b.n; k++) {
             const tl_bp_proj *p = &job->proj[k0 + k];
             /* an evicted projection's weight is negative: -w rounds to exactly -(w rounded) */
-            b.q[k] = make_float4((float)p->cos_t, (float)p->sin_t, (float)p->center,
-                                 (float)p->weight);
+            b.q[k] =
+                make_float4((float)p->cos_t, (float)p->sin_t, (float)p->center, (float)p->weight);
             b.slot[k] = (int)p->slot;
         }
         for (size_t i = 0; i < job->nslices; i++) {
@@ -199,9 +199,9 @@ tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, boo
             const dim3 block(ACC_BLOCK, ACC_BLOCK);
             const dim3 grid((unsigned)((g.w + ACC_BLOCK - 1) / ACC_BLOCK),
                             (unsigned)((g.h + ACC_BLOCK - 1) / ACC_BLOCK));
-            acc_delta_kernel<<<grid, block, 0, s->stream>>>(
-                s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, b, g,
-                s->acc[ids[i]]);
+            acc_delta_kernel<<<grid, block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
+                                                            (int)s->cols, (int)s->rows, b, g,
+                                                            s->acc[ids[i]]);
             TL_CUDA_LAUNCHED(s->eb, "acc_delta_kernel");
         }
     }

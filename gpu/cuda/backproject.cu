@@ -39,8 +39,8 @@ static const struct {
     const tl_cuda_kernel *list;
     const int *n;
 } families[] = {
-    {tl_cuda_tex_kernels, &tl_cuda_tex_nkernels}, {tl_cuda_alu_kernels, &tl_cuda_alu_nkernels},
-    {tl_cuda_hyb_kernels, &tl_cuda_hyb_nkernels}, {tl_cuda_os_kernels, &tl_cuda_os_nkernels},
+    {tl_cuda_tex_kernels, &tl_cuda_tex_nkernels},     {tl_cuda_alu_kernels, &tl_cuda_alu_nkernels},
+    {tl_cuda_hyb_kernels, &tl_cuda_hyb_nkernels},     {tl_cuda_os_kernels, &tl_cuda_os_nkernels},
     {tl_cuda_plane_kernels, &tl_cuda_plane_nkernels},
 };
 #define NFAMILIES (sizeof families / sizeof *families)
@@ -262,18 +262,18 @@ tl_status tl_cuda_job_prepare(tl_cuda_state *s, const tl_bp_job *job)
     TL_CUDA(s->eb, cudaEventSynchronize(s->proj_done));
     for (size_t k = 0; k < job->nproj; k++) {
         const tl_bp_proj *p = &job->proj[k];
-        s->h_par[k] = make_float4((float)p->cos_t, (float)p->sin_t, (float)p->center,
-                                  (float)p->weight);
+        s->h_par[k] =
+            make_float4((float)p->cos_t, (float)p->sin_t, (float)p->center, (float)p->weight);
         s->h_slot[k] = (int)p->slot;
         s->h_texy[k] = (float)p->slot + 0.5f;
     }
     size_t n = job->nproj;
-    TL_CUDA(s->eb, cudaMemcpyAsync(s->d_par, s->h_par, n * sizeof(float4),
-                                   cudaMemcpyHostToDevice, s->stream));
-    TL_CUDA(s->eb, cudaMemcpyAsync(s->d_slot, s->h_slot, n * sizeof(int),
-                                   cudaMemcpyHostToDevice, s->stream));
-    TL_CUDA(s->eb, cudaMemcpyAsync(s->d_texy, s->h_texy, n * sizeof(float),
-                                   cudaMemcpyHostToDevice, s->stream));
+    TL_CUDA(s->eb, cudaMemcpyAsync(s->d_par, s->h_par, n * sizeof(float4), cudaMemcpyHostToDevice,
+                                   s->stream));
+    TL_CUDA(s->eb, cudaMemcpyAsync(s->d_slot, s->h_slot, n * sizeof(int), cudaMemcpyHostToDevice,
+                                   s->stream));
+    TL_CUDA(s->eb, cudaMemcpyAsync(s->d_texy, s->h_texy, n * sizeof(float), cudaMemcpyHostToDevice,
+                                   s->stream));
     TL_CUDA(s->eb, cudaEventRecord(s->proj_done, s->stream));
     return TL_OK;
 }

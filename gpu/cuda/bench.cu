@@ -131,8 +131,7 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
     for (int r = 0; r <= reps && st == TL_OK; r++) { /* r = 0: warm-up */
         cudaError_t e = cudaEventRecord(s->t0, s->stream);
         if (e == cudaSuccess && host)
-            e = cudaMemcpyAsync(s->raw, s->pinned[ring], bytes, cudaMemcpyHostToDevice,
-                                s->stream);
+            e = cudaMemcpyAsync(s->raw, s->pinned[ring], bytes, cudaMemcpyHostToDevice, s->stream);
         if (e == cudaSuccess && peer)
             e = cudaMemcpy2DAsync((void *)src, row, f->data, fpitch, row, s->rows,
                                   cudaMemcpyDefault, s->stream);
@@ -143,13 +142,14 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
         st = tl_cuda_process(s, src, pitch, f->dtype, s->scratch, s->pitch_el, false);
         if (st == TL_OK) {
             e = cudaEventRecord(s->t1, s->stream);
-            st = e == cudaSuccess ? elapsed_ms(s, &t[r])
-                                  : tl_cuda_fail_call(s->eb, e, "cudaEventRecord", __FILE__,
-                                                      __LINE__);
+            st = e == cudaSuccess
+                     ? elapsed_ms(s, &t[r])
+                     : tl_cuda_fail_call(s->eb, e, "cudaEventRecord", __FILE__, __LINE__);
         }
     }
     if (host && st == TL_OK) {
-        cudaError_t e = cudaEventRecord(s->ring_ev[ring], s->stream); /* buffer in use until here */
+        cudaError_t e =
+            cudaEventRecord(s->ring_ev[ring], s->stream); /* buffer in use until here */
         if (e != cudaSuccess)
             st = tl_cuda_fail_call(s->eb, e, "cudaEventRecord", __FILE__, __LINE__);
     }

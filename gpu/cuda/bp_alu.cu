@@ -43,22 +43,22 @@
 
 /* ---- alu-exact: Alg. 6 as published --------------------------------------------------- */
 
-#define A1_TILE 32                      /* n_s: tile side in pixels */
-#define A1_THREADS_Y 8                  /* threads per tile column */
-#define A1_NQ (A1_TILE / A1_THREADS_Y)  /* n_q: pixels per thread */
+#define A1_TILE 32                     /* n_s: tile side in pixels */
+#define A1_THREADS_Y 8                 /* threads per tile column */
+#define A1_NQ (A1_TILE / A1_THREADS_Y) /* n_q: pixels per thread */
 #define A1_THREADS (A1_TILE * A1_THREADS_Y)
-#define A1_SD 16                        /* s_d: projections cached per round */
-#define A1_MAX_CACHE 512                /* bins: 16 x 512 x 4 B = 32 KiB of shared memory */
+#define A1_SD 16         /* s_d: projections cached per round */
+#define A1_MAX_CACHE 512 /* bins: 16 x 512 x 4 B = 32 KiB of shared memory */
 
 __global__ void __launch_bounds__(A1_THREADS)
-bp_alu_a1_kernel(const float *__restrict__ sino, size_t pitch_el, int W,
-                 const float4 *__restrict__ par, const int *__restrict__ slot, int nproj,
-                 tl_cuda_geom g, int cw, float *__restrict__ out)
+    bp_alu_a1_kernel(const float *__restrict__ sino, size_t pitch_el, int W,
+                     const float4 *__restrict__ par, const int *__restrict__ slot, int nproj,
+                     tl_cuda_geom g, int cw, float *__restrict__ out)
 {
-    extern __shared__ float cache[];          /* [A1_SD][cw] */
-    __shared__ float4 s_par[A1_SD];           /* cos, sin, centre, weight */
-    __shared__ float s_first[A1_SD];          /* bin of cache column 0 (an integer) */
-    __shared__ const float *s_row[A1_SD];     /* the projection's sinogram row */
+    extern __shared__ float cache[];      /* [A1_SD][cw] */
+    __shared__ float4 s_par[A1_SD];       /* cos, sin, centre, weight */
+    __shared__ float s_first[A1_SD];      /* bin of cache column 0 (an integer) */
+    __shared__ const float *s_row[A1_SD]; /* the projection's sinogram row */
 
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * A1_TILE + tx;
     const int j0 = blockIdx.x * A1_TILE, i0 = blockIdx.y * A1_TILE;
@@ -124,9 +124,10 @@ static tl_status a1_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_c
     const dim3 grid((unsigned)((b->g.w + A1_TILE - 1) / A1_TILE),
                     (unsigned)((b->g.h + A1_TILE - 1) / A1_TILE));
     const size_t shmem = (size_t)A1_SD * b->cache_width * sizeof(float);
-    bp_alu_a1_kernel<<<grid, block, shmem, s->stream>>>(
-        s->window + (size_t)b->z[0] * s->slab_el, s->pitch_el, (int)s->cols, s->d_par, s->d_slot,
-        (int)nproj, b->g, b->cache_width, b->out[0]);
+    bp_alu_a1_kernel<<<grid, block, shmem, s->stream>>>(s->window + (size_t)b->z[0] * s->slab_el,
+                                                        s->pitch_el, (int)s->cols, s->d_par,
+                                                        s->d_slot, (int)nproj, b->g,
+                                                        b->cache_width, b->out[0]);
     TL_CUDA_LAUNCHED(s->eb, "bp_alu_a1_kernel");
     return TL_OK;
 }
@@ -138,14 +139,14 @@ static tl_status a1_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_c
 #define FR_MIN_BLOCKS(NV, NT) (1024 / (NT))
 
 template <int NV, int TILE, int TY, int SD, int PREC>
-__global__ void __launch_bounds__(TILE * TY, FR_MIN_BLOCKS(NV, TILE * TY))
-bp_alu_fr_kernel(tl_cuda_rows rows, size_t pitch_el, int W, const float4 *__restrict__ par,
-                 const int *__restrict__ slot, int nproj, tl_cuda_geom g, int cw,
-                 const float *scale, alu_outs outs, int nz)
+__global__ void __launch_bounds__(TILE *TY, FR_MIN_BLOCKS(NV, TILE *TY))
+    bp_alu_fr_kernel(tl_cuda_rows rows, size_t pitch_el, int W, const float4 *__restrict__ par,
+                     const int *__restrict__ slot, int nproj, tl_cuda_geom g, int cw,
+                     const float *scale, alu_outs outs, int nz)
 {
     extern __shared__ __align__(16) char alu_smem[];
-    alu_block<NV, TILE, TY, SD, PREC>(rows, pitch_el, W, par, slot, nproj, g, cw, scale, outs,
-                                      nz, blockIdx.x, blockIdx.y, alu_smem);
+    alu_block<NV, TILE, TY, SD, PREC>(rows, pitch_el, W, par, slot, nproj, g, cw, scale, outs, nz,
+                                      blockIdx.x, blockIdx.y, alu_smem);
 }
 
 template <int NV, int TILE, int TY, int SD, int PREC>
@@ -158,11 +159,13 @@ static tl_status fr_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_c
     for (int v = 0; v < TL_CUDA_MAX_NV; v++)
         outs.o[v] = b->out[v < b->nz ? v : 0];
     const dim3 block(TILE, TY);
-    const dim3 grid((unsigned)((b->g.w + TILE - 1) / TILE), (unsigned)((b->g.h + TILE - 1) / TILE));
+    const dim3 grid((unsigned)((b->g.w + TILE - 1) / TILE),
+                    (unsigned)((b->g.h + TILE - 1) / TILE));
     const size_t shmem = (size_t)SD * b->cache_width * sizeof(alu_cell<NV, PREC>);
-    bp_alu_fr_kernel<NV, TILE, TY, SD, PREC><<<grid, block, shmem, s->stream>>>(
-        tl_cuda_batch_rows(s, b), s->pitch_el, (int)s->cols, s->d_par, s->d_slot, (int)nproj,
-        b->g, b->cache_width, s->d_scale, outs, b->nz);
+    bp_alu_fr_kernel<NV, TILE, TY, SD, PREC>
+        <<<grid, block, shmem, s->stream>>>(tl_cuda_batch_rows(s, b), s->pitch_el, (int)s->cols,
+                                            s->d_par, s->d_slot, (int)nproj, b->g, b->cache_width,
+                                            s->d_scale, outs, b->nz);
     TL_CUDA_LAUNCHED(s->eb, "bp_alu_fr_kernel");
     return TL_OK;
 }
@@ -170,9 +173,11 @@ static tl_status fr_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_c
 /* Largest cache width (bins) a kernel's shared memory holds. */
 #define FR_MAX_CACHE(NV, SD, PREC) ((int)(ALU_SMEM_MAX / ((SD) * sizeof(alu_cell<NV, PREC>))))
 
-#define FR(NAME, Q, NV, TILE, TY, SD, PREC, PARAMS)                                         \
-    {NAME, Q, NV, TL_KF_ALU, PARAMS, TILE, FR_MAX_CACHE(NV, SD, PREC), false, false,       \
-     fr_launch<NV, TILE, TY, SD, PREC>}
+#define FR(NAME, Q, NV, TILE, TY, SD, PREC, PARAMS)                                     \
+    {                                                                                   \
+        NAME, Q, NV, TL_KF_ALU, PARAMS, TILE, FR_MAX_CACHE(NV, SD, PREC), false, false, \
+            fr_launch<NV, TILE, TY, SD, PREC>                                           \
+    }
 
 const tl_cuda_kernel tl_cuda_alu_kernels[] = {
     {"alu-exact", TL_QUALITY_EXACT, 1, TL_KF_ALU,

@@ -10,7 +10,7 @@
 #include "gpu/cuda/fround.h"
 #include "gpu/cuda/kernels.cuh"
 
-#define ALU_FAR 1e9f              /* |first bin| bound, far beyond any detector */
+#define ALU_FAR 1e9f /* |first bin| bound, far beyond any detector */
 /* Bytes of dynamic shared memory a cache may take: without opt-in a block has 48 KiB in
  * all, and the kernels' static arrays (per-projection tables, at most 32 x 24 bytes) come
  * out of the same 48 KiB. */
@@ -26,10 +26,19 @@ enum { CELL_F32 = 0, CELL_F16 = 1 };
  *   half:  (a, d) with a = w s v[j] (s: the sinogram's scale), interpolated as a + f d with
  *          f = h - j, since half cannot afford the cancellation of the float form. */
 template <int NV, int PREC> struct alu_cell;
-template <> struct alu_cell<1, CELL_F32> { float2 v; };            /* a' d */
-template <> struct alu_cell<2, CELL_F32> { float4 v; };            /* a'0 a'1 d0 d1 */
-template <> struct alu_cell<4, CELL_F32> { float4 a, d; };
-template <> struct __align__(16) alu_cell<4, CELL_F16> { __half2 a01, a23, d01, d23; };
+template <> struct alu_cell<1, CELL_F32> {
+    float2 v;
+}; /* a' d */
+template <> struct alu_cell<2, CELL_F32> {
+    float4 v;
+}; /* a'0 a'1 d0 d1 */
+template <> struct alu_cell<4, CELL_F32> {
+    float4 a, d;
+};
+template <> struct __align__(16) alu_cell<4, CELL_F16>
+{
+    __half2 a01, a23, d01, d23;
+};
 
 struct alu_outs {
     float *o[TL_CUDA_MAX_NV];
@@ -39,8 +48,8 @@ struct alu_outs {
  * weight w (and, in half, times the sinogram's scale). */
 template <int NV, int PREC>
 __device__ __forceinline__ void alu_fill(alu_cell<NV, PREC> &cell, const tl_cuda_rows &rows,
-                                         size_t so, int W, int bin, float w,
-                                         const float *scale, float c_minus_c0)
+                                         size_t so, int W, int bin, float w, const float *scale,
+                                         float c_minus_c0)
 {
     float a[NV], d[NV];
 #pragma unroll
@@ -77,19 +86,24 @@ __device__ __forceinline__ void alu_lds(alu_cell<1, CELL_F32> &c, unsigned addr)
 __device__ __forceinline__ void alu_lds(alu_cell<2, CELL_F32> &c, unsigned addr)
 {
     asm("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-        : "=f"(c.v.x), "=f"(c.v.y), "=f"(c.v.z), "=f"(c.v.w) : "r"(addr));
+        : "=f"(c.v.x), "=f"(c.v.y), "=f"(c.v.z), "=f"(c.v.w)
+        : "r"(addr));
 }
 __device__ __forceinline__ void alu_lds(alu_cell<4, CELL_F32> &c, unsigned addr)
 {
     asm("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-        : "=f"(c.a.x), "=f"(c.a.y), "=f"(c.a.z), "=f"(c.a.w) : "r"(addr));
+        : "=f"(c.a.x), "=f"(c.a.y), "=f"(c.a.z), "=f"(c.a.w)
+        : "r"(addr));
     asm("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4+16];"
-        : "=f"(c.d.x), "=f"(c.d.y), "=f"(c.d.z), "=f"(c.d.w) : "r"(addr));
+        : "=f"(c.d.x), "=f"(c.d.y), "=f"(c.d.z), "=f"(c.d.w)
+        : "r"(addr));
 }
 __device__ __forceinline__ void alu_lds(alu_cell<4, CELL_F16> &c, unsigned addr)
 {
     unsigned x, y, z, w;
-    asm("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(addr));
+    asm("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(x), "=r"(y), "=r"(z), "=r"(w)
+        : "r"(addr));
     c.a01 = *(__half2 *)&x;
     c.a23 = *(__half2 *)&y;
     c.d01 = *(__half2 *)&z;
@@ -137,9 +151,15 @@ __device__ __forceinline__ float alu_first_bin(const tl_cuda_geom &g, int i0, in
 }
 
 template <int N> struct alu_log2;
-template <> struct alu_log2<8> { static constexpr int v = 3; };
-template <> struct alu_log2<16> { static constexpr int v = 4; };
-template <> struct alu_log2<32> { static constexpr int v = 5; };
+template <> struct alu_log2<8> {
+    static constexpr int v = 3;
+};
+template <> struct alu_log2<16> {
+    static constexpr int v = 4;
+};
+template <> struct alu_log2<32> {
+    static constexpr int v = 5;
+};
 
 /* One block of the FP-rounding family: NV slices, TILE x TILE pixels, TILE x TY threads
  * with TILE / TY pixels each (rows ty, ty + TY, ...), SD projections per pass. Shared by
@@ -155,15 +175,14 @@ __device__ __forceinline__ void alu_block(const tl_cuda_rows &rows, size_t pitch
                                           const float4 *__restrict__ par,
                                           const int *__restrict__ slot, int nproj,
                                           const tl_cuda_geom &g, int cw, const float *scale,
-                                          const alu_outs &outs, int nz, int bx, int by,
-                                          char *smem)
+                                          const alu_outs &outs, int nz, int bx, int by, char *smem)
 {
     constexpr int NQ = TILE / TY, NT = TILE * TY, ST = NT / SD; /* caching threads per proj */
     static_assert(NT % SD == 0, "threads must divide among the cached projections");
     typedef alu_cell<NV, PREC> cell_t;
     constexpr int LOG = alu_log2<sizeof(cell_t)>::v;
-    cell_t *cache = (cell_t *)smem;                       /* [SD][cw] */
-    __shared__ float4 s_p[SD];    /* centre - first bin - c0, cos, sin, weight */
+    cell_t *cache = (cell_t *)smem; /* [SD][cw] */
+    __shared__ float4 s_p[SD];      /* centre - first bin - c0, cos, sin, weight */
     __shared__ int s_first[SD];
     __shared__ int s_slot[SD];
 
@@ -175,8 +194,8 @@ __device__ __forceinline__ void alu_block(const tl_cuda_rows &rows, size_t pitch
     const float k1 = TL_FROUND_TWO23 + (float)c0; /* exact: c0 < 2^22 */
     /* shared address of cell 0 of projection 0, less the bits of 2^23 (the index is the
      * float's bit pattern; mod 2^32 arithmetic) */
-    const unsigned sbase = (unsigned)__cvta_generic_to_shared(cache) -
-                           ((unsigned)TL_FROUND_BITS << LOG);
+    const unsigned sbase =
+        (unsigned)__cvta_generic_to_shared(cache) - ((unsigned)TL_FROUND_BITS << LOG);
     const unsigned sstride = (unsigned)cw << LOG;
     float acc[NQ][NV];
 #pragma unroll

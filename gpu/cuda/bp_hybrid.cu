@@ -27,9 +27,9 @@
 #include "gpu/cuda/bp_alu.cuh"
 
 #define HYB_TILE 64
-#define HYB_TY 4                       /* threads per tile column: 64 x 4 = 256 */
-#define HYB_NQ (HYB_TILE / HYB_TY)     /* pixels per thread */
-#define HYB_SD 8                       /* the ALU path's projections per pass */
+#define HYB_TY 4                   /* threads per tile column: 64 x 4 = 256 */
+#define HYB_NQ (HYB_TILE / HYB_TY) /* pixels per thread */
+#define HYB_SD 8                   /* the ALU path's projections per pass */
 
 __device__ __forceinline__ void hyb_tex_block(cudaTextureObject_t tex, const tl_cuda_geom &g,
                                               const float4 *__restrict__ par,
@@ -60,11 +60,11 @@ __device__ __forceinline__ void hyb_tex_block(cudaTextureObject_t tex, const tl_
 }
 
 template <int T, int A>
-__global__ void __launch_bounds__(HYB_TILE * HYB_TY)
-bp_hyb_kernel(cudaTextureObject_t tex, tl_cuda_rows rows, size_t pitch_el, int W,
-              const float4 *__restrict__ par, const int *__restrict__ slot,
-              const float *__restrict__ texy, int nproj, tl_cuda_geom g, int cw, float xoff,
-              float *out, unsigned *tickets, int nsmid)
+__global__ void __launch_bounds__(HYB_TILE *HYB_TY)
+    bp_hyb_kernel(cudaTextureObject_t tex, tl_cuda_rows rows, size_t pitch_el, int W,
+                  const float4 *__restrict__ par, const int *__restrict__ slot,
+                  const float *__restrict__ texy, int nproj, tl_cuda_geom g, int cw, float xoff,
+                  float *out, unsigned *tickets, int nsmid)
 {
     extern __shared__ __align__(16) char hyb_smem[];
     __shared__ int s_tex;
@@ -82,8 +82,8 @@ bp_hyb_kernel(cudaTextureObject_t tex, tl_cuda_rows rows, size_t pitch_el, int W
         for (int v = 0; v < TL_CUDA_MAX_NV; v++)
             outs.o[v] = out;
         alu_block<1, HYB_TILE, HYB_TY, HYB_SD, CELL_F32>(rows, pitch_el, W, par, slot, nproj, g,
-                                                         cw, NULL, outs, 1, blockIdx.x,
-                                                         blockIdx.y, hyb_smem);
+                                                         cw, NULL, outs, 1, blockIdx.x, blockIdx.y,
+                                                         hyb_smem);
     }
 }
 
@@ -97,20 +97,23 @@ static tl_status hyb_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_
     const dim3 grid((unsigned)((b->g.w + HYB_TILE - 1) / HYB_TILE),
                     (unsigned)((b->g.h + HYB_TILE - 1) / HYB_TILE));
     const size_t shmem = (size_t)HYB_SD * b->cache_width * sizeof(alu_cell<1, CELL_F32>);
-    TL_CUDA(s->eb, cudaMemsetAsync(s->d_tickets, 0, (size_t)s->nsmid * sizeof(unsigned),
-                                   s->stream));
-    bp_hyb_kernel<T, A><<<grid, block, shmem, s->stream>>>(
-        s->tex[b->z[0]], tl_cuda_batch_rows(s, b), s->pitch_el, (int)s->cols, s->d_par,
-        s->d_slot, s->d_texy, (int)nproj, b->g, b->cache_width, s->tex_xoff, b->out[0],
-        s->d_tickets, s->nsmid);
+    TL_CUDA(s->eb,
+            cudaMemsetAsync(s->d_tickets, 0, (size_t)s->nsmid * sizeof(unsigned), s->stream));
+    bp_hyb_kernel<T, A>
+        <<<grid, block, shmem, s->stream>>>(s->tex[b->z[0]], tl_cuda_batch_rows(s, b), s->pitch_el,
+                                            (int)s->cols, s->d_par, s->d_slot, s->d_texy,
+                                            (int)nproj, b->g, b->cache_width, s->tex_xoff,
+                                            b->out[0], s->d_tickets, s->nsmid);
     TL_CUDA_LAUNCHED(s->eb, "bp_hyb_kernel");
     return TL_OK;
 }
 
-#define HYB(NAME, T, A, PARAMS)                                                              \
-    {NAME, TL_QUALITY_FAST, 1, TL_KF_HYB, PARAMS, HYB_TILE,                                  \
-     (int)(ALU_SMEM_MAX / (HYB_SD * sizeof(alu_cell<1, CELL_F32>))), false, false,           \
-     hyb_launch<T, A>}
+#define HYB(NAME, T, A, PARAMS)                                                           \
+    {                                                                                     \
+        NAME, TL_QUALITY_FAST, 1, TL_KF_HYB, PARAMS, HYB_TILE,                            \
+            (int)(ALU_SMEM_MAX / (HYB_SD * sizeof(alu_cell<1, CELL_F32>))), false, false, \
+            hyb_launch<T, A>                                                              \
+    }
 
 const tl_cuda_kernel tl_cuda_hyb_kernels[] = {
     HYB("hyb/1:2", 1, 2, "1 texture block per 2 ALU blocks (alu-fr/t64q16s8), per SM"),

@@ -18,12 +18,18 @@
 
 #include "gpu/cuda/bp_alu.cuh"
 
-#define OS_RATE 4                  /* samples per bin */
+#define OS_RATE 4 /* samples per bin */
 
 template <int NV> struct os_cell;
-template <> struct os_cell<1> { float v; };
-template <> struct os_cell<2> { float2 v; };
-template <> struct os_cell<4> { float4 v; };
+template <> struct os_cell<1> {
+    float v;
+};
+template <> struct os_cell<2> {
+    float2 v;
+};
+template <> struct os_cell<4> {
+    float4 v;
+};
 
 /* The cell at shared address addr (formed by hand, as in bp_alu.cuh). */
 __device__ __forceinline__ void os_lds(os_cell<1> &c, unsigned addr)
@@ -37,11 +43,11 @@ __device__ __forceinline__ void os_lds(os_cell<2> &c, unsigned addr)
 __device__ __forceinline__ void os_lds(os_cell<4> &c, unsigned addr)
 {
     asm("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-        : "=f"(c.v.x), "=f"(c.v.y), "=f"(c.v.z), "=f"(c.v.w) : "r"(addr));
+        : "=f"(c.v.x), "=f"(c.v.y), "=f"(c.v.z), "=f"(c.v.w)
+        : "r"(addr));
 }
 
-template <int NV>
-__device__ __forceinline__ void os_add(float *acc, const os_cell<NV> &c)
+template <int NV> __device__ __forceinline__ void os_add(float *acc, const os_cell<NV> &c)
 {
     if constexpr (NV == 1) {
         acc[0] += c.v;
@@ -57,16 +63,16 @@ __device__ __forceinline__ void os_add(float *acc, const os_cell<NV> &c)
 }
 
 template <int NV, int TILE, int TY, int SD>
-__global__ void __launch_bounds__(TILE * TY)
-bp_os_kernel(tl_cuda_rows rows, size_t pitch_el, int W, const float4 *__restrict__ par,
-             const int *__restrict__ slot, int nproj, tl_cuda_geom g, int cw, alu_outs outs,
-             int nz)
+__global__ void __launch_bounds__(TILE *TY)
+    bp_os_kernel(tl_cuda_rows rows, size_t pitch_el, int W, const float4 *__restrict__ par,
+                 const int *__restrict__ slot, int nproj, tl_cuda_geom g, int cw, alu_outs outs,
+                 int nz)
 {
     constexpr int NQ = TILE / TY, NT = TILE * TY, ST = NT / SD;
     static_assert(NT % SD == 0, "threads must divide among the cached projections");
     extern __shared__ __align__(16) char os_smem[];
-    os_cell<NV> *cache = (os_cell<NV> *)os_smem;       /* [SD][OS_RATE cw] */
-    __shared__ float4 s_p[SD];   /* 4 (centre - first), 4 cos, 4 sin, weight */
+    os_cell<NV> *cache = (os_cell<NV> *)os_smem; /* [SD][OS_RATE cw] */
+    __shared__ float4 s_p[SD];                   /* 4 (centre - first), 4 cos, 4 sin, weight */
     __shared__ int s_first[SD];
     __shared__ int s_slot[SD];
 
@@ -161,19 +167,23 @@ static tl_status os_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_c
     for (int v = 0; v < TL_CUDA_MAX_NV; v++)
         outs.o[v] = b->out[v < b->nz ? v : 0];
     const dim3 block(TILE, TY);
-    const dim3 grid((unsigned)((b->g.w + TILE - 1) / TILE), (unsigned)((b->g.h + TILE - 1) / TILE));
+    const dim3 grid((unsigned)((b->g.w + TILE - 1) / TILE),
+                    (unsigned)((b->g.h + TILE - 1) / TILE));
     const size_t shmem = (size_t)SD * OS_RATE * b->cache_width * sizeof(os_cell<NV>);
-    bp_os_kernel<NV, TILE, TY, SD><<<grid, block, shmem, s->stream>>>(
-        tl_cuda_batch_rows(s, b), s->pitch_el, (int)s->cols, s->d_par, s->d_slot, (int)nproj,
-        b->g, b->cache_width, outs, b->nz);
+    bp_os_kernel<NV, TILE, TY, SD>
+        <<<grid, block, shmem, s->stream>>>(tl_cuda_batch_rows(s, b), s->pitch_el, (int)s->cols,
+                                            s->d_par, s->d_slot, (int)nproj, b->g, b->cache_width,
+                                            outs, b->nz);
     TL_CUDA_LAUNCHED(s->eb, "bp_os_kernel");
     return TL_OK;
 }
 
-#define OS(NAME, NV, TILE, TY, SD, PARAMS)                                                   \
-    {NAME, TL_QUALITY_PREVIEW, NV, TL_KF_ALU, PARAMS, TILE,                                  \
-     (int)(ALU_SMEM_MAX / ((SD) * OS_RATE * sizeof(os_cell<NV>))), false, false,             \
-     os_launch<NV, TILE, TY, SD>}
+#define OS(NAME, NV, TILE, TY, SD, PARAMS)                                            \
+    {                                                                                 \
+        NAME, TL_QUALITY_PREVIEW, NV, TL_KF_ALU, PARAMS, TILE,                        \
+            (int)(ALU_SMEM_MAX / ((SD)*OS_RATE * sizeof(os_cell<NV>))), false, false, \
+            os_launch<NV, TILE, TY, SD>                                               \
+    }
 
 const tl_cuda_kernel tl_cuda_os_kernels[] = {
     OS("os4/t64q16s8", 1, 64, 4, 8, "x4 oversampled cache, NN lookup, tile 64x64, 16 px/thread"),

@@ -20,10 +20,10 @@
 
 #define PLANE_BLOCK 16 /* 16 x 16 threads, one pixel each */
 
-__global__ void __launch_bounds__(PLANE_BLOCK * PLANE_BLOCK)
-bp_plane_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W, int H,
-                const float4 *__restrict__ par, const int *__restrict__ slot, int nproj,
-                tl_cuda_geom g, float *__restrict__ out)
+__global__ void __launch_bounds__(PLANE_BLOCK *PLANE_BLOCK)
+    bp_plane_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W,
+                    int H, const float4 *__restrict__ par, const int *__restrict__ slot, int nproj,
+                    tl_cuda_geom g, float *__restrict__ out)
 {
     const int j = blockIdx.x * PLANE_BLOCK + threadIdx.x;
     const int i = blockIdx.y * PLANE_BLOCK + threadIdx.y;
@@ -37,8 +37,8 @@ bp_plane_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_e
         const float gz = z - fl;
         /* row r0 (absent above the detector) and, only when z is not a row, row r0 + 1 */
         const float *row0 = r0 >= 0 ? window + (size_t)r0 * slab_el : nullptr;
-        const float *row1 = gz != 0.f && r0 + 1 < H ? window + (size_t)(r0 + 1) * slab_el
-                                                    : nullptr;
+        const float *row1 =
+            gz != 0.f && r0 + 1 < H ? window + (size_t)(r0 + 1) * slab_el : nullptr;
         for (int p = 0; p < nproj; p++) {
             const float4 q = __ldg(par + p);
             const size_t so = (size_t)__ldg(slot + p) * pitch_el;
@@ -59,8 +59,8 @@ static tl_status plane_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const t
     const dim3 grid((unsigned)((g->w + PLANE_BLOCK - 1) / PLANE_BLOCK),
                     (unsigned)((g->h + PLANE_BLOCK - 1) / PLANE_BLOCK));
     bp_plane_kernel<<<grid, block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
-                                                   (int)s->cols, (int)s->rows, s->d_par,
-                                                   s->d_slot, (int)nproj, *g, b->out[0]);
+                                                   (int)s->cols, (int)s->rows, s->d_par, s->d_slot,
+                                                   (int)nproj, *g, b->out[0]);
     TL_CUDA_LAUNCHED(s->eb, "bp_plane_kernel");
     return TL_OK;
 }

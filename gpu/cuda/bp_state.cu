@@ -15,7 +15,7 @@
 #include "gpu/cuda/kernels.cuh"
 
 #define SCALE_BLOCK 256
-#define SCALE_GRID_MAX 1024  /* blocks per row: grid-stride beyond */
+#define SCALE_GRID_MAX 1024 /* blocks per row: grid-stride beyond */
 
 __global__ void half_maxabs_kernel(tl_cuda_rows rows, int nrows, size_t pitch_el, int W, int n,
                                    unsigned *maxabs)
@@ -75,13 +75,14 @@ tl_status tl_cuda_bp_create(tl_cuda_state *s)
 {
     TL_TRY(tl_cuda_alloc(s, (void **)&s->d_maxabs, TL_CUDA_MAX_NV * sizeof(unsigned),
                          "16-bit scales"));
-    TL_TRY(tl_cuda_alloc(s, (void **)&s->d_scale, TL_CUDA_MAX_NV * sizeof(float), "16-bit scales"));
+    TL_TRY(
+        tl_cuda_alloc(s, (void **)&s->d_scale, TL_CUDA_MAX_NV * sizeof(float), "16-bit scales"));
     /* probe %nsmid into the output buffer (free in create) */
     nsmid_kernel<<<1, 1, 0, s->stream>>>((int *)s->out);
     TL_CUDA_LAUNCHED(s->eb, "nsmid_kernel");
     int nsmid = 0;
-    TL_CUDA(s->eb, cudaMemcpyAsync(&nsmid, s->out, sizeof nsmid, cudaMemcpyDeviceToHost,
-                                   s->stream));
+    TL_CUDA(s->eb,
+            cudaMemcpyAsync(&nsmid, s->out, sizeof nsmid, cudaMemcpyDeviceToHost, s->stream));
     TL_CUDA(s->eb, cudaStreamSynchronize(s->stream));
     if (nsmid < 1 || nsmid > 65536)
         return tl_fail(s->eb, TL_EDEVICE, "the device reports %%nsmid = %d", nsmid);

@@ -54,9 +54,9 @@
 
 #include "gpu/cuda/kernels.cuh"
 
-#define TEX_TILE 16      /* a block covers 16 x 16 pixels (Alg. 1's block) ... */
-#define TEX_PIX 4        /* ... with 16 x 4 threads of 4 pixels each (rows i, i+4, i+8, i+12) */
-#define TEX_CHUNK 2048   /* projections per launch: 2048 x 20 bytes of __constant__ */
+#define TEX_TILE 16    /* a block covers 16 x 16 pixels (Alg. 1's block) ... */
+#define TEX_PIX 4      /* ... with 16 x 4 threads of 4 pixels each (rows i, i+4, i+8, i+12) */
+#define TEX_CHUNK 2048 /* projections per launch: 2048 x 20 bytes of __constant__ */
 
 __constant__ float4 c_tex_par[TEX_CHUNK]; /* cos, sin, centre, weight */
 __constant__ float c_tex_row[TEX_CHUNK];  /* texel y of the projection's slot: slot + 0.5 */
@@ -82,9 +82,9 @@ void tl_cuda_constant_unlock(int device)
  * per projection and reuses its constants 4 times, which brings it close to the card's
  * texture filter rate (figures: BENCHMARKS.md). Each pixel still sums its projections
  * in order with the same arithmetic as the one-pixel kernel. */
-__global__ void __launch_bounds__(TEX_TILE * TEX_TILE / TEX_PIX)
-bp_tex_kernel(cudaTextureObject_t tex, tl_cuda_geom g, int nproj, float xoff, int accumulate,
-              float *__restrict__ out)
+__global__ void __launch_bounds__(TEX_TILE *TEX_TILE / TEX_PIX)
+    bp_tex_kernel(cudaTextureObject_t tex, tl_cuda_geom g, int nproj, float xoff, int accumulate,
+                  float *__restrict__ out)
 {
     const int j = blockIdx.x * TEX_TILE + threadIdx.x;
     const int i0 = blockIdx.y * TEX_TILE + threadIdx.y;
@@ -150,16 +150,25 @@ static tl_status std_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_
 
 /* ---- T3 + T4 mapping, 1, 2 or 4 slices -------------------------------------------------- */
 
-#define TM_THREADS 256   /* a block: 16 x 16 pixels ... */
-#define TM_GROUPS 4      /* ... in 4 projection groups of 64 threads, 4 pixels each */
+#define TM_THREADS 256 /* a block: 16 x 16 pixels ... */
+#define TM_GROUPS 4    /* ... in 4 projection groups of 64 threads, 4 pixels each */
 
 /* What one fetch returns for NV slices (a float, float2 or the float4 of a half4 texel). */
 template <int NV> struct tm_texel;
-template <> struct tm_texel<1> { typedef float type; };
-template <> struct tm_texel<2> { typedef float2 type; };
-template <> struct tm_texel<4> { typedef float4 type; };
+template <> struct tm_texel<1> {
+    typedef float type;
+};
+template <> struct tm_texel<2> {
+    typedef float2 type;
+};
+template <> struct tm_texel<4> {
+    typedef float4 type;
+};
 
-__device__ __forceinline__ void tm_add(float *a, float w, float t) { a[0] = fmaf(w, t, a[0]); }
+__device__ __forceinline__ void tm_add(float *a, float w, float t)
+{
+    a[0] = fmaf(w, t, a[0]);
+}
 __device__ __forceinline__ void tm_add(float *a, float w, float2 t)
 {
     a[0] = fmaf(w, t.x, a[0]);
@@ -185,8 +194,8 @@ struct tm_outs {
  * thread has rows r, r + 4, r + 8, r + 12 of the 16 x 16 tile. */
 template <int NV, bool ZORD>
 __global__ void __launch_bounds__(TM_THREADS)
-bp_tex_multi_kernel(cudaTextureObject_t tex, tl_cuda_geom g, int nproj, float xoff,
-                    int accumulate, const float *scale, tm_outs outs, int nz)
+    bp_tex_multi_kernel(cudaTextureObject_t tex, tl_cuda_geom g, int nproj, float xoff,
+                        int accumulate, const float *scale, tm_outs outs, int nz)
 {
     __shared__ float red[TM_GROUPS - 1][TEX_TILE * TEX_TILE][NV]; /* groups 1..3 */
     const int t = threadIdx.x, m = t / 64, sq = (t / 16) % 4, zi = t % 16;
@@ -277,9 +286,9 @@ static tl_status multi_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const t
         if (NV == 4)
             TL_TRY(tl_cuda_half_scales(s, b, nproj));
         tl_cuda_rows rows = tl_cuda_batch_rows(s, b);
-        pack_kernel<NV><<<tl_cuda_elem_grid((size_t)s->n * s->cols), TL_CUDA_ELEM_BLOCK, 0,
-                          s->stream>>>(rows, s->pitch_el, (int)s->cols, (int)s->n, s->pack,
-                                       s->sz.pack_pitch, s->d_scale);
+        pack_kernel<NV>
+            <<<tl_cuda_elem_grid((size_t)s->n * s->cols), TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
+                rows, s->pitch_el, (int)s->cols, (int)s->n, s->pack, s->sz.pack_pitch, s->d_scale);
         TL_CUDA_LAUNCHED(s->eb, "pack_kernel");
         tex = NV == 2 ? s->tex_pack2 : s->tex_pack4h;
     }
@@ -293,16 +302,19 @@ static tl_status multi_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const t
         size_t nb = nproj - done < TEX_CHUNK ? nproj - done : TEX_CHUNK;
         if (nb > 0)
             TL_TRY(upload_chunk(s, done, nb));
-        bp_tex_multi_kernel<NV, ZORD><<<grid, TM_THREADS, 0, s->stream>>>(
-            tex, *g, (int)nb, s->tex_xoff, done > 0, s->d_scale, outs, b->nz);
+        bp_tex_multi_kernel<NV, ZORD><<<grid, TM_THREADS, 0, s->stream>>>(tex, *g, (int)nb,
+                                                                          s->tex_xoff, done > 0,
+                                                                          s->d_scale, outs, b->nz);
         TL_CUDA_LAUNCHED(s->eb, "bp_tex_multi_kernel");
         done += nb;
     } while (done < nproj);
     return TL_OK;
 }
 
-#define TEXK(NAME, NV, PACK, PARAMS, FN)                                                    \
-    {NAME, TL_QUALITY_FAST, NV, TL_KF_TEX, PARAMS, 0, 0, true, PACK, FN}
+#define TEXK(NAME, NV, PACK, PARAMS, FN)                                   \
+    {                                                                      \
+        NAME, TL_QUALITY_FAST, NV, TL_KF_TEX, PARAMS, 0, 0, true, PACK, FN \
+    }
 
 const tl_cuda_kernel tl_cuda_tex_kernels[] = {
     TEXK("tex-std", 1, false, "Alg. 1: 16x16 pixels, 16x4 threads of 4 pixels, float texels",
@@ -340,8 +352,8 @@ static void tex_limits(const tl_cuda_state *s, char *why, size_t len)
 {
     why[0] = '\0';
     if (s->cols > (uint32_t)s->max_tex2d_linear[0])
-        snprintf(why, len, "%u detector columns exceed the 2-D linear texture width %d",
-                 s->cols, s->max_tex2d_linear[0]);
+        snprintf(why, len, "%u detector columns exceed the 2-D linear texture width %d", s->cols,
+                 s->max_tex2d_linear[0]);
     else if (s->n > (uint32_t)s->max_tex2d_linear[1])
         snprintf(why, len, "a window of %u projections exceeds the 2-D linear texture height %d",
                  s->n, s->max_tex2d_linear[1]);
@@ -393,8 +405,8 @@ static tl_status probe_rounding(tl_cuda_state *s)
         return TL_OK; /* nothing to probe with: plain Alg. 1 coordinates */
     static const float texels[2] = {0.f, 1.f};
     TL_CUDA(s->eb, cudaMemsetAsync(s->scratch, 0, s->sz.pitch, s->stream));
-    TL_CUDA(s->eb, cudaMemcpyAsync(s->scratch, texels, sizeof texels, cudaMemcpyHostToDevice,
-                                   s->stream));
+    TL_CUDA(s->eb,
+            cudaMemcpyAsync(s->scratch, texels, sizeof texels, cudaMemcpyHostToDevice, s->stream));
     cudaTextureDesc td;
     texture_desc(&td);
     cudaResourceDesc rd = pitch2d(s->scratch, s->cols, 1, s->sz.pitch);
@@ -430,8 +442,8 @@ static tl_status pack_create(tl_cuda_state *s)
     TL_CUDA(s->eb, cudaMemsetAsync(s->pack, 0, s->sz.pack, s->stream));
     cudaTextureDesc td;
     texture_desc(&td);
-    cudaResourceDesc rd = pitch2d(s->pack, s->cols, s->n, s->sz.pack_pitch,
-                                  cudaCreateChannelDesc<float2>());
+    cudaResourceDesc rd =
+        pitch2d(s->pack, s->cols, s->n, s->sz.pack_pitch, cudaCreateChannelDesc<float2>());
     TL_CUDA(s->eb, cudaCreateTextureObject(&s->tex_pack2, &rd, &td, NULL));
     rd = pitch2d(s->pack, s->cols, s->n, s->sz.pack_pitch, cudaCreateChannelDescHalf4());
     TL_CUDA(s->eb, cudaCreateTextureObject(&s->tex_pack4h, &rd, &td, NULL));
@@ -451,8 +463,8 @@ tl_status tl_cuda_tex_create(tl_cuda_state *s)
     cudaTextureDesc td;
     texture_desc(&td);
     for (uint32_t r = 0; r < s->rows; r++) {
-        cudaResourceDesc rd = pitch2d(s->window + (size_t)r * s->slab_el, s->cols, s->n,
-                                      s->sz.pitch);
+        cudaResourceDesc rd =
+            pitch2d(s->window + (size_t)r * s->slab_el, s->cols, s->n, s->sz.pitch);
         TL_CUDA(s->eb, cudaCreateTextureObject(&s->tex[r], &rd, &td, NULL));
         s->ntex = r + 1;
     }

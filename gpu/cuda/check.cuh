@@ -27,35 +27,34 @@ tl_status tl_cuda_fail_call(tl_errbuf *eb, cudaError_t e, const char *call, cons
 tl_status tl_cuda_fail_fft(tl_errbuf *eb, cufftResult r, const char *call, const char *file,
                            int line);
 
-#define TL_CUDA(eb, call)                                                                    \
-    do {                                                                                     \
-        cudaError_t tl_e_ = (call);                                                          \
-        if (tl_e_ != cudaSuccess)                                                            \
-            return tl_cuda_fail_call((eb), tl_e_, #call, __FILE__, __LINE__);               \
+#define TL_CUDA(eb, call)                                                     \
+    do {                                                                      \
+        cudaError_t tl_e_ = (call);                                           \
+        if (tl_e_ != cudaSuccess)                                             \
+            return tl_cuda_fail_call((eb), tl_e_, #call, __FILE__, __LINE__); \
     } while (0)
 
-#define TL_CUFFT(eb, call)                                                                   \
-    do {                                                                                     \
-        cufftResult tl_r_ = (call);                                                          \
-        if (tl_r_ != CUFFT_SUCCESS)                                                          \
-            return tl_cuda_fail_fft((eb), tl_r_, #call, __FILE__, __LINE__);                \
+#define TL_CUFFT(eb, call)                                                   \
+    do {                                                                     \
+        cufftResult tl_r_ = (call);                                          \
+        if (tl_r_ != CUFFT_SUCCESS)                                          \
+            return tl_cuda_fail_fft((eb), tl_r_, #call, __FILE__, __LINE__); \
     } while (0)
 
 /* After every <<<...>>> launch: a launch that was refused reports here, by kernel name. */
-#define TL_CUDA_LAUNCHED(eb, kernel_name)                                                    \
-    do {                                                                                     \
-        cudaError_t tl_e_ = cudaGetLastError();                                              \
-        if (tl_e_ != cudaSuccess)                                                            \
-            return tl_cuda_fail_call((eb), tl_e_, "launch of " kernel_name, __FILE__,        \
-                                     __LINE__);                                              \
+#define TL_CUDA_LAUNCHED(eb, kernel_name)                                                        \
+    do {                                                                                         \
+        cudaError_t tl_e_ = cudaGetLastError();                                                  \
+        if (tl_e_ != cudaSuccess)                                                                \
+            return tl_cuda_fail_call((eb), tl_e_, "launch of " kernel_name, __FILE__, __LINE__); \
     } while (0)
 
 /* Propagates a tl_status from a helper. */
-#define TL_TRY(expr)                                                                         \
-    do {                                                                                     \
-        tl_status tl_st_ = (expr);                                                           \
-        if (tl_st_ != TL_OK)                                                                 \
-            return tl_st_;                                                                   \
+#define TL_TRY(expr)               \
+    do {                           \
+        tl_status tl_st_ = (expr); \
+        if (tl_st_ != TL_OK)       \
+            return tl_st_;         \
     } while (0)
 
 #endif

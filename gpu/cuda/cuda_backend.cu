@@ -42,21 +42,21 @@ tl_status tl_cuda_fail_call(tl_errbuf *eb, cudaError_t e, const char *call, cons
 static const char *cufft_name(cufftResult r)
 {
     switch (r) {
-    case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
-    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
-    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
-    case CUFFT_INVALID_TYPE: return "CUFFT_INVALID_TYPE";
-    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
-    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
-    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
-    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
-    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
-    case CUFFT_UNALIGNED_DATA: return "CUFFT_UNALIGNED_DATA";
-    case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
-    case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
-    case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
-    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
-    default: return "cuFFT error";
+        case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
+        case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+        case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
+        case CUFFT_INVALID_TYPE: return "CUFFT_INVALID_TYPE";
+        case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
+        case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+        case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
+        case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
+        case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
+        case CUFFT_UNALIGNED_DATA: return "CUFFT_UNALIGNED_DATA";
+        case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
+        case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
+        case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
+        case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+        default: return "cuFFT error";
     }
 }
 
@@ -127,10 +127,10 @@ extern "C" void tl_cuda_host_unregister(void *p)
 size_t tl_cuda_dtype_size(tl_dtype t)
 {
     switch (t) {
-    case TL_DTYPE_U8: return 1;
-    case TL_DTYPE_U16: return 2;
-    case TL_DTYPE_U32: return 4;
-    case TL_DTYPE_F32: return 4;
+        case TL_DTYPE_U8: return 1;
+        case TL_DTYPE_U16: return 2;
+        case TL_DTYPE_U32: return 4;
+        case TL_DTYPE_F32: return 4;
     }
     return 0;
 }
@@ -188,9 +188,12 @@ static tl_status get_limits(int dev, tl_errbuf *eb, device_limits *d)
     int a = 0, pa = 0;
     TL_CUDA(eb, cudaDeviceGetAttribute(&a, cudaDevAttrTextureAlignment, dev));
     TL_CUDA(eb, cudaDeviceGetAttribute(&pa, cudaDevAttrTexturePitchAlignment, dev));
-    TL_CUDA(eb, cudaDeviceGetAttribute(&d->max_linear[0], cudaDevAttrMaxTexture2DLinearWidth, dev));
-    TL_CUDA(eb, cudaDeviceGetAttribute(&d->max_linear[1], cudaDevAttrMaxTexture2DLinearHeight, dev));
-    TL_CUDA(eb, cudaDeviceGetAttribute(&d->max_linear[2], cudaDevAttrMaxTexture2DLinearPitch, dev));
+    TL_CUDA(eb,
+            cudaDeviceGetAttribute(&d->max_linear[0], cudaDevAttrMaxTexture2DLinearWidth, dev));
+    TL_CUDA(eb,
+            cudaDeviceGetAttribute(&d->max_linear[1], cudaDevAttrMaxTexture2DLinearHeight, dev));
+    TL_CUDA(eb,
+            cudaDeviceGetAttribute(&d->max_linear[2], cudaDevAttrMaxTexture2DLinearPitch, dev));
     d->tex_align = a > 0 ? (size_t)a : 1;
     d->tex_pitch_align = pa > 0 ? (size_t)pa : 1;
     return TL_OK;
@@ -217,8 +220,8 @@ static void compute_sizes(const tl_engine_config *c, size_t P, const device_limi
     z->out = (size_t)c->cols * c->cols * sizeof(float);
     z->pack_pitch = round_up((size_t)c->cols * 2 * sizeof(float), pa);
     z->pack = (size_t)c->window * z->pack_pitch;
-    z->buffers = z->raw * (1 + TL_CUDA_PEER_BUFS) + z->pad + z->spec + z->fft_work +
-                 z->response + z->calib + z->proj + z->scratch + z->out + z->pack;
+    z->buffers = z->raw * (1 + TL_CUDA_PEER_BUFS) + z->pad + z->spec + z->fft_work + z->response +
+                 z->calib + z->proj + z->scratch + z->out + z->pack;
 }
 
 /* ---- estimate, create, destroy ----------------------------------------------------------- */
@@ -255,23 +258,23 @@ static void cuda_destroy(void *state)
     tl_cuda_tex_destroy(s);
     tl_cuda_fft_destroy(s);
     tl_cuda_acc_destroy(s);
-    void *dev[] = {s->window, s->sum[0], s->sum[1], s->avg[0], s->avg[1], s->gain, s->raw,
-                   s->pad, s->spec, s->response, s->d_par, s->d_slot, s->d_texy, s->out,
-                   s->scratch, s->pack, s->d_maxabs, s->d_scale, s->d_tickets};
+    void *dev[] = {s->window,  s->sum[0], s->sum[1],   s->avg[0],  s->avg[1],   s->gain,   s->raw,
+                   s->pad,     s->spec,   s->response, s->d_par,   s->d_slot,   s->d_texy, s->out,
+                   s->scratch, s->pack,   s->d_maxabs, s->d_scale, s->d_tickets};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i])
             cudaFree(dev[i]);
     for (int i = 0; i < TL_CUDA_PEER_BUFS; i++)
         if (s->peer[i])
             cudaFree(s->peer[i]);
-    void *host[] = {s->pinned[0], s->pinned[1], s->pinned[2], s->pinned[3], s->h_par,
-                    s->h_slot, s->h_texy};
+    void *host[] = {s->pinned[0], s->pinned[1], s->pinned[2], s->pinned[3],
+                    s->h_par,     s->h_slot,    s->h_texy};
     static_assert(TL_CUDA_RING == 4, "list every ring buffer above");
     for (size_t i = 0; i < sizeof host / sizeof *host; i++)
         if (host[i])
             cudaFreeHost(host[i]);
-    cudaEvent_t ev[] = {s->t0, s->t1, s->consumed, s->proj_done, s->ring_ev[0], s->ring_ev[1],
-                        s->ring_ev[2], s->ring_ev[3]};
+    cudaEvent_t ev[] = {s->t0,         s->t1,         s->consumed,   s->proj_done,
+                        s->ring_ev[0], s->ring_ev[1], s->ring_ev[2], s->ring_ev[3]};
     for (size_t i = 0; i < sizeof ev / sizeof *ev; i++)
         if (ev[i])
             cudaEventDestroy(ev[i]);
@@ -375,7 +378,8 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     TL_CUDA(eb, cudaMemsetAsync(s->window, 0, s->sz.window, s->stream));
     for (int k = 0; k < 2; k++) {
         TL_TRY(tl_cuda_alloc(s, (void **)&s->sum[k], npix * sizeof(double), "calibration sums"));
-        TL_TRY(tl_cuda_alloc(s, (void **)&s->avg[k], npix * sizeof(float), "calibration averages"));
+        TL_TRY(
+            tl_cuda_alloc(s, (void **)&s->avg[k], npix * sizeof(float), "calibration averages"));
         TL_CUDA(eb, cudaMemsetAsync(s->sum[k], 0, npix * sizeof(double), s->stream));
         TL_CUDA(eb, cudaMemsetAsync(s->avg[k], 0, npix * sizeof(float), s->stream));
     }
@@ -389,9 +393,11 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     TL_CUDA(eb, cudaMemsetAsync(s->pad, 0, s->sz.pad, s->stream));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->spec, s->sz.spec, "filter spectra"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->response, s->sz.response, "filter response"));
-    TL_TRY(tl_cuda_alloc(s, (void **)&s->d_par, (size_t)s->n * sizeof(float4), "projection table"));
+    TL_TRY(
+        tl_cuda_alloc(s, (void **)&s->d_par, (size_t)s->n * sizeof(float4), "projection table"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->d_slot, (size_t)s->n * sizeof(int), "projection table"));
-    TL_TRY(tl_cuda_alloc(s, (void **)&s->d_texy, (size_t)s->n * sizeof(float), "projection table"));
+    TL_TRY(
+        tl_cuda_alloc(s, (void **)&s->d_texy, (size_t)s->n * sizeof(float), "projection table"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->scratch, s->sz.scratch, "benchmark slot"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->out, s->sz.out, "slice outputs"));
     s->out_cap = s->sz.out / sizeof(float);
@@ -418,8 +424,7 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     return TL_OK;
 }
 
-static tl_status cuda_create(const tl_engine_config *c, size_t padded, tl_errbuf *eb,
-                             void **state)
+static tl_status cuda_create(const tl_engine_config *c, size_t padded, tl_errbuf *eb, void **state)
 {
     *state = NULL;
     tl_cuda_state *s = (tl_cuda_state *)calloc(1, sizeof *s);
@@ -476,8 +481,8 @@ static tl_status cuda_calib_reset(void *state, tl_frame_kind kind)
     TL_TRY(tl_cuda_use_device(s));
     TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     int k = kind == TL_FRAME_DARK ? 0 : 1;
-    TL_CUDA(s->eb, cudaMemsetAsync(s->sum[k], 0, (size_t)s->rows * s->cols * sizeof(double),
-                                   s->stream));
+    TL_CUDA(s->eb,
+            cudaMemsetAsync(s->sum[k], 0, (size_t)s->rows * s->cols * sizeof(double), s->stream));
     return TL_OK;
 }
 
@@ -543,27 +548,27 @@ static void cuda_device_id(const void *state, tl_device_id *id)
 
 /* Positional, in the order of tl_backend_ops (C++17 has no designated initialisers). */
 extern "C" const tl_backend_ops tl_cuda_backend = {
-    "cuda",                     /* name */
-    cuda_estimate,              /* estimate */
-    cuda_create,                /* create */
-    cuda_destroy,               /* destroy */
-    cuda_set_filter,            /* set_filter */
-    cuda_calib_reset,           /* calib_reset */
-    tl_cuda_op_calib_add,       /* calib_add (store.cu) */
-    tl_cuda_op_store,           /* store (store.cu) */
-    tl_cuda_op_backproject,     /* backproject (backproject.cu) */
-    cuda_memory_used,           /* memory_used */
-    cuda_device_name,           /* device_name */
-    tl_cuda_op_acc_alloc,       /* acc_alloc (accumulate.cu) */
-    tl_cuda_op_acc_free,        /* acc_free */
-    tl_cuda_op_acc_update,      /* acc_update */
-    tl_cuda_op_acc_read,        /* acc_read */
-    cuda_kernels,               /* kernels */
-    tl_cuda_op_bench,           /* bench (bench.cu) */
-    tl_cuda_op_bench_store,     /* bench_store (bench.cu) */
-    cuda_device_id,             /* device_id */
-    tl_cuda_op_hw_rates,        /* hw_rates (microbench.cu) */
-    tl_cuda_op_fence,           /* fence (store.cu) */
-    tl_cuda_op_fence_done,      /* fence_done (store.cu) */
-    tl_cuda_op_flush,           /* flush (store.cu) */
+    "cuda",                 /* name */
+    cuda_estimate,          /* estimate */
+    cuda_create,            /* create */
+    cuda_destroy,           /* destroy */
+    cuda_set_filter,        /* set_filter */
+    cuda_calib_reset,       /* calib_reset */
+    tl_cuda_op_calib_add,   /* calib_add (store.cu) */
+    tl_cuda_op_store,       /* store (store.cu) */
+    tl_cuda_op_backproject, /* backproject (backproject.cu) */
+    cuda_memory_used,       /* memory_used */
+    cuda_device_name,       /* device_name */
+    tl_cuda_op_acc_alloc,   /* acc_alloc (accumulate.cu) */
+    tl_cuda_op_acc_free,    /* acc_free */
+    tl_cuda_op_acc_update,  /* acc_update */
+    tl_cuda_op_acc_read,    /* acc_read */
+    cuda_kernels,           /* kernels */
+    tl_cuda_op_bench,       /* bench (bench.cu) */
+    tl_cuda_op_bench_store, /* bench_store (bench.cu) */
+    cuda_device_id,         /* device_id */
+    tl_cuda_op_hw_rates,    /* hw_rates (microbench.cu) */
+    tl_cuda_op_fence,       /* fence (store.cu) */
+    tl_cuda_op_fence_done,  /* fence_done (store.cu) */
+    tl_cuda_op_flush,       /* flush (store.cu) */
 };

@@ -30,8 +30,8 @@ void tl_cuda_host_unregister(void *p);
 #define TL_CUDA_IPC_UUID_LEN 40     /* "GPU-" + 8-4-4-4-12 hex digits */
 tl_status tl_cuda_ipc_device_uuid(int device, char *uuid, char *why, size_t why_len);
 tl_status tl_cuda_ipc_device_ordinal(const char *uuid, int *device, char *why, size_t why_len);
-tl_status tl_cuda_ipc_open(int device, const uint8_t handle[TL_CUDA_IPC_HANDLE_BYTES],
-                           void **ptr, size_t *bytes, char *why, size_t why_len);
+tl_status tl_cuda_ipc_open(int device, const uint8_t handle[TL_CUDA_IPC_HANDLE_BYTES], void **ptr,
+                           size_t *bytes, char *why, size_t why_len);
 void tl_cuda_ipc_close(int device, void *ptr);
 tl_status tl_cuda_ipc_alloc(int device, size_t bytes, void **ptr,
                             uint8_t handle[TL_CUDA_IPC_HANDLE_BYTES], char *why, size_t why_len);

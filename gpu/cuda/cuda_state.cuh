@@ -35,34 +35,40 @@
 #include "gpu/cuda/check.cuh"
 #include "gpu/base/pool.h"
 
-#define TL_CUDA_RING 4            /* pinned staging buffers for host frames */
-#define TL_CUDA_PEER_BUFS 4       /* buffers for frames from other GPUs: copies run ahead of
+#define TL_CUDA_RING 4 /* pinned staging buffers for host frames */
+#define TL_CUDA_PEER_BUFS \
+    4 /* buffers for frames from other GPUs: copies run ahead of
                                      the kernels (a batched filter pass reads none of them,
                                      so the next frames' copies go on meanwhile; 4 scale
                                      two GPUs better than 2; figures: BENCHMARKS.md) */
-#define TL_CUDA_STAGE_THREADS 4   /* threads (the caller included) copying a host frame into
+#define TL_CUDA_STAGE_THREADS \
+    4 /* threads (the caller included) copying a host frame into
                                      its staging buffer: one core copies too slowly for
                                      a camera at 500+ frames/s of 8 MB (figures:
                                      BENCHMARKS.md) */
-#define TL_CUDA_STAGE_SPIN_NS 50000 /* they spin this long for the next frame before sleeping
+#define TL_CUDA_STAGE_SPIN_NS \
+    50000                           /* they spin this long for the next frame before sleeping
                                        (gpu/base/pool.h): frames back to back start at once */
-#define TL_CUDA_STAGE_PIECES 16   /* pieces of a frame's copy: early finishers take more */
-#define TL_CUDA_ELEM_BLOCK 256    /* threads per block of the element-wise kernels */
+#define TL_CUDA_STAGE_PIECES 16     /* pieces of a frame's copy: early finishers take more */
+#define TL_CUDA_ELEM_BLOCK 256      /* threads per block of the element-wise kernels */
 #define TL_CUDA_ELEM_MAX_GRID 65536 /* grid-stride loops above this many blocks */
-#define TL_CUDA_ROW_ILP 4         /* per-row kernels: pixels per thread, blockDim apart (more
+#define TL_CUDA_ROW_ILP \
+    4                              /* per-row kernels: pixels per thread, blockDim apart (more
                                      loads in flight: the frame kernels are memory-bound) */
 #define TL_CUDA_ROW_MAX_GRID 65535 /* gridDim.y limit: rows beyond it loop */
-static constexpr int tl_cuda_row_ilp = TL_CUDA_ROW_ILP; /* for #pragma unroll, which takes no macro */
-#define TL_CUDA_BATCH_ROWS 2048   /* rows a filter pass aims at: projections with fewer
+static constexpr int tl_cuda_row_ilp =
+    TL_CUDA_ROW_ILP; /* for #pragma unroll, which takes no macro */
+#define TL_CUDA_BATCH_ROWS \
+    2048                        /* rows a filter pass aims at: projections with fewer
                                      rows, when frames queue up, are filtered a few at once
                                      (store.cu); below ~2048 rows the pass's fixed costs
                                      (kernel ramp-up and tails) weigh: 1024-row frames
                                      run well short of twice as fast as 2048-row ones;
                                      above it batching gains nothing (figures:
                                      BENCHMARKS.md) */
-#define TL_CUDA_BATCH_MAX 8       /* projections filtered in one pass at most */
-#define TL_CUDA_MIN_RATIO 1e-6f   /* = TL_CPU_MIN_RATIO: clamp of ratios before -log */
-#define TL_CUDA_COALESCE 128      /* bytes: slot pitch alignment for coalesced rows */
+#define TL_CUDA_BATCH_MAX 8     /* projections filtered in one pass at most */
+#define TL_CUDA_MIN_RATIO 1e-6f /* = TL_CPU_MIN_RATIO: clamp of ratios before -log */
+#define TL_CUDA_COALESCE 128    /* bytes: slot pitch alignment for coalesced rows */
 
 /* Blocks for an element-wise kernel over `total` elements (grid-stride loops beyond). */
 static inline unsigned tl_cuda_elem_grid(size_t total)
@@ -82,10 +88,10 @@ static inline unsigned tl_cuda_elem_grid(size_t total)
 static inline dim3 tl_cuda_row_grid(uint32_t rows, size_t n)
 {
     const size_t bx = n / ((size_t)TL_CUDA_ELEM_BLOCK * TL_CUDA_ROW_ILP);
-    return dim3((unsigned)(bx ? bx : 1),
-                rows == 0 ? 1u : rows < TL_CUDA_ROW_MAX_GRID ? rows : TL_CUDA_ROW_MAX_GRID);
+    return dim3((unsigned)(bx ? bx : 1), rows == 0                     ? 1u
+                                         : rows < TL_CUDA_ROW_MAX_GRID ? rows
+                                                                       : TL_CUDA_ROW_MAX_GRID);
 }
-
 
 /* Projections per filter pass for frames of `rows` rows: TL_CUDA_BATCH_ROWS / rows,
  * rounded, within 1 .. TL_CUDA_BATCH_MAX (a 1025-row part of a split 2048-row frame: 2). */
@@ -123,21 +129,21 @@ typedef struct {
     tl_engine_config cfg;
     tl_errbuf *eb;
     int device;
-    uint32_t rows, cols, n;   /* detector rows, columns, window slots */
-    size_t padded;            /* filter length P */
-    size_t dsize;             /* bytes per raw pixel */
+    uint32_t rows, cols, n; /* detector rows, columns, window slots */
+    size_t padded;          /* filter length P */
+    size_t dsize;           /* bytes per raw pixel */
     tl_cuda_sizes sz;
-    size_t mem;               /* device bytes allocated */
+    size_t mem; /* device bytes allocated */
     char device_name[160];
 
     /* device limits that decide what the texture kernel can serve */
     size_t tex_align, tex_pitch_align;
-    int max_tex2d_linear[3];  /* width, height (texels), pitch (bytes) */
+    int max_tex2d_linear[3]; /* width, height (texels), pitch (bytes) */
 
-    cudaStream_t stream;      /* every operation of this engine runs on it, in order */
-    cudaEvent_t t0, t1;       /* benchmark timing */
-    cudaEvent_t consumed;     /* device frames: the GPU has read the caller's buffer */
-    cudaEvent_t proj_done;    /* the projection tables' host copies may be rewritten */
+    cudaStream_t stream;   /* every operation of this engine runs on it, in order */
+    cudaEvent_t t0, t1;    /* benchmark timing */
+    cudaEvent_t consumed;  /* device frames: the GPU has read the caller's buffer */
+    cudaEvent_t proj_done; /* the projection tables' host copies may be rewritten */
     cudaEvent_t fence_ev[TL_BACKEND_FENCES]; /* backend.h fence / fence_done */
 
     /* the rolling window (layout above) */
@@ -148,22 +154,22 @@ typedef struct {
     cudaTextureObject_t *tex;
     uint32_t ntex;
     bool tex_ok;
-    char tex_why[160];        /* why the texture kernel is unavailable */
-    float tex_xoff;           /* added to u for tex2D: 0.5 (texel centres) + rounding bias */
-    const char *tex_rule;     /* how the texture unit quantises weights: "round", "truncate" */
+    char tex_why[160];    /* why the texture kernel is unavailable */
+    float tex_xoff;       /* added to u for tex2D: 0.5 (texel centres) + rounding bias */
+    const char *tex_rule; /* how the texture unit quantises weights: "round", "truncate" */
 
     /* calibration: batch sums, the averages in use, gain = 1 / max(F - D, eps) */
     double *sum[2];
     float *avg[2];
     float *gain;
-    bool have[2];             /* an average exists (dark 0, flat 1) */
+    bool have[2]; /* an average exists (dark 0, flat 1) */
 
     /* staging of host frames: pinned ring, each slot free once its event completed */
     void *pinned[TL_CUDA_RING];
     cudaEvent_t ring_ev[TL_CUDA_RING];
     unsigned ring_next;
-    tl_pool *stage_pool;      /* TL_CUDA_STAGE_THREADS */
-    void *raw;                /* the device copy of the current raw frame */
+    tl_pool *stage_pool; /* TL_CUDA_STAGE_THREADS */
+    void *raw;           /* the device copy of the current raw frame */
 
     /* frames from another GPU: copied on copy_stream into peer[i] (alternating), so the
      * copy of one overlaps the kernels of the one before; peer_ready[i] orders the stream
@@ -172,25 +178,25 @@ typedef struct {
     void *peer[TL_CUDA_PEER_BUFS];
     cudaEvent_t peer_ready[TL_CUDA_PEER_BUFS], peer_free[TL_CUDA_PEER_BUFS];
     unsigned peer_next;
-    int peer_used;            /* the peer buffer the staged frame is in, or -1 */
+    int peer_used; /* the peer buffer the staged frame is in, or -1 */
 
     /* filtering: `batch` projections per pass at most, the k-th in pad and spec at
      * k x rows rows; plans r2c[k] and c2r[k] transform k + 1 of them */
-    float *pad;               /* batch x rows x P: zero-padded corrected rows */
-    cufftComplex *spec;       /* batch x rows x (P/2 + 1); C2R's real rows in place */
-    float *response;          /* H / P on the device */
-    float *response_host;     /* staging for set_filter */
+    float *pad;           /* batch x rows x P: zero-padded corrected rows */
+    cufftComplex *spec;   /* batch x rows x (P/2 + 1); C2R's real rows in place */
+    float *response;      /* H / P on the device */
+    float *response_host; /* staging for set_filter */
     bool filter_on;
     cufftHandle r2c[TL_CUDA_BATCH_MAX], c2r[TL_CUDA_BATCH_MAX];
-    uint32_t nplans;          /* of each kind made so far */
+    uint32_t nplans; /* of each kind made so far */
     void *fft_work;
 
     /* projections corrected into pad, their filter pass held for more (store.cu) */
-    uint32_t batch;           /* tl_cuda_batch_frames(rows) */
+    uint32_t batch; /* tl_cuda_batch_frames(rows) */
     uint32_t held;
     tl_cuda_dsts held_dst;
     size_t held_stride;
-    uint64_t held_fences;     /* bit i: fence i asked for while frames were held */
+    uint64_t held_fences; /* bit i: fence i asked for while frames were held */
 
     /* projection tables of the current job: (cos, sin, centre, weight), slot, slot + 0.5 */
     float4 *d_par, *h_par;
@@ -214,15 +220,15 @@ typedef struct {
     bool *job_done;
     size_t job_cap;
 
-    float *out;               /* slice outputs of a job, back to back */
-    size_t out_cap;           /* floats */
-    float *scratch;           /* bench_store target: rows x pitch */
+    float *out;     /* slice outputs of a job, back to back */
+    size_t out_cap; /* floats */
+    float *scratch; /* bench_store target: rows x pitch */
 
     /* accumulators of tracked slices (accumulate.cu), indexed by engine slice id: the sum
      * in double, and the float buffer each read-out converts it into before the copy out */
     double **acc;
     float **acc_out;
-    size_t *acc_size;         /* pixels */
+    size_t *acc_size; /* pixels */
     int nacc;
 } tl_cuda_state;
 
@@ -263,8 +269,8 @@ tl_status tl_cuda_staged_read(tl_cuda_state *s);
 /* Enqueues convert + correct + -log (+ filter) of a staged frame into dst, a rows x cols
  * area whose rows are dst_stride floats apart. With hold, the filter pass may wait for
  * more frames (up to s->batch); tl_cuda_flush runs it. */
-tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
-                          float *dst, size_t dst_stride, bool hold);
+tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst,
+                          size_t dst_stride, bool hold);
 /* Enqueues the filter pass of the held frames, then the fences asked for meanwhile. Every
  * operation that reads the window, pad or the calibration runs it first. */
 tl_status tl_cuda_flush(tl_cuda_state *s);
@@ -274,8 +280,8 @@ tl_status tl_cuda_op_flush(void *state);
 /* Corrected rows (cols values each, rows dst_stride floats apart) into dst. */
 tl_status tl_cuda_preprocess(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
                              float *dst, size_t dst_stride);
-tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pitch,
-                                   tl_dtype dt, int kind, uint32_t count);
+tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
+                                   int kind, uint32_t count);
 
 /* filter.cu */
 /* The work area of the largest plan: `rows` transforms of length padded. */

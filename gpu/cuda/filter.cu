@@ -55,8 +55,8 @@ static tl_status make_plan(tl_cuda_state *s, cufftHandle plan, cufftType type, u
                                           (int)odist, type, (int)batch, work));
     } else {
         long long n[1] = {P}, inembed[1] = {idist}, onembed[1] = {odist};
-        TL_CUFFT(s->eb, cufftMakePlanMany64(plan, 1, n, inembed, 1, idist, onembed, 1, odist,
-                                            type, batch, work));
+        TL_CUFFT(s->eb, cufftMakePlanMany64(plan, 1, n, inembed, 1, idist, onembed, 1, odist, type,
+                                            batch, work));
     }
     return TL_OK;
 }
@@ -105,8 +105,8 @@ void tl_cuda_fft_destroy(tl_cuda_state *s)
 
 /* spec[r][k] *= H[k] / P (both parts: the response is real), per-row grid. */
 __global__ void __launch_bounds__(FILTER_BLOCK)
-filter_multiply_kernel(cufftComplex *__restrict__ spec, const float *__restrict__ response,
-                       uint32_t rows, uint32_t nfreq)
+    filter_multiply_kernel(cufftComplex *__restrict__ spec, const float *__restrict__ response,
+                           uint32_t rows, uint32_t nfreq)
 {
     for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
         cufftComplex *row = spec + (size_t)r * nfreq;
@@ -125,8 +125,8 @@ filter_multiply_kernel(cufftComplex *__restrict__ spec, const float *__restrict_
 /* The first cols values of every filtered row (rows src_stride floats apart) into its
  * projection's destination: row g of the pass is row g % rows of projection g / rows. */
 __global__ void __launch_bounds__(FILTER_BLOCK)
-filter_extract_kernel(const float *__restrict__ src, size_t src_stride, uint32_t rows,
-                      uint32_t total, uint32_t cols, tl_cuda_dsts dst, size_t dst_stride)
+    filter_extract_kernel(const float *__restrict__ src, size_t src_stride, uint32_t rows,
+                          uint32_t total, uint32_t cols, tl_cuda_dsts dst, size_t dst_stride)
 {
     for (uint32_t g = blockIdx.y; g < total; g += gridDim.y) {
         const uint32_t k = g / rows, r = g - k * rows;

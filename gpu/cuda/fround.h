@@ -38,9 +38,9 @@
 #define TL_FROUND_FN static inline
 #endif
 
-#define TL_FROUND_TWO23 8388608.0f   /* 2^23 */
-#define TL_FROUND_BITS 0x4B000000    /* the bits of 2^23 */
-#define TL_FROUND_MAX 8388608.0f     /* 2^23: the domain is [0, 2^23) */
+#define TL_FROUND_TWO23 8388608.0f /* 2^23 */
+#define TL_FROUND_BITS 0x4B000000  /* the bits of 2^23 */
+#define TL_FROUND_MAX 8388608.0f   /* 2^23: the domain is [0, 2^23) */
 
 TL_FROUND_FN int tl_fround_bits(float t)
 {
@@ -77,7 +77,7 @@ TL_FROUND_FN float tl_fround_sum(float h, float k)
 TL_FROUND_FN int tl_fround(float h, float *hf)
 {
     const float t = tl_fround_sum(h, TL_FROUND_TWO23); /* 2^23 + floor(h) */
-    *hf = t - TL_FROUND_TWO23;                          /* exact */
+    *hf = t - TL_FROUND_TWO23;                         /* exact */
     return tl_fround_bits(t) - TL_FROUND_BITS;
 }
 

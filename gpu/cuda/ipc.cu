@@ -26,12 +26,15 @@ static tl_status fail(tl_errbuf *eb, char *why, size_t why_len, tl_status st)
 }
 
 /* Runs body (a block using TL_CUDA(&eb, ...)) and copies a failure into why. */
-#define TL_IPC_RUN(body)                                                                     \
-    do {                                                                                     \
-        tl_errbuf eb_;                                                                       \
-        eb_.msg[0] = 0;                                                                      \
-        tl_status st_ = [&](tl_errbuf *eb) -> tl_status { body; return TL_OK; }(&eb_);       \
-        return st_ == TL_OK ? TL_OK : fail(&eb_, why, why_len, st_);                         \
+#define TL_IPC_RUN(body)                                             \
+    do {                                                             \
+        tl_errbuf eb_;                                               \
+        eb_.msg[0] = 0;                                              \
+        tl_status st_ = [&](tl_errbuf *eb) -> tl_status {            \
+            body;                                                    \
+            return TL_OK;                                            \
+        }(&eb_);                                                     \
+        return st_ == TL_OK ? TL_OK : fail(&eb_, why, why_len, st_); \
     } while (0)
 
 void tl_cuda_format_uuid(const cudaUUID_t *u, char *out)
@@ -91,8 +94,7 @@ static PFN_cuMemGetAddressRange_v3020 address_range(void)
     return fn;
 }
 
-extern "C" tl_status tl_cuda_ipc_open(int device,
-                                      const uint8_t handle[TL_CUDA_IPC_HANDLE_BYTES],
+extern "C" tl_status tl_cuda_ipc_open(int device, const uint8_t handle[TL_CUDA_IPC_HANDLE_BYTES],
                                       void **ptr, size_t *bytes, char *why, size_t why_len)
 {
     static_assert(sizeof(cudaIpcMemHandle_t) == TL_CUDA_IPC_HANDLE_BYTES, "IPC handle size");

@@ -30,14 +30,14 @@ typedef struct {
     int nz;
     uint32_t z[TL_CUDA_MAX_NV];
     float *out[TL_CUDA_MAX_NV];
-    int cache_width;   /* shared-memory kernels: bins cached per projection */
+    int cache_width; /* shared-memory kernels: bins cached per projection */
 } tl_cuda_batch;
 
 typedef enum {
-    TL_KF_TEX = 0,   /* needs the window's textures */
-    TL_KF_ALU,       /* needs a cache width that fits (tile, max_cache) */
-    TL_KF_HYB,       /* both */
-    TL_KF_PLANE      /* serves anything */
+    TL_KF_TEX = 0, /* needs the window's textures */
+    TL_KF_ALU,     /* needs a cache width that fits (tile, max_cache) */
+    TL_KF_HYB,     /* both */
+    TL_KF_PLANE    /* serves anything */
 } tl_cuda_family;
 
 struct tl_cuda_kernel;
@@ -47,13 +47,13 @@ typedef tl_status (*tl_cuda_launch_fn)(tl_cuda_state *s, const struct tl_cuda_ke
 typedef struct tl_cuda_kernel {
     const char *name;
     tl_quality quality;
-    int slices;             /* per pass: 1, 2 or 4 */
+    int slices; /* per pass: 1, 2 or 4 */
     tl_cuda_family family;
-    const char *params;     /* for tables */
-    int tile;               /* shared-memory kernels: tile side in pixels */
-    int max_cache;          /* ... and the most bins per projection their cache holds */
-    bool constant;          /* reads the __constant__ projection table (holds its lock) */
-    bool pack;              /* reads the packed multi-slice texture (s->pack) */
+    const char *params; /* for tables */
+    int tile;           /* shared-memory kernels: tile side in pixels */
+    int max_cache;      /* ... and the most bins per projection their cache holds */
+    bool constant;      /* reads the __constant__ projection table (holds its lock) */
+    bool pack;          /* reads the packed multi-slice texture (s->pack) */
     tl_cuda_launch_fn launch;
 } tl_cuda_kernel;
 

@@ -59,20 +59,21 @@
 
 #include "gpu/cuda/cuda_state.cuh"
 
-#define MB_REPS 5          /* timed launches per rate; the median is reported */
+#define MB_REPS 5 /* timed launches per rate; the median is reported */
 
 /* ---- texture filter rate ------------------------------------------------------------------ */
 
-#define MB_TEX_W 4096      /* texture: detector bins (x) ... */
-#define MB_TEX_PROJ 512    /* ... by projections (y), also the projections per launch */
-#define MB_TEX_TEXEL 8     /* bytes of the widest texel (float2, half4): the buffer's pitch */
-#define MB_TEX_IMG 2048    /* the grid covers a 2048 x 2048 slice: every u lies inside the
+#define MB_TEX_W 4096   /* texture: detector bins (x) ... */
+#define MB_TEX_PROJ 512 /* ... by projections (y), also the projections per launch */
+#define MB_TEX_TEXEL 8  /* bytes of the widest texel (float2, half4): the buffer's pitch */
+#define MB_TEX_IMG \
+    2048                 /* the grid covers a 2048 x 2048 slice: every u lies inside the
                               texture (|u - c| < 1449 < W / 2), and its 16384 blocks spread
                               evenly over the SMs (1024 x 1024 = 4096 blocks left 4 SMs with
                               32 blocks and the rest with 31: a 3 % tail) */
-#define MB_TEX_TILE 16     /* a block covers 16 x 16 pixels (Alg. 1's block) ... */
-#define MB_TEX_PIX 4       /* ... with 16 x 4 threads of 4 pixels each: 4 fetches in flight */
-#define MB_TEX_FILL 0x3C   /* byte pattern of the texels: 0.0115f, half 1.06; no NaN, no denormal */
+#define MB_TEX_TILE 16   /* a block covers 16 x 16 pixels (Alg. 1's block) ... */
+#define MB_TEX_PIX 4     /* ... with 16 x 4 threads of 4 pixels each: 4 fetches in flight */
+#define MB_TEX_FILL 0x3C /* byte pattern of the texels: 0.0115f, half 1.06; no NaN, no denormal */
 
 static_assert(MB_TEX_IMG % MB_TEX_TILE == 0, "the grid must cover the slice exactly");
 static_assert(MB_TEX_TILE % MB_TEX_PIX == 0, "pixels per thread must divide the tile");
@@ -80,7 +81,10 @@ static_assert(MB_TEX_TILE % MB_TEX_PIX == 0, "pixels per thread must divide the 
 __constant__ float2 c_mb_trig[MB_TEX_PROJ]; /* (cos, sin) of projection p, angles over pi */
 
 /* Accumulation and reduction of the fetched values, per texel type. */
-__device__ __forceinline__ void mb_add(float &a, float v) { a += v; }
+__device__ __forceinline__ void mb_add(float &a, float v)
+{
+    a += v;
+}
 __device__ __forceinline__ void mb_add(float2 &a, float2 v)
 {
     a.x += v.x;
@@ -93,12 +97,27 @@ __device__ __forceinline__ void mb_add(float4 &a, float4 v)
     a.z += v.z;
     a.w += v.w;
 }
-__device__ __forceinline__ float mb_sum(float a) { return a; }
-__device__ __forceinline__ float mb_sum(float2 a) { return a.x + a.y; }
-__device__ __forceinline__ float mb_sum(float4 a) { return (a.x + a.y) + (a.z + a.w); }
+__device__ __forceinline__ float mb_sum(float a)
+{
+    return a;
+}
+__device__ __forceinline__ float mb_sum(float2 a)
+{
+    return a.x + a.y;
+}
+__device__ __forceinline__ float mb_sum(float4 a)
+{
+    return (a.x + a.y) + (a.z + a.w);
+}
 template <typename T> __device__ __forceinline__ T mb_zero();
-template <> __device__ __forceinline__ float mb_zero<float>() { return 0.f; }
-template <> __device__ __forceinline__ float2 mb_zero<float2>() { return make_float2(0.f, 0.f); }
+template <> __device__ __forceinline__ float mb_zero<float>()
+{
+    return 0.f;
+}
+template <> __device__ __forceinline__ float2 mb_zero<float2>()
+{
+    return make_float2(0.f, 0.f);
+}
 template <> __device__ __forceinline__ float4 mb_zero<float4>()
 {
     return make_float4(0.f, 0.f, 0.f, 0.f);
@@ -112,8 +131,8 @@ template <> __device__ __forceinline__ float4 mb_zero<float4>()
  * a warp covers two neighbouring 4 x 4 squares. Every sum is written, so no fetch can be
  * dropped. */
 template <typename T, bool ZORDER>
-__global__ void __launch_bounds__(MB_TEX_TILE * MB_TEX_TILE / MB_TEX_PIX)
-mb_tex_kernel(cudaTextureObject_t tex, int nproj, float center, float *__restrict__ out)
+__global__ void __launch_bounds__(MB_TEX_TILE *MB_TEX_TILE / MB_TEX_PIX)
+    mb_tex_kernel(cudaTextureObject_t tex, int nproj, float center, float *__restrict__ out)
 {
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int step = MB_TEX_TILE / MB_TEX_PIX;
@@ -149,13 +168,13 @@ mb_tex_kernel(cudaTextureObject_t tex, int nproj, float center, float *__restric
 
 /* ---- conversions and FP32 ------------------------------------------------------------------ */
 
-#define MB_ALU_BLOCK 256   /* threads per block of the ALU, shared-memory and clock kernels */
-#define MB_CVT_ILP 8       /* independent conversion chains per thread (latency hiding) */
-#define MB_FMA_ILP 8       /* independent FMA chains per thread */
-#define MB_FMA_PER_CVT 8   /* FMAs per conversion in a step: 128 FP32 : 16 conversion lanes */
-#define MB_ALU_ITERS 4096  /* steps per thread: ~2 ms per kernel on an H100 */
+#define MB_ALU_BLOCK 256  /* threads per block of the ALU, shared-memory and clock kernels */
+#define MB_CVT_ILP 8      /* independent conversion chains per thread (latency hiding) */
+#define MB_FMA_ILP 8      /* independent FMA chains per thread */
+#define MB_FMA_PER_CVT 8  /* FMAs per conversion in a step: 128 FP32 : 16 conversion lanes */
+#define MB_ALU_ITERS 4096 /* steps per thread: ~2 ms per kernel on an H100 */
 #define MB_CLOCK_ITERS (8 * MB_ALU_ITERS) /* the clock kernel runs ~16 ms */
-#define MB_FMA_MUL 0.999f  /* a = a * 0.999 + 0.001 stays near 1: no overflow, no denormal */
+#define MB_FMA_MUL 0.999f /* a = a * 0.999 + 0.001 stays near 1: no overflow, no denormal */
 #define MB_FMA_ADD 0.001f
 
 enum { MB_CVT_FRND = 0, MB_CVT_F2I, MB_CVT_H2F };
@@ -177,7 +196,7 @@ template <int CVT> __device__ __forceinline__ uint32_t mb_cvt(uint32_t v, uint32
  * interleaved; n steps (a run-time count, so nothing is folded). Results are written. */
 template <int CVT, bool DO_FMA, bool DO_CVT>
 __global__ void __launch_bounds__(MB_ALU_BLOCK)
-mb_alu_kernel(int n, float mul, float add, uint32_t key, float *__restrict__ out)
+    mb_alu_kernel(int n, float mul, float add, uint32_t key, float *__restrict__ out)
 {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     float a[MB_FMA_ILP];
@@ -215,8 +234,8 @@ mb_alu_kernel(int n, float mul, float add, uint32_t key, float *__restrict__ out
  * the block's cycles. The chains start from the first read and their sum is stored before
  * the barrier that precedes the second, so the loop cannot move outside the two reads. */
 __global__ void __launch_bounds__(MB_ALU_BLOCK)
-mb_clock_kernel(int n, float mul, float add, long long *__restrict__ cycles,
-                float *__restrict__ out)
+    mb_clock_kernel(int n, float mul, float add, long long *__restrict__ cycles,
+                    float *__restrict__ out)
 {
     const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
     __syncthreads();
@@ -246,8 +265,8 @@ mb_clock_kernel(int n, float mul, float add, long long *__restrict__ cycles,
 
 /* ---- shared memory ------------------------------------------------------------------------ */
 
-#define MB_SH_BYTES 32768  /* static shared array per block */
-#define MB_SH_UNROLL 8     /* loads per thread per step, MB_ALU_BLOCK elements apart */
+#define MB_SH_BYTES 32768             /* static shared array per block */
+#define MB_SH_UNROLL 8                /* loads per thread per step, MB_ALU_BLOCK elements apart */
 #define MB_SH_PER_THREAD (256 * 1024) /* bytes each thread loads: ~2 ms per kernel on an H100 */
 
 /* Step it reads part (it & rmask) of the array, MB_SH_UNROLL x MB_ALU_BLOCK elements: each
@@ -255,7 +274,7 @@ mb_clock_kernel(int n, float mul, float add, long long *__restrict__ cycles,
  * value, so the addresses depend on the loop variable and the loads cannot be hoisted. */
 template <typename T>
 __global__ void __launch_bounds__(MB_ALU_BLOCK)
-mb_shared_kernel(int n, unsigned rmask, float *__restrict__ out)
+    mb_shared_kernel(int n, unsigned rmask, float *__restrict__ out)
 {
     constexpr unsigned N = MB_SH_BYTES / sizeof(T);
     static_assert(N % (MB_SH_UNROLL * MB_ALU_BLOCK) == 0, "whole parts of the array");
@@ -289,18 +308,17 @@ typedef struct {
     tl_cuda_state *s;
     tl_hw_rate *rows;
     size_t cap, *n;
-    int sms;                    /* multiprocessors */
-    void *texbuf;               /* MB_TEX_PROJ rows of MB_TEX_W texels, pitched */
+    int sms;      /* multiprocessors */
+    void *texbuf; /* MB_TEX_PROJ rows of MB_TEX_W texels, pitched */
     size_t pitch;
-    float *out;                 /* every kernel's results */
-    long long *cycles;          /* clock kernel: cycles per block */
+    float *out;        /* every kernel's results */
+    long long *cycles; /* clock kernel: cycles per block */
     long long *cycles_host;
-    size_t max_blocks;          /* entries of cycles */
+    size_t max_blocks; /* entries of cycles */
     float2 *trig_host;
     cudaTextureObject_t tex[MB_NTEX];
     bool have_tex[MB_NTEX];
 } mb_ctx;
-
 
 static bool room(const mb_ctx *c, size_t rows)
 {
@@ -354,8 +372,8 @@ static double giga_per_s(double count, double ms)
 template <class K> static tl_status full_wave(mb_ctx *c, K kernel, unsigned *grid)
 {
     int per_sm = 0;
-    TL_CUDA(c->s->eb, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel,
-                                                                    MB_ALU_BLOCK, 0));
+    TL_CUDA(c->s->eb,
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, MB_ALU_BLOCK, 0));
     if (per_sm < 1)
         return tl_fail(c->s->eb, TL_EDEVICE,
                        "CUDA: micro-benchmark kernel cannot run a block of %d threads",
@@ -374,34 +392,41 @@ template <typename T, bool ZORDER> static tl_status tex_rate(mb_ctx *c, int t, d
     const dim3 grid(MB_TEX_IMG / MB_TEX_TILE, MB_TEX_IMG / MB_TEX_TILE);
     const cudaTextureObject_t tex = c->tex[t];
     double ms = 0;
-    TL_TRY(time_launch(s, [&]() -> tl_status {
-        mb_tex_kernel<T, ZORDER><<<grid, block, 0, s->stream>>>(tex, MB_TEX_PROJ,
-                                                               0.5f * MB_TEX_W, c->out);
-        TL_CUDA_LAUNCHED(s->eb, "mb_tex_kernel");
-        return TL_OK;
-    }, &ms));
+    TL_TRY(time_launch(
+        s,
+        [&]() -> tl_status {
+            mb_tex_kernel<T, ZORDER>
+                <<<grid, block, 0, s->stream>>>(tex, MB_TEX_PROJ, 0.5f * MB_TEX_W, c->out);
+            TL_CUDA_LAUNCHED(s->eb, "mb_tex_kernel");
+            return TL_OK;
+        },
+        &ms));
     *gtexels = giga_per_s((double)MB_TEX_IMG * MB_TEX_IMG * MB_TEX_PROJ, ms);
     return TL_OK;
 }
 
-template <int CVT, bool DO_FMA, bool DO_CVT> static tl_status alu_ms(mb_ctx *c, double *ms,
-                                                                    double *threads)
+template <int CVT, bool DO_FMA, bool DO_CVT>
+static tl_status alu_ms(mb_ctx *c, double *ms, double *threads)
 {
     tl_cuda_state *s = c->s;
     unsigned grid = 0;
     TL_TRY(full_wave(c, mb_alu_kernel<CVT, DO_FMA, DO_CVT>, &grid));
     *threads = (double)grid * MB_ALU_BLOCK;
-    return time_launch(s, [&]() -> tl_status {
-        mb_alu_kernel<CVT, DO_FMA, DO_CVT><<<grid, MB_ALU_BLOCK, 0, s->stream>>>(
-            MB_ALU_ITERS, MB_FMA_MUL, MB_FMA_ADD, 0u, c->out);
-        TL_CUDA_LAUNCHED(s->eb, "mb_alu_kernel");
-        return TL_OK;
-    }, ms);
+    return time_launch(
+        s,
+        [&]() -> tl_status {
+            mb_alu_kernel<CVT, DO_FMA, DO_CVT>
+                <<<grid, MB_ALU_BLOCK, 0, s->stream>>>(MB_ALU_ITERS, MB_FMA_MUL, MB_FMA_ADD, 0u,
+                                                       c->out);
+            TL_CUDA_LAUNCHED(s->eb, "mb_alu_kernel");
+            return TL_OK;
+        },
+        ms);
 }
 
 /* Conversions of kind CVT alone (rate) and mixed with FMAs (overlap ratio). */
-template <int CVT> static tl_status cvt_rates(mb_ctx *c, double fma_ms, double *rate,
-                                              double *overlap)
+template <int CVT>
+static tl_status cvt_rates(mb_ctx *c, double fma_ms, double *rate, double *overlap)
 {
     double cvt_ms = 0, mix_ms = 0, threads = 0;
     TL_TRY((alu_ms<CVT, false, true>(c, &cvt_ms, &threads)));
@@ -426,11 +451,14 @@ template <typename T> static tl_status shared_rate(mb_ctx *c, double *gbs)
     unsigned grid = 0;
     TL_TRY(full_wave(c, mb_shared_kernel<T>, &grid));
     double ms = 0;
-    TL_TRY(time_launch(s, [&]() -> tl_status {
-        mb_shared_kernel<T><<<grid, MB_ALU_BLOCK, 0, s->stream>>>(n, parts - 1, c->out);
-        TL_CUDA_LAUNCHED(s->eb, "mb_shared_kernel");
-        return TL_OK;
-    }, &ms));
+    TL_TRY(time_launch(
+        s,
+        [&]() -> tl_status {
+            mb_shared_kernel<T><<<grid, MB_ALU_BLOCK, 0, s->stream>>>(n, parts - 1, c->out);
+            TL_CUDA_LAUNCHED(s->eb, "mb_shared_kernel");
+            return TL_OK;
+        },
+        &ms));
     double bytes = (double)grid * MB_ALU_BLOCK * n * MB_SH_UNROLL * sizeof(T);
     *gbs = giga_per_s(bytes, ms);
     return TL_OK;
@@ -471,10 +499,10 @@ static tl_status mb_setup(mb_ctx *c)
     tl_cuda_state *s = c->s;
     int dev = s->device, threads_per_sm = 0, blocks_per_sm = 0;
     TL_CUDA(s->eb, cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, dev));
-    TL_CUDA(s->eb, cudaDeviceGetAttribute(&threads_per_sm,
-                                          cudaDevAttrMaxThreadsPerMultiProcessor, dev));
-    TL_CUDA(s->eb, cudaDeviceGetAttribute(&blocks_per_sm,
-                                          cudaDevAttrMaxBlocksPerMultiprocessor, dev));
+    TL_CUDA(s->eb,
+            cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
+    TL_CUDA(s->eb,
+            cudaDeviceGetAttribute(&blocks_per_sm, cudaDevAttrMaxBlocksPerMultiprocessor, dev));
     if (c->sms < 1 || threads_per_sm < MB_ALU_BLOCK || blocks_per_sm < 1)
         return tl_fail(s->eb, TL_EDEVICE, "CUDA: device %d reports %d SMs of %d threads", dev,
                        c->sms, threads_per_sm);
@@ -490,8 +518,8 @@ static tl_status mb_setup(mb_ctx *c)
      * the engine's memory_used */
     TL_CUDA(s->eb, cudaMalloc((void **)&c->out, out_floats * sizeof(float)));
     TL_CUDA(s->eb, cudaMalloc((void **)&c->cycles, c->max_blocks * sizeof(long long)));
-    TL_CUDA(s->eb, cudaMallocPitch(&c->texbuf, &c->pitch, (size_t)MB_TEX_W * MB_TEX_TEXEL,
-                                   MB_TEX_PROJ));
+    TL_CUDA(s->eb,
+            cudaMallocPitch(&c->texbuf, &c->pitch, (size_t)MB_TEX_W * MB_TEX_TEXEL, MB_TEX_PROJ));
     c->cycles_host = (long long *)malloc(c->max_blocks * sizeof(long long));
     c->trig_host = (float2 *)malloc(MB_TEX_PROJ * sizeof(float2));
     if (!c->cycles_host || !c->trig_host)
@@ -506,9 +534,8 @@ static tl_status mb_setup(mb_ctx *c)
         c->trig_host[p] = make_float2((float)cos(a), (float)sin(a));
     }
     /* pageable source: the call returns once the table has been staged */
-    TL_CUDA(s->eb, cudaMemcpyToSymbolAsync(c_mb_trig, c->trig_host,
-                                           MB_TEX_PROJ * sizeof(float2), 0,
-                                           cudaMemcpyHostToDevice, s->stream));
+    TL_CUDA(s->eb, cudaMemcpyToSymbolAsync(c_mb_trig, c->trig_host, MB_TEX_PROJ * sizeof(float2),
+                                           0, cudaMemcpyHostToDevice, s->stream));
 
     static const struct {
         int kind; /* 0 float, 1 float2, 2 half4 */

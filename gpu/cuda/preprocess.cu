@@ -20,8 +20,7 @@
 #include "gpu/cuda/cuda_state.cuh"
 
 /* A raw pixel as float: (float)value, rounded to nearest like the C conversion. */
-template <typename T>
-__device__ __forceinline__ float load_pixel(const char *row, uint32_t c)
+template <typename T> __device__ __forceinline__ float load_pixel(const char *row, uint32_t c)
 {
     return (float)reinterpret_cast<const T *>(row)[c];
 }
@@ -32,9 +31,9 @@ __device__ __forceinline__ float load_pixel(const char *row, uint32_t c)
  * were given at creation (filter.cu). */
 template <typename T>
 __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
-preprocess_kernel(const char *__restrict__ src, size_t src_pitch, uint32_t rows, uint32_t cols,
-                  const float *__restrict__ dark, const float *__restrict__ gain, int linear,
-                  float *__restrict__ dst, size_t dst_stride)
+    preprocess_kernel(const char *__restrict__ src, size_t src_pitch, uint32_t rows, uint32_t cols,
+                      const float *__restrict__ dark, const float *__restrict__ gain, int linear,
+                      float *__restrict__ dst, size_t dst_stride)
 {
     for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
         const char *in = src + (size_t)r * src_pitch;
@@ -63,24 +62,27 @@ tl_status tl_cuda_preprocess(tl_cuda_state *s, const char *src, size_t pitch, tl
     int linear = s->cfg.already_linear ? 1 : 0;
     const dim3 grid = tl_cuda_row_grid(s->rows, s->cols);
     switch (dt) {
-    case TL_DTYPE_U8:
-        preprocess_kernel<uint8_t><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride);
-        break;
-    case TL_DTYPE_U16:
-        preprocess_kernel<uint16_t><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride);
-        break;
-    case TL_DTYPE_U32:
-        preprocess_kernel<uint32_t><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride);
-        break;
-    case TL_DTYPE_F32:
-        preprocess_kernel<float><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-            src, pitch, s->rows, s->cols, dark, gain, linear, dst, dst_stride);
-        break;
-    default:
-        return tl_fail(s->eb, TL_EINVAL, "unknown dtype %d", (int)dt);
+        case TL_DTYPE_U8:
+            preprocess_kernel<uint8_t>
+                <<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(src, pitch, s->rows, s->cols, dark,
+                                                             gain, linear, dst, dst_stride);
+            break;
+        case TL_DTYPE_U16:
+            preprocess_kernel<uint16_t>
+                <<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(src, pitch, s->rows, s->cols, dark,
+                                                             gain, linear, dst, dst_stride);
+            break;
+        case TL_DTYPE_U32:
+            preprocess_kernel<uint32_t>
+                <<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(src, pitch, s->rows, s->cols, dark,
+                                                             gain, linear, dst, dst_stride);
+            break;
+        case TL_DTYPE_F32:
+            preprocess_kernel<float>
+                <<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(src, pitch, s->rows, s->cols, dark,
+                                                             gain, linear, dst, dst_stride);
+            break;
+        default: return tl_fail(s->eb, TL_EINVAL, "unknown dtype %d", (int)dt);
     }
     TL_CUDA_LAUNCHED(s->eb, "preprocess_kernel");
     return TL_OK;
@@ -92,9 +94,9 @@ tl_status tl_cuda_preprocess(tl_cuda_state *s, const char *src, size_t pitch, tl
  * dark_avg is the dark average in use for the gain of a flat batch (NULL: no darks yet). */
 template <typename T>
 __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
-calib_kernel(const char *__restrict__ src, size_t src_pitch, uint32_t rows, uint32_t cols,
-             int kind, double count, double *sum, float *avg, const float *dark_avg,
-             const float *flat_avg, int do_gain, float *gain)
+    calib_kernel(const char *__restrict__ src, size_t src_pitch, uint32_t rows, uint32_t cols,
+                 int kind, double count, double *sum, float *avg, const float *dark_avg,
+                 const float *flat_avg, int do_gain, float *gain)
 {
     const size_t total = (size_t)rows * cols;
     for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < total;
@@ -115,24 +117,25 @@ calib_kernel(const char *__restrict__ src, size_t src_pitch, uint32_t rows, uint
     }
 }
 
-tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pitch,
-                                   tl_dtype dt, int kind, uint32_t count)
+tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
+                                   int kind, uint32_t count)
 {
     /* as tl_cpu_calib_row: the gain needs a flat (this frame or an earlier batch); the
      * dark in it is this batch's average for a dark, the one in use (if any) for a flat */
     int do_gain = s->have[1] || kind == 1;
     const float *dark_avg = s->have[0] ? s->avg[0] : NULL;
     unsigned grid = tl_cuda_elem_grid((size_t)s->rows * s->cols);
-#define TL_CALIB_LAUNCH(T)                                                                   \
-    calib_kernel<T><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(                             \
-        src, pitch, s->rows, s->cols, kind, (double)count, s->sum[kind], s->avg[kind],        \
-        dark_avg, s->avg[1], do_gain, s->gain)
+#define TL_CALIB_LAUNCH(T)                                                                      \
+    calib_kernel<T>                                                                             \
+        <<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(src, pitch, s->rows, s->cols, kind,        \
+                                                     (double)count, s->sum[kind], s->avg[kind], \
+                                                     dark_avg, s->avg[1], do_gain, s->gain)
     switch (dt) {
-    case TL_DTYPE_U8: TL_CALIB_LAUNCH(uint8_t); break;
-    case TL_DTYPE_U16: TL_CALIB_LAUNCH(uint16_t); break;
-    case TL_DTYPE_U32: TL_CALIB_LAUNCH(uint32_t); break;
-    case TL_DTYPE_F32: TL_CALIB_LAUNCH(float); break;
-    default: return tl_fail(s->eb, TL_EINVAL, "unknown dtype %d", (int)dt);
+        case TL_DTYPE_U8: TL_CALIB_LAUNCH(uint8_t); break;
+        case TL_DTYPE_U16: TL_CALIB_LAUNCH(uint16_t); break;
+        case TL_DTYPE_U32: TL_CALIB_LAUNCH(uint32_t); break;
+        case TL_DTYPE_F32: TL_CALIB_LAUNCH(float); break;
+        default: return tl_fail(s->eb, TL_EINVAL, "unknown dtype %d", (int)dt);
     }
 #undef TL_CALIB_LAUNCH
     TL_CUDA_LAUNCHED(s->eb, "calib_kernel");

@@ -49,7 +49,8 @@ static tl_status check_device_frame(tl_cuda_state *s, const tl_frame *f, size_t 
     if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
         return tl_fail(s->eb, TL_EINVAL,
                        "frame marked as device memory, but its pointer is not CUDA device "
-                       "memory (memory type %d)", (int)a.type);
+                       "memory (memory type %d)",
+                       (int)a.type);
     *peer = a.type == cudaMemoryTypeDevice && a.device != s->device;
     if ((uintptr_t)f->data % s->dsize || pitch % s->dsize)
         return tl_fail(s->eb, TL_EINVAL,
@@ -137,8 +138,8 @@ tl_status tl_cuda_staged_read(tl_cuda_state *s)
     return TL_OK;
 }
 
-tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
-                          float *dst, size_t dst_stride, bool hold)
+tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst,
+                          size_t dst_stride, bool hold)
 {
     if (!s->filter_on) /* straight into the window (set_filter ran what was held) */
         return tl_cuda_preprocess(s, src, pitch, dt, dst, dst_stride);

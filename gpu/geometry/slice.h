@@ -27,12 +27,12 @@ typedef enum { TL_AXIS_X = 0, TL_AXIS_Y, TL_AXIS_Z } tl_axis;
  * like the detector). */
 typedef struct {
     tl_slice_kind kind;
-    uint32_t height, width;   /* output pixels */
-    double scale;             /* volume units (detector pixels) per output pixel; default 1 */
-    double z;                 /* ROW: detector row */
-    tl_axis axis;             /* ORTHO */
-    double position;          /* ORTHO: coordinate along axis */
-    float orientation[9];     /* PLANE: xaxis, yaxis, base */
+    uint32_t height, width; /* output pixels */
+    double scale;           /* volume units (detector pixels) per output pixel; default 1 */
+    double z;               /* ROW: detector row */
+    tl_axis axis;           /* ORTHO */
+    double position;        /* ORTHO: coordinate along axis */
+    float orientation[9];   /* PLANE: xaxis, yaxis, base */
 } tl_slice_spec;
 
 void tl_slice_spec_row(tl_slice_spec *s, double z, uint32_t height, uint32_t width);

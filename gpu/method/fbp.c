@@ -21,8 +21,7 @@ static tl_status fbp_filter(tl_filter f, size_t padded, double *response, const 
     return st;
 }
 
-static void fbp_weigh(const tl_engine_config *c, tl_bp_proj *proj, tl_angle_key *order,
-                      size_t n)
+static void fbp_weigh(const tl_engine_config *c, tl_bp_proj *proj, tl_angle_key *order, size_t n)
 {
     tl_weights_apply(c->weights, proj, order, n);
 }

@@ -21,22 +21,17 @@ size_t tl_filter_padded_length(uint32_t cols)
 static double window(tl_filter f, double w)
 {
     switch (f) {
-    case TL_FILTER_RAMLAK:
-        return 1.0;
-    case TL_FILTER_SHEPP_LOGAN: {
-        double a = M_PI * w / 2.0;
-        return a == 0.0 ? 1.0 : sin(a) / a;
-    }
-    case TL_FILTER_COSINE:
-        return cos(M_PI * w / 2.0);
-    case TL_FILTER_HAMMING:
-        return 0.54 + 0.46 * cos(M_PI * w);
-    case TL_FILTER_HANN:
-        return 0.5 * (1.0 + cos(M_PI * w));
-    case TL_FILTER_PARZEN:
-        return w <= 0.5 ? 1.0 - 6.0 * w * w + 6.0 * w * w * w : 2.0 * pow(1.0 - w, 3.0);
-    default:
-        return 1.0;
+        case TL_FILTER_RAMLAK: return 1.0;
+        case TL_FILTER_SHEPP_LOGAN: {
+            double a = M_PI * w / 2.0;
+            return a == 0.0 ? 1.0 : sin(a) / a;
+        }
+        case TL_FILTER_COSINE: return cos(M_PI * w / 2.0);
+        case TL_FILTER_HAMMING: return 0.54 + 0.46 * cos(M_PI * w);
+        case TL_FILTER_HANN: return 0.5 * (1.0 + cos(M_PI * w));
+        case TL_FILTER_PARZEN:
+            return w <= 0.5 ? 1.0 - 6.0 * w * w + 6.0 * w * w * w : 2.0 * pow(1.0 - w, 3.0);
+        default: return 1.0;
     }
 }
 

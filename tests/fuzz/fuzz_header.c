@@ -19,8 +19,13 @@
 #include "protocol/protocol.h"
 
 #define ALL (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE)
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "property failed: %s (line %d)\n", #c, \
-                                          __LINE__); abort(); } } while (0)
+#define CHECK(c)                                                              \
+    do {                                                                      \
+        if (!(c)) {                                                           \
+            fprintf(stderr, "property failed: %s (line %d)\n", #c, __LINE__); \
+            abort();                                                          \
+        }                                                                     \
+    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -105,31 +110,31 @@ static bool reencode(const tl_proto_msg *m)
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     switch (m->type) {
-    case TL_MSG_SCAN: return tl_proto_encode_scan(&sb, &m->scan) == 0;
-    case TL_MSG_FRAME: return tl_proto_encode_frame(&sb, &m->frame) == 0;
-    case TL_MSG_END: return tl_proto_encode_end(&sb, &m->end) == 0;
-    case TL_MSG_SLICE: return tl_proto_encode_slice(&sb, &m->slice) == 0;
-    case TL_MSG_REQ:
-        if (memchr(m->req.cmd.ptr, '\0', m->req.cmd.len))
-            return false;
-        memcpy(cbuf, m->req.cmd.ptr, m->req.cmd.len);
-        cbuf[m->req.cmd.len] = '\0';
-        CHECK(tl_proto_begin_req(&pk, m->req.id, cbuf, m->req.args != NULL) == 0);
-        if (m->req.args)
-            CHECK(msgpack_pack_object(&pk, *m->req.args) == 0);
-        return true;
-    case TL_MSG_REP:
-        if (m->rep.ok) {
-            CHECK(tl_proto_begin_rep_ok(&pk, m->rep.id) == 0);
-            if (m->rep.result)
-                return msgpack_pack_object(&pk, *m->rep.result) == 0;
-            return msgpack_pack_nil(&pk) == 0;
-        }
-        if (m->rep.message.len && memchr(m->rep.message.ptr, '\0', m->rep.message.len))
-            return false;
-        memcpy(cbuf, m->rep.message.ptr, m->rep.message.len);
-        cbuf[m->rep.message.len] = '\0';
-        return tl_proto_pack_rep_error(&pk, m->rep.id, m->rep.code, cbuf) == 0;
+        case TL_MSG_SCAN: return tl_proto_encode_scan(&sb, &m->scan) == 0;
+        case TL_MSG_FRAME: return tl_proto_encode_frame(&sb, &m->frame) == 0;
+        case TL_MSG_END: return tl_proto_encode_end(&sb, &m->end) == 0;
+        case TL_MSG_SLICE: return tl_proto_encode_slice(&sb, &m->slice) == 0;
+        case TL_MSG_REQ:
+            if (memchr(m->req.cmd.ptr, '\0', m->req.cmd.len))
+                return false;
+            memcpy(cbuf, m->req.cmd.ptr, m->req.cmd.len);
+            cbuf[m->req.cmd.len] = '\0';
+            CHECK(tl_proto_begin_req(&pk, m->req.id, cbuf, m->req.args != NULL) == 0);
+            if (m->req.args)
+                CHECK(msgpack_pack_object(&pk, *m->req.args) == 0);
+            return true;
+        case TL_MSG_REP:
+            if (m->rep.ok) {
+                CHECK(tl_proto_begin_rep_ok(&pk, m->rep.id) == 0);
+                if (m->rep.result)
+                    return msgpack_pack_object(&pk, *m->rep.result) == 0;
+                return msgpack_pack_nil(&pk) == 0;
+            }
+            if (m->rep.message.len && memchr(m->rep.message.ptr, '\0', m->rep.message.len))
+                return false;
+            memcpy(cbuf, m->rep.message.ptr, m->rep.message.len);
+            cbuf[m->rep.message.len] = '\0';
+            return tl_proto_pack_rep_error(&pk, m->rep.id, m->rep.code, cbuf) == 0;
     }
     return false;
 }
@@ -140,48 +145,81 @@ static void compare(const tl_proto_msg *x, const tl_proto_msg *y)
 {
     CHECK(x->type == y->type);
     switch (x->type) {
-    case TL_MSG_SCAN: {
-        const tl_proto_scan *a = &x->scan, *b = &y->scan;
-        SAME(series); SAME(geometry); SAME(rows); SAME(cols); SAME(dtype); SAME(window);
-        SAME(darks); SAME(flats); SAME(first_index); SAME(has_center); SAME(center);
-        SAME(has_angles); SAME(angle_start); SAME(angle_step); SAME(already_linear);
-        CHECK(str_same(a->filter, b->filter));
-        break;
-    }
-    case TL_MSG_FRAME: {
-        const tl_proto_frame *a = &x->frame, *b = &y->frame;
-        SAME(series); SAME(index); SAME(kind); SAME(has_angle); SAME(angle); SAME(dtype);
-        SAME(rows); SAME(cols); SAME(has_t_acq); SAME(t_acq); SAME(has_center_offset);
-        SAME(center_offset);
-        break;
-    }
-    case TL_MSG_END: CHECK(x->end.series == y->end.series); break;
-    case TL_MSG_REQ: {
-        const tl_proto_req *a = &x->req, *b = &y->req;
-        SAME(id);
-        CHECK(str_same(a->cmd, b->cmd));
-        CHECK((a->args == NULL) == (b->args == NULL));
-        if (a->args)
-            CHECK(a->args->via.map.size == b->args->via.map.size);
-        break;
-    }
-    case TL_MSG_REP: {
-        const tl_proto_rep *a = &x->rep, *b = &y->rep;
-        SAME(id); SAME(ok); SAME(code);
-        CHECK((a->result == NULL) == (b->result == NULL));
-        CHECK(str_same(a->message, b->message));
-        break;
-    }
-    case TL_MSG_SLICE: {
-        const tl_proto_slice *a = &x->slice, *b = &y->slice;
-        CHECK(str_same(a->id, b->id));
-        SAME(seq); SAME(shape[0]); SAME(shape[1]); SAME(dtype); SAME(projections_used);
-        SAME(missing); SAME(window_first); SAME(window_last); SAME(t_acq); SAME(t_pub);
-        SAME(t_recv); SAME(t_done); SAME(final);
-        CHECK(memcmp(a->orientation, b->orientation, sizeof a->orientation) == 0);
-        CHECK(str_same(a->kernel, b->kernel));
-        break;
-    }
+        case TL_MSG_SCAN: {
+            const tl_proto_scan *a = &x->scan, *b = &y->scan;
+            SAME(series);
+            SAME(geometry);
+            SAME(rows);
+            SAME(cols);
+            SAME(dtype);
+            SAME(window);
+            SAME(darks);
+            SAME(flats);
+            SAME(first_index);
+            SAME(has_center);
+            SAME(center);
+            SAME(has_angles);
+            SAME(angle_start);
+            SAME(angle_step);
+            SAME(already_linear);
+            CHECK(str_same(a->filter, b->filter));
+            break;
+        }
+        case TL_MSG_FRAME: {
+            const tl_proto_frame *a = &x->frame, *b = &y->frame;
+            SAME(series);
+            SAME(index);
+            SAME(kind);
+            SAME(has_angle);
+            SAME(angle);
+            SAME(dtype);
+            SAME(rows);
+            SAME(cols);
+            SAME(has_t_acq);
+            SAME(t_acq);
+            SAME(has_center_offset);
+            SAME(center_offset);
+            break;
+        }
+        case TL_MSG_END: CHECK(x->end.series == y->end.series); break;
+        case TL_MSG_REQ: {
+            const tl_proto_req *a = &x->req, *b = &y->req;
+            SAME(id);
+            CHECK(str_same(a->cmd, b->cmd));
+            CHECK((a->args == NULL) == (b->args == NULL));
+            if (a->args)
+                CHECK(a->args->via.map.size == b->args->via.map.size);
+            break;
+        }
+        case TL_MSG_REP: {
+            const tl_proto_rep *a = &x->rep, *b = &y->rep;
+            SAME(id);
+            SAME(ok);
+            SAME(code);
+            CHECK((a->result == NULL) == (b->result == NULL));
+            CHECK(str_same(a->message, b->message));
+            break;
+        }
+        case TL_MSG_SLICE: {
+            const tl_proto_slice *a = &x->slice, *b = &y->slice;
+            CHECK(str_same(a->id, b->id));
+            SAME(seq);
+            SAME(shape[0]);
+            SAME(shape[1]);
+            SAME(dtype);
+            SAME(projections_used);
+            SAME(missing);
+            SAME(window_first);
+            SAME(window_last);
+            SAME(t_acq);
+            SAME(t_pub);
+            SAME(t_recv);
+            SAME(t_done);
+            SAME(final);
+            CHECK(memcmp(a->orientation, b->orientation, sizeof a->orientation) == 0);
+            CHECK(str_same(a->kernel, b->kernel));
+            break;
+        }
     }
 }
 
@@ -223,7 +261,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         poke_getters(m.rep.result);
     if (m.type == TL_MSG_FRAME)
         CHECK(tl_proto_check_payload(m.frame.rows, m.frame.cols, m.frame.dtype, size, &err) ==
-              TL_PROTO_OK || err.code == TL_PROTO_E_PAYLOAD);
+                  TL_PROTO_OK ||
+              err.code == TL_PROTO_E_PAYLOAD);
 
     if (reencode(&m)) {
         tl_proto_msg m2;

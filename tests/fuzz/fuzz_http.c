@@ -32,17 +32,17 @@
 
 #include "daemon/lifecycle.h"
 
-#define QUIET_TURNS 24    /* loop turns without a byte from the daemon before we give up */
-#define MAX_TURNS 4096    /* turns per input in all, so a trickling answer ends too */
-#define CLOSE_TURNS 4     /* turns after our close, for the daemon to see it */
-#define PROBE_EVERY 256   /* inputs between liveness probes */
+#define QUIET_TURNS 24  /* loop turns without a byte from the daemon before we give up */
+#define MAX_TURNS 4096  /* turns per input in all, so a trickling answer ends too */
+#define CLOSE_TURNS 4   /* turns after our close, for the daemon to see it */
+#define PROBE_EVERY 256 /* inputs between liveness probes */
 
-#define CHECK(c)                                                                        \
-    do {                                                                                \
-        if (!(c)) {                                                                     \
-            fprintf(stderr, "fuzz_http: %s failed (line %d)\n", #c, __LINE__);          \
-            abort();                                                                    \
-        }                                                                               \
+#define CHECK(c)                                                               \
+    do {                                                                       \
+        if (!(c)) {                                                            \
+            fprintf(stderr, "fuzz_http: %s failed (line %d)\n", #c, __LINE__); \
+            abort();                                                           \
+        }                                                                      \
     } while (0)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -71,7 +71,8 @@ static int free_port(void)
 static int peer_connect(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     CHECK(fd >= 0);
     int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
@@ -181,8 +182,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(set[3], sizeof set[3], "http.listen=127.0.0.1:%d", port);
     snprintf(set[4], sizeof set[4], "http.root=%s/daemon/www", src && *src ? src : ".");
     snprintf(set[5], sizeof set[5], "engine.tune_cache=%s/tune.json", dir);
-    static char *overrides[] = {set[0], set[1], set[2], set[3], set[4], set[5],
-                                "daemon.backend=cpu", "daemon.log_level=error",
+    static char *overrides[] = {set[0],
+                                set[1],
+                                set[2],
+                                set[3],
+                                set[4],
+                                set[5],
+                                "daemon.backend=cpu",
+                                "daemon.log_level=error",
                                 "engine.tune=off"};
     tl_daemon *d = &daemon_;
     tl_log_init();

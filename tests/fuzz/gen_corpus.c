@@ -48,56 +48,97 @@ int main(int argc, char **argv)
     msgpack_sbuffer_init(&sb);
 
     begin();
-    tl_proto_encode_scan(&sb, &(tl_proto_scan){.series = 1, .rows = 2048, .cols = 2048,
-                                               .dtype = TL_PROTO_U16, .window = 1800});
+    tl_proto_encode_scan(&sb, &(tl_proto_scan){.series = 1,
+                                               .rows = 2048,
+                                               .cols = 2048,
+                                               .dtype = TL_PROTO_U16,
+                                               .window = 1800});
     put("scan-min");
     begin();
-    tl_proto_encode_scan(&sb, &(tl_proto_scan){
-        .series = 2, .geometry = TL_PROTO_CONE, .rows = 1024, .cols = 1536,
-        .dtype = TL_PROTO_F32, .window = 900, .darks = 20, .flats = 20, .first_index = 40,
-        .has_center = true, .center = 767.25, .has_angles = true, .angle_start = 0,
-        .angle_step = M_PI / 900, .filter = S("shepp-logan"), .already_linear = true});
+    tl_proto_encode_scan(&sb, &(tl_proto_scan){.series = 2,
+                                               .geometry = TL_PROTO_CONE,
+                                               .rows = 1024,
+                                               .cols = 1536,
+                                               .dtype = TL_PROTO_F32,
+                                               .window = 900,
+                                               .darks = 20,
+                                               .flats = 20,
+                                               .first_index = 40,
+                                               .has_center = true,
+                                               .center = 767.25,
+                                               .has_angles = true,
+                                               .angle_start = 0,
+                                               .angle_step = M_PI / 900,
+                                               .filter = S("shepp-logan"),
+                                               .already_linear = true});
     put("scan-full");
 
     const tl_proto_dtype dt[] = {TL_PROTO_U8, TL_PROTO_U16, TL_PROTO_U32, TL_PROTO_F32};
     for (int k = 0; k < 3; k++) {
         begin();
         bool proj = k == TL_PROTO_PROJ;
-        tl_proto_encode_frame(&sb, &(tl_proto_frame){
-            .series = 2, .index = 40 + (uint64_t)k, .kind = (tl_proto_kind)k, .dtype = dt[k + 1],
-            .rows = 1024, .cols = 1536, .has_angle = proj, .angle = 0.25,
-            .has_t_acq = true, .t_acq = 1761234567890123456ull, .has_center_offset = proj,
-            .center_offset = -0.5});
+        tl_proto_encode_frame(&sb, &(tl_proto_frame){.series = 2,
+                                                     .index = 40 + (uint64_t)k,
+                                                     .kind = (tl_proto_kind)k,
+                                                     .dtype = dt[k + 1],
+                                                     .rows = 1024,
+                                                     .cols = 1536,
+                                                     .has_angle = proj,
+                                                     .angle = 0.25,
+                                                     .has_t_acq = true,
+                                                     .t_acq = 1761234567890123456ull,
+                                                     .has_center_offset = proj,
+                                                     .center_offset = -0.5});
         char name[64];
         snprintf(name, sizeof name, "frame-%s-%s", tl_proto_kind_name((tl_proto_kind)k),
                  tl_proto_dtype_name(dt[k + 1]));
         put(name);
     }
     begin();
-    tl_proto_encode_frame(&sb, &(tl_proto_frame){.series = 3, .index = 0,
-                                                 .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_U8,
-                                                 .rows = 4, .cols = 6});
+    tl_proto_encode_frame(&sb, &(tl_proto_frame){.series = 3,
+                                                 .index = 0,
+                                                 .kind = TL_PROTO_PROJ,
+                                                 .dtype = TL_PROTO_U8,
+                                                 .rows = 4,
+                                                 .cols = 6});
     put("frame-min-u8");
     begin();
     uint8_t handle[TL_PROTO_IPC_HANDLE];
     for (int i = 0; i < TL_PROTO_IPC_HANDLE; i++)
         handle[i] = (uint8_t)(i * 37 + 11);
-    tl_proto_encode_frame(&sb, &(tl_proto_frame){
-        .series = 4, .index = 7, .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_U16, .rows = 2048,
-        .cols = 2048, .has_angle = true, .angle = 0.5, .has_t_acq = true,
-        .t_acq = 1761234567890123456ull, .has_ipc = true,
-        .ipc = {.handle = handle, .buffer = 1, .size = 64ull << 20, .offset = 8ull << 20,
-                .pitch = 4096, .device = S("GPU-8695f54f-567f-78f5-adb5-abcd659e9ff1"),
-                .slot = 3}});
+    tl_proto_encode_frame(
+        &sb, &(tl_proto_frame){.series = 4,
+                               .index = 7,
+                               .kind = TL_PROTO_PROJ,
+                               .dtype = TL_PROTO_U16,
+                               .rows = 2048,
+                               .cols = 2048,
+                               .has_angle = true,
+                               .angle = 0.5,
+                               .has_t_acq = true,
+                               .t_acq = 1761234567890123456ull,
+                               .has_ipc = true,
+                               .ipc = {.handle = handle,
+                                       .buffer = 1,
+                                       .size = 64ull << 20,
+                                       .offset = 8ull << 20,
+                                       .pitch = 4096,
+                                       .device = S("GPU-8695f54f-567f-78f5-adb5-abcd659e9ff1"),
+                                       .slot = 3}});
     put("frame-gpu-u16");
     begin();
-    tl_proto_encode_release(&sb, &(tl_proto_release){.series = 4, .index = 7, .slot = 3,
-                                                      .ok = true});
+    tl_proto_encode_release(&sb,
+                            &(tl_proto_release){.series = 4, .index = 7, .slot = 3, .ok = true});
     put("release-ok");
     begin();
-    tl_proto_encode_release(&sb, &(tl_proto_release){
-        .series = 4, .index = 8, .slot = 4, .ok = false, .code = TL_PROTO_E_UNSUPPORTED,
-        .message = S("frame 8 of series 4 is in GPU memory (CUDA IPC): not supported")});
+    tl_proto_encode_release(
+        &sb, &(tl_proto_release){
+                 .series = 4,
+                 .index = 8,
+                 .slot = 4,
+                 .ok = false,
+                 .code = TL_PROTO_E_UNSUPPORTED,
+                 .message = S("frame 8 of series 4 is in GPU memory (CUDA IPC): not supported")});
     put("release-error");
 
     begin();
@@ -155,10 +196,17 @@ int main(int argc, char **argv)
     put("rep-error");
 
     float orient[9] = {1024, 0, 0, 0, 1024, 0, -512, -512, 100}; /* row z = 100 */
-    tl_proto_slice s = {.id = S("z-mid"), .seq = 17, .shape = {1024, 1024},
-                        .dtype = TL_PROTO_F32, .projections_used = 898, .missing = 2,
-                        .window_first = 100, .window_last = 999, .t_acq = 1761234567890123456ull,
-                        .t_pub = 1761234567893123456ull, .kernel = S("cpu-ref")};
+    tl_proto_slice s = {.id = S("z-mid"),
+                        .seq = 17,
+                        .shape = {1024, 1024},
+                        .dtype = TL_PROTO_F32,
+                        .projections_used = 898,
+                        .missing = 2,
+                        .window_first = 100,
+                        .window_last = 999,
+                        .t_acq = 1761234567890123456ull,
+                        .t_pub = 1761234567893123456ull,
+                        .kernel = S("cpu-ref")};
     memcpy(s.orientation, orient, sizeof orient);
     begin();
     tl_proto_encode_slice(&sb, &s);

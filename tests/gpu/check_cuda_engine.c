@@ -156,8 +156,13 @@ START_TEST(device_frames_equal_host_frames)
     for (int kind = 0; kind < 3; kind++)
         for (uint32_t k = 0; k < (kind == 2 ? N : 2); k++) {
             cc_fill_frame(buf, TL_DTYPE_U16, R, W, row, kind, (int)k);
-            tl_frame f = {.kind = (tl_frame_kind)kind, .index = k, .angle = k * M_PI / N,
-                          .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
+            tl_frame f = {.kind = (tl_frame_kind)kind,
+                          .index = k,
+                          .angle = k * M_PI / N,
+                          .dtype = TL_DTYPE_U16,
+                          .rows = R,
+                          .cols = W,
+                          .data = buf};
             ck_assert_int_eq(tl_engine_submit(host, &f), TL_OK);
             ck_assert_int_eq(cudaMemcpy2D(d, dpitch, buf, row, row, R, cudaMemcpyHostToDevice),
                              cudaSuccess);
@@ -176,15 +181,19 @@ START_TEST(device_frames_equal_host_frames)
     free(b);
     /* a host pointer that claims to be device memory is refused (last: the window has
      * already moved on for it when the backend refuses) */
-    tl_frame bad = {.kind = TL_FRAME_PROJ, .index = N, .dtype = TL_DTYPE_U16, .rows = R,
-                    .cols = W, .data = buf, .memory = TL_MEMORY_DEVICE};
+    tl_frame bad = {.kind = TL_FRAME_PROJ,
+                    .index = N,
+                    .dtype = TL_DTYPE_U16,
+                    .rows = R,
+                    .cols = W,
+                    .data = buf,
+                    .memory = TL_MEMORY_DEVICE};
     ck_assert_int_eq(tl_engine_submit(dev, &bad), TL_EINVAL);
     ck_assert_ptr_nonnull(strstr(tl_engine_last_error(dev), "device memory"));
     tl_engine_destroy(host);
     tl_engine_destroy(dev);
 }
 END_TEST
-
 
 /* Host frames in page-locked memory (tl_frame.pinned, as the daemon assembles frames sent
  * in row bands) are uploaded from where they are, and read before submit returns: they
@@ -285,7 +294,8 @@ START_TEST(memory_refusal)
     const char *msg = tl_engine_last_error(NULL);
     printf("  refusal: %s\n", msg);
     ck_assert_msg(strstr(msg, "GiB") && strstr(msg, "free") && strstr(msg, "fewer rows") &&
-                      strstr(msg, "cuda"), "%s", msg);
+                      strstr(msg, "cuda"),
+                  "%s", msg);
 }
 END_TEST
 
@@ -319,8 +329,13 @@ START_TEST(bench_and_bench_store)
 
     float *img = malloc(s.rows * s.cols * sizeof *img);
     tl_phantom_project(&ph, 0.1, (s.cols - 1) / 2.0, s.rows, s.cols, img);
-    tl_frame f = {.kind = TL_FRAME_PROJ, .index = 1000, .angle = 0.1, .dtype = TL_DTYPE_F32,
-                  .rows = s.rows, .cols = s.cols, .data = img};
+    tl_frame f = {.kind = TL_FRAME_PROJ,
+                  .index = 1000,
+                  .angle = 0.1,
+                  .dtype = TL_DTYPE_F32,
+                  .rows = s.rows,
+                  .cols = s.cols,
+                  .data = img};
     double ms = 0;
     ck_assert_int_eq(tl_engine_bench_store(e, &f, 3, &ms), TL_OK);
     printf("  bench_store %.4f ms\n", ms);
@@ -351,7 +366,8 @@ START_TEST(empty_window_is_zero)
         for (int pass = 0; pass < 2; pass++) {
             float *o = cc_recon(e, &sp, NULL);
             for (size_t i = 0; i < 33 * 35; i++)
-                ck_assert_msg(o[i] == 0.f, "%s pass %d pixel %zu: %g", cc_all_kernels[k], pass, i, o[i]);
+                ck_assert_msg(o[i] == 0.f, "%s pass %d pixel %zu: %g", cc_all_kernels[k], pass, i,
+                              o[i]);
             free(o);
             cc_feed(&e, 1, &s, &ph, 0, s.nproj);
             ck_assert_int_eq(tl_engine_reset(e), TL_OK);
@@ -398,8 +414,13 @@ START_TEST(incremental_matches_scratch)
         if (r == 99)
             continue; /* lost */
         uint32_t k = (uint32_t)(idx % (2 * N));
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = idx, .angle = M_PI * k / N,
-                      .dtype = TL_DTYPE_F32, .rows = R, .cols = W, .data = proj + (size_t)k * R * W};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = idx,
+                      .angle = M_PI * k / N,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = R,
+                      .cols = W,
+                      .data = proj + (size_t)k * R * W};
         tl_status st = tl_engine_submit(e, &f);
         ck_assert_msg(st == TL_OK || st == TL_ESTALE || st == TL_EDUPLICATE, "%s",
                       tl_engine_last_error(e));
@@ -416,7 +437,8 @@ START_TEST(incremental_matches_scratch)
         }
     }
     printf("  incremental vs from scratch, 20000 frames, window %u, never rebuilt: worst rel L2 "
-           "%.2e over %d read-outs, %d incremental\n", N, worst, reads, incremental);
+           "%.2e over %d read-outs, %d incremental\n",
+           N, worst, reads, incremental);
     ck_assert_msg(worst <= 2e-5, "worst %g", worst);
     ck_assert_int_eq(incremental, reads - 2); /* the first read-out of each slice builds it */
     free(a);
@@ -429,11 +451,11 @@ END_TEST
 
 tl_gt_case cc_engine_case(void)
 {
-    return (tl_gt_case){"engine", {planes_match_cpu, quality_selects_kernels,
-                                   device_frames_equal_host_frames, pinned_host_frames,
-                                   rolling_window_equals_fresh, memory_refusal,
-                                   bench_and_bench_store, empty_window_is_zero,
-                                   incremental_matches_scratch, NULL}};
+    return (tl_gt_case){"engine",
+                        {planes_match_cpu, quality_selects_kernels,
+                         device_frames_equal_host_frames, pinned_host_frames,
+                         rolling_window_equals_fresh, memory_refusal, bench_and_bench_store,
+                         empty_window_is_zero, incremental_matches_scratch, NULL}};
 }
 
 #else

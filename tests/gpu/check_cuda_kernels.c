@@ -85,8 +85,13 @@ END_TEST
  * angular weights, per-projection centres. */
 START_TEST(kernels_odd_250_181)
 {
-    cc_scan s = {.rows = 3, .cols = 250, .nproj = 181, .nonuniform = true, .offsets = true,
-                 .weights = TL_WEIGHTS_ANGLES, .filter = TL_FILTER_SHEPP_LOGAN};
+    cc_scan s = {.rows = 3,
+                 .cols = 250,
+                 .nproj = 181,
+                 .nonuniform = true,
+                 .offsets = true,
+                 .weights = TL_WEIGHTS_ANGLES,
+                 .filter = TL_FILTER_SHEPP_LOGAN};
     tl_slice_spec sp;
     tl_slice_spec_row(&sp, 1, 250, 250);
     kernels_vs_reference("250^2 x 181 non-uniform, offsets", &s, &sp, false);
@@ -129,8 +134,9 @@ END_TEST
 
 tl_gt_case cc_kernels_case(void)
 {
-    return (tl_gt_case){"kernels", {kernels_phantom_256, kernels_long_window, kernels_odd_250_181,
-                                    kernels_zoom, kernels_single_projection, NULL}};
+    return (tl_gt_case){"kernels",
+                        {kernels_phantom_256, kernels_long_window, kernels_odd_250_181,
+                         kernels_zoom, kernels_single_projection, NULL}};
 }
 
 tl_gt_case cc_large_case(void)
@@ -139,5 +145,6 @@ tl_gt_case cc_large_case(void)
 }
 
 #else
-typedef int check_cuda_kernels_needs_cuda; /* ISO C wants a translation unit to declare something */
+typedef int
+    check_cuda_kernels_needs_cuda; /* ISO C wants a translation unit to declare something */
 #endif /* HAVE_CUDA */

@@ -119,8 +119,12 @@ START_TEST(preprocess_all_dtypes)
             for (int kind = 0; kind < 3; kind++)
                 for (int k = 0; k < (kind == 2 ? 1 : 2); k++) {
                     cc_fill_frame(buf, dt, R, W, pitch, kind, k);
-                    tl_frame f = {.kind = (tl_frame_kind)kind, .index = 0, .dtype = dt,
-                                  .rows = R, .cols = W, .data = buf};
+                    tl_frame f = {.kind = (tl_frame_kind)kind,
+                                  .index = 0,
+                                  .dtype = dt,
+                                  .rows = R,
+                                  .cols = W,
+                                  .data = buf};
                     cc_submit_all(e, 2, &f);
                 }
             float got[2 * 37], ref[2 * 37];
@@ -138,9 +142,11 @@ START_TEST(preprocess_all_dtypes)
                     double F = (cc_raw_value(1, 0, r, j) + cc_raw_value(1, 1, r, j)) * s / 2;
                     if (dt == TL_DTYPE_F32) { /* the frames hold float-rounded values */
                         D = ((float)(cc_raw_value(0, 0, r, j) * s) +
-                             (float)(cc_raw_value(0, 1, r, j) * s)) / 2;
+                             (float)(cc_raw_value(0, 1, r, j) * s)) /
+                            2;
                         F = ((float)(cc_raw_value(1, 0, r, j) * s) +
-                             (float)(cc_raw_value(1, 1, r, j) * s)) / 2;
+                             (float)(cc_raw_value(1, 1, r, j) * s)) /
+                            2;
                     }
                     double I = cc_raw_value(2, 0, r, j) * s;
                     if (dt == TL_DTYPE_F32)
@@ -172,7 +178,7 @@ START_TEST(calibration_batches_match_cpu)
     tl_engine *e[2] = {tl_gt_cuda(&c, READOUT), tl_gt_cpu(&c, TL_PRECISION_F32)};
     uint16_t buf[3 * 50];
     /* the sequence: kind and the frame number fed to fill_frame */
-    const int seq[][2] = {{2, 0}, {0, 0}, {1, 0}, {0, 1}, {2, 1}, {0, 2}, {2, 2},
+    const int seq[][2] = {{2, 0}, {0, 0}, {1, 0}, {0, 1},  {2, 1}, {0, 2}, {2, 2},
                           {1, 1}, {1, 2}, {2, 3}, {-1, 0}, {2, 4}, {0, 3}, {2, 5}};
     uint64_t index = 0;
     for (size_t i = 0; i < sizeof seq / sizeof *seq; i++) {
@@ -182,8 +188,12 @@ START_TEST(calibration_batches_match_cpu)
             continue;
         }
         cc_fill_frame(buf, TL_DTYPE_U16, R, W, W * 2, seq[i][0], seq[i][1]);
-        tl_frame f = {.kind = (tl_frame_kind)seq[i][0], .index = index, .dtype = TL_DTYPE_U16,
-                      .rows = R, .cols = W, .data = buf};
+        tl_frame f = {.kind = (tl_frame_kind)seq[i][0],
+                      .index = index,
+                      .dtype = TL_DTYPE_U16,
+                      .rows = R,
+                      .cols = W,
+                      .data = buf};
         cc_submit_all(e, 2, &f);
         if (seq[i][0] != 2)
             continue;
@@ -217,8 +227,12 @@ START_TEST(pitched_host_frames)
     float *o[2];
     for (int k = 0; k < 2; k++) {
         tl_engine *e = tl_gt_cuda(&c, READOUT);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .angle = 0.3, .dtype = TL_DTYPE_U16, .rows = R,
-                      .cols = W, .data = k ? (void *)(big + 3) : (void *)packed,
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .angle = 0.3,
+                      .dtype = TL_DTYPE_U16,
+                      .rows = R,
+                      .cols = W,
+                      .data = k ? (void *)(big + 3) : (void *)packed,
                       .pitch = k ? P * sizeof(uint16_t) : 0};
         ck_assert_int_eq(tl_engine_submit(e, &f), TL_OK);
         tl_slice_spec sp;
@@ -241,8 +255,8 @@ START_TEST(filters_match_cpu)
     const uint32_t R = 2, W = 300; /* P = 1024 */
     float *img = malloc(R * W * sizeof *img);
     for (uint32_t i = 0; i < R * W; i++) /* a smooth bump, an edge and some texture */
-        img[i] = (float)(exp(-pow(((double)(i % W) - 140.0) / 60.0, 2)) + ((i % W) > 200 ? 0.5 : 0) +
-                         0.05 * sin(0.7 * i));
+        img[i] = (float)(exp(-pow(((double)(i % W) - 140.0) / 60.0, 2)) +
+                         ((i % W) > 200 ? 0.5 : 0) + 0.05 * sin(0.7 * i));
     for (int fi = 0; fi < TL_FILTER_COUNT; fi++) {
         tl_engine_config c;
         tl_engine_config_init(&c, R, W, 1);
@@ -250,7 +264,10 @@ START_TEST(filters_match_cpu)
         c.already_linear = true;
         c.filter = (tl_filter)fi;
         tl_engine *e[2] = {tl_gt_cuda(&c, READOUT), tl_gt_cpu(&c, TL_PRECISION_F32)};
-        tl_frame f = {.kind = TL_FRAME_PROJ, .dtype = TL_DTYPE_F32, .rows = R, .cols = W,
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = R,
+                      .cols = W,
                       .data = img};
         cc_submit_all(e, 2, &f);
         float got[2 * 300], ref[2 * 300];
@@ -286,11 +303,12 @@ END_TEST
 
 tl_gt_case cc_pipeline_case(void)
 {
-    return (tl_gt_case){"pipeline", {available_and_auto, preprocess_all_dtypes,
-                                     calibration_batches_match_cpu, pitched_host_frames,
-                                     filters_match_cpu, NULL}};
+    return (tl_gt_case){"pipeline",
+                        {available_and_auto, preprocess_all_dtypes, calibration_batches_match_cpu,
+                         pitched_host_frames, filters_match_cpu, NULL}};
 }
 
 #else
-typedef int check_cuda_pipeline_needs_cuda; /* ISO C wants a translation unit to declare something */
+typedef int
+    check_cuda_pipeline_needs_cuda; /* ISO C wants a translation unit to declare something */
 #endif /* HAVE_CUDA */

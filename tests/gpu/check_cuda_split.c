@@ -67,8 +67,13 @@ static void feed_camera(tl_engine **e, int ne, uint32_t rows, uint32_t cols, uin
         tl_camera_frame_u16(&cam, kind, li, rows, cols, NULL, img);
         for (uint32_t r = 0; r < rows; r++)
             memcpy(buf + r * pitch, img + (size_t)r * cols, cols * sizeof *img);
-        tl_frame f = {.kind = (tl_frame_kind)kind, .index = index, .angle = th,
-                      .dtype = TL_DTYPE_U16, .rows = rows, .cols = cols, .pitch = pitch,
+        tl_frame f = {.kind = (tl_frame_kind)kind,
+                      .index = index,
+                      .angle = th,
+                      .dtype = TL_DTYPE_U16,
+                      .rows = rows,
+                      .cols = cols,
+                      .pitch = pitch,
                       .data = buf};
         cc_submit_all(e, ne, &f);
     }
@@ -103,7 +108,8 @@ START_TEST(split_matches_one_gpu)
             tl_slice_spec_row(&sp, z, S, S);
             const char *k0 = NULL, *k1 = NULL;
             float *ref = cc_recon(e[0], &sp, &k0), *got = cc_recon(e[1], &sp, &k1);
-            snprintf(what, sizeof what, "{%d,%d} row z = %g (%s)", lists[l][0], lists[l][1], z, k1);
+            snprintf(what, sizeof what, "{%d,%d} row z = %g (%s)", lists[l][0], lists[l][1], z,
+                     k1);
             ck_assert_str_eq(k0, k1);
             cc_expect_close(what, got, ref, (size_t)S * S, EXACT_REL, EXACT_MOR);
             free(ref);
@@ -241,11 +247,17 @@ START_TEST(split_device_frames)
             for (int dev = 0; dev < nl; dev++) {
                 ck_assert_int_eq(cudaSetDevice(dev), cudaSuccess);
                 ck_assert_int_eq(cudaMemcpy2D(d[dev], dpitch[dev], buf, row, row, R,
-                                              cudaMemcpyHostToDevice), cudaSuccess);
+                                              cudaMemcpyHostToDevice),
+                                 cudaSuccess);
             }
             for (int i = 0; i < ne; i++) {
-                tl_frame f = {.kind = (tl_frame_kind)kind, .index = k, .angle = k * M_PI / N,
-                              .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
+                tl_frame f = {.kind = (tl_frame_kind)kind,
+                              .index = k,
+                              .angle = k * M_PI / N,
+                              .dtype = TL_DTYPE_U16,
+                              .rows = R,
+                              .cols = W,
+                              .data = buf};
                 if (src_dev[i] >= 0) {
                     f.data = d[src_dev[i]];
                     f.pitch = dpitch[src_dev[i]];
@@ -268,8 +280,8 @@ START_TEST(split_device_frames)
         for (int i = 1; i < ne; i++) {
             float *got = cc_recon(e[i], &sp, NULL);
             char what[96];
-            snprintf(what, sizeof what, "device frames from GPU %d, engine %d, z = %g",
-                     src_dev[i], i, zs[k]);
+            snprintf(what, sizeof what, "device frames from GPU %d, engine %d, z = %g", src_dev[i],
+                     i, zs[k]);
             cc_expect_close(what, got, ref, (size_t)S * S, EXACT_REL, EXACT_MOR);
             free(got);
         }
@@ -350,8 +362,13 @@ START_TEST(device_frames_read_later)
     for (int kind = 0; kind < 3; kind++)
         for (uint32_t k = 0; k < (kind == 2 ? P : 2); k++, n++) {
             cc_fill_frame(buf, TL_DTYPE_U16, R, W, row, kind, (int)k);
-            tl_frame f = {.kind = (tl_frame_kind)kind, .index = k, .angle = k * M_PI / N,
-                          .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
+            tl_frame f = {.kind = (tl_frame_kind)kind,
+                          .index = k,
+                          .angle = k * M_PI / N,
+                          .dtype = TL_DTYPE_U16,
+                          .rows = R,
+                          .cols = W,
+                          .data = buf};
             ck_assert_int_eq(tl_engine_submit(e[0], &f), TL_OK);
             uint32_t slot = n % RING;
             for (int i = 1; i < 3; i++) { /* the slot is free once its last frame was read */
@@ -361,8 +378,9 @@ START_TEST(device_frames_read_later)
                 ck_assert_uint_le(done, tl_engine_frames_queued(e[i]));
             }
             char *d = ring + (size_t)slot * R * dpitch;
-            ck_assert_int_eq(cudaMemcpy2DAsync(d, dpitch, buf, row, row, R,
-                                               cudaMemcpyHostToDevice, ws), cudaSuccess);
+            ck_assert_int_eq(cudaMemcpy2DAsync(d, dpitch, buf, row, row, R, cudaMemcpyHostToDevice,
+                                               ws),
+                             cudaSuccess);
             ck_assert_int_eq(cudaStreamSynchronize(ws), cudaSuccess);
             f.data = d;
             f.pitch = dpitch;
@@ -402,19 +420,25 @@ END_TEST
 /* Frames of engine e[0] submitted one by one; those of e[1..ne) with `more` set (a backlog),
  * so that their filtering is held and run in batches (gpu/cuda/store.cu), except frame
  * `last`. Projections [first, last] of R x W uint16 (fill_frame). */
-static void feed_backlog(tl_engine **e, int ne, uint32_t R, uint32_t W, uint32_t N,
-                         uint32_t first, uint32_t last)
+static void feed_backlog(tl_engine **e, int ne, uint32_t R, uint32_t W, uint32_t N, uint32_t first,
+                         uint32_t last)
 {
     size_t row = W * sizeof(uint16_t);
     uint16_t *buf = malloc(R * row);
     for (uint32_t k = first; k <= last; k++) {
         cc_fill_frame(buf, TL_DTYPE_U16, R, W, row, 2, (int)k);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = k * M_PI / N,
-                      .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = k * M_PI / N,
+                      .dtype = TL_DTYPE_U16,
+                      .rows = R,
+                      .cols = W,
+                      .data = buf};
         for (int i = 0; i < ne; i++) {
             f.more = i > 0 && k < last;
             tl_status st = tl_engine_submit(e[i], &f);
-            ck_assert_msg(st == TL_OK, "engine %d, frame %u: %s", i, k, tl_engine_last_error(e[i]));
+            ck_assert_msg(st == TL_OK, "engine %d, frame %u: %s", i, k,
+                          tl_engine_last_error(e[i]));
         }
     }
     free(buf);
@@ -458,8 +482,11 @@ START_TEST(batched_filter_passes)
     for (int kind = 0; kind < 2; kind++)
         for (int k = 0; k < 2; k++) {
             cc_fill_frame(buf, TL_DTYPE_U16, R, W, row, kind, k);
-            tl_frame f = {.kind = (tl_frame_kind)kind, .dtype = TL_DTYPE_U16, .rows = R,
-                          .cols = W, .data = buf};
+            tl_frame f = {.kind = (tl_frame_kind)kind,
+                          .dtype = TL_DTYPE_U16,
+                          .rows = R,
+                          .cols = W,
+                          .data = buf};
             cc_submit_all(e, 3, &f);
         }
     /* four frames held: their fences are not reached until the pass runs */
@@ -467,8 +494,14 @@ START_TEST(batched_filter_passes)
     uint64_t done = 0;
     for (int i = 1; i < 3; i++) {
         cc_fill_frame(buf, TL_DTYPE_U16, R, W, row, 2, 5);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = 5, .angle = 5 * M_PI / N,
-                      .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf, .more = true};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = 5,
+                      .angle = 5 * M_PI / N,
+                      .dtype = TL_DTYPE_U16,
+                      .rows = R,
+                      .cols = W,
+                      .data = buf,
+                      .more = true};
         ck_assert_int_eq(tl_engine_submit(e[i], &f), TL_OK);
         for (uint32_t k = 6; k < 9; k++) {
             cc_fill_frame(buf, TL_DTYPE_U16, R, W, row, 2, (int)k);
@@ -489,8 +522,13 @@ START_TEST(batched_filter_passes)
     feed_backlog(e, 3, R, W, N, 9, 40);
     uint64_t queued = tl_engine_frames_queued(e[1]);
     cc_fill_frame(buf, TL_DTYPE_U16, R, W, row, 2, 41);
-    tl_frame f = {.kind = TL_FRAME_PROJ, .index = 41, .angle = 41 * M_PI / N,
-                  .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
+    tl_frame f = {.kind = TL_FRAME_PROJ,
+                  .index = 41,
+                  .angle = 41 * M_PI / N,
+                  .dtype = TL_DTYPE_U16,
+                  .rows = R,
+                  .cols = W,
+                  .data = buf};
     ck_assert_int_eq(tl_engine_submit(e[0], &f), TL_OK);
     f.more = true;
     ck_assert_int_eq(tl_engine_submit(e[1], &f), TL_OK);
@@ -500,7 +538,10 @@ START_TEST(batched_filter_passes)
     /* and a dark frame in a backlog: the held frames keep the correction they came with */
     feed_backlog(e, 3, R, W, N, 42, 44);
     cc_fill_frame(buf, TL_DTYPE_U16, R, W, row, 0, 7);
-    tl_frame dark = {.kind = TL_FRAME_DARK, .dtype = TL_DTYPE_U16, .rows = R, .cols = W,
+    tl_frame dark = {.kind = TL_FRAME_DARK,
+                     .dtype = TL_DTYPE_U16,
+                     .rows = R,
+                     .cols = W,
                      .data = buf};
     f.index = 45;
     f.angle = 45 * M_PI / N;
@@ -545,8 +586,12 @@ START_TEST(split_bench_and_bad_devices)
     uint16_t *img = calloc((size_t)R * W, sizeof *img);
     for (size_t i = 0; i < (size_t)R * W; i++)
         img[i] = (uint16_t)(1000 + i % 700);
-    tl_frame f = {.kind = TL_FRAME_PROJ, .index = 1000, .dtype = TL_DTYPE_U16, .rows = R,
-                  .cols = W, .data = img};
+    tl_frame f = {.kind = TL_FRAME_PROJ,
+                  .index = 1000,
+                  .dtype = TL_DTYPE_U16,
+                  .rows = R,
+                  .cols = W,
+                  .data = img};
     double ms = 0;
     ck_assert_int_eq(tl_engine_bench_store(e, &f, 3, &ms), TL_OK);
     printf("  split {0,0}: bench %s %.4f ms, bench_store %.4f ms\n", r[0].kernel, r[0].ms, ms);
@@ -569,10 +614,10 @@ END_TEST
 
 tl_gt_case cc_split_case(void)
 {
-    return (tl_gt_case){"split", {split_matches_one_gpu, split_tracked_slices,
-                                  split_device_frames, split_pinned_frames,
-                                  device_frames_read_later, split_bench_and_bad_devices,
-                                  batched_filter_passes, NULL}};
+    return (tl_gt_case){"split",
+                        {split_matches_one_gpu, split_tracked_slices, split_device_frames,
+                         split_pinned_frames, device_frames_read_later,
+                         split_bench_and_bad_devices, batched_filter_passes, NULL}};
 }
 
 #else

@@ -41,13 +41,13 @@
 #define WINDOW 60
 #define FRAMES 120
 #define SLOTS 8
-#define PITCH (COLS * 2 + 64)     /* padded rows: the pitch path is exercised */
-#define KILL_AFTER 30             /* frames the killed producer sends */
+#define PITCH (COLS * 2 + 64) /* padded rows: the pitch path is exercised */
+#define KILL_AFTER 30         /* frames the killed producer sends */
 #define RELEASE_TIMEOUT_MS 10000
 
 static const char *self_path;
 
-#define SCALE 1000.0             /* u16 line integrals: the disk's reconstruction is SCALE */
+#define SCALE 1000.0 /* u16 line integrals: the disk's reconstruction is SCALE */
 
 /* The u16 frame of every index: the line integrals of a centred disk (already linear), so
  * that the reconstruction is a disk whichever the angle. */
@@ -61,9 +61,15 @@ static void make_frame(uint16_t *px)
 
 static tl_proto_scan scan_msg(uint64_t series, const char *release)
 {
-    tl_proto_scan s = {.series = series, .geometry = TL_PROTO_PARALLEL, .rows = ROWS,
-                       .cols = COLS, .dtype = TL_PROTO_U16, .window = WINDOW,
-                       .has_angles = true, .angle_start = 0, .angle_step = M_PI / WINDOW,
+    tl_proto_scan s = {.series = series,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = ROWS,
+                       .cols = COLS,
+                       .dtype = TL_PROTO_U16,
+                       .window = WINDOW,
+                       .has_angles = true,
+                       .angle_start = 0,
+                       .angle_step = M_PI / WINDOW,
                        .already_linear = true};
     if (release)
         s.release = (tl_proto_str){release, strlen(release)};
@@ -92,9 +98,18 @@ static int send_header(producer *p, int (*enc)(msgpack_sbuffer *, const void *),
     msgpack_sbuffer_destroy(&sb);
     return rc;
 }
-static int enc_scan(msgpack_sbuffer *b, const void *m) { return tl_proto_encode_scan(b, m); }
-static int enc_frame(msgpack_sbuffer *b, const void *m) { return tl_proto_encode_frame(b, m); }
-static int enc_end(msgpack_sbuffer *b, const void *m) { return tl_proto_encode_end(b, m); }
+static int enc_scan(msgpack_sbuffer *b, const void *m)
+{
+    return tl_proto_encode_scan(b, m);
+}
+static int enc_frame(msgpack_sbuffer *b, const void *m)
+{
+    return tl_proto_encode_frame(b, m);
+}
+static int enc_end(msgpack_sbuffer *b, const void *m)
+{
+    return tl_proto_encode_end(b, m);
+}
 
 /* Waits for one release; returns 1 and fills *r (its message copied into msg), 0 on
  * timeout. */
@@ -109,8 +124,8 @@ static int next_release(producer *p, tl_proto_release *r, char *msg, size_t msgl
     }
     tl_proto_msg m;
     tl_proto_error err;
-    int ok = tl_proto_decode(p->dec, zmq_msg_data(&part), zmq_msg_size(&part), TL_MSG_RELEASE,
-                             &m, &err) == TL_PROTO_OK;
+    int ok = tl_proto_decode(p->dec, zmq_msg_data(&part), zmq_msg_size(&part), TL_MSG_RELEASE, &m,
+                             &err) == TL_PROTO_OK;
     if (ok) {
         *r = m.release;
         snprintf(msg, msglen, "%.*s", (int)r->message.len, r->message.ptr ? r->message.ptr : "");
@@ -141,11 +156,20 @@ static int take_release(producer *p)
 
 static tl_proto_frame ipc_frame(producer *p, uint64_t series, uint64_t index, uint32_t slot)
 {
-    tl_proto_frame f = {.series = series, .index = index, .kind = TL_PROTO_PROJ,
-                        .dtype = TL_PROTO_U16, .rows = ROWS, .cols = COLS, .has_ipc = true};
-    f.ipc = (tl_proto_ipc){.handle = p->handle, .buffer = 0, .size = p->ring_bytes,
-                           .offset = (uint64_t)slot * ROWS * PITCH, .pitch = PITCH,
-                           .device = {p->uuid, strlen(p->uuid)}, .slot = slot};
+    tl_proto_frame f = {.series = series,
+                        .index = index,
+                        .kind = TL_PROTO_PROJ,
+                        .dtype = TL_PROTO_U16,
+                        .rows = ROWS,
+                        .cols = COLS,
+                        .has_ipc = true};
+    f.ipc = (tl_proto_ipc){.handle = p->handle,
+                           .buffer = 0,
+                           .size = p->ring_bytes,
+                           .offset = (uint64_t)slot * ROWS * PITCH,
+                           .pitch = PITCH,
+                           .device = {p->uuid, strlen(p->uuid)},
+                           .slot = slot};
     return f;
 }
 
@@ -198,8 +222,7 @@ static int expect_reject(producer *p, tl_proto_frame *f, tl_proto_err code)
         return 1;
     tl_proto_release r;
     char msg[512];
-    if (!next_release(p, &r, msg, sizeof msg) || r.ok || r.code != code ||
-        r.index != f->index) {
+    if (!next_release(p, &r, msg, sizeof msg) || r.ok || r.code != code || r.index != f->index) {
         fprintf(stderr, "producer: frame %" PRIu64 ": expected %s, got ok %d code %s: %s\n",
                 f->index, tl_proto_err_name(code), r.ok, tl_proto_err_name(r.code), msg);
         return 1;
@@ -381,7 +404,10 @@ START_TEST(ipc_frames)
     tl_fx_send_scan(&f, &s);
     uint16_t px[ROWS * COLS];
     make_frame(px);
-    tl_proto_frame h = {.series = 2, .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_U16, .rows = ROWS,
+    tl_proto_frame h = {.series = 2,
+                        .kind = TL_PROTO_PROJ,
+                        .dtype = TL_PROTO_U16,
+                        .rows = ROWS,
                         .cols = COLS};
     for (int i = 0; i < FRAMES; i++) {
         h.index = (uint64_t)i;

@@ -83,18 +83,18 @@ typedef struct {
 static limits phantom_limits(tl_quality q)
 {
     switch (q) {
-    case TL_QUALITY_EXACT: return (limits){EXACT_REL, EXACT_MOR};
-    case TL_QUALITY_FAST: return (limits){FAST_REL, FAST_MOR};
-    default: return (limits){PREVIEW_REL, INFINITY};
+        case TL_QUALITY_EXACT: return (limits){EXACT_REL, EXACT_MOR};
+        case TL_QUALITY_FAST: return (limits){FAST_REL, FAST_MOR};
+        default: return (limits){PREVIEW_REL, INFINITY};
     }
 }
 
 static limits noise_limits(tl_quality q)
 {
     switch (q) {
-    case TL_QUALITY_EXACT: return (limits){INFINITY, NOISE_EXACT_MOR};
-    case TL_QUALITY_FAST: return (limits){INFINITY, NOISE_FAST_MOR};
-    default: return (limits){INFINITY, NOISE_PREVIEW_MOR};
+        case TL_QUALITY_EXACT: return (limits){INFINITY, NOISE_EXACT_MOR};
+        case TL_QUALITY_FAST: return (limits){INFINITY, NOISE_FAST_MOR};
+        default: return (limits){INFINITY, NOISE_PREVIEW_MOR};
     }
 }
 
@@ -182,9 +182,9 @@ static void expect_allowed(const klist *l, const char *what, const char *used, t
 
 typedef struct {
     uint32_t rows, cols, nproj;
-    bool nonuniform;     /* jittered, non-uniform angles */
-    bool offsets;        /* per-projection centre corrections */
-    bool random;         /* uniform random values in [0, 1) instead of the phantom */
+    bool nonuniform; /* jittered, non-uniform angles */
+    bool offsets;    /* per-projection centre corrections */
+    bool random;     /* uniform random values in [0, 1) instead of the phantom */
     tl_filter filter;
     tl_weights weights;
     double center_shift; /* the data's axis relative to (cols - 1) / 2 */
@@ -243,9 +243,14 @@ static void feed(tl_engine *e, const scan *s, const float *frames)
 {
     size_t fsz = (size_t)s->rows * s->cols;
     for (uint32_t k = 0; k < s->nproj; k++) {
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = angle_of(s, k),
-                      .center_offset = offset_of(s, k), .dtype = TL_DTYPE_F32, .rows = s->rows,
-                      .cols = s->cols, .data = frames + k * fsz};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = angle_of(s, k),
+                      .center_offset = offset_of(s, k),
+                      .dtype = TL_DTYPE_F32,
+                      .rows = s->rows,
+                      .cols = s->cols,
+                      .data = frames + k * fsz};
         tl_status st = tl_engine_submit(e, &f);
         ck_assert_msg(st == TL_OK, "submit %u: %s: %s", k, tl_status_name(st),
                       tl_engine_last_error(e));
@@ -306,9 +311,8 @@ static void free_rows(float **r, uint32_t n)
  * texture path and of the second to the ALU path), and a call that differs from the first
  * is reported. */
 #define REPEATS 2
-static void kernel_vs_reference(const char *name, const scan *s, const float *frames,
-                                float **ref, const tl_slice_spec *proto, const tl_kernel_info *K,
-                                bool noisy)
+static void kernel_vs_reference(const char *name, const scan *s, const float *frames, float **ref,
+                                const tl_slice_spec *proto, const tl_kernel_info *K, bool noisy)
 {
     tl_engine_config c = scan_config(s);
     tl_engine *e = tl_gt_cuda(&c, K->name);
@@ -378,8 +382,9 @@ START_TEST(kernel_list)
         const tl_kernel_info *k = &l.k[i];
         ck_assert_ptr_nonnull(k->name);
         ck_assert_ptr_nonnull(k->params);
-        printf("    %-24s %-8s %u slice%s%s  %s\n", k->name, tl_quality_name(k->quality), k->slices,
-               k->slices == 1 ? " " : "s", k->planes ? "  planes" : "  rows  ", k->params);
+        printf("    %-24s %-8s %u slice%s%s  %s\n", k->name, tl_quality_name(k->quality),
+               k->slices, k->slices == 1 ? " " : "s", k->planes ? "  planes" : "  rows  ",
+               k->params);
         size_t len = strlen(k->name);
         ck_assert_msg(len > 0 && len < 32, "kernel name \"%s\": %zu characters", k->name, len);
         ck_assert_msg(k->quality == TL_QUALITY_EXACT || k->quality == TL_QUALITY_FAST ||
@@ -417,8 +422,14 @@ END_TEST
 
 START_TEST(phantom_197_181)
 {
-    scan s = {.rows = 6, .cols = 197, .nproj = 181, .nonuniform = true, .offsets = true,
-              .weights = TL_WEIGHTS_ANGLES, .filter = TL_FILTER_RAMLAK, .radius_z = 4};
+    scan s = {.rows = 6,
+              .cols = 197,
+              .nproj = 181,
+              .nonuniform = true,
+              .offsets = true,
+              .weights = TL_WEIGHTS_ANGLES,
+              .filter = TL_FILTER_RAMLAK,
+              .radius_z = 4};
     tl_slice_spec proto;
     tl_slice_spec_row(&proto, 0, 201, 187);
     all_kernels_vs_reference("197 x 181 p, 201 x 187", &s, &proto, false);
@@ -429,9 +440,16 @@ END_TEST
  * the Shepp-Logan filter, and a zoomed slice (scale 0.75) of other odd sides. */
 START_TEST(phantom_250_251)
 {
-    scan s = {.rows = 6, .cols = 250, .nproj = 251, .nonuniform = true, .offsets = true,
-              .weights = TL_WEIGHTS_ANGLES, .filter = TL_FILTER_SHEPP_LOGAN, .center_shift = 2.7,
-              .angle0 = 0.2, .radius_z = 4};
+    scan s = {.rows = 6,
+              .cols = 250,
+              .nproj = 251,
+              .nonuniform = true,
+              .offsets = true,
+              .weights = TL_WEIGHTS_ANGLES,
+              .filter = TL_FILTER_SHEPP_LOGAN,
+              .center_shift = 2.7,
+              .angle0 = 0.2,
+              .radius_z = 4};
     tl_slice_spec proto;
     tl_slice_spec_row(&proto, 0, 243, 229);
     proto.scale = 0.75;
@@ -443,7 +461,12 @@ END_TEST
 
 START_TEST(random_data)
 {
-    scan s = {.rows = 6, .cols = 229, .nproj = 167, .offsets = true, .random = true, .seed = 42,
+    scan s = {.rows = 6,
+              .cols = 229,
+              .nproj = 167,
+              .offsets = true,
+              .random = true,
+              .seed = 42,
               .filter = TL_FILTER_RAMLAK};
     tl_slice_spec proto;
     tl_slice_spec_row(&proto, 0, 157, 211);
@@ -468,8 +491,13 @@ static void expect_invariant(const char *what, const float *got, const float *si
 
 START_TEST(slice_count_invariance)
 {
-    scan s = {.rows = 6, .cols = 131, .nproj = 97, .random = true, .seed = 7,
-              .filter = TL_FILTER_RAMLAK, .offsets = true};
+    scan s = {.rows = 6,
+              .cols = 131,
+              .nproj = 97,
+              .random = true,
+              .seed = 7,
+              .filter = TL_FILTER_RAMLAK,
+              .offsets = true};
     tl_slice_spec proto;
     tl_slice_spec_row(&proto, 0, 103, 119);
     size_t n = (size_t)proto.height * proto.width;
@@ -508,8 +536,9 @@ START_TEST(slice_count_invariance)
              * hybrids (max/range 3e-3 for fast) */
             lim = noise_limits(K->quality);
             printf("  %s: two identical single-slice runs differ (rel L2 %.2e): held to its "
-                   "mode (%s) instead of %.0e\n", K->name, tl_rel_l2(again, single[1], n),
-                   tl_quality_name(K->quality), INVARIANCE_REL);
+                   "mode (%s) instead of %.0e\n",
+                   K->name, tl_rel_l2(again, single[1], n), tl_quality_name(K->quality),
+                   INVARIANCE_REL);
         }
         free(again);
 
@@ -520,16 +549,16 @@ START_TEST(slice_count_invariance)
         } runs[3] = {
             {"consecutive", m, {1, 2, 3, 4, 5}},
             {"one more (partial pass)", m + 1, {0, 1, 2, 3, 4}},
-            {"scrambled", m + 1, {scrambled[0], scrambled[1], scrambled[2], scrambled[3],
-                                  scrambled[4]}},
+            {"scrambled",
+             m + 1,
+             {scrambled[0], scrambled[1], scrambled[2], scrambled[3], scrambled[4]}},
         };
         for (int r = 0; r < 3; r++) {
             float *out[5];
             recon_rows(e, &proto, runs[r].z, runs[r].m, out, info, K->name);
             for (int j = 0; j < runs[r].m; j++) {
-                ck_assert_msg(strcmp(info[j].kernel, K->name) == 0,
-                              "%s %s: slice %d ran \"%s\"", K->name, runs[r].label, j,
-                              info[j].kernel);
+                ck_assert_msg(strcmp(info[j].kernel, K->name) == 0, "%s %s: slice %d ran \"%s\"",
+                              K->name, runs[r].label, j, info[j].kernel);
                 char what[160];
                 snprintf(what, sizeof what, "%s, %d rows %s: row %u", K->name, runs[r].m,
                          runs[r].label, runs[r].z[j]);
@@ -608,12 +637,11 @@ START_TEST(hybrid_tiles)
                     for (uint32_t y = ty * HYB_TILE; y < (ty + 1) * HYB_TILE; y++) {
                         size_t o = (size_t)y * S + tx * HYB_TILE;
                         for (int k = 0; k < 2; k++)
-                            same[k] = same[k] && memcmp(img + o, path[k] + o,
-                                                        HYB_TILE * sizeof(float)) == 0;
+                            same[k] = same[k] &&
+                                      memcmp(img + o, path[k] + o, HYB_TILE * sizeof(float)) == 0;
                     }
-                    ck_assert_msg(same[0] || same[1],
-                                  "%s: tile (%u, %u) is neither %s's nor %s's", l.k[i].name,
-                                  tx, ty, HYB_TEX, HYB_ALU);
+                    ck_assert_msg(same[0] || same[1], "%s: tile (%u, %u) is neither %s's nor %s's",
+                                  l.k[i].name, tx, ty, HYB_TEX, HYB_ALU);
                     count[same[1] ? 1 : 0]++;
                 }
             printf("  %-16s call %d: %d texture tiles, %d ALU tiles of %u\n", l.k[i].name, call,

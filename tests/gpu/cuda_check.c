@@ -52,8 +52,7 @@ void cc_expect_close(const char *what, const float *got, const float *ref, size_
 }
 
 /* Pixel by pixel: |got - ref| <= tol * |ref| (+ a denormal floor for exact zeros). */
-void cc_expect_pixels(const char *what, const float *got, const float *ref, size_t n,
-                      double tol)
+void cc_expect_pixels(const char *what, const float *got, const float *ref, size_t n, double tol)
 {
     for (size_t i = 0; i < n; i++)
         ck_assert_msg(fabs((double)got[i] - ref[i]) <= tol * fabs((double)ref[i]) + 1e-30,
@@ -106,8 +105,14 @@ void cc_feed(tl_engine **e, int ne, const cc_scan *s, const tl_phantom *ph, uint
         double th = angle_of(s, k), off = offset_of(s, k);
         tl_phantom_project(ph, th, (s->cols - 1) / 2.0 + s->center_shift + off, s->rows, s->cols,
                            img);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = th, .center_offset = off,
-                      .dtype = TL_DTYPE_F32, .rows = s->rows, .cols = s->cols, .data = img};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = th,
+                      .center_offset = off,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = s->rows,
+                      .cols = s->cols,
+                      .data = img};
         cc_submit_all(e, ne, &f);
     }
     free(img);
@@ -119,27 +124,24 @@ void cc_feed(tl_engine **e, int ne, const cc_scan *s, const tl_phantom *ph, uint
 double cc_raw_value(int kind, int k, uint32_t r, uint32_t c)
 {
     switch (kind) {
-    case 0:
-        return 5 + (c * 3 + r * 5 + k * 2) % 7;
-    case 1:
-        return c == 5 ? 6 : 120 + (c * 11 + r * 17 + k * 5) % 130;
-    default:
-        return c == 7 ? 1 : 20 + (c * 29 + r * 13 + k * 41) % 200;
+        case 0: return 5 + (c * 3 + r * 5 + k * 2) % 7;
+        case 1: return c == 5 ? 6 : 120 + (c * 11 + r * 17 + k * 5) % 130;
+        default: return c == 7 ? 1 : 20 + (c * 29 + r * 13 + k * 41) % 200;
     }
 }
 
-void cc_fill_frame(void *buf, tl_dtype dt, uint32_t rows, uint32_t cols, size_t pitch,
-                   int kind, int k)
+void cc_fill_frame(void *buf, tl_dtype dt, uint32_t rows, uint32_t cols, size_t pitch, int kind,
+                   int k)
 {
     for (uint32_t r = 0; r < rows; r++)
         for (uint32_t c = 0; c < cols; c++) {
             double v = cc_raw_value(kind, k, r, c);
             char *row = (char *)buf + r * pitch;
             switch (dt) {
-            case TL_DTYPE_U8: ((uint8_t *)row)[c] = (uint8_t)v; break;
-            case TL_DTYPE_U16: ((uint16_t *)row)[c] = (uint16_t)(v * 211); break;
-            case TL_DTYPE_U32: ((uint32_t *)row)[c] = (uint32_t)(v * 1000003); break;
-            case TL_DTYPE_F32: ((float *)row)[c] = (float)(v * 1.37); break;
+                case TL_DTYPE_U8: ((uint8_t *)row)[c] = (uint8_t)v; break;
+                case TL_DTYPE_U16: ((uint16_t *)row)[c] = (uint16_t)(v * 211); break;
+                case TL_DTYPE_U32: ((uint32_t *)row)[c] = (uint32_t)(v * 1000003); break;
+                case TL_DTYPE_F32: ((float *)row)[c] = (float)(v * 1.37); break;
             }
         }
 }
@@ -157,8 +159,13 @@ void cc_feed_pinned(tl_engine *plain, tl_engine *pinned, uint32_t R, uint32_t W,
     for (int kind = 0; kind < 3; kind++)
         for (uint32_t k = 0; k < (kind == 2 ? n : 2); k++) {
             cc_fill_frame(buf, TL_DTYPE_U16, R, W, row, kind, (int)k);
-            tl_frame f = {.kind = (tl_frame_kind)kind, .index = k, .angle = k * M_PI / n,
-                          .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = buf};
+            tl_frame f = {.kind = (tl_frame_kind)kind,
+                          .index = k,
+                          .angle = k * M_PI / n,
+                          .dtype = TL_DTYPE_U16,
+                          .rows = R,
+                          .cols = W,
+                          .data = buf};
             ck_assert_int_eq(tl_engine_submit(plain, &f), TL_OK);
             memcpy(p, buf, R * row);
             f.data = p;

@@ -22,8 +22,7 @@ float *cc_recon(tl_engine *e, const tl_slice_spec *sp, const char **kernel);
 void cc_expect_close(const char *what, const float *got, const float *ref, size_t n,
                      double rel_max, double mor_max);
 /* Pixel by pixel: |got - ref| <= tol * |ref|. */
-void cc_expect_pixels(const char *what, const float *got, const float *ref, size_t n,
-                      double tol);
+void cc_expect_pixels(const char *what, const float *got, const float *ref, size_t n, double tol);
 
 /* Bounds of the exact and fast quality modes against the float64 reference. */
 #define EXACT_REL 2e-5
@@ -39,9 +38,9 @@ bool cc_is_fast(const char *kernel);
 /* A phantom scan (as tests/unit/check_accuracy.c). */
 typedef struct {
     uint32_t rows, cols, nproj;
-    uint32_t window;     /* 0 = nproj */
-    bool nonuniform;     /* jittered, non-uniform angles */
-    bool offsets;        /* per-projection centre corrections */
+    uint32_t window; /* 0 = nproj */
+    bool nonuniform; /* jittered, non-uniform angles */
+    bool offsets;    /* per-projection centre corrections */
     tl_filter filter;
     tl_weights weights;
     double center_shift; /* the data's axis relative to (cols - 1) / 2 */
@@ -67,10 +66,10 @@ void cc_fill_frame(void *buf, tl_dtype dt, uint32_t rows, uint32_t cols, size_t 
 void cc_feed_pinned(tl_engine *plain, tl_engine *pinned, uint32_t R, uint32_t W, uint32_t n);
 
 /* The Check cases, one per file. */
-tl_gt_case cc_pipeline_case(void);   /* check_cuda_pipeline.c */
-tl_gt_case cc_kernels_case(void);    /* check_cuda_kernels.c */
-tl_gt_case cc_large_case(void);      /* check_cuda_kernels.c */
-tl_gt_case cc_engine_case(void);     /* check_cuda_engine.c */
-tl_gt_case cc_split_case(void);      /* check_cuda_split.c */
+tl_gt_case cc_pipeline_case(void); /* check_cuda_pipeline.c */
+tl_gt_case cc_kernels_case(void);  /* check_cuda_kernels.c */
+tl_gt_case cc_large_case(void);    /* check_cuda_kernels.c */
+tl_gt_case cc_engine_case(void);   /* check_cuda_engine.c */
+tl_gt_case cc_split_case(void);    /* check_cuda_split.c */
 
 #endif

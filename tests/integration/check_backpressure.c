@@ -34,14 +34,24 @@
  * back to back. */
 static void send_scan(tl_fixture *f)
 {
-    tl_proto_scan s = {.series = 1, .geometry = TL_PROTO_PARALLEL, .rows = ROWS, .cols = COLS,
-                       .dtype = TL_PROTO_F32, .window = WINDOW, .already_linear = true};
+    tl_proto_scan s = {.series = 1,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = ROWS,
+                       .cols = COLS,
+                       .dtype = TL_PROTO_F32,
+                       .window = WINDOW,
+                       .already_linear = true};
     ck_assert_int_eq(tl_fx_send_scan(f, &s), 0);
     static float img[ROWS * COLS];
     tl_fx_disk_projection(img, ROWS, COLS, COLS / 3.0);
     for (uint32_t k = 0; k < FRAMES; k++) {
-        tl_proto_frame h = {.series = 1, .index = k, .kind = TL_PROTO_PROJ, .has_angle = true,
-                            .angle = M_PI * k / WINDOW, .dtype = TL_PROTO_F32, .rows = ROWS,
+        tl_proto_frame h = {.series = 1,
+                            .index = k,
+                            .kind = TL_PROTO_PROJ,
+                            .has_angle = true,
+                            .angle = M_PI * k / WINDOW,
+                            .dtype = TL_PROTO_F32,
+                            .rows = ROWS,
                             .cols = COLS};
         ck_assert_int_eq(tl_fx_send_frame(f, &h, img, sizeof img), 0);
     }

@@ -100,8 +100,8 @@ static int check_rows(const char *out, int size, int proj, const int *counts, in
 
 START_TEST(test_bench_cpu_table)
 {
-    const char *args[] = {"bench", "--backend", "cpu", "--shape", "64x90", "--slices", "1,2",
-                          "--reps", "3", "--no-pipeline", "--no-rates", NULL};
+    const char *args[] = {"bench", "--backend", "cpu", "--shape",       "64x90",      "--slices",
+                          "1,2",   "--reps",    "3",   "--no-pipeline", "--no-rates", NULL};
     ck_assert_msg(tl_client_run(dir, args, 120) == 0, "%s", tl_client_err());
     const char *o = tl_client_out();
     ck_assert_msg(strstr(o, "device: ") != NULL, "%s", o);
@@ -118,8 +118,9 @@ START_TEST(test_bench_cpu_table)
     ck_assert(strstr(o, "micro-benchmarks") == NULL); /* none on the CPU */
 
     /* two problems, the pipeline on a small detector */
-    const char *two[] = {"bench", "--backend", "cpu", "--shape", "48x30", "--shape", "32x20",
-                         "--slices", "3", "--reps", "2", "--pipeline-shape", "64x96", NULL};
+    const char *two[] = {"bench", "--backend", "cpu", "--shape", "48x30", "--shape",
+                         "32x20", "--slices",  "3",   "--reps",  "2",     "--pipeline-shape",
+                         "64x96", NULL};
     ck_assert_msg(tl_client_run(dir, two, 120) == 0, "%s", tl_client_err());
     o = tl_client_out();
     const int three[] = {3};
@@ -131,7 +132,8 @@ START_TEST(test_bench_cpu_table)
     ck_assert_msg(pl != NULL, "%s", o);
     double ms, fps, gbs;
     ck_assert_int_eq(sscanf(strstr(pl, "): ") + 3, "%lf ms median, %lf frames/s, %lf GB/s", &ms,
-                            &fps, &gbs), 3);
+                            &fps, &gbs),
+                     3);
     ck_assert(ms > 0);
     ck_assert_double_eq_tol(fps, 1e3 / ms, 0.06 + 1e3 / ms * 0.0005 / ms);
 }

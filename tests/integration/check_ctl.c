@@ -77,7 +77,8 @@ static void reply(request *r, int64_t id_delta, const json_t *result, tl_proto_e
         ck_assert_int_eq(tl_proto_pack_rep_error(&pk, id, code, message), 0);
     }
     ck_assert_int_ge(zmq_send(router, zmq_msg_data(&r->parts[0]), zmq_msg_size(&r->parts[0]),
-                              ZMQ_SNDMORE), 0);
+                              ZMQ_SNDMORE),
+                     0);
     ck_assert_int_ge(zmq_send(router, "", 0, ZMQ_SNDMORE), 0);
     ck_assert_int_ge(zmq_send(router, sb.data, sb.size, 0), 0);
     msgpack_sbuffer_destroy(&sb);
@@ -90,9 +91,21 @@ static void done(request *r)
 
 START_TEST(test_ctl_key_value_and_ok)
 {
-    const char *args[] = {"ctl", "--endpoint", ep, "--timeout", "20", "set_slice", "id=row0",
-                          "z=128", "size=[256,256]", "update={\"every\":10}", "name=\"42\"",
-                          "on=true", "note=hello world", "x=-1.5", NULL};
+    const char *args[] = {"ctl",
+                          "--endpoint",
+                          ep,
+                          "--timeout",
+                          "20",
+                          "set_slice",
+                          "id=row0",
+                          "z=128",
+                          "size=[256,256]",
+                          "update={\"every\":10}",
+                          "name=\"42\"",
+                          "on=true",
+                          "note=hello world",
+                          "x=-1.5",
+                          NULL};
     pid_t pid = tl_client_start(dir, args);
     request r;
     receive_request(&r);
@@ -128,8 +141,8 @@ START_TEST(test_ctl_key_value_and_ok)
     /* a reply to some other request first: skipped */
     json_t *other = json_pack("{s:s}", "not", "ours");
     reply(&r, 1, other, TL_PROTO_OK, NULL);
-    json_t *res = json_pack("{s:s, s:i, s:[f, s, b], s:n, s:{s:i}}", "state", "running",
-                            "slices", 3, "list", 1.5, "x", 1, "none", "nested", "a", -7);
+    json_t *res = json_pack("{s:s, s:i, s:[f, s, b], s:n, s:{s:i}}", "state", "running", "slices",
+                            3, "list", 1.5, "x", 1, "none", "nested", "a", -7);
     reply(&r, 0, res, TL_PROTO_OK, NULL);
     done(&r);
     ck_assert_int_eq(tl_client_wait(pid, 30), 0);
@@ -147,15 +160,18 @@ END_TEST
 
 START_TEST(test_ctl_json_object_and_no_args)
 {
-    const char *args[] = {"ctl", "--endpoint", ep, "set_slice",
-                          "{\"id\": \"r\", \"plane\": [1, 0, 0, 0, 1, 0, 0.5, 0.5, 3]}", NULL};
+    const char *args[] = {"ctl",
+                          "--endpoint",
+                          ep,
+                          "set_slice",
+                          "{\"id\": \"r\", \"plane\": [1, 0, 0, 0, 1, 0, 0.5, 0.5, 3]}",
+                          NULL};
     pid_t pid = tl_client_start(dir, args);
     request r;
     receive_request(&r);
     float plane[9];
     tl_proto_error err;
-    ck_assert_int_eq(tl_proto_get_floats(r.req.args, "plane", true, plane, 9, &err),
-                     TL_PROTO_OK);
+    ck_assert_int_eq(tl_proto_get_floats(r.req.args, "plane", true, plane, 9, &err), TL_PROTO_OK);
     ck_assert(plane[6] == 0.5f && plane[8] == 3.0f);
     reply(&r, 0, NULL, TL_PROTO_OK, NULL);
     done(&r);

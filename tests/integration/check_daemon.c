@@ -40,15 +40,25 @@ static void expect_error(tl_fixture *f, const char *cmd, const char *args, tl_pr
 static void send_disk_scan_paced(tl_fixture *f, uint64_t series, uint32_t rows, uint32_t cols,
                                  uint32_t window, uint32_t count, double r, unsigned pause_us)
 {
-    tl_proto_scan s = {.series = series, .geometry = TL_PROTO_PARALLEL, .rows = rows,
-                       .cols = cols, .dtype = TL_PROTO_F32, .window = window,
+    tl_proto_scan s = {.series = series,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = rows,
+                       .cols = cols,
+                       .dtype = TL_PROTO_F32,
+                       .window = window,
                        .already_linear = true};
     ck_assert_int_eq(tl_fx_send_scan(f, &s), 0);
     float *img = malloc((size_t)rows * cols * sizeof *img);
     tl_fx_disk_projection(img, rows, cols, r);
     for (uint32_t k = 0; k < count; k++) {
-        tl_proto_frame h = {.series = series, .index = k, .kind = TL_PROTO_PROJ, .has_angle = true,
-                            .angle = M_PI * k / window, .dtype = TL_PROTO_F32, .rows = rows, .cols = cols};
+        tl_proto_frame h = {.series = series,
+                            .index = k,
+                            .kind = TL_PROTO_PROJ,
+                            .has_angle = true,
+                            .angle = M_PI * k / window,
+                            .dtype = TL_PROTO_F32,
+                            .rows = rows,
+                            .cols = cols};
         ck_assert_int_eq(tl_fx_send_frame(f, &h, img, (size_t)rows * cols * 4), 0);
         if (pause_us) /* the pace of a camera: part of what the caller tests, no waiting */
             usleep(pause_us);
@@ -76,20 +86,26 @@ START_TEST(control_commands)
     expect_error(&f, "set_slice", "{\"id\":\"a\",\"z\":1}", TL_PROTO_E_BAD_ARG);
     expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"cube\"}", TL_PROTO_E_BAD_ARG);
     expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\"}", TL_PROTO_E_BAD_ARG);
-    expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":\"3\"}", TL_PROTO_E_KEY_TYPE);
-    expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"ortho\",\"axis\":\"w\",\"position\":0}",
+    expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":\"3\"}",
+                 TL_PROTO_E_KEY_TYPE);
+    expect_error(&f, "set_slice",
+                 "{\"id\":\"a\",\"kind\":\"ortho\",\"axis\":\"w\",\"position\":0}",
                  TL_PROTO_E_BAD_ARG);
-    expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"plane\",\"orientation\":[1,0,0,0,1,0,0,0,0]}",
+    expect_error(&f, "set_slice",
+                 "{\"id\":\"a\",\"kind\":\"plane\",\"orientation\":[1,0,0,0,1,0,0,0,0]}",
                  TL_PROTO_E_BAD_ARG); /* no size */
-    expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,\"update\":{\"every\":0}}",
+    expect_error(&f, "set_slice",
+                 "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,\"update\":{\"every\":0}}",
                  TL_PROTO_E_BAD_ARG);
-    expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,\"scale\":-1}", TL_PROTO_E_BAD_ARG);
+    expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,\"scale\":-1}",
+                 TL_PROTO_E_BAD_ARG);
     expect_error(&f, "set_param", "{\"name\":\"center\",\"value\":3}", TL_PROTO_E_STATE);
     expect_error(&f, "set_param", "{\"name\":\"gain\",\"value\":3}", TL_PROTO_E_BAD_ARG);
     expect_error(&f, "remove_slice", "{\"id\":\"nope\"}", TL_PROTO_E_NOT_FOUND);
     expect_error(&f, "reset", NULL, TL_PROTO_E_STATE);
 
-    json_t *r = tl_fx_ok(&f, "set_slice", "{\"id\":\"r\",\"kind\":\"row\",\"z\":3,\"update\":{\"every\":5}}");
+    json_t *r = tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"r\",\"kind\":\"row\",\"z\":3,\"update\":{\"every\":5}}");
     ck_assert_str_eq(json_string_value(json_object_get(r, "topic")), "slice/r/");
     ck_assert(json_is_null(json_object_get(r, "shape"))); /* no scan yet: size from the scan */
     json_decref(r);
@@ -101,13 +117,16 @@ START_TEST(control_commands)
     json_t *sl = json_array_get(r, 0);
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(sl, "shape"), 0)), 32);
     ck_assert_int_eq(json_array_size(json_object_get(sl, "orientation")), 9);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(sl, "update"), "every")), 5);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(sl, "update"), "every")),
+                     5);
     json_decref(r);
     /* a slice that does not fit the engine is refused and changes nothing */
-    expect_error(&f, "set_slice", "{\"id\":\"r\",\"kind\":\"row\",\"z\":3,\"size\":[0,5]}", TL_PROTO_E_RANGE);
+    expect_error(&f, "set_slice", "{\"id\":\"r\",\"kind\":\"row\",\"z\":3,\"size\":[0,5]}",
+                 TL_PROTO_E_RANGE);
     json_decref(tl_fx_ok(&f, "set_param", "{\"name\":\"center\",\"value\":16.5}"));
     r = tl_fx_ok(&f, "status", NULL);
-    ck_assert(fabs(json_real_value(json_object_get(json_object_get(r, "scan"), "center")) - 16.5) < 1e-9);
+    ck_assert(fabs(json_real_value(json_object_get(json_object_get(r, "scan"), "center")) - 16.5) <
+              1e-9);
     json_decref(r);
     json_decref(tl_fx_ok(&f, "set_param", "{\"name\":\"filter\",\"value\":\"hann\"}"));
     expect_error(&f, "set_param", "{\"name\":\"filter\",\"value\":\"gauss\"}", TL_PROTO_E_BAD_ARG);
@@ -132,36 +151,45 @@ START_TEST(scans_and_rejections)
     uint16_t px[4 * 16];
     for (int i = 0; i < 64; i++)
         px[i] = (uint16_t)(1000 + i);
-    tl_proto_frame h = {.series = 1, .index = 0, .kind = TL_PROTO_PROJ, .has_angle = true,
-                        .dtype = TL_PROTO_U16, .rows = 4, .cols = 16};
+    tl_proto_frame h = {.series = 1,
+                        .index = 0,
+                        .kind = TL_PROTO_PROJ,
+                        .has_angle = true,
+                        .dtype = TL_PROTO_U16,
+                        .rows = 4,
+                        .cols = 16};
     long long sent = 0;
     tl_fx_send_frame(&f, &h, px, sizeof px), sent++; /* no scan yet */
-    tl_proto_scan s = {.series = 1, .geometry = TL_PROTO_PARALLEL, .rows = 4, .cols = 16,
-                       .dtype = TL_PROTO_U16, .window = 10};
+    tl_proto_scan s = {.series = 1,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = 4,
+                       .cols = 16,
+                       .dtype = TL_PROTO_U16,
+                       .window = 10};
     tl_fx_send_scan(&f, &s), sent++;
     for (int k = 0; k < 5; k++) {
         h.index = (uint64_t)k;
         h.angle = 0.1 * k;
         tl_fx_send_frame(&f, &h, px, sizeof px), sent++;
     }
-    tl_fx_send_frame(&f, &h, px, sizeof px), sent++;          /* duplicate index 4 */
+    tl_fx_send_frame(&f, &h, px, sizeof px), sent++; /* duplicate index 4 */
     h.series = 2;
-    tl_fx_send_frame(&f, &h, px, sizeof px), sent++;          /* another series */
+    tl_fx_send_frame(&f, &h, px, sizeof px), sent++; /* another series */
     h.series = 1;
     h.index = 7;
     h.cols = 8;
-    tl_fx_send_frame(&f, &h, px, 4 * 8 * 2), sent++;          /* shape */
+    tl_fx_send_frame(&f, &h, px, 4 * 8 * 2), sent++; /* shape */
     h.cols = 16;
     h.has_angle = false;
-    tl_fx_send_frame(&f, &h, px, sizeof px), sent++;          /* no angle, no schedule */
+    tl_fx_send_frame(&f, &h, px, sizeof px), sent++; /* no angle, no schedule */
     h.has_angle = true;
     h.index = 20;
-    tl_fx_send_frame(&f, &h, px, sizeof px), sent++;          /* moves the window to 11..20 */
+    tl_fx_send_frame(&f, &h, px, sizeof px), sent++; /* moves the window to 11..20 */
     h.index = 3;
-    tl_fx_send_frame(&f, &h, px, sizeof px), sent++;          /* stale */
+    tl_fx_send_frame(&f, &h, px, sizeof px), sent++; /* stale */
     tl_fx_send_end(&f, 1), sent++;
     h.index = 21;
-    tl_fx_send_frame(&f, &h, px, sizeof px), sent++;          /* after the end */
+    tl_fx_send_frame(&f, &h, px, sizeof px), sent++; /* after the end */
     ck_assert(tl_fx_wait_messages(&f, sent, 10));
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), 6);
     const char *why[] = {"no_scan", "duplicate", "series", "shape", "angle", "stale", "finished"};
@@ -173,12 +201,23 @@ START_TEST(scans_and_rejections)
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.missing"), 9); /* 12..19 and 11 */
 
     /* a new scan of another shape replaces the old one; angles from its schedule */
-    tl_proto_scan s2 = {.series = 2, .geometry = TL_PROTO_PARALLEL, .rows = 6, .cols = 24,
-                        .dtype = TL_PROTO_F32, .window = 4, .has_angles = true, .angle_start = 0,
-                        .angle_step = M_PI / 4, .already_linear = true};
+    tl_proto_scan s2 = {.series = 2,
+                        .geometry = TL_PROTO_PARALLEL,
+                        .rows = 6,
+                        .cols = 24,
+                        .dtype = TL_PROTO_F32,
+                        .window = 4,
+                        .has_angles = true,
+                        .angle_start = 0,
+                        .angle_step = M_PI / 4,
+                        .already_linear = true};
     tl_fx_send_scan(&f, &s2), sent++;
     float fpx[6 * 24] = {0};
-    tl_proto_frame h2 = {.series = 2, .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_F32, .rows = 6, .cols = 24};
+    tl_proto_frame h2 = {.series = 2,
+                         .kind = TL_PROTO_PROJ,
+                         .dtype = TL_PROTO_F32,
+                         .rows = 6,
+                         .cols = 24};
     for (int k = 0; k < 4; k++) {
         h2.index = (uint64_t)k;
         tl_fx_send_frame(&f, &h2, fpx, sizeof fpx), sent++;
@@ -190,8 +229,13 @@ START_TEST(scans_and_rejections)
     const char *uuid = "GPU-8695f54f-567f-78f5-adb5-abcd659e9ff1";
     h2.index = 4;
     h2.has_ipc = true;
-    h2.ipc = (tl_proto_ipc){.handle = handle, .buffer = 1, .size = 1 << 20, .offset = 0,
-                            .pitch = 24 * 4, .device = {uuid, strlen(uuid)}, .slot = 0};
+    h2.ipc = (tl_proto_ipc){.handle = handle,
+                            .buffer = 1,
+                            .size = 1 << 20,
+                            .offset = 0,
+                            .pitch = 24 * 4,
+                            .device = {uuid, strlen(uuid)},
+                            .slot = 0};
     msgpack_sbuffer gpu;
     msgpack_sbuffer_init(&gpu);
     ck_assert_int_eq(tl_proto_encode_frame(&gpu, &h2), 0);
@@ -216,8 +260,12 @@ START_TEST(scans_and_rejections)
     tl_fx_send_scan(&f, &cone), sent++;
     h2.series = 3;
     tl_fx_send_frame(&f, &h2, fpx, sizeof fpx), sent++;
-    tl_proto_scan huge = {.series = 4, .geometry = TL_PROTO_PARALLEL, .rows = 30000, .cols = 30000,
-                          .dtype = TL_PROTO_U16, .window = 100000};
+    tl_proto_scan huge = {.series = 4,
+                          .geometry = TL_PROTO_PARALLEL,
+                          .rows = 30000,
+                          .cols = 30000,
+                          .dtype = TL_PROTO_U16,
+                          .window = 100000};
     tl_fx_send_scan(&f, &huge), sent++;
     ck_assert(tl_fx_wait_messages(&f, sent, 10));
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.rejected.scan"), 2);
@@ -282,8 +330,13 @@ START_TEST(malformed_barrage)
     srand(1234);
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
-    tl_proto_frame good = {.series = 9, .index = 1, .kind = TL_PROTO_PROJ, .has_angle = true,
-                           .dtype = TL_PROTO_U16, .rows = 4, .cols = 4};
+    tl_proto_frame good = {.series = 9,
+                           .index = 1,
+                           .kind = TL_PROTO_PROJ,
+                           .has_angle = true,
+                           .dtype = TL_PROTO_U16,
+                           .rows = 4,
+                           .cols = 4};
     tl_proto_encode_frame(&sb, &good);
     static char big[70000];
     memset(big, 0x90, sizeof big);
@@ -297,25 +350,21 @@ START_TEST(malformed_barrage)
         size_t lens[3];
         int np = 1;
         switch (i % 6) {
-        case 0: /* random bytes */
-            parts[0] = junk, lens[0] = n;
-            break;
-        case 1: /* a valid frame header, truncated */
-            parts[0] = sb.data, lens[0] = 1 + (size_t)rand() % (sb.size - 1);
-            break;
-        case 2: /* valid header, payload of the wrong size */
-            parts[0] = sb.data, lens[0] = sb.size, parts[1] = junk, lens[1] = 31, np = 2;
-            break;
-        case 3: /* a map with wrong types: {"v": "1", "type": 7} */
-            parts[0] = "\x82\xa1v\xa1\x31\xa4type\x07", lens[0] = 12;
-            break;
-        case 4: /* oversized header */
-            parts[0] = big, lens[0] = sizeof big;
-            break;
-        default: /* too many parts */
-            parts[0] = sb.data, lens[0] = sb.size, parts[1] = junk, lens[1] = 32;
-            parts[2] = junk, lens[2] = 3, np = 3;
-            break;
+            case 0: /* random bytes */ parts[0] = junk, lens[0] = n; break;
+            case 1: /* a valid frame header, truncated */
+                parts[0] = sb.data, lens[0] = 1 + (size_t)rand() % (sb.size - 1);
+                break;
+            case 2: /* valid header, payload of the wrong size */
+                parts[0] = sb.data, lens[0] = sb.size, parts[1] = junk, lens[1] = 31, np = 2;
+                break;
+            case 3: /* a map with wrong types: {"v": "1", "type": 7} */
+                parts[0] = "\x82\xa1v\xa1\x31\xa4type\x07", lens[0] = 12;
+                break;
+            case 4: /* oversized header */ parts[0] = big, lens[0] = sizeof big; break;
+            default: /* too many parts */
+                parts[0] = sb.data, lens[0] = sb.size, parts[1] = junk, lens[1] = 32;
+                parts[2] = junk, lens[2] = 3, np = 3;
+                break;
         }
         ck_assert_int_eq(tl_fx_send_raw(&f, parts, lens, np), 0);
         ingest_bad++;
@@ -336,7 +385,9 @@ START_TEST(malformed_barrage)
             zmq_msg_recv(&m, f.ctl, 0);
             tl_proto_msg msg;
             tl_proto_error e;
-            ck_assert_int_eq(tl_proto_decode(f.dec, zmq_msg_data(&m), zmq_msg_size(&m), TL_MSG_REP, &msg, &e), TL_PROTO_OK);
+            ck_assert_int_eq(tl_proto_decode(f.dec, zmq_msg_data(&m), zmq_msg_size(&m), TL_MSG_REP,
+                                             &msg, &e),
+                             TL_PROTO_OK);
             ck_assert(!msg.rep.ok && msg.rep.code != TL_PROTO_OK);
             zmq_msg_close(&m);
         } else {
@@ -356,8 +407,9 @@ START_TEST(malformed_barrage)
     msgpack_sbuffer_destroy(&sb);
 
     /* still healthy: a disk reconstructs to density 1 */
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"d\",\"kind\":\"row\",\"z\":1,\"pin\":true,"
-                                          "\"update\":{\"max_rate\":1000}}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"d\",\"kind\":\"row\",\"z\":1,\"pin\":true,"
+                         "\"update\":{\"max_rate\":1000}}"));
     void *sub = zmq_socket(f.zctx, ZMQ_SUB);
     zmq_connect(sub, f.slices);
     zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "slice/d/", 8);
@@ -383,7 +435,9 @@ START_TEST(computed_only_when_wanted)
 {
     tl_fixture f;
     ck_assert_int_eq(tl_fx_start(&f, "wanted", NULL), 0);
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"w\",\"kind\":\"row\",\"z\":0,\"update\":{\"max_rate\":1000}}"));
+    json_decref(
+        tl_fx_ok(&f, "set_slice",
+                 "{\"id\":\"w\",\"kind\":\"row\",\"z\":0,\"update\":{\"max_rate\":1000}}"));
     send_disk_scan(&f, 1, 2, 32, 40, 40, 8);
     ck_assert(tl_fx_wait_messages(&f, 41, 10));
     /* every frame applied: status reads scan.held under the lock that the worker holds from
@@ -414,8 +468,9 @@ START_TEST(slow_subscriber)
     tl_fixture f;
     const char *args[] = {"--set", "slices.sndhwm=2", NULL};
     ck_assert_int_eq(tl_fx_start(&f, "slowsub", args), 0);
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"s\",\"kind\":\"row\",\"z\":0,\"size\":[24,24],"
-                                          "\"update\":{\"every\":1,\"max_rate\":1000}}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"s\",\"kind\":\"row\",\"z\":0,\"size\":[24,24],"
+                         "\"update\":{\"every\":1,\"max_rate\":1000}}"));
     void *stalled = zmq_socket(f.zctx, ZMQ_SUB), *reader = zmq_socket(f.zctx, ZMQ_SUB);
     int one = 1;
     zmq_setsockopt(stalled, ZMQ_RCVHWM, &one, sizeof one);
@@ -451,7 +506,9 @@ START_TEST(slow_subscriber)
     ck_assert(final);
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), N);
     long long computed = tl_fx_status_int(&f, "slices.computed");
-    ck_assert_int_eq(tl_fx_status_int(&f, "slices.published") + tl_fx_status_int(&f, "slices.superseded"), computed);
+    ck_assert_int_eq(tl_fx_status_int(&f, "slices.published") +
+                         tl_fx_status_int(&f, "slices.superseded"),
+                     computed);
     /* the stalled subscriber: what it missed shows in its seq numbers, as gaps and as the
      * distance from its last seq to the final one */
     uint64_t prev = 0, missed = 0;
@@ -471,8 +528,9 @@ START_TEST(slow_subscriber)
         tl_proto_close(parts, n);
     }
     missed += last_seq - prev;
-    printf("slow subscriber: %lld computed, reader got %ld, stalled one held %ld and missed %llu\n",
-           computed, got, held, (unsigned long long)missed);
+    printf(
+        "slow subscriber: %lld computed, reader got %ld, stalled one held %ld and missed %llu\n",
+        computed, got, held, (unsigned long long)missed);
     ck_assert_int_gt(missed, 0);
     ck_assert_int_lt(held, got);
     tl_proto_decoder_free(dec);
@@ -493,8 +551,9 @@ START_TEST(frames_in_bands)
     tl_fixture f;
     ck_assert_int_eq(tl_fx_start(&f, "bands", NULL), 0);
     /* a vertical plane: every row of the frames is in it */
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"b\",\"kind\":\"ortho\",\"axis\":\"x\","
-                                          "\"position\":2}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"b\",\"kind\":\"ortho\",\"axis\":\"x\","
+                         "\"position\":2}"));
     void *sub = zmq_socket(f.zctx, ZMQ_SUB);
     zmq_connect(sub, f.slices);
     zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "slice/b/", 8);
@@ -513,13 +572,25 @@ START_TEST(frames_in_bands)
     float *slice[2] = {NULL, NULL};
     size_t n[2] = {0, 0};
     for (uint64_t series = 1; series <= 2; series++) {
-        tl_proto_scan sc = {.series = series, .geometry = TL_PROTO_PARALLEL, .rows = R, .cols = C,
-                            .dtype = TL_PROTO_F32, .window = W, .already_linear = true};
+        tl_proto_scan sc = {.series = series,
+                            .geometry = TL_PROTO_PARALLEL,
+                            .rows = R,
+                            .cols = C,
+                            .dtype = TL_PROTO_F32,
+                            .window = W,
+                            .already_linear = true};
         ck_assert_int_eq(tl_fx_send_scan(&f, &sc), 0);
         for (uint32_t k = 0; k < W; k++) {
-            tl_proto_frame h = {.series = series, .index = k, .kind = TL_PROTO_PROJ,
-                                .has_angle = true, .angle = M_PI * k / W, .dtype = TL_PROTO_F32,
-                                .rows = R, .cols = C, .has_t_acq = true, .t_acq = 1000 + k};
+            tl_proto_frame h = {.series = series,
+                                .index = k,
+                                .kind = TL_PROTO_PROJ,
+                                .has_angle = true,
+                                .angle = M_PI * k / W,
+                                .dtype = TL_PROTO_F32,
+                                .rows = R,
+                                .cols = C,
+                                .has_t_acq = true,
+                                .t_acq = 1000 + k};
             if (series == 1) {
                 ck_assert_int_eq(tl_fx_send_frame(&f, &h, frames[k], sizeof frames[k]), 0);
                 continue;
@@ -539,18 +610,21 @@ START_TEST(frames_in_bands)
                 hb.band_first = first[j];
                 hb.band_rows = rows[j];
                 ck_assert_int_eq(tl_fx_send_frame(&f, &hb, frames[kk] + first[j] * C,
-                                                  rows[j] * C * sizeof(float)), 0);
+                                                  rows[j] * C * sizeof(float)),
+                                 0);
             }
             if (k == W - 1) {
                 h.band_first = first[order[2]];
                 h.band_rows = rows[order[2]];
                 ck_assert_int_eq(tl_fx_send_frame(&f, &h, frames[k] + h.band_first * C,
-                                                  h.band_rows * C * sizeof(float)), 0);
+                                                  h.band_rows * C * sizeof(float)),
+                                 0);
             }
         }
         tl_fx_send_end(&f, series);
         slice[series - 1] = final_slice(sub, dec, &n[series - 1]);
-        ck_assert_msg(slice[series - 1], "no final slice of series %llu (accepted %lld, band %lld, "
+        ck_assert_msg(slice[series - 1],
+                      "no final slice of series %llu (accepted %lld, band %lld, "
                       "incomplete %lld, protocol %lld, shape %lld, duplicate %lld)",
                       (unsigned long long)series, tl_fx_status_int(&f, "frames.accepted.proj"),
                       tl_fx_status_int(&f, "frames.rejected.band"),
@@ -572,12 +646,25 @@ START_TEST(frames_in_bands)
     ck_assert_msg(rel < 1e-5, "frames in bands vs whole: rel L2 %g", rel);
 
     /* series 3: an overlapping band (refused), and a frame whose last band never comes */
-    tl_proto_scan sc = {.series = 3, .geometry = TL_PROTO_PARALLEL, .rows = R, .cols = C,
-                        .dtype = TL_PROTO_F32, .window = W, .already_linear = true};
+    tl_proto_scan sc = {.series = 3,
+                        .geometry = TL_PROTO_PARALLEL,
+                        .rows = R,
+                        .cols = C,
+                        .dtype = TL_PROTO_F32,
+                        .window = W,
+                        .already_linear = true};
     ck_assert_int_eq(tl_fx_send_scan(&f, &sc), 0);
-    tl_proto_frame h = {.series = 3, .index = 0, .kind = TL_PROTO_PROJ, .has_angle = true,
-                        .angle = 0, .dtype = TL_PROTO_F32, .rows = R, .cols = C,
-                        .has_band = true, .band_first = 0, .band_rows = 2};
+    tl_proto_frame h = {.series = 3,
+                        .index = 0,
+                        .kind = TL_PROTO_PROJ,
+                        .has_angle = true,
+                        .angle = 0,
+                        .dtype = TL_PROTO_F32,
+                        .rows = R,
+                        .cols = C,
+                        .has_band = true,
+                        .band_first = 0,
+                        .band_rows = 2};
     ck_assert_int_eq(tl_fx_send_frame(&f, &h, frames[0], 2 * C * sizeof(float)), 0);
     h.band_first = 1;
     ck_assert_int_eq(tl_fx_send_frame(&f, &h, frames[0] + C, 2 * C * sizeof(float)), 0);
@@ -587,7 +674,7 @@ START_TEST(frames_in_bands)
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), 2 * W);
     char *log = tl_fx_log(&f);
     ck_assert_msg(strstr(log, "reason=band") && strstr(log, "reason=incomplete") &&
-                  strstr(log, "the series ended first; 2 of its 4 rows came"),
+                      strstr(log, "the series ended first; 2 of its 4 rows came"),
                   "both refusals are logged, the incomplete frame with what it lacked");
     free(log);
     free(slice[0]);
@@ -686,7 +773,8 @@ START_TEST(unusable_backend_refused)
     const char *args[] = {"--backend", "cuda", NULL};
     ck_assert_int_ne(tl_fx_start(&f, "nocuda", args), 0);
     char *log = tl_fx_log(&f);
-    ck_assert_msg(strstr(log, "event=start_failed") && strstr(log, "backend cuda requested but not usable"),
+    ck_assert_msg(strstr(log, "event=start_failed") &&
+                      strstr(log, "backend cuda requested but not usable"),
                   "%s", log);
     free(log);
     tl_fx_cleanup(&f);

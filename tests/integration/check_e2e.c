@@ -35,10 +35,13 @@ static void write_u16(const char *path, const uint16_t *v, uint32_t pages, uint3
 {
     tl_tiff_writer w;
     char err[256];
-    ck_assert_msg(tl_tiff_create(&w, path, (uint64_t)pages * rows * cols * 2, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tl_tiff_create(&w, path, (uint64_t)pages * rows * cols * 2, err, sizeof err) ==
+                      0,
+                  "%s", err);
     for (uint32_t k = 0; k < pages; k++)
         ck_assert_msg(tl_tiff_write_page(&w, TL_DTYPE_U16, v + (size_t)k * rows * cols, rows, cols,
-                                         err, sizeof err) == 0, "%s", err);
+                                         err, sizeof err) == 0,
+                      "%s", err);
     ck_assert_msg(tl_tiff_finish(&w, err, sizeof err) == 0, "%s", err);
 }
 
@@ -61,9 +64,10 @@ static void *read_stack_as(const char *path, bool as16, uint32_t *pages, uint32_
         }
         float *dst = (float *)all + k * n;
         for (size_t i = 0; i < n; i++)
-            dst[i] = r.dtype == TL_DTYPE_F32 ? ((float *)page)[i]
+            dst[i] = r.dtype == TL_DTYPE_F32   ? ((float *)page)[i]
                      : r.dtype == TL_DTYPE_U16 ? ((uint16_t *)page)[i]
-                     : r.dtype == TL_DTYPE_U8 ? ((uint8_t *)page)[i] : (float)((uint32_t *)page)[i];
+                     : r.dtype == TL_DTYPE_U8  ? ((uint8_t *)page)[i]
+                                               : (float)((uint32_t *)page)[i];
     }
     *pages = r.pages;
     *rows = r.rows;
@@ -127,8 +131,12 @@ static float *engine_plane(const char *dir, const bool *dropped, tl_backend_kind
         for (int k = 0; k < (kind == 0 ? DARKS : kind == 1 ? FLATS : N); k++) {
             if (kind == 2 && dropped[k])
                 continue;
-            tl_frame f = {.kind = (tl_frame_kind)kind, .index = (uint64_t)k, .angle = M_PI * k / N,
-                          .dtype = TL_DTYPE_F32, .rows = R, .cols = W,
+            tl_frame f = {.kind = (tl_frame_kind)kind,
+                          .index = (uint64_t)k,
+                          .angle = M_PI * k / N,
+                          .dtype = TL_DTYPE_F32,
+                          .rows = R,
+                          .cols = W,
                           .data = stk[kind] + (size_t)k * R * W};
             ck_assert_int_eq(tl_engine_submit(e, &f), TL_OK);
         }
@@ -156,26 +164,32 @@ START_TEST(phantom_scan_through_the_tools)
     const char *dir = f.dir;
     write_stacks(dir);
     json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"row\",\"kind\":\"row\",\"z\":8}"));
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"side\",\"kind\":\"ortho\",\"axis\":\"x\","
-                                          "\"position\":-27.5,\"size\":[16,256]}"));
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"tilt\",\"kind\":\"plane\",\"size\":[64,64],"
-                                          "\"orientation\":[200,0,6,0,200,0,-100,-100,4.5]}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"side\",\"kind\":\"ortho\",\"axis\":\"x\","
+                         "\"position\":-27.5,\"size\":[16,256]}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"tilt\",\"kind\":\"plane\",\"size\":[64,64],"
+                         "\"orientation\":[200,0,6,0,200,0,-100,-100,4.5]}"));
     /* the subscriber in the background, leaving its exit status in sub.rc; the scan is
      * pushed once its three subscriptions have reached the daemon, and the subscriber's
      * output read once sub.rc says it has ended */
-    ck_assert_int_eq(tl_fx_run(NULL, "cd '%s' || exit 1; "
+    ck_assert_int_eq(tl_fx_run(NULL,
+                               "cd '%s' || exit 1; "
                                "{ tomolive sub --endpoint '%s' --out views --png --until-final "
                                "--timeout 120 row side tilt > sub.txt 2>&1; echo $? > sub.rc; } "
-                               "< /dev/null > /dev/null 2>&1 &", dir, f.slices), 0);
+                               "< /dev/null > /dev/null 2>&1 &",
+                               dir, f.slices),
+                     0);
     ck_assert(tl_fx_wait_status(&f, "slices.subscriptions", 3, 30));
     char *out = NULL;
-    int rc = tl_fx_run(&out,
-                       "cd '%s' && tomolive push --endpoint '%s' --tiff p.tif --tiff-darks d.tif "
-                       "--tiff-flats f.tif --angles-deg 0:180:%d --shuffle 5 --drop 1 --seed 42 "
-                       "--drop-list dropped.txt --quiet && "
-                       "{ while [ ! -s sub.rc ]; do sleep 0.05; done; [ \"$(cat sub.rc)\" = 0 ]; } "
-                       "&& cat sub.txt",
-                       dir, f.ingest, N);
+    int rc =
+        tl_fx_run(&out,
+                  "cd '%s' && tomolive push --endpoint '%s' --tiff p.tif --tiff-darks d.tif "
+                  "--tiff-flats f.tif --angles-deg 0:180:%d --shuffle 5 --drop 1 --seed 42 "
+                  "--drop-list dropped.txt --quiet && "
+                  "{ while [ ! -s sub.rc ]; do sleep 0.05; done; [ \"$(cat sub.rc)\" = 0 ]; } "
+                  "&& cat sub.txt",
+                  dir, f.ingest, N);
     ck_assert_msg(rc == 0, "push/sub failed (%d):\n%s", rc, out);
 
     /* what was lost on the way, and what the window should say */
@@ -201,8 +215,8 @@ START_TEST(phantom_scan_through_the_tools)
         long used, missing;
         final_counts(out, ids[i], &used, &missing);
         ck_assert_msg(used == expect_used && missing == expect_missing,
-                      "%s: projections=%ld missing=%ld, expected %ld and %ld", ids[i], used, missing,
-                      expect_used, expect_missing);
+                      "%s: projections=%ld missing=%ld, expected %ld and %ld", ids[i], used,
+                      missing, expect_used, expect_missing);
     }
 
     /* tomolive recon on the same frames: the kept pages, their indices, window N */
@@ -224,9 +238,11 @@ START_TEST(phantom_scan_through_the_tools)
     free(p);
     free(kept);
     free(out);
-    rc = tl_fx_run(&out, "cd '%s' && tomolive recon --backend cpu --input kept.tif --darks d.tif "
-                         "--flats f.tif --angles-deg 0:180:%d --indices kept_idx.txt --window %d "
-                         "--output rec.tif 2>&1", dir, N, N);
+    rc = tl_fx_run(&out,
+                   "cd '%s' && tomolive recon --backend cpu --input kept.tif --darks d.tif "
+                   "--flats f.tif --angles-deg 0:180:%d --indices kept_idx.txt --window %d "
+                   "--output rec.tif 2>&1",
+                   dir, N, N);
     ck_assert_msg(rc == 0, "recon failed:\n%s", out);
     free(out);
     snprintf(path, sizeof path, "%s/rec.tif", dir);
@@ -251,8 +267,9 @@ START_TEST(phantom_scan_through_the_tools)
     float *pl = read_stack(path, &pages, &rows, &cols);
     float *ref = engine_plane(dir, dropped, TL_BACKEND_CPU);
     double r_tilt = tl_rel_l2(pl, ref, 64 * 64);
-    printf("e2e (%s): %d of %d projections lost; rel L2 vs recon: row %.2e, ortho %.2e, plane %.2e\n",
-           backend, ndrop, N, r_row, r_side, r_tilt);
+    printf(
+        "e2e (%s): %d of %d projections lost; rel L2 vs recon: row %.2e, ortho %.2e, plane %.2e\n",
+        backend, ndrop, N, r_row, r_side, r_tilt);
     ck_assert_msg(r_row <= tol && r_side <= tol && r_tilt <= tol, "row %g side %g tilt %g", r_row,
                   r_side, r_tilt);
     for (int i = 0; i < 3; i++) { /* PNG previews were written too */

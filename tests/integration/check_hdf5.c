@@ -39,7 +39,8 @@ static void write_tiff(const char *path, const uint16_t *v, int pages)
     ck_assert_msg(tl_tiff_create(&w, path, 0, err, sizeof err) == 0, "%s", err);
     for (int k = 0; k < pages; k++)
         ck_assert_msg(tl_tiff_write_page(&w, TL_DTYPE_U16, v + (size_t)k * NPIX, R, W, err,
-                                         sizeof err) == 0, "%s", err);
+                                         sizeof err) == 0,
+                      "%s", err);
     ck_assert_msg(tl_tiff_finish(&w, err, sizeof err) == 0, "%s", err);
 }
 
@@ -159,7 +160,8 @@ START_TEST(recon_hdf5_equals_tiff)
     write_dx(path);
     snprintf(path, sizeof path, "%s/scan.nxs", dir);
     write_nx(path);
-    float *tif = recon(dir, "--input p.tif --darks d.tif --flats f.tif --angles-deg 0:180:90", "t.tif");
+    float *tif =
+        recon(dir, "--input p.tif --darks d.tif --flats f.tif --angles-deg 0:180:90", "t.tif");
     float *dx = recon(dir, "--input scan.h5", "dx.tif");
     float *nx = recon(dir, "--input scan.nxs", "nx.tif");
     size_t n = (size_t)R * W * W;
@@ -178,7 +180,8 @@ START_TEST(recon_hdf5_equals_tiff)
     json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"row\",\"kind\":\"row\",\"z\":3}"));
     char *out = NULL;
     double t0 = tl_fx_seconds();
-    int rc = tl_fx_run(&out, "tomolive push --endpoint '%s' --file '%s/scan.h5' --rate 400 --quiet 2>&1",
+    int rc = tl_fx_run(&out,
+                       "tomolive push --endpoint '%s' --file '%s/scan.h5' --rate 400 --quiet 2>&1",
                        f.ingest, dir);
     double secs = tl_fx_seconds() - t0;
     ck_assert_msg(rc == 0, "push --file failed:\n%s", out);

@@ -45,15 +45,17 @@ static void ws_open(wsc *w, int port, int rcvbuf)
     w->fd = socket(AF_INET, SOCK_STREAM, 0);
     if (rcvbuf)
         setsockopt(w->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     ck_assert(connect(w->fd, (struct sockaddr *)&a, sizeof a) == 0);
     char req[512];
-    int n = snprintf(req, sizeof req,
-                     "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                     "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: tomolive-preview\r\n\r\n",
-                     port);
+    int n =
+        snprintf(req, sizeof req,
+                 "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                 "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                 "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: tomolive-preview\r\n\r\n",
+                 port);
     ck_assert(write(w->fd, req, (size_t)n) == n);
     w->cap = 1 << 20;
     w->buf = malloc(w->cap);
@@ -66,7 +68,8 @@ static void ws_open(wsc *w, int port, int rcvbuf)
         end = strstr((char *)w->buf, "\r\n\r\n");
     }
     ck_assert_msg(strncmp((char *)w->buf, "HTTP/1.1 101", 12) == 0, "%s", w->buf);
-    ck_assert_ptr_nonnull(strstr((char *)w->buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")); /* RFC 6455 1.3 */
+    ck_assert_ptr_nonnull(
+        strstr((char *)w->buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")); /* RFC 6455 1.3 */
     size_t used = (size_t)(end + 4 - (char *)w->buf);
     memmove(w->buf, w->buf + used, w->len - used);
     w->len -= used;
@@ -175,7 +178,8 @@ static json_t *ws_reply(wsc *w, int id, double timeout)
             json_t *j = json_loadb((char *)m, n, 0, NULL);
             ck_assert_msg(j != NULL, "text message that is not JSON: %s", m);
             const char *type = json_string_value(json_object_get(j, "type"));
-            if (type && strcmp(type, "reply") == 0 && json_integer_value(json_object_get(j, "req")) == id) {
+            if (type && strcmp(type, "reply") == 0 &&
+                json_integer_value(json_object_get(j, "req")) == id) {
                 free(m);
                 return j;
             }
@@ -200,7 +204,8 @@ static bool ws_image(wsc *w, int v, bool (*pred)(const tl_preview_hdr *, void *)
             return false;
         if (op == 2) {
             tl_preview_hdr h;
-            ck_assert_msg(tl_preview_decode(m, n, &h) == 0, "a binary message that is not a preview image");
+            ck_assert_msg(tl_preview_decode(m, n, &h) == 0,
+                          "a binary message that is not a preview image");
             if (h.view == v && (!pred || pred(&h, ctx))) {
                 *hdr = h;
                 if (pixels)
@@ -219,9 +224,8 @@ static json_t *slice_by_id(json_t *list, const char *id)
 {
     size_t i;
     json_t *s;
-    json_array_foreach(list, i, s)
-        if (strcmp(json_string_value(json_object_get(s, "id")), id) == 0)
-            return s;
+    json_array_foreach(list, i, s) if (strcmp(json_string_value(json_object_get(s, "id")), id) ==
+                                       0) return s;
     return NULL;
 }
 
@@ -245,8 +249,13 @@ START_TEST(pages_and_404)
     tl_hc_get(port, "/style.css", &r);
     ck_assert_int_eq(r.status, 200);
     tl_hc_free(&r);
-    static const char *const missing[] = {"/nope", "/nope.js", "/api", "/metrics/x", "/../../etc/passwd",
-                                          "/%2e%2e/%2e%2e/etc/passwd", "/.hidden.html"};
+    static const char *const missing[] = {"/nope",
+                                          "/nope.js",
+                                          "/api",
+                                          "/metrics/x",
+                                          "/../../etc/passwd",
+                                          "/%2e%2e/%2e%2e/etc/passwd",
+                                          "/.hidden.html"};
     for (size_t i = 0; i < sizeof missing / sizeof *missing; i++) {
         tl_hc_get(port, missing[i], &r);
         ck_assert_msg(r.status == 404, "%s: %d", missing[i], r.status);
@@ -311,8 +320,10 @@ START_TEST(scan_preview_metrics)
     free(m);
 
     char *out = NULL;
-    int rc = tl_fx_run(&out, "tomolive push --endpoint '%s' --rows 16 --cols 64 --projections 120 "
-                             "--darks 2 --flats 2 --quiet", f.ingest);
+    int rc = tl_fx_run(&out,
+                       "tomolive push --endpoint '%s' --rows 16 --cols 64 --projections 120 "
+                       "--darks 2 --flats 2 --quiet",
+                       f.ingest);
     ck_assert_msg(rc == 0, "push: %s", out);
     free(out);
 
@@ -369,9 +380,12 @@ START_TEST(scan_preview_metrics)
     ck_assert_msg(json_is_true(json_object_get(j, "ok")), "%s", json_dumps(j, 0));
     json_decref(j);
     json_t *st = tl_fx_ok(&f, "status", NULL);
-    ck_assert_double_eq_tol(json_real_value(json_object_get(json_object_get(st, "scan"), "center")), 31.75, 1e-9);
+    ck_assert_double_eq_tol(json_real_value(
+                                json_object_get(json_object_get(st, "scan"), "center")),
+                            31.75, 1e-9);
     json_decref(st);
-    ck_assert(tl_fx_wait_messages(&f, 2 + 2 + 120 + 2, 20)); /* scan, darks, flats, projections, end */
+    ck_assert(
+        tl_fx_wait_messages(&f, 2 + 2 + 120 + 2, 20)); /* scan, darks, flats, projections, end */
 
     /* /metrics: valid, and the same numbers as status (taken before and after) */
     json_t *s1 = tl_fx_ok(&f, "status", NULL);
@@ -401,18 +415,26 @@ START_TEST(scan_preview_metrics)
             a = json_object_get(a, same[i].path[k]);
             b = json_object_get(b, same[i].path[k]);
         }
-        ck_assert_msg(json_integer_value(a) <= v && v <= json_integer_value(b), "%s = %g, status %lld..%lld",
-                      same[i].series, v, (long long)json_integer_value(a), (long long)json_integer_value(b));
+        ck_assert_msg(json_integer_value(a) <= v && v <= json_integer_value(b),
+                      "%s = %g, status %lld..%lld", same[i].series, v,
+                      (long long)json_integer_value(a), (long long)json_integer_value(b));
     }
     double v;
-    ck_assert(tl_expo_value(r.body, "tomolive_frames_accepted_total{kind=\"proj\"}", &v) && v == 120);
+    ck_assert(tl_expo_value(r.body, "tomolive_frames_accepted_total{kind=\"proj\"}", &v) &&
+              v == 120);
     ck_assert(tl_expo_value(r.body, "tomolive_preview_clients", &v) && v == 1);
     ck_assert(tl_expo_value(r.body, "tomolive_scan_open", &v) && v == 1);
     ck_assert(tl_expo_value(r.body, "tomolive_window_fill_ratio", &v) && v == 1);
-    ck_assert(tl_expo_value(r.body, "tomolive_preview_frames_total{outcome=\"sent\"}", &v) && v >= 5);
-    ck_assert(tl_expo_value(r.body, "tomolive_stage_latency_seconds_count{stage=\"reconstruct\"}", &v) && v > 0);
-    ck_assert(tl_expo_value(r.body, "tomolive_slice_latency_seconds_count{since=\"received\"}", &v) && v > 0);
-    ck_assert_ptr_nonnull(strstr(r.body, "\ntomolive_scan_info{series=\"1\",backend=\"cpu\",device=\""));
+    ck_assert(tl_expo_value(r.body, "tomolive_preview_frames_total{outcome=\"sent\"}", &v) &&
+              v >= 5);
+    ck_assert(
+        tl_expo_value(r.body, "tomolive_stage_latency_seconds_count{stage=\"reconstruct\"}", &v) &&
+        v > 0);
+    ck_assert(
+        tl_expo_value(r.body, "tomolive_slice_latency_seconds_count{since=\"received\"}", &v) &&
+        v > 0);
+    ck_assert_ptr_nonnull(
+        strstr(r.body, "\ntomolive_scan_info{series=\"1\",backend=\"cpu\",device=\""));
     ck_assert_ptr_null(strstr(r.body, "kernel=\"\"")); /* the kernel of the last slice */
     json_decref(s1);
     json_decref(s2);
@@ -422,9 +444,11 @@ START_TEST(scan_preview_metrics)
     tl_hc_get(port, "/api/status", &r);
     json_t *api = json_loads(r.body, 0, NULL);
     ck_assert_ptr_nonnull(api);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(json_object_get(api, "frames"),
-                                                                        "accepted"), "proj")), 120);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(api, "scan"), "series")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(api, "frames"), "accepted"), "proj")),
+                     120);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(api, "scan"), "series")),
+                     1);
     json_decref(api);
     tl_hc_free(&r);
 
@@ -458,8 +482,10 @@ START_TEST(slow_reader)
     /* from here on: not a byte read */
     double t0 = tl_fx_seconds();
     char *out = NULL;
-    int rc = tl_fx_run(&out, "tomolive push --endpoint '%s' --rows 32 --cols 256 --projections 720 "
-                             "--darks 2 --flats 2 --rate 240 --quiet", f.ingest);
+    int rc = tl_fx_run(&out,
+                       "tomolive push --endpoint '%s' --rows 32 --cols 256 --projections 720 "
+                       "--darks 2 --flats 2 --rate 240 --quiet",
+                       f.ingest);
     ck_assert_msg(rc == 0, "push: %s", out);
     free(out);
     ck_assert(tl_fx_wait_messages(&f, 2 + 2 + 720 + 2, 30));
@@ -472,7 +498,8 @@ START_TEST(slow_reader)
     tl_hc_get(port, "/metrics", &r);
     ck_assert_msg(tl_fx_seconds() - t1 < 2, "/metrics took %.2f s", tl_fx_seconds() - t1);
     double dropped = 0, sent = 0;
-    ck_assert(tl_expo_value(r.body, "tomolive_preview_frames_total{outcome=\"dropped\"}", &dropped));
+    ck_assert(
+        tl_expo_value(r.body, "tomolive_preview_frames_total{outcome=\"dropped\"}", &dropped));
     ck_assert(tl_expo_value(r.body, "tomolive_preview_frames_total{outcome=\"sent\"}", &sent));
     printf("slow reader: %g images sent, %g dropped in %.1f s\n", sent, dropped, secs);
     ck_assert_msg(dropped > 0, "nothing dropped (sent %g)", sent);
@@ -498,7 +525,8 @@ START_TEST(port_in_use)
     tl_fixture f;
     ck_assert_int_eq(tl_fx_start(&f, "http-busy", args), -1);
     char *log = tl_fx_log(&f);
-    ck_assert_msg(strstr(log, "cannot listen") && strstr(log, "Address already in use"), "%s", log);
+    ck_assert_msg(strstr(log, "cannot listen") && strstr(log, "Address already in use"), "%s",
+                  log);
     free(log);
     tl_fx_cleanup(&f);
     close(fd);

@@ -27,8 +27,8 @@
 #include "tests/testutil.h"
 #include "tests/unit/check_http_expo.h"
 
-#define QUIET_S 1.0      /* how long a trigger's connection waits for an answer */
-#define WAIT_S 10.0      /* how long a counter may take to move */
+#define QUIET_S 1.0 /* how long a trigger's connection waits for an answer */
+#define WAIT_S 10.0 /* how long a counter may take to move */
 
 /* The value of a series in GET /metrics (ck-asserts the daemon answers and the text is valid). */
 static double metric(int port, const char *series)
@@ -61,14 +61,18 @@ static void wait_metric(int port, const char *series, double want)
 static void still_serving(tl_fixture *f, int port)
 {
     int status;
-    ck_assert_msg(waitpid(f->pid, &status, WNOHANG) == 0, "the daemon exited (status 0x%x)", status);
+    ck_assert_msg(waitpid(f->pid, &status, WNOHANG) == 0, "the daemon exited (status 0x%x)",
+                  status);
     ck_assert_int_ge(metric(port, "tomolive_ingest_messages_total"), 0);
     char *out = NULL;
-    int rc = tl_fx_run(&out, "tomolive push --endpoint '%s' --rows 8 --cols 32 --projections 60 "
-                             "--darks 1 --flats 1 --quiet", f->ingest);
+    int rc = tl_fx_run(&out,
+                       "tomolive push --endpoint '%s' --rows 8 --cols 32 --projections 60 "
+                       "--darks 1 --flats 1 --quiet",
+                       f->ingest);
     ck_assert_msg(rc == 0, "push: %s", out);
     free(out);
-    ck_assert(tl_fx_wait_messages(f, 1 + 1 + 1 + 60 + 1, 20)); /* scan, dark, flat, projections, end */
+    ck_assert(
+        tl_fx_wait_messages(f, 1 + 1 + 1 + 60 + 1, 20)); /* scan, dark, flat, projections, end */
     ck_assert_int_eq(tl_fx_status_int(f, "frames.accepted.proj"), 60);
     ck_assert_int_eq(metric(port, "tomolive_frames_accepted_total{kind=\"proj\"}"), 60);
     ck_assert_int_eq(tl_fx_stop(f, SIGTERM, NULL), 0);
@@ -79,17 +83,18 @@ static void still_serving(tl_fixture *f, int port)
 
 /* The start of a TLS 1.2 ClientHello as a browser sends it (record header, handshake header,
  * version, random, no session, two cipher suites, null compression, no extensions). */
-static const unsigned char tls_hello[] = {
-    0x16, 0x03, 0x01, 0x00, 0x2f, 0x01, 0x00, 0x00, 0x2b, 0x03, 0x03, 0x5a, 0x5a, 0x5a, 0x5a,
-    0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
-    0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x00, 0x00,
-    0x04, 0x13, 0x01, 0xc0, 0x2f, 0x01, 0x00, 0x00, 0x00};
+static const unsigned char tls_hello[] = {0x16, 0x03, 0x01, 0x00, 0x2f, 0x01, 0x00, 0x00, 0x2b,
+                                          0x03, 0x03, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
+                                          0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
+                                          0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
+                                          0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x00, 0x00,
+                                          0x04, 0x13, 0x01, 0xc0, 0x2f, 0x01, 0x00, 0x00, 0x00};
 
 #define LONG 5000 /* bytes: over libwebsockets' 4 KB of header space */
 
 typedef struct {
     const char *name;
-    const void *bytes;  /* NULL: built by request() */
+    const void *bytes; /* NULL: built by request() */
     size_t len;
 } trigger;
 
@@ -121,7 +126,8 @@ static char *request(int i, size_t *len)
     big[LONG] = 0;
     int n = strstr(t->name, "request line")
                 ? snprintf(b, LONG + 256, "GET /%s HTTP/1.1\r\nHost: x\r\n\r\n", big)
-                : snprintf(b, LONG + 256, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n", big);
+                : snprintf(b, LONG + 256, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n",
+                           big);
     *len = (size_t)n;
     return b;
 }
@@ -195,7 +201,8 @@ START_TEST(bodies_refused)
     int port = tl_hc_start(&f, "http-body");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char buf[65536];
-        ck_assert_msg(read_to_close(port, cases[i].req, buf, sizeof buf), "case %zu: not closed: %s", i, buf);
+        ck_assert_msg(read_to_close(port, cases[i].req, buf, sizeof buf),
+                      "case %zu: not closed: %s", i, buf);
         ck_assert_msg(strncmp(buf, cases[i].status, 12) == 0, "case %zu: %s", i, buf);
     }
     still_serving(&f, port);
@@ -217,7 +224,8 @@ START_TEST(one_request_per_connection)
     for (size_t i = 0; i < sizeof seconds / sizeof *seconds; i++) {
         char req[512], buf[65536];
         snprintf(req, sizeof req, "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n%s", seconds[i]);
-        ck_assert_msg(read_to_close(port, req, buf, sizeof buf), "case %zu: not closed: %s", i, buf);
+        ck_assert_msg(read_to_close(port, req, buf, sizeof buf), "case %zu: not closed: %s", i,
+                      buf);
         ck_assert_msg(strncmp(buf, "HTTP/1.1 404", 12) == 0, "case %zu: %s", i, buf);
         ck_assert_msg(strcasestr(buf, "\r\nconnection: close\r\n"), "case %zu: %s", i, buf);
         ck_assert_msg(!strstr(buf + 12, "HTTP/1.1 "), "case %zu: a second answer: %s", i, buf);
@@ -233,14 +241,16 @@ START_TEST(head_and_other_methods)
     tl_fixture f;
     int port = tl_hc_start(&f, "http-head");
     char head[65536], get[65536];
-    ck_assert(read_to_close(port, "HEAD /api/status HTTP/1.1\r\nHost: x\r\n\r\n", head, sizeof head));
+    ck_assert(
+        read_to_close(port, "HEAD /api/status HTTP/1.1\r\nHost: x\r\n\r\n", head, sizeof head));
     ck_assert(read_to_close(port, "GET /api/status HTTP/1.1\r\nHost: x\r\n\r\n", get, sizeof get));
     ck_assert_msg(strncmp(head, "HTTP/1.1 200", 12) == 0, "%s", head);
     ck_assert_msg(strncmp(get, "HTTP/1.1 200", 12) == 0, "%s", get);
     char *end1 = strstr(head, "\r\n\r\n"), *end2 = strstr(get, "\r\n\r\n");
     ck_assert(end1 && end2);
     ck_assert_msg(end1[4] == 0, "HEAD sent a body: %s", end1 + 4);
-    char *cl1 = strcasestr(head, "\r\ncontent-length:"), *cl2 = strcasestr(get, "\r\ncontent-length:");
+    char *cl1 = strcasestr(head, "\r\ncontent-length:"),
+         *cl2 = strcasestr(get, "\r\ncontent-length:");
     ck_assert(cl1 && cl1 < end1 && cl2 && cl2 < end2);
     long head_len = strtol(cl1 + 17, NULL, 10), get_len = strtol(cl2 + 17, NULL, 10);
     ck_assert_int_gt(head_len, 100); /* the status JSON; uptime_s may change its digits */
@@ -250,12 +260,15 @@ START_TEST(head_and_other_methods)
     static const char *const refused[] = {"POST", "PUT", "DELETE", "OPTIONS", "PATCH"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         char req[256];
-        int n = snprintf(req, sizeof req, "%s /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
-                         "Connection: close\r\n\r\n", refused[i]);
+        int n = snprintf(req, sizeof req,
+                         "%s /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                         "Connection: close\r\n\r\n",
+                         refused[i]);
         tl_hc_response r;
         bool answered = tl_hc_exchange(port, req, (size_t)n, 10, &r);
         /* libwebsockets refuses some methods itself (403) before we see them */
-        ck_assert_msg(answered && (r.status == 405 || r.status == 403), "%s: %d", refused[i], r.status);
+        ck_assert_msg(answered && (r.status == 405 || r.status == 403), "%s: %d", refused[i],
+                      r.status);
         if (r.status == 405)
             ck_assert_msg(strcasestr(r.head, "\r\nallow: GET, HEAD\r\n"), "%s", r.head);
         tl_hc_free(&r);

@@ -37,7 +37,7 @@ enum { R = 8, W = 64, N = 90, D = 4, F = 4, LOST = 45, DUP = 10, SERIES = 7 };
 #define NPIX ((size_t)R * W)
 
 static uint16_t *darks, *flats, *projs; /* camera frames */
-static int order[N];                     /* projections in sending order (LOST left out) */
+static int order[N];                    /* projections in sending order (LOST left out) */
 static int norder;
 
 static void make_scan(void)
@@ -58,7 +58,9 @@ static void make_scan(void)
 /* Frame k of the whole series (darks, flats, projections): its pixels. */
 static const uint16_t *series_frame(int k)
 {
-    return k < D ? darks + k * NPIX : k < D + F ? flats + (k - D) * NPIX : projs + (k - D - F) * NPIX;
+    return k < D       ? darks + k * NPIX
+           : k < D + F ? flats + (k - D) * NPIX
+                       : projs + (k - D - F) * NPIX;
 }
 
 /* ---- compression (bitshuffle by the straightforward reference) ------------------------- */
@@ -100,7 +102,8 @@ static size_t lz4_hdf5(const void *data, size_t bytes, uint8_t *out)
 {
     put_be(out, bytes, 8);
     put_be(out + 8, 8192, 4);
-    int c = LZ4_compress_default(data, (char *)out + 16, (int)bytes, LZ4_compressBound((int)bytes));
+    int c =
+        LZ4_compress_default(data, (char *)out + 16, (int)bytes, LZ4_compressBound((int)bytes));
     put_be(out + 12, (uint64_t)c, 4);
     return 16 + (size_t)c;
 }
@@ -139,7 +142,8 @@ static void send_cbor(tl_fixture *f, cbor_item_t *item)
 
 static void kv(cbor_item_t *map, const char *k, cbor_item_t *v)
 {
-    ck_assert(cbor_map_add(map, (struct cbor_pair){cbor_move(cbor_build_string(k)), cbor_move(v)}));
+    ck_assert(
+        cbor_map_add(map, (struct cbor_pair){cbor_move(cbor_build_string(k)), cbor_move(v)}));
 }
 
 /* ---- slices ------------------------------------------------------------------------------- */
@@ -212,9 +216,10 @@ static result collect(tl_fixture *f, long long n)
 
 static void compare(const result *a, const result *ref, const char *what)
 {
-    double e1 = tl_rel_l2(a->row, ref->row, (size_t)W * W), e2 = tl_rel_l2(a->plane, ref->plane, 32 * 32);
-    fprintf(stderr, "%s: row rel L2 %.3g, plane rel L2 %.3g, used %ld missing %ld\n", what, e1,
-            e2, a->used, a->missing);
+    double e1 = tl_rel_l2(a->row, ref->row, (size_t)W * W),
+           e2 = tl_rel_l2(a->plane, ref->plane, 32 * 32);
+    fprintf(stderr, "%s: row rel L2 %.3g, plane rel L2 %.3g, used %ld missing %ld\n", what, e1, e2,
+            a->used, a->missing);
     ck_assert_msg(e1 <= 1e-6 && e2 <= 1e-6, "%s: rel L2 row %g plane %g", what, e1, e2);
     ck_assert_msg(a->used == N - 1 && a->missing == 1, "%s: used %ld missing %ld", what, a->used,
                   a->missing);
@@ -232,21 +237,36 @@ static result native(bool f32_angles)
     make_scan();
     tl_fixture f;
     start(&f, "native", NULL);
-    tl_proto_scan s = {.series = SERIES, .rows = R, .cols = W, .dtype = TL_PROTO_U16, .window = N,
-                       .darks = D, .flats = F, .has_angles = true, .angle_start = 0,
+    tl_proto_scan s = {.series = SERIES,
+                       .rows = R,
+                       .cols = W,
+                       .dtype = TL_PROTO_U16,
+                       .window = N,
+                       .darks = D,
+                       .flats = F,
+                       .has_angles = true,
+                       .angle_start = 0,
                        .angle_step = M_PI / N};
     ck_assert_int_eq(tl_fx_send_scan(&f, &s), 0);
     long long msgs = 1;
     for (int k = 0; k < D + F; k++, msgs++) {
-        tl_proto_frame fr = {.series = SERIES, .index = (uint64_t)(k < D ? k : k - D),
-                             .kind = k < D ? TL_PROTO_DARK : TL_PROTO_FLAT, .dtype = TL_PROTO_U16,
-                             .rows = R, .cols = W};
+        tl_proto_frame fr = {.series = SERIES,
+                             .index = (uint64_t)(k < D ? k : k - D),
+                             .kind = k < D ? TL_PROTO_DARK : TL_PROTO_FLAT,
+                             .dtype = TL_PROTO_U16,
+                             .rows = R,
+                             .cols = W};
         ck_assert_int_eq(tl_fx_send_frame(&f, &fr, series_frame(k), NPIX * 2), 0);
     }
     for (int i = 0; i < norder; i++, msgs++) {
         int p = order[i];
-        tl_proto_frame fr = {.series = SERIES, .index = (uint64_t)p, .kind = TL_PROTO_PROJ,
-                             .dtype = TL_PROTO_U16, .rows = R, .cols = W, .has_angle = f32_angles,
+        tl_proto_frame fr = {.series = SERIES,
+                             .index = (uint64_t)p,
+                             .kind = TL_PROTO_PROJ,
+                             .dtype = TL_PROTO_U16,
+                             .rows = R,
+                             .cols = W,
+                             .has_angle = f32_angles,
                              .angle = (double)(float)(M_PI * p / N)};
         ck_assert_int_eq(tl_fx_send_frame(&f, &fr, projs + p * NPIX, NPIX * 2), 0);
     }
@@ -313,7 +333,8 @@ static cbor_item_t *v2_image_with(uint64_t series, cbor_item_t *id, cbor_item_t 
     cbor_item_t *data = cbor_new_definite_map(1);
     kv(data, "threshold_1", array);
     kv(m, "data", data);
-    kv(m, "series_date", cbor_build_tag(0, cbor_move(cbor_build_string("2026-01-02T03:04:05.5+01:00"))));
+    kv(m, "series_date",
+       cbor_build_tag(0, cbor_move(cbor_build_string("2026-01-02T03:04:05.5+01:00"))));
     cbor_item_t *st = cbor_new_definite_array(2);
     cbor_array_push(st, cbor_move(cbor_build_uint64(1)));
     cbor_array_push(st, cbor_move(cbor_build_uint64(1000)));
@@ -367,7 +388,7 @@ START_TEST(dectris_v2)
     result ref = native(false);
     tl_fixture f;
     const char *args[] = {"--set", "ingest.format=dectris-v2", "--set", "ingest.darks=4",
-                          "--set", "ingest.flats=4", NULL};
+                          "--set", "ingest.flats=4",           NULL};
     start(&f, "dectris2", args);
     send_cbor(&f, v2_start(SERIES));
     long long msgs = 1;
@@ -384,19 +405,19 @@ START_TEST(dectris_v2)
 
     /* malformed input */
     const uint8_t junk[] = {0x1c, 0x1d, 0x1e, 0x12}; /* reserved additional information */
-    send1(&f, junk, sizeof junk);                                          /* E_MALFORMED */
+    send1(&f, junk, sizeof junk);                    /* E_MALFORMED */
     cbor_item_t *arr = cbor_new_definite_array(1);
     cbor_array_push(arr, cbor_move(cbor_build_uint8(1)));
-    send_cbor(&f, arr);                                                    /* E_NOT_MAP */
+    send_cbor(&f, arr); /* E_NOT_MAP */
     send_cbor(&f, v2_start(8));
-    send_cbor(&f, v2_image_with(8, cbor_build_string("one"),               /* E_KEY_TYPE */
+    send_cbor(&f, v2_image_with(8, cbor_build_string("one"), /* E_KEY_TYPE */
                                 v2_array(darks, NPIX * 2, 0, 69, R, W, 0)));
-    send_cbor(&f, v2_image_with(8, cbor_build_uint64(0),                   /* E_PAYLOAD: bytes */
+    send_cbor(&f, v2_image_with(8, cbor_build_uint64(0), /* E_PAYLOAD: bytes */
                                 v2_array(darks, NPIX * 2 - 2, 0, 69, R, W, 0)));
-    send_cbor(&f, v2_image_with(8, cbor_build_uint64(0),                   /* E_PAYLOAD: size */
+    send_cbor(&f, v2_image_with(8, cbor_build_uint64(0), /* E_PAYLOAD: size */
                                 v2_array(darks, NPIX * 2, 2, 69, R, W, NPIX * 2 + 2)));
-    uint8_t small[64] = {0};                                               /* E_RANGE */
-    send_cbor(&f, v2_image_with(8, cbor_build_uint64(0),                   /* (not 8 x 64) */
+    uint8_t small[64] = {0};                             /* E_RANGE */
+    send_cbor(&f, v2_image_with(8, cbor_build_uint64(0), /* (not 8 x 64) */
                                 v2_array(small, 64, 0, 69, 1, 32, 0)));
     {
         /* 64 MiB claimed by 40 bytes:                                     E_LIMIT */
@@ -412,12 +433,14 @@ START_TEST(dectris_v2)
         cbor_array_push(c, cbor_move(cbor_build_bytestring(bomb, sizeof bomb)));
         cbor_item_t *md = cbor_new_definite_array(2);
         cbor_array_push(md, cbor_move(dims));
-        cbor_array_push(md, cbor_move(cbor_build_tag(69, cbor_move(cbor_build_tag(56500, cbor_move(c))))));
+        cbor_array_push(md,
+                        cbor_move(
+                            cbor_build_tag(69, cbor_move(cbor_build_tag(56500, cbor_move(c))))));
         send_cbor(&f, v2_image_with(8, cbor_build_uint64(0), cbor_build_tag(40, cbor_move(md))));
     }
-    send_cbor(&f, v2_image_with(8, cbor_build_uint64(0),                   /* E_DTYPE: BE */
+    send_cbor(&f, v2_image_with(8, cbor_build_uint64(0), /* E_DTYPE: BE */
                                 v2_array(darks, NPIX * 2, 0, 65, R, W, 0)));
-    send_cbor(&f, v2_image(99, 0, 0));                                     /* E_STATE */
+    send_cbor(&f, v2_image(99, 0, 0)); /* E_STATE */
     {
         uint8_t corrupt[NPIX * 2];
         size_t len = bslz4(darks, NPIX, 2, corrupt);
@@ -431,14 +454,16 @@ START_TEST(dectris_v2)
         cbor_array_push(dims, cbor_move(cbor_build_uint32(W)));
         cbor_item_t *md = cbor_new_definite_array(2);
         cbor_array_push(md, cbor_move(dims));
-        cbor_array_push(md, cbor_move(cbor_build_tag(69, cbor_move(cbor_build_tag(56500, cbor_move(c))))));
+        cbor_array_push(md,
+                        cbor_move(
+                            cbor_build_tag(69, cbor_move(cbor_build_tag(56500, cbor_move(c))))));
         send_cbor(&f, v2_image_with(8, cbor_build_uint64(0), cbor_build_tag(40, cbor_move(md))));
     }
-    const void *two[2] = {junk, junk};                                     /* E_PARTS */
+    const void *two[2] = {junk, junk}; /* E_PARTS */
     size_t twol[2] = {1, 1};
     send_parts(&f, two, twol, 2);
     const char *names[] = {"E_MALFORMED", "E_NOT_MAP", "E_KEY_TYPE", "E_PAYLOAD", "E_LIMIT",
-                           "E_DTYPE", "E_STATE", "E_PARTS", "E_RANGE", NULL};
+                           "E_DTYPE",     "E_STATE",   "E_PARTS",    "E_RANGE",   NULL};
     const long long counts[] = {2, 1, 1, 2, 1, 1, 1, 1, 1};
     expect_rejections(&f, 11, names, counts);
     /* still serving: a good image of series 8 opens its scan and is accepted */
@@ -461,8 +486,8 @@ static void v1_header(tl_fixture *f, uint64_t series)
     json_t *h = json_pack("{s:s, s:I, s:s}", "htype", "dheader-1.0", "series", (json_int_t)series,
                           "header_detail", "basic");
     double inc = 180.0 / N;
-    json_t *c = json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:s}", "nimages", D + F + N, "ntrigger", 1,
-                          "x_pixels_in_detector", W, "y_pixels_in_detector", R, "omega_start",
+    json_t *c = json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:s}", "nimages", D + F + N, "ntrigger",
+                          1, "x_pixels_in_detector", W, "y_pixels_in_detector", R, "omega_start",
                           -(D + F) * inc, "omega_increment", inc, "detector", "EIGER");
     char *hs = json_dumps(h, JSON_COMPACT), *cs = json_dumps(c, JSON_COMPACT);
     const void *parts[2] = {hs, cs};
@@ -478,8 +503,8 @@ static void v1_header(tl_fixture *f, uint64_t series)
 static void v1_image_raw(tl_fixture *f, uint64_t series, uint64_t frame, json_t *dd,
                          const void *blob, size_t len)
 {
-    json_t *h = json_pack("{s:s, s:I, s:I, s:s}", "htype", "dimage-1.0", "series", (json_int_t)series,
-                          "frame", (json_int_t)frame, "hash", "0");
+    json_t *h = json_pack("{s:s, s:I, s:I, s:s}", "htype", "dimage-1.0", "series",
+                          (json_int_t)series, "frame", (json_int_t)frame, "hash", "0");
     json_t *cfg = json_pack("{s:s, s:I, s:I, s:I}", "htype", "dconfig-1.0", "start_time",
                             (json_int_t)0, "stop_time", (json_int_t)1, "real_time", (json_int_t)1);
     char *hs = json_dumps(h, JSON_COMPACT), *ds = json_dumps(dd, JSON_COMPACT),
@@ -502,7 +527,8 @@ static void v1_image(tl_fixture *f, uint64_t series, uint64_t frame, int enc)
     size_t len = NPIX * 2;
     const void *blob = px;
     if (enc == 1) {
-        len = (size_t)LZ4_compress_default((const char *)px, (char *)buf, (int)(NPIX * 2), sizeof buf);
+        len = (size_t)LZ4_compress_default((const char *)px, (char *)buf, (int)(NPIX * 2),
+                                           sizeof buf);
         blob = buf;
     } else if (enc == 2) {
         len = bslz4(px, NPIX, 2, buf);
@@ -519,7 +545,7 @@ START_TEST(dectris_v1)
     result ref = native(false);
     tl_fixture f;
     const char *args[] = {"--set", "ingest.format=dectris-v1", "--set", "ingest.darks=4",
-                          "--set", "ingest.flats=4", NULL};
+                          "--set", "ingest.flats=4",           NULL};
     start(&f, "dectris1", args);
     v1_header(&f, SERIES);
     long long msgs = 1;
@@ -532,34 +558,41 @@ START_TEST(dectris_v1)
     compare(&r, &ref, "dectris-v1");
 
     /* malformed input */
-    send1(&f, "{not json", 9);                                            /* E_MALFORMED */
-    send_json(&f, json_pack("{s:s}", "htype", "dfoo-1.0"), NULL, 0);      /* E_TYPE */
+    send1(&f, "{not json", 9);                                       /* E_MALFORMED */
+    send_json(&f, json_pack("{s:s}", "htype", "dfoo-1.0"), NULL, 0); /* E_TYPE */
     v1_header(&f, 9);
-    v1_image_raw(&f, 9, 0, json_pack("{s:s, s:s, s:s}", "htype", "dimage_d-1.0", "shape", "64x8",
-                                     "type", "uint16"), darks, NPIX * 2); /* E_KEY_TYPE */
-    v1_image_raw(&f, 9, 0, json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape",
-                                     W, R, "type", "uint16", "encoding", "<"),
-                 darks, NPIX * 2 - 6);                                    /* E_PAYLOAD */
+    v1_image_raw(&f, 9, 0,
+                 json_pack("{s:s, s:s, s:s}", "htype", "dimage_d-1.0", "shape", "64x8", "type",
+                           "uint16"),
+                 darks, NPIX * 2); /* E_KEY_TYPE */
+    v1_image_raw(&f, 9, 0,
+                 json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape", W, R,
+                           "type", "uint16", "encoding", "<"),
+                 darks, NPIX * 2 - 6); /* E_PAYLOAD */
     {
         uint8_t buf[1 << 14];
         size_t len = bslz4(darks, NPIX, 2, buf);
-        put_be(buf, NPIX * 4, 8);                                         /* E_PAYLOAD: size */
-        v1_image_raw(&f, 9, 0, json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0",
-                                         "shape", W, R, "type", "uint16", "encoding", "bs16-lz4<"),
+        put_be(buf, NPIX * 4, 8); /* E_PAYLOAD: size */
+        v1_image_raw(&f, 9, 0,
+                     json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape", W, R,
+                               "type", "uint16", "encoding", "bs16-lz4<"),
                      buf, len);
     }
-    v1_image_raw(&f, 9, 0, json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape",
-                                     8192, 4096, "type", "uint16", "encoding", "lz4<"),
-                 darks, 32);                                              /* E_LIMIT: bomb */
-    v1_image_raw(&f, 9, 0, json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape",
-                                     W, R, "type", "uint16", "encoding", "zstd<"),
-                 darks, NPIX * 2);                                        /* E_UNSUPPORTED */
-    v1_image_raw(&f, 9, 0, json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape",
-                                     W, R, "type", "int16", "encoding", "<"),
-                 darks, NPIX * 2);                                        /* E_DTYPE */
-    v1_image(&f, 42, 0, 0);                                               /* E_STATE */
-    const char *names[] = {"E_MALFORMED", "E_TYPE", "E_KEY_TYPE", "E_PAYLOAD", "E_LIMIT",
-                           "E_UNSUPPORTED", "E_DTYPE", "E_STATE", NULL};
+    v1_image_raw(&f, 9, 0,
+                 json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape", 8192,
+                           4096, "type", "uint16", "encoding", "lz4<"),
+                 darks, 32); /* E_LIMIT: bomb */
+    v1_image_raw(&f, 9, 0,
+                 json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape", W, R,
+                           "type", "uint16", "encoding", "zstd<"),
+                 darks, NPIX * 2); /* E_UNSUPPORTED */
+    v1_image_raw(&f, 9, 0,
+                 json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape", W, R,
+                           "type", "int16", "encoding", "<"),
+                 darks, NPIX * 2); /* E_DTYPE */
+    v1_image(&f, 42, 0, 0);        /* E_STATE */
+    const char *names[] = {"E_MALFORMED",   "E_TYPE",  "E_KEY_TYPE", "E_PAYLOAD", "E_LIMIT",
+                           "E_UNSUPPORTED", "E_DTYPE", "E_STATE",    NULL};
     const long long counts[] = {1, 1, 1, 2, 1, 1, 1, 1};
     expect_rejections(&f, 9, names, counts);
     long long darks0 = tl_fx_status_int(&f, "frames.accepted.dark");
@@ -596,14 +629,18 @@ static void json_preset(const char *preset)
     tl_fixture f;
     char fmt[64];
     snprintf(fmt, sizeof fmt, "ingest.format=%s", preset);
-    const char *args[] = {"--set", fmt, "--set", "ingest.window=90", "--set", "ingest.darks=4",
-                          "--set", "ingest.flats=4", NULL};
+    const char *args[] = {"--set", fmt,
+                          "--set", "ingest.window=90",
+                          "--set", "ingest.darks=4",
+                          "--set", "ingest.flats=4",
+                          NULL};
     start(&f, preset, args);
     long long msgs = 0;
     for (int k = 0; k < D + F; k++, msgs++)
         send_json(&f, json_header(preset, k), series_frame(k), NPIX * 2);
     for (int i = 0; i < norder; i++, msgs++)
-        send_json(&f, json_header(preset, D + F + order[i]), series_frame(D + F + order[i]), NPIX * 2);
+        send_json(&f, json_header(preset, D + F + order[i]), series_frame(D + F + order[i]),
+                  NPIX * 2);
     bool concert = strcmp(preset, "concert") == 0;
     if (concert)
         send_json(&f, json_pack("{s:b}", "end", 1), NULL, 0), msgs++;
@@ -612,36 +649,37 @@ static void json_preset(const char *preset)
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.series"), 1);
 
     /* malformed input */
-    send1(&f, "[1, 2]", 6);                                               /* E_NOT_MAP */
-    send_parts(&f, (const void *[]){"{\"x\":", darks}, (size_t[]){5, NPIX * 2}, 2); /* E_MALFORMED */
+    send1(&f, "[1, 2]", 6); /* E_NOT_MAP */
+    send_parts(&f, (const void *[]){"{\"x\":", darks}, (size_t[]){5, NPIX * 2},
+               2); /* E_MALFORMED */
     json_t *h = json_header(preset, 0);
     json_object_set_new(h, "shape", json_string("8x64"));
-    send_json(&f, h, darks, NPIX * 2);                                    /* E_KEY_TYPE */
-    send_json(&f, json_header(preset, 0), darks, NPIX * 2 - 2);           /* E_PAYLOAD */
-    send_json(&f, json_header(preset, 0), NULL, 0);                       /* E_PARTS */
+    send_json(&f, h, darks, NPIX * 2);                          /* E_KEY_TYPE */
+    send_json(&f, json_header(preset, 0), darks, NPIX * 2 - 2); /* E_PAYLOAD */
+    send_json(&f, json_header(preset, 0), NULL, 0);             /* E_PARTS */
     h = json_header(preset, 0);
     json_object_set_new(h, concert ? "dtype" : "type", json_string("float64"));
-    send_json(&f, h, darks, NPIX * 2);                                    /* E_DTYPE */
+    send_json(&f, h, darks, NPIX * 2); /* E_DTYPE */
     int expected = 6;
     if (strcmp(preset, "std-daq") == 0) {
         h = json_header(preset, 0);
         json_object_set_new(json_object_get(h, "image_attributes"), "scan_index", json_integer(5));
-        send_json(&f, h, darks, NPIX * 2);                                /* E_KIND */
+        send_json(&f, h, darks, NPIX * 2); /* E_KIND */
         h = json_header(preset, 0);
         json_object_del(json_object_get(h, "image_attributes"), "scan_index");
-        send_json(&f, h, darks, NPIX * 2);                                /* E_MISSING */
+        send_json(&f, h, darks, NPIX * 2); /* E_MISSING */
         expected += 2;
     } else if (strcmp(preset, "array-1.0") == 0) {
         h = json_header(preset, 0);
         json_object_set_new(h, "htype", json_string("array-2.0"));
-        send_json(&f, h, darks, NPIX * 2);                                /* E_TYPE */
+        send_json(&f, h, darks, NPIX * 2); /* E_TYPE */
         h = json_header(preset, 0);
         json_object_del(h, "frame");
-        send_json(&f, h, darks, NPIX * 2);                                /* E_MISSING */
+        send_json(&f, h, darks, NPIX * 2); /* E_MISSING */
         expected += 2;
     }
-    const char *names[] = {"E_NOT_MAP", "E_MALFORMED", "E_KEY_TYPE", "E_PAYLOAD", "E_PARTS",
-                           "E_DTYPE", NULL};
+    const char *names[] = {"E_NOT_MAP", "E_MALFORMED", "E_KEY_TYPE", "E_PAYLOAD",
+                           "E_PARTS",   "E_DTYPE",     NULL};
     const long long counts[] = {1, 1, 1, 1, 1, 1};
     expect_rejections(&f, expected, names, counts);
     long long msgs0 = tl_fx_status_int(&f, "frames.messages");
@@ -736,30 +774,32 @@ START_TEST(tomopackets)
     send1(&f, p, n);
     long long msgs = 3;
     for (int k = 0; k < D + F; k++, msgs++)
-        send1(&f, p, tp_projection(p, k < D ? 0 : 1, k < D ? k : k - D, R, W, (int)NPIX, series_frame(k)));
+        send1(&f, p,
+              tp_projection(p, k < D ? 0 : 1, k < D ? k : k - D, R, W, (int)NPIX,
+                            series_frame(k)));
     for (int i = 0; i < norder; i++, msgs++)
         send1(&f, p, tp_projection(p, 2, order[i], R, W, (int)NPIX, projs + order[i] * NPIX));
     result r = collect(&f, msgs);
     compare(&r, &ref, "tomopackets");
 
     /* malformed input */
-    send1(&f, p, 2);                                                      /* E_MALFORMED */
-    send1(&f, p, tp_projection(p, 2, 1, R, W, (int)NPIX - 1, projs));     /* E_PAYLOAD: count */
-    send1(&f, p, tp_projection(p, 7, 1, R, W, (int)NPIX, projs));         /* E_KIND */
+    send1(&f, p, 2);                                                  /* E_MALFORMED */
+    send1(&f, p, tp_projection(p, 2, 1, R, W, (int)NPIX - 1, projs)); /* E_PAYLOAD: count */
+    send1(&f, p, tp_projection(p, 7, 1, R, W, (int)NPIX, projs));     /* E_KIND */
     size_t full = tp_projection(p, 2, 1, R, W, (int)NPIX, projs);
-    send1(&f, p, full - 4);                                               /* E_PAYLOAD: short */
+    send1(&f, p, full - 4); /* E_PAYLOAD: short */
     tp_put(p, 0x999);
-    send1(&f, p, 32);                                                     /* E_TYPE */
+    send1(&f, p, 32); /* E_TYPE */
     tp_put(p, 0x305);
-    send1(&f, p, 48);                                                     /* E_UNSUPPORTED */
+    send1(&f, p, 48); /* E_UNSUPPORTED */
     n = 0;
     n += tp_put(p + n, 0x303);
     n += tp_put(p + n, 0);
     n += tp_put(p + n, R);
     n += tp_put(p + n, W);
     n += tp_put(p + n, N);
-    n += tp_put(p + n, N - 1); /* angles count differs from proj_count */
-    send1(&f, p, n + 4 * (N - 1));                                        /* E_PAYLOAD */
+    n += tp_put(p + n, N - 1);     /* angles count differs from proj_count */
+    send1(&f, p, n + 4 * (N - 1)); /* E_PAYLOAD */
     const char *names[] = {"E_MALFORMED", "E_PAYLOAD", "E_KIND", "E_TYPE", "E_UNSUPPORTED", NULL};
     const long long counts[] = {1, 3, 1, 1, 1};
     expect_rejections(&f, 7, names, counts);

@@ -27,7 +27,7 @@
 
 typedef struct {
     tl_proto_msg m;
-    void *payload;   /* a copy */
+    void *payload; /* a copy */
     size_t len;
 } rmsg;
 
@@ -70,8 +70,7 @@ static int recv_msg(tl_proto_decoder *d, size_t seen, zmq_msg_t *parts, rmsg *r)
     tl_proto_error err;
     int np = tl_proto_recv(pull, parts, TL_PROTO_MAX_PARTS, ZMQ_DONTWAIT, &err);
     ck_assert_int_gt(np, 0);
-    ck_assert_msg(tl_proto_decode_parts(d, parts, np, TL_PROTO_INGEST, &r->m, &err) ==
-                      TL_PROTO_OK,
+    ck_assert_msg(tl_proto_decode_parts(d, parts, np, TL_PROTO_INGEST, &r->m, &err) == TL_PROTO_OK,
                   "message %zu: %s: %s", seen, tl_proto_err_name(err.code), err.message);
     return np;
 }
@@ -135,9 +134,9 @@ static stream push(const char *const *args, int *rc)
 
 /* Checks the structure: scan, darks 0.., flats 0.., projections, end (when with_end);
  * returns the projections' indices in arrival order. */
-static uint64_t *check_sequence(const stream *s, uint64_t series, uint32_t rows,
-                                uint32_t cols, tl_proto_dtype dtype, uint32_t ndark,
-                                uint32_t nflat, size_t *nproj, bool with_end)
+static uint64_t *check_sequence(const stream *s, uint64_t series, uint32_t rows, uint32_t cols,
+                                tl_proto_dtype dtype, uint32_t ndark, uint32_t nflat,
+                                size_t *nproj, bool with_end)
 {
     ck_assert_uint_ge(s->n, 1 + ndark + nflat + (with_end ? 1 : 0));
     ck_assert_int_eq(s->v[0].m.type, TL_MSG_SCAN);
@@ -170,8 +169,9 @@ static uint64_t *check_sequence(const stream *s, uint64_t series, uint32_t rows,
         ck_assert(f->has_t_acq);
         ck_assert_uint_ge(f->t_acq, prev_t); /* stamped at send, in send order */
         prev_t = f->t_acq;
-        tl_proto_kind want = i <= ndark ? TL_PROTO_DARK
-                             : i <= ndark + nflat ? TL_PROTO_FLAT : TL_PROTO_PROJ;
+        tl_proto_kind want = i <= ndark           ? TL_PROTO_DARK
+                             : i <= ndark + nflat ? TL_PROTO_FLAT
+                                                  : TL_PROTO_PROJ;
         ck_assert_int_eq(f->kind, want);
         if (want == TL_PROTO_DARK)
             ck_assert_uint_eq(f->index, i - 1);
@@ -244,9 +244,10 @@ static void check_pixels(const stream *s, uint32_t rows, uint32_t cols, double c
 START_TEST(test_push_sequence_and_pixels)
 {
     int rc;
-    const char *args[] = {"--rows", "8", "--cols", "32", "--projections", "60", "--darks", "1",
-                          "--flats", "1", "--series", "7", "--window", "50", "--center",
-                          "14.25", "--angles-deg", "10:190", "--attenuation", "3", NULL};
+    const char *args[] = {"--rows",        "8",  "--cols",   "32",    "--projections", "60",
+                          "--darks",       "1",  "--flats",  "1",     "--series",      "7",
+                          "--window",      "50", "--center", "14.25", "--angles-deg",  "10:190",
+                          "--attenuation", "3",  NULL};
     stream s = push(args, &rc);
     ck_assert_msg(rc == 0, "%s", tl_client_err());
     size_t np;
@@ -267,8 +268,9 @@ START_TEST(test_push_sequence_and_pixels)
     free_stream(&s);
 
     /* float32 counts, default axis (not sent) and window (the projection count) */
-    const char *f32[] = {"--rows", "4", "--cols", "24", "--projections", "30", "--darks", "1",
-                         "--flats", "1", "--dtype", "f32", NULL};
+    const char *f32[] = {"--rows",  "4",       "--cols", "24",      "--projections",
+                         "30",      "--darks", "1",      "--flats", "1",
+                         "--dtype", "f32",     NULL};
     s = push(f32, &rc);
     ck_assert_msg(rc == 0, "%s", tl_client_err());
     idx = check_sequence(&s, 1, 4, 24, TL_PROTO_F32, 1, 1, &np, true);
@@ -288,14 +290,15 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Pushes 1000 tiny projections with disorder; returns arrival order and the drop list. */
-static void disorder_run(const char *seed, const char *shuffle, const char *drop,
-                         uint64_t **order, size_t *n, uint64_t **lost, size_t *nlost)
+static void disorder_run(const char *seed, const char *shuffle, const char *drop, uint64_t **order,
+                         size_t *n, uint64_t **lost, size_t *nlost)
 {
     char list[1024];
     snprintf(list, sizeof list, "%s/dropped.txt", dir);
-    const char *args[] = {"--rows", "1", "--cols", "8", "--projections", "1000", "--darks", "0",
-                          "--flats", "0", "--seed", seed, "--shuffle", shuffle, "--drop", drop,
-                          "--drop-list", list, NULL};
+    const char *args[] = {"--rows", "1",           "--cols",    "8",       "--projections",
+                          "1000",   "--darks",     "0",         "--flats", "0",
+                          "--seed", seed,          "--shuffle", shuffle,   "--drop",
+                          drop,     "--drop-list", list,        NULL};
     int rc;
     stream s = push(args, &rc);
     ck_assert_msg(rc == 0, "%s", tl_client_err());
@@ -341,8 +344,7 @@ START_TEST(test_push_disorder)
     size_t descents = 0;
     for (size_t i = 0; i + 1 < n; i++)
         descents += order[i] > order[i + 1];
-    ck_assert_msg(descents >= 100 && descents <= 500, "%zu descents at 20 %% shuffle",
-                  descents);
+    ck_assert_msg(descents >= 100 && descents <= 500, "%zu descents at 20 %% shuffle", descents);
     for (size_t i = 0; i < n; i++) /* swaps reach a few positions, not across the scan */
         ck_assert_msg(llabs((long long)order[i] - (long long)sorted[i]) <= 40,
                       "index %llu at position %zu", (unsigned long long)order[i], i);
@@ -369,8 +371,9 @@ END_TEST
 
 START_TEST(test_push_rate)
 {
-    const char *args[] = {"--rows", "2", "--cols", "16", "--projections", "50", "--darks", "0",
-                          "--flats", "0", "--rate", "100", NULL};
+    const char *args[] = {"--rows", "2",       "--cols", "16",      "--projections",
+                          "50",     "--darks", "0",      "--flats", "0",
+                          "--rate", "100",     NULL};
     double t = tl_now_s();
     int rc;
     stream s = push(args, &rc);
@@ -407,8 +410,8 @@ START_TEST(test_push_no_end_and_bind)
     char bound[64];
     int port = tl_free_port();
     snprintf(bound, sizeof bound, "tcp://127.0.0.1:%d", port);
-    const char *bargs[] = {"push", "--bind", "--endpoint", bound, "--quiet", "--rows", "2",
-                           "--cols", "4", "--projections", "5", NULL};
+    const char *bargs[] = {"push", "--bind", "--endpoint", bound,           "--quiet", "--rows",
+                           "2",    "--cols", "4",          "--projections", "5",       NULL};
     pid_t pid = tl_client_start(dir, bargs);
     /* it is waiting (bound), and must still be after a while: the 0.2 s is the "while" that
      * it must not give up in, what is tested, not a wait for something to happen */
@@ -433,8 +436,8 @@ START_TEST(test_push_no_end_and_bind)
 }
 END_TEST
 
-static void write_stack(const char *name, tl_dtype t, uint32_t pages, uint32_t rows,
-                        uint32_t cols, double base)
+static void write_stack(const char *name, tl_dtype t, uint32_t pages, uint32_t rows, uint32_t cols,
+                        double base)
 {
     char path[1024], err[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -450,8 +453,7 @@ static void write_stack(const char *name, tl_dtype t, uint32_t pages, uint32_t r
             else
                 ((float *)buf)[i] = (float)(v + 0.25);
         }
-        ck_assert_msg(tl_tiff_write_page(&w, t, buf, rows, cols, err, sizeof err) == 0, "%s",
-                      err);
+        ck_assert_msg(tl_tiff_write_page(&w, t, buf, rows, cols, err, sizeof err) == 0, "%s", err);
     }
     free(buf);
     ck_assert_msg(tl_tiff_finish(&w, err, sizeof err) == 0, "%s", err);
@@ -472,8 +474,7 @@ START_TEST(test_push_tiff)
     for (int i = 0; i < 6; i++)
         fprintf(af, "%g\n", deg[i]);
     fclose(af);
-    const char *args[] = {"--tiff", p, "--tiff-darks", d, "--tiff-flats", f, "--angles", a,
-                          NULL};
+    const char *args[] = {"--tiff", p, "--tiff-darks", d, "--tiff-flats", f, "--angles", a, NULL};
     int rc;
     stream s = push(args, &rc);
     ck_assert_msg(rc == 0, "%s", tl_client_err());
@@ -521,18 +522,23 @@ START_TEST(test_push_errors)
         {2, "bad --shuffle", {"push", "--shuffle", "101", NULL}},
         {2, "bad --rows", {"push", "--rows", "0", NULL}},
         {2, "needs --angles", {"push", "--tiff", p, NULL}},
-        {2, "not for --tiff", {"push", "--tiff", p, "--angles-deg", "0:180:4", "--rows", "4", NULL}},
+        {2,
+         "not for --tiff",
+         {"push", "--tiff", p, "--angles-deg", "0:180:4", "--rows", "4", NULL}},
         {2, "needs --tiff", {"push", "--tiff-darks", p, NULL}},
         {1, "4 projections", {"push", "--tiff", p, "--angles-deg", "0:180:5", NULL}},
         {1, "nope.tif", {"push", "--tiff", bad, "--angles-deg", "0:180", NULL}},
         {1, "angles for", {"push", "--projections", "10", "--angles-deg", "0:180:9", NULL}},
         {2, "needs --cuda-ipc", {"push", "--ring", "4", NULL}},
         {2, "bad --ring", {"push", "--cuda-ipc", "--ring", "0", NULL}},
-        {2, "not for --tiff", {"push", "--tiff", p, "--angles-deg", "0:180", "--turns", "2", NULL}},
+        {2,
+         "not for --tiff",
+         {"push", "--tiff", p, "--angles-deg", "0:180", "--turns", "2", NULL}},
         {2, "bad --bands", {"push", "--bands", "0", NULL}},
         {2, "more bands than the frames' 4 rows", {"push", "--rows", "4", "--bands", "5", NULL}},
         /* the rows of a TIFF source are known once it is open: 2 here */
-        {2, "more bands than the frames' 2 rows",
+        {2,
+         "more bands than the frames' 2 rows",
          {"push", "--tiff", p, "--angles-deg", "0:180", "--bands", "3", NULL}},
         {2, "--bands is not for --cuda-ipc", {"push", "--cuda-ipc", "--bands", "2", NULL}},
         /* no such GPU, in every build: fails before connecting to anything */
@@ -543,8 +549,7 @@ START_TEST(test_push_errors)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = tl_client_run(dir, cases[i].args, 30);
-        ck_assert_msg(rc == cases[i].rc, "case %zu: exit %d; stderr: %s", i, rc,
-                      tl_client_err());
+        ck_assert_msg(rc == cases[i].rc, "case %zu: exit %d; stderr: %s", i, rc, tl_client_err());
         ck_assert_msg(strstr(tl_client_err(), cases[i].phrase) != NULL,
                       "case %zu: stderr lacks '%s': %s", i, cases[i].phrase, tl_client_err());
         ck_assert_msg(!strncmp(tl_client_err(), "tomolive push: ", 15), "%s", tl_client_err());
@@ -558,8 +563,9 @@ END_TEST
 START_TEST(test_push_turns)
 {
     /* 2 turns of 5: indices go on, angles repeat bit for bit, the window is one turn */
-    const char *args[] = {"--rows", "2", "--cols", "8", "--projections", "5", "--darks", "0",
-                          "--flats", "0", "--angles-deg", "0:360", "--turns", "2", NULL};
+    const char *args[] = {"--rows",  "2", "--cols",  "8", "--projections", "5",
+                          "--darks", "0", "--flats", "0", "--angles-deg",  "0:360",
+                          "--turns", "2", NULL};
     int rc;
     stream s = push(args, &rc);
     ck_assert_msg(rc == 0, "%s", tl_client_err());
@@ -607,9 +613,11 @@ START_TEST(test_push_bands)
     const char *dtypes[2] = {"u16", "f32"};
     for (int t = 0; t < 2; t++) {
         tl_proto_dtype dt = t ? TL_PROTO_F32 : TL_PROTO_U16;
-        const char *args[] = {"--rows", "8", "--cols", "20", "--projections", "12", "--darks",
-                              "2", "--flats", "2", "--noise", "--shuffle", "30", "--seed", "5",
-                              "--buffer-mb", "0", "--dtype", dtypes[t], NULL, NULL, NULL};
+        const char *args[] = {"--rows",      "8",         "--cols",  "20",      "--projections",
+                              "12",          "--darks",   "2",       "--flats", "2",
+                              "--noise",     "--shuffle", "30",      "--seed",  "5",
+                              "--buffer-mb", "0",         "--dtype", dtypes[t], NULL,
+                              NULL,          NULL};
         const size_t opt = 19; /* where --bands goes */
         int rc;
         stream whole = push(args, &rc);
@@ -649,8 +657,8 @@ START_TEST(test_push_bands)
                               (unsigned long long)f->index, N);
                 band[nb++] = &banded.v[i];
             }
-            ck_assert_msg(nb == N, "kind %d index %llu: %zu messages, want %d",
-                          w->m.frame.kind, (unsigned long long)w->m.frame.index, nb, N);
+            ck_assert_msg(nb == N, "kind %d index %llu: %zu messages, want %d", w->m.frame.kind,
+                          (unsigned long long)w->m.frame.index, nb, N);
             size_t off = 0;
             for (uint32_t b = 0; b < N; b++) {
                 const tl_proto_frame *f = &band[b]->m.frame;
@@ -662,8 +670,8 @@ START_TEST(test_push_bands)
                 ck_assert_uint_eq(band[b]->len, f->band_rows * row);
                 ck_assert_msg(!memcmp(band[b]->payload, (const char *)w->payload + off,
                                       band[b]->len),
-                              "%s: band %u of kind %d index %llu differs from its rows",
-                              dtypes[t], b, f->kind, (unsigned long long)f->index);
+                              "%s: band %u of kind %d index %llu differs from its rows", dtypes[t],
+                              b, f->kind, (unsigned long long)f->index);
                 off += band[b]->len;
             }
             ck_assert_uint_eq(off, w->len);
@@ -756,7 +764,8 @@ static stream collect_gpu(pid_t pid, size_t reject_at, size_t *pitch_seen)
             ck_assert(!memcmp(handle, ipc->handle, sizeof handle));
             size_t span = (f->rows - 1) * ipc->pitch + row;
             ck_assert_msg(tl_ipc_copy(dev, staging, (uint8_t *)base + ipc->offset, span, why,
-                                      sizeof why) == TL_OK, "%s", why);
+                                      sizeof why) == TL_OK,
+                          "%s", why);
             r.len = (size_t)f->rows * row;
             r.payload = malloc(r.len);
             for (uint32_t v = 0; v < f->rows; v++)
@@ -764,8 +773,11 @@ static stream collect_gpu(pid_t pid, size_t reject_at, size_t *pitch_seen)
             r.m.frame.payload = r.payload;
             r.m.frame.payload_len = r.len;
             r.m.frame.has_ipc = false; /* its pointers point into the header */
-            tl_proto_release rl = {.series = f->series, .index = f->index, .slot = ipc->slot,
-                                   .ok = nframes != reject_at, .code = TL_PROTO_E_RANGE,
+            tl_proto_release rl = {.series = f->series,
+                                   .index = f->index,
+                                   .slot = ipc->slot,
+                                   .ok = nframes != reject_at,
+                                   .code = TL_PROTO_E_RANGE,
                                    .message = {"test rejection", 14}};
             msgpack_sbuffer_clear(&sb);
             ck_assert_int_eq(tl_proto_encode_release(&sb, &rl), 0);
@@ -794,16 +806,17 @@ START_TEST(test_push_cuda_ipc)
         return;
     }
     /* 50 u16 columns: rows of 100 bytes in a pitch of 512; 2 turns: the bank holds one */
-    const char *scan_args[] = {"--rows", "6", "--cols", "50", "--projections", "8", "--darks",
-                               "2", "--flats", "2", "--angles-deg", "0:360", "--turns", "2",
-                               "--shuffle", "30", NULL};
+    const char *scan_args[] =
+        {"--rows",    "6",       "--cols", "50",           "--projections", "8",       "--darks",
+         "2",         "--flats", "2",      "--angles-deg", "0:360",         "--turns", "2",
+         "--shuffle", "30",      NULL};
     int rc;
     stream host = push(scan_args, &rc);
     ck_assert_msg(rc == 0, "%s", tl_client_err());
     const char *variants[2][4] = {{"--ring", "3", NULL}, {"--ring", "2", "--bank-mb", "0"}};
     for (int v = 0; v < 2; v++) {
-        const char *argv[64] = {"push", "--endpoint", ep, "--quiet", "--cuda-ipc",
-                                "--release-timeout", "30"};
+        const char *argv[64] = {"push",       "--endpoint",        ep,  "--quiet",
+                                "--cuda-ipc", "--release-timeout", "30"};
         size_t n = 7;
         for (size_t i = 0; i < 4 && variants[v][i]; i++)
             argv[n++] = variants[v][i];
@@ -827,14 +840,15 @@ START_TEST(test_push_cuda_ipc)
             ck_assert(!memcmp(&a->angle, &b->angle, sizeof a->angle));
             ck_assert_uint_eq(a->payload_len, b->payload_len);
             ck_assert_msg(!memcmp(a->payload, b->payload, a->payload_len),
-                          "variant %d: message %zu (index %llu) differs from the host path", v,
-                          i, (unsigned long long)a->index);
+                          "variant %d: message %zu (index %llu) differs from the host path", v, i,
+                          (unsigned long long)a->index);
         }
         char line[256];
         size_t nf = host.n - 2;
-        snprintf(line, sizeof line, "cuda-ipc: %zu frames lent through a ring of %s slots on "
-                 "%s: %zu released, 1 rejected (first: E_RANGE: test rejection)", nf,
-                 variants[v][1], uuid, nf - 1);
+        snprintf(line, sizeof line,
+                 "cuda-ipc: %zu frames lent through a ring of %s slots on "
+                 "%s: %zu released, 1 rejected (first: E_RANGE: test rejection)",
+                 nf, variants[v][1], uuid, nf - 1);
         ck_assert_msg(strstr(tl_client_out(), line) != NULL, "want '%s' in: %s", line,
                       tl_client_out());
         free_stream(&s);
@@ -842,9 +856,9 @@ START_TEST(test_push_cuda_ipc)
     free_stream(&host);
 
     /* a consumer that never releases: a clear error after the timeout, not a hang */
-    const char *stuck[] = {"push", "--endpoint", ep, "--quiet", "--cuda-ipc", "--ring", "2",
-                           "--release-timeout", "1", "--rows", "4", "--cols", "8",
-                           "--projections", "10", NULL};
+    const char *stuck[] = {"push", "--endpoint",        ep,   "--quiet", "--cuda-ipc", "--ring",
+                           "2",    "--release-timeout", "1",  "--rows",  "4",          "--cols",
+                           "8",    "--projections",     "10", NULL};
     pid_t pid = tl_client_start(dir, stuck);
     stream s = collect(pid);
     ck_assert_int_eq(tl_client_wait(pid, 30), 1);

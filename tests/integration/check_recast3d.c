@@ -25,7 +25,8 @@ enum { R = 8, W = 32, N = 60, SCENE = 5 };
 
 static int32_t get_i32(const uint8_t *p)
 {
-    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                     (uint32_t)p[3] << 24);
 }
 
 static void put_i32(uint8_t *p, int32_t v)
@@ -44,8 +45,8 @@ static void put_f32(uint8_t *p, float f)
 /* The viewer's sockets and what it has received. */
 typedef struct {
     void *rep, *pub;
-    int scenes;                 /* MakeScene requests */
-    float *data[3];             /* latest SliceData per slice id 1, 2 */
+    int scenes;     /* MakeScene requests */
+    float *data[3]; /* latest SliceData per slice id 1, 2 */
     int received[3];
 } viewer;
 
@@ -73,7 +74,8 @@ static void serve(viewer *v, int ms)
         } else {
             ck_assert_int_eq(desc, 0x201); /* SliceData */
             ck_assert_int_eq(get_i32(p + 4), SCENE);
-            int32_t id = get_i32(p + 8), w = get_i32(p + 12), h = get_i32(p + 16), n = get_i32(p + 20);
+            int32_t id = get_i32(p + 8), w = get_i32(p + 12), h = get_i32(p + 16),
+                    n = get_i32(p + 20);
             ck_assert(id == 1 || id == 2);
             ck_assert(w == W && h == W && n == W * W);
             ck_assert_uint_eq(len, 24 + 4 * (size_t)n + 1);
@@ -161,7 +163,8 @@ START_TEST(fake_recast3d)
     snprintf(pub_ep, sizeof pub_ep, "ipc://%s/pub", dir);
     snprintf(set_rep, sizeof set_rep, "recast3d.server=%s", rep_ep);
     snprintf(set_pub, sizeof set_pub, "recast3d.subscribe=%s", pub_ep);
-    const char *args[] = {"--set", set_rep, "--set", set_pub, "--set", "recast3d.slice_size=32", NULL};
+    const char *args[] = {"--set", set_rep, "--set", set_pub, "--set", "recast3d.slice_size=32",
+                          NULL};
     tl_fixture f;
     ck_assert_int_eq(tl_fx_start(&f, "recast3d", args), 0);
 
@@ -186,14 +189,23 @@ START_TEST(fake_recast3d)
     tl_phantom ph;
     ck_assert_int_eq(tl_phantom_shepp_logan(&ph, 0.45 * W, (R - 1) / 2.0, 0.45 * R * 4), 0);
     float *li = malloc((size_t)R * W * sizeof *li);
-    tl_proto_scan s = {.series = 1, .rows = R, .cols = W, .dtype = TL_PROTO_F32, .window = N,
+    tl_proto_scan s = {.series = 1,
+                       .rows = R,
+                       .cols = W,
+                       .dtype = TL_PROTO_F32,
+                       .window = N,
                        .already_linear = true};
     ck_assert_int_eq(tl_fx_send_scan(&f, &s), 0);
     for (int k = 0; k < N; k++) {
         tl_phantom_project(&ph, M_PI * k / N, (W - 1) / 2.0, R, W, li);
-        tl_proto_frame fr = {.series = 1, .index = (uint64_t)k, .kind = TL_PROTO_PROJ,
-                             .has_angle = true, .angle = M_PI * k / N, .dtype = TL_PROTO_F32,
-                             .rows = R, .cols = W};
+        tl_proto_frame fr = {.series = 1,
+                             .index = (uint64_t)k,
+                             .kind = TL_PROTO_PROJ,
+                             .has_angle = true,
+                             .angle = M_PI * k / N,
+                             .dtype = TL_PROTO_F32,
+                             .rows = R,
+                             .cols = W};
         ck_assert_int_eq(tl_fx_send_frame(&f, &fr, li, (size_t)R * W * sizeof *li), 0);
     }
     ck_assert_int_eq(tl_fx_send_end(&f, 1), 0);
@@ -203,9 +215,11 @@ START_TEST(fake_recast3d)
     serve(&v, 100);
 
     /* the daemon's own slices of the documented geometry */
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"ref-h\",\"kind\":\"row\",\"z\":3,\"size\":[32,32]}"));
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"ref-v\",\"kind\":\"plane\",\"size\":[32,32],"
-                                          "\"orientation\":[32,0,0, 0,0,-8, -16,0,7.5]}"));
+    json_decref(
+        tl_fx_ok(&f, "set_slice", "{\"id\":\"ref-h\",\"kind\":\"row\",\"z\":3,\"size\":[32,32]}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"ref-v\",\"kind\":\"plane\",\"size\":[32,32],"
+                         "\"orientation\":[32,0,0, 0,0,-8, -16,0,7.5]}"));
     float *ref_h = fetch(&f, "ref-h", W * W), *ref_v = fetch(&f, "ref-v", W * W);
 
     /* the viewer's slices: horizontal at Z = 0.125 (detector row 3), and vertical through

@@ -60,8 +60,8 @@ static void make_scan(void)
 {
     dir = tl_tmpdir("recon");
     ck_assert_ptr_nonnull(dir);
-    ck_assert_int_eq(tl_phantom_shepp_logan(&phantom, 0.45 * COLS, (ROWS - 1) / 2.0,
-                                            0.45 * ROWS), 0);
+    ck_assert_int_eq(tl_phantom_shepp_logan(&phantom, 0.45 * COLS, (ROWS - 1) / 2.0, 0.45 * ROWS),
+                     0);
     for (size_t i = 0; i < phantom.n; i++)
         phantom.e[i].density *= DENSITY_SCALE;
     size_t npix = (size_t)ROWS * COLS;
@@ -82,8 +82,7 @@ static void make_scan(void)
     for (int i = 0; i < NPROJ; i++) {
         tl_phantom_project(&phantom, i * M_PI / NPROJ, (COLS - 1) / 2.0, ROWS, COLS,
                            li + i * npix);
-        tl_camera_frame_u16(&cam, TL_SIM_PROJ, li + i * npix, ROWS, COLS, NULL,
-                            projs + i * npix);
+        tl_camera_frame_u16(&cam, TL_SIM_PROJ, li + i * npix, ROWS, COLS, NULL, projs + i * npix);
     }
     for (size_t k = 0; k < NPROJ * npix; k++)
         counts[k] = projs[k];
@@ -199,9 +198,13 @@ static float *reconstruct_here(const recon_params *p)
                    {projs, NPROJ, TL_FRAME_PROJ}};
     for (int s = 0; s < 3; s++)
         for (int i = 0; i < stacks[s].n; i++) {
-            tl_frame f = {.kind = stacks[s].k, .index = (uint64_t)i,
-                          .angle = i * 180.0 / NPROJ * M_PI / 180.0, .dtype = TL_DTYPE_U16,
-                          .rows = nrows, .cols = COLS, .pitch = pitch,
+            tl_frame f = {.kind = stacks[s].k,
+                          .index = (uint64_t)i,
+                          .angle = i * 180.0 / NPROJ * M_PI / 180.0,
+                          .dtype = TL_DTYPE_U16,
+                          .rows = nrows,
+                          .cols = COLS,
+                          .pitch = pitch,
                           .data = stacks[s].f + i * npix + (size_t)p->row0 * COLS};
             ck_assert_msg(tl_engine_submit(e, &f) == TL_OK, "%s", tl_engine_last_error(e));
         }
@@ -258,8 +261,8 @@ static double phantom_rel_l2(const float *slice, double z, int sx, int sy)
     float *truth = malloc((size_t)COLS * COLS * sizeof *truth);
     for (uint32_t i = 0; i < COLS; i++)
         for (uint32_t j = 0; j < COLS; j++)
-            truth[i * COLS + j] = (float)tl_phantom_value(
-                &phantom, sx * (j - (COLS - 1) / 2.0), sy * ((COLS - 1) / 2.0 - i), z);
+            truth[i * COLS + j] = (float)tl_phantom_value(&phantom, sx * (j - (COLS - 1) / 2.0),
+                                                          sy * ((COLS - 1) / 2.0 - i), z);
     double rel = tl_rel_l2_disk(slice, truth, COLS, COLS, COLS / 2.0 - 1);
     free(truth);
     return rel;
@@ -268,10 +271,23 @@ static double phantom_rel_l2(const float *slice, double z, int sx, int sy)
 START_TEST(test_recon_matches_engine_and_phantom)
 {
     const char *out = path_in("slices.tif");
-    const char *args[] = {"recon", "--input", path_in("proj.tif"), "--darks",
-                          path_in("darks.tif"), "--flats", path_in("flats.tif"),
-                          "--angles-deg", "0:180:180", "--rows", "24:40", "--backend", "cpu",
-                          "-v", "--output", out, NULL};
+    const char *args[] = {"recon",
+                          "--input",
+                          path_in("proj.tif"),
+                          "--darks",
+                          path_in("darks.tif"),
+                          "--flats",
+                          path_in("flats.tif"),
+                          "--angles-deg",
+                          "0:180:180",
+                          "--rows",
+                          "24:40",
+                          "--backend",
+                          "cpu",
+                          "-v",
+                          "--output",
+                          out,
+                          NULL};
     int rc = tomolive(args);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     ck_assert_msg(strstr(err_text, "backend cpu") != NULL, "-v says no backend: %s", err_text);
@@ -295,7 +311,8 @@ START_TEST(test_recon_matches_engine_and_phantom)
         sum_yf += phantom_rel_l2(got + k * (size_t)COLS * COLS, z, 1, -1);
     }
     printf("recon vs phantom: mean relative L2 %.4f, worst %.4f (x-mirrored %.4f, y-flipped "
-           "%.4f)\n", sum / 16, worst_ph, sum_xm / 16, sum_yf / 16);
+           "%.4f)\n",
+           sum / 16, worst_ph, sum_xm / 16, sum_yf / 16);
     ck_assert_msg(sum_xm > 1.1 * sum && sum_yf > 1.1 * sum, "orientation: %.4f %.4f vs %.4f",
                   sum_xm / 16, sum_yf / 16, sum / 16);
     free(got);
@@ -307,10 +324,28 @@ START_TEST(test_recon_options)
 {
     /* size, centre and filter are passed through; default rows are all of them */
     const char *out = path_in("opts.tif");
-    const char *args[] = {"recon", "-i", path_in("proj.tif"), "--darks", path_in("darks.tif"),
-                          "--flats", path_in("flats.tif"), "--angles-deg", "0:180:180",
-                          "--rows", "30:34", "--size", "96", "--center", "63.2", "--filter",
-                          "hann", "--backend", "cpu", "-o", out, NULL};
+    const char *args[] = {"recon",
+                          "-i",
+                          path_in("proj.tif"),
+                          "--darks",
+                          path_in("darks.tif"),
+                          "--flats",
+                          path_in("flats.tif"),
+                          "--angles-deg",
+                          "0:180:180",
+                          "--rows",
+                          "30:34",
+                          "--size",
+                          "96",
+                          "--center",
+                          "63.2",
+                          "--filter",
+                          "hann",
+                          "--backend",
+                          "cpu",
+                          "-o",
+                          out,
+                          NULL};
     int rc = tomolive(args);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     float *got = read_output(out, 4, 96);
@@ -321,8 +356,9 @@ START_TEST(test_recon_options)
     free(got);
     free(want);
 
-    const char *all[] = {"recon", "-i", path_in("proj.tif"), "--angles-deg", "0:180:180",
-                         "--size", "16", "--backend", "cpu", "-o", out, NULL};
+    const char *all[] = {"recon",  "-i", path_in("proj.tif"), "--angles-deg", "0:180:180",
+                         "--size", "16", "--backend",         "cpu",          "-o",
+                         out,      NULL};
     rc = tomolive(all);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     free(read_output(out, ROWS, 16));
@@ -334,10 +370,22 @@ END_TEST
 START_TEST(test_recon_angles_file)
 {
     const char *out = path_in("file.tif");
-    const char *args[] = {"recon", "--input", path_in("proj.tif"), "--darks",
-                          path_in("darks.tif"), "--flats", path_in("flats.tif"), "--angles",
-                          path_in("angles.txt"), "--rows", "31:33", "--backend", "cpu",
-                          "--output", out, NULL};
+    const char *args[] = {"recon",
+                          "--input",
+                          path_in("proj.tif"),
+                          "--darks",
+                          path_in("darks.tif"),
+                          "--flats",
+                          path_in("flats.tif"),
+                          "--angles",
+                          path_in("angles.txt"),
+                          "--rows",
+                          "31:33",
+                          "--backend",
+                          "cpu",
+                          "--output",
+                          out,
+                          NULL};
     int rc = tomolive(args);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     float *got = read_output(out, 2, COLS);
@@ -354,10 +402,22 @@ START_TEST(test_recon_float_and_linear)
 {
     /* float32 projections with uint16 darks and flats: converted, same numbers */
     const char *out = path_in("f32.tif");
-    const char *args[] = {"recon", "--input", path_in("proj_f32.tif"), "--darks",
-                          path_in("darks.tif"), "--flats", path_in("flats.tif"),
-                          "--angles-deg", "0:180:180", "--rows", "31:33", "--backend", "cpu",
-                          "--output", out, NULL};
+    const char *args[] = {"recon",
+                          "--input",
+                          path_in("proj_f32.tif"),
+                          "--darks",
+                          path_in("darks.tif"),
+                          "--flats",
+                          path_in("flats.tif"),
+                          "--angles-deg",
+                          "0:180:180",
+                          "--rows",
+                          "31:33",
+                          "--backend",
+                          "cpu",
+                          "--output",
+                          out,
+                          NULL};
     int rc = tomolive(args);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     float *got = read_output(out, 2, COLS);
@@ -367,16 +427,26 @@ START_TEST(test_recon_float_and_linear)
     compare_pages(got, want, 2, COLS, &worst);
 
     /* exact line integrals with --already-linear: the phantom without the camera */
-    const char *lin[] = {"recon", "--input", path_in("proj_li.tif"), "--already-linear",
-                         "--angles-deg", "0:180:180", "--rows", "31:33", "--backend", "cpu",
-                         "--output", out, NULL};
+    const char *lin[] = {"recon",
+                         "--input",
+                         path_in("proj_li.tif"),
+                         "--already-linear",
+                         "--angles-deg",
+                         "0:180:180",
+                         "--rows",
+                         "31:33",
+                         "--backend",
+                         "cpu",
+                         "--output",
+                         out,
+                         NULL};
     rc = tomolive(lin);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     float *li = read_output(out, 2, COLS);
     double cam = tl_rel_l2(li, want, 2 * (size_t)COLS * COLS);
     double ph = phantom_rel_l2(li, 31, 1, 1);
-    printf("already-linear: relative L2 %.3g vs the camera data's slices, %.4f vs phantom\n",
-           cam, ph);
+    printf("already-linear: relative L2 %.3g vs the camera data's slices, %.4f vs phantom\n", cam,
+           ph);
     /* the camera adds only uint16 rounding and dark/flat noise to the same line integrals */
     ck_assert_msg(cam <= 0.05, "already-linear vs camera data: %.3g", cam);
     ck_assert_msg(ph <= 0.3, "already-linear vs phantom: %.3f", ph);
@@ -402,67 +472,94 @@ START_TEST(test_recon_errors)
 #define ANGLES "--angles-deg", "0:180:180"
 #define OUTPUT "--output", out
     const error_case cases[] = {
-        {"missing input", 1, "cannot open",
+        {"missing input",
+         1,
+         "cannot open",
          {"recon", "--input", path_in("nope.tif"), ANGLES, OUTPUT}},
-        {"missing darks", 1, "cannot open",
+        {"missing darks",
+         1,
+         "cannot open",
          {"recon", "--input", P, "--darks", path_in("nope.tif"), ANGLES, OUTPUT}},
-        {"darks shape", 1, "shape mismatch",
+        {"darks shape",
+         1,
+         "shape mismatch",
          {"recon", "--input", P, "--darks", small, ANGLES, OUTPUT}},
-        {"flats shape", 1, "shape mismatch",
+        {"flats shape",
+         1,
+         "shape mismatch",
          {"recon", "--input", P, "--darks", D, "--flats", small, ANGLES, OUTPUT}},
-        {"angle count", 1, "page count mismatch",
+        {"angle count",
+         1,
+         "page count mismatch",
          {"recon", "--input", P, "--flats", F, "--angles-deg", "0:180:179", OUTPUT}},
-        {"angle file count", 1, "page count mismatch",
+        {"angle file count",
+         1,
+         "page count mismatch",
          {"recon", "--input", D, "--angles", path_in("angles.txt"), OUTPUT}},
-        {"output not writable", 1, "cannot create",
+        {"output not writable",
+         1,
+         "cannot create",
          {"recon", "--input", P, ANGLES, "--rows", "0:1", "--output", path_in("no/dir/x.tif")}},
-        {"output is an input", 1, "also an input",
+        {"output is an input",
+         1,
+         "also an input",
          {"recon", "--input", P, "--darks", D, ANGLES, "--output", D}},
-        {"unknown filter", 1, "unknown filter",
+        {"unknown filter",
+         1,
+         "unknown filter",
          {"recon", "--input", P, ANGLES, "--filter", "gauss", OUTPUT}},
-        {"rows reversed", 1, "bad --rows",
+        {"rows reversed",
+         1,
+         "bad --rows",
          {"recon", "--input", P, ANGLES, "--rows", "40:30", OUTPUT}},
-        {"rows too far", 1, "bad --rows",
+        {"rows too far",
+         1,
+         "bad --rows",
          {"recon", "--input", P, ANGLES, "--rows", "0:65", OUTPUT}},
-        {"rows empty", 1, "bad --rows",
-         {"recon", "--input", P, ANGLES, "--rows", "7:7", OUTPUT}},
-        {"rows junk", 1, "bad --rows",
-         {"recon", "--input", P, ANGLES, "--rows", "ten", OUTPUT}},
-        {"no output", 1, "missing required option --output",
-         {"recon", "--input", P, ANGLES}},
-        {"no input", 1, "missing required option --input",
-         {"recon", ANGLES, OUTPUT}},
-        {"no angles", 1, "missing required option --angles",
-         {"recon", "--input", P, OUTPUT}},
-        {"both angles", 1, "not both",
+        {"rows empty", 1, "bad --rows", {"recon", "--input", P, ANGLES, "--rows", "7:7", OUTPUT}},
+        {"rows junk", 1, "bad --rows", {"recon", "--input", P, ANGLES, "--rows", "ten", OUTPUT}},
+        {"no output", 1, "missing required option --output", {"recon", "--input", P, ANGLES}},
+        {"no input", 1, "missing required option --input", {"recon", ANGLES, OUTPUT}},
+        {"no angles", 1, "missing required option --angles", {"recon", "--input", P, OUTPUT}},
+        {"both angles",
+         1,
+         "not both",
          {"recon", "--input", P, ANGLES, "--angles", path_in("angles.txt"), OUTPUT}},
-        {"bad angles-deg", 1, "bad --angles-deg",
+        {"bad angles-deg",
+         1,
+         "bad --angles-deg",
          {"recon", "--input", P, "--angles-deg", "0:180", OUTPUT}},
-        {"angles file missing", 1, "cannot open angles file",
+        {"angles file missing",
+         1,
+         "cannot open angles file",
          {"recon", "--input", P, "--angles", path_in("nope.txt"), OUTPUT}},
-        {"angles file junk", 1, "line 3",
+        {"angles file junk",
+         1,
+         "line 3",
          {"recon", "--input", P, "--angles", path_in("angles_bad.txt"), OUTPUT}},
-        {"unknown backend", 1, "unknown backend",
+        {"unknown backend",
+         1,
+         "unknown backend",
          {"recon", "--input", P, ANGLES, "--backend", "opencl", OUTPUT}},
-        {"bad size", 1, "bad --size",
-         {"recon", "--input", P, ANGLES, "--size", "0", OUTPUT}},
-        {"bad center", 1, "bad --center",
+        {"bad size", 1, "bad --size", {"recon", "--input", P, ANGLES, "--size", "0", OUTPUT}},
+        {"bad center",
+         1,
+         "bad --center",
          {"recon", "--input", P, ANGLES, "--center", "middle", OUTPUT}},
-        {"unknown option", 2, "unknown option '--bogus'",
+        {"unknown option",
+         2,
+         "unknown option '--bogus'",
          {"recon", "--input", P, "--bogus", OUTPUT}},
-        {"option without value", 2, "needs a value",
-         {"recon", OUTPUT, "--input"}},
-        {"stray argument", 2, "unexpected argument",
-         {"recon", "--input", P, "extra.tif", OUTPUT}},
-        {"unknown command", 2, "unknown command 'reconstruct'",
-         {"reconstruct", "--input", P}},
+        {"option without value", 2, "needs a value", {"recon", OUTPUT, "--input"}},
+        {"stray argument", 2, "unexpected argument", {"recon", "--input", P, "extra.tif", OUTPUT}},
+        {"unknown command", 2, "unknown command 'reconstruct'", {"reconstruct", "--input", P}},
     };
 #undef ANGLES
 #undef OUTPUT
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = tomolive(cases[i].args);
-        ck_assert_msg(rc == cases[i].status, "%s: exit %d, want %d; stderr: %s", cases[i].what,
-                      rc, cases[i].status, err_text);
+        ck_assert_msg(rc == cases[i].status, "%s: exit %d, want %d; stderr: %s", cases[i].what, rc,
+                      cases[i].status, err_text);
         ck_assert_msg(strstr(err_text, cases[i].phrase) != NULL, "%s: stderr lacks '%s': %s",
                       cases[i].what, cases[i].phrase, err_text);
         /* every message is prefixed with who said it */
@@ -478,8 +575,8 @@ START_TEST(test_recon_errors)
 
     /* a backend that cannot run fails loudly instead of falling back */
     if (!tl_backend_available(TL_BACKEND_CUDA, NULL, 0)) {
-        const char *cuda[] = {"recon", "--input", P, "--angles-deg", "0:180:180", "--rows",
-                              "0:2", "--backend", "cuda", "--output", out, NULL};
+        const char *cuda[] = {"recon", "--input",   P,      "--angles-deg", "0:180:180", "--rows",
+                              "0:2",   "--backend", "cuda", "--output",     out,         NULL};
         ck_assert_int_eq(tomolive(cuda), 1);
         ck_assert_msg(strstr(err_text, "cannot create the engine") != NULL, "%s", err_text);
         ck_assert(access(out, F_OK) != 0);

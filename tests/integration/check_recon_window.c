@@ -93,8 +93,13 @@ static float *reference(void)
     float li[ROWS * COLS];
     for (uint32_t i = 0; i < nkept; i++) {
         ck_assert(tl_tiff_read_page(&r, i, li, err, sizeof err) == 0);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = kept[i], .angle = kept[i] * M_PI / N,
-                      .dtype = TL_DTYPE_F32, .rows = ROWS, .cols = COLS, .data = li};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = kept[i],
+                      .angle = kept[i] * M_PI / N,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = ROWS,
+                      .cols = COLS,
+                      .data = li};
         ck_assert_msg(tl_engine_submit(e, &f) == TL_OK, "%s", tl_engine_last_error(e));
     }
     tl_tiff_close(&r);
@@ -128,10 +133,21 @@ static float *read_output(const char *p)
 
 static float *recon(const char *window, const char *angles_opt, const char *angles)
 {
-    const char *args[] = {"recon", "--input", path_in("proj.tif"), "--already-linear",
-                          "--backend", "cpu", angles_opt, angles, "--indices",
-                          path_in("indices.txt"), "--output", path_in("out.tif"),
-                          window ? "--window" : NULL, window, NULL};
+    const char *args[] = {"recon",
+                          "--input",
+                          path_in("proj.tif"),
+                          "--already-linear",
+                          "--backend",
+                          "cpu",
+                          angles_opt,
+                          angles,
+                          "--indices",
+                          path_in("indices.txt"),
+                          "--output",
+                          path_in("out.tif"),
+                          window ? "--window" : NULL,
+                          window,
+                          NULL};
     int rc = tl_client_run(dir, args, 120);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
     return read_output(path_in("out.tif"));
@@ -174,18 +190,21 @@ START_TEST(test_window_errors)
         const char *args[16];
     } cases[] = {
         /* the default window (the page count) is shorter than the indices span */
-        {"--window", {"recon", "--input", path_in("proj.tif"), "--angles-deg", "0:180:90",
-                      "--indices", path_in("indices.txt"), "--output", path_in("x.tif"), NULL}},
-        {"holds 2 indices", {"recon", "--input", path_in("proj.tif"), "--angles-deg",
-                             "0:180:85", "--indices", path_in("short.txt"), "--window", "90",
-                             "--output", path_in("x.tif"), NULL}},
-        {"line 3", {"recon", "--input", path_in("proj.tif"), "--angles-deg", "0:180:85",
-                    "--indices", path_in("junk.txt"), "--output", path_in("x.tif"), NULL}},
-        {"page count mismatch", {"recon", "--input", path_in("proj.tif"), "--angles-deg",
-                                 "0:180:60", "--indices", path_in("indices.txt"), "--window",
-                                 "90", "--output", path_in("x.tif"), NULL}},
-        {"bad --window", {"recon", "--input", path_in("proj.tif"), "--angles-deg", "0:180:85",
-                          "--window", "0", "--output", path_in("x.tif"), NULL}},
+        {"--window",
+         {"recon", "--input", path_in("proj.tif"), "--angles-deg", "0:180:90", "--indices",
+          path_in("indices.txt"), "--output", path_in("x.tif"), NULL}},
+        {"holds 2 indices",
+         {"recon", "--input", path_in("proj.tif"), "--angles-deg", "0:180:85", "--indices",
+          path_in("short.txt"), "--window", "90", "--output", path_in("x.tif"), NULL}},
+        {"line 3",
+         {"recon", "--input", path_in("proj.tif"), "--angles-deg", "0:180:85", "--indices",
+          path_in("junk.txt"), "--output", path_in("x.tif"), NULL}},
+        {"page count mismatch",
+         {"recon", "--input", path_in("proj.tif"), "--angles-deg", "0:180:60", "--indices",
+          path_in("indices.txt"), "--window", "90", "--output", path_in("x.tif"), NULL}},
+        {"bad --window",
+         {"recon", "--input", path_in("proj.tif"), "--angles-deg", "0:180:85", "--window", "0",
+          "--output", path_in("x.tif"), NULL}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ck_assert_int_eq(tl_client_run(dir, cases[i].args, 60), 1);

@@ -154,8 +154,8 @@ static void pump(receiver *rc, long ms)
 /* Receives until both subscribers have had the final slice of the scan. */
 static void collect(receiver *rc)
 {
-    for (double t0 = tl_fx_seconds(); (!rc->gt->final_seq || !rc->gs->final_seq) &&
-                                      tl_fx_seconds() - t0 < 30;)
+    for (double t0 = tl_fx_seconds();
+         (!rc->gt->final_seq || !rc->gs->final_seq) && tl_fx_seconds() - t0 < 30;)
         pump(rc, 200);
     ck_assert_msg(rc->gt->final_seq && rc->gs->final_seq, "final slice over TCP %llu, shm %llu",
                   (unsigned long long)rc->gt->final_seq, (unsigned long long)rc->gs->final_seq);
@@ -175,16 +175,25 @@ static void restart(receiver *rc)
 static void send_disk_scan(tl_fixture *f, uint64_t series, uint32_t rows, uint32_t cols,
                            uint32_t count, double r, receiver *rc, long pause_ms)
 {
-    tl_proto_scan s = {.series = series, .geometry = TL_PROTO_PARALLEL, .rows = rows,
-                       .cols = cols, .dtype = TL_PROTO_F32, .window = count,
+    tl_proto_scan s = {.series = series,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = rows,
+                       .cols = cols,
+                       .dtype = TL_PROTO_F32,
+                       .window = count,
                        .already_linear = true};
     ck_assert_int_eq(tl_fx_send_scan(f, &s), 0);
     float *img = malloc((size_t)rows * cols * sizeof *img);
     tl_fx_disk_projection(img, rows, cols, r);
     for (uint32_t k = 0; k < count; k++) {
-        tl_proto_frame h = {.series = series, .index = k, .kind = TL_PROTO_PROJ,
-                            .has_angle = true, .angle = M_PI * k / count,
-                            .dtype = TL_PROTO_F32, .rows = rows, .cols = cols};
+        tl_proto_frame h = {.series = series,
+                            .index = k,
+                            .kind = TL_PROTO_PROJ,
+                            .has_angle = true,
+                            .angle = M_PI * k / count,
+                            .dtype = TL_PROTO_F32,
+                            .rows = rows,
+                            .cols = cols};
         ck_assert_int_eq(tl_fx_send_frame(f, &h, img, (size_t)rows * cols * 4), 0);
         if (rc)
             pump(rc, pause_ms);
@@ -192,8 +201,6 @@ static void send_disk_scan(tl_fixture *f, uint64_t series, uint32_t rows, uint32
     free(img);
     ck_assert_int_eq(tl_fx_send_end(f, series), 0);
 }
-
-
 
 /* Every seq both received has the same pixels, byte for byte; returns how many. */
 static int compare(const got *gt, const got *gs)
@@ -225,12 +232,16 @@ START_TEST(shm_equals_tcp)
     const char *args[] = {"--set", set, "--set", "slices.shm_slots=3", NULL};
     tl_fixture f;
     ck_assert_int_eq(tl_fx_start(&f, "shmeq", args), 0);
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,"
-                                          "\"update\":{\"max_rate\":1000}}"));
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"b\",\"kind\":\"row\",\"z\":0,"
-                                          "\"update\":{\"max_rate\":1000}}"));
-    receiver rc = {.tcp = subscribe(&f, "slice/a/"), .shm = subscribe(&f, "shm/a/"),
-                   .prefix = prefix, .dec = tl_proto_decoder_new()};
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,"
+                         "\"update\":{\"max_rate\":1000}}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"b\",\"kind\":\"row\",\"z\":0,"
+                         "\"update\":{\"max_rate\":1000}}"));
+    receiver rc = {.tcp = subscribe(&f, "slice/a/"),
+                   .shm = subscribe(&f, "shm/a/"),
+                   .prefix = prefix,
+                   .dec = tl_proto_decoder_new()};
     void *shm_b = subscribe(&f, "shm/b/");
     wait_wanted(&f, 2, 3); /* a over both, b through shared memory only */
 
@@ -240,8 +251,8 @@ START_TEST(shm_equals_tcp)
     collect(&rc);
     int both = compare(gt, gs);
     printf("shm vs tcp: %ld slices over TCP, %ld through shared memory (%ld stale), %d "
-           "compared, final seq %llu\n", gt->received, gs->received, gs->stale, both,
-           (unsigned long long)gs->final_seq);
+           "compared, final seq %llu\n",
+           gt->received, gs->received, gs->stale, both, (unsigned long long)gs->final_seq);
     ck_assert_int_ge(both, 1);
     ck_assert_uint_eq(gt->final_seq, gs->final_seq);
     ck_assert_ptr_nonnull(gs->px[gs->final_seq]); /* the final one, read from its slot */
@@ -254,8 +265,9 @@ START_TEST(shm_equals_tcp)
     ck_assert(object_exists(name_a));
 
     /* a new size: a new object under a new name, the old one unlinked */
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,"
-                                          "\"size\":[32,48],\"update\":{\"max_rate\":1000}}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,"
+                         "\"size\":[32,48],\"update\":{\"max_rate\":1000}}"));
     restart(&rc);
     got *gt2 = rc.gt, *gs2 = rc.gs;
     send_disk_scan(&f, 2, 3, 64, 30, 20, &rc, 2);
@@ -341,25 +353,30 @@ START_TEST(sub_shm_tool)
     const char *args[] = {"--set", set, "--set", "slices.shm_slots=64", NULL};
     tl_fixture f;
     ck_assert_int_eq(tl_fx_start(&f, "shmsub", args), 0);
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":4,"
-                                          "\"update\":{\"max_rate\":1000}}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"a\",\"kind\":\"row\",\"z\":4,"
+                         "\"update\":{\"max_rate\":1000}}"));
     /* both in the background, each leaving its exit status in a file; the scan is pushed
      * once both subscriptions have reached the daemon */
     char *out = NULL;
-    ck_assert_int_eq(tl_fx_run(NULL, "cd '%s' || exit 1; "
+    ck_assert_int_eq(tl_fx_run(NULL,
+                               "cd '%s' || exit 1; "
                                "{ tomolive sub --endpoint '%s' --shm --until-final --timeout 60 "
                                "--out shmv --every-seq --latency a > shm.txt 2> shm.err; "
                                "echo $? > shm.rc; } < /dev/null > /dev/null 2>&1 & "
                                "{ tomolive sub --endpoint '%s' --until-final --timeout 60 "
                                "--out tcpv --every-seq a > tcp.txt 2> tcp.err; "
                                "echo $? > tcp.rc; } < /dev/null > /dev/null 2>&1 &",
-                               f.dir, f.slices, f.slices), 0);
+                               f.dir, f.slices, f.slices),
+                     0);
     double t0 = tl_fx_seconds();
     while (tl_fx_status_int(&f, "slices.subscriptions") < 2 && tl_fx_seconds() - t0 < 30)
         usleep(20000);
     ck_assert_int_eq(tl_fx_status_int(&f, "slices.subscriptions"), 2);
-    int rc = tl_fx_run(&out, "tomolive push --endpoint '%s' --rows 8 --cols 64 --projections 90 "
-                             "--darks 2 --flats 2 --rate 200 --quiet 2>&1", f.ingest);
+    int rc = tl_fx_run(&out,
+                       "tomolive push --endpoint '%s' --rows 8 --cols 64 --projections 90 "
+                       "--darks 2 --flats 2 --rate 200 --quiet 2>&1",
+                       f.ingest);
     ck_assert_msg(rc == 0, "push failed (%d):\n%s", rc, out);
     free(out);
     size_t len;
@@ -388,9 +405,11 @@ START_TEST(sub_shm_tool)
     /* the shm summary: the TCP one's keys, then stale (some of the missed) */
     const char *sum = strstr(so, "summary id=a received=");
     unsigned long long recv, missed, last, stale;
-    ck_assert_msg(sum && sscanf(sum, "summary id=a received=%llu missed=%llu last_seq=%llu "
-                                "stale=%llu latency_ms p50=", &recv, &missed, &last,
-                                &stale) == 4, "%.300s", sum ? sum : so);
+    ck_assert_msg(sum && sscanf(sum,
+                                "summary id=a received=%llu missed=%llu last_seq=%llu "
+                                "stale=%llu latency_ms p50=",
+                                &recv, &missed, &last, &stale) == 4,
+                  "%.300s", sum ? sum : so);
     ck_assert_msg(recv >= 1 && stale <= missed && recv + missed <= last,
                   "received %llu missed %llu last_seq %llu stale %llu", recv, missed, last, stale);
     ck_assert_msg(strstr(to, "summary id=a received=") && !strstr(to, "stale="), "%.300s",
@@ -410,8 +429,8 @@ START_TEST(sub_shm_tool)
         char *fa = slurp(f.dir, name, &na);
         snprintf(name, sizeof name, "tcpv/a-%llu.tif", seq);
         char *fb = slurp(f.dir, name, &nb);
-        ck_assert_msg(fa && fb && na == nb && na > 0 && !memcmp(fa, fb, na),
-                      "a-%llu.tif differs", seq);
+        ck_assert_msg(fa && fb && na == nb && na > 0 && !memcmp(fa, fb, na), "a-%llu.tif differs",
+                      seq);
         free(fa);
         free(fb);
         both++;
@@ -439,8 +458,9 @@ START_TEST(shm_off)
 {
     tl_fixture f;
     ck_assert_int_eq(tl_fx_start(&f, "shmoff", NULL), 0);
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":0,"
-                                          "\"update\":{\"max_rate\":1000}}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"a\",\"kind\":\"row\",\"z\":0,"
+                         "\"update\":{\"max_rate\":1000}}"));
     void *shm = subscribe(&f, "shm/a/");
     /* the subscription has reached the daemon (and changed nothing) */
     ck_assert(tl_fx_wait_status(&f, "slices.subscriptions", 1, 10));

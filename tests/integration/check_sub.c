@@ -95,37 +95,50 @@ static void publish(const char *id, uint64_t seq, bool final, double age_ms)
 {
     float img[H * W];
     image(seq, img);
-    tl_proto_slice s = {.id = {id, strlen(id)}, .seq = seq, .shape = {H, W},
-                        .dtype = TL_PROTO_F32, .orientation = {W, 0, 0, 0, H, 0, -W / 2.0f,
-                                                               -H / 2.0f, 3},
-                        .projections_used = 700 + (uint32_t)seq, .missing = (uint32_t)seq % 3,
-                        .window_first = seq, .window_last = seq + 719,
+    tl_proto_slice s = {.id = {id, strlen(id)},
+                        .seq = seq,
+                        .shape = {H, W},
+                        .dtype = TL_PROTO_F32,
+                        .orientation = {W, 0, 0, 0, H, 0, -W / 2.0f, -H / 2.0f, 3},
+                        .projections_used = 700 + (uint32_t)seq,
+                        .missing = (uint32_t)seq % 3,
+                        .window_first = seq,
+                        .window_last = seq + 719,
                         .t_acq = realtime_ns() - (uint64_t)(age_ms * 1e6),
-                        .t_pub = realtime_ns(), .final = final,
+                        .t_pub = realtime_ns(),
+                        .final = final,
                         .kernel = {"tex-test", 8}};
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
     char topic[128];
     size_t tl = tl_proto_slice_topic(topic, sizeof topic, id, strlen(id));
-    ck_assert_int_eq(tl_proto_send(xpub, topic, tl, sb.data, sb.size, img, sizeof img, NULL,
-                                   NULL, 0), 0);
+    ck_assert_int_eq(tl_proto_send(xpub, topic, tl, sb.data, sb.size, img, sizeof img, NULL, NULL,
+                                   0),
+                     0);
     msgpack_sbuffer_destroy(&sb);
 }
 
 /* The header publish() sends, with the pixels in shared memory at off of object name. */
-static void publish_shm(const char *id, uint64_t seq, bool final, double age_ms,
-                        const char *name, uint64_t off)
+static void publish_shm(const char *id, uint64_t seq, bool final, double age_ms, const char *name,
+                        uint64_t off)
 {
-    tl_proto_slice s = {.id = {id, strlen(id)}, .seq = seq, .shape = {H, W},
-                        .dtype = TL_PROTO_F32, .orientation = {W, 0, 0, 0, H, 0, -W / 2.0f,
-                                                               -H / 2.0f, 3},
-                        .projections_used = 700 + (uint32_t)seq, .missing = (uint32_t)seq % 3,
-                        .window_first = seq, .window_last = seq + 719,
+    tl_proto_slice s = {.id = {id, strlen(id)},
+                        .seq = seq,
+                        .shape = {H, W},
+                        .dtype = TL_PROTO_F32,
+                        .orientation = {W, 0, 0, 0, H, 0, -W / 2.0f, -H / 2.0f, 3},
+                        .projections_used = 700 + (uint32_t)seq,
+                        .missing = (uint32_t)seq % 3,
+                        .window_first = seq,
+                        .window_last = seq + 719,
                         .t_acq = realtime_ns() - (uint64_t)(age_ms * 1e6),
-                        .t_pub = realtime_ns(), .final = final,
-                        .kernel = {"tex-test", 8}, .has_shm = true,
-                        .shm_name = {name, strlen(name)}, .shm_offset = off};
+                        .t_pub = realtime_ns(),
+                        .final = final,
+                        .kernel = {"tex-test", 8},
+                        .has_shm = true,
+                        .shm_name = {name, strlen(name)},
+                        .shm_offset = off};
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
@@ -157,14 +170,14 @@ static uint64_t write_slot(tl_shm_ring *r, uint64_t seq, bool commit)
 }
 
 /* The line sub prints for a slice published by publish(); *lat gets its latency. */
-static void check_line(const char *out, const char *id, uint64_t seq, bool final,
-                       double min_lat)
+static void check_line(const char *out, const char *id, uint64_t seq, bool final, double min_lat)
 {
     char want[256];
-    snprintf(want, sizeof want, "id=%s seq=%llu shape=%dx%d projections=%u missing=%u "
-             "window=%llu..%llu latency_ms=", id, (unsigned long long)seq, H, W,
-             700 + (unsigned)seq, (unsigned)seq % 3, (unsigned long long)seq,
-             (unsigned long long)seq + 719);
+    snprintf(want, sizeof want,
+             "id=%s seq=%llu shape=%dx%d projections=%u missing=%u "
+             "window=%llu..%llu latency_ms=",
+             id, (unsigned long long)seq, H, W, 700 + (unsigned)seq, (unsigned)seq % 3,
+             (unsigned long long)seq, (unsigned long long)seq + 719);
     const char *p = strstr(out, want);
     ck_assert_msg(p != NULL, "no line '%s...' in:\n%s", want, out);
     double lat;
@@ -196,8 +209,8 @@ static void check_tiff(const char *path, uint64_t seq)
 START_TEST(test_sub_lines_files_gaps)
 {
     const char *out = path_in("out");
-    const char *args[] = {"sub", "--endpoint", ep, "--out", out, "--png", "--every-seq",
-                          "--count", "4", "row0", "row1", NULL};
+    const char *args[] = {"sub",         "--endpoint", ep,  "--out", out,    "--png",
+                          "--every-seq", "--count",    "4", "row0",  "row1", NULL};
     pid_t pid = tl_client_start(dir, args);
     wait_subscriptions(2);
     publish("row00", 0, false, 0); /* a prefix of its topic is subscribed: must not match */
@@ -260,28 +273,33 @@ START_TEST(test_sub_malformed)
     float img[H * W] = {0};
     /* not msgpack */
     ck_assert_int_eq(tl_proto_send(xpub, topic, strlen(topic), "\xc1junk", 5, img, sizeof img,
-                                   NULL, NULL, 0), 0);
+                                   NULL, NULL, 0),
+                     0);
     /* a valid header for another id under this topic */
-    tl_proto_slice s = {.id = {"row1", 4}, .shape = {H, W}, .dtype = TL_PROTO_F32,
+    tl_proto_slice s = {.id = {"row1", 4},
+                        .shape = {H, W},
+                        .dtype = TL_PROTO_F32,
                         .kernel = {"k", 1}};
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
-    ck_assert_int_eq(tl_proto_send(xpub, topic, strlen(topic), sb.data, sb.size, img,
-                                   sizeof img, NULL, NULL, 0), 0);
+    ck_assert_int_eq(tl_proto_send(xpub, topic, strlen(topic), sb.data, sb.size, img, sizeof img,
+                                   NULL, NULL, 0),
+                     0);
     /* a payload of the wrong length */
     s.id = (tl_proto_str){"row0", 4};
     msgpack_sbuffer_clear(&sb);
     ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
     ck_assert_int_eq(tl_proto_send(xpub, topic, strlen(topic), sb.data, sb.size, img,
-                                   sizeof img - 4, NULL, NULL, 0), 0);
+                                   sizeof img - 4, NULL, NULL, 0),
+                     0);
     msgpack_sbuffer_destroy(&sb);
     publish("row0", 0, false, 0);
     publish("row0", 1, false, 0);
     ck_assert_int_eq(tl_client_wait(pid, 30), 0);
     ck_assert_int_eq(tl_count_lines(tl_client_out(), "id=row0 "), 2);
     const char *e = tl_client_err();
-    ck_assert_msg(strstr(e, "E_MALFORMED") != NULL, "%s", e); /* the first, named */
+    ck_assert_msg(strstr(e, "E_MALFORMED") != NULL, "%s", e);         /* the first, named */
     ck_assert_int_eq(tl_count_lines(e, "tomolive sub: rejected"), 1); /* printed once */
     ck_assert_msg(strstr(e, "3 malformed messages rejected") != NULL, "%s", e);
 }
@@ -320,8 +338,8 @@ START_TEST(test_sub_timeout_and_interrupt)
 
     /* each slice restarts the timeout: 3 slices 0.6 s apart outlast a 1.5 s timeout */
     fresh_xpub();
-    const char *again[] = {"sub", "--endpoint", ep, "--timeout", "1.5", "--count", "3", "row0",
-                           NULL};
+    const char *again[] = {"sub",     "--endpoint", ep,     "--timeout", "1.5",
+                           "--count", "3",          "row0", NULL};
     pid_t pid = tl_client_start(dir, again);
     wait_subscriptions(1);
     for (int i = 0; i < 3; i++) {
@@ -346,8 +364,8 @@ END_TEST
 
 START_TEST(test_sub_all_latency)
 {
-    const char *args[] = {"sub", "--endpoint", ep, "--all", "--count", "3", "--latency",
-                          "--quiet", NULL};
+    const char *args[] = {"sub", "--endpoint", ep,        "--all", "--count",
+                          "3",   "--latency",  "--quiet", NULL};
     pid_t pid = tl_client_start(dir, args);
     wait_subscriptions(1);
     publish("x", 5, false, 40);
@@ -360,8 +378,9 @@ START_TEST(test_sub_all_latency)
     ck_assert_msg(x != NULL, "%s", o);
     ck_assert(strstr(o, "summary id=y received=1 missed=0 last_seq=0 latency_ms") != NULL);
     double p50, p90, p99, mx;
-    ck_assert_int_eq(sscanf(strstr(x, "p50="), "p50=%lf p90=%lf p99=%lf max=%lf", &p50, &p90,
-                            &p99, &mx), 4);
+    ck_assert_int_eq(sscanf(strstr(x, "p50="), "p50=%lf p90=%lf p99=%lf max=%lf", &p50, &p90, &p99,
+                            &mx),
+                     4);
     ck_assert_msg(p50 >= 40 && p50 <= p90 && p90 <= p99 && p99 <= mx && mx >= 80 && mx < 5080,
                   "%s", x);
 }
@@ -378,13 +397,13 @@ START_TEST(test_sub_shm)
     ck_assert_msg(tl_shm_ring_create(&r, name, 5, H * W * sizeof(float), err, sizeof err) == 0,
                   "%s", err);
     const char *out = path_in("shm-out");
-    const char *args[] = {"sub", "--endpoint", ep, "--shm", "--out", out, "--every-seq",
-                          "--until-final", "--latency", "row0", NULL};
+    const char *args[] = {"sub",         "--endpoint",    ep,          "--shm", "--out", out,
+                          "--every-seq", "--until-final", "--latency", "row0",  NULL};
     pid_t pid = tl_client_start(dir, args);
     char buf[64];
     int len = zmq_recv(xpub, buf, sizeof buf, 0);
-    ck_assert_msg(len == 10 && !memcmp(buf, "\1shm/row0/", 10), "subscribed to %.*s",
-                  len - 1, buf + 1);
+    ck_assert_msg(len == 10 && !memcmp(buf, "\1shm/row0/", 10), "subscribed to %.*s", len - 1,
+                  buf + 1);
     uint64_t o1 = write_slot(&r, 1, true);
     uint64_t o2 = write_slot(&r, 2, false); /* the daemon is still writing it */
     uint64_t o3 = write_slot(&r, 3, true);
@@ -406,9 +425,9 @@ START_TEST(test_sub_shm)
     check_line(o, "row0", 4, false, 25);
     check_line(o, "row0", 6, true, 25);
     ck_assert_msg(strstr(o, "summary id=row0 received=4 missed=2 last_seq=6 stale=1 "
-                            "latency_ms p50=") != NULL, "%s", o);
-    ck_assert_int_eq(tl_count_lines(e, "tomolive sub: cannot read a slice from shared memory"),
-                     1);
+                            "latency_ms p50=") != NULL,
+                  "%s", o);
+    ck_assert_int_eq(tl_count_lines(e, "tomolive sub: cannot read a slice from shared memory"), 1);
     ck_assert_msg(strstr(e, none) != NULL, "%s", e);
     ck_assert_msg(strstr(e, "1 slices could not be read from shared memory") != NULL, "%s", e);
 
@@ -433,13 +452,12 @@ START_TEST(test_sub_shm_all)
     char err[512];
     tl_shm_ring r;
     ck_assert(tl_shm_ring_create(&r, name, 2, H * W * sizeof(float), err, sizeof err) == 0);
-    const char *args[] = {"sub", "--endpoint", ep, "--shm", "--all", "--count", "2", "--quiet",
-                          NULL};
+    const char *args[] = {"sub",     "--endpoint", ep,        "--shm", "--all",
+                          "--count", "2",          "--quiet", NULL};
     pid_t pid = tl_client_start(dir, args);
     char buf[64];
     int len = zmq_recv(xpub, buf, sizeof buf, 0);
-    ck_assert_msg(len == 5 && !memcmp(buf, "\1shm/", 5), "subscribed to %.*s", len - 1,
-                  buf + 1);
+    ck_assert_msg(len == 5 && !memcmp(buf, "\1shm/", 5), "subscribed to %.*s", len - 1, buf + 1);
     publish("x", 1, false, 0);
     publish_shm("x", 7, false, 0, name, write_slot(&r, 7, true));
     publish_shm("y", 1, false, 0, name, write_slot(&r, 1, true));

@@ -26,15 +26,24 @@
 /* A scan of ROWS x COLS float32 line integrals of a centred disk, all its projections. */
 static void send_scan(tl_fixture *f, uint64_t series)
 {
-    tl_proto_scan s = {.series = series, .geometry = TL_PROTO_PARALLEL, .rows = ROWS,
-                       .cols = COLS, .dtype = TL_PROTO_F32, .window = WINDOW,
+    tl_proto_scan s = {.series = series,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = ROWS,
+                       .cols = COLS,
+                       .dtype = TL_PROTO_F32,
+                       .window = WINDOW,
                        .already_linear = true};
     ck_assert_int_eq(tl_fx_send_scan(f, &s), 0);
     static float img[ROWS * COLS];
     tl_fx_disk_projection(img, ROWS, COLS, 10);
     for (uint32_t k = 0; k < WINDOW; k++) {
-        tl_proto_frame h = {.series = series, .index = k, .kind = TL_PROTO_PROJ, .has_angle = true,
-                            .angle = M_PI * k / WINDOW, .dtype = TL_PROTO_F32, .rows = ROWS,
+        tl_proto_frame h = {.series = series,
+                            .index = k,
+                            .kind = TL_PROTO_PROJ,
+                            .has_angle = true,
+                            .angle = M_PI * k / WINDOW,
+                            .dtype = TL_PROTO_F32,
+                            .rows = ROWS,
                             .cols = COLS};
         ck_assert_int_eq(tl_fx_send_frame(f, &h, img, sizeof img), 0);
     }
@@ -49,7 +58,8 @@ static json_t *size_status(tl_fixture *f, uint32_t h, uint32_t w)
         json_t *sizes = json_object_get(json_object_get(st, "kernels"), "sizes");
         size_t i;
         json_t *s;
-        json_array_foreach(sizes, i, s) {
+        json_array_foreach(sizes, i, s)
+        {
             if (json_integer_value(json_object_get(s, "height")) == h &&
                 json_integer_value(json_object_get(s, "width")) == w &&
                 strcmp(json_string_value(json_object_get(s, "source")), "tuning") != 0) {
@@ -121,8 +131,11 @@ static void start(tl_fixture *f, const char *tag, const char *mode, const char *
     char set_mode[64], set_cache[700];
     snprintf(set_mode, sizeof set_mode, "engine.tune=%s", mode);
     snprintf(set_cache, sizeof set_cache, "engine.tune_cache=%s", cache);
-    const char *args[] = {"--set", set_mode, "--set", set_cache, "--set", "engine.tune_budget=1",
-                          "--set", "slices.incremental=false", NULL};
+    const char *args[] = {"--set", set_mode,
+                          "--set", set_cache,
+                          "--set", "engine.tune_budget=1",
+                          "--set", "slices.incremental=false",
+                          NULL};
     ck_assert_int_eq(tl_fx_start(f, tag, args), 0);
 }
 
@@ -137,7 +150,7 @@ START_TEST(auto_then_cached)
     start(&f, "tuneauto", "auto", cache);
     json_t *r = tl_fx_request(&f, "tune", NULL);
     ck_assert_msg(r && !json_is_true(json_object_get(r, "ok")) &&
-                  json_integer_value(json_object_get(r, "code")) == TL_PROTO_E_STATE,
+                      json_integer_value(json_object_get(r, "code")) == TL_PROTO_E_STATE,
                   "tune without a scan: %s", r ? json_dumps(r, 0) : "no reply");
     json_decref(r);
     json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,\"pin\":true}"));
@@ -155,8 +168,10 @@ START_TEST(auto_then_cached)
     ck_assert_int_eq(tl_fx_status_int(&f, "kernels.tune_failures"), 0);
     ck_assert_msg(file_exists(cache), "no cache file %s", cache);
     char *log = tl_fx_log(&f);
-    ck_assert_msg(strstr(log, "event=kernel_choice height=32 width=32 window=30 batch=4 source=tuned "
-                              "quality=exact single=cpu-f32"), "%s", log);
+    ck_assert_msg(strstr(log,
+                         "event=kernel_choice height=32 width=32 window=30 batch=4 source=tuned "
+                         "quality=exact single=cpu-f32"),
+                  "%s", log);
     free(log);
 
     /* the slice header names the kernel chosen for its size */
@@ -181,7 +196,8 @@ START_TEST(auto_then_cached)
     bool found = false;
     size_t i;
     json_t *e;
-    json_array_foreach(ranking, i, e) {
+    json_array_foreach(ranking, i, e)
+    {
         found |= strcmp(json_string_value(json_object_get(e, "kernel")), "cpu-f32") == 0;
         ck_assert_str_eq(json_string_value(json_object_get(e, "mode")), "exact");
         ck_assert(json_number_value(json_object_get(e, "ms")) > 0);
@@ -206,8 +222,7 @@ START_TEST(auto_then_cached)
     json_decref(r);
     json_t *cmds = tl_fx_ok(&f, "commands", NULL);
     found = false;
-    json_array_foreach(cmds, i, e)
-        found |= strcmp(json_string_value(e), "tune") == 0;
+    json_array_foreach(cmds, i, e) found |= strcmp(json_string_value(e), "tune") == 0;
     ck_assert(found);
     json_decref(cmds);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
@@ -216,7 +231,8 @@ START_TEST(auto_then_cached)
     /* cached: the same device and shape are read from the cache, nothing is timed */
     start(&f, "tunecached", "cached", cache);
     json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,\"pin\":true}"));
-    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"b\",\"kind\":\"row\",\"z\":2,\"size\":[8,8],\"pin\":true}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"b\",\"kind\":\"row\",\"z\":2,\"size\":[8,8],\"pin\":true}"));
     sub = subscribe(&f, "slice/a/");
     send_scan(&f, 7);
     s = size_status(&f, COLS, COLS);
@@ -258,8 +274,10 @@ START_TEST(off)
     ck_assert_ptr_null(kernel_of(s, "single", "exact"));
     json_decref(s);
     json_t *st = tl_fx_ok(&f, "status", NULL);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "kernels"), "tune")), "off");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "kernels"), "cache")), cache);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "kernels"), "tune")),
+                     "off");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "kernels"), "cache")),
+                     cache);
     json_decref(st);
     ck_assert_int_eq(tl_fx_status_int(&f, "kernels.tune_runs"), 0);
     ck_assert(!file_exists(cache));
@@ -334,7 +352,8 @@ START_TEST(corrupt_cache)
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), WINDOW);
     char *log = tl_fx_log(&f);
     ck_assert_msg(strstr(log, "level=error event=kernel_choice height=32 width=32") &&
-                  strstr(log, "source=failed") && strstr(log, "reconstruction goes on"), "%s", log);
+                      strstr(log, "source=failed") && strstr(log, "reconstruction goes on"),
+                  "%s", log);
     free(log);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
     tl_fx_cleanup(&f);
@@ -351,8 +370,13 @@ START_TEST(stop_while_tuning)
     const char *args[] = {"--set", "engine.tune=auto", "--set", "engine.tune_budget=60", NULL};
     ck_assert_int_eq(tl_fx_start(&f, "tunestop", args), 0);
     json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,\"pin\":true}"));
-    tl_proto_scan sc = {.series = 1, .geometry = TL_PROTO_PARALLEL, .rows = 4, .cols = 512,
-                        .dtype = TL_PROTO_F32, .window = 1440, .already_linear = true};
+    tl_proto_scan sc = {.series = 1,
+                        .geometry = TL_PROTO_PARALLEL,
+                        .rows = 4,
+                        .cols = 512,
+                        .dtype = TL_PROTO_F32,
+                        .window = 1440,
+                        .already_linear = true};
     ck_assert_int_eq(tl_fx_send_scan(&f, &sc), 0);
     bool tuning = false;
     for (double t0 = tl_fx_seconds(); !tuning && tl_fx_seconds() - t0 < 10; usleep(20000)) {

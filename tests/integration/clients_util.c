@@ -116,8 +116,7 @@ int tl_client_wait(pid_t pid, double timeout_s)
     free(err_text);
     out_text = slurp(out_path);
     err_text = slurp(err_path);
-    ck_assert_msg(!killed, "tomolive still running after %g s; stderr: %s", timeout_s,
-                  err_text);
+    ck_assert_msg(!killed, "tomolive still running after %g s; stderr: %s", timeout_s, err_text);
     ck_assert_msg(WIFEXITED(status), "tomolive died of signal %d; stderr: %s",
                   WIFSIGNALED(status) ? WTERMSIG(status) : 0, err_text);
     return WEXITSTATUS(status);

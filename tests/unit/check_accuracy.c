@@ -18,14 +18,14 @@
 
 typedef struct {
     uint32_t rows, cols, nproj;
-    bool nonuniform;       /* jittered, non-uniform angles */
-    bool offsets;          /* random per-projection centre corrections */
+    bool nonuniform; /* jittered, non-uniform angles */
+    bool offsets;    /* random per-projection centre corrections */
     tl_filter filter;
     tl_precision precision;
     tl_weights weights;
-    double center_shift;   /* the data's axis relative to (cols - 1) / 2 */
-    uint32_t window;       /* 0 = nproj */
-    uint64_t first;        /* index of the first projection fed */
+    double center_shift; /* the data's axis relative to (cols - 1) / 2 */
+    uint32_t window;     /* 0 = nproj */
+    uint64_t first;      /* index of the first projection fed */
 } scan;
 
 static double angle_of(const scan *s, uint64_t k)
@@ -63,9 +63,16 @@ static void feed(tl_engine *e, const scan *s, const tl_phantom *ph, uint64_t fir
     float *img = malloc((size_t)s->rows * s->cols * sizeof *img);
     for (uint64_t k = first; k < first + count; k++) {
         double th = angle_of(s, k), off = offset_of(s, k);
-        tl_phantom_project(ph, th, (s->cols - 1) / 2.0 + s->center_shift + off, s->rows, s->cols, img);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = th, .center_offset = off,
-                      .dtype = TL_DTYPE_F32, .rows = s->rows, .cols = s->cols, .data = img};
+        tl_phantom_project(ph, th, (s->cols - 1) / 2.0 + s->center_shift + off, s->rows, s->cols,
+                           img);
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = th,
+                      .center_offset = off,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = s->rows,
+                      .cols = s->cols,
+                      .data = img};
         ck_assert_int_eq(tl_engine_submit(e, &f), TL_OK);
     }
     free(img);
@@ -76,14 +83,17 @@ static float *recon(tl_engine *e, const tl_slice_spec *sp)
     float *out = malloc((size_t)sp->height * sp->width * sizeof *out);
     int id;
     ck_assert_int_eq(tl_engine_add_slice(e, sp, &id), TL_OK);
-    ck_assert_msg(tl_engine_reconstruct(e, &id, 1, &out, NULL) == TL_OK, "%s", tl_engine_last_error(e));
+    ck_assert_msg(tl_engine_reconstruct(e, &id, 1, &out, NULL) == TL_OK, "%s",
+                  tl_engine_last_error(e));
     tl_engine_remove_slice(e, id);
     return out;
 }
 
 static void shepp(tl_phantom *ph, const scan *s)
 {
-    ck_assert_int_eq(tl_phantom_shepp_logan(ph, 0.45 * s->cols, (s->rows - 1) / 2.0, 0.45 * s->cols), 0);
+    ck_assert_int_eq(tl_phantom_shepp_logan(ph, 0.45 * s->cols, (s->rows - 1) / 2.0,
+                                            0.45 * s->cols),
+                     0);
 }
 
 /* The phantom's true slice on the pixel grid of a row slice: each pixel the average of
@@ -152,7 +162,11 @@ END_TEST
 /* A prime projection count, non-uniform angles with angular weights, random centres. */
 START_TEST(f32_vs_f64_nonuniform)
 {
-    f32_vs_f64((scan){.rows = 3, .cols = 250, .nproj = 181, .nonuniform = true, .offsets = true,
+    f32_vs_f64((scan){.rows = 3,
+                      .cols = 250,
+                      .nproj = 181,
+                      .nonuniform = true,
+                      .offsets = true,
                       .weights = TL_WEIGHTS_ANGLES});
 }
 END_TEST
@@ -178,8 +192,10 @@ START_TEST(fbp_vs_phantom_all_filters)
         double rel = tl_rel_l2_disk(img, t, s.cols, s.cols, r);
         double relp = tl_rel_l2_disk(img, tp, s.cols, s.cols, r);
         printf("FBP vs phantom 512^2 x 720, %-11s: rel L2 in the circle %.4f (pixel-averaged), "
-               "%.4f (point-sampled)\n", tl_filter_name(s.filter), rel, relp);
-        ck_assert_msg(rel < (f == TL_FILTER_RAMLAK ? 0.1 : 0.25), "%s: %g", tl_filter_name(s.filter), rel);
+               "%.4f (point-sampled)\n",
+               tl_filter_name(s.filter), rel, relp);
+        ck_assert_msg(rel < (f == TL_FILTER_RAMLAK ? 0.1 : 0.25), "%s: %g",
+                      tl_filter_name(s.filter), rel);
         free(img);
         tl_engine_destroy(e);
     }

@@ -85,8 +85,14 @@ START_TEST(native)
     tlt_afx_open(&f, "tomolive", NULL);
     msgpack_sbuffer buf;
     msgpack_sbuffer_init(&buf);
-    tl_proto_scan scan = {.series = SERIES, .geometry = TL_PROTO_PARALLEL, .rows = R, .cols = W,
-                          .dtype = TL_PROTO_U16, .window = 90, .darks = 1, .has_angles = true,
+    tl_proto_scan scan = {.series = SERIES,
+                          .geometry = TL_PROTO_PARALLEL,
+                          .rows = R,
+                          .cols = W,
+                          .dtype = TL_PROTO_U16,
+                          .window = 90,
+                          .darks = 1,
+                          .has_angles = true,
                           .angle_step = M_PI / 90};
     ck_assert_int_eq(tl_proto_encode_scan(&buf, &scan), 0);
     ck_assert_int_eq(tlt_afx_feed1(&f, buf.data, buf.size), 1);
@@ -97,8 +103,12 @@ START_TEST(native)
     ck_assert_uint_eq(f.items[0].scan.window, 90);
 
     msgpack_sbuffer_clear(&buf);
-    tl_proto_frame fr = {.series = SERIES, .index = 0, .kind = TL_PROTO_DARK,
-                         .dtype = TL_PROTO_U16, .rows = R, .cols = W};
+    tl_proto_frame fr = {.series = SERIES,
+                         .index = 0,
+                         .kind = TL_PROTO_DARK,
+                         .dtype = TL_PROTO_U16,
+                         .rows = R,
+                         .cols = W};
     ck_assert_int_eq(tl_proto_encode_frame(&buf, &fr), 0);
     const void *parts[2] = {buf.data, pixels};
     size_t lens[2] = {buf.size, NPIX * 2};
@@ -127,8 +137,8 @@ static int v1_header(tl_afx *f, uint64_t series, int nimages)
     json_t *h = json_pack("{s:s, s:I, s:s}", "htype", "dheader-1.0", "series", (json_int_t)series,
                           "header_detail", "basic");
     json_t *c = json_pack("{s:i, s:i, s:i, s:i, s:f, s:f, s:s}", "nimages", nimages, "ntrigger", 1,
-                          "x_pixels_in_detector", W, "y_pixels_in_detector", R, "omega_start",
-                          0.0, "omega_increment", 2.0, "detector", "EIGER");
+                          "x_pixels_in_detector", W, "y_pixels_in_detector", R, "omega_start", 0.0,
+                          "omega_increment", 2.0, "detector", "EIGER");
     char *hs = json_text(h), *cs = json_text(c);
     const void *parts[2] = {hs, cs};
     size_t lens[2] = {strlen(hs), strlen(cs)};
@@ -198,8 +208,11 @@ START_TEST(dectris_v1)
     /* and on: the series' last image, then its end */
     ck_assert_int_eq(v1_image(&f, SERIES, 2, v1_dd("<"), pixels, NPIX * 2), 1);
     assert_frame(&f, 0, TL_PROTO_PROJ, 1);
-    ck_assert_int_eq(feed_json(&f, json_pack("{s:s, s:i}", "htype", "dseries_end-1.0", "series",
-                                             SERIES), NULL, 0), 1);
+    ck_assert_int_eq(feed_json(&f,
+                               json_pack("{s:s, s:i}", "htype", "dseries_end-1.0", "series",
+                                         SERIES),
+                               NULL, 0),
+                     1);
     ck_assert_int_eq(f.items[0].type, TL_MSG_END);
     tlt_afx_close(&f);
 }
@@ -237,8 +250,10 @@ static void json_preset(const char *preset)
     assert_frame(&f, 0, TL_PROTO_PROJ, 0);
 
     assert_rejected(&f, tlt_afx_feed1(&f, "[1, 2]", 6), TL_PROTO_E_NOT_MAP);
-    assert_rejected(&f, tlt_afx_feed(&f, (const void *[]){"{\"x\":", pixels},
-                                     (size_t[]){5, NPIX * 2}, 2), TL_PROTO_E_MALFORMED);
+    assert_rejected(&f,
+                    tlt_afx_feed(&f, (const void *[]){"{\"x\":", pixels}, (size_t[]){5, NPIX * 2},
+                                 2),
+                    TL_PROTO_E_MALFORMED);
     json_t *h = preset_header(preset, 2);
     json_object_set_new(h, "shape", json_string("8x64"));
     assert_rejected(&f, feed_json(&f, h, pixels, NPIX * 2), TL_PROTO_E_KEY_TYPE);

@@ -34,7 +34,8 @@ static uint16_t pixels[NPIX];
 
 static void kv(cbor_item_t *map, const char *k, cbor_item_t *v)
 {
-    ck_assert(cbor_map_add(map, (struct cbor_pair){cbor_move(cbor_build_string(k)), cbor_move(v)}));
+    ck_assert(
+        cbor_map_add(map, (struct cbor_pair){cbor_move(cbor_build_string(k)), cbor_move(v)}));
 }
 
 /* Feeds one CBOR item (consumed) as a one-part message. */
@@ -147,7 +148,8 @@ START_TEST(series)
     tlt_afx_open(&f, "dectris-v2", (const char *const[]){"ingest.darks=1", NULL});
     ck_assert_int_eq(feed_cbor(&f, start_msg(SERIES, R, W, 3, true)), 0);
     ck_assert_int_eq(feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(0),
-                                             channel(pixels, NPIX * 2, false, 69))), 1);
+                                             channel(pixels, NPIX * 2, false, 69))),
+                     1);
     ck_assert_int_eq(f.nitems, 2);
     ck_assert_int_eq(f.items[0].type, TL_MSG_SCAN);
     ck_assert_uint_eq(f.items[0].scan.rows, R);
@@ -156,7 +158,8 @@ START_TEST(series)
     assert_pixels(&f, 1);
     ck_assert_int_eq(f.items[1].frame.kind, TL_PROTO_DARK);
     ck_assert_int_eq(feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(1),
-                                             channel(pixels, NPIX * 2, true, 69))), 1);
+                                             channel(pixels, NPIX * 2, true, 69))),
+                     1);
     ck_assert_int_eq(f.nitems, 1);
     assert_pixels(&f, 0);
     ck_assert_int_eq(f.items[0].frame.kind, TL_PROTO_PROJ);
@@ -170,23 +173,28 @@ START_TEST(series)
     cbor_item_t *arr = cbor_new_definite_array(1);
     cbor_array_push(arr, cbor_move(cbor_build_uint8(1)));
     assert_rejected(&f, feed_cbor(&f, arr), TL_PROTO_E_NOT_MAP);
-    assert_rejected(&f, feed_cbor(&f, image_msg(SERIES, cbor_build_string("two"),
-                                                channel(pixels, NPIX * 2, false, 69))),
+    assert_rejected(&f,
+                    feed_cbor(&f, image_msg(SERIES, cbor_build_string("two"),
+                                            channel(pixels, NPIX * 2, false, 69))),
                     TL_PROTO_E_KEY_TYPE);
-    assert_rejected(&f, feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(2),
-                                                channel(pixels, NPIX * 2 - 2, false, 69))),
+    assert_rejected(&f,
+                    feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(2),
+                                            channel(pixels, NPIX * 2 - 2, false, 69))),
                     TL_PROTO_E_PAYLOAD);
-    assert_rejected(&f, feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(2), /* big endian */
-                                                channel(pixels, NPIX * 2, false, 65))),
+    assert_rejected(&f,
+                    feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(2), /* big endian */
+                                            channel(pixels, NPIX * 2, false, 65))),
                     TL_PROTO_E_DTYPE);
-    assert_rejected(&f, feed_cbor(&f, image_msg(99, cbor_build_uint64(0),
-                                                channel(pixels, NPIX * 2, false, 69))),
+    assert_rejected(&f,
+                    feed_cbor(&f, image_msg(99, cbor_build_uint64(0),
+                                            channel(pixels, NPIX * 2, false, 69))),
                     TL_PROTO_E_STATE);
     const void *two[2] = {junk, junk};
     assert_rejected(&f, tlt_afx_feed(&f, two, (size_t[]){1, 1}, 2), TL_PROTO_E_PARTS);
     /* and on */
     ck_assert_int_eq(feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(2),
-                                             channel(pixels, NPIX * 2, false, 69))), 1);
+                                             channel(pixels, NPIX * 2, false, 69))),
+                     1);
     assert_pixels(&f, 0);
     ck_assert_uint_eq(f.items[0].frame.index, 1);
     ck_assert_int_eq(feed_cbor(&f, end_msg(SERIES)), 1);

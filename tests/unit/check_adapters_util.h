@@ -32,8 +32,8 @@ typedef struct {
     const tl_adapter_ops *ops;
     void *state;
     tl_item items[TLT_AFX_ITEMS];
-    int nitems;                 /* produced by the last message */
-    tl_proto_error err;         /* set when the last message was rejected */
+    int nitems;         /* produced by the last message */
+    tl_proto_error err; /* set when the last message was rejected */
 } tl_afx;
 
 /* An adapter of the named format with the settings' defaults and the NULL-terminated

@@ -23,10 +23,19 @@ static void band_frame(uint64_t index, uint16_t *px)
 /* Band [first, first + rows) of frame index, its payload pointing into px. */
 static tl_proto_frame band(uint64_t index, uint32_t first, uint32_t rows, const uint16_t *px)
 {
-    tl_proto_frame f = {.series = 3, .index = index, .kind = TL_PROTO_PROJ, .has_angle = true,
-                        .angle = 0.25 * (double)index, .dtype = TL_PROTO_U16, .rows = BR,
-                        .cols = BC, .has_t_acq = true, .t_acq = 77 + index, .has_band = true,
-                        .band_first = first, .band_rows = rows};
+    tl_proto_frame f = {.series = 3,
+                        .index = index,
+                        .kind = TL_PROTO_PROJ,
+                        .has_angle = true,
+                        .angle = 0.25 * (double)index,
+                        .dtype = TL_PROTO_U16,
+                        .rows = BR,
+                        .cols = BC,
+                        .has_t_acq = true,
+                        .t_acq = 77 + index,
+                        .has_band = true,
+                        .band_first = first,
+                        .band_rows = rows};
     f.payload = px + (size_t)first * BC;
     f.payload_len = (size_t)rows * BC * sizeof *px;
     return f;
@@ -147,8 +156,14 @@ START_TEST(bands_large_copy)
     ck_assert_ptr_nonnull(px);
     for (size_t k = 0; k < (size_t)LR * LC; k++)
         px[k] = (uint16_t)(k * 2654435761u >> 7);
-    tl_proto_frame f = {.series = 1, .index = 5, .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_U16,
-                        .rows = LR, .cols = LC, .has_band = true, .band_rows = LR / 2};
+    tl_proto_frame f = {.series = 1,
+                        .index = 5,
+                        .kind = TL_PROTO_PROJ,
+                        .dtype = TL_PROTO_U16,
+                        .rows = LR,
+                        .cols = LC,
+                        .has_band = true,
+                        .band_rows = LR / 2};
     tl_bands_frame *done;
     char why[256];
     for (int half = 1; half >= 0; half--) {

@@ -99,7 +99,8 @@ START_TEST(untranspose_matches_reference)
     size_t sizes[] = {1, 2, 4, 8};
     for (int e = 0; e < 4; e++) {
         size_t elem = sizes[e], n = 8 * 37;
-        uint8_t *in = frame(n, elem, 7 + (unsigned)e), *sh = malloc(n * elem), *back = malloc(n * elem);
+        uint8_t *in = frame(n, elem, 7 + (unsigned)e), *sh = malloc(n * elem),
+                *back = malloc(n * elem);
         ref_shuffle(in, sh, n, elem);
         ck_assert_int_eq(tl_bitshuffle_untranspose(sh, back, n, elem), 0);
         ck_assert_msg(memcmp(in, back, n * elem) == 0, "element size %zu", elem);
@@ -115,9 +116,11 @@ END_TEST
 START_TEST(bslz4_bit_exact)
 {
     /* (elements, element size, block elements): one block, many, a short last block, a tail */
-    struct { size_t n, elem, block; } cases[] = {
-        {256 * 64, 2, 4096}, {256 * 64 + 3, 2, 4096}, {1000, 2, 64}, {1005, 4, 128},
-        {333, 1, 8}, {7, 2, 64}, {64 * 64, 4, 2048}, {4099, 1, 8192},
+    struct {
+        size_t n, elem, block;
+    } cases[] = {
+        {256 * 64, 2, 4096}, {256 * 64 + 3, 2, 4096}, {1000, 2, 64},   {1005, 4, 128}, {333, 1, 8},
+        {7, 2, 64},          {64 * 64, 4, 2048},      {4099, 1, 8192},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         size_t n = cases[c].n, elem = cases[c].elem, block = cases[c].block, bytes = n * elem;
@@ -130,15 +133,18 @@ START_TEST(bslz4_bit_exact)
         char why[160] = "";
         memset(out, 0xAB, bytes);
         ck_assert_msg(tl_bitshuffle_decode_bslz4(enc, len, elem, out, bytes, scratch, need, why,
-                                                 sizeof why) == 0, "case %zu: %s", c, why);
+                                                 sizeof why) == 0,
+                      "case %zu: %s", c, why);
         ck_assert_msg(memcmp(in, out, bytes) == 0, "case %zu: not bit-exact", c);
         /* the declared size must be the shape's */
         ck_assert_int_eq(tl_bitshuffle_decode_bslz4(enc, len, elem, out, bytes - elem, scratch,
-                                                    need, why, sizeof why), -1);
+                                                    need, why, sizeof why),
+                         -1);
         ck_assert_msg(strstr(why, "differs"), "%s", why);
         /* truncated */
-        ck_assert_int_eq(tl_bitshuffle_decode_bslz4(enc, len - 1, elem, out, bytes, scratch,
-                                                    need, why, sizeof why), -1);
+        ck_assert_int_eq(tl_bitshuffle_decode_bslz4(enc, len - 1, elem, out, bytes, scratch, need,
+                                                    why, sizeof why),
+                         -1);
         free(in);
         free(enc);
         free(out);
@@ -150,7 +156,8 @@ END_TEST
 START_TEST(lz4_bit_exact)
 {
     size_t bytes = 256 * 64 * 2 + 6;
-    uint8_t *in = frame(bytes / 2, 2, 3), *enc = malloc(12 + 2 * bytes + 4096), *out = malloc(bytes);
+    uint8_t *in = frame(bytes / 2, 2, 3), *enc = malloc(12 + 2 * bytes + 4096),
+            *out = malloc(bytes);
     char why[160] = "";
     /* blocks of 1000 bytes: compressed ones and, for the noise, raw ones */
     for (int pass = 0; pass < 2; pass++) {
@@ -167,8 +174,10 @@ START_TEST(lz4_bit_exact)
     uint8_t *again = frame(bytes / 2, 2, 4);
     memcpy(in, again, bytes);
     free(again);
-    int c = LZ4_compress_default((const char *)in, (char *)enc, (int)bytes, LZ4_compressBound((int)bytes));
-    ck_assert_msg(tl_lz4_decode_block(enc, (size_t)c, out, bytes, why, sizeof why) == 0, "%s", why);
+    int c = LZ4_compress_default((const char *)in, (char *)enc, (int)bytes,
+                                 LZ4_compressBound((int)bytes));
+    ck_assert_msg(tl_lz4_decode_block(enc, (size_t)c, out, bytes, why, sizeof why) == 0, "%s",
+                  why);
     ck_assert(memcmp(in, out, bytes) == 0);
     ck_assert_int_eq(tl_lz4_decode_block(enc, (size_t)c, out, bytes - 1, why, sizeof why), -1);
     free(in);
@@ -187,13 +196,15 @@ START_TEST(corrupt_and_bombs_refused)
     /* corrupt LZ4: a block's declared size points past its data */
     enc[12 + 3] ^= 0x40;
     ck_assert_int_eq(tl_bitshuffle_decode_bslz4(enc, len, elem, out, bytes, scratch, 2048, why,
-                                                sizeof why), -1);
+                                                sizeof why),
+                     -1);
     /* a bomb: 64 bytes claiming 1 GiB, refused before any block is read */
     uint8_t bomb[64] = {0};
     put_be(bomb, 1u << 30, 8);
     put_be(bomb + 8, 8192, 4);
-    ck_assert_int_eq(tl_bitshuffle_decode_bslz4(bomb, sizeof bomb, 2, out, 1u << 30, scratch,
-                                                2048, why, sizeof why), -1);
+    ck_assert_int_eq(tl_bitshuffle_decode_bslz4(bomb, sizeof bomb, 2, out, 1u << 30, scratch, 2048,
+                                                why, sizeof why),
+                     -1);
     ck_assert_msg(strstr(why, "bomb"), "%s", why);
     ck_assert_int_eq(tl_lz4_decode_hdf5(bomb, sizeof bomb, out, 1u << 30, why, sizeof why), -1);
     ck_assert_msg(strstr(why, "bomb"), "%s", why);
@@ -201,9 +212,11 @@ START_TEST(corrupt_and_bombs_refused)
     /* a block size that is not a multiple of 8 elements */
     put_be(enc + 8, 1000, 4);
     ck_assert_int_eq(tl_bitshuffle_decode_bslz4(enc, len, elem, out, bytes, scratch, 2048, why,
-                                                sizeof why), -1);
+                                                sizeof why),
+                     -1);
     ck_assert_int_eq(tl_bitshuffle_decode_bslz4(enc, 5, elem, out, bytes, scratch, 2048, why,
-                                                sizeof why), -1);
+                                                sizeof why),
+                     -1);
     free(in);
     free(enc);
     free(out);

@@ -86,10 +86,13 @@ END_TEST
 START_TEST(test_enum_names)
 {
     /* the engine's names, in the order of the TL_SETTINGS_* constants */
-    ck_assert_str_eq(tl_settings_enum_name("engine.filter", TL_SETTINGS_FILTER_SHEPP_LOGAN), "shepp-logan");
+    ck_assert_str_eq(tl_settings_enum_name("engine.filter", TL_SETTINGS_FILTER_SHEPP_LOGAN),
+                     "shepp-logan");
     ck_assert_str_eq(tl_settings_enum_name("engine.filter", TL_SETTINGS_FILTER_PARZEN), "parzen");
-    ck_assert_str_eq(tl_settings_enum_name("engine.quality", TL_SETTINGS_QUALITY_PREVIEW), "preview");
-    ck_assert_str_eq(tl_settings_enum_name("engine.weights", TL_SETTINGS_WEIGHTS_ANGLES), "angles");
+    ck_assert_str_eq(tl_settings_enum_name("engine.quality", TL_SETTINGS_QUALITY_PREVIEW),
+                     "preview");
+    ck_assert_str_eq(tl_settings_enum_name("engine.weights", TL_SETTINGS_WEIGHTS_ANGLES),
+                     "angles");
     ck_assert_str_eq(tl_settings_enum_name("daemon.backend", TL_SETTINGS_BACKEND_CUDA), "cuda");
     for (int l = TL_LOG_ERROR; l <= TL_LOG_DEBUG; l++)
         ck_assert_str_eq(tl_settings_enum_name("daemon.log_level", l), tl_log_level_name(l));
@@ -122,13 +125,13 @@ START_TEST(test_load_valid)
         "\n"
         "[daemon]\n"
         "log_level = debug\n"
-        "   backend = cpu\n"            /* indentation is not a continuation */
+        "   backend = cpu\n" /* indentation is not a continuation */
         "status_interval = 0.25 ; inline comment after a space\n"
         "[ingest]\n"
         "endpoint = tcp://detector.example:9999\r\n"
         "bind = No\n"
         "rcvhwm=2000\n"
-        "io_threads : 4\n"              /* inih also takes ':' */
+        "io_threads : 4\n" /* inih also takes ':' */
         "[slices]\n"
         "endpoint = ipc:///run/tomolive/slices;x\n" /* ';' without a space is kept */
         "update_on_complete = off\n"
@@ -136,7 +139,7 @@ START_TEST(test_load_valid)
         "[engine]\n"
         "filter = shepp-logan\n"
         "quality = FAST\n"
-        "[daemon]\n"                    /* a section may come back */
+        "[daemon]\n" /* a section may come back */
         "device = 63\n";
     ck_assert_msg(load_text(&c, text) == 0, "%s", err);
     ck_assert_int_eq(c.log_level, TL_LOG_DEBUG);
@@ -172,11 +175,11 @@ START_TEST(test_errors)
                  "unknown key \"io_threads\" in [daemon] (did you mean [ingest]?)");
     expect_error("[daemon]\nthreads = 1\n[gpu]\ndevice = 0\n", 3, "unknown section [gpu]");
     expect_error("# empty but unknown\n[metrics]\n", 2, "unknown section [metrics]");
-    expect_error("[ingest]\nbind = maybe\n", 2,
-                 "ingest.bind: \"maybe\" is not a boolean");
+    expect_error("[ingest]\nbind = maybe\n", 2, "ingest.bind: \"maybe\" is not a boolean");
     expect_error("[slices]\n\nsndhwm = 0\n", 3, "slices.sndhwm: 0 is out of range 1..100000");
     expect_error("[slices]\nsndhwm = 100001\n", 2, "slices.sndhwm: 100001 is out of range");
-    expect_error("[daemon]\ndevice = 99999999999999999999\n", 2, "daemon.device: 99999999999999999999 is out of range");
+    expect_error("[daemon]\ndevice = 99999999999999999999\n", 2,
+                 "daemon.device: 99999999999999999999 is out of range");
     expect_error("[daemon]\nthreads = 4x\n", 2, "daemon.threads: \"4x\" is not an integer");
     expect_error("[daemon]\nstatus_interval = 0.01\n", 2,
                  "daemon.status_interval: 0.01 is out of range 0.1..3600");
@@ -185,8 +188,9 @@ START_TEST(test_errors)
     expect_error("[engine]\nfilter = ramp\n", 2,
                  "engine.filter: \"ramp\" is not one of ram-lak, shepp-logan, cosine, hamming, "
                  "hann, parzen");
-    expect_error("[control]\nendpoint = tcp://localhost\n", 2,
-                 "control.endpoint: \"tcp://localhost\" is not a ZeroMQ endpoint: tcp needs HOST:PORT");
+    expect_error(
+        "[control]\nendpoint = tcp://localhost\n", 2,
+        "control.endpoint: \"tcp://localhost\" is not a ZeroMQ endpoint: tcp needs HOST:PORT");
     expect_error("[control]\nendpoint = udp://*:5601\n", 2,
                  "control.endpoint: \"udp://*:5601\" is not a ZeroMQ endpoint: expected");
     expect_error("[slices]\nendpoint = \"tcp://*:5602\"\n", 2,
@@ -241,17 +245,21 @@ START_TEST(test_hash_mid_line)
     tl_settings_defaults(&c);
     ck_assert_int_eq(load_text(&c, "[ingest]\nendpoint = tcp://*:5600 # the detector\n"), -1);
     char want[2048];
-    snprintf(want, sizeof want, "%s:2: ingest.endpoint: \"tcp://*:5600 # the detector\" is "
+    snprintf(want, sizeof want,
+             "%s:2: ingest.endpoint: \"tcp://*:5600 # the detector\" is "
              "not a ZeroMQ endpoint: it contains whitespace ('#' starts a comment only at the "
-             "beginning of a line", path);
+             "beginning of a line",
+             path);
     ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
 
     /* in a number, too */
     ck_assert_int_eq(load_text(&c, "[ingest]\nqueue = 8 # frames\n"), -1);
-    ck_assert_msg(strstr(err, ":2: ingest.queue: \"8 # frames\" is not an integer ('#'"), "%s", err);
+    ck_assert_msg(strstr(err, ":2: ingest.queue: \"8 # frames\" is not an integer ('#'"), "%s",
+                  err);
 
     /* ';' after a space is the inline comment */
-    ck_assert_msg(load_text(&c, "[ingest]\nqueue = 8 ; frames\n# whole-line comment\n") == 0, "%s", err);
+    ck_assert_msg(load_text(&c, "[ingest]\nqueue = 8 ; frames\n# whole-line comment\n") == 0, "%s",
+                  err);
     ck_assert_int_eq(c.ingest_queue, 8);
 }
 END_TEST
@@ -259,20 +267,38 @@ END_TEST
 START_TEST(test_endpoints)
 {
     static const char *const good[] = {
-        "tcp://*:5600", "tcp://127.0.0.1:1", "tcp://[::1]:65535", "tcp://eth0:*",
-        "tcp://host.example.org:5600", "ipc:///run/tomolive/ingest", "ipc://@tomolive",
+        "tcp://*:5600",
+        "tcp://127.0.0.1:1",
+        "tcp://[::1]:65535",
+        "tcp://eth0:*",
+        "tcp://host.example.org:5600",
+        "ipc:///run/tomolive/ingest",
+        "ipc://@tomolive",
         "inproc://frames",
     };
     static const char *const bad[] = {
-        "", "tcp://", "tcp://*", "tcp://:5600", "tcp://*:0", "tcp://*:65536", "tcp://*:-1",
-        "tcp://*:56a0", "tcp://*:5600 ", "ipc://", "inproc://", "pgm://eth0;239.1.1.1:5555",
-        "5600", "tcp:/*:5600",
+        "",
+        "tcp://",
+        "tcp://*",
+        "tcp://:5600",
+        "tcp://*:0",
+        "tcp://*:65536",
+        "tcp://*:-1",
+        "tcp://*:56a0",
+        "tcp://*:5600 ",
+        "ipc://",
+        "inproc://",
+        "pgm://eth0;239.1.1.1:5555",
+        "5600",
+        "tcp:/*:5600",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
-        ck_assert_msg(tl_settings_check_endpoint(good[i], err, sizeof err) == 0, "%s: %s", good[i], err);
+        ck_assert_msg(tl_settings_check_endpoint(good[i], err, sizeof err) == 0, "%s: %s", good[i],
+                      err);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
-        ck_assert_msg(tl_settings_check_endpoint(bad[i], err, sizeof err) < 0, "%s accepted", bad[i]);
+        ck_assert_msg(tl_settings_check_endpoint(bad[i], err, sizeof err) < 0, "%s accepted",
+                      bad[i]);
         ck_assert_msg(strstr(err, "is not a ZeroMQ endpoint"), "%s", err);
     }
     char longpath[200] = "ipc:///";
@@ -287,7 +313,9 @@ START_TEST(test_overrides)
 {
     tl_settings c;
     tl_settings_defaults(&c);
-    ck_assert_int_eq(tl_settings_set(&c, "ingest.endpoint", "tcp://10.0.0.5:9000", err, sizeof err), 0);
+    ck_assert_int_eq(tl_settings_set(&c, "ingest.endpoint", "tcp://10.0.0.5:9000", err,
+                                     sizeof err),
+                     0);
     ck_assert_int_eq(tl_settings_set(&c, "ingest.bind", "false", err, sizeof err), 0);
     ck_assert_int_eq(tl_settings_set(&c, "engine.filter", "hamming", err, sizeof err), 0);
     ck_assert_int_eq(tl_settings_set(&c, "slices.update_max_rate", "0.5", err, sizeof err), 0);
@@ -320,7 +348,8 @@ START_TEST(test_check_across_keys)
     ck_assert_int_eq(tl_settings_check(&c, err, sizeof err), 0);
 
     /* in a file, the error names the later of the two lines */
-    expect_error("[ingest]\nbind = false\n\n", 2, "ingest.endpoint \"tcp://*:5600\": with ingest.bind = false");
+    expect_error("[ingest]\nbind = false\n\n", 2,
+                 "ingest.endpoint \"tcp://*:5600\": with ingest.bind = false");
 
     /* two sockets cannot bind the same endpoint */
     expect_error("[control]\nendpoint = tcp://*:7000\n[slices]\nendpoint = tcp://*:7000\n", 4,
@@ -354,7 +383,11 @@ START_TEST(test_check_across_keys)
 }
 END_TEST
 
-struct seen { int n; char keys[8][64]; bool reload[8]; };
+struct seen {
+    int n;
+    char keys[8][64];
+    bool reload[8];
+};
 
 static void record(const char *key, bool reloadable, void *ctx)
 {
@@ -453,7 +486,8 @@ START_TEST(test_shipped_conf)
     char *have = read_file(p);
     ck_assert_msg(strcmp(have, want) == 0,
                   "%s differs from tl_settings_write(defaults, with_help); regenerate it with "
-                  "tests/unit/check_config --print-default-conf", p);
+                  "tests/unit/check_config --print-default-conf",
+                  p);
 
     tl_settings c;
     tl_settings_defaults(&c);
@@ -464,7 +498,7 @@ START_TEST(test_shipped_conf)
     /* uncomment every "#key = value" line: still loads, still the defaults */
     char *un = malloc(strlen(have) + 1), *o = un;
     int keys = 0;
-    for (const char *l = have; *l; ) {
+    for (const char *l = have; *l;) {
         size_t len = strcspn(l, "\n");
         ck_assert_uint_le(len, 198);
         size_t name = strspn(l + 1, "abcdefghijklmnopqrstuvwxyz_");

@@ -31,11 +31,16 @@ static tl_engine *make(uint32_t rows, uint32_t cols, uint32_t window, tl_dtype d
     return e;
 }
 
-static tl_frame frame(tl_frame_kind kind, uint64_t index, double angle, tl_dtype dt,
-                      uint32_t rows, uint32_t cols, const void *data)
+static tl_frame frame(tl_frame_kind kind, uint64_t index, double angle, tl_dtype dt, uint32_t rows,
+                      uint32_t cols, const void *data)
 {
-    tl_frame f = {.kind = kind, .index = index, .angle = angle, .dtype = dt, .rows = rows,
-                  .cols = cols, .data = data};
+    tl_frame f = {.kind = kind,
+                  .index = index,
+                  .angle = angle,
+                  .dtype = dt,
+                  .rows = rows,
+                  .cols = cols,
+                  .data = data};
     return f;
 }
 
@@ -207,7 +212,8 @@ START_TEST(flat_field_and_log)
     const uint32_t W = 6;
     tl_engine *e = make(1, W, 1, TL_DTYPE_U16, TL_FILTER_NONE, false);
     uint16_t d1[6] = {100, 100, 100, 100, 100, 100}, d2[6] = {110, 110, 110, 90, 90, 90};
-    uint16_t f1[6] = {1100, 2100, 600, 1100, 1100, 100}, f2[6] = {1100, 2100, 600, 1100, 1100, 100};
+    uint16_t f1[6] = {1100, 2100, 600, 1100, 1100, 100},
+             f2[6] = {1100, 2100, 600, 1100, 1100, 100};
     uint16_t img[6] = {600, 600, 350, 100, 50, 400};
     tl_frame f = frame(TL_FRAME_DARK, 0, 0, TL_DTYPE_U16, 1, W, d1);
     ck_assert_int_eq(tl_engine_submit(e, &f), TL_OK);
@@ -230,7 +236,8 @@ START_TEST(flat_field_and_log)
         double den = F - D > 1e-6 ? F - D : 1e-6;
         double t = (img[j] - D) / den;
         double p = -log(t > 1e-6 ? t : 1e-6);
-        ck_assert_msg(fabs(out[j] - p) <= 1e-5 * fmax(1.0, fabs(p)), "col %u: %g vs %g", j, out[j], p);
+        ck_assert_msg(fabs(out[j] - p) <= 1e-5 * fmax(1.0, fabs(p)), "col %u: %g vs %g", j, out[j],
+                      p);
     }
     /* columns 3..5: I <= D clamps to -log(1e-6); F <= D clamps the denominator */
     ck_assert_float_eq_tol(out[4], -log(1e-6), 1e-4);
@@ -293,12 +300,14 @@ START_TEST(dtype_conversion)
         for (int kind = 0; kind < 3; kind++)
             for (uint32_t p = 0; p < (kind == 2 ? N : 2); p++) {
                 for (uint32_t i = 0; i < R * W; i++) {
-                    uint32_t v = kind == 0 ? 5 + i % 3 : kind == 1 ? 250 - i % 5 : 40 + (i * 7 + p * 13) % 200;
+                    uint32_t v = kind == 0   ? 5 + i % 3
+                                 : kind == 1 ? 250 - i % 5
+                                             : 40 + (i * 7 + p * 13) % 200;
                     switch (dt) {
-                    case TL_DTYPE_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-                    case TL_DTYPE_U16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
-                    case TL_DTYPE_U32: ((uint32_t *)buf)[i] = v; break;
-                    case TL_DTYPE_F32: ((float *)buf)[i] = (float)v; break;
+                        case TL_DTYPE_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+                        case TL_DTYPE_U16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
+                        case TL_DTYPE_U32: ((uint32_t *)buf)[i] = v; break;
+                        case TL_DTYPE_F32: ((float *)buf)[i] = (float)v; break;
                     }
                 }
                 tl_frame f = frame((tl_frame_kind)kind, p, p * M_PI / N, dt, R, W, buf);
@@ -334,7 +343,8 @@ START_TEST(pitched_frames)
     float o1[16 * 16], o2[16 * 16], *p1 = o1, *p2 = o2;
     for (int k = 0; k < 2; k++) {
         tl_engine *e = make(R, W, 1, TL_DTYPE_U16, TL_FILTER_RAMLAK, false);
-        tl_frame f = frame(TL_FRAME_PROJ, 0, 0.3, TL_DTYPE_U16, R, W, k ? (void *)(big + 2) : packed);
+        tl_frame f =
+            frame(TL_FRAME_PROJ, 0, 0.3, TL_DTYPE_U16, R, W, k ? (void *)(big + 2) : packed);
         f.pitch = k ? 20 * sizeof(uint16_t) : 0;
         ck_assert_int_eq(tl_engine_submit(e, &f), TL_OK);
         tl_slice_spec s;
@@ -365,8 +375,11 @@ START_TEST(filter_design)
     struct {
         tl_filter f;
         double nyq; /* window at w = 1 */
-    } w[] = {{TL_FILTER_SHEPP_LOGAN, 2 / M_PI}, {TL_FILTER_COSINE, 0}, {TL_FILTER_HAMMING, 0.08},
-             {TL_FILTER_HANN, 0}, {TL_FILTER_PARZEN, 0}};
+    } w[] = {{TL_FILTER_SHEPP_LOGAN, 2 / M_PI},
+             {TL_FILTER_COSINE, 0},
+             {TL_FILTER_HAMMING, 0.08},
+             {TL_FILTER_HANN, 0},
+             {TL_FILTER_PARZEN, 0}};
     for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
         ck_assert_int_eq(tl_filter_response(w[i].f, P, H), TL_OK);
         ck_assert_msg(fabs(H[P / 2] - w[i].nyq * ramp_nyq) < 1e-12, "%s", tl_filter_name(w[i].f));
@@ -390,7 +403,8 @@ START_TEST(single_bin_line)
     const double angles[] = {0.3, 1.1, 2.0, 2.9};
     for (int filt = 0; filt < 2; filt++)
         for (size_t a = 0; a < 4; a++) {
-            tl_engine *e = make(1, W, 1, TL_DTYPE_F32, filt ? TL_FILTER_RAMLAK : TL_FILTER_NONE, true);
+            tl_engine *e =
+                make(1, W, 1, TL_DTYPE_F32, filt ? TL_FILTER_RAMLAK : TL_FILTER_NONE, true);
             float px[96] = {0};
             const uint32_t t0 = 53;
             px[t0] = 1;
@@ -416,7 +430,8 @@ START_TEST(single_bin_line)
                 if (fabs(line_x) > S / 2.0 - 2 || out[i * S + best] <= 0)
                     continue;
                 double d = c + x * ct - y * st - t0; /* detector distance of the pixel */
-                ck_assert_msg(fabs(d) <= 0.5 + 1e-6, "angle %g row %u: %g px off", angles[a], i, d);
+                ck_assert_msg(fabs(d) <= 0.5 + 1e-6, "angle %g row %u: %g px off", angles[a], i,
+                              d);
                 checked++;
             }
             ck_assert_int_gt(checked, 10);
@@ -453,7 +468,8 @@ START_TEST(memory_refusal)
     ck_assert_int_eq(tl_engine_create(&c, &e), TL_ENOMEM);
     ck_assert(e == NULL);
     const char *msg = tl_engine_last_error(NULL);
-    ck_assert_msg(strstr(msg, "GiB") && strstr(msg, "free") && strstr(msg, "fewer rows"), "%s", msg);
+    ck_assert_msg(strstr(msg, "GiB") && strstr(msg, "free") && strstr(msg, "fewer rows"), "%s",
+                  msg);
 }
 END_TEST
 

@@ -60,8 +60,13 @@ static int frames(tl_engine *e, uint16_t *img, uint64_t first, uint64_t count, i
     for (uint64_t i = first; i < first + count; i++) {
         for (size_t k = 0; k < (size_t)R * W; k++)
             img[k] = (uint16_t)(2000 + (k * 7 + i * 13) % 1000);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = i, .angle = M_PI * (double)i / N,
-                      .dtype = TL_DTYPE_U16, .rows = R, .cols = W, .data = img};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = i,
+                      .angle = M_PI * (double)i / N,
+                      .dtype = TL_DTYPE_U16,
+                      .rows = R,
+                      .cols = W,
+                      .data = img};
         failed += tl_engine_submit(e, &f) != TL_OK;
         if (i % (uint64_t)readout == 0) {
             tl_slice_info info[3];
@@ -83,8 +88,11 @@ START_TEST(per_frame_path_allocates_nothing)
     for (int kind = 0; kind < 2; kind++) { /* a dark and a flat */
         for (size_t k = 0; k < (size_t)R * W; k++)
             img[k] = (uint16_t)(kind ? 4000 : 100);
-        tl_frame f = {.kind = kind ? TL_FRAME_FLAT : TL_FRAME_DARK, .dtype = TL_DTYPE_U16,
-                      .rows = R, .cols = W, .data = img};
+        tl_frame f = {.kind = kind ? TL_FRAME_FLAT : TL_FRAME_DARK,
+                      .dtype = TL_DTYPE_U16,
+                      .rows = R,
+                      .cols = W,
+                      .data = img};
         ck_assert_int_eq(tl_engine_submit(e, &f), TL_OK);
     }
     tl_slice_spec row, ortho, plane;

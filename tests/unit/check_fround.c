@@ -103,8 +103,8 @@ static inline int check_one(float h, stats *st)
         ck_abort_msg("h = %.9g (bits 0x%08x): hf = %.9g, floorf(h) = %.9g", h, float_bits(h), hf,
                      fl);
     if (i != (int)hf || (float)i != hf)
-        ck_abort_msg("h = %.9g (bits 0x%08x): index %d != (int)hf, hf = %.9g", h, float_bits(h),
-                     i, hf);
+        ck_abort_msg("h = %.9g (bits 0x%08x): index %d != (int)hf, hf = %.9g", h, float_bits(h), i,
+                     hf);
     if (!(f >= 0.0f && f < 1.0f) || (double)f != (double)h - floor((double)h))
         ck_abort_msg("h = %.9g: weight f = h - hf = %.9g not the exact fraction in [0, 1)", h, f);
     if (i < 0 || (double)i > ceil((double)h) || (double)i != floor((double)h))
@@ -165,8 +165,8 @@ START_TEST(constants)
 
     /* the bias constant (AC-9): with 0x4B000000 the integer index is hf; the paper's
      * 0x4B000001 would give hf - 1 (it must be paired with a one-bin offset) */
-    const float hs[] = {0.0f, 1.0f, 1.5f, 2.0f, 2.75f, 3.0f, 17.25f, 599.9f, 4194303.5f,
-                        8388607.5f};
+    const float hs[] = {0.0f, 1.0f,   1.5f,   2.0f,       2.75f,
+                        3.0f, 17.25f, 599.9f, 4194303.5f, 8388607.5f};
     for (size_t k = 0; k < sizeof hs / sizeof *hs; k++) {
         float hf;
         int i = tl_fround(hs[k], &hf);
@@ -222,10 +222,14 @@ START_TEST(domain)
     /* h in [0, 1): special values, then 10^6 random */
     stats st = {0};
     double t0 = now_s();
-    const float special[] = {0.0f, -0.0f, FLT_TRUE_MIN, FLT_MIN, 1e-20f, 1e-7f, 0.1f,
-                             nextafterf(0.25f, 0.0f), 0.25f, nextafterf(0.25f, 1.0f), 0.3f,
-                             nextafterf(0.5f, 0.0f), 0.5f, nextafterf(0.5f, 1.0f), 0.75f,
-                             nextafterf(1.0f, 0.0f)};
+    const float special[] = {0.0f,         -0.0f,
+                             FLT_TRUE_MIN, FLT_MIN,
+                             1e-20f,       1e-7f,
+                             0.1f,         nextafterf(0.25f, 0.0f),
+                             0.25f,        nextafterf(0.25f, 1.0f),
+                             0.3f,         nextafterf(0.5f, 0.0f),
+                             0.5f,         nextafterf(0.5f, 1.0f),
+                             0.75f,        nextafterf(1.0f, 0.0f)};
     for (size_t k = 0; k < sizeof special / sizeof *special; k++)
         if (!check_one(special[k], &st))
             ck_abort_msg("h = %.9g refused by tl_fround_ok", special[k]);
@@ -263,7 +267,8 @@ START_TEST(integers_and_edges)
         }
     }
     printf("  integers of [0, 2^23), +- 1 ulp, + 0.5, 2^16 floats below 2^22 and 2^23: %ld "
-           "checked, %ld refused, %.2f s\n", st.checked, st.rejected, now_s() - t0);
+           "checked, %ld refused, %.2f s\n",
+           st.checked, st.rejected, now_s() - t0);
     ck_assert_int_eq(st.rejected, 0); /* all below 2^23 */
 
     /* the interpolation at and around integers: every one up to 2^16, then a sample */
@@ -273,8 +278,7 @@ START_TEST(integers_and_edges)
         check_interp(nextafterf((float)n, 0.0f), &worst);
         check_interp(nextafterf((float)n, INFINITY), &worst);
     }
-    printf("  interpolation at integers +- 1 ulp: worst error %.3g of the tolerance\n",
-           worst);
+    printf("  interpolation at integers +- 1 ulp: worst error %.3g of the tolerance\n", worst);
 }
 END_TEST
 
@@ -299,7 +303,8 @@ START_TEST(random_offsets)
     }
     double dt = now_s() - t0;
     printf("  %ld random offsets in [1, 2^21): worst interpolation error %.3g "
-           "of the tolerance, %.2f s\n", N_RANDOM, worst, dt);
+           "of the tolerance, %.2f s\n",
+           N_RANDOM, worst, dt);
 }
 END_TEST
 

@@ -18,9 +18,10 @@ START_TEST(routes)
     ck_assert_int_eq(tl_http_route_path("/metrics", &f), TL_ROUTE_METRICS);
     ck_assert_int_eq(tl_http_route_path("/api/status", &f), TL_ROUTE_STATUS);
     ck_assert_int_eq(tl_http_route_path("/ws", &f), TL_ROUTE_WS);
-    static const char *const nf[] = {"", "app.js", "/metrics/", "/api", "/api/status/x",
-                                     "/../etc/passwd", "/a/b.js", "/.hidden.js", "/x.exe",
-                                     "/nothing", "/..", "/%2e%2e.js"};
+    static const char *const nf[] = {"",         "app.js",        "/metrics/",
+                                     "/api",     "/api/status/x", "/../etc/passwd",
+                                     "/a/b.js",  "/.hidden.js",   "/x.exe",
+                                     "/nothing", "/..",           "/%2e%2e.js"};
     for (size_t i = 0; i < sizeof nf / sizeof *nf; i++)
         ck_assert_msg(tl_http_route_path(nf[i], &f) == TL_ROUTE_NOT_FOUND, "%s", nf[i]);
     ck_assert_str_eq(tl_http_mime("app.js"), "text/javascript; charset=utf-8");

@@ -14,7 +14,7 @@
 #define MAX_GROUPS 64
 
 typedef struct {
-    char key[512];         /* the series' labels without le */
+    char key[512]; /* the series' labels without le */
     double last_le;
     double last_count;
     bool inf, count, sum;
@@ -213,8 +213,9 @@ static int sample(ctx *c, family *f, const char *s, size_t n, char **seen, int *
     if (strncmp(name, f->name, strlen(f->name)) == 0)
         suffix = name + strlen(f->name);
     bool hist = strcmp(f->type, "histogram") == 0;
-    if (!suffix || (hist ? strcmp(suffix, "_bucket") && strcmp(suffix, "_sum") && strcmp(suffix, "_count")
-                         : *suffix != 0))
+    if (!suffix ||
+        (hist ? strcmp(suffix, "_bucket") && strcmp(suffix, "_sum") && strcmp(suffix, "_count")
+              : *suffix != 0))
         return bad(c, "sample %s does not belong to family %s (%s)", name, f->name, f->type);
     if (strcmp(f->type, "counter") == 0 && !(v >= 0))
         return bad(c, "counter %s is negative or NaN", name);
@@ -331,7 +332,8 @@ int tl_expo_check(const char *text, char *err, size_t errlen)
                                 h++;
                     } else {
                         size_t tn = (size_t)(nl - rest);
-                        static const char *const types[] = {"counter", "gauge", "histogram", "summary", "untyped"};
+                        static const char *const types[] = {"counter", "gauge", "histogram",
+                                                            "summary", "untyped"};
                         bool ok = false;
                         for (int i = 0; i < 5; i++)
                             if (tn == strlen(types[i]) && strncmp(rest, types[i], tn) == 0)
@@ -341,7 +343,8 @@ int tl_expo_check(const char *text, char *err, size_t errlen)
                         else if (!ok)
                             rc = bad(&c, "unknown type \"%.*s\"", (int)tn, rest);
                         else if (tn == 7 && strncmp(rest, "counter", 7) == 0 &&
-                                 (strlen(name) < 6 || strcmp(name + strlen(name) - 6, "_total") != 0))
+                                 (strlen(name) < 6 ||
+                                  strcmp(name + strlen(name) - 6, "_total") != 0))
                             rc = bad(&c, "counter %s does not end in _total", name);
                         else {
                             f->typed = true;

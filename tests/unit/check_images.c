@@ -46,10 +46,10 @@ static void fill(tl_dtype t, void *buf, size_t n, int page)
     for (size_t k = 0; k < n; k++) {
         uint32_t v = (uint32_t)(k * 2654435761u + (uint32_t)page * 40503u);
         switch (t) {
-        case TL_DTYPE_U8: ((uint8_t *)buf)[k] = (uint8_t)v; break;
-        case TL_DTYPE_U16: ((uint16_t *)buf)[k] = (uint16_t)v; break;
-        case TL_DTYPE_U32: ((uint32_t *)buf)[k] = v; break;
-        default: ((float *)buf)[k] = (float)((double)(int32_t)v * 1e-7) - 0.5f * page; break;
+            case TL_DTYPE_U8: ((uint8_t *)buf)[k] = (uint8_t)v; break;
+            case TL_DTYPE_U16: ((uint16_t *)buf)[k] = (uint16_t)v; break;
+            case TL_DTYPE_U32: ((uint32_t *)buf)[k] = v; break;
+            default: ((float *)buf)[k] = (float)((double)(int32_t)v * 1e-7) - 0.5f * page; break;
         }
     }
 }
@@ -61,8 +61,7 @@ static void roundtrip(tl_dtype t, uint32_t pages, uint32_t rows, uint32_t cols)
     size_t n = (size_t)rows * cols, bytes = n * tl_dtype_size(t);
     uint8_t *a = malloc(bytes), *b = malloc(bytes);
     tl_tiff_writer w;
-    ck_assert_msg(tl_tiff_create(&w, p, (uint64_t)pages * bytes, err, sizeof err) == 0, "%s",
-                  err);
+    ck_assert_msg(tl_tiff_create(&w, p, (uint64_t)pages * bytes, err, sizeof err) == 0, "%s", err);
     for (uint32_t i = 0; i < pages; i++) {
         fill(t, a, n, (int)i);
         ck_assert_msg(tl_tiff_write_page(&w, t, a, rows, cols, err, sizeof err) == 0, "%s", err);
@@ -153,8 +152,7 @@ START_TEST(test_tiff_layouts)
         ck_assert_int_eq(r.dtype, TL_DTYPE_U16);
         memset(b, 0, sizeof b);
         ck_assert_msg(tl_tiff_read_page(&r, 0, b, err, sizeof err) == 0, "%s", err);
-        ck_assert_msg(memcmp(a, b, sizeof a) == 0, "%s layout differs",
-                      tiled ? "tiled" : "strip");
+        ck_assert_msg(memcmp(a, b, sizeof a) == 0, "%s layout differs", tiled ? "tiled" : "strip");
         tl_tiff_close(&r);
     }
 }
@@ -252,8 +250,8 @@ START_TEST(test_percentiles)
         for (size_t k = 0; k < 6; k++) {
             double pos = ps[k] / 100 * (double)(n - 1);
             size_t i = (size_t)floor(pos);
-            double want = i + 1 < n ? sorted[i] + (pos - i) * (sorted[i + 1] - sorted[i])
-                                    : sorted[i];
+            double want =
+                i + 1 < n ? sorted[i] + (pos - i) * (sorted[i + 1] - sorted[i]) : sorted[i];
             double lo, hi;
             ck_assert_int_eq(tl_png_percentiles(v, n + 1, ps[k], ps[k], &lo, &hi), 0);
             ck_assert_msg(fabs(lo - want) <= 1e-9 && fabs(hi - want) <= 1e-9,
@@ -300,13 +298,13 @@ START_TEST(test_png)
     uint8_t *g = read_png(p, &r2, &c2);
     ck_assert_uint_eq(r2, rows);
     ck_assert_uint_eq(c2, cols);
-    ck_assert_uint_eq(g[0], 0);                 /* 0.5 percentile and below: black */
-    ck_assert_uint_eq(g[cols - 1], 255);        /* 99.5 percentile and above: white */
-    ck_assert_uint_eq(g[6 * cols + 6], 0);      /* NaN is black */
-    ck_assert_uint_eq(g[5 * cols + 5], 255);    /* the hot pixel clamps */
+    ck_assert_uint_eq(g[0], 0);              /* 0.5 percentile and below: black */
+    ck_assert_uint_eq(g[cols - 1], 255);     /* 99.5 percentile and above: white */
+    ck_assert_uint_eq(g[6 * cols + 6], 0);   /* NaN is black */
+    ck_assert_uint_eq(g[5 * cols + 5], 255); /* the hot pixel clamps */
     int mid = g[10 * cols + cols / 2];
     ck_assert_msg(mid > 100 && mid < 155, "middle grey %d", mid);
-    for (uint32_t j = 1; j < cols; j++)         /* the ramp stays a ramp */
+    for (uint32_t j = 1; j < cols; j++) /* the ramp stays a ramp */
         ck_assert_uint_ge(g[20 * cols + j], g[20 * cols + j - 1]);
     free(g);
 

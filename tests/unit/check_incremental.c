@@ -22,7 +22,7 @@ enum { R = 4, W = 64, S = 32 }; /* slices of S x S at scale 2: the whole detecto
 
 typedef struct {
     uint32_t window;
-    float *proj;     /* 2 * window projections covering a full turn, R x W each */
+    float *proj; /* 2 * window projections covering a full turn, R x W each */
     tl_engine *e;
     int tracked[2], scratch[2]; /* a row and an oblique plane, each tracked and not */
 } rig;
@@ -67,8 +67,12 @@ static void rig_free(rig *g)
 static void submit(rig *g, uint64_t index)
 {
     uint32_t k = (uint32_t)(index % (2 * g->window));
-    tl_frame f = {.kind = TL_FRAME_PROJ, .index = index, .angle = M_PI * k / g->window,
-                  .dtype = TL_DTYPE_F32, .rows = R, .cols = W,
+    tl_frame f = {.kind = TL_FRAME_PROJ,
+                  .index = index,
+                  .angle = M_PI * k / g->window,
+                  .dtype = TL_DTYPE_F32,
+                  .rows = R,
+                  .cols = W,
                   .data = g->proj + (size_t)k * R * W};
     tl_status st = tl_engine_submit(g->e, &f);
     ck_assert_msg(st == TL_OK || st == TL_ESTALE || st == TL_EDUPLICATE, "%s",
@@ -115,8 +119,8 @@ START_TEST(hundred_thousand_frames)
         }
     }
     printf("incremental vs from scratch over 1e5 frames (window 180, never rebuilt): worst rel "
-           "L2 %.2e (last %.2e) over %d read-outs, %d of them incremental\n", worst, last, reads,
-           incremental);
+           "L2 %.2e (last %.2e) over %d read-outs, %d of them incremental\n",
+           worst, last, reads, incremental);
     ck_assert_msg(worst <= 2e-5, "worst %g", worst);
     ck_assert_int_eq(incremental, reads - 1); /* no periodic rebuild */
     rig_free(&g);
@@ -143,7 +147,8 @@ START_TEST(periodic_refresh)
         }
     }
     printf("refresh 180 over 2e4 frames: worst rel L2 %.2e over %d read-outs, %d rebuilt, %d "
-           "incremental\n", worst, reads, rebuilt, incremental);
+           "incremental\n",
+           worst, reads, rebuilt, incremental);
     ck_assert_msg(worst <= 2e-5, "worst %g", worst);
     ck_assert_int_eq(rebuilt, (reads + 1) / 2);
     ck_assert_int_eq(incremental, reads / 2);

@@ -40,8 +40,17 @@ START_TEST(test_round_trips)
     const char *texts[] = {
         "{\"a\": 1, \"b\": [1, 2, 3], \"c\": {\"d\": null, \"e\": true, \"f\": false},"
         " \"g\": \"text \\u00fc \\u2211\", \"h\": -5, \"i\": 1.25, \"j\": [], \"k\": {}}",
-        "[]", "{}", "\"str\"", "0", "9223372036854775807", "-9223372036854775808", "1e-300",
-        "-0.5", "[[[[[1]]]]]", "\"a\\u0000b\"", "{\"z\": 1, \"a\": 2, \"m\": 3}",
+        "[]",
+        "{}",
+        "\"str\"",
+        "0",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "1e-300",
+        "-0.5",
+        "[[[[[1]]]]]",
+        "\"a\\u0000b\"",
+        "{\"z\": 1, \"a\": 2, \"m\": 3}",
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         json_error_t je;
@@ -125,7 +134,10 @@ static void pack_odd(msgpack_packer *pk)
     msgpack_pack_float(pk, 0.5f);
     msgpack_pack_bin_with_body(pk, bytes, sizeof bytes);
     msgpack_pack_ext_with_body(pk, bytes, sizeof bytes, 5);
-    msgpack_pack_str_with_body(pk, "\xff\xfe" "ab", 4); /* not UTF-8 */
+    msgpack_pack_str_with_body(pk,
+                               "\xff\xfe"
+                               "ab",
+                               4); /* not UTF-8 */
     msgpack_pack_map(pk, 3);
     msgpack_pack_uint64(pk, 7);
     msgpack_pack_true(pk);
@@ -177,9 +189,11 @@ static json_t *args(int argc, const char *const *argv, char *err)
 
 START_TEST(test_key_value_rules)
 {
-    const char *argv[] = {"id=row0", "z=128", "size=[256,256]", "update={\"every\":10}",
-                          "q=\"quoted\"", "t=true", "f=false", "n=null", "e=", "r=1e3",
-                          "s=[1,", "a=b=c", "w=0128", "sp=hello world", "neg=-2", "q2=\"7\""};
+    const char *argv[] =
+        {"id=row0",      "z=128",          "size=[256,256]", "update={\"every\":10}",
+         "q=\"quoted\"", "t=true",         "f=false",        "n=null",
+         "e=",           "r=1e3",          "s=[1,",          "a=b=c",
+         "w=0128",       "sp=hello world", "neg=-2",         "q2=\"7\""};
     char err[256] = "";
     json_t *o = args(16, argv, err);
     ck_assert_msg(o != NULL, "%s", err);
@@ -208,7 +222,8 @@ START_TEST(test_key_value_rules)
     const char *key;
     json_t *val;
     int i = 0;
-    json_object_foreach(o, key, val) {
+    json_object_foreach(o, key, val)
+    {
         ck_assert_int_eq(strncmp(argv[i], key, strlen(key)), 0);
         ck_assert_int_eq(argv[i][strlen(key)], '=');
         i++;
@@ -229,14 +244,10 @@ START_TEST(test_key_value_rules)
         const char *argv[2];
         const char *phrase;
     } bad[] = {
-        {1, {"novalue"}, "not key=value"},
-        {1, {"=v"}, "not key=value"},
-        {2, {"a=1", "a=2"}, "given twice"},
-        {1, {"{\"a\": 1, \"a\": 2}"}, "not a JSON object"},
-        {1, {"{bad"}, "not a JSON object"},
-        {1, {"[1, 2]"}, "not key=value"},
-        {1, {"k=\xff"}, "UTF-8"},
-        {1, {"\xff=1"}, "UTF-8"},
+        {1, {"novalue"}, "not key=value"},  {1, {"=v"}, "not key=value"},
+        {2, {"a=1", "a=2"}, "given twice"}, {1, {"{\"a\": 1, \"a\": 2}"}, "not a JSON object"},
+        {1, {"{bad"}, "not a JSON object"}, {1, {"[1, 2]"}, "not key=value"},
+        {1, {"k=\xff"}, "UTF-8"},           {1, {"\xff=1"}, "UTF-8"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         err[0] = '\0';
@@ -277,8 +288,7 @@ START_TEST(test_request_decodes)
     ck_assert(tl_proto_str_eq(id, "row0"));
     ck_assert_int_eq(tl_proto_get_u32(m.req.args, "z", true, &z, &e), TL_PROTO_OK);
     ck_assert_uint_eq(z, 128);
-    ck_assert_int_eq(tl_proto_get_dims(m.req.args, "size", true, dims, 2, 65536, &e),
-                     TL_PROTO_OK);
+    ck_assert_int_eq(tl_proto_get_dims(m.req.args, "size", true, dims, 2, 65536, &e), TL_PROTO_OK);
     ck_assert(dims[0] == 256 && dims[1] == 128);
     ck_assert_int_eq(tl_proto_get_double(m.req.args, "center", true, &c, &e), TL_PROTO_OK);
     ck_assert_double_eq(c, 1023.5);

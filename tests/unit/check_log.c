@@ -71,11 +71,13 @@ START_TEST(test_format)
     tl_log(TL_LOG_WARN, "bare", "%s", "");
     tl_log(TL_LOG_ERROR, "free_text", "msg=%s path=%s", tl_logq("a\nb"), tl_logq("/data/run 7"));
     char *out = capture_end();
-    ck_assert_msg(matches(out, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z "
+    ck_assert_msg(matches(out,
+                          "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z "
                           "level=info event=scan_started series=3 rows=2048\n"
                           "[0-9T:.-]{23}Z level=warn event=bare\n"
                           "[0-9T:.-]{23}Z level=error event=free_text msg=\"a\\\\nb\" "
-                          "path=\"/data/run 7\"\n$"), "%s", out);
+                          "path=\"/data/run 7\"\n$"),
+                  "%s", out);
     /* the time is UTC and now */
     struct tm tm = {0};
     ck_assert_ptr_nonnull(strptime(out, "%Y-%m-%dT%H:%M:%S", &tm));
@@ -196,7 +198,8 @@ START_TEST(test_levels)
     tl_log(TL_LOG_DEBUG, "d", "n=5");
     char *out = capture_end();
     ck_assert_msg(matches(out, "^[^\n]* level=warn event=w n=3\n[^\n]* level=error event=e n=4\n"
-                          "[^\n]* level=debug event=d n=5\n$"), "%s", out);
+                               "[^\n]* level=debug event=d n=5\n$"),
+                  "%s", out);
     free(out);
 }
 END_TEST
@@ -229,10 +232,11 @@ START_TEST(test_journal)
     ck_assert(journal);
     ck_assert(!journal2);
     ck_assert_msg(matches(out, "^<3>level=error event=a n=1\n"
-                          "<4>level=warn event=b n=2\n"
-                          "<6>level=info event=scan_started series=3 path=\"x y\"\n"
-                          "<7>level=debug event=d\n"
-                          "[0-9T:.-]{23}Z level=info event=plain n=5\n$"), "%s", out);
+                               "<4>level=warn event=b n=2\n"
+                               "<6>level=info event=scan_started series=3 path=\"x y\"\n"
+                               "<7>level=debug event=d\n"
+                               "[0-9T:.-]{23}Z level=info event=plain n=5\n$"),
+                  "%s", out);
     free(out);
 }
 END_TEST
@@ -272,7 +276,9 @@ START_TEST(test_threads)
         int id, i;
         char p[400];
         const char *f = strstr(l, " level=");
-        ck_assert_msg(f && f - l == 24 && sscanf(f + 1, "level=info event=frame thread=%d i=%d pad=%399s", &id, &i, p) == 3,
+        ck_assert_msg(f && f - l == 24 &&
+                          sscanf(f + 1, "level=info event=frame thread=%d i=%d pad=%399s", &id, &i,
+                                 p) == 3,
                       "mangled: %s", l);
         ck_assert_str_eq(p, pad);
         ck_assert_int_eq(i, count[id]++); /* each thread's lines in its own order */

@@ -14,13 +14,28 @@
 
 static tl_metrics_state sample_state(void)
 {
-    return (tl_metrics_state){
-        .version = "0.1.0", .uptime_s = 12.5, .scan_open = true, .finished = false,
-        .series = 7, .backend = "cpu", .device = "CPU \"quoted\" \\ (2 threads)\nx",
-        .kernel = "cpu-f32", .window = 360, .held = 180, .missing = 0,
-        .memory_bytes = 123456789, .center = 127.5, .queue_depth = 3, .queue_capacity = 64,
-        .queue_high = 9, .slices_defined = 4, .slices_wanted = 2, .subscriptions = 1,
-        .preview_clients = 1, .preview_sent = 10, .preview_dropped = 2};
+    return (tl_metrics_state){.version = "0.1.0",
+                              .uptime_s = 12.5,
+                              .scan_open = true,
+                              .finished = false,
+                              .series = 7,
+                              .backend = "cpu",
+                              .device = "CPU \"quoted\" \\ (2 threads)\nx",
+                              .kernel = "cpu-f32",
+                              .window = 360,
+                              .held = 180,
+                              .missing = 0,
+                              .memory_bytes = 123456789,
+                              .center = 127.5,
+                              .queue_depth = 3,
+                              .queue_capacity = 64,
+                              .queue_high = 9,
+                              .slices_defined = 4,
+                              .slices_wanted = 2,
+                              .subscriptions = 1,
+                              .preview_clients = 1,
+                              .preview_sent = 10,
+                              .preview_dropped = 2};
 }
 
 static char *write_metrics(const tl_stats *st, const tl_metrics_state *s)
@@ -58,20 +73,44 @@ START_TEST(metrics_text_valid)
     ck_assert(tl_expo_value(t, "tomolive_ingest_messages_total", &v) && v == 100);
     ck_assert(tl_expo_value(t, "tomolive_slices_published_total", &v) && v == 42);
     ck_assert(tl_expo_value(t, "tomolive_window_fill_ratio", &v) && v == 0.5);
-    ck_assert(tl_expo_value(t, "tomolive_preview_frames_total{outcome=\"dropped\"}", &v) && v == 2);
+    ck_assert(tl_expo_value(t, "tomolive_preview_frames_total{outcome=\"dropped\"}", &v) &&
+              v == 2);
     ck_assert(tl_expo_value(t, "tomolive_build_info{version=\"0.1.0\"}", &v) && v == 1);
-    ck_assert_ptr_nonnull(strstr(t, "tomolive_scan_info{series=\"7\",backend=\"cpu\",device=\"CPU "
-                                    "\\\"quoted\\\" \\\\ (2 threads)\\nx\",kernel=\"cpu-f32\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(t,
+                                 "tomolive_scan_info{series=\"7\",backend=\"cpu\",device=\"CPU "
+                                 "\\\"quoted\\\" \\\\ (2 threads)\\nx\",kernel=\"cpu-f32\"} 1\n"));
     /* buckets: exact edges of tl_stats' buckets; each value counts in the first le at or above it */
-    ck_assert(tl_expo_value(t, "tomolive_stage_latency_seconds_bucket{stage=\"reconstruct\",le=\"6.4e-05\"}", &v) && v == 1);
-    ck_assert(tl_expo_value(t, "tomolive_stage_latency_seconds_bucket{stage=\"reconstruct\",le=\"0.000128\"}", &v) && v == 3);
-    ck_assert(tl_expo_value(t, "tomolive_stage_latency_seconds_bucket{stage=\"reconstruct\",le=\"0.002048\"}", &v) && v == 4);
-    ck_assert(tl_expo_value(t, "tomolive_stage_latency_seconds_bucket{stage=\"reconstruct\",le=\"16.777216\"}", &v) && v == 5);
-    ck_assert(tl_expo_value(t, "tomolive_stage_latency_seconds_bucket{stage=\"reconstruct\",le=\"+Inf\"}", &v) && v == 7);
-    ck_assert(tl_expo_value(t, "tomolive_stage_latency_seconds_count{stage=\"reconstruct\"}", &v) && v == 7);
+    ck_assert(tl_expo_value(
+                  t, "tomolive_stage_latency_seconds_bucket{stage=\"reconstruct\",le=\"6.4e-05\"}",
+                  &v) &&
+              v == 1);
+    ck_assert(tl_expo_value(
+                  t,
+                  "tomolive_stage_latency_seconds_bucket{stage=\"reconstruct\",le=\"0.000128\"}",
+                  &v) &&
+              v == 3);
+    ck_assert(tl_expo_value(
+                  t,
+                  "tomolive_stage_latency_seconds_bucket{stage=\"reconstruct\",le=\"0.002048\"}",
+                  &v) &&
+              v == 4);
+    ck_assert(tl_expo_value(
+                  t,
+                  "tomolive_stage_latency_seconds_bucket{stage=\"reconstruct\",le=\"16.777216\"}",
+                  &v) &&
+              v == 5);
+    ck_assert(
+        tl_expo_value(t,
+                      "tomolive_stage_latency_seconds_bucket{stage=\"reconstruct\",le=\"+Inf\"}",
+                      &v) &&
+        v == 7);
+    ck_assert(
+        tl_expo_value(t, "tomolive_stage_latency_seconds_count{stage=\"reconstruct\"}", &v) &&
+        v == 7);
     ck_assert(tl_expo_value(t, "tomolive_stage_latency_seconds_sum{stage=\"reconstruct\"}", &v));
     ck_assert_double_eq_tol(v, 120.502237, 1e-6);
-    ck_assert(tl_expo_value(t, "tomolive_slice_latency_seconds_count{since=\"received\"}", &v) && v == 1);
+    ck_assert(tl_expo_value(t, "tomolive_slice_latency_seconds_count{since=\"received\"}", &v) &&
+              v == 1);
     /* the bounds are the buckets of tl_stats */
     for (int k = 0; k < TL_METRICS_LE; k++)
         ck_assert_double_eq_tol(tl_hist_bound(tl_metrics_le_bucket(k)), 64e-6 * exp2(k), 1e-15);
@@ -116,7 +155,7 @@ START_TEST(expo_checker_refuses)
         "# HELP a h\n# TYPE a gauge\na 0x10\n",                     /* hex */
         "# HELP a h\n# TYPE a gauge\n\na 1\n",                      /* blank line */
         "# HELP h h\n# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"2\"} 1\n"
-        "h_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 2\n",            /* decreasing */
+        "h_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 2\n", /* decreasing */
         "# HELP h h\n# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_sum 1\nh_count 2\n", /* no +Inf */
         "# HELP h h\n# TYPE h histogram\nh_bucket{le=\"+Inf\"} 3\nh_sum 1\nh_count 2\n", /* != count */
         "# HELP a h\n# TYPE a gauge\n# HELP b h\n# TYPE b gauge\nb 1\na 1\n", /* split */
@@ -125,7 +164,8 @@ START_TEST(expo_checker_refuses)
         ck_assert_msg(tl_expo_check(bad[i], err, sizeof err) != 0, "accepted #%zu", i);
     ck_assert_int_eq(tl_expo_check("# HELP h h\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\n"
                                    "h_bucket{le=\"+Inf\"} 2\nh_sum 1.5\nh_count 2\n",
-                                   err, sizeof err), 0);
+                                   err, sizeof err),
+                     0);
 }
 END_TEST
 

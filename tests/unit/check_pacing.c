@@ -29,14 +29,14 @@ START_TEST(pacing_frames_first)
     ck_assert(tl_pace_take(&p, false, 900000));  /* the first, whatever it costs */
     ck_assert(!tl_pace_take(&p, false, 100000)); /* then nothing past the budget */
     ck_assert(p.held);
-    ck_assert(tl_pace_take(&p, true, 5 * MS));   /* urgent: never held back */
+    ck_assert(tl_pace_take(&p, true, 5 * MS)); /* urgent: never held back */
     tl_pace_turn(&p, true, now);
     ck_assert(tl_pace_take(&p, false, 200000) && tl_pace_take(&p, false, 200000));
     ck_assert(!tl_pace_take(&p, false, 200000)); /* 0.6 ms > 0.5 ms */
     tl_pace_turn(&p, false, now + MS);           /* no frame this turn: wait for one */
     ck_assert(!tl_pace_take(&p, false, 1000));
     ck_assert_uint_eq(p.resume_ns, last + 100000 + 4 * MS);
-    tl_pace_turn(&p, false, p.resume_ns);        /* the stream has paused */
+    tl_pace_turn(&p, false, p.resume_ns); /* the stream has paused */
     ck_assert(tl_pace_take(&p, false, 50 * MS) && tl_pace_take(&p, false, 50 * MS));
     /* frames a second apart are no stream */
     tl_pace q = {0};

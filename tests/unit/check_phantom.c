@@ -137,8 +137,8 @@ START_TEST(test_line_integrals_shepp_logan)
     int compared = 0;
     for (int i = 0; i < 300; i++) {
         double tol = 1e-6 * fmax(fabs(nu[i]), 1e-3 * peak);
-        ck_assert_msg(fabs(an[i] - nu[i]) <= tol, "ray %d: analytic %.12g numeric %.12g", i,
-                      an[i], nu[i]);
+        ck_assert_msg(fabs(an[i] - nu[i]) <= tol, "ray %d: analytic %.12g numeric %.12g", i, an[i],
+                      nu[i]);
         if (fabs(nu[i]) >= 1e-3 * peak) {
             compared++;
             worst = fmax(worst, fabs(an[i] - nu[i]) / fabs(nu[i]));
@@ -308,8 +308,8 @@ static void check_poisson(double m, uint64_t seed)
             bins++;
         }
         if (expected_rest >= 5) {
-            chi2 += (observed_rest - expected_rest) * (observed_rest - expected_rest) /
-                    expected_rest;
+            chi2 +=
+                (observed_rest - expected_rest) * (observed_rest - expected_rest) / expected_rest;
             bins++;
         }
         int dof = bins - 1;
@@ -323,7 +323,7 @@ static void check_poisson(double m, uint64_t seed)
 START_TEST(test_poisson)
 {
     check_poisson(0.5, 11);
-    check_poisson(10, 12);  /* the first mean on the rejection path */
+    check_poisson(10, 12); /* the first mean on the rejection path */
     check_poisson(40, 13);
     check_poisson(1e4, 14);
     tl_rng r;

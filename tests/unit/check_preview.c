@@ -60,9 +60,17 @@ END_TEST
 START_TEST(preview_encode_values)
 {
     float img[4] = {0, 1, 2, 3};
-    tl_preview_hdr h = {.bits = 8, .view = 2, .final = true, .width = 2, .height = 2,
-                        .src_width = 4, .src_height = 4, .projections_used = 180, .missing = 3,
-                        .seq = 0x123456789abcull, .t_acq = 1700000000123456789ull,
+    tl_preview_hdr h = {.bits = 8,
+                        .view = 2,
+                        .final = true,
+                        .width = 2,
+                        .height = 2,
+                        .src_width = 4,
+                        .src_height = 4,
+                        .projections_used = 180,
+                        .missing = 3,
+                        .seq = 0x123456789abcull,
+                        .t_acq = 1700000000123456789ull,
                         .t_pub = 1700000000223456789ull};
     for (int i = 0; i < 9; i++)
         h.orientation[i] = (float)i - 4.5f;

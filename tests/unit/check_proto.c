@@ -21,8 +21,9 @@
 #include "tests/testutil.h"
 #include "tests/unit/check_proto_util.h"
 
-#define ALL (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE | \
-             TL_MSG_RELEASE)
+#define ALL                                                                             \
+    (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE | \
+     TL_MSG_RELEASE)
 
 static tl_proto_decoder *dec;
 static msgpack_sbuffer sb;
@@ -54,8 +55,7 @@ static tl_proto_msg decode_ok(tl_msg_type want)
 
 static void assert_str(tl_proto_str s, const char *want)
 {
-    ck_assert_msg(tl_proto_str_eq(s, want), "got \"%.*s\", want \"%s\"", (int)s.len, s.ptr,
-                  want);
+    ck_assert_msg(tl_proto_str_eq(s, want), "got \"%.*s\", want \"%s\"", (int)s.len, s.ptr, want);
 }
 
 /* ---- scan ------------------------------------------------------------------------------ */
@@ -91,8 +91,12 @@ static void check_scan(const tl_proto_scan *in)
 
 START_TEST(scan_required_only)
 {
-    tl_proto_scan s = {.series = 1, .geometry = TL_PROTO_PARALLEL, .rows = 2048, .cols = 2560,
-                       .dtype = TL_PROTO_U16, .window = 1800};
+    tl_proto_scan s = {.series = 1,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = 2048,
+                       .cols = 2560,
+                       .dtype = TL_PROTO_U16,
+                       .window = 1800};
     check_scan(&s);
 }
 END_TEST
@@ -100,12 +104,22 @@ END_TEST
 START_TEST(scan_all_optional)
 {
     const char *filt = "shepp-logan";
-    tl_proto_scan s = {.series = 0x123456789abull, .geometry = TL_PROTO_CONE, .rows = 7,
-                       .cols = 65536, .dtype = TL_PROTO_F32, .window = TL_PROTO_MAX_WINDOW,
-                       .darks = 20, .flats = 4000000000u, .first_index = 1ull << 40,
-                       .has_center = true, .center = 1279.25, .has_angles = true,
-                       .angle_start = -M_PI / 3, .angle_step = M_PI / 1800,
-                       .filter = {filt, strlen(filt)}, .already_linear = true};
+    tl_proto_scan s = {.series = 0x123456789abull,
+                       .geometry = TL_PROTO_CONE,
+                       .rows = 7,
+                       .cols = 65536,
+                       .dtype = TL_PROTO_F32,
+                       .window = TL_PROTO_MAX_WINDOW,
+                       .darks = 20,
+                       .flats = 4000000000u,
+                       .first_index = 1ull << 40,
+                       .has_center = true,
+                       .center = 1279.25,
+                       .has_angles = true,
+                       .angle_start = -M_PI / 3,
+                       .angle_step = M_PI / 1800,
+                       .filter = {filt, strlen(filt)},
+                       .already_linear = true};
     check_scan(&s);
 }
 END_TEST
@@ -118,11 +132,18 @@ START_TEST(frame_each_kind_dtype)
     tl_proto_kind kind = (tl_proto_kind)(_i / 4);
     tl_proto_dtype dtype = (tl_proto_dtype)(_i % 4);
     bool opt = _i % 2;
-    tl_proto_frame f = {.series = 9, .index = (uint64_t)_i * 1000003u + (1ull << 33),
-                        .kind = kind, .dtype = dtype, .rows = 3 + (uint32_t)_i, .cols = 5,
-                        .has_angle = opt, .angle = opt ? -0.7853981633974483 : 0,
-                        .has_t_acq = opt, .t_acq = opt ? 1761234567890123456ull : 0,
-                        .has_center_offset = opt, .center_offset = opt ? -0.375 : 0};
+    tl_proto_frame f = {.series = 9,
+                        .index = (uint64_t)_i * 1000003u + (1ull << 33),
+                        .kind = kind,
+                        .dtype = dtype,
+                        .rows = 3 + (uint32_t)_i,
+                        .cols = 5,
+                        .has_angle = opt,
+                        .angle = opt ? -0.7853981633974483 : 0,
+                        .has_t_acq = opt,
+                        .t_acq = opt ? 1761234567890123456ull : 0,
+                        .has_center_offset = opt,
+                        .center_offset = opt ? -0.375 : 0};
     msgpack_sbuffer_clear(&sb);
     ck_assert_int_eq(tl_proto_encode_frame(&sb, &f), 0);
     tl_proto_msg m = decode_ok(TL_MSG_FRAME);
@@ -148,8 +169,14 @@ END_TEST
  * message is one part (no payload). */
 START_TEST(frame_band_roundtrip)
 {
-    tl_proto_frame f = {.series = 3, .index = 9, .kind = TL_PROTO_DARK, .dtype = TL_PROTO_U16,
-                        .rows = 2048, .cols = 2048, .has_band = true, .band_first = 1536,
+    tl_proto_frame f = {.series = 3,
+                        .index = 9,
+                        .kind = TL_PROTO_DARK,
+                        .dtype = TL_PROTO_U16,
+                        .rows = 2048,
+                        .cols = 2048,
+                        .has_band = true,
+                        .band_first = 1536,
                         .band_rows = 512};
     msgpack_sbuffer_clear(&sb);
     ck_assert_int_eq(tl_proto_encode_frame(&sb, &f), 0);
@@ -174,12 +201,22 @@ START_TEST(frame_in_gpu_memory)
     for (int i = 0; i < TL_PROTO_IPC_HANDLE; i++)
         handle[i] = (uint8_t)(i * 37 + 11);
     const char *uuid = "GPU-8695f54f-567f-78f5-adb5-abcd659e9ff1";
-    tl_proto_frame f = {.series = 3, .index = 1ull << 35, .kind = TL_PROTO_PROJ,
-                        .dtype = TL_PROTO_U16, .rows = 2048, .cols = 2048, .has_angle = true,
-                        .angle = 1.25, .has_ipc = true,
-                        .ipc = {.handle = handle, .buffer = 1ull << 40, .size = 64ull << 20,
-                                .offset = 8ull << 20, .pitch = 4608,
-                                .device = {uuid, strlen(uuid)}, .slot = 77}};
+    tl_proto_frame f = {.series = 3,
+                        .index = 1ull << 35,
+                        .kind = TL_PROTO_PROJ,
+                        .dtype = TL_PROTO_U16,
+                        .rows = 2048,
+                        .cols = 2048,
+                        .has_angle = true,
+                        .angle = 1.25,
+                        .has_ipc = true,
+                        .ipc = {.handle = handle,
+                                .buffer = 1ull << 40,
+                                .size = 64ull << 20,
+                                .offset = 8ull << 20,
+                                .pitch = 4608,
+                                .device = {uuid, strlen(uuid)},
+                                .slot = 77}};
     msgpack_sbuffer_clear(&sb);
     ck_assert_int_eq(tl_proto_encode_frame(&sb, &f), 0);
     tl_proto_msg m = decode_ok(TL_MSG_FRAME);
@@ -209,8 +246,13 @@ END_TEST
 START_TEST(release_roundtrip)
 {
     const char *ep = "ipc:///run/camera/release";
-    tl_proto_scan sc = {.series = 3, .geometry = TL_PROTO_PARALLEL, .rows = 8, .cols = 8,
-                        .dtype = TL_PROTO_U16, .window = 10, .release = {ep, strlen(ep)}};
+    tl_proto_scan sc = {.series = 3,
+                        .geometry = TL_PROTO_PARALLEL,
+                        .rows = 8,
+                        .cols = 8,
+                        .dtype = TL_PROTO_U16,
+                        .window = 10,
+                        .release = {ep, strlen(ep)}};
     msgpack_sbuffer_clear(&sb);
     ck_assert_int_eq(tl_proto_encode_scan(&sb, &sc), 0);
     tl_proto_msg m = decode_ok(TL_MSG_SCAN);
@@ -218,8 +260,12 @@ START_TEST(release_roundtrip)
 
     for (int ok = 0; ok < 2; ok++) {
         const char *why = "frame 9: not supported";
-        tl_proto_release r = {.series = UINT64_MAX, .index = 9, .slot = 4000000000u, .ok = ok,
-                              .code = TL_PROTO_E_UNSUPPORTED, .message = {why, strlen(why)}};
+        tl_proto_release r = {.series = UINT64_MAX,
+                              .index = 9,
+                              .slot = 4000000000u,
+                              .ok = ok,
+                              .code = TL_PROTO_E_UNSUPPORTED,
+                              .message = {why, strlen(why)}};
         msgpack_sbuffer_clear(&sb);
         ck_assert_int_eq(tl_proto_encode_release(&sb, &r), 0);
         m = decode_ok(TL_MSG_RELEASE);
@@ -350,13 +396,20 @@ START_TEST(slice_roundtrip)
     bool opt = _i == 1;
     const char *id = opt ? "ortho_x.0-A" : "z";
     const char *kern = "cpu-ref";
-    tl_proto_slice s = {.id = {id, strlen(id)}, .seq = 1ull << 35, .shape = {512, 384},
+    tl_proto_slice s = {.id = {id, strlen(id)},
+                        .seq = 1ull << 35,
+                        .shape = {512, 384},
                         .dtype = TL_PROTO_F32,
                         .orientation = {1.0f, 0, 0, 0, 0.1f, -1.0f / 3, -256.5f, 1e-7f, 3e7f},
-                        .projections_used = 1799, .missing = 1, .window_first = 100,
-                        .window_last = 1899, .t_acq = 1761234567890123456ull,
-                        .t_pub = 1761234567899999999ull, .t_recv = opt ? 1761234567891ull : 0,
-                        .t_done = opt ? 1761234567898ull : 0, .final = opt,
+                        .projections_used = 1799,
+                        .missing = 1,
+                        .window_first = 100,
+                        .window_last = 1899,
+                        .t_acq = 1761234567890123456ull,
+                        .t_pub = 1761234567899999999ull,
+                        .t_recv = opt ? 1761234567891ull : 0,
+                        .t_done = opt ? 1761234567898ull : 0,
+                        .final = opt,
                         .kernel = {kern, strlen(kern)}};
     ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
     tl_proto_msg m = decode_ok(TL_MSG_SLICE);
@@ -392,11 +445,20 @@ START_TEST(slice_shm_roundtrip)
         name[TL_PROTO_SHM_NAME_MAX] = 0;
     }
     uint64_t offset = _i == 1 ? (5ull << 32) + 4096 : 4096;
-    tl_proto_slice s = {.id = {"z0", 2}, .seq = 12, .shape = {256, 128}, .dtype = TL_PROTO_F32,
+    tl_proto_slice s = {.id = {"z0", 2},
+                        .seq = 12,
+                        .shape = {256, 128},
+                        .dtype = TL_PROTO_F32,
                         .orientation = {256, 0, 0, 0, 128, 0, -128, -64, 3},
-                        .projections_used = 90, .window_last = 89, .t_acq = 1, .t_pub = 2,
-                        .final = _i == 1, .kernel = {"cpu-ref", 7}, .has_shm = true,
-                        .shm_name = {name, strlen(name)}, .shm_offset = offset};
+                        .projections_used = 90,
+                        .window_last = 89,
+                        .t_acq = 1,
+                        .t_pub = 2,
+                        .final = _i == 1,
+                        .kernel = {"cpu-ref", 7},
+                        .has_shm = true,
+                        .shm_name = {name, strlen(name)},
+                        .shm_offset = offset};
     ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
     tl_proto_msg m = decode_ok(TL_MSG_SLICE);
     ck_assert(m.slice.has_shm);
@@ -449,20 +511,20 @@ START_TEST(names)
     ck_assert_str_eq(tl_proto_geometry_name(TL_PROTO_PARALLEL), "parallel");
     ck_assert_str_eq(tl_proto_geometry_name(TL_PROTO_CONE), "cone");
     tl_proto_dtype t;
-    ck_assert(!tl_proto_dtype_parse("u1", 2, &t));     /* prefix of u16 */
-    ck_assert(!tl_proto_dtype_parse("u16 ", 4, &t));   /* trailing space */
-    ck_assert(!tl_proto_dtype_parse("u8\0x", 4, &t));  /* embedded NUL */
+    ck_assert(!tl_proto_dtype_parse("u1", 2, &t));    /* prefix of u16 */
+    ck_assert(!tl_proto_dtype_parse("u16 ", 4, &t));  /* trailing space */
+    ck_assert(!tl_proto_dtype_parse("u8\0x", 4, &t)); /* embedded NUL */
     ck_assert_str_eq(tl_proto_dtype_name((tl_proto_dtype)9), "?");
     ck_assert_uint_eq(tl_proto_dtype_size((tl_proto_dtype)9), 0);
 
     /* every error code has its own name */
-    const tl_proto_err codes[] = {
-        TL_PROTO_OK, TL_PROTO_E_PARTS, TL_PROTO_E_TOO_BIG, TL_PROTO_E_MALFORMED,
-        TL_PROTO_E_LIMIT, TL_PROTO_E_NOT_MAP, TL_PROTO_E_DUP_KEY, TL_PROTO_E_VERSION,
-        TL_PROTO_E_TYPE, TL_PROTO_E_MISSING, TL_PROTO_E_KEY_TYPE, TL_PROTO_E_NOT_FINITE,
-        TL_PROTO_E_RANGE, TL_PROTO_E_DTYPE, TL_PROTO_E_KIND, TL_PROTO_E_OVERFLOW,
-        TL_PROTO_E_PAYLOAD, TL_PROTO_E_UNKNOWN_CMD, TL_PROTO_E_BAD_ARG, TL_PROTO_E_NOT_FOUND,
-        TL_PROTO_E_STATE, TL_PROTO_E_UNSUPPORTED, TL_PROTO_E_RESOURCE, TL_PROTO_E_INTERNAL};
+    const tl_proto_err codes[] =
+        {TL_PROTO_OK,        TL_PROTO_E_PARTS,       TL_PROTO_E_TOO_BIG,  TL_PROTO_E_MALFORMED,
+         TL_PROTO_E_LIMIT,   TL_PROTO_E_NOT_MAP,     TL_PROTO_E_DUP_KEY,  TL_PROTO_E_VERSION,
+         TL_PROTO_E_TYPE,    TL_PROTO_E_MISSING,     TL_PROTO_E_KEY_TYPE, TL_PROTO_E_NOT_FINITE,
+         TL_PROTO_E_RANGE,   TL_PROTO_E_DTYPE,       TL_PROTO_E_KIND,     TL_PROTO_E_OVERFLOW,
+         TL_PROTO_E_PAYLOAD, TL_PROTO_E_UNKNOWN_CMD, TL_PROTO_E_BAD_ARG,  TL_PROTO_E_NOT_FOUND,
+         TL_PROTO_E_STATE,   TL_PROTO_E_UNSUPPORTED, TL_PROTO_E_RESOURCE, TL_PROTO_E_INTERNAL};
     size_t nc = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < nc; i++) {
         ck_assert_str_ne(tl_proto_err_name(codes[i]), "E_?");
@@ -490,9 +552,9 @@ START_TEST(slice_topic)
     ck_assert_str_eq(b, "slice/10/");
     /* prefix-free: a subscription to slice 1 must not match slice 10 */
     ck_assert(nb < na || memcmp(a, b, na) != 0);
-    ck_assert_uint_eq(tl_proto_slice_topic(a, na, "1", 1), 0);      /* no room for the NUL */
+    ck_assert_uint_eq(tl_proto_slice_topic(a, na, "1", 1), 0); /* no room for the NUL */
     ck_assert_uint_eq(tl_proto_slice_topic(a, na + 1, "1", 1), na);
-    ck_assert_uint_eq(tl_proto_slice_topic(a, sizeof a, "", 0), 0);  /* invalid ids */
+    ck_assert_uint_eq(tl_proto_slice_topic(a, sizeof a, "", 0), 0); /* invalid ids */
     ck_assert_uint_eq(tl_proto_slice_topic(a, sizeof a, "a/b", 3), 0);
     ck_assert_uint_eq(tl_proto_slice_topic(a, sizeof a, "a b", 3), 0);
     char id[TL_PROTO_MAX_ID + 2];
@@ -509,9 +571,9 @@ START_TEST(shm_topic)
     ck_assert_str_eq(a, "shm/1/");
     ck_assert_uint_eq(tl_proto_shm_topic(a, sizeof a, "row.0_x-1", 9), strlen("shm/row.0_x-1/"));
     ck_assert_str_eq(a, "shm/row.0_x-1/");
-    ck_assert_uint_eq(tl_proto_shm_topic(a, 6, "1", 1), 0);         /* no room for the NUL */
+    ck_assert_uint_eq(tl_proto_shm_topic(a, 6, "1", 1), 0); /* no room for the NUL */
     ck_assert_uint_eq(tl_proto_shm_topic(a, 7, "1", 1), 6);
-    ck_assert_uint_eq(tl_proto_shm_topic(a, sizeof a, "", 0), 0);   /* invalid ids */
+    ck_assert_uint_eq(tl_proto_shm_topic(a, sizeof a, "", 0), 0); /* invalid ids */
     ck_assert_uint_eq(tl_proto_shm_topic(a, sizeof a, "a/b", 3), 0);
     char id[TL_PROTO_MAX_ID + 1];
     memset(id, 'x', sizeof id);
@@ -554,8 +616,8 @@ START_TEST(header_at_limit)
 {
     static char filler[TL_PROTO_MAX_HEADER];
     tlt_pack_text(&sb, "{\"v\": 1, \"type\": \"end\", \"series\": 4, \"pad\": \"\"}");
-    size_t base = sb.size - 1; /* without the empty str */
-    size_t pad = TL_PROTO_MAX_HEADER - base - 3;  /* str16 header is 3 bytes */
+    size_t base = sb.size - 1;                   /* without the empty str */
+    size_t pad = TL_PROTO_MAX_HEADER - base - 3; /* str16 header is 3 bytes */
     memset(filler, 'p', pad);
     msgpack_sbuffer_clear(&sb);
     msgpack_packer pk;

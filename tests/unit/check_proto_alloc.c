@@ -88,17 +88,38 @@ static void pack_headers(void)
 {
     for (int i = 0; i < 6; i++)
         msgpack_sbuffer_init(&hdr[i]);
-    tl_proto_scan sc = {.series = 1, .rows = 2048, .cols = 2048, .dtype = TL_PROTO_U16,
-                        .window = 1800, .darks = 10, .flats = 10, .has_center = true,
-                        .center = 1023.5, .has_angles = true, .angle_step = 0.001,
+    tl_proto_scan sc = {.series = 1,
+                        .rows = 2048,
+                        .cols = 2048,
+                        .dtype = TL_PROTO_U16,
+                        .window = 1800,
+                        .darks = 10,
+                        .flats = 10,
+                        .has_center = true,
+                        .center = 1023.5,
+                        .has_angles = true,
+                        .angle_step = 0.001,
                         .filter = {"ram-lak", 7}};
-    tl_proto_frame fr = {.series = 1, .index = 99, .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_U16,
-                         .rows = 2048, .cols = 2048, .has_angle = true, .angle = 0.1,
-                         .has_t_acq = true, .t_acq = 1};
+    tl_proto_frame fr = {.series = 1,
+                         .index = 99,
+                         .kind = TL_PROTO_PROJ,
+                         .dtype = TL_PROTO_U16,
+                         .rows = 2048,
+                         .cols = 2048,
+                         .has_angle = true,
+                         .angle = 0.1,
+                         .has_t_acq = true,
+                         .t_acq = 1};
     tl_proto_end en = {.series = 1};
-    tl_proto_slice sl = {.id = {"z0", 2}, .seq = 1, .shape = {2048, 2048},
-                         .dtype = TL_PROTO_F32, .orientation = {1, 0, 0, 0, 1, 0, 0, 0, 0},
-                         .projections_used = 1800, .window_last = 1799, .t_acq = 1, .t_pub = 2,
+    tl_proto_slice sl = {.id = {"z0", 2},
+                         .seq = 1,
+                         .shape = {2048, 2048},
+                         .dtype = TL_PROTO_F32,
+                         .orientation = {1, 0, 0, 0, 1, 0, 0, 0, 0},
+                         .projections_used = 1800,
+                         .window_last = 1799,
+                         .t_acq = 1,
+                         .t_pub = 2,
                          .kernel = {"tex", 3}};
     ck_assert_int_eq(tl_proto_encode_scan(&hdr[0], &sc), 0);
     ck_assert_int_eq(tl_proto_encode_frame(&hdr[1], &fr), 0);
@@ -182,8 +203,13 @@ START_TEST(steady_state_encode)
     bool check = interposed();
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
-    tl_proto_frame fr = {.series = 1, .index = 0, .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_U16,
-                         .rows = 2048, .cols = 2048, .has_angle = true};
+    tl_proto_frame fr = {.series = 1,
+                         .index = 0,
+                         .kind = TL_PROTO_PROJ,
+                         .dtype = TL_PROTO_U16,
+                         .rows = 2048,
+                         .cols = 2048,
+                         .has_angle = true};
     ck_assert_int_eq(tl_proto_encode_frame(&sb, &fr), 0); /* warm-up sizes the buffer */
     int ok = 0;
     count_on();

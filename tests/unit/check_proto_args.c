@@ -18,11 +18,11 @@ static tl_proto_decoder *dec;
 static msgpack_sbuffer sb;
 static const msgpack_object *args;
 
-#define ARGS                                                                                   \
+#define ARGS                                                                                      \
     "{\"u\": 7, \"big\": 18446744073709551615, \"u32max\": 4294967295, \"u32over\": 4294967296, " \
-    "\"neg\": -7, \"f\": 2.5, \"f32\": f32(0.25), \"nan\": NaN, \"inf\": Infinity, "           \
-    "\"s\": \"text\", \"bin\": b\"text\", \"t\": true, \"nil\": null, "                        \
-    "\"arr\": [1, 2, 3], \"farr\": [1.5, -2, 3], \"huge\": [1e300], \"map\": {\"a\": 1}, "      \
+    "\"neg\": -7, \"f\": 2.5, \"f32\": f32(0.25), \"nan\": NaN, \"inf\": Infinity, "              \
+    "\"s\": \"text\", \"bin\": b\"text\", \"t\": true, \"nil\": null, "                           \
+    "\"arr\": [1, 2, 3], \"farr\": [1.5, -2, 3], \"huge\": [1e300], \"map\": {\"a\": 1}, "        \
     "\"dims\": [2, 65536], \"zdims\": [0, 3], \"mixed\": [1, \"2\"]}"
 
 static void setup(void)
@@ -30,8 +30,10 @@ static void setup(void)
     dec = tl_proto_decoder_new();
     msgpack_sbuffer_init(&sb);
     char text[2048];
-    snprintf(text, sizeof text, "{\"v\": 1, \"type\": \"req\", \"id\": 1, \"cmd\": \"x\", "
-             "\"args\": %s}", ARGS);
+    snprintf(text, sizeof text,
+             "{\"v\": 1, \"type\": \"req\", \"id\": 1, \"cmd\": \"x\", "
+             "\"args\": %s}",
+             ARGS);
     tlt_pack_text(&sb, text);
     tl_proto_msg m;
     tl_proto_error err;
@@ -150,8 +152,7 @@ START_TEST(get_arrays)
     d[0] = 9;
     is(tl_proto_get_dims(args, "dims", true, d, 2, 65535, &err), TL_PROTO_E_RANGE, &err,
        "dims[1]");
-    is(tl_proto_get_dims(args, "zdims", true, d, 2, 10, &err), TL_PROTO_E_RANGE, &err,
-       "zdims[0]");
+    is(tl_proto_get_dims(args, "zdims", true, d, 2, 10, &err), TL_PROTO_E_RANGE, &err, "zdims[0]");
     is(tl_proto_get_dims(args, "farr", true, d, 3, 10, &err), TL_PROTO_E_KEY_TYPE, &err,
        "farr[0]");
     is(tl_proto_get_dims(args, "arr", true, d, 2, 10, &err), TL_PROTO_E_RANGE, &err, "arr");
@@ -164,11 +165,11 @@ END_TEST
 START_TEST(map_get)
 {
     ck_assert_ptr_nonnull(tl_proto_map_get(args, "u"));
-    ck_assert_ptr_null(tl_proto_map_get(args, "U"));      /* case-sensitive */
-    ck_assert_ptr_null(tl_proto_map_get(args, "u32"));    /* no prefix match */
+    ck_assert_ptr_null(tl_proto_map_get(args, "U"));   /* case-sensitive */
+    ck_assert_ptr_null(tl_proto_map_get(args, "u32")); /* no prefix match */
     ck_assert_ptr_null(tl_proto_map_get(NULL, "u"));
     const msgpack_object *a = tl_proto_map_get(args, "arr");
-    ck_assert_ptr_null(tl_proto_map_get(a, "u"));         /* not a map */
+    ck_assert_ptr_null(tl_proto_map_get(a, "u")); /* not a map */
     /* a NULL map (request without args) reads as "every key absent" */
     tl_proto_error err;
     uint64_t v = 5;
@@ -183,12 +184,12 @@ END_TEST
 /* Unknown keys, even nested and of any type, are ignored by every decoder. */
 START_TEST(unknown_keys_ignored)
 {
-    const char *hdrs[] = {
-        "{\"v\": 1, \"type\": \"end\", \"series\": 3, \"future\": {\"x\": [1, {\"y\": null}]}}",
-        "{\"comment\": b\"\\0\", \"v\": 1, \"type\": \"frame\", \"series\": 1, \"index\": 2, "
-        "\"kind\": \"dark\", \"dtype\": \"u8\", \"shape\": [1, 1], \"exposure\": -1.5}",
-        "{\"v\": 1, \"type\": \"req\", \"id\": 1, \"cmd\": \"status\", \"token\": \"abc\"}",
-        "{\"v\": 1, \"type\": \"rep\", \"id\": 1, \"ok\": true, \"took_ns\": 12}"};
+    const char *hdrs[] =
+        {"{\"v\": 1, \"type\": \"end\", \"series\": 3, \"future\": {\"x\": [1, {\"y\": null}]}}",
+         "{\"comment\": b\"\\0\", \"v\": 1, \"type\": \"frame\", \"series\": 1, \"index\": 2, "
+         "\"kind\": \"dark\", \"dtype\": \"u8\", \"shape\": [1, 1], \"exposure\": -1.5}",
+         "{\"v\": 1, \"type\": \"req\", \"id\": 1, \"cmd\": \"status\", \"token\": \"abc\"}",
+         "{\"v\": 1, \"type\": \"rep\", \"id\": 1, \"ok\": true, \"took_ns\": 12}"};
     const tl_msg_type types[] = {TL_MSG_END, TL_MSG_FRAME, TL_MSG_REQ, TL_MSG_REP};
     for (int i = 0; i < 4; i++) {
         msgpack_sbuffer_clear(&sb);

@@ -16,31 +16,38 @@
 #include "tests/testutil.h"
 #include "tests/unit/check_proto_util.h"
 
-#define ALL (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE | \
-             TL_MSG_RELEASE)
+#define ALL                                                                             \
+    (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE | \
+     TL_MSG_RELEASE)
 
-#define FRAME "{\"v\": 1, \"type\": \"frame\", \"series\": 7, \"index\": 42, \"kind\": \"proj\", " \
-              "\"dtype\": \"u16\", \"shape\": [4, 6], \"angle\": 0.5, \"t_acq\": 17}"
+#define FRAME                                                                            \
+    "{\"v\": 1, \"type\": \"frame\", \"series\": 7, \"index\": 42, \"kind\": \"proj\", " \
+    "\"dtype\": \"u16\", \"shape\": [4, 6], \"angle\": 0.5, \"t_acq\": 17}"
 /* FRAME in GPU memory: a 64-byte handle, rows of 12 bytes at a pitch of 16 from offset 1024
  * of a 4096-byte allocation */
-#define IPC_FRAME "{\"v\": 1, \"type\": \"frame\", \"series\": 7, \"index\": 42, " \
-    "\"kind\": \"proj\", \"dtype\": \"u16\", \"shape\": [4, 6], \"angle\": 0.5, " \
+#define IPC_FRAME                                                                             \
+    "{\"v\": 1, \"type\": \"frame\", \"series\": 7, \"index\": 42, "                          \
+    "\"kind\": \"proj\", \"dtype\": \"u16\", \"shape\": [4, 6], \"angle\": 0.5, "             \
     "\"ipc_handle\": b\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\", " \
-    "\"ipc_buffer\": 3, \"ipc_size\": 4096, \"ipc_offset\": 1024, \"ipc_pitch\": 16, " \
+    "\"ipc_buffer\": 3, \"ipc_size\": 4096, \"ipc_offset\": 1024, \"ipc_pitch\": 16, "        \
     "\"ipc_device\": \"GPU-8695f54f-567f-78f5-adb5-abcd659e9ff1\", \"ipc_slot\": 2}"
-#define RELEASE "{\"v\": 1, \"type\": \"release\", \"series\": 7, \"index\": 42, " \
+#define RELEASE                                                        \
+    "{\"v\": 1, \"type\": \"release\", \"series\": 7, \"index\": 42, " \
     "\"slot\": 2, \"ok\": false, \"code\": 36, \"message\": \"not supported\"}"
-#define SCAN "{\"v\": 1, \"type\": \"scan\", \"series\": 7, \"geometry\": \"parallel\", " \
-             "\"shape\": [4, 6], \"dtype\": \"u16\", \"window\": 180}"
-#define SLICE "{\"v\": 1, \"type\": \"slice\", \"id\": \"z0\", \"seq\": 3, \"shape\": [4, 4], " \
-              "\"dtype\": \"f32\", \"orientation\": [1, 0, 0, 0, 1, 0, 0, 0, 0.5], " \
-              "\"projections_used\": 180, \"missing\": 0, \"window\": [10, 189], " \
-              "\"t_acq\": 1, \"t_pub\": 2, \"kernel\": \"cpu-ref\"}"
+#define SCAN                                                                     \
+    "{\"v\": 1, \"type\": \"scan\", \"series\": 7, \"geometry\": \"parallel\", " \
+    "\"shape\": [4, 6], \"dtype\": \"u16\", \"window\": 180}"
+#define SLICE                                                                         \
+    "{\"v\": 1, \"type\": \"slice\", \"id\": \"z0\", \"seq\": 3, \"shape\": [4, 4], " \
+    "\"dtype\": \"f32\", \"orientation\": [1, 0, 0, 0, 1, 0, 0, 0, 0.5], "            \
+    "\"projections_used\": 180, \"missing\": 0, \"window\": [10, 189], "              \
+    "\"t_acq\": 1, \"t_pub\": 2, \"kernel\": \"cpu-ref\"}"
 /* SLICE in shared memory (PROTOCOL.md 10.1): topic "shm/z0/", no payload part */
-#define SHM_SLICE "{\"v\": 1, \"type\": \"slice\", \"id\": \"z0\", \"seq\": 3, " \
+#define SHM_SLICE                                                                             \
+    "{\"v\": 1, \"type\": \"slice\", \"id\": \"z0\", \"seq\": 3, "                            \
     "\"shape\": [4, 4], \"dtype\": \"f32\", \"orientation\": [1, 0, 0, 0, 1, 0, 0, 0, 0.5], " \
-    "\"projections_used\": 180, \"missing\": 0, \"window\": [10, 189], \"t_acq\": 1, " \
-    "\"t_pub\": 2, \"kernel\": \"cpu-ref\", \"shm_name\": \"/tomolive-z0-1\", " \
+    "\"projections_used\": 180, \"missing\": 0, \"window\": [10, 189], \"t_acq\": 1, "        \
+    "\"t_pub\": 2, \"kernel\": \"cpu-ref\", \"shm_name\": \"/tomolive-z0-1\", "               \
     "\"shm_offset\": 4096}"
 /* shm names of 255 (the most) and 256 bytes, the leading '/' included */
 #define X8 "xxxxxxxx"
@@ -48,20 +55,21 @@
 #define NAME255 "\"/" X32 X32 X32 X32 X32 X32 X32 X8 X8 X8 "xxxxxx\""
 #define NAME256 "\"/" X32 X32 X32 X32 X32 X32 X32 X8 X8 X8 "xxxxxxx\""
 #define REQ "{\"v\": 1, \"type\": \"req\", \"id\": 5, \"cmd\": \"status\"}"
-#define REP_ERR "{\"v\": 1, \"type\": \"rep\", \"id\": 5, \"ok\": false, " \
-                "\"error\": {\"code\": 32, \"message\": \"no such command\"}}"
+#define REP_ERR                                                \
+    "{\"v\": 1, \"type\": \"rep\", \"id\": 5, \"ok\": false, " \
+    "\"error\": {\"code\": 32, \"message\": \"no such command\"}}"
 
 typedef enum { TEXT, HEX, WITH } form;
 
 typedef struct {
     const char *name;
     form f;
-    const char *a;      /* TEXT: header text; HEX: bytes; WITH: base header text */
-    const char *key;    /* WITH: key to change */
-    const char *value;  /* WITH: new value text, NULL = remove the key */
-    unsigned accept;    /* 0 = every type */
+    const char *a;     /* TEXT: header text; HEX: bytes; WITH: base header text */
+    const char *key;   /* WITH: key to change */
+    const char *value; /* WITH: new value text, NULL = remove the key */
+    unsigned accept;   /* 0 = every type */
     tl_proto_err want;
-    const char *says;   /* a substring the message must contain (the key), or NULL */
+    const char *says; /* a substring the message must contain (the key), or NULL */
 } bad_case;
 
 static const bad_case cases[] = {
@@ -79,16 +87,16 @@ static const bad_case cases[] = {
      "truncated"},
     {"bin32 of 2^32-1 in 5 bytes", HEX, "c6 ff ff ff ff", NULL, NULL, 0, TL_PROTO_E_MALFORMED,
      "truncated"},
-    {"ext32 of 2^32-1 in 6 bytes", HEX, "c9 ff ff ff ff 01", NULL, NULL, 0,
-     TL_PROTO_E_MALFORMED, "truncated"},
+    {"ext32 of 2^32-1 in 6 bytes", HEX, "c9 ff ff ff ff 01", NULL, NULL, 0, TL_PROTO_E_MALFORMED,
+     "truncated"},
     {"array16 inside a map, too long", HEX, "82 a1 76 01 a1 78 dc ff ff 01 02 03", NULL, NULL, 0,
      TL_PROTO_E_LIMIT, "65535"},
     {"map entries need 2 bytes each", HEX, "83 a1 76 01 a1", NULL, NULL, 0, TL_PROTO_E_LIMIT,
      NULL},
     {"length field cut off", HEX, "81 a1 76 da 00", NULL, NULL, 0, TL_PROTO_E_MALFORMED, NULL},
     {"depth 9", WITH, REQ, "args", "{\"a\": [[[[[[[1]]]]]]]}", 0, TL_PROTO_E_LIMIT, "deeper"},
-    {"depth 9 of empty arrays", WITH, REQ, "args", "{\"a\": [[[[[[[]]]]]]]}", 0,
-     TL_PROTO_E_LIMIT, "deeper"},
+    {"depth 9 of empty arrays", WITH, REQ, "args", "{\"a\": [[[[[[[]]]]]]]}", 0, TL_PROTO_E_LIMIT,
+     "deeper"},
     /* structure */
     {"header is an array", TEXT, "[1, \"frame\"]", NULL, NULL, 0, TL_PROTO_E_NOT_MAP, "array"},
     {"header is a str", TEXT, "\"frame\"", NULL, NULL, 0, TL_PROTO_E_NOT_MAP, "str"},
@@ -127,8 +135,8 @@ static const bad_case cases[] = {
     {"ipc handle as str", WITH, IPC_FRAME, "ipc_handle", "\"0123\"", 0, TL_PROTO_E_KEY_TYPE,
      "ipc_handle"},
     {"ipc handle of 63 bytes", WITH, IPC_FRAME, "ipc_handle",
-     "b\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\"", 0,
-     TL_PROTO_E_RANGE, "ipc_handle"},
+     "b\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\"", 0, TL_PROTO_E_RANGE,
+     "ipc_handle"},
     {"ipc pitch below a row", WITH, IPC_FRAME, "ipc_pitch", "11", 0, TL_PROTO_E_RANGE,
      "ipc_pitch"},
     {"ipc rows past the allocation", WITH, IPC_FRAME, "ipc_offset", "4049", 0, TL_PROTO_E_RANGE,
@@ -188,21 +196,23 @@ static const bad_case cases[] = {
     {"shape with 3 elements", WITH, FRAME, "shape", "[4, 6, 1]", 0, TL_PROTO_E_RANGE, "shape"},
     {"shape with 1 element", WITH, FRAME, "shape", "[24]", 0, TL_PROTO_E_RANGE, "shape"},
     {"shape not an array", WITH, FRAME, "shape", "\"4x6\"", 0, TL_PROTO_E_KEY_TYPE, "shape"},
-    {"shape as a map", WITH, FRAME, "shape", "{\"rows\": 4, \"cols\": 6}", 0,
-     TL_PROTO_E_KEY_TYPE, "shape"},
+    {"shape as a map", WITH, FRAME, "shape", "{\"rows\": 4, \"cols\": 6}", 0, TL_PROTO_E_KEY_TYPE,
+     "shape"},
     {"unknown dtype", WITH, FRAME, "dtype", "\"u64\"", 0, TL_PROTO_E_DTYPE, "u64"},
     {"numpy dtype", WITH, FRAME, "dtype", "\"<u2\"", 0, TL_PROTO_E_DTYPE, "<u2"},
     {"dtype as integer", WITH, FRAME, "dtype", "2", 0, TL_PROTO_E_KEY_TYPE, "dtype"},
     {"unknown kind", WITH, FRAME, "kind", "\"white\"", 0, TL_PROTO_E_KIND, "white"},
     {"kind in capitals", WITH, FRAME, "kind", "\"PROJ\"", 0, TL_PROTO_E_KIND, "kind"},
-    {"overflow 65536 x 65536 f32", TEXT, "{\"v\": 1, \"type\": \"frame\", \"series\": 1, "
-     "\"index\": 0, \"kind\": \"proj\", \"dtype\": \"f32\", \"shape\": [65536, 65536]}", NULL,
-     NULL, 0, TL_PROTO_E_OVERFLOW, "65536"},
-    {"overflow 65536 x 65536 u16", WITH, FRAME, "shape", "[65536, 65536]", 0,
-     TL_PROTO_E_OVERFLOW, "u16"},
-    {"overflow 2^31 bytes exactly", TEXT, "{\"v\": 1, \"type\": \"frame\", \"series\": 1, "
-     "\"index\": 0, \"kind\": \"dark\", \"dtype\": \"u8\", \"shape\": [32768, 65536]}", NULL,
-     NULL, 0, TL_PROTO_E_OVERFLOW, NULL},
+    {"overflow 65536 x 65536 f32", TEXT,
+     "{\"v\": 1, \"type\": \"frame\", \"series\": 1, "
+     "\"index\": 0, \"kind\": \"proj\", \"dtype\": \"f32\", \"shape\": [65536, 65536]}",
+     NULL, NULL, 0, TL_PROTO_E_OVERFLOW, "65536"},
+    {"overflow 65536 x 65536 u16", WITH, FRAME, "shape", "[65536, 65536]", 0, TL_PROTO_E_OVERFLOW,
+     "u16"},
+    {"overflow 2^31 bytes exactly", TEXT,
+     "{\"v\": 1, \"type\": \"frame\", \"series\": 1, "
+     "\"index\": 0, \"kind\": \"dark\", \"dtype\": \"u8\", \"shape\": [32768, 65536]}",
+     NULL, NULL, 0, TL_PROTO_E_OVERFLOW, NULL},
     /* scan */
     {"scan without series", WITH, SCAN, "series", NULL, 0, TL_PROTO_E_MISSING, "series"},
     {"scan without geometry", WITH, SCAN, "geometry", NULL, 0, TL_PROTO_E_MISSING, "geometry"},
@@ -236,24 +246,24 @@ static const bad_case cases[] = {
     {"req without cmd", WITH, REQ, "cmd", NULL, 0, TL_PROTO_E_MISSING, "cmd"},
     {"empty cmd", WITH, REQ, "cmd", "\"\"", 0, TL_PROTO_E_RANGE, "cmd"},
     {"cmd of 65 bytes", WITH, REQ, "cmd",
-     "\"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklm\"", 0,
-     TL_PROTO_E_RANGE, "65"},
+     "\"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklm\"", 0, TL_PROTO_E_RANGE,
+     "65"},
     {"args not a map", WITH, REQ, "args", "[1, 2]", 0, TL_PROTO_E_KEY_TYPE, "args"},
     {"args nil", WITH, REQ, "args", "null", 0, TL_PROTO_E_KEY_TYPE, "args"},
     {"args with integer key", WITH, REQ, "args", "{1: 2}", 0, TL_PROTO_E_NOT_MAP, "args"},
-    {"args with duplicate key", WITH, REQ, "args", "{\"z\": 1, \"z\": 2}", 0,
-     TL_PROTO_E_DUP_KEY, "\"z\""},
+    {"args with duplicate key", WITH, REQ, "args", "{\"z\": 1, \"z\": 2}", 0, TL_PROTO_E_DUP_KEY,
+     "\"z\""},
     /* rep */
-    {"rep error without message", WITH, REP_ERR, "error", "{\"code\": 32}", 0,
-     TL_PROTO_E_MISSING, "message"},
+    {"rep error without message", WITH, REP_ERR, "error", "{\"code\": 32}", 0, TL_PROTO_E_MISSING,
+     "message"},
     {"rep error without code", WITH, REP_ERR, "error", "{\"message\": \"x\"}", 0,
      TL_PROTO_E_MISSING, "code"},
     {"rep not ok without error", WITH, REP_ERR, "error", NULL, 0, TL_PROTO_E_MISSING, "error"},
     {"rep error not a map", WITH, REP_ERR, "error", "\"bad\"", 0, TL_PROTO_E_KEY_TYPE, "error"},
     {"rep error code negative", WITH, REP_ERR, "error", "{\"code\": -1, \"message\": \"x\"}", 0,
      TL_PROTO_E_RANGE, "code"},
-    {"rep error message as bin", WITH, REP_ERR, "error", "{\"code\": 1, \"message\": b\"x\"}",
-     0, TL_PROTO_E_KEY_TYPE, "message"},
+    {"rep error message as bin", WITH, REP_ERR, "error", "{\"code\": 1, \"message\": b\"x\"}", 0,
+     TL_PROTO_E_KEY_TYPE, "message"},
     {"rep ok as integer", WITH, REP_ERR, "ok", "0", 0, TL_PROTO_E_KEY_TYPE, "ok"},
     {"rep without ok", WITH, REP_ERR, "ok", NULL, 0, TL_PROTO_E_MISSING, "ok"},
     /* slice */
@@ -270,8 +280,8 @@ static const bad_case cases[] = {
     {"slice id with a slash", WITH, SLICE, "id", "\"a/b\"", 0, TL_PROTO_E_RANGE, "\"id\""},
     {"empty slice id", WITH, SLICE, "id", "\"\"", 0, TL_PROTO_E_RANGE, "\"id\""},
     {"slice id of 65 bytes", WITH, SLICE, "id",
-     "\"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklm\"", 0,
-     TL_PROTO_E_RANGE, "\"id\""},
+     "\"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklm\"", 0, TL_PROTO_E_RANGE,
+     "\"id\""},
     {"slice without kernel", WITH, SLICE, "kernel", NULL, 0, TL_PROTO_E_MISSING, "kernel"},
     {"slice without t_pub", WITH, SLICE, "t_pub", NULL, 0, TL_PROTO_E_MISSING, "t_pub"},
     {"slice without missing", WITH, SLICE, "missing", NULL, 0, TL_PROTO_E_MISSING, "missing"},
@@ -283,8 +293,8 @@ static const bad_case cases[] = {
      "shm_name"},
     {"shm_name without shm_offset", WITH, SHM_SLICE, "shm_offset", NULL, 0, TL_PROTO_E_MISSING,
      "shm_offset"},
-    {"shm_name without '/'", WITH, SHM_SLICE, "shm_name", "\"tomolive-z0-1\"", 0,
-     TL_PROTO_E_RANGE, "shm_name"},
+    {"shm_name without '/'", WITH, SHM_SLICE, "shm_name", "\"tomolive-z0-1\"", 0, TL_PROTO_E_RANGE,
+     "shm_name"},
     {"shm_name with a second '/'", WITH, SHM_SLICE, "shm_name", "\"/dev/shm/x\"", 0,
      TL_PROTO_E_RANGE, "shm_name"},
     {"shm_name ending in '/'", WITH, SHM_SLICE, "shm_name", "\"/x/\"", 0, TL_PROTO_E_RANGE,
@@ -294,11 +304,11 @@ static const bad_case cases[] = {
      "shm_name"},
     {"shm_name of 256 bytes", WITH, SHM_SLICE, "shm_name", NAME256, 0, TL_PROTO_E_RANGE,
      "shm_name"},
-    {"shm_name as bin", WITH, SHM_SLICE, "shm_name", "b\"/tomolive-z0-1\"", 0,
-     TL_PROTO_E_KEY_TYPE, "shm_name"},
+    {"shm_name as bin", WITH, SHM_SLICE, "shm_name", "b\"/tomolive-z0-1\"", 0, TL_PROTO_E_KEY_TYPE,
+     "shm_name"},
     {"shm_offset 0", WITH, SHM_SLICE, "shm_offset", "0", 0, TL_PROTO_E_RANGE, "shm_offset"},
-    {"shm_offset not a multiple of 64", WITH, SHM_SLICE, "shm_offset", "4100", 0,
-     TL_PROTO_E_RANGE, "shm_offset"},
+    {"shm_offset not a multiple of 64", WITH, SHM_SLICE, "shm_offset", "4100", 0, TL_PROTO_E_RANGE,
+     "shm_offset"},
     {"shm_offset 32", WITH, SHM_SLICE, "shm_offset", "32", 0, TL_PROTO_E_RANGE, "shm_offset"},
     {"shm_offset negative", WITH, SHM_SLICE, "shm_offset", "-64", 0, TL_PROTO_E_RANGE,
      "shm_offset"},
@@ -323,14 +333,14 @@ static void teardown(void)
     msgpack_sbuffer_destroy(&sb);
 }
 
-static void expect(const void *p, size_t n, unsigned accept, tl_proto_err want,
-                   const char *says, const char *name)
+static void expect(const void *p, size_t n, unsigned accept, tl_proto_err want, const char *says,
+                   const char *name)
 {
     tl_proto_msg m;
     tl_proto_error err = {TL_PROTO_OK, ""};
     tl_proto_err rc = tl_proto_decode(dec, p, n, accept ? accept : ALL, &m, &err);
-    ck_assert_msg(rc == want, "%s: got %s (%s), want %s", name, tl_proto_err_name(rc),
-                  err.message, tl_proto_err_name(want));
+    ck_assert_msg(rc == want, "%s: got %s (%s), want %s", name, tl_proto_err_name(rc), err.message,
+                  tl_proto_err_name(want));
     ck_assert_int_eq(err.code, rc);
     if (rc != TL_PROTO_OK)
         ck_assert_msg(strlen(err.message) > 0, "%s: empty message", name);
@@ -357,20 +367,20 @@ START_TEST(bad_header)
     uint8_t raw[256];
     msgpack_sbuffer_clear(&sb);
     switch (c->f) {
-    case TEXT:
-        if (!c->a) { /* JSON instead of msgpack: '{' is a fixint, the rest trails */
-            const char *json = "{\"v\":1,\"type\":\"end\",\"series\":1}";
-            expect(json, strlen(json), 0, c->want, c->says, c->name);
+        case TEXT:
+            if (!c->a) { /* JSON instead of msgpack: '{' is a fixint, the rest trails */
+                const char *json = "{\"v\":1,\"type\":\"end\",\"series\":1}";
+                expect(json, strlen(json), 0, c->want, c->says, c->name);
+                return;
+            }
+            tlt_pack_text(&sb, c->a);
+            break;
+        case WITH: tlt_pack_text(&sb, tlt_with(c->a, c->key, c->value)); break;
+        case HEX: {
+            size_t n = tlt_hex(raw, sizeof raw, c->a);
+            expect(raw, n, c->accept, c->want, c->says, c->name);
             return;
         }
-        tlt_pack_text(&sb, c->a);
-        break;
-    case WITH: tlt_pack_text(&sb, tlt_with(c->a, c->key, c->value)); break;
-    case HEX: {
-        size_t n = tlt_hex(raw, sizeof raw, c->a);
-        expect(raw, n, c->accept, c->want, c->says, c->name);
-        return;
-    }
     }
     expect(sb.data, sb.size, c->accept, c->want, c->says, c->name);
 }
@@ -441,8 +451,8 @@ START_TEST(truncated)
     const char *in_u64 = memchr(memmem(s, n, "t_acq", 5), 0xcf, 8);
     const char *after_key = (const char *)memmem(s, n, "index", 5) + 5;
     ck_assert(in_kind && in_u64 && after_key);
-    size_t cuts[] = {(size_t)(in_kind - s) + 2, (size_t)(in_u64 - s) + 4,
-                     (size_t)(after_key - s), n - 1};
+    size_t cuts[] = {(size_t)(in_kind - s) + 2, (size_t)(in_u64 - s) + 4, (size_t)(after_key - s),
+                     n - 1};
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         char name[40];
         snprintf(name, sizeof name, "cut at %zu of %zu", cuts[i], n);
@@ -459,8 +469,8 @@ START_TEST(every_prefix)
         tl_proto_msg m;
         tl_proto_error err;
         tl_proto_err rc = tl_proto_decode(dec, sb.data, cut, ALL, &m, &err);
-        ck_assert_msg(rc == TL_PROTO_E_MALFORMED || rc == TL_PROTO_E_LIMIT,
-                      "cut %zu: %s", cut, tl_proto_err_name(rc));
+        ck_assert_msg(rc == TL_PROTO_E_MALFORMED || rc == TL_PROTO_E_LIMIT, "cut %zu: %s", cut,
+                      tl_proto_err_name(rc));
     }
 }
 END_TEST
@@ -484,8 +494,8 @@ START_TEST(random_bytes)
         tl_proto_error err;
         tl_proto_err rc = tl_proto_decode(dec, buf, n, ALL, &m, &err);
         ck_assert_msg(rc != TL_PROTO_OK, "random bytes accepted");
-        ck_assert_msg(rc >= TL_PROTO_E_PARTS && rc <= TL_PROTO_E_PAYLOAD,
-                      "unexpected %s: %s", tl_proto_err_name(rc), err.message);
+        ck_assert_msg(rc >= TL_PROTO_E_PARTS && rc <= TL_PROTO_E_PAYLOAD, "unexpected %s: %s",
+                      tl_proto_err_name(rc), err.message);
         ck_assert_int_eq(err.code, rc);
         seen_malformed += rc == TL_PROTO_E_MALFORMED;
         seen_limit += rc == TL_PROTO_E_LIMIT;
@@ -512,8 +522,8 @@ START_TEST(duplicate_in_large_map)
             snprintf(k, sizeof k, "k%d", dup && i == extra - 1 ? 17 : i);
             tl_proto_pack_kv_u64(&pk, k, (uint64_t)i);
         }
-        expect(sb.data, sb.size, 0, dup ? TL_PROTO_E_DUP_KEY : TL_PROTO_OK,
-               dup ? "k17" : NULL, "large map");
+        expect(sb.data, sb.size, 0, dup ? TL_PROTO_E_DUP_KEY : TL_PROTO_OK, dup ? "k17" : NULL,
+               "large map");
     }
 }
 END_TEST
@@ -540,8 +550,8 @@ static void expect_parts(unsigned accept, tl_proto_err want, const char *says, c
     tl_proto_msg m;
     tl_proto_error err = {TL_PROTO_OK, ""};
     tl_proto_err rc = tl_proto_decode_parts(dec, parts, nparts, accept, &m, &err);
-    ck_assert_msg(rc == want, "%s: got %s (%s), want %s", name, tl_proto_err_name(rc),
-                  err.message, tl_proto_err_name(want));
+    ck_assert_msg(rc == want, "%s: got %s (%s), want %s", name, tl_proto_err_name(rc), err.message,
+                  tl_proto_err_name(want));
     if (says)
         ck_assert_msg(strstr(err.message, says), "%s: \"%s\" lacks \"%s\"", name, err.message,
                       says);
@@ -596,7 +606,8 @@ START_TEST(bad_parts)
         expect_parts(TL_PROTO_INGEST, TL_PROTO_OK, NULL, "band of 3 rows");
         add_part(bd.data, bd.size);
         add_part(pay, fp);
-        expect_parts(TL_PROTO_INGEST, TL_PROTO_E_PAYLOAD, "48", "band with a whole frame's payload");
+        expect_parts(TL_PROTO_INGEST, TL_PROTO_E_PAYLOAD, "48",
+                     "band with a whole frame's payload");
         msgpack_sbuffer_destroy(&bd);
     }
 

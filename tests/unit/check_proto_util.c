@@ -113,13 +113,16 @@ static const char *value(const char *p, msgpack_packer *pk)
     double special = 0;
     bool is_special = true;
     if (word(&p, "true")) {
-        if (pk) msgpack_pack_true(pk);
+        if (pk)
+            msgpack_pack_true(pk);
         return p;
     } else if (word(&p, "false")) {
-        if (pk) msgpack_pack_false(pk);
+        if (pk)
+            msgpack_pack_false(pk);
         return p;
     } else if (word(&p, "null")) {
-        if (pk) msgpack_pack_nil(pk);
+        if (pk)
+            msgpack_pack_nil(pk);
         return p;
     } else if (word(&p, "NaN")) {
         special = NAN;
@@ -131,7 +134,8 @@ static const char *value(const char *p, msgpack_packer *pk)
         is_special = false;
     }
     if (is_special) {
-        if (pk) msgpack_pack_double(pk, special);
+        if (pk)
+            msgpack_pack_double(pk, special);
         return p;
     }
     if (word(&p, "f32(")) {
@@ -139,7 +143,8 @@ static const char *value(const char *p, msgpack_packer *pk)
         double v = strtod(p, &end);
         if (end == p || *end != ')')
             die("bad f32()", p);
-        if (pk) msgpack_pack_float(pk, (float)v);
+        if (pk)
+            msgpack_pack_float(pk, (float)v);
         return end + 1;
     }
     size_t len = strspn(p, "+-0123456789.eE");
@@ -151,11 +156,14 @@ static const char *value(const char *p, msgpack_packer *pk)
     memcpy(num, p, len);
     num[len] = '\0';
     if (strpbrk(num, ".eE")) {
-        if (pk) msgpack_pack_double(pk, strtod(num, NULL));
+        if (pk)
+            msgpack_pack_double(pk, strtod(num, NULL));
     } else if (num[0] == '-') {
-        if (pk) msgpack_pack_int64(pk, strtoll(num, NULL, 10));
+        if (pk)
+            msgpack_pack_int64(pk, strtoll(num, NULL, 10));
     } else {
-        if (pk) msgpack_pack_uint64(pk, strtoull(num, NULL, 10));
+        if (pk)
+            msgpack_pack_uint64(pk, strtoull(num, NULL, 10));
     }
     return p + len;
 }
@@ -262,8 +270,7 @@ const char *tlt_with(const char *base, const char *key, const char *value_text)
         const char *close = strrchr(base, '}');
         if (!close || !value_text)
             die("tlt_with: no such key to remove", key);
-        snprintf(out, sizeof out, "%.*s, \"%s\": %s}", (int)(close - base), base, key,
-                 value_text);
+        snprintf(out, sizeof out, "%.*s, \"%s\": %s}", (int)(close - base), base, key, value_text);
     }
     /* removing/replacing the last entry can leave ",}" or ", }": drop that comma */
     char *p;

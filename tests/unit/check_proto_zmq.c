@@ -79,13 +79,21 @@ START_TEST(frame_zero_copy)
     const uint32_t rows = 48, cols = 64;
     uint16_t *px = pattern_u16(rows * cols, 7);
     uint16_t *expect = pattern_u16(rows * cols, 7);
-    tl_proto_frame f = {.series = 3, .index = 1234567, .kind = TL_PROTO_PROJ,
-                        .dtype = TL_PROTO_U16, .rows = rows, .cols = cols, .has_angle = true,
-                        .angle = 1.25, .has_t_acq = true, .t_acq = 1761234567890123456ull};
+    tl_proto_frame f = {.series = 3,
+                        .index = 1234567,
+                        .kind = TL_PROTO_PROJ,
+                        .dtype = TL_PROTO_U16,
+                        .rows = rows,
+                        .cols = cols,
+                        .has_angle = true,
+                        .angle = 1.25,
+                        .has_t_acq = true,
+                        .t_acq = 1761234567890123456ull};
     ck_assert_int_eq(tl_proto_encode_frame(&sb, &f), 0);
     size_t bytes = rows * cols * sizeof *px;
-    ck_assert_int_eq(tl_proto_send(tx, NULL, 0, sb.data, sb.size, px, bytes, free_payload,
-                                   NULL, 0), 0);
+    ck_assert_int_eq(tl_proto_send(tx, NULL, 0, sb.data, sb.size, px, bytes, free_payload, NULL,
+                                   0),
+                     0);
 
     zmq_msg_t parts[TL_PROTO_MAX_PARTS];
     tl_proto_error err;
@@ -106,7 +114,7 @@ START_TEST(frame_zero_copy)
     ck_assert_ptr_eq(m.frame.payload, px);
     ck_assert_int_eq(atomic_load(&freed), 0); /* still in use by the received part */
     tl_proto_close(parts, n);
-    ck_assert_int_eq(wait_freed(1), 1);        /* released exactly once, when closed */
+    ck_assert_int_eq(wait_freed(1), 1); /* released exactly once, when closed */
     free(expect);
     zmq_close(tx);
     zmq_close(rx);
@@ -120,11 +128,15 @@ START_TEST(frame_copied_payload)
     uint8_t px[3 * 5];
     for (size_t i = 0; i < sizeof px; i++)
         px[i] = (uint8_t)(i * 17);
-    tl_proto_frame f = {.series = 1, .index = 0, .kind = TL_PROTO_DARK, .dtype = TL_PROTO_U8,
-                        .rows = 3, .cols = 5};
+    tl_proto_frame f = {.series = 1,
+                        .index = 0,
+                        .kind = TL_PROTO_DARK,
+                        .dtype = TL_PROTO_U8,
+                        .rows = 3,
+                        .cols = 5};
     ck_assert_int_eq(tl_proto_encode_frame(&sb, &f), 0);
-    ck_assert_int_eq(tl_proto_send(tx, NULL, 0, sb.data, sb.size, px, sizeof px, NULL, NULL,
-                                   0), 0);
+    ck_assert_int_eq(tl_proto_send(tx, NULL, 0, sb.data, sb.size, px, sizeof px, NULL, NULL, 0),
+                     0);
     uint8_t sent[sizeof px];
     memcpy(sent, px, sizeof px);
     memset(px, 0xee, sizeof px); /* copied: the sender may reuse its buffer at once */
@@ -149,10 +161,17 @@ static void publish(void *pub, const char *id, uint64_t seq, uint32_t h, uint32_
     ck_assert_ptr_nonnull(img);
     for (size_t i = 0; i < (size_t)h * w; i++)
         img[i] = (float)seq + (float)i * 0.5f;
-    tl_proto_slice s = {.id = {id, strlen(id)}, .seq = seq, .shape = {h, w},
-                        .dtype = TL_PROTO_F32, .orientation = {1, 0, 0, 0, 1, 0, 0, 0, 0},
-                        .projections_used = 180, .missing = 2, .window_first = 5,
-                        .window_last = 184, .t_acq = 10, .t_pub = 20,
+    tl_proto_slice s = {.id = {id, strlen(id)},
+                        .seq = seq,
+                        .shape = {h, w},
+                        .dtype = TL_PROTO_F32,
+                        .orientation = {1, 0, 0, 0, 1, 0, 0, 0, 0},
+                        .projections_used = 180,
+                        .missing = 2,
+                        .window_first = 5,
+                        .window_last = 184,
+                        .t_acq = 10,
+                        .t_pub = 20,
                         .kernel = {"cpu-ref", 7}};
     msgpack_sbuffer_clear(&sb);
     ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
@@ -160,7 +179,8 @@ static void publish(void *pub, const char *id, uint64_t seq, uint32_t h, uint32_
     size_t tn = tl_proto_slice_topic(topic, sizeof topic, id, strlen(id));
     ck_assert_uint_gt(tn, 0);
     ck_assert_int_eq(tl_proto_send(pub, topic, tn, sb.data, sb.size, img,
-                                   (size_t)h * w * sizeof *img, free_payload, NULL, 0), 0);
+                                   (size_t)h * w * sizeof *img, free_payload, NULL, 0),
+                     0);
 }
 
 START_TEST(slice_three_parts_filtered)
@@ -222,10 +242,17 @@ START_TEST(slice_shm_two_parts_filtered)
     for (int i = 0; i < 2; i++) /* both subscriptions have arrived */
         ck_assert_int_gt(zmq_recv(pub, note, sizeof note, 0), 0);
 
-    tl_proto_slice s = {.id = {"1", 1}, .seq = 4, .shape = {8, 4}, .dtype = TL_PROTO_F32,
-                        .orientation = {1, 0, 0, 0, 1, 0, 0, 0, 0}, .t_acq = 10, .t_pub = 20,
-                        .kernel = {"cpu-ref", 7}, .has_shm = true,
-                        .shm_name = {"/tomolive-1-1", 13}, .shm_offset = 8192};
+    tl_proto_slice s = {.id = {"1", 1},
+                        .seq = 4,
+                        .shape = {8, 4},
+                        .dtype = TL_PROTO_F32,
+                        .orientation = {1, 0, 0, 0, 1, 0, 0, 0, 0},
+                        .t_acq = 10,
+                        .t_pub = 20,
+                        .kernel = {"cpu-ref", 7},
+                        .has_shm = true,
+                        .shm_name = {"/tomolive-1-1", 13},
+                        .shm_offset = 8192};
     msgpack_sbuffer_clear(&sb);
     ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
     ck_assert_int_eq(tl_proto_send(pub, st, sn, sb.data, sb.size, NULL, 0, NULL, NULL, 0), 0);
@@ -312,18 +339,21 @@ START_TEST(send_failure_releases_payload)
 
     void *p = malloc(64);
     ck_assert_int_eq(tl_proto_send(tx, NULL, 0, sb.data, sb.size, p, 64, free_payload, NULL,
-                                   ZMQ_DONTWAIT), -1);
+                                   ZMQ_DONTWAIT),
+                     -1);
     ck_assert_int_eq(errno, EAGAIN);
     ck_assert_int_eq(wait_freed(1), 1);
 
     p = malloc(64);
-    ck_assert_int_eq(tl_proto_send(tx, "slice/a/", 8, sb.data, sb.size, p, 64, free_payload,
-                                   NULL, ZMQ_DONTWAIT), -1);
+    ck_assert_int_eq(tl_proto_send(tx, "slice/a/", 8, sb.data, sb.size, p, 64, free_payload, NULL,
+                                   ZMQ_DONTWAIT),
+                     -1);
     ck_assert_int_eq(wait_freed(2), 2);
 
     uint8_t local[16] = {0};
-    ck_assert_int_eq(tl_proto_send(tx, NULL, 0, sb.data, sb.size, local, sizeof local, NULL,
-                                   NULL, ZMQ_DONTWAIT), -1);
+    ck_assert_int_eq(tl_proto_send(tx, NULL, 0, sb.data, sb.size, local, sizeof local, NULL, NULL,
+                                   ZMQ_DONTWAIT),
+                     -1);
 
     p = malloc(64); /* invalid arguments: still released */
     ck_assert_int_eq(tl_proto_send(tx, NULL, 0, NULL, 0, p, 64, free_payload, NULL, 0), -1);

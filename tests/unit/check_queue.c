@@ -47,7 +47,7 @@ START_TEST(queue_order_full_and_wake)
     ck_assert_int_eq(tl_queue_pop(&q, &out, 0), 1);
     ck_assert_int_eq(tl_queue_pop(&q, &out, 0.05), 0); /* empty: times out */
     tl_queue_wake(&q);
-    ck_assert_int_eq(tl_queue_pop(&q, &out, 10), 0);   /* woken: returns at once */
+    ck_assert_int_eq(tl_queue_pop(&q, &out, 10), 0); /* woken: returns at once */
     /* a blocked push gives up when its stop flag is raised */
     for (int i = 0; i < 3; i++) {
         tl_item it = item_with((uint64_t)i, "x");

@@ -47,9 +47,13 @@ static void cleanup(void)
 /* The header a subscriber would decode for seq, at offset of object name. */
 static tl_proto_slice header(const char *name, uint64_t offset, uint64_t seq)
 {
-    return (tl_proto_slice){.id = {"z0", 2}, .seq = seq, .shape = {H, W},
-                            .dtype = TL_PROTO_F32, .has_shm = true,
-                            .shm_name = {name, strlen(name)}, .shm_offset = offset};
+    return (tl_proto_slice){.id = {"z0", 2},
+                            .seq = seq,
+                            .shape = {H, W},
+                            .dtype = TL_PROTO_F32,
+                            .has_shm = true,
+                            .shm_name = {name, strlen(name)},
+                            .shm_offset = offset};
 }
 
 /* Pixels that differ for every seq and every pixel. */
@@ -377,9 +381,13 @@ START_TEST(racing_writer_never_tears)
         uint64_t a = atomic_load(&x.announced);
         if (!a)
             continue;
-        tl_proto_slice s = {.id = {"big", 3}, .seq = a & 0xfffff, .shape = {256, 256},
-                            .dtype = TL_PROTO_F32, .has_shm = true,
-                            .shm_name = {name_a, strlen(name_a)}, .shm_offset = a >> 20};
+        tl_proto_slice s = {.id = {"big", 3},
+                            .seq = a & 0xfffff,
+                            .shape = {256, 256},
+                            .dtype = TL_PROTO_F32,
+                            .has_shm = true,
+                            .shm_name = {name_a, strlen(name_a)},
+                            .shm_offset = a >> 20};
         int rc = tl_shm_read(&rd, &s, got, err, sizeof err);
         ck_assert_msg(rc == 0 || rc == TL_SHM_STALE, "%s", err);
         if (rc == TL_SHM_STALE) {

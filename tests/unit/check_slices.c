@@ -25,7 +25,7 @@ START_TEST(policy_every_k_and_rate)
     tl_slice_touch(&sl);
     ck_assert(!tl_slice_due(&sl, true, true, t + 500 * MS, &wake)); /* 2 < every */
     tl_slice_touch(&sl);
-    ck_assert(tl_slice_due(&sl, true, true, t + 500 * MS, &wake));  /* 3 >= every */
+    ck_assert(tl_slice_due(&sl, true, true, t + 500 * MS, &wake)); /* 3 >= every */
     tl_slice_computed(&sl, t + 500 * MS);
     for (int i = 0; i < 5; i++)
         tl_slice_touch(&sl);

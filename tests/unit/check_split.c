@@ -91,8 +91,13 @@ static void submit(tl_engine **e, source *s, tl_sim_kind kind, uint64_t index)
     tl_camera_frame_u16(&s->cam, kind, s->li, H, W, NULL, s->img);
     for (uint32_t r = 0; r < H; r++)
         memcpy((char *)s->pitched + r * s->pitch, s->img + (size_t)r * W, W * sizeof *s->img);
-    tl_frame f = {.kind = (tl_frame_kind)kind, .index = index, .angle = angle_of(index),
-                  .dtype = TL_DTYPE_U16, .rows = H, .cols = W, .pitch = s->pitch,
+    tl_frame f = {.kind = (tl_frame_kind)kind,
+                  .index = index,
+                  .angle = angle_of(index),
+                  .dtype = TL_DTYPE_U16,
+                  .rows = H,
+                  .cols = W,
+                  .pitch = s->pitch,
                   .data = s->pitched};
     for (int i = 0; i < NENG; i++) {
         tl_status st = tl_engine_submit(e[i], &f);
@@ -209,8 +214,8 @@ START_TEST(rows_match_one_engine)
     }
     /* fractional: around the boundaries 4, 6 and 8 (2 and 3 partitions) and every row of
      * 13, below row 0 and above row H - 1 */
-    const double zs[] = {-0.75, -0.001, 0.5, 3.5, 3.999, 4.25, 5.5, 5.999, 6.001, 6.5,
-                         7.75, 8.0001, 11.5, 12.25, 12.999};
+    const double zs[] = {-0.75, -0.001, 0.5,  3.5,    3.999, 4.25,  5.5,   5.999,
+                         6.001, 6.5,    7.75, 8.0001, 11.5,  12.25, 12.999};
     for (size_t i = 0; i < sizeof zs / sizeof *zs; i++) {
         tl_slice_spec sp;
         tl_slice_spec_row(&sp, zs[i], S, S);
@@ -423,8 +428,13 @@ START_TEST(state_and_benchmarks)
 
     tl_phantom_project(&s.ph, 0.2, (W - 1) / 2.0, H, W, s.li);
     tl_camera_frame_u16(&s.cam, TL_SIM_PROJ, s.li, H, W, NULL, s.img);
-    tl_frame f = {.kind = TL_FRAME_PROJ, .index = 1000, .angle = 0.2, .dtype = TL_DTYPE_U16,
-                  .rows = H, .cols = W, .data = s.img};
+    tl_frame f = {.kind = TL_FRAME_PROJ,
+                  .index = 1000,
+                  .angle = 0.2,
+                  .dtype = TL_DTYPE_U16,
+                  .rows = H,
+                  .cols = W,
+                  .data = s.img};
     double ms = 0;
     ck_assert_int_eq(tl_engine_bench_store(e[2], &f, 3, &ms), TL_OK);
     ck_assert(ms > 0);

@@ -153,14 +153,14 @@ START_TEST(choose_by_mode)
     memset(&r, 0, sizeof r);
     r.shape = (tl_tune_shape){.height = 64, .width = 32, .window = 100, .batch = 4};
     add(&r, "exact-a", TL_QUALITY_EXACT, 1, 10);
-    add(&r, "exact-a", TL_QUALITY_EXACT, 4, 30);   /* 1.33e5/ms: exact's best batch */
-    add(&r, "exact-b", TL_QUALITY_EXACT, 1, 8);    /* exact's fastest single */
-    add(&r, "exact-b", TL_QUALITY_EXACT, 2, 16);   /* 1.25e5 */
-    add(&r, "fast-a", TL_QUALITY_FAST, 1, 9);      /* slower than exact-b: fast gets exact-b */
-    add(&r, "fast-a", TL_QUALITY_FAST, 4, 20);     /* 2e5: fast's best batch */
-    add(&r, "prev-a", TL_QUALITY_PREVIEW, 1, 6);   /* preview's single (1.67e5) */
-    add(&r, "prev-a", TL_QUALITY_PREVIEW, 2, 10);  /* 2e5, a tie with fast-a at batch 4 */
-    add(&r, "prev-b", TL_QUALITY_PREVIEW, 4, 20);  /* 2e5 at batch 4: the tie goes to batch 2 */
+    add(&r, "exact-a", TL_QUALITY_EXACT, 4, 30);  /* 1.33e5/ms: exact's best batch */
+    add(&r, "exact-b", TL_QUALITY_EXACT, 1, 8);   /* exact's fastest single */
+    add(&r, "exact-b", TL_QUALITY_EXACT, 2, 16);  /* 1.25e5 */
+    add(&r, "fast-a", TL_QUALITY_FAST, 1, 9);     /* slower than exact-b: fast gets exact-b */
+    add(&r, "fast-a", TL_QUALITY_FAST, 4, 20);    /* 2e5: fast's best batch */
+    add(&r, "prev-a", TL_QUALITY_PREVIEW, 1, 6);  /* preview's single (1.67e5) */
+    add(&r, "prev-a", TL_QUALITY_PREVIEW, 2, 10); /* 2e5, a tie with fast-a at batch 4 */
+    add(&r, "prev-b", TL_QUALITY_PREVIEW, 4, 20); /* 2e5 at batch 4: the tie goes to batch 2 */
     tl_tune_choose(&r);
     ck_assert_uint_eq(r.choice.height, 64);
     ck_assert_uint_eq(r.choice.width, 32);
@@ -255,9 +255,10 @@ START_TEST(cache_key)
         ck_assert_int_eq(tl_tune_cache_lookup(p2, e, &shape, &got), TL_ENOTFOUND);
     }
     /* another shape: not found; then stored as well, and both are found */
-    const tl_tune_shape others[] = {
-        {COLS + 1, COLS, WINDOW, 4}, {COLS, COLS + 1, WINDOW, 4}, {COLS, COLS, WINDOW + 1, 4},
-        {COLS, COLS, WINDOW, 2}};
+    const tl_tune_shape others[] = {{COLS + 1, COLS, WINDOW, 4},
+                                    {COLS, COLS + 1, WINDOW, 4},
+                                    {COLS, COLS, WINDOW + 1, 4},
+                                    {COLS, COLS, WINDOW, 2}};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
         ck_assert_int_eq(tl_tune_cache_lookup(path, e, &others[i], &got), TL_ENOTFOUND);
     static tl_tune_result r2;
@@ -294,10 +295,10 @@ START_TEST(cache_corrupt)
     fake(&r, e, &shape, 2.0);
     ck_assert_int_eq(tl_tune_cache_store(path, &r), TL_OK); /* makes the directory */
     const char *bad[] = {
-        "{\"version\": 1, \"entries\": [",       /* truncated */
+        "{\"version\": 1, \"entries\": [", /* truncated */
         "not json at all",
-        "[1, 2, 3]",                             /* JSON, not a cache */
-        "{\"version\": 2, \"entries\": []}",     /* a later format */
+        "[1, 2, 3]",                         /* JSON, not a cache */
+        "{\"version\": 2, \"entries\": []}", /* a later format */
         "{\"version\": 1, \"entries\": {}}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -322,7 +323,8 @@ START_TEST(cache_hostile)
     tl_device_id d;
     tl_engine_device_id(e, &d);
     char key[512];
-    snprintf(key, sizeof key, "\"device\": \"%s\", \"uuid\": \"%s\", \"driver\": \"%s\", "
+    snprintf(key, sizeof key,
+             "\"device\": \"%s\", \"uuid\": \"%s\", \"driver\": \"%s\", "
              "\"runtime\": \"%s\", \"height\": %d, \"width\": %d, \"window\": %d, \"batch\": 4",
              d.name, d.uuid, d.driver, d.runtime, COLS, COLS, WINDOW);
     const char *choice = "\"choice\": {\"single\": {\"exact\": \"cpu-f32\", \"fast\": \"\", "
@@ -344,27 +346,33 @@ START_TEST(cache_hostile)
     memset(longname, 'k', 40);
     longname[40] = '\0';
     char longchoice[400];
-    snprintf(longchoice, sizeof longchoice, "\"choice\": {\"single\": {\"exact\": \"%s\", "
+    snprintf(longchoice, sizeof longchoice,
+             "\"choice\": {\"single\": {\"exact\": \"%s\", "
              "\"fast\": \"\", \"preview\": \"\"}, \"batch\": {\"exact\": \"\", \"fast\": \"\", "
-             "\"preview\": \"\"}}", longname);
+             "\"preview\": \"\"}}",
+             longname);
     const struct {
         const char *choice, *rest, *entries;
     } cases[] = {
-        {choice, rest, many},                                     /* too many timings */
-        {longchoice, rest, one},                                  /* name longer than a field */
+        {choice, rest, many},    /* too many timings */
+        {longchoice, rest, one}, /* name longer than a field */
         {choice, "\"cc\": [0, 0], \"sm_count\": \"2\", \"when\": 5, \"reps\": 3", one},
         {choice, "\"cc\": 0, \"sm_count\": 2, \"when\": 5, \"reps\": 3", one},
         {choice, "\"cc\": [0, 0], \"sm_count\": 2, \"when\": 5.5, \"reps\": 3", one},
         {"\"choice\": [1]", rest, one},
         {choice, rest, "[{\"kernel\": 7}]"},
-        {choice, rest, "[{\"kernel\": \"cpu-f32\", \"quality\": \"superb\", \"slices\": 1, "
-                       "\"batch\": 1, \"ms\": 1, \"updates_per_s\": 1}]"},
-        {choice, rest, "[{\"kernel\": \"cpu-f32\", \"quality\": \"exact\", \"slices\": -1, "
-                       "\"batch\": 1, \"ms\": 1, \"updates_per_s\": 1}]"},
-        {choice, rest, "[{\"kernel\": \"cpu-f32\", \"quality\": \"exact\", \"slices\": 1, "
-                       "\"batch\": 1, \"ms\": -1, \"updates_per_s\": 1}]"},
-        {choice, rest, "[{\"kernel\": \"gone\", \"quality\": \"exact\", \"slices\": 1, "
-                       "\"batch\": 1, \"ms\": 1, \"updates_per_s\": 1}]"}, /* not a kernel */
+        {choice, rest,
+         "[{\"kernel\": \"cpu-f32\", \"quality\": \"superb\", \"slices\": 1, "
+         "\"batch\": 1, \"ms\": 1, \"updates_per_s\": 1}]"},
+        {choice, rest,
+         "[{\"kernel\": \"cpu-f32\", \"quality\": \"exact\", \"slices\": -1, "
+         "\"batch\": 1, \"ms\": 1, \"updates_per_s\": 1}]"},
+        {choice, rest,
+         "[{\"kernel\": \"cpu-f32\", \"quality\": \"exact\", \"slices\": 1, "
+         "\"batch\": 1, \"ms\": -1, \"updates_per_s\": 1}]"},
+        {choice, rest,
+         "[{\"kernel\": \"gone\", \"quality\": \"exact\", \"slices\": 1, "
+         "\"batch\": 1, \"ms\": 1, \"updates_per_s\": 1}]"}, /* not a kernel */
         {choice, rest, "\"x\""},
     };
     char sub[1100];
@@ -372,18 +380,22 @@ START_TEST(cache_hostile)
     ck_assert_int_eq(mkdir(sub, 0700), 0);
     static tl_tune_result r;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        snprintf(doc, cap + 2048, "{\"version\": 1, \"entries\": [7, \"x\", {%s, %s, %s, "
-                 "\"entries\": %s}]}", key, cases[i].choice, cases[i].rest, cases[i].entries);
+        snprintf(doc, cap + 2048,
+                 "{\"version\": 1, \"entries\": [7, \"x\", {%s, %s, %s, "
+                 "\"entries\": %s}]}",
+                 key, cases[i].choice, cases[i].rest, cases[i].entries);
         write_file(path, doc);
-        ck_assert_msg(tl_tune_cache_lookup(path, e, &shape, &r) == TL_ENOTFOUND, "case %zu: %s",
-                      i, tl_tune_last_error());
+        ck_assert_msg(tl_tune_cache_lookup(path, e, &shape, &r) == TL_ENOTFOUND, "case %zu: %s", i,
+                      tl_tune_last_error());
         /* the key matched and the entry was turned down, with the reason */
         ck_assert_msg(strstr(tl_tune_last_error(), "entry 2 ") != NULL, "case %zu: %s", i,
                       tl_tune_last_error());
     }
     /* the well-formed entry is read, beside the junk entries */
-    snprintf(doc, cap + 2048, "{\"version\": 1, \"entries\": [7, \"x\", {%s, %s, %s, "
-             "\"entries\": %s}]}", key, choice, rest, one);
+    snprintf(doc, cap + 2048,
+             "{\"version\": 1, \"entries\": [7, \"x\", {%s, %s, %s, "
+             "\"entries\": %s}]}",
+             key, choice, rest, one);
     write_file(path, doc);
     ck_assert_msg(tl_tune_cache_lookup(path, e, &shape, &r) == TL_OK, "%s", tl_tune_last_error());
     ck_assert_str_eq(r.choice.single[0], "cpu-f32");
@@ -408,7 +420,7 @@ START_TEST(default_path)
     ck_assert_str_eq(tl_tune_default_path(buf, sizeof buf), "/x/y.json");
     unsetenv("TOMOLIVE_TUNE_CACHE");
     ck_assert_str_eq(tl_tune_default_path(buf, sizeof buf), "/xdg/tomolive/tune.json");
-    setenv("TOMOLIVE_TUNE_CACHE", "", 1); /* empty: unset */
+    setenv("TOMOLIVE_TUNE_CACHE", "", 1);    /* empty: unset */
     setenv("XDG_CACHE_HOME", "relative", 1); /* the XDG spec ignores it */
     setenv("HOME", "/home/me", 1);
     ck_assert_str_eq(tl_tune_default_path(buf, sizeof buf), "/home/me/.cache/tomolive/tune.json");
