@@ -52,88 +52,29 @@ typedef struct {
     const uint8_t *p, *end;
 } cb_reader;
 
-#define CB_SET(field_type, ...) \
-    do {                        \
-        cb_item *it_ = ctx;     \
-        it_->t = field_type;    \
-        __VA_ARGS__;            \
-    } while (0)
-static void cb_u8(void *ctx, uint8_t v)
-{
-    CB_SET(CB_UINT, it_->u = v);
-}
-static void cb_u16(void *ctx, uint16_t v)
-{
-    CB_SET(CB_UINT, it_->u = v);
-}
-static void cb_u32(void *ctx, uint32_t v)
-{
-    CB_SET(CB_UINT, it_->u = v);
-}
-static void cb_u64(void *ctx, uint64_t v)
-{
-    CB_SET(CB_UINT, it_->u = v);
-}
-static void cb_n8(void *ctx, uint8_t v)
-{
-    CB_SET(CB_NEG, it_->u = v);
-}
-static void cb_n16(void *ctx, uint16_t v)
-{
-    CB_SET(CB_NEG, it_->u = v);
-}
-static void cb_n32(void *ctx, uint32_t v)
-{
-    CB_SET(CB_NEG, it_->u = v);
-}
-static void cb_n64(void *ctx, uint64_t v)
-{
-    CB_SET(CB_NEG, it_->u = v);
-}
-static void cb_bytes(void *ctx, cbor_data d, size_t n)
-{
-    CB_SET(CB_BYTES, it_->p = d; it_->n = n);
-}
-static void cb_text(void *ctx, cbor_data d, size_t n)
-{
-    CB_SET(CB_TEXT, it_->p = d; it_->n = n);
-}
-static void cb_indef(void *ctx)
-{
-    CB_SET(CB_INDEF, (void)0);
-}
-static void cb_array(void *ctx, size_t n)
-{
-    CB_SET(CB_ARRAY, it_->u = n);
-}
-static void cb_map(void *ctx, size_t n)
-{
-    CB_SET(CB_MAP, it_->u = n);
-}
-static void cb_tag(void *ctx, uint64_t v)
-{
-    CB_SET(CB_TAG, it_->u = v);
-}
-static void cb_f4(void *ctx, float v)
-{
-    CB_SET(CB_FLOAT, it_->f = v);
-}
-static void cb_f8(void *ctx, double v)
-{
-    CB_SET(CB_FLOAT, it_->f = v);
-}
-static void cb_null(void *ctx)
-{
-    CB_SET(CB_NULL, (void)0);
-}
-static void cb_bool(void *ctx, bool v)
-{
-    CB_SET(CB_BOOL, it_->u = v);
-}
-static void cb_break(void *ctx)
-{
-    CB_SET(CB_BREAK, (void)0);
-}
+/* One callback a line: they read as the table they are. */
+/* clang-format off */
+#define CB_SET(field_type, ...) do { cb_item *it_ = ctx; it_->t = field_type; __VA_ARGS__; } while (0)
+static void cb_u8(void *ctx, uint8_t v) { CB_SET(CB_UINT, it_->u = v); }
+static void cb_u16(void *ctx, uint16_t v) { CB_SET(CB_UINT, it_->u = v); }
+static void cb_u32(void *ctx, uint32_t v) { CB_SET(CB_UINT, it_->u = v); }
+static void cb_u64(void *ctx, uint64_t v) { CB_SET(CB_UINT, it_->u = v); }
+static void cb_n8(void *ctx, uint8_t v) { CB_SET(CB_NEG, it_->u = v); }
+static void cb_n16(void *ctx, uint16_t v) { CB_SET(CB_NEG, it_->u = v); }
+static void cb_n32(void *ctx, uint32_t v) { CB_SET(CB_NEG, it_->u = v); }
+static void cb_n64(void *ctx, uint64_t v) { CB_SET(CB_NEG, it_->u = v); }
+static void cb_bytes(void *ctx, cbor_data d, size_t n) { CB_SET(CB_BYTES, it_->p = d; it_->n = n); }
+static void cb_text(void *ctx, cbor_data d, size_t n) { CB_SET(CB_TEXT, it_->p = d; it_->n = n); }
+static void cb_indef(void *ctx) { CB_SET(CB_INDEF, (void)0); }
+static void cb_array(void *ctx, size_t n) { CB_SET(CB_ARRAY, it_->u = n); }
+static void cb_map(void *ctx, size_t n) { CB_SET(CB_MAP, it_->u = n); }
+static void cb_tag(void *ctx, uint64_t v) { CB_SET(CB_TAG, it_->u = v); }
+static void cb_f4(void *ctx, float v) { CB_SET(CB_FLOAT, it_->f = v); }
+static void cb_f8(void *ctx, double v) { CB_SET(CB_FLOAT, it_->f = v); }
+static void cb_null(void *ctx) { CB_SET(CB_NULL, (void)0); }
+static void cb_bool(void *ctx, bool v) { CB_SET(CB_BOOL, it_->u = v); }
+static void cb_break(void *ctx) { CB_SET(CB_BREAK, (void)0); }
+/* clang-format on */
 
 static const struct cbor_callbacks callbacks = {
     .uint8 = cb_u8,
