@@ -27,4 +27,5 @@ noinst_HEADERS += \
 	gpu/cuda/bp_common.cuh \
 	gpu/cuda/bp_alu.cuh \
 	gpu/cuda/kernels.cuh \
-	gpu/cuda/fround.h
+	gpu/cuda/fround.h \
+	gpu/cuda/cuda_backend.h
