@@ -256,7 +256,10 @@ tl_proto_decoder *tl_proto_decoder_new(void); /* NULL when out of memory */
 void tl_proto_decoder_free(tl_proto_decoder *d);
 
 /* Decodes one header. Types not in `accept` are TL_PROTO_E_TYPE. For frames and slices the
- * payload pointer is left NULL; use tl_proto_check_payload to validate a payload length. */
+ * payload pointer is left NULL; use tl_proto_check_payload to validate a payload length.
+ * A "req" that fails after its id was read (cmd, args) leaves out->type == TL_MSG_REQ and
+ * out->req.id set, so the error reply can carry the id; on any earlier failure out->type
+ * is 0. */
 tl_proto_err tl_proto_decode(tl_proto_decoder *d, const void *hdr, size_t len, unsigned accept,
                              tl_proto_msg *out, tl_proto_error *err);
 

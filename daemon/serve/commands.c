@@ -163,7 +163,7 @@ static bool parse_spec(request *r, tl_slice_spec *spec)
         }
         tl_slice_spec_plane(spec, o, size[0], size[1]);
     } else {
-        fail(r, TL_PROTO_E_BAD_ARG, "kind must be \"row\", \"ortho\" or \"plane\"");
+        fail(r, TL_PROTO_E_KIND, "kind must be \"row\", \"ortho\" or \"plane\"");
         return false;
     }
     double scale = 1.0;
@@ -218,7 +218,7 @@ static void cmd_set_slice(request *r)
         return;
     }
     if (!tl_slice_id_valid(id.ptr, id.len)) {
-        fail(r, TL_PROTO_E_BAD_ARG, "id must be 1..64 characters of A-Z a-z 0-9 _ . -");
+        fail(r, TL_PROTO_E_RANGE, "id must be 1..64 characters of A-Z a-z 0-9 _ . -");
         return;
     }
     tl_slice_spec spec;

@@ -56,10 +56,14 @@ static void on_request(tl_zwatch *w)
                                 "a request is one message part (after the routing envelope)");
     } else {
         tl_proto_msg m;
+        memset(&m, 0, sizeof m);
         if (tl_proto_decode(d->control_dec, zmq_msg_data(&parts[body]), zmq_msg_size(&parts[body]),
                             TL_PROTO_CONTROL, &m, &err) != TL_PROTO_OK) {
             tl_stats_count(&d->stats.request_errors);
-            tl_proto_pack_rep_error(&pk, 0, err.code, err.message);
+            /* the id, when it could be read (it is checked before cmd and args), so a client
+             * with several requests in flight can match the error; else 0 (PROTOCOL.md §9.2) */
+            uint64_t id = m.type == TL_MSG_REQ ? m.req.id : 0;
+            tl_proto_pack_rep_error(&pk, id, err.code, err.message);
         } else if (tl_commands_run_control(d, &m.req, &pk)) {
             /* the worker answers later: keep the route (identities are at most 255 bytes) */
             tl_tuning *t = &d->tuning;

@@ -82,9 +82,9 @@ START_TEST(control_commands)
     json_decref(st);
     expect_error(&f, "frobnicate", NULL, TL_PROTO_E_UNKNOWN_CMD);
     expect_error(&f, "set_slice", NULL, TL_PROTO_E_BAD_ARG);
-    expect_error(&f, "set_slice", "{\"id\":\"a/b\",\"kind\":\"row\",\"z\":1}", TL_PROTO_E_BAD_ARG);
+    expect_error(&f, "set_slice", "{\"id\":\"a/b\",\"kind\":\"row\",\"z\":1}", TL_PROTO_E_RANGE);
     expect_error(&f, "set_slice", "{\"id\":\"a\",\"z\":1}", TL_PROTO_E_BAD_ARG);
-    expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"cube\"}", TL_PROTO_E_BAD_ARG);
+    expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"cube\"}", TL_PROTO_E_KIND);
     expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\"}", TL_PROTO_E_BAD_ARG);
     expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":\"3\"}",
                  TL_PROTO_E_KEY_TYPE);
@@ -139,6 +139,72 @@ START_TEST(control_commands)
     r = tl_fx_ok(&f, "commands", NULL);
     ck_assert_int_ge(json_array_size(r), 6);
     json_decref(r);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
+/* A request broken after its id (cmd missing, of the wrong type or too long; args nil or an
+ * array) is answered with that id and the decoder's code (PROTOCOL.md §7, §9.2), so a
+ * client with several requests in flight can match the error. */
+START_TEST(error_replies_keep_ids)
+{
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "ids", NULL), 0);
+    enum { NO_CMD, CMD_INT, CMD_LONG, ARGS_NIL, ARGS_ARRAY, NCASES };
+    static const tl_proto_err want[NCASES] = {TL_PROTO_E_MISSING, TL_PROTO_E_KEY_TYPE,
+                                              TL_PROTO_E_RANGE, TL_PROTO_E_KEY_TYPE,
+                                              TL_PROTO_E_KEY_TYPE};
+    for (int c = 0; c < NCASES; c++) {
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        uint64_t id = 1000 + (uint64_t)c;
+        msgpack_pack_map(&pk, c == NO_CMD ? 3 : c <= CMD_LONG ? 4 : 5);
+        msgpack_pack_str_with_body(&pk, "v", 1);
+        msgpack_pack_uint64(&pk, 1);
+        msgpack_pack_str_with_body(&pk, "type", 4);
+        msgpack_pack_str_with_body(&pk, "req", 3);
+        msgpack_pack_str_with_body(&pk, "id", 2);
+        msgpack_pack_uint64(&pk, id);
+        if (c != NO_CMD) {
+            msgpack_pack_str_with_body(&pk, "cmd", 3);
+            if (c == CMD_INT)
+                msgpack_pack_int(&pk, 7);
+            else if (c == CMD_LONG) {
+                char name[100];
+                memset(name, 'x', sizeof name);
+                msgpack_pack_str_with_body(&pk, name, sizeof name);
+            } else
+                msgpack_pack_str_with_body(&pk, "status", 6);
+        }
+        if (c == ARGS_NIL || c == ARGS_ARRAY) {
+            msgpack_pack_str_with_body(&pk, "args", 4);
+            if (c == ARGS_NIL)
+                msgpack_pack_nil(&pk);
+            else
+                msgpack_pack_array(&pk, 0);
+        }
+        ck_assert_int_eq(zmq_send(f.ctl, sb.data, sb.size, 0), (int)sb.size);
+        msgpack_sbuffer_destroy(&sb);
+        zmq_pollitem_t it = {f.ctl, 0, ZMQ_POLLIN, 0};
+        ck_assert_msg(zmq_poll(&it, 1, 10000) == 1, "case %d: no reply", c);
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        ck_assert_int_ge(zmq_msg_recv(&m, f.ctl, 0), 0);
+        tl_proto_msg rep;
+        tl_proto_error err;
+        ck_assert_int_eq(tl_proto_decode(f.dec, zmq_msg_data(&m), zmq_msg_size(&m), TL_MSG_REP,
+                                         &rep, &err),
+                         TL_PROTO_OK);
+        ck_assert_msg(rep.rep.id == id, "case %d: reply id %llu, want %llu", c,
+                      (unsigned long long)rep.rep.id, (unsigned long long)id);
+        ck_assert(!rep.rep.ok);
+        ck_assert_msg(rep.rep.code == want[c], "case %d: %s, want %s", c,
+                      tl_proto_err_name(rep.rep.code), tl_proto_err_name(want[c]));
+        zmq_msg_close(&m);
+    }
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
     tl_fx_cleanup(&f);
 }
@@ -787,6 +853,7 @@ static Suite *suite(void)
     TCase *t = tcase_create("cpu");
     tcase_set_timeout(t, 120);
     tcase_add_test(t, control_commands);
+    tcase_add_test(t, error_replies_keep_ids);
     tcase_add_test(t, scans_and_rejections);
     tcase_add_test(t, malformed_barrage);
     tcase_add_test(t, computed_only_when_wanted);

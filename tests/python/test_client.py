@@ -299,7 +299,7 @@ class ControlCommands(DaemonCase):
         c.set_slice("keep", kind="row", z=1)
         cases = [
             (lambda: c.request("stat"), tomolive.UnknownCommand, 32, "stat"),
-            (lambda: c.set_slice("x", kind="diagonal"), tomolive.BadArgument, 33, "set_slice"),
+            (lambda: c.set_slice("x", kind="diagonal"), tomolive.BadKind, 14, "set_slice"),
             (lambda: c.request("set_slice"), tomolive.BadArgument, 33, "set_slice"),
             (lambda: c.set_param("gain", 2), tomolive.BadArgument, 33, "set_param"),
             (lambda: c.remove_slice("nope"), tomolive.NotFound, 34, "remove_slice"),
