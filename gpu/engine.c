@@ -208,8 +208,9 @@ void tl_engine_destroy(tl_engine *e)
 
 tl_status tl_engine_set_center(tl_engine *e, double center)
 {
-    if (!isfinite(center))
-        return tl_fail(&e->err, TL_EINVAL, "center is not finite");
+    if (!isfinite(center) || center < -0.5 || center > e->cfg.cols - 0.5)
+        return tl_fail(&e->err, TL_EINVAL, "center %g is not a column of the detector (0..%u)",
+                       center, e->cfg.cols - 1);
     e->cfg.center = center;
     tl_track_invalidate(e); /* every projection moved */
     return TL_OK;

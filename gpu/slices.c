@@ -31,6 +31,11 @@ static tl_status check_spec(tl_engine *e, const tl_slice_spec *s)
     for (int i = 0; i < 9; i++)
         if (!isfinite(s->orientation[i]))
             return tl_fail(&e->err, TL_EINVAL, "slice orientation is not finite");
+    float plane[9]; /* a position finite as a double may not be as a float (1e308) */
+    tl_slice_plane(s, e->cfg.rows, plane);
+    for (int i = 0; i < 9; i++)
+        if (!isfinite(plane[i]))
+            return tl_fail(&e->err, TL_EINVAL, "the slice's plane is not finite");
     return TL_OK;
 }
 

@@ -81,6 +81,11 @@ int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen)
         sp.width = ec->cols;
     if (sp.height == 0)
         sp.height = sp.kind == TL_SLICE_ORTHO && sp.axis != TL_AXIS_Z ? ec->rows : ec->cols;
+    if (!tl_slice_inside(&sp, ec->rows, ec->cols)) { /* defined before this scan */
+        snprintf(err, errlen, "the slice lies outside the volume (%u rows, %u columns)", ec->rows,
+                 ec->cols);
+        return -1;
+    }
     int id;
     if (tl_engine_add_slice(s->engine, &sp, &id) != TL_OK) {
         snprintf(err, errlen, "%s", tl_engine_last_error(s->engine));

@@ -232,6 +232,20 @@ static void cmd_set_slice(request *r)
     }
 
     pthread_mutex_lock(&d->lock);
+    /* inside the scan's volume; before a scan, inside the largest detector's */
+    uint32_t rows = TL_PROTO_MAX_DIM, cols = TL_PROTO_MAX_DIM;
+    if (d->scan.open) {
+        rows = tl_engine_get_config(d->scan.engine)->rows;
+        cols = tl_engine_get_config(d->scan.engine)->cols;
+    }
+    if (!tl_slice_inside(&spec, rows, cols)) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_RANGE,
+             "the slice lies outside the volume (%u rows: z in -1..%u; x and y within %u of "
+             "the axis)",
+             rows, rows, cols);
+        return;
+    }
     tl_slice *sl = tl_slices_find(&d->slices, id.ptr, id.len);
     if (!sl && d->slices.n >= d->cfg.slices_max) {
         pthread_mutex_unlock(&d->lock);
@@ -358,6 +372,13 @@ static void cmd_set_param(request *r)
     if (!d->scan.open) {
         pthread_mutex_unlock(&d->lock);
         fail(r, TL_PROTO_E_STATE, "no scan is open");
+        return;
+    }
+    uint32_t cols = tl_engine_get_config(d->scan.engine)->cols;
+    if (center && !(c >= -0.5 && c <= cols - 0.5)) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_RANGE, "center %g is not a column of the detector (0..%u)", c,
+             cols - 1);
         return;
     }
     tl_status st =

@@ -4,6 +4,7 @@
  * different geometry. */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "gpu/geometry/slice.h"
@@ -60,4 +61,18 @@ void tl_slice_plane(const tl_slice_spec *s, uint32_t rows, float o[9])
     } else {
         set(o, w, 0, 0, 0, 0, -h, -w / 2, s->position, zc + h / 2);
     }
+}
+
+bool tl_slice_inside(const tl_slice_spec *s, uint32_t rows, uint32_t cols)
+{
+    float o[9];
+    tl_slice_plane(s, rows, o);
+    for (int i = 0; i < 9; i++)
+        if (!isfinite(o[i]))
+            return false;
+    double centre[3]; /* base + (xaxis + yaxis) / 2 */
+    for (int k = 0; k < 3; k++)
+        centre[k] = (double)o[6 + k] + 0.5 * ((double)o[k] + (double)o[3 + k]);
+    return fabs(centre[0]) <= cols && fabs(centre[1]) <= cols && centre[2] >= -1.0 &&
+           centre[2] <= rows;
 }

@@ -5,6 +5,7 @@
 #ifndef TL_SLICE_H
 #define TL_SLICE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -42,6 +43,13 @@ void tl_slice_spec_plane(tl_slice_spec *s, const float orientation[9], uint32_t 
                          uint32_t width);
 /* The plane (9 floats) of any slice spec, for an engine with `rows` detector rows. */
 void tl_slice_plane(const tl_slice_spec *s, uint32_t rows, float orientation[9]);
+/* Whether the slice's plane is finite (every float of it, so a position of 1e308 that
+ * overflows a float is caught) and its centre lies in the volume of a rows x cols detector:
+ * z in [-1, rows] (a plane within a row of the detector still samples it), x and y within
+ * cols of the axis (an axis may sit near either edge of the detector, so the
+ * reconstructable disk reaches up to cols from it). The engine itself samples any finite
+ * plane (zeros off the volume); the daemon refuses what this rejects. */
+bool tl_slice_inside(const tl_slice_spec *s, uint32_t rows, uint32_t cols);
 
 #ifdef __cplusplus
 }

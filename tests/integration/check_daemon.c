@@ -85,6 +85,11 @@ START_TEST(control_commands)
     expect_error(&f, "set_slice", "{\"id\":\"a/b\",\"kind\":\"row\",\"z\":1}", TL_PROTO_E_RANGE);
     expect_error(&f, "set_slice", "{\"id\":\"a\",\"z\":1}", TL_PROTO_E_BAD_ARG);
     expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"cube\"}", TL_PROTO_E_KIND);
+    /* positions outside any volume, or beyond a float (#30: 1e308 became inf) */
+    expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1e308}", TL_PROTO_E_RANGE);
+    expect_error(&f, "set_slice",
+                 "{\"id\":\"a\",\"kind\":\"ortho\",\"axis\":\"x\",\"position\":-1e300}",
+                 TL_PROTO_E_RANGE);
     expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\"}", TL_PROTO_E_BAD_ARG);
     expect_error(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":\"3\"}",
                  TL_PROTO_E_KEY_TYPE);
@@ -119,6 +124,20 @@ START_TEST(control_commands)
     ck_assert_int_eq(json_array_size(json_object_get(sl, "orientation")), 9);
     ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(sl, "update"), "every")),
                      5);
+    json_decref(r);
+    /* positions and a centre outside this scan's volume (8 rows, 32 columns) are refused */
+    expect_error(&f, "set_slice", "{\"id\":\"r\",\"kind\":\"row\",\"z\":9}", TL_PROTO_E_RANGE);
+    expect_error(&f, "set_slice",
+                 "{\"id\":\"r\",\"kind\":\"ortho\",\"axis\":\"y\",\"position\":40}",
+                 TL_PROTO_E_RANGE);
+    expect_error(&f, "set_slice",
+                 "{\"id\":\"r\",\"kind\":\"plane\",\"size\":[4,4],"
+                 "\"orientation\":[4,0,0,0,4,0,100,0,3]}",
+                 TL_PROTO_E_RANGE);
+    expect_error(&f, "set_param", "{\"name\":\"center\",\"value\":1e308}", TL_PROTO_E_RANGE);
+    expect_error(&f, "set_param", "{\"name\":\"center\",\"value\":-3}", TL_PROTO_E_RANGE);
+    r = tl_fx_ok(&f, "list_slices", NULL);
+    ck_assert_int_eq(json_array_size(r), 1); /* the refusals changed nothing */
     json_decref(r);
     /* a slice that does not fit the engine is refused and changes nothing */
     expect_error(&f, "set_slice", "{\"id\":\"r\",\"kind\":\"row\",\"z\":3,\"size\":[0,5]}",

@@ -456,6 +456,39 @@ START_TEST(plane_conventions)
 }
 END_TEST
 
+/* Slices and the centre inside the volume (rows x cols), finite even as floats. */
+START_TEST(slices_inside_the_volume)
+{
+    tl_slice_spec s;
+    tl_slice_spec_row(&s, 10, 4, 6);
+    ck_assert(tl_slice_inside(&s, 10, 16));
+    tl_slice_spec_row(&s, 10.1, 4, 6);
+    ck_assert(!tl_slice_inside(&s, 10, 16));
+    tl_slice_spec_row(&s, -1.1, 4, 6);
+    ck_assert(!tl_slice_inside(&s, 10, 16));
+    tl_slice_spec_row(&s, 1e308, 4, 6); /* finite as a double, inf as a float */
+    ck_assert(!tl_slice_inside(&s, 65536, 65536));
+    tl_slice_spec_ortho(&s, TL_AXIS_Y, -16, 10, 6);
+    ck_assert(tl_slice_inside(&s, 10, 16));
+    tl_slice_spec_ortho(&s, TL_AXIS_Y, -16.5, 10, 6);
+    ck_assert(!tl_slice_inside(&s, 10, 16));
+    const float far[9] = {4, 0, 0, 0, 4, 0, 100, 0, 3};
+    tl_slice_spec_plane(&s, far, 4, 4);
+    ck_assert(!tl_slice_inside(&s, 10, 16));
+
+    tl_engine *e = make(10, 16, 8, TL_DTYPE_U16, TL_FILTER_RAMLAK, false);
+    int id;
+    tl_slice_spec_row(&s, 1e308, 16, 16); /* the engine samples any finite plane */
+    ck_assert_int_eq(tl_engine_add_slice(e, &s, &id), TL_EINVAL);
+    tl_slice_spec_row(&s, 5, 16, 16);
+    ck_assert_int_eq(tl_engine_add_slice(e, &s, &id), TL_OK);
+    ck_assert_int_eq(tl_engine_set_center(e, 1e308), TL_EINVAL);
+    ck_assert_int_eq(tl_engine_set_center(e, -1), TL_EINVAL);
+    ck_assert_int_eq(tl_engine_set_center(e, 15.5), TL_OK);
+    tl_engine_destroy(e);
+}
+END_TEST
+
 START_TEST(memory_refusal)
 {
     tl_engine_config c;
@@ -506,6 +539,7 @@ static Suite *suite(void)
     tcase_add_test(t, filter_design);
     tcase_add_test(t, single_bin_line);
     tcase_add_test(t, plane_conventions);
+    tcase_add_test(t, slices_inside_the_volume);
     tcase_add_test(t, memory_refusal);
     tcase_add_test(t, bad_configs);
     suite_add_tcase(s, t);
