@@ -229,6 +229,27 @@ START_TEST(error_replies_keep_ids)
 }
 END_TEST
 
+/* A slice defined before a scan (inside the largest detector) that the scan's volume does
+ * not hold is kept, said in the log, and not computed. */
+START_TEST(slice_outside_the_scan_not_served)
+{
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "outside", NULL), 0);
+    json_decref(
+        tl_fx_ok(&f, "set_slice", "{\"id\":\"far\",\"kind\":\"row\",\"z\":100,\"pin\":true}"));
+    send_disk_scan(&f, 1, 8, 32, 30, 30, 10);
+    ck_assert(tl_fx_wait_messages(&f, 31, 10));
+    ck_assert(tl_fx_wait_log(&f, "event=slice_not_served id=far", 10));
+    json_t *r = tl_fx_ok(&f, "list_slices", NULL);
+    ck_assert_int_eq(json_array_size(r), 1);
+    ck_assert(json_is_null(json_object_get(json_array_get(r, 0), "shape")));
+    json_decref(r);
+    ck_assert_int_eq(tl_fx_status_int(&f, "slices.computed"), 0);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
 START_TEST(scans_and_rejections)
 {
     tl_fixture f;
@@ -873,6 +894,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, control_commands);
     tcase_add_test(t, error_replies_keep_ids);
+    tcase_add_test(t, slice_outside_the_scan_not_served);
     tcase_add_test(t, scans_and_rejections);
     tcase_add_test(t, malformed_barrage);
     tcase_add_test(t, computed_only_when_wanted);
