@@ -31,11 +31,6 @@ static tl_status check_spec(tl_engine *e, const tl_slice_spec *s)
     for (int i = 0; i < 9; i++)
         if (!isfinite(s->orientation[i]))
             return tl_fail(&e->err, TL_EINVAL, "slice orientation is not finite");
-    float plane[9]; /* a position finite as a double may not be as a float (1e308) */
-    tl_slice_plane(s, e->cfg.rows, plane);
-    for (int i = 0; i < 9; i++)
-        if (!isfinite(plane[i]))
-            return tl_fail(&e->err, TL_EINVAL, "the slice's plane is not finite");
     return TL_OK;
 }
 
@@ -44,6 +39,11 @@ tl_status tl_engine_add_slice(tl_engine *e, const tl_slice_spec *s, int *id)
     tl_status st = check_spec(e, s);
     if (st != TL_OK)
         return st;
+    float plane[9]; /* a position finite as a double may not be as a float (1e308) */
+    tl_slice_plane(s, e->cfg.rows, plane);
+    for (int i = 0; i < 9; i++)
+        if (!isfinite(plane[i]))
+            return tl_fail(&e->err, TL_EINVAL, "the slice's plane is not finite");
     int k = 0;
     while (k < e->nslices && e->slices[k].used)
         k++;
@@ -61,7 +61,7 @@ tl_status tl_engine_add_slice(tl_engine *e, const tl_slice_spec *s, int *id)
     memset(se, 0, sizeof *se);
     se->used = true;
     se->spec = *s;
-    tl_slice_plane(s, e->cfg.rows, se->plane);
+    memcpy(se->plane, plane, sizeof se->plane);
     e->live_slices++;
     *id = k;
     return TL_OK;

@@ -235,8 +235,9 @@ static void cmd_set_slice(request *r)
     /* inside the scan's volume; before a scan, inside the largest detector's */
     uint32_t rows = TL_PROTO_MAX_DIM, cols = TL_PROTO_MAX_DIM;
     if (d->scan.open) {
-        rows = tl_engine_get_config(d->scan.engine)->rows;
-        cols = tl_engine_get_config(d->scan.engine)->cols;
+        const tl_engine_config *ec = tl_engine_get_config(d->scan.engine);
+        rows = ec->rows;
+        cols = ec->cols;
     }
     if (!tl_slice_inside(&spec, rows, cols)) {
         pthread_mutex_unlock(&d->lock);
@@ -374,20 +375,15 @@ static void cmd_set_param(request *r)
         fail(r, TL_PROTO_E_STATE, "no scan is open");
         return;
     }
-    uint32_t cols = tl_engine_get_config(d->scan.engine)->cols;
-    if (center && !(c >= -0.5 && c <= cols - 0.5)) {
-        pthread_mutex_unlock(&d->lock);
-        fail(r, TL_PROTO_E_RANGE, "center %g is not a column of the detector (0..%u)", c,
-             cols - 1);
-        return;
-    }
     tl_status st =
         center ? tl_engine_set_center(d->scan.engine, c) : tl_engine_set_filter(d->scan.engine, f);
     if (st != TL_OK) {
         char msg[256];
         snprintf(msg, sizeof msg, "%s", tl_engine_last_error(d->scan.engine));
         pthread_mutex_unlock(&d->lock);
-        fail(r, TL_PROTO_E_BAD_ARG, "%s", msg);
+        /* the value is finite (the getter said so): the engine refuses a centre off the
+         * detector, anything else is a filter it cannot apply */
+        fail(r, center ? TL_PROTO_E_RANGE : TL_PROTO_E_BAD_ARG, "%s", msg);
         return;
     }
     for (int i = 0; i < d->slices.n; i++) /* the centre changes every slice at once */
