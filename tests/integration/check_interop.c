@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "daemon/ingest/tomopackets.h"
 #include "tests/daemon_fixture.h"
 #include "tests/camera_scan.h"
 #include "tests/testutil.h"
@@ -712,18 +713,18 @@ END_TEST
 
 /* ---- tomopackets --------------------------------------------------------------------------- */
 
+/* The wire's scalars, written with the helpers the RECAST3D link writes them with; the
+ * packet types stay literal, as the tomopackets sources number them. */
 static size_t tp_put(uint8_t *p, int32_t v)
 {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)((uint32_t)v >> (8 * i));
+    tl_tomop_put_i32(p, v);
     return 4;
 }
 
 static size_t tp_putf(uint8_t *p, float f)
 {
-    int32_t v;
-    memcpy(&v, &f, 4);
-    return tp_put(p, v);
+    tl_tomop_put_f32(p, f);
+    return 4;
 }
 
 /* Projection packet: type, id, shape, data (the camera counts as float32). */

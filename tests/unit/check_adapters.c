@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/ingest/tomopackets.h"
 #include "tests/testutil.h"
 #include "tests/unit/check_adapters_util.h"
 
@@ -289,18 +290,18 @@ END_TEST
 
 /* ---- tomopackets ---------------------------------------------------------------------------- */
 
+/* The wire's scalars, written with the helpers the RECAST3D link writes them with; the
+ * packet types stay literal, as the tomopackets sources number them. */
 static size_t tp_put(uint8_t *p, int32_t v)
 {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)((uint32_t)v >> (8 * i));
+    tl_tomop_put_i32(p, v);
     return 4;
 }
 
 static size_t tp_putf(uint8_t *p, float v)
 {
-    int32_t i;
-    memcpy(&i, &v, 4);
-    return tp_put(p, i);
+    tl_tomop_put_f32(p, v);
+    return 4;
 }
 
 /* ProjectionData: type (0 dark, 1 flat, 2 projection), id, shape, the pixels as float32. */
