@@ -217,8 +217,13 @@ int tl_daemon_start(tl_daemon *d, char *err, size_t errlen)
     d->host_memory = TL_BACKEND_CPU;
     tl_backend_parse(tl_settings_enum_name("daemon.backend", c->backend), &d->host_memory);
     tl_scan_bands_init(d);
-    if (tl_publisher_open(&d->pub, &d->loop, c->slices_endpoint, c->slices_sndhwm, c->slices_max,
-                          d->host_memory, &d->stats, on_subscriptions, d, err, errlen) != 0 ||
+    tl_publisher_opts pub = {.endpoint = c->slices_endpoint,
+                             .sndhwm = c->slices_sndhwm,
+                             .stall_ms = c->slices_stall_ms,
+                             .max_slices = c->slices_max,
+                             .memory = d->host_memory};
+    if (tl_publisher_open(&d->pub, &d->loop, &pub, &d->stats, on_subscriptions, d, err, errlen) !=
+            0 ||
         tl_control_open(d, err, errlen) != 0 || tl_ingest_start(d, err, errlen) != 0 ||
         tl_http_start(d, err, errlen) != 0 || tl_recast3d_start(d, err, errlen) != 0)
         return -1;

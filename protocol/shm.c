@@ -65,6 +65,8 @@ int tl_shm_ring_create(tl_shm_ring *r, const char *name, uint32_t slots, size_t 
 void *tl_shm_ring_begin(tl_shm_ring *r, uint64_t *offset)
 {
     uint32_t k = r->next++ % r->slots;
+    if (r->kept == k + 1 && r->slots > 1) /* the kept final: its reader may still come */
+        k = r->next++ % r->slots;
     *offset = (uint64_t)k * r->slot_bytes + TL_SHM_PAGE;
     atomic_store_explicit(word_at(r->base, *offset), 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_release); /* readers see 0 before any new pixel */
@@ -74,6 +76,11 @@ void *tl_shm_ring_begin(tl_shm_ring *r, uint64_t *offset)
 void tl_shm_ring_commit(tl_shm_ring *r, uint64_t offset, uint64_t seq)
 {
     atomic_store_explicit(word_at(r->base, offset), seq, memory_order_release);
+}
+
+void tl_shm_ring_keep(tl_shm_ring *r, uint64_t offset)
+{
+    r->kept = (uint32_t)((offset - TL_SHM_PAGE) / r->slot_bytes) + 1;
 }
 
 void tl_shm_ring_destroy(tl_shm_ring *r)

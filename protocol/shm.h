@@ -12,6 +12,9 @@
  * daemon fills the slots in turn, so a slot is rewritten `slots` publications later; a
  * reader copies the pixels and checks the word equals the message's seq before and after
  * the copy, and otherwise discards the copy (it fell behind: latest wins, as over TCP).
+ * A kept slot (tl_shm_ring_keep: the daemon keeps each scan's final slice) is skipped until
+ * another is kept, so a final stays readable however late its reader comes; the others
+ * turn over among the remaining slots - 1.
  *
  * Writer (the daemon):
  *   tl_shm_ring r; tl_shm_ring_create(&r, "/tomolive-a-1", 4, bytes, err, sizeof err);
@@ -44,6 +47,7 @@ typedef struct {
     size_t size; /* of the mapping */
     size_t slot_bytes, pixel_bytes;
     uint32_t slots, next;
+    uint32_t kept; /* slot index + 1 of the kept slot, 0: none */
 } tl_shm_ring;
 
 /* Creates (replacing a leftover of the same name) and maps an object of `slots` slots of
@@ -54,6 +58,9 @@ int tl_shm_ring_create(tl_shm_ring *r, const char *name, uint32_t slots, size_t 
 void *tl_shm_ring_begin(tl_shm_ring *r, uint64_t *offset);
 /* Marks the slot at offset as holding the slice seq (> 0). Call after the pixels are there. */
 void tl_shm_ring_commit(tl_shm_ring *r, uint64_t offset, uint64_t seq);
+/* Keeps the slot at offset (committed) from being rewritten until another slot is kept.
+ * Needs slots >= 2. */
+void tl_shm_ring_keep(tl_shm_ring *r, uint64_t offset);
 /* Unmaps and unlinks. Safe on a zeroed or destroyed ring. */
 void tl_shm_ring_destroy(tl_shm_ring *r);
 

@@ -34,7 +34,8 @@ EXTRA_DIST += tests/integration/verify_unit.sh
 # the daemon's pieces that need no sockets, one test program per module (daemon/base/,
 # daemon/ingest/bands.h)
 DAEMON_CORE_TESTS = tests/unit/check_slices tests/unit/check_pacing tests/unit/check_subs \
-	tests/unit/check_queue tests/unit/check_bufpool tests/unit/check_stats tests/unit/check_bands
+	tests/unit/check_queue tests/unit/check_bufpool tests/unit/check_outbox tests/unit/check_stats \
+	tests/unit/check_bands
 check_PROGRAMS += $(DAEMON_CORE_TESTS)
 TESTS += $(DAEMON_CORE_TESTS)
 DAEMON_CORE_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS)
@@ -45,6 +46,9 @@ tests_unit_check_slices_LDADD = $(DAEMON_CORE_TEST_LIBS)
 tests_unit_check_pacing_SOURCES = tests/unit/check_pacing.c
 tests_unit_check_pacing_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
 tests_unit_check_pacing_LDADD = $(DAEMON_CORE_TEST_LIBS)
+tests_unit_check_outbox_SOURCES = tests/unit/check_outbox.c
+tests_unit_check_outbox_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
+tests_unit_check_outbox_LDADD = $(DAEMON_CORE_TEST_LIBS)
 tests_unit_check_subs_SOURCES = tests/unit/check_subs.c
 tests_unit_check_subs_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
 tests_unit_check_subs_LDADD = $(DAEMON_CORE_TEST_LIBS)
@@ -87,6 +91,11 @@ tests_integration_check_e2e_LDADD = $(SCAN_LIBS) $(FIXTURE_LIBS) $(IMAGE_LIBS) $
 
 # slices through shared memory (slices.shm): pixels equal to TCP, objects unlinked,
 # `tomolive sub --shm`, and nothing for shm/ subscribers when it is off (CPU backend)
+check_PROGRAMS += tests/integration/check_publishing
+TESTS += tests/integration/check_publishing
+tests_integration_check_publishing_SOURCES = tests/integration/check_publishing.c
+tests_integration_check_publishing_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_publishing_LDADD = $(FIXTURE_LIBS) $(TEST_LIBS)
 check_PROGRAMS += tests/integration/check_shm_slices
 TESTS += tests/integration/check_shm_slices
 tests_integration_check_shm_slices_SOURCES = tests/integration/check_shm_slices.c

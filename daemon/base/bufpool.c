@@ -70,6 +70,9 @@ tl_slicebuf *tl_bufpool_get(tl_bufpool *p, size_t n)
         b->cap = n;
     }
     b->next = NULL;
+    b->unsent = 0;
+    b->shown = b->counted = false;
+    atomic_store(&b->holders, 1);
     return b;
 oom:
     pthread_mutex_lock(&p->mu);
@@ -78,8 +81,15 @@ oom:
     return NULL;
 }
 
+void tl_bufpool_hold(tl_slicebuf *b)
+{
+    atomic_fetch_add(&b->holders, 1);
+}
+
 void tl_bufpool_put(tl_slicebuf *b)
 {
+    if (atomic_fetch_sub(&b->holders, 1) > 1)
+        return; /* someone else still holds it */
     tl_bufpool *p = b->pool;
     pthread_mutex_lock(&p->mu);
     p->live--;

@@ -4,13 +4,16 @@
  * reconstructs into it and posts it; the publisher sends the pixels zero-copy, and ZeroMQ
  * hands the buffer back from its I/O thread once every subscriber has it. Returned buffers
  * are kept for reuse, so steady streaming allocates nothing; a bounded number is kept so a
- * burst does not pin memory forever. The pixels live in the engine backend's host memory
+ * burst does not pin memory forever. A buffer may have several holders (ZeroMQ sending it,
+ * the publisher keeping it to repeat after a stall): tl_bufpool_hold adds one, and the
+ * buffer goes back when the last one puts it. The pixels live in the engine backend's host memory
  * (tl_host_alloc: page-locked with CUDA), so the read-out from the GPU runs at bus speed.
  */
 #ifndef TL_BUFPOOL_H
 #define TL_BUFPOOL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +26,7 @@ typedef struct tl_bufpool tl_bufpool;
 typedef struct tl_slicebuf {
     tl_bufpool *pool;
     struct tl_slicebuf *next; /* free list */
+    atomic_int holders;       /* 1 when handed out; tl_bufpool_hold adds, put takes */
     float *data;
     size_t cap; /* floats */
     /* the header to be */
@@ -36,7 +40,14 @@ typedef struct tl_slicebuf {
     bool tcp; /* data holds the pixels: sent on "slice/<id>/", shown to taps */
     char shm_name[TL_PROTO_SHM_NAME_MAX + 1]; /* "" or the shared memory holding the pixels */
     uint64_t shm_offset;                      /*   at this offset: announced on "shm/<id>/" */
+    /* the publisher's record of sending it (publisher.c) */
+    unsigned unsent; /* TL_SLICEBUF_SHM | TL_SLICEBUF_TCP: messages not sent yet */
+    bool shown;      /* the publisher's taps have seen it */
+    bool counted;    /* counted as published */
 } tl_slicebuf;
+
+#define TL_SLICEBUF_SHM 1u /* the announcement on "shm/<id>/" */
+#define TL_SLICEBUF_TCP 2u /* the pixels on "slice/<id>/" */
 
 struct tl_bufpool {
     pthread_mutex_t mu;
@@ -52,7 +63,9 @@ void tl_bufpool_init(tl_bufpool *p, size_t max_free, tl_backend_kind memory);
 void tl_bufpool_destroy(tl_bufpool *p);
 /* A buffer for at least n floats, or NULL when out of memory (p->error says why). */
 tl_slicebuf *tl_bufpool_get(tl_bufpool *p, size_t n);
-/* Gives a buffer back (any thread). */
+/* One more holder of b (any thread): it goes back when every holder has put it. */
+void tl_bufpool_hold(tl_slicebuf *b);
+/* Gives a buffer back (any thread), once its last holder puts it. */
 void tl_bufpool_put(tl_slicebuf *b);
 size_t tl_bufpool_live(tl_bufpool *p);
 /* zmq_free_fn for a payload whose hint is its tl_slicebuf. */

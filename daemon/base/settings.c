@@ -130,7 +130,11 @@ static const key keys[] = {
     {K("slices", "endpoint"), K_STRING, F(slices_endpoint), 0, 0, NULL, "tcp://*:5602", RESTART,
      "ZeroMQ endpoint of the XPUB socket that publishes slices (bound)."},
     {K("slices", "sndhwm"), K_INT, F(slices_sndhwm), 1, 100000, NULL, "4", RESTART,
-     "Send high-water mark per subscriber (ZMQ_SNDHWM); a slow one misses slices beyond it."},
+     "Messages queued per subscriber (ZMQ_SNDHWM); beyond them, slices wait in the daemon, the "
+     "newest of each."},
+    {K("slices", "stall_ms"), K_INT, F(slices_stall_ms), 1, 600000, NULL, "500", RESTART,
+     "How long slices wait for a subscriber whose queue is full before it is taken as stalled and "
+     "the others are served without it."},
     {K("slices", "max"), K_INT, F(slices_max), 1, 4096, NULL, "64", RESTART,
      "Most slices reconstructed at once (subscribed or pinned)."},
     {K("slices", "shm"), K_TEXT, F(slices_shm), 0, 0, NULL, "", RESTART,

@@ -76,8 +76,9 @@ typedef struct {
     char control_endpoint[TL_SETTINGS_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5601 */
     /* [slices] */
     char slices_endpoint[TL_SETTINGS_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5602 */
-    int slices_sndhwm; /* per-subscriber ZMQ_SNDHWM, messages, 1..100000, default 4 */
-    int slices_max;    /* slices served at once, 1..4096, default 64 */
+    int slices_sndhwm;   /* per-subscriber ZMQ_SNDHWM, messages, 1..100000, default 4 */
+    int slices_stall_ms; /* wait for a full subscriber before serving the others, default 500 */
+    int slices_max;      /* slices served at once, 1..4096, default 64 */
     char slices_shm[TL_SETTINGS_TEXT_MAX]; /* shared-memory name prefix, "" = no shm delivery */
     int slices_shm_slots;                  /* slots per slice in shared memory, 2..64, default 4 */
     bool

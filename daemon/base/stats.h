@@ -79,6 +79,9 @@ typedef struct {
     tl_counter queue_high;         /* queue high-water mark */
     tl_counter requests, request_errors;
     tl_counter slices_computed, slices_published, slices_superseded;
+    /* publisher.h: stalls (a slice sent past a queue full for slices.stall_ms); slices sent
+     * again on request (resend); finals lost (a later final replaced one still waiting) */
+    tl_counter subscriber_stalls, slices_resent, finals_lost;
     tl_counter slices_shm, shm_failed; /* published through shared memory; slots not created */
     tl_counter ipc_frames;             /* frames read from producers' GPU memory (CUDA IPC) */
     tl_counter ipc_opened;             /* producer allocations opened */

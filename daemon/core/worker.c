@@ -175,12 +175,17 @@ static void post(tl_daemon *d, int n, uint64_t t0, uint64_t t1)
         b->shm_name[0] = 0;
         if (r->slot) {
             tl_shm_ring_commit(&sl->shm, r->slot_off, b->seq);
+            if (final) /* never dropped: readable until the next final (publisher.h) */
+                tl_shm_ring_keep(&sl->shm, r->slot_off);
             snprintf(b->shm_name, sizeof b->shm_name, "%s", sl->shm.name);
             b->shm_offset = r->slot_off;
             if (b->tcp) /* a TCP subscriber too: its payload is a copy */
                 memcpy(b->data, r->slot, pixels * sizeof(float));
         }
         tl_stats_count(&d->stats.slices_computed);
+        if (final) /* one line per slice and scan: when each scan's result is out */
+            tl_log(TL_LOG_INFO, "slice_final", "id=%s seq=%llu", tl_logq(b->id),
+                   (unsigned long long)b->seq);
         tl_publisher_post(&d->pub, b);
     }
 }

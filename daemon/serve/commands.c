@@ -315,10 +315,39 @@ static void cmd_remove_slice(request *r)
         tl_engine_remove_slice(d->scan.engine, sl->engine_id);
     tl_log(TL_LOG_INFO, "slice_removed", "id=%s", tl_logq(sl->id));
     tl_slice_shm_drop(d, sl);
+    tl_publisher_forget(&d->pub, sl->id);
     tl_slices_remove(&d->slices, sl);
     pthread_mutex_unlock(&d->lock);
     tl_proto_begin_rep_ok(r->pk, r->id);
     msgpack_pack_true(r->pk);
+}
+
+/* The newest message and the last final of one slice (args "id") or of every slice, sent
+ * again: for a subscriber that fell behind or joined late (publisher.h). */
+static void cmd_resend(request *r)
+{
+    tl_daemon *d = r->d;
+    tl_proto_error e;
+    tl_proto_str id = {NULL, 0};
+    if (tl_proto_get_str(r->args, "id", false, &id, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return;
+    }
+    char name[TL_PROTO_MAX_ID + 1];
+    if (id.ptr) {
+        pthread_mutex_lock(&d->lock);
+        bool known = tl_slices_find(&d->slices, id.ptr, id.len) != NULL;
+        pthread_mutex_unlock(&d->lock);
+        if (!known) {
+            fail(r, TL_PROTO_E_NOT_FOUND, "no slice \"%.*s\"", (int)id.len, id.ptr);
+            return;
+        }
+        snprintf(name, sizeof name, "%.*s", (int)id.len, id.ptr);
+    }
+    int n = tl_publisher_resend(&d->pub, id.ptr ? name : NULL);
+    tl_proto_begin_rep_ok(r->pk, r->id);
+    msgpack_pack_map(r->pk, 1);
+    tl_proto_pack_kv_u64(r->pk, "messages", (uint64_t)n);
 }
 
 static void cmd_list_slices(request *r)
@@ -613,13 +642,16 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_str(pk, "overflow",
                          tl_settings_enum_name("ingest.overflow", atomic_load(&d->overflow)));
     pack_key(pk, "slices");
-    msgpack_pack_map(pk, 8);
+    msgpack_pack_map(pk, 11);
     tl_proto_pack_kv_u64(pk, "defined", (uint64_t)defined);
     tl_proto_pack_kv_u64(pk, "wanted", (uint64_t)wanted);
     tl_proto_pack_kv_u64(pk, "subscriptions", tl_subs_count(&d->pub.subs));
     tl_proto_pack_kv_u64(pk, "computed", tl_stats_get(&st->slices_computed));
     tl_proto_pack_kv_u64(pk, "published", tl_stats_get(&st->slices_published));
     tl_proto_pack_kv_u64(pk, "superseded", tl_stats_get(&st->slices_superseded));
+    tl_proto_pack_kv_u64(pk, "stalls", tl_stats_get(&st->subscriber_stalls));
+    tl_proto_pack_kv_u64(pk, "resent", tl_stats_get(&st->slices_resent));
+    tl_proto_pack_kv_u64(pk, "finals_lost", tl_stats_get(&st->finals_lost));
     tl_proto_pack_kv_u64(pk, "shared_memory", tl_stats_get(&st->slices_shm));
     tl_proto_pack_kv_u64(pk, "shm_failed", tl_stats_get(&st->shm_failed));
     pack_key(pk, "gpu_frames"); /* frames read from producers' GPU memory (CUDA IPC) */
@@ -654,6 +686,7 @@ static const command commands[] = {
     {"set_slice", cmd_set_slice, true},
     {"remove_slice", cmd_remove_slice, true},
     {"list_slices", cmd_list_slices, false},
+    {"resend", cmd_resend, false},
     {"set_param", cmd_set_param, true},
     {"reset", cmd_reset, false},
     {"tune", cmd_tune, false},

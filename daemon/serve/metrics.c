@@ -181,6 +181,14 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
     counter(&o, "tomolive_slices_superseded_total",
             "Slices replaced by a newer one of the same id before they were sent.",
             &st->slices_superseded);
+    counter(&o, "tomolive_subscriber_stalls_total",
+            "Slices sent past a subscriber whose queue stayed full for slices.stall_ms.",
+            &st->subscriber_stalls);
+    counter(&o, "tomolive_slices_resent_total",
+            "Slices sent again on request (resend): the newest of each, and its final.",
+            &st->slices_resent);
+    counter(&o, "tomolive_finals_lost_total",
+            "Final slices replaced by a later final before they could be sent.", &st->finals_lost);
     counter(&o, "tomolive_slices_shm_total",
             "Slices published through shared memory (topic shm/<id>/).", &st->slices_shm);
     counter(&o, "tomolive_shm_failed_total",

@@ -566,9 +566,10 @@ START_TEST(computed_only_when_wanted)
 END_TEST
 
 /* One subscriber never reads: every frame is taken, the event loop keeps answering,
- * every computed slice is published or superseded (publishing never waits for a
- * subscriber), the reading subscriber gets the final slice, and the stalled one shows the
- * slices it missed in its seq numbers. */
+ * every computed slice is published or superseded (publishing waits for a full subscriber
+ * at most slices.stall_ms, then counts a stall), the reading subscriber gets the final
+ * slice, and the stalled one shows the slices it missed in its seq numbers. More of this
+ * in check_publishing. */
 START_TEST(slow_subscriber)
 {
     tl_fixture f;
@@ -615,6 +616,7 @@ START_TEST(slow_subscriber)
     ck_assert_int_eq(tl_fx_status_int(&f, "slices.published") +
                          tl_fx_status_int(&f, "slices.superseded"),
                      computed);
+    ck_assert_int_ge(tl_fx_status_int(&f, "slices.stalls"), 1);
     /* the stalled subscriber: what it missed shows in its seq numbers, as gaps and as the
      * distance from its last seq to the final one */
     uint64_t prev = 0, missed = 0;

@@ -272,7 +272,7 @@ class ControlCommands(DaemonCase):
     def test_round_trips(self):
         c = self.ctl
         self.assertEqual(c.commands(), ["status", "set_slice", "remove_slice", "list_slices",
-                                        "set_param", "reset", "tune", "commands"])
+                                        "resend", "set_param", "reset", "tune", "commands"])
         st = c.status()
         self.assertEqual((st["protocol"], st["backend"], st["scan"]), (1, "cpu", None))
         self.assertIsInstance(st["version"], str)

@@ -32,11 +32,36 @@ START_TEST(bufpool_reuse)
 }
 END_TEST
 
+/* A held buffer goes back only when its last holder puts it (ZeroMQ and the publisher's
+ * repeats both hold a buffer they send). */
+START_TEST(bufpool_holders)
+{
+    tl_bufpool p;
+    tl_bufpool_init(&p, 2, TL_BACKEND_CPU);
+    tl_slicebuf *a = tl_bufpool_get(&p, 16);
+    tl_bufpool_hold(a);
+    tl_bufpool_hold(a);
+    tl_bufpool_put(a);
+    tl_bufpool_put(a);
+    ck_assert_uint_eq(tl_bufpool_live(&p), 1);
+    ck_assert_uint_eq(p.nfree, 0);
+    tl_bufpool_put(a);
+    ck_assert_uint_eq(tl_bufpool_live(&p), 0);
+    ck_assert_uint_eq(p.nfree, 1);
+    tl_slicebuf *b = tl_bufpool_get(&p, 16); /* reused: one holder again */
+    ck_assert_ptr_eq(b, a);
+    tl_bufpool_put(b);
+    ck_assert_uint_eq(tl_bufpool_live(&p), 0);
+    tl_bufpool_destroy(&p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("bufpool");
     TCase *t = tcase_create("bufpool");
     tcase_add_test(t, bufpool_reuse);
+    tcase_add_test(t, bufpool_holders);
     suite_add_tcase(s, t);
     return s;
 }

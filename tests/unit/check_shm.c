@@ -136,6 +136,40 @@ START_TEST(lapped_slot_is_stale)
 }
 END_TEST
 
+/* A kept slot (a scan's final) is skipped until another is kept: its reader can come
+ * after any number of newer publications; the others turn over among the other slots. */
+START_TEST(kept_slot_survives)
+{
+    char err[512];
+    tl_shm_ring r;
+    ck_assert(tl_shm_ring_create(&r, name_a, 3, NPX * sizeof(float), err, sizeof err) == 0);
+    put(&r, 1);
+    uint64_t final = put(&r, 2);
+    tl_shm_ring_keep(&r, final);
+    for (uint64_t seq = 3; seq <= 12; seq++)
+        ck_assert_uint_ne(put(&r, seq), final);
+    tl_shm_reader rd = {0};
+    float got[NPX], want[NPX];
+    tl_proto_slice s2 = header(name_a, final, 2);
+    ck_assert_int_eq(tl_shm_read(&rd, &s2, got, err, sizeof err), 0);
+    fill(want, 2);
+    ck_assert(!memcmp(got, want, sizeof got));
+    /* the next final is kept instead: the old one turns over again */
+    uint64_t next_final = put(&r, 13);
+    tl_shm_ring_keep(&r, next_final);
+    bool reused = false;
+    for (uint64_t seq = 14; seq <= 16; seq++) {
+        uint64_t off = put(&r, seq);
+        ck_assert_uint_ne(off, next_final);
+        reused = reused || off == final;
+    }
+    ck_assert(reused);
+    ck_assert_int_eq(tl_shm_read(&rd, &s2, got, err, sizeof err), TL_SHM_STALE);
+    tl_shm_reader_close(&rd);
+    tl_shm_ring_destroy(&r);
+}
+END_TEST
+
 /* A slot the daemon is writing (begun, not committed) holds no slice, and nor does a slot
  * never written. */
 START_TEST(uncommitted_slot_is_stale)
@@ -419,6 +453,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, round_trip_slots_in_turn);
     tcase_add_test(tc, lapped_slot_is_stale);
+    tcase_add_test(tc, kept_slot_survives);
     tcase_add_test(tc, uncommitted_slot_is_stale);
     tcase_add_test(tc, view_in_place);
     tcase_add_test(tc, errors);

@@ -94,6 +94,13 @@ class Control:
         wanted, seq)."""
         return self.request("list_slices")
 
+    def resend(self, id: Optional[str] = None) -> int:
+        """Asks the daemon to publish again the newest message and the last final of
+        slice ``id`` (of every slice when None), for a subscriber that fell behind or
+        joined late; every subscriber of those topics gets them again, with the same
+        seq. Returns how many messages were queued."""
+        return self.request("resend", {"id": id} if id is not None else None)["messages"]
+
     def set_param(self, name: str, value: Any) -> Dict[str, Any]:
         """Changes ``center`` (float) or ``filter`` (name) of the open scan; StateError
         without one."""
