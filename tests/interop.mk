@@ -47,5 +47,7 @@ tests_unit_check_adapters_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) 
 tests_unit_check_adapters_LDADD = $(ADAPTER_TEST_LIBS) -lm
 tests_unit_check_adapters_dectris2_SOURCES = tests/unit/check_adapters_dectris2.c
 tests_unit_check_adapters_dectris2_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) \
-	$(CBOR_CFLAGS)
+	$(CBOR_CFLAGS) $(LZ4_CFLAGS)
 tests_unit_check_adapters_dectris2_LDADD = $(ADAPTER_TEST_LIBS) -lm
+# one recorded message is small enough to keep: DECTRIS's end message (69 bytes)
+EXTRA_DIST += tests/unit/data/dectris2-end.cbor
