@@ -591,6 +591,7 @@ static int parse(v2 *a, const uint8_t *buf, size_t len, v2msg *m, tl_proto_error
         }
         if (rc != 0)
             return -1;
+        m->detector.told |= w >= 11 && w <= 14; /* the detector says what it did */
     }
     if (r.p != r.end)
         return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "%zu bytes after the message's map",
@@ -858,7 +859,6 @@ static int v2_start(v2 *a, v2msg *m, tl_proto_error *err)
     m->start.id = m->series;
     if (series_mask(a, m, err) != 0 || tl_det_series_start(&a->ds, a->st.cfg, &m->start, err) != 0)
         return -1;
-    m->detector.told = true;
     m->detector.masked_pixels = a->mask.n;
     a->st.detector = m->detector; /* reported by the scan this series opens */
     if (a->mask.n)

@@ -590,7 +590,7 @@ START_TEST(pixel_mask)
     ck_assert_int_eq(feed_cbor(&f, image_msg(SERIES + 2, cbor_build_uint64(0),
                                              channel(pixels, NPIX * 2, false, 69))),
                      1);
-    ck_assert(f.items[0].detector.told);
+    ck_assert(!f.items[0].detector.told); /* it said nothing */
     ck_assert_uint_eq(f.items[0].detector.masked_pixels, 0);
     ck_assert_uint_eq(f.items[1].masked_filled, 0);
     assert_pixels(&f, 1);
