@@ -15,12 +15,13 @@ clients_tomolive_SOURCES = \
 	clients/angles.h clients/angles.c \
 	clients/push.c clients/push_source.h clients/push_source.c \
 	clients/push_ipc.h clients/push_ipc.c \
+	clients/push_dectris.h clients/push_dectris.c \
 	clients/sub.c clients/ctl.c clients/recon.c clients/bench.c clients/phantom.c \
 	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
-	$(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS)
 clients_tomolive_LDADD = clients/libtlimages.a $(JSONPACK_LIBS) $(PROTO_LIBS) \
-	$(ENGINE_LIBS) $(TIFF_LIBS) $(PNG_LIBS) $(JANSSON_LIBS)
+	$(ENGINE_LIBS) $(TIFF_LIBS) $(PNG_LIBS) $(JANSSON_LIBS) $(CBOR_LIBS)
 
 # man page
 dist_man1_MANS = clients/tomolive.1

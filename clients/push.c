@@ -12,6 +12,9 @@
  * every one with the frame's header and a zero-copy slice of its buffer, which returns to
  * the ring when the last band is out.
  *
+ * With --dectris DIR it replays recorded DECTRIS Stream V2 messages instead
+ * (push_dectris.h).
+ *
  * With --cuda-ipc it is a producer of frames in GPU memory instead (PROTOCOL.md §8.4,
  * clients/push_ipc.h): each frame is written into a slot of a ring on the GPU and only its
  * header is sent; the daemon's `release` hands the slot back. The pixels are exactly those
@@ -35,6 +38,7 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/hdf5.h"
+#include "clients/push_dectris.h"
 #include "clients/push_ipc.h"
 #include "clients/push_source.h"
 #include "gpu/phantom.h"
@@ -60,6 +64,11 @@ static const char usage_text[] =
     "       --file SCAN.h5 | P.tif   HDF5 (APS Data Exchange or NeXus NXtomo: darks, flats,\n"
     "       projections and angles from the file; --angles-deg/--angles override the\n"
     "       angles) or a TIFF stack as with --tiff\n"
+    "or recorded DECTRIS Stream V2 messages, replayed (with --endpoint, --bind, --rate,\n"
+    "--sndhwm, --quiet only):\n"
+    "       --dectris DIR   one message per DIR/*.cbor, sent in name order as they are, at\n"
+    "       --rate messages/s; a set without a start message gets one synthesised from\n"
+    "       its first image (series, image size, channels, number of images), sent first\n"
     "\n"
     "Sends a scan to tomolived's ingest socket: scan, darks, flats, projections, end.\n"
     "\n"
@@ -118,6 +127,8 @@ typedef struct {
     const char *endpoint, *drop_list, *angles_deg, *angles_file;
     const char *tiff, *tiff_darks, *tiff_flats;
     const char *phantom_opt, *tiff_opt; /* one option of each kind given, for messages */
+    const char *dectris;                /* --dectris DIR */
+    const char *other_opt;              /* an option --dectris does not take, for messages */
     bool h5;                            /* --file names an HDF5 file (its path is in tiff) */
     bool bind, no_end, quiet, noise, already_linear, has_center, has_projections;
     uint64_t series, seed;
@@ -214,7 +225,9 @@ enum {
     O_ANGLES,
     O_LINEAR,
     /* a data file */
-    O_FILE
+    O_FILE,
+    /* recorded DECTRIS Stream V2 messages */
+    O_DECTRIS
 };
 
 static const struct option longopts[] = {
@@ -257,6 +270,7 @@ static const struct option longopts[] = {
     {"angles", required_argument, NULL, O_ANGLES},
     {"already-linear", no_argument, NULL, O_LINEAR},
     {"file", required_argument, NULL, O_FILE},
+    {"dectris", required_argument, NULL, O_DECTRIS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -333,6 +347,7 @@ static bool apply(options *o, int c, const char *v)
             o->tiff = v;
             o->h5 = tl_hdf5_is_hdf5(v);
             return true;
+        case O_DECTRIS: o->dectris = v; return true;
     }
     return false;
 }
@@ -380,9 +395,17 @@ static int parse_options(int argc, char **argv, options *o)
             o->ipc_opt = option_name(c);
         if (c >= O_TDARKS && c <= O_LINEAR)
             o->tiff_opt = option_name(c);
+        if (c != O_ENDPOINT && c != O_BIND && c != O_RATE && c != O_SNDHWM && c != O_QUIET &&
+            c != O_DECTRIS)
+            o->other_opt = option_name(c);
     }
     if (optind < argc)
         return fail(2, "unexpected argument '%s' (see tomolive push --help)", argv[optind]);
+    if (o->dectris && o->other_opt)
+        return fail(2,
+                    "--%s is not for --dectris (which takes --endpoint, --bind, --rate, "
+                    "--sndhwm and --quiet)",
+                    o->other_opt);
     if (o->tiff && o->phantom_opt)
         return fail(2, "--%s is for the simulated camera, not for --tiff", o->phantom_opt);
     if (!o->tiff && o->tiff_opt)
@@ -990,6 +1013,13 @@ int tl_cmd_push(int argc, char **argv)
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)
         return rc;
+    if (o.dectris)
+        return tl_push_dectris(&(tl_push_dectris_opts){.dir = o.dectris,
+                                                       .endpoint = o.endpoint,
+                                                       .bind = o.bind,
+                                                       .quiet = o.quiet,
+                                                       .rate = o.rate,
+                                                       .sndhwm = o.sndhwm});
     scan sc;
     memset(&sc, 0, sizeof sc);
     push_source *src = NULL;

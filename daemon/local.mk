@@ -56,6 +56,7 @@ daemon_ingest_libtlingest_a_SOURCES = \
 	daemon/ingest/framepool.h daemon/ingest/framepool.c \
 	daemon/ingest/json_arena.h daemon/ingest/json_arena.c \
 	daemon/ingest/det_series.h daemon/ingest/det_series.c \
+	daemon/ingest/pixel_mask.h daemon/ingest/pixel_mask.c \
 	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c \
 	daemon/ingest/bands.h daemon/ingest/bands.c \
 	daemon/ingest/ipc_frames.h daemon/ingest/ipc_frames.c

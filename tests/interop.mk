@@ -6,10 +6,15 @@
 #                     with the native protocol's slices, and malformed input per adapter
 #   check_recast3d    a fake RECAST3D (REP + PUB) gets a scene, sets a slice, receives SliceData
 #   check_hdf5        tomolive recon on a Data Exchange HDF5 file equals the TIFF path
+#   check_dectris_replay  DECTRIS's recorded Stream V2 messages (shared/data, when present)
+#                     replayed with tomolive push --dectris: every image accepted, the mask
+#                     of a header_detail "all" start applied
 check_PROGRAMS += tests/unit/check_bitshuffle tests/integration/check_interop \
-	tests/integration/check_recast3d tests/integration/check_hdf5
+	tests/integration/check_recast3d tests/integration/check_hdf5 \
+	tests/integration/check_dectris_replay
 TESTS += tests/unit/check_bitshuffle tests/integration/check_interop \
-	tests/integration/check_recast3d tests/integration/check_hdf5
+	tests/integration/check_recast3d tests/integration/check_hdf5 \
+	tests/integration/check_dectris_replay
 
 tests_unit_check_bitshuffle_SOURCES = tests/unit/check_bitshuffle.c \
 	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c
@@ -22,6 +27,10 @@ INTEROP_TEST_LIBS = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 tests_integration_check_interop_SOURCES = tests/integration/check_interop.c
 tests_integration_check_interop_CFLAGS = $(INTEROP_TEST_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
 tests_integration_check_interop_LDADD = $(SCAN_LIBS) $(INTEROP_TEST_LIBS) $(CBOR_LIBS) $(LZ4_LIBS)
+
+tests_integration_check_dectris_replay_SOURCES = tests/integration/check_dectris_replay.c
+tests_integration_check_dectris_replay_CFLAGS = $(INTEROP_TEST_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
+tests_integration_check_dectris_replay_LDADD = $(INTEROP_TEST_LIBS) $(CBOR_LIBS) $(LZ4_LIBS)
 
 tests_integration_check_recast3d_SOURCES = tests/integration/check_recast3d.c
 tests_integration_check_recast3d_CFLAGS = $(INTEROP_TEST_CFLAGS)
@@ -47,5 +56,7 @@ tests_unit_check_adapters_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) 
 tests_unit_check_adapters_LDADD = $(ADAPTER_TEST_LIBS) -lm
 tests_unit_check_adapters_dectris2_SOURCES = tests/unit/check_adapters_dectris2.c
 tests_unit_check_adapters_dectris2_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) \
-	$(CBOR_CFLAGS)
+	$(CBOR_CFLAGS) $(LZ4_CFLAGS)
 tests_unit_check_adapters_dectris2_LDADD = $(ADAPTER_TEST_LIBS) -lm
+# one recorded message is small enough to keep: DECTRIS's end message (69 bytes)
+EXTRA_DIST += tests/unit/data/dectris2-end.cbor

@@ -21,6 +21,15 @@
 
 #include "protocol/protocol.h"
 
+/* What a detector said about the frames of a scan (a DECTRIS Stream V2 start message):
+ * the corrections it applied, and the pixels its mask marks, which the adapter fills from
+ * their neighbours in every frame. All zero for formats that do not say. */
+typedef struct {
+    bool told; /* the detector said */
+    bool flatfield_enabled, countrate_correction_enabled, pixel_mask_enabled;
+    uint64_t masked_pixels;
+} tl_item_detector;
+
 typedef struct {
     tl_msg_type type;     /* TL_MSG_SCAN, TL_MSG_FRAME or TL_MSG_END */
     uint64_t t_recv;      /* receive time, CLOCK_REALTIME ns */
@@ -35,6 +44,8 @@ typedef struct {
     char release[TL_PROTO_MAX_ENDPOINT + 1]; /* scan: its release endpoint, or "" */
     uint8_t ipc_handle[TL_PROTO_IPC_HANDLE]; /* frame in GPU memory: its header's handle */
     char ipc_device[TL_PROTO_UUID_LEN + 1];  /* ... and device UUID */
+    tl_item_detector detector;               /* scan: what its detector said */
+    uint64_t masked_filled;                  /* frame: masked pixels the adapter filled */
     zmq_msg_t payload; /* frame: the pixels, zero-copy from ZeroMQ (must stay last) */
 } tl_item;
 

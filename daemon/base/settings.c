@@ -120,7 +120,8 @@ static const key keys[] = {
     {K("ingest", "goniometer_axis"), K_TEXT, F(ingest_goniometer_axis), 0, 0, NULL, "omega",
      RESTART, "DECTRIS goniometer axis whose start and increment give the projection angles."},
     {K("ingest", "channel"), K_TEXT, F(ingest_channel), 0, 0, NULL, "", RESTART,
-     "DECTRIS Stream V2 image channel (threshold) to reconstruct; empty: the first."},
+     "DECTRIS Stream V2 channel (threshold) to reconstruct, its pixel mask applied; empty: the "
+     "first."},
     {K("ingest", "max_frame_mb"), K_INT, F(ingest_max_frame_mb), 1, 16384, NULL, "1024", RESTART,
      "Largest decoded frame in MiB; larger declared shapes are refused before decoding."},
 

@@ -82,6 +82,9 @@ typedef struct {
                                    applies: its projection may wait to be filtered in a
                                    batch (tl_frame.more; the worker flushes at the end) */
     char last_error[512]; /* why the last scan was refused, for status */
+
+    tl_item_detector detector; /* what its detector said (DECTRIS start), for status */
+    uint64_t masked_filled;    /* masked pixels its adapter filled, in accepted frames */
 } tl_scan;
 
 /* The kernels chosen for one slice size of the current engine (tuning.c). */

@@ -69,6 +69,7 @@ static void *run(void *arg)
         tl_log(TL_LOG_ERROR, "ingest_failed", "format=%s error=%s", ad->name, tl_logq(aerr));
     zmq_msg_t parts[TL_PROTO_MAX_PARTS];
     tl_item it;
+    memset(&it, 0, sizeof it); /* fields a format does not set stay zero */
     zmq_msg_init(&it.payload);
     while (!atomic_load(&d->ingest_stop) && as) {
         tl_proto_error err;

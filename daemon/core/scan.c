@@ -151,6 +151,8 @@ static void open_scan(tl_daemon *d, tl_item *it)
     memcpy(s->filter, it->filter, sizeof s->filter);
     s->was_complete = false;
     s->projections = 0;
+    s->detector = it->detector;
+    s->masked_filled = 0;
     char rerr[384];
     /* opened even for a scan about to be refused: its GPU frames are still answered */
     if (tl_ipc_frames_open(&d->ipc, m->series, it->release, rerr, sizeof rerr) != 0)
@@ -286,6 +288,7 @@ static void submit_frame(tl_daemon *d, tl_item *it, const void *data, bool pinne
         REJECT(why, pc, tl_engine_last_error(s->engine));
     }
     tl_stats_count(&d->stats.accepted[fr.kind]);
+    s->masked_filled += it->masked_filled;
     if (f->has_ipc)
         tl_stats_count(&d->stats.ipc_frames);
     if (fr.kind != TL_FRAME_PROJ)

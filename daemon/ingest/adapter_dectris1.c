@@ -6,7 +6,7 @@
  *                   count-rate parts: more than the ingest socket keeps, so use "basic")
  *   image          [{"htype":"dimage-1.0","series","frame","hash"},
  *                   {"htype":"dimage_d-1.0","shape":[x, y],"type","encoding"}, blob,
- *                   {"htype":"dconfig-1.0",...}?]
+ *                   {"htype":"dconfig-1.0","start_time","stop_time","real_time"}]
  *   series end     [{"htype":"dseries_end-1.0","series"}]
  *
  * The detector config gives nimages x ntrigger and, for the configured goniometer axis,
@@ -15,6 +15,11 @@
  * "bs8/16/32-lz4<" (bitshuffle + LZ4 in the HDF5 framing). A header appendix that is a JSON
  * object may carry the user keys of Stream V2 (kind, darks, flats, window). Headers parse
  * with jansson into a per-message arena (json_arena.h).
+ *
+ * A detector sends every image as those four parts (SIMPLON API manual, "dimage" 4 parts).
+ * An image with fewer or more, or whose last part is not the dconfig header, is refused
+ * and counted — never taken as a projection, which would make the genuine frame of that
+ * number a duplicate.
  */
 #include <config.h>
 
@@ -203,10 +208,10 @@ static int pixels(v1 *a, const char *encoding, zmq_msg_t *blob, size_t bytes, si
 
 static int image(v1 *a, json_t *h, zmq_msg_t *parts, int nparts, tl_item *out, tl_proto_error *err)
 {
-    if (nparts < 3)
+    if (nparts != 4)
         return tl_proto_fail(err, TL_PROTO_E_PARTS,
-                             "dimage needs its dimage_d header and blob "
-                             "(%d parts)",
+                             "an image is 4 parts (dimage, dimage_d, blob, dconfig), "
+                             "not %d",
                              nparts),
                -1;
     tl_det_image im;
@@ -220,6 +225,18 @@ static int image(v1 *a, json_t *h, zmq_msg_t *parts, int nparts, tl_item *out, t
                             -1);
     if (!a->ds.active || a->ds.id != im.series) /* refused before any decoding work */
         return tl_det_series_image(&a->ds, &a->st, &im, NULL, out, err);
+    json_t *cfg = tl_json_parse(zmq_msg_data(&parts[3]), zmq_msg_size(&parts[3]), "dconfig", err);
+    if (!cfg)
+        return -1;
+    const char *cfg_type = NULL;
+    int crc = tl_json_get_str(cfg, "htype", &cfg_type, err);
+    bool is_config = crc > 0 && strncmp(cfg_type, "dconfig-", 8) == 0;
+    tl_json_done(cfg);
+    if (!is_config)
+        return err->code
+                   ? -1
+                   : (tl_proto_fail(err, TL_PROTO_E_TYPE, "part 4 of an image is not dconfig"),
+                      -1);
     json_t *d = tl_json_parse(zmq_msg_data(&parts[1]), zmq_msg_size(&parts[1]), "dimage_d", err);
     if (!d)
         return -1;

@@ -7,8 +7,18 @@
  * typed array]) whose typed array (tags 64/68 uint8, 69 uint16 LE, 70 uint32 LE, 85
  * float32 LE) is a byte string — sent on zero-copy, wrapped in the received message — or a
  * DECTRIS compression tag 56500 ["bslz4" | "lz4", element size, bytes], decoded into a
- * pooled buffer (bitshuffle.h). Series, kinds, angles and scans: det_series.h. Every
- * defect (types, sizes, shapes, compression) is a rejection with its reason.
+ * pooled buffer (bitshuffle.h). Of several channels (thresholds) the one ingest.channel
+ * names is taken, else the first; an image without that channel is refused. Series, kinds,
+ * angles and scans: det_series.h. Every defect (types, sizes, shapes, compression) is a
+ * rejection with its reason. Messages open with the self-describe tag 55799 (as detectors
+ * send them) or not; keys of the specification that tomolive does not use, and user_data
+ * of any type, are skipped whole.
+ *
+ * What the detector tells in its start message is used: with header_detail "all" it
+ * carries a pixel mask per channel (that of the chosen channel is applied to every image
+ * of the series: masked pixels filled from their neighbours, pixel_mask.h), and its
+ * flags flatfield_enabled, countrate_correction_enabled and pixel_mask_enabled go with
+ * the scan the series opens (tl_item_detector), for status.
  */
 #include <config.h>
 
@@ -22,6 +32,8 @@
 
 #include "daemon/ingest/det_series.h"
 #include "daemon/ingest/bitshuffle.h"
+#include "daemon/ingest/pixel_mask.h"
+#include "daemon/base/log.h"
 
 /* ---- a pull parser over libcbor's streaming decoder ------------------------------------ */
 
@@ -222,21 +234,30 @@ static int get_number(cb_reader *r, const char *key, double *out, tl_proto_error
 
 enum { COMP_NONE = 0, COMP_BSLZ4, COMP_LZ4 };
 
+/* A MultiDimArray as it lies in the message: dimensions, typed-array tag, and its bytes
+ * (compressed or not). */
 typedef struct {
-    cb_item type;
-    bool has_series, has_image, has_data;
-    uint64_t series, image_id;
-    tl_det_start start;
-    tl_det_image image;
-    /* the chosen channel's array */
     uint64_t dims[2];
     uint64_t tag;
     int comp;
     uint64_t elem;
     const uint8_t *bytes;
     size_t nbytes;
-    /* acquisition time */
+} v2array;
+
+typedef struct {
+    cb_item type;
+    bool has_series, has_image, has_data, has_mask;
+    uint64_t series, image_id;
+    tl_det_start start;
+    tl_det_image image;
+    v2array data; /* image: the chosen channel */
+    v2array mask; /* start: the chosen channel's pixel mask */
+    tl_item_detector detector;
+    /* acquisition time: series_date (RFC 3339 text, or seconds since the epoch) */
     cb_item date;
+    bool date_epoch;
+    double epoch;
     bool has_start_time;
     uint64_t st_num, st_den;
 } v2msg;
@@ -247,6 +268,9 @@ typedef struct {
     void *scratch;
     size_t scratch_cap;
     uint64_t max_frame;
+    tl_pixel_mask mask; /* of the running series (none: 0 x 0) */
+    void *mask_buf;     /* a compressed mask, decoded (once per start) */
+    size_t mask_buf_cap;
 } v2;
 
 /* goniometer: {axis: {start, increment}, ...}; only the configured axis counts. */
@@ -340,7 +364,7 @@ static int parse_user_data(cb_reader *r, v2msg *m, tl_proto_error *err)
 
 /* A MultiDimArray: tag 40 [[rows, cols], typed array]; the typed array a byte string or a
  * compression tag 56500 [algorithm, element size, bytes]. */
-static int parse_array(cb_reader *r, v2msg *m, tl_proto_error *err)
+static int parse_array(cb_reader *r, v2array *arr, tl_proto_error *err)
 {
     cb_item it;
     if (cb_next(r, &it, err) != 0)
@@ -360,7 +384,7 @@ static int parse_array(cb_reader *r, v2msg *m, tl_proto_error *err)
         return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "image dimensions must be [rows, cols]"),
                -1;
     for (int i = 0; i < 2; i++)
-        if (get_uint(r, "image dimensions", &m->dims[i], err) != 0)
+        if (get_uint(r, "image dimensions", &arr->dims[i], err) != 0)
             return -1;
     if (cb_next(r, &it, err) != 0)
         return -1;
@@ -369,7 +393,7 @@ static int parse_array(cb_reader *r, v2msg *m, tl_proto_error *err)
                              "image array must be a typed array "
                              "(tags 64..87)"),
                -1;
-    m->tag = it.u;
+    arr->tag = it.u;
     if (cb_next(r, &it, err) != 0)
         return -1;
     if (it.t == CB_TAG && it.u == 56500) {
@@ -383,14 +407,14 @@ static int parse_array(cb_reader *r, v2msg *m, tl_proto_error *err)
                    -1;
         if (cb_next(r, &alg, err) != 0 ||
             want_type(&alg, CB_TEXT, "compression algorithm", "text", err) ||
-            get_uint(r, "compression element size", &m->elem, err) != 0 ||
+            get_uint(r, "compression element size", &arr->elem, err) != 0 ||
             cb_next(r, &bytes, err) != 0 ||
             want_type(&bytes, CB_BYTES, "compressed data", "a byte string", err))
             return -1;
         if (text_is(&alg, "bslz4"))
-            m->comp = COMP_BSLZ4;
+            arr->comp = COMP_BSLZ4;
         else if (text_is(&alg, "lz4"))
-            m->comp = COMP_LZ4;
+            arr->comp = COMP_LZ4;
         else
             return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED,
                                  "compression \"%.*s\" is not bslz4 "
@@ -401,31 +425,65 @@ static int parse_array(cb_reader *r, v2msg *m, tl_proto_error *err)
     } else if (it.t != CB_BYTES) {
         return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "typed array must hold a byte string"), -1;
     }
-    m->bytes = it.p;
-    m->nbytes = it.n;
-    m->has_data = true;
+    arr->bytes = it.p;
+    arr->nbytes = it.n;
     return 0;
 }
 
-/* data: {channel: MultiDimArray}; the configured channel, or the first. */
-static int parse_data(v2 *a, cb_reader *r, v2msg *m, tl_proto_error *err)
+/* key ("data", "pixel_mask"): {channel: MultiDimArray}; the channel ingest.channel names,
+ * or the first. *found says whether it was there (else a refusal that names it). */
+static int parse_channels(v2 *a, cb_reader *r, const char *key, v2array *arr, bool *found,
+                          tl_proto_error *err)
 {
     cb_item it;
-    if (cb_value(r, &it, err) != 0 || want_type(&it, CB_MAP, "data", "a map of channels", err))
+    if (cb_value(r, &it, err) != 0 || want_type(&it, CB_MAP, key, "a map of channels", err))
         return -1;
     const char *want = a->st.cfg->ingest_channel;
     for (uint64_t i = 0; i < it.u; i++) {
         cb_item k;
         if (cb_value(r, &k, err) != 0 ||
-            want_type(&k, CB_TEXT, "data", "keyed by channel names", err))
+            want_type(&k, CB_TEXT, key, "keyed by channel names", err))
             return -1;
-        bool take = !m->has_data && (!*want || text_is(&k, want));
-        if ((take ? parse_array(r, m, err) : cb_skip(r, err)) != 0)
+        bool take = !*found && (!*want || text_is(&k, want));
+        if ((take ? parse_array(r, arr, err) : cb_skip(r, err)) != 0)
             return -1;
+        *found |= take;
     }
-    if (!m->has_data)
+    if (!*found)
         return tl_proto_fail(err, TL_PROTO_E_MISSING,
-                             *want ? "no channel \"%s\" in data" : "data has no channel%s", want),
+                             *want ? "no channel \"%s\" in %s (ingest.channel)"
+                                   : "%s%s has no channel",
+                             want, key),
+               -1;
+    return 0;
+}
+
+static int get_bool(cb_reader *r, const char *key, bool *out, tl_proto_error *err)
+{
+    cb_item it;
+    if (cb_value(r, &it, err) != 0 || want_type(&it, CB_BOOL, key, "a boolean", err) != 0)
+        return -1;
+    *out = it.u != 0;
+    return 0;
+}
+
+/* series_date: DateTime (tag 0 + RFC 3339 text) or, as RFC 8949 also allows, tag 1 +
+ * seconds since the epoch. */
+static int parse_date(cb_reader *r, v2msg *m, tl_proto_error *err)
+{
+    if (cb_value(r, &m->date, err) != 0)
+        return -1;
+    if (m->date.t == CB_TEXT)
+        return 0;
+    m->date_epoch = true;
+    if (m->date.t == CB_UINT)
+        m->epoch = (double)m->date.u;
+    else if (m->date.t == CB_FLOAT && isfinite(m->date.f))
+        m->epoch = m->date.f;
+    else
+        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
+                             "\"series_date\" must be a date-time (text, or seconds "
+                             "since the epoch)"),
                -1;
     return 0;
 }
@@ -444,10 +502,21 @@ static int parse(v2 *a, const uint8_t *buf, size_t len, v2msg *m, tl_proto_error
                              "a DECTRIS Stream V2 message is a CBOR "
                              "map"),
                -1;
-    static const char *const known[] = {"type",         "series_id",    "image_id",
-                                        "image_size_x", "image_size_y", "number_of_images",
-                                        "goniometer",   "user_data",    "data",
-                                        "series_date",  "start_time"};
+    static const char *const known[] = {"type",
+                                        "series_id",
+                                        "image_id",
+                                        "image_size_x",
+                                        "image_size_y",
+                                        "number_of_images",
+                                        "goniometer",
+                                        "user_data",
+                                        "data",
+                                        "series_date",
+                                        "start_time",
+                                        "pixel_mask",
+                                        "flatfield_enabled",
+                                        "countrate_correction_enabled",
+                                        "pixel_mask_enabled"};
     unsigned seen = 0;
     for (uint64_t i = 0; i < it.u; i++) {
         cb_item k;
@@ -495,11 +564,8 @@ static int parse(v2 *a, const uint8_t *buf, size_t len, v2msg *m, tl_proto_error
                 break;
             case 6: rc = parse_goniometer(a, &r, m, err); break;
             case 7: rc = parse_user_data(&r, m, err); break;
-            case 8: rc = parse_data(a, &r, m, err); break;
-            case 9:
-                rc = cb_value(&r, &m->date, err) ||
-                     want_type(&m->date, CB_TEXT, "series_date", "text", err);
-                break;
+            case 8: rc = parse_channels(a, &r, "data", &m->data, &m->has_data, err); break;
+            case 9: rc = parse_date(&r, m, err); break;
             case 10: {
                 cb_item arr;
                 rc = cb_value(&r, &arr, err) ||
@@ -515,10 +581,17 @@ static int parse(v2 *a, const uint8_t *buf, size_t len, v2msg *m, tl_proto_error
                 m->has_start_time = rc == 0 && m->st_den > 0;
                 break;
             }
+            case 11: rc = parse_channels(a, &r, "pixel_mask", &m->mask, &m->has_mask, err); break;
+            case 12: rc = get_bool(&r, known[w], &m->detector.flatfield_enabled, err); break;
+            case 13:
+                rc = get_bool(&r, known[w], &m->detector.countrate_correction_enabled, err);
+                break;
+            case 14: rc = get_bool(&r, known[w], &m->detector.pixel_mask_enabled, err); break;
             default: rc = cb_skip(&r, err); break;
         }
         if (rc != 0)
             return -1;
+        m->detector.told |= w >= 11 && w <= 14; /* the detector says what it did */
     }
     if (r.p != r.end)
         return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "%zu bytes after the message's map",
@@ -529,10 +602,15 @@ static int parse(v2 *a, const uint8_t *buf, size_t len, v2msg *m, tl_proto_error
     return 0;
 }
 
-/* series_date (RFC 3339: 2022-03-07T12:34:56.789+01:00) + start_time, in ns since the
- * epoch; false when absent or unreadable. */
+/* series_date (RFC 3339: 2022-03-07T12:34:56.789+01:00, or epoch seconds) + start_time,
+ * in ns since the epoch; false when absent or unreadable. */
 static bool acquisition_time(const v2msg *m, uint64_t *ns)
 {
+    double since = m->has_start_time ? (double)m->st_num / (double)m->st_den : 0;
+    if (m->date_epoch && m->has_start_time && m->epoch + since > 0 && m->epoch + since < 1e10) {
+        *ns = (uint64_t)((m->epoch + since) * 1e9);
+        return true;
+    }
     if (m->date.t != CB_TEXT || m->date.n < 19 || m->date.n > 40 || !m->has_start_time)
         return false;
     char s[48];
@@ -584,99 +662,176 @@ static bool tag_dtype(uint64_t tag, tl_proto_dtype *t)
     }
 }
 
-/* The pixels of an image message into payload: zero-copy, or decoded into the pool. */
-static int image_pixels(v2 *a, zmq_msg_t *part, const v2msg *m, tl_det_image *im,
-                        zmq_msg_t *payload, tl_proto_error *err)
+/* The dtype and shape of an array (rows, cols, *bytes); checks them against the limits. */
+static int array_shape(v2 *a, const v2array *arr, const char *what, tl_proto_dtype *dtype,
+                       uint32_t *rows, uint32_t *cols, size_t *bytes, tl_proto_error *err)
 {
-    if (!tag_dtype(m->tag, &im->dtype))
+    if (!tag_dtype(arr->tag, dtype))
         return tl_proto_fail(err, TL_PROTO_E_DTYPE,
-                             "typed array tag %llu is not uint8 (64), "
+                             "%s: typed array tag %llu is not uint8 (64, 68), "
                              "uint16 LE (69), uint32 LE (70) or float32 LE (85)",
-                             (unsigned long long)m->tag),
+                             what, (unsigned long long)arr->tag),
                -1;
-    if (m->dims[0] < 1 || m->dims[0] > TL_PROTO_MAX_DIM || m->dims[1] < 1 ||
-        m->dims[1] > TL_PROTO_MAX_DIM)
+    if (arr->dims[0] < 1 || arr->dims[0] > TL_PROTO_MAX_DIM || arr->dims[1] < 1 ||
+        arr->dims[1] > TL_PROTO_MAX_DIM)
         return tl_proto_fail(err, TL_PROTO_E_RANGE,
-                             "image dimensions %llu x %llu out of range "
-                             "1..%u",
-                             (unsigned long long)m->dims[0], (unsigned long long)m->dims[1],
+                             "%s: dimensions %llu x %llu out of range 1..%u", what,
+                             (unsigned long long)arr->dims[0], (unsigned long long)arr->dims[1],
                              TL_PROTO_MAX_DIM),
                -1;
-    im->rows = (uint32_t)m->dims[0];
-    im->cols = (uint32_t)m->dims[1];
-    size_t bytes, esize = tl_proto_dtype_size(im->dtype);
-    if (tl_proto_frame_bytes(im->rows, im->cols, im->dtype, &bytes, err) != TL_PROTO_OK)
+    *rows = (uint32_t)arr->dims[0];
+    *cols = (uint32_t)arr->dims[1];
+    if (tl_proto_frame_bytes(*rows, *cols, *dtype, bytes, err) != TL_PROTO_OK)
         return -1;
-    if (bytes > a->max_frame)
+    if (*bytes > a->max_frame)
         return tl_proto_fail(err, TL_PROTO_E_LIMIT,
-                             "a %u x %u frame is %zu MiB, over "
+                             "%s: a %u x %u array is %zu MiB, over "
                              "ingest.max_frame_mb",
-                             im->rows, im->cols, bytes >> 20),
+                             what, *rows, *cols, *bytes >> 20),
                -1;
+    return 0;
+}
+
+/* Checks a compressed array against the bytes its shape makes (and sizes the bslz4
+ * scratch); 0 or -1 with err. */
+static int check_compressed(v2 *a, const v2array *arr, size_t bytes, size_t esize,
+                            tl_proto_error *err)
+{
     char why[160];
-    if (m->comp == COMP_NONE) {
-        if (m->nbytes != bytes)
-            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
-                                 "array of %zu bytes, but %u x %u x %zu "
-                                 "= %zu",
-                                 m->nbytes, im->rows, im->cols, esize, bytes),
-                   -1;
-        if (tl_framepool_wrap(a->st.pool, part, m->bytes, bytes, payload) != 0)
-            return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory"), -1;
-        return 0;
-    }
     uint64_t total;
     uint32_t block;
-    if (tl_bitshuffle_header(m->bytes, m->nbytes, &total, &block, why, sizeof why) != 0)
+    if (tl_bitshuffle_header(arr->bytes, arr->nbytes, &total, &block, why, sizeof why) != 0)
         return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "%s", why), -1;
     if (total != bytes)
         return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
-                             "decompressed size %llu differs from %u x "
-                             "%u x %zu = %zu",
-                             (unsigned long long)total, im->rows, im->cols, esize, bytes),
+                             "decompressed size %llu differs from %llu x "
+                             "%llu x %zu = %zu",
+                             (unsigned long long)total, (unsigned long long)arr->dims[0],
+                             (unsigned long long)arr->dims[1], esize, bytes),
                -1;
-    if ((uint64_t)bytes > (uint64_t)m->nbytes * TL_LZ4_MAX_RATIO + 64)
+    if ((uint64_t)bytes > (uint64_t)arr->nbytes * TL_LZ4_MAX_RATIO + 64)
         return tl_proto_fail(err, TL_PROTO_E_LIMIT,
                              "compression bomb: %zu bytes cannot expand to "
                              "%zu",
-                             m->nbytes, bytes),
+                             arr->nbytes, bytes),
                -1;
-    if (m->comp == COMP_BSLZ4) {
-        if (m->elem != esize)
-            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
-                                 "bslz4 element size %llu, but the "
-                                 "array's elements are %zu bytes",
-                                 (unsigned long long)m->elem, esize),
-                   -1;
-        size_t need = tl_bitshuffle_scratch(m->bytes, m->nbytes);
-        if (need == 0)
-            return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "bslz4 block size %u is unusable",
-                                 block),
-                   -1;
-        if (need > a->scratch_cap) { /* once per new block size */
-            void *s = realloc(a->scratch, need);
-            if (!s)
-                return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory"), -1;
-            a->scratch = s;
-            a->scratch_cap = need;
-        }
+    if (arr->comp != COMP_BSLZ4)
+        return 0;
+    if (arr->elem != esize)
+        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                             "bslz4 element size %llu, but the "
+                             "array's elements are %zu bytes",
+                             (unsigned long long)arr->elem, esize),
+               -1;
+    size_t need = tl_bitshuffle_scratch(arr->bytes, arr->nbytes);
+    if (need == 0)
+        return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "bslz4 block size %u is unusable", block),
+               -1;
+    if (need > a->scratch_cap) { /* once per new block size */
+        void *sc = realloc(a->scratch, need);
+        if (!sc)
+            return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory"), -1;
+        a->scratch = sc;
+        a->scratch_cap = need;
     }
+    return 0;
+}
+
+/* Decompresses a checked array (check_compressed) into out. */
+static int decompress(v2 *a, const v2array *arr, size_t esize, void *out, size_t bytes,
+                      tl_proto_error *err)
+{
+    char why[160];
+    int rc = arr->comp == COMP_BSLZ4
+                 ? tl_bitshuffle_decode_bslz4(arr->bytes, arr->nbytes, esize, out, bytes,
+                                              a->scratch, a->scratch_cap, why, sizeof why)
+                 : tl_lz4_decode_hdf5(arr->bytes, arr->nbytes, out, bytes, why, sizeof why);
+    if (rc != 0)
+        return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "%s: %s",
+                             arr->comp == COMP_BSLZ4 ? "bslz4" : "lz4", why),
+               -1;
+    return 0;
+}
+
+/* The pixels of an image message into payload: zero-copy, or decoded into the pool. */
+static int image_pixels(v2 *a, zmq_msg_t *part, const v2array *arr, tl_det_image *im,
+                        zmq_msg_t *payload, tl_proto_error *err)
+{
+    size_t bytes, esize;
+    if (array_shape(a, arr, "image", &im->dtype, &im->rows, &im->cols, &bytes, err) != 0)
+        return -1;
+    esize = tl_proto_dtype_size(im->dtype);
+    if (arr->comp == COMP_NONE) {
+        if (arr->nbytes != bytes)
+            return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                                 "array of %zu bytes, but %u x %u x %zu "
+                                 "= %zu",
+                                 arr->nbytes, im->rows, im->cols, esize, bytes),
+                   -1;
+        if (tl_framepool_wrap(a->st.pool, part, arr->bytes, bytes, payload) != 0)
+            return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory"), -1;
+        return 0;
+    }
+    if (check_compressed(a, arr, bytes, esize, err) != 0)
+        return -1;
     void *out = tl_framepool_payload(a->st.pool, bytes, payload);
     if (!out)
         return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory for a %zu-byte frame",
                              bytes),
                -1;
-    int rc = m->comp == COMP_BSLZ4
-                 ? tl_bitshuffle_decode_bslz4(m->bytes, m->nbytes, esize, out, bytes, a->scratch,
-                                              a->scratch_cap, why, sizeof why)
-                 : tl_lz4_decode_hdf5(m->bytes, m->nbytes, out, bytes, why, sizeof why);
-    if (rc != 0) {
+    if (decompress(a, arr, esize, out, bytes, err) != 0) {
         zmq_msg_close(payload);
         zmq_msg_init(payload);
-        return tl_proto_fail(err, TL_PROTO_E_MALFORMED, "%s: %s",
-                             m->comp == COMP_BSLZ4 ? "bslz4" : "lz4", why),
-               -1;
+        return -1;
     }
+    return 0;
+}
+
+/* A start's pixel mask (header_detail "all"), or none: the fills of the series' frames
+ * (pixel_mask.h). The mask must match the declared image size. */
+static int series_mask(v2 *a, const v2msg *m, tl_proto_error *err)
+{
+    tl_pixel_mask_clear(&a->mask);
+    if (!m->has_mask)
+        return 0;
+    tl_proto_dtype dtype;
+    uint32_t rows, cols;
+    size_t bytes;
+    if (array_shape(a, &m->mask, "pixel_mask", &dtype, &rows, &cols, &bytes, err) != 0)
+        return -1;
+    if (dtype == TL_PROTO_F32)
+        return tl_proto_fail(err, TL_PROTO_E_DTYPE,
+                             "pixel_mask must be an unsigned integer array"),
+               -1;
+    if ((m->start.size_x > 0 && m->start.size_x != cols) ||
+        (m->start.size_y > 0 && m->start.size_y != rows))
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "pixel_mask of %u x %u (rows x cols) for images of %lld x %lld", rows,
+                             cols, (long long)m->start.size_y, (long long)m->start.size_x),
+               -1;
+    size_t esize = tl_proto_dtype_size(dtype);
+    const void *mask = m->mask.bytes;
+    if (m->mask.comp == COMP_NONE && m->mask.nbytes != bytes)
+        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "pixel_mask of %zu bytes, but %u x %u x %zu",
+                             m->mask.nbytes, rows, cols, esize),
+               -1;
+    if (m->mask.comp != COMP_NONE) {
+        if (check_compressed(a, &m->mask, bytes, esize, err) != 0)
+            return -1;
+        if (bytes > a->mask_buf_cap) { /* once per larger mask, at a series start */
+            void *buf = realloc(a->mask_buf, bytes);
+            if (!buf)
+                return tl_proto_fail(err, TL_PROTO_E_RESOURCE, "out of memory"), -1;
+            a->mask_buf = buf;
+            a->mask_buf_cap = bytes;
+        }
+        if (decompress(a, &m->mask, esize, a->mask_buf, bytes, err) != 0)
+            return -1;
+        mask = a->mask_buf;
+    }
+    char why[160];
+    if (tl_pixel_mask_build(&a->mask, mask, esize, rows, cols, why, sizeof why) != 0)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "pixel_mask: %s", why), -1;
     return 0;
 }
 
@@ -693,8 +848,23 @@ static void v2_destroy(void *state)
 {
     v2 *a = state;
     tl_adapter_stream_destroy(&a->st);
+    tl_pixel_mask_free(&a->mask);
+    free(a->mask_buf);
     free(a->scratch);
     free(a);
+}
+
+static int v2_start(v2 *a, v2msg *m, tl_proto_error *err)
+{
+    m->start.id = m->series;
+    if (series_mask(a, m, err) != 0 || tl_det_series_start(&a->ds, a->st.cfg, &m->start, err) != 0)
+        return -1;
+    m->detector.masked_pixels = a->mask.n;
+    a->st.detector = m->detector; /* reported by the scan this series opens */
+    if (a->mask.n)
+        tl_log(TL_LOG_INFO, "pixel_mask", "series=%llu masked=%zu rows=%u cols=%u",
+               (unsigned long long)m->series, a->mask.n, a->mask.rows, a->mask.cols);
+    return 0;
 }
 
 static int v2_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl_proto_error *err)
@@ -720,10 +890,8 @@ static int v2_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl
                -1;
     if (!m.has_series)
         return tl_proto_fail(err, TL_PROTO_E_MISSING, "no \"series_id\""), -1;
-    if (start) {
-        m.start.id = m.series;
-        return tl_det_series_start(&a->ds, a->st.cfg, &m.start, err) == 0 ? 0 : -1;
-    }
+    if (start)
+        return v2_start(a, &m, err) == 0 ? 0 : -1;
     if (end)
         return tl_det_series_end(&a->ds, &a->st, m.series, out, err);
     if (!m.has_image)
@@ -737,9 +905,19 @@ static int v2_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl
         return tl_det_series_image(&a->ds, &a->st, &m.image, NULL, out, err);
     zmq_msg_t payload;
     zmq_msg_init(&payload);
-    int rc = image_pixels(a, &parts[0], &m, &m.image, &payload, err);
+    int rc = image_pixels(a, &parts[0], &m.data, &m.image, &payload, err);
+    if (rc == 0 && a->mask.n && (a->mask.rows != m.image.rows || a->mask.cols != m.image.cols))
+        rc = (tl_proto_fail(err, TL_PROTO_E_RANGE,
+                            "image of %u x %u (rows x cols), but the series' pixel_mask is "
+                            "%u x %u",
+                            m.image.rows, m.image.cols, a->mask.rows, a->mask.cols),
+              -1);
+    /* the pixels are this adapter's now (a pool buffer, or the received message) */
+    if (rc == 0)
+        a->st.masked_filled = tl_pixel_mask_apply(&a->mask, zmq_msg_data(&payload), m.image.dtype);
     if (rc == 0)
         rc = tl_det_series_image(&a->ds, &a->st, &m.image, &payload, out, err);
+    a->st.masked_filled = 0;
     zmq_msg_close(&payload); /* empty unless refused */
     return rc;
 }

@@ -77,11 +77,13 @@ int tl_adapter_stream_emit(tl_adapter_stream *s, const tl_proto_scan *open_first
         out->type = TL_MSG_SCAN;
         out->scan = *open_first;
         out->filter[0] = 0;
+        out->detector = s->detector;
         s->open = true;
         s->scan = *open_first;
         s->scan_has_proj = false;
         s->pend.type = TL_MSG_FRAME;
         s->pend.frame = *f;
+        s->pend.masked_filled = s->masked_filled;
         zmq_msg_move(&s->pend.payload, payload);
         s->pending = true;
         tl_log(TL_LOG_INFO, "scan_synthesised", "series=%llu rows=%u cols=%u dtype=%s window=%u",
@@ -90,6 +92,7 @@ int tl_adapter_stream_emit(tl_adapter_stream *s, const tl_proto_scan *open_first
     } else {
         out->type = TL_MSG_FRAME;
         out->frame = *f;
+        out->masked_filled = s->masked_filled;
         zmq_msg_move(&out->payload, payload);
     }
     if (f->kind == TL_PROTO_PROJ)
@@ -114,6 +117,7 @@ int tl_adapter_stream_next(tl_adapter_stream *s, tl_item *out)
     s->pending = false;
     out->type = TL_MSG_FRAME;
     out->frame = s->pend.frame;
+    out->masked_filled = s->pend.masked_filled;
     zmq_msg_move(&out->payload, &s->pend.payload);
     return 1;
 }

@@ -27,6 +27,8 @@ typedef struct {
     uint64_t next_series; /* series ids for formats without them */
     bool pending;         /* a frame waits behind the scan item that opened its scan */
     tl_item pend;
+    tl_item_detector detector; /* what the detector said: goes with the next scan opened */
+    uint64_t masked_filled;    /* masked pixels filled in the frame emitted next */
 } tl_adapter_stream;
 
 int tl_adapter_stream_init(tl_adapter_stream *s, const tl_settings *c, char *err, size_t errlen);
@@ -44,8 +46,9 @@ void tl_adapter_scan_init(const tl_settings *c, tl_proto_scan *scan, uint64_t se
 bool tl_adapter_stream_fits(const tl_adapter_stream *s, uint32_t rows, uint32_t cols,
                             tl_proto_dtype dtype);
 /* Delivers frame f with its pixels in *payload (moved). With open_first, out gets that
- * scan item (recorded as the open scan) and the frame waits for tl_adapter_stream_next;
- * otherwise out gets the frame. Returns 1. */
+ * scan item (recorded as the open scan, with s->detector) and the frame waits for
+ * tl_adapter_stream_next; otherwise out gets the frame. Either frame item carries
+ * s->masked_filled. Returns 1. */
 int tl_adapter_stream_emit(tl_adapter_stream *s, const tl_proto_scan *open_first,
                            const tl_proto_frame *f, zmq_msg_t *payload, tl_item *out);
 /* An end of the open scan's series into out; 1, or 0 when no scan is open. */

@@ -3,7 +3,7 @@
  *
  * Packets (descriptor, then fields; tomopackets.h has the wire rules):
  *   GeometrySpecification 0x301  scene_id, volume_min[3], volume_max[3]    (noted only)
- *   ScanSettings          0x302  scene_id, darks, flats, already_linear
+ *   ScanSettings          0x302  scene_id, darks, flats[, already_linear]
  *   ParallelBeamGeometry  0x303  scene_id, rows, cols, proj_count, angles[] (radians)
  *   Projection            0x309  type (0 dark, 1 flat, 2 projection), projection_id,
  *                                shape[2] (rows, cols), data[] (float32)
@@ -13,6 +13,10 @@
  * angles + angle index). Projections before any geometry get a scan synthesised from
  * ingest.window and the configured angle schedule. The pixels stay in the received packet
  * and travel zero-copy. Other geometries (vec, cone) are refused as unsupported.
+ *
+ * ScanSettings has two layouts in use: tomopackets 1.0.0-rc2 (the published `master`)
+ * packs scene_id, darks, flats (16 bytes with the descriptor); 1.1.0 added the bool
+ * already_linear (17 bytes). Both are taken; the short one means already_linear false.
  */
 #include <config.h>
 
@@ -192,16 +196,20 @@ static int tp_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl
         case TL_TOMOP_GEOMETRY_SPECIFICATION:
             return len == 32 ? 0 : bad_size(err, "GeometrySpecification", len, 32);
         case TL_TOMOP_SCAN_SETTINGS:
-            if (len != 17)
-                return bad_size(err, "ScanSettings", len, 17);
-            if (tl_tomop_i32(p + 8) < 0 || tl_tomop_i32(p + 12) < 0 || p[16] > 1)
+            if (len != 16 && len != 17)
+                return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                                     "ScanSettings packet of %zu bytes, expected 16 "
+                                     "(tomopackets 1.0) or 17 (with already_linear)",
+                                     len),
+                       -1;
+            if (tl_tomop_i32(p + 8) < 0 || tl_tomop_i32(p + 12) < 0 || (len == 17 && p[16] > 1))
                 return tl_proto_fail(err, TL_PROTO_E_RANGE,
                                      "ScanSettings: negative counts or a "
                                      "bool that is not 0 or 1"),
                        -1;
             a->darks = tl_tomop_i32(p + 8);
             a->flats = tl_tomop_i32(p + 12);
-            a->already_linear = p[16] == 1;
+            a->already_linear = len == 17 && p[16] == 1;
             return 0;
         case TL_TOMOP_PARALLEL_BEAM_GEOMETRY: return geometry(a, p, len, out, err);
         case TL_TOMOP_PROJECTION: return projection(a, &parts[0], out, err);

@@ -539,7 +539,7 @@ static void pack_scan(tl_daemon *d, msgpack_packer *pk)
     }
     tl_engine_state st;
     tl_engine_get_state(s->engine, &st);
-    msgpack_pack_map(pk, 18);
+    msgpack_pack_map(pk, 19);
     tl_proto_pack_kv_u64(pk, "series", s->series);
     pack_key(pk, "shape");
     pack_dims(pk, s->msg.rows, s->msg.cols);
@@ -559,6 +559,18 @@ static void pack_scan(tl_daemon *d, msgpack_packer *pk)
     tl_proto_pack_kv_u64(pk, "memory_bytes", st.memory_bytes);
     tl_proto_pack_kv_double(pk, "center", st.center);
     tl_proto_pack_kv_str(pk, "filter", tl_filter_name(st.filter));
+    pack_key(pk, "detector"); /* what a detector said it did to the frames (DECTRIS start) */
+    if (!s->detector.told) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_map(pk, 5);
+    tl_proto_pack_kv_bool(pk, "flatfield_enabled", s->detector.flatfield_enabled);
+    tl_proto_pack_kv_bool(pk, "countrate_correction_enabled",
+                          s->detector.countrate_correction_enabled);
+    tl_proto_pack_kv_bool(pk, "pixel_mask_enabled", s->detector.pixel_mask_enabled);
+    tl_proto_pack_kv_u64(pk, "masked_pixels", s->detector.masked_pixels);
+    tl_proto_pack_kv_u64(pk, "masked_filled", s->masked_filled);
 }
 
 static void pack_frames(tl_daemon *d, msgpack_packer *pk)

@@ -167,6 +167,26 @@ static int v1_image(tl_afx *f, uint64_t series, uint64_t frame, json_t *dd, cons
     return rc;
 }
 
+/* An image of nparts parts: dimage, dimage_d, blob, then (nparts 4) dconfig or (5) dconfig
+ * and one more; last_htype replaces the htype of the 4th part. */
+static int v1_image_parts(tl_afx *f, uint64_t frame, int nparts, const char *last_htype)
+{
+    json_t *h = json_pack("{s:s, s:I, s:I, s:s}", "htype", "dimage-1.0", "series",
+                          (json_int_t)SERIES, "frame", (json_int_t)frame, "hash", "0");
+    json_t *dd = json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape", W, R,
+                           "type", "uint16", "encoding", "<");
+    json_t *cfg = json_pack("{s:s, s:I, s:I, s:I}", "htype", last_htype, "start_time",
+                            (json_int_t)0, "stop_time", (json_int_t)1, "real_time", (json_int_t)1);
+    char *hs = json_text(h), *ds = json_text(dd), *cs = json_text(cfg);
+    const void *parts[5] = {hs, ds, pixels, cs, cs};
+    size_t lens[5] = {strlen(hs), strlen(ds), NPIX * 2, strlen(cs), strlen(cs)};
+    int rc = tlt_afx_feed(f, parts, lens, nparts);
+    free(hs);
+    free(ds);
+    free(cs);
+    return rc;
+}
+
 static json_t *v1_dd(const char *encoding)
 {
     return json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape", W, R, "type",
@@ -215,6 +235,26 @@ START_TEST(dectris_v1)
                                NULL, 0),
                      1);
     ck_assert_int_eq(f.items[0].type, TL_MSG_END);
+    tlt_afx_close(&f);
+}
+END_TEST
+
+/* A detector sends every image as 4 parts; one that lacks its dconfig part (3 parts), has
+ * a part too many, or a 4th part that is not dconfig is refused, counted, and the genuine
+ * frame of that number is then taken — not refused as a duplicate of the incomplete one. */
+START_TEST(dectris_v1_incomplete)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "dectris-v1", NULL);
+    ck_assert_int_eq(v1_header(&f, SERIES, 3), 0);
+    assert_rejected(&f, v1_image_parts(&f, 0, 3, "dconfig-1.0"), TL_PROTO_E_PARTS);
+    ck_assert_ptr_nonnull(strstr(f.err.message, "not 3"));
+    assert_rejected(&f, v1_image_parts(&f, 0, 5, "dconfig-1.0"), TL_PROTO_E_PARTS);
+    assert_rejected(&f, v1_image_parts(&f, 0, 4, "dimage_d-1.0"), TL_PROTO_E_TYPE);
+    ck_assert_int_eq(v1_image_parts(&f, 0, 4, "dconfig-1.0"), 1); /* the genuine frame 0 */
+    ck_assert_int_eq(f.nitems, 2);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_SCAN);
+    assert_frame(&f, 1, TL_PROTO_PROJ, 0);
     tlt_afx_close(&f);
 }
 END_TEST
@@ -380,6 +420,63 @@ START_TEST(tomopackets)
 }
 END_TEST
 
+/* ScanSettings in both layouts of cicwi/tomopackets: 1.0.0-rc2 (the published master:
+ * scene_id, darks, flats: 16 bytes with the descriptor) and 1.1.0 (+ already_linear: 17);
+ * any other size is refused. The counts (and the flag) go into the scan the next
+ * ParallelBeamGeometry opens. */
+static size_t tp_settings(uint8_t *p, int darks, int flats, int already_linear)
+{
+    size_t n = 0;
+    n += tp_put(p + n, 0x302);
+    n += tp_put(p + n, 0);
+    n += tp_put(p + n, darks);
+    n += tp_put(p + n, flats);
+    if (already_linear >= 0)
+        p[n++] = (uint8_t)already_linear;
+    return n;
+}
+
+static size_t tp_geometry(uint8_t *p)
+{
+    size_t n = 0;
+    n += tp_put(p + n, 0x303);
+    n += tp_put(p + n, 0);
+    n += tp_put(p + n, R);
+    n += tp_put(p + n, W);
+    n += tp_put(p + n, 2);
+    n += tp_put(p + n, 2);
+    n += tp_putf(p + n, 0.0f);
+    n += tp_putf(p + n, 1.5f);
+    return n;
+}
+
+START_TEST(tomopackets_scan_settings)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "tomopackets", NULL);
+    uint8_t p[64];
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_settings(p, 3, 2, -1)), 0); /* 16 bytes */
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_geometry(p)), 1);
+    ck_assert_uint_eq(f.items[0].scan.darks, 3);
+    ck_assert_uint_eq(f.items[0].scan.flats, 2);
+    ck_assert(!f.items[0].scan.already_linear);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_settings(p, 1, 4, 1)), 0); /* 17 bytes */
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_geometry(p)), 1);
+    ck_assert_uint_eq(f.items[0].scan.darks, 1);
+    ck_assert_uint_eq(f.items[0].scan.flats, 4);
+    ck_assert(f.items[0].scan.already_linear);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_settings(p, 5, 0, -1)), 0); /* back to 16 */
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_geometry(p)), 1);
+    ck_assert_uint_eq(f.items[0].scan.darks, 5);
+    ck_assert(!f.items[0].scan.already_linear);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_settings(p, 1, 1, -1) - 1), TL_PROTO_E_PAYLOAD);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_settings(p, 1, 1, 1) + 1), TL_PROTO_E_PAYLOAD);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_settings(p, 1, 1, 2)), TL_PROTO_E_RANGE);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_settings(p, -1, 1, -1)), TL_PROTO_E_RANGE);
+    tlt_afx_close(&f);
+}
+END_TEST
+
 START_TEST(unknown_format)
 {
     ck_assert_ptr_null(tl_adapter_find("no-such-format"));
@@ -394,10 +491,12 @@ static Suite *suite(void)
     TCase *tc = tcase_create("formats");
     tcase_add_test(tc, native);
     tcase_add_test(tc, dectris_v1);
+    tcase_add_test(tc, dectris_v1_incomplete);
     tcase_add_test(tc, std_daq);
     tcase_add_test(tc, concert);
     tcase_add_test(tc, array_1_0);
     tcase_add_test(tc, tomopackets);
+    tcase_add_test(tc, tomopackets_scan_settings);
     tcase_add_test(tc, unknown_format);
     suite_add_tcase(s, tc);
     return s;
