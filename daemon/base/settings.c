@@ -176,7 +176,8 @@ static const key keys[] = {
     {K("http", "preview_size"), K_INT, F(http_preview_size), 64, 4096, NULL, "512", RELOAD,
      "Largest side, in pixels, of the slices sent to preview pages (downsampled to fit)."},
     {K("http", "root"), K_PATH, F(http_root), 0, 0, NULL, "", RESTART,
-     "Directory of the preview page (index.html, app.js, style.css); empty: the installed one."},
+     "Directory of the preview page (index.html, app.js, style.css); empty: the installed one "
+     "(the source tree's for a tomolived run from its build tree)."},
 
     {K("recast3d", "server"), K_ENDPOINT_OPT, F(recast3d_server), 0, 0, NULL, "", RESTART,
      "RECAST3D's request socket (e.g. tcp://viewer:5555) to show slices in; empty: off."},

@@ -35,8 +35,9 @@
 #include "daemon/serve/metrics.h"
 #include "daemon/serve/preview.h"
 
-#ifndef TL_WWW_DIR
-#error "TL_WWW_DIR (where the page is installed) must be defined: see daemon/local.mk"
+#if !defined TL_WWW_DIR || !defined TL_BUILD_EXE || !defined TL_SOURCE_WWW_DIR
+#error "TL_WWW_DIR (where the page is installed), TL_BUILD_EXE and TL_SOURCE_WWW_DIR (the \
+build tree's daemon and the source tree's page) must be defined: see daemon/local.mk"
 #endif
 
 #define MAX_CLIENTS 32
@@ -982,6 +983,18 @@ static const char *bind_error(const char *host, int port)
     return e ? strerror(e) : "libwebsockets could not listen there";
 }
 
+/* Where the page is when http.root is empty: the source tree's for the daemon of the build
+ * tree (so `./bootstrap demo`, and any daemon run before `make install`, serves the page
+ * it was built with), else the installed one. The running executable says which. */
+static const char *default_root(void)
+{
+    char self[PATH_MAX], build[PATH_MAX];
+    if (realpath("/proc/self/exe", self) && realpath(TL_BUILD_EXE, build) &&
+        strcmp(self, build) == 0)
+        return TL_SOURCE_WWW_DIR;
+    return TL_WWW_DIR;
+}
+
 int tl_http_start(tl_daemon *d, char *err, size_t errlen)
 {
     server *s = &srv;
@@ -999,7 +1012,7 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
         return -1;
     }
     snprintf(s->listen, sizeof s->listen, "%s", c->http_listen);
-    snprintf(s->root, sizeof s->root, "%s", c->http_root[0] ? c->http_root : TL_WWW_DIR);
+    snprintf(s->root, sizeof s->root, "%s", c->http_root[0] ? c->http_root : default_root());
     s->req_dec = tl_proto_decoder_new();
     s->rep_dec = tl_proto_decoder_new();
     if (!s->req_dec || !s->rep_dec) {
