@@ -15,6 +15,7 @@
  */
 #include <config.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -93,6 +94,7 @@ typedef struct {
     struct lws_context *ctx;
     struct lws_vhost *vh;
     char listen[TL_SETTINGS_ENDPOINT_MAX];
+    char host[TL_SETTINGS_ENDPOINT_MAX]; /* of listen: the vhost keeps a pointer to it */
     char root[1024];
     uv_timer_t timer;
     client *clients[MAX_CLIENTS];
@@ -1005,9 +1007,9 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
         tl_log(TL_LOG_INFO, "http_disabled", "reason=%s", tl_logq("http.listen is empty"));
         return 0;
     }
-    char host[TL_SETTINGS_ENDPOINT_MAX];
+    char *host = s->host;
     int port;
-    if (tl_http_parse_listen(c->http_listen, host, sizeof host, &port) != 0) {
+    if (tl_http_parse_listen(c->http_listen, host, sizeof s->host, &port) != 0) {
         snprintf(err, errlen, "http.listen \"%s\" is not HOST:PORT", c->http_listen);
         return -1;
     }
@@ -1031,6 +1033,12 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
     info.protocols = protocols;
     info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN |
                    LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+    /* libwebsockets 4.1 makes an IPv6 socket when it can and reads an IPv4 address given as
+     * iface into the IPv4 form it does not bind then: 127.0.0.1 listened on [::], every
+     * interface. An IPv4 address gets an IPv4 socket. */
+    struct in_addr v4;
+    if (*host && inet_pton(AF_INET, host, &v4) == 1)
+        info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
     info.foreign_loops = loops;
     info.pcontext = &s->ctx;
     info.gid = -1;

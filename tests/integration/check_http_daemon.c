@@ -511,7 +511,9 @@ START_TEST(slow_reader)
 END_TEST
 
 /* Without http.root, a daemon run from the build tree serves the page of the source tree
- * (not the installed one, which may not exist yet, or be another version's). */
+ * (not the installed one, which may not exist yet, or be another version's); and
+ * http.listen = 127.0.0.1:PORT listens there only (127.0.0.2, another address of the
+ * loopback interface, is refused: a socket on every interface would take it). */
 START_TEST(page_of_the_build_tree)
 {
     tl_fixture f;
@@ -532,6 +534,13 @@ START_TEST(page_of_the_build_tree)
     ck_assert_int_eq(r.status, 200);
     ck_assert_ptr_nonnull(strstr(r.body, "<script src=\"app.js\">"));
     tl_hc_free(&r);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in other = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.2", &other.sin_addr);
+    ck_assert(fd >= 0);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&other, sizeof other) != 0,
+                  "http.listen 127.0.0.1 accepted a connection to 127.0.0.2");
+    close(fd);
     char *log = tl_fx_log(&f);
     ck_assert_msg(!strstr(log, "http_page_missing") && strstr(log, "/daemon/www"), "%s", log);
     free(log);
