@@ -151,7 +151,7 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
     snprintf(set[6], sizeof set[6], "http.listen=");
     snprintf(set[7], sizeof set[7], "slices.sndhwm=4");
     /* kernels as `tomolive tune` left them in the cache, never timed mid-stream (timing a
-     * new slice size would stall the engine for the tuning budget and drop frames) */
+     * new slice size would share the device with the stream and skew its figures) */
     snprintf(set[8], sizeof set[8], "engine.tune=cached");
     snprintf(set[9], sizeof set[9], "slices.shm=%s", o->shm ? r->shm_prefix : "");
     /* --cuda-ipc: the daemon on the ring's GPU (the same ordinal: it inherits our
