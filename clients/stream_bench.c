@@ -12,8 +12,12 @@
  * its one t_acq. It reports what a control system sees: frames lost (dropped by the
  * daemon, or late: its send blocked for more than a frame period because the daemon pushed back), the
  * ingest rate achieved, and the latency of each slice received — its arrival time minus
- * the t_acq of the newest frame it contains — as percentiles. With --search it raises the rate until
- * frames are lost and reports the highest loss-free rate. Each rate's stream goes on for
+ * the t_acq of the newest frame it contains — as percentiles. Each rate is measured --repeat
+ * times (default 3) and the spread (min-max) of p50, p99, loss and rate over the repeats is
+ * printed after their lines: one run of a few seconds on a shared host says little about
+ * the next, and figures are quoted as such ranges (BENCHMARKS.md). With --search it raises
+ * the rate until a repeat loses frames and reports the highest rate that every repeat held
+ * without loss. Each rate's stream goes on for
  * TL_BENCH_TAIL_S after its measured seconds, and slices whose newest frame is from that
  * tail are not timed: a slice published after the last frame says how long its update
  * policy waited (up to 1 / max_rate), not how fast the pipeline is.
@@ -62,6 +66,7 @@
 #define TL_BENCH_WARMUP_S 1.0 /* seconds of frames before the measured rates */
 #define TL_BENCH_TAIL_S 0.25  /* frames go on this long after the measured ones (below) */
 #define IPC_TIMEOUT_S 10.0    /* --cuda-ipc: a release that takes longer is an error */
+#define MAX_REPEAT 100        /* --repeat */
 
 extern char **environ;
 
@@ -71,6 +76,7 @@ typedef struct {
     int port;
     uint32_t rows, cols, window;
     double seconds;
+    int repeat; /* runs per rate */
     int connections;
     uint32_t bands;  /* messages per frame, a row band each (1: whole frames) */
     int incremental; /* 1 on, 0 off, -1 both (off is the in-run baseline) */
@@ -145,7 +151,7 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
     snprintf(set[6], sizeof set[6], "http.listen=");
     snprintf(set[7], sizeof set[7], "slices.sndhwm=4");
     /* kernels as `tomolive tune` left them in the cache, never timed mid-stream (timing a
-     * new slice size would stall the engine for the tuning budget and drop frames) */
+     * new slice size would share the device with the stream and skew its figures) */
     snprintf(set[8], sizeof set[8], "engine.tune=cached");
     snprintf(set[9], sizeof set[9], "slices.shm=%s", o->shm ? r->shm_prefix : "");
     /* --cuda-ipc: the daemon on the ring's GPU (the same ordinal: it inherits our
@@ -809,6 +815,55 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     return 0;
 }
 
+/* The spread of one statistic over the repeats: NaN (no slices timed) is passed over. */
+typedef struct {
+    double lo, hi;
+} span;
+
+static void span_add(span *sp, double v)
+{
+    sp->lo = fmin(sp->lo, v); /* fmin and fmax skip a NaN operand */
+    sp->hi = fmax(sp->hi, v);
+}
+
+/* After the repeats of one rate: each statistic's minimum and maximum over them. */
+static void print_spread(const result *res, int n, bool incremental)
+{
+    span p50 = {NAN, NAN}, p99 = {NAN, NAN}, achieved = {NAN, NAN};
+    uint64_t lost_lo = UINT64_MAX, lost_hi = 0;
+    for (int k = 0; k < n; k++) {
+        span_add(&p50, res[k].p50);
+        span_add(&p99, res[k].p99);
+        span_add(&achieved, res[k].achieved);
+        lost_lo = res[k].lost < lost_lo ? res[k].lost : lost_lo;
+        lost_hi = res[k].lost > lost_hi ? res[k].lost : lost_hi;
+    }
+    printf("%-11s | spread  | %.0f frames/s, min-max of %d repeats: p50 %.2f-%.2f ms, "
+           "p99 %.2f-%.2f ms, lost %llu-%llu, achieved %.1f-%.1f frames/s\n",
+           incremental ? "incremental" : "recompute", res[0].rate, n, p50.lo, p50.hi, p99.lo,
+           p99.hi, (unsigned long long)lost_lo, (unsigned long long)lost_hi, achieved.lo,
+           achieved.hi);
+    fflush(stdout);
+}
+
+/* Measures r->rate o->repeat times, a line each, then (for two or more) their spread.
+ * *lost_max: the most frames one repeat lost. */
+static int repeat_rate(run *r, void *ctl, tl_proto_decoder *dec, uint64_t *lost_max)
+{
+    result res[MAX_REPEAT];
+    int n = r->o->repeat;
+    *lost_max = 0;
+    for (int k = 0; k < n; k++) {
+        if (one_rate(r, ctl, dec, r->o->seconds, true, &res[k]) != 0)
+            return 1;
+        if (res[k].lost > *lost_max)
+            *lost_max = res[k].lost;
+    }
+    if (n > 1)
+        print_spread(res, n, r->incremental);
+    return 0;
+}
+
 static int run_mode(const options *o, bool incremental)
 {
     run r;
@@ -905,29 +960,29 @@ static int run_mode(const options *o, bool incremental)
         rc = 1;
         goto out;
     }
+    uint64_t lost;
     if (o->search) {
         double rate = o->rates[0], best = 0;
-        result res;
         r.rate = rate;
         for (int i = 0; i < 12 && rate <= o->max_rate; i++) {
-            if (one_rate(&r, ctl, dec, o->seconds, true, &res) != 0) {
+            if (repeat_rate(&r, ctl, dec, &lost) != 0) {
                 rc = 1;
                 break;
             }
-            if (res.lost > 0)
+            if (lost > 0)
                 break;
             best = rate;
             rate *= 1.25;
             r.rate = rate;
         }
-        printf("%-11s | highest loss-free rate: %.0f frames/s, %.2f GB/s\n",
-               incremental ? "incremental" : "recompute", best,
+        printf("%-11s | highest loss-free rate (in each of %d repeats): %.0f frames/s, %.2f "
+               "GB/s\n",
+               incremental ? "incremental" : "recompute", o->repeat, best,
                best * (double)r.frame_bytes / 1e9);
     } else {
         for (int i = 0; i < o->nrates; i++) {
-            result res;
             r.rate = o->rates[i];
-            if (one_rate(&r, ctl, dec, o->seconds, true, &res) != 0) {
+            if (repeat_rate(&r, ctl, dec, &lost) != 0) {
                 rc = 1;
                 break;
             }
@@ -959,6 +1014,7 @@ out:
 static const char usage_text[] =
     "usage: tomolive bench --stream [--backend B] [--rows R] [--cols C] [--window N]\n"
     "                      [--rate FPS ...] [--search] [--max-rate FPS] [--seconds S]\n"
+    "                      [--repeat N]\n"
     "                      [--connections K] [--bands N] [--incremental on|off|both]\n"
     "                      [--port P] [--delivery tcp|shm] [--daemon PATH]\n"
     "                      [--cuda-ipc [--device N] [--ring SLOTS] [--prefilled]]\n"
@@ -973,9 +1029,10 @@ static const char usage_text[] =
     "sent and lost (dropped by the daemon, or late: its send blocked for more than a frame\n"
     "period because the daemon pushed back), the achieved\n"
     "rate in frames/s and GB/s, and the latency of each slice received: its arrival minus the\n"
-    "t_acq of the newest frame in it (ms: p50, p90, p99, max). --search raises the rate by\n"
-    "25 % from the\n"
-    "first --rate until frames are lost. --incremental both (the default) runs the\n"
+    "t_acq of the newest frame in it (ms: p50, p90, p99, max). Each rate runs N times\n"
+    "(--repeat, default 3), a line each, then a 'spread' line: the min-max over the repeats\n"
+    "of p50, p99, lost frames and the achieved rate. --search raises the rate by 25 % from\n"
+    "the first --rate until a repeat loses frames. --incremental both (the default) runs the\n"
     "daemon with and without incremental slice updates (the latter as the baseline).\n"
     "--delivery shm (the default) subscribes to the slices through shared memory (topic\n"
     "shm/<id>/, slices.shm set): a slice has arrived when its pixels can be read in place\n"
@@ -1006,6 +1063,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
                  .cols = 2048,
                  .window = 1800,
                  .seconds = 5,
+                 .repeat = 3,
                  .connections = 4,
                  .incremental = -1,
                  .max_rate = 20000,
@@ -1045,7 +1103,8 @@ int tl_cmd_stream_bench(int argc, char **argv)
         O_RING,
         O_GPUS,
         O_PREFILLED,
-        O_BANDS
+        O_BANDS,
+        O_REPEAT
     };
     static const struct option opts[] = {{"stream", no_argument, NULL, O_STREAM},
                                          {"backend", required_argument, NULL, O_BACKEND},
@@ -1068,6 +1127,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
                                          {"gpus", required_argument, NULL, O_GPUS},
                                          {"prefilled", no_argument, NULL, O_PREFILLED},
                                          {"bands", required_argument, NULL, O_BANDS},
+                                         {"repeat", required_argument, NULL, O_REPEAT},
                                          {NULL, 0, NULL, 0}};
     bool device_or_ring = false, has_bands = false;
     long v;
@@ -1123,6 +1183,11 @@ int tl_cmd_stream_bench(int argc, char **argv)
                 o.bands = (uint32_t)v;
                 has_bands = true;
                 break;
+            case O_REPEAT:
+                if (!tl_cli_long(optarg, 1, MAX_REPEAT, &v))
+                    return fail(2, "bad --repeat '%s': need 1 to %d", optarg, MAX_REPEAT);
+                o.repeat = (int)v;
+                break;
             case 'h': fputs(usage_text, stdout); return 0;
             default: fputs(usage_text, stderr); return 2;
         }
@@ -1166,10 +1231,10 @@ int tl_cmd_stream_bench(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     printf("streaming: %u x %u uint16 frames (%.1f MB), window %u, slices: 1 row %u^2 + 3 ortho, "
-           "%s, %.0f s per rate, backend %s%s%s, overflow drop, slices by %s\n",
+           "%s, %.0f s per rate x %d repeat%s, backend %s%s%s, overflow drop, slices by %s\n",
            o.rows, o.cols, o.rows * (double)o.cols * 2 / 1e6, o.window, o.cols, transport,
-           o.seconds, o.backend, o.gpus ? " on GPUs " : "", o.gpus ? o.gpus : "",
-           o.shm ? "shared memory" : "TCP");
+           o.seconds, o.repeat, o.repeat == 1 ? "" : "s", o.backend, o.gpus ? " on GPUs " : "",
+           o.gpus ? o.gpus : "", o.shm ? "shared memory" : "TCP");
     printf("latency: t_acq of the newest frame in a slice -> slice received by the subscriber\n");
     printf("mode        | target  | achieved | GB/s   | sent   | lost   | dropped| late   | p50 "
            "ms  | p90 ms  | p99 ms  | max ms  | slices | stale\n");

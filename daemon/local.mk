@@ -100,11 +100,15 @@ daemon_libtlhttp_a_SOURCES = \
 daemon_libtlhttp_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS)
 HTTP_CORE_LIBS = daemon/libtlhttp.a
 daemon_tomolived_SOURCES += daemon/serve/http.c
-daemon_tomolived_CPPFLAGS = $(AM_CPPFLAGS) -DTL_WWW_DIR='"$(wwwdir)"'
+# a daemon run from the build tree (TL_BUILD_EXE) serves the page of the source tree
+daemon_tomolived_CPPFLAGS = $(AM_CPPFLAGS) -DTL_WWW_DIR='"$(wwwdir)"' \
+	-DTL_BUILD_EXE='"$(abs_top_builddir)/daemon/tomolived"' \
+	-DTL_SOURCE_WWW_DIR='"$(abs_top_srcdir)/daemon/www"'
 daemon_tomolived_CFLAGS += $(LWS_CFLAGS) $(JANSSON_CFLAGS)
 daemon_tomolived_LDADD += $(HTTP_CORE_LIBS) $(DAEMON_CORE_LIBS) $(PROTO_LIBS) $(JSONPACK_LIBS) \
 	$(LWS_LIBS) $(ADAPTER_LIBS)
-# the page: plain HTML/JS/CSS, no build step; http.root (empty) means this directory
+# the page: plain HTML/JS/CSS, no build step; http.root (empty) means this directory, or
+# daemon/www of the source tree for the daemon of the build tree
 wwwdir = $(pkgdatadir)/www
 dist_www_DATA = daemon/www/index.html daemon/www/app.js daemon/www/style.css
 

@@ -2,11 +2,28 @@
 # demo.sh — what `./bootstrap demo` runs (from the build directory): tomolived on loopback,
 # three slices (a row, an ortho-slice, an oblique plane), `tomolive sub` watching them and
 # the simulated camera pushing a phantom scan; then a summary and PNG previews in demo-out/.
+# Every socket of the demo is on 127.0.0.1, the preview page included; the daemon serves
+# the page of the source tree (it is the build tree's daemon) and its URL is printed.
+#
+#   sh tests/demo.sh [--keep]
+#     --keep   after the summary, leave tomolived running with the scan, so that the page can
+#              be opened (and its views moved through the reconstructed volume); Ctrl-C ends it
 #
 # Environment: DEMO_ROWS, DEMO_COLS, DEMO_PROJECTIONS, DEMO_RATE (frames/s), DEMO_BACKEND
-# (auto, cpu, cuda), DEMO_PORT (first of three consecutive TCP ports, default 5600).
+# (auto, cpu, cuda), DEMO_PORT (first of four consecutive TCP ports, default 5600: ingest,
+# control, slices and the page), DEMO_KEEP=1 (as --keep).
 set -eu
 
+keep=${DEMO_KEEP:-0}
+for arg in "$@"; do
+    case "$arg" in
+    --keep) keep=1 ;;
+    *)
+        echo "usage: sh tests/demo.sh [--keep]" >&2
+        exit 2
+        ;;
+    esac
+done
 rows=${DEMO_ROWS:-64}
 cols=${DEMO_COLS:-256}
 nproj=${DEMO_PROJECTIONS:-720}
@@ -20,11 +37,13 @@ export PATH
 ingest=tcp://127.0.0.1:$port
 control=tcp://127.0.0.1:$((port + 1))
 slices=tcp://127.0.0.1:$((port + 2))
+page=127.0.0.1:$((port + 3))
 rm -rf "$out"
 mkdir -p "$out"
 
 tomolived --backend "$backend" --set "ingest.endpoint=$ingest" \
-    --set "control.endpoint=$control" --set "slices.endpoint=$slices" 2>"$out/tomolived.log" &
+    --set "control.endpoint=$control" --set "slices.endpoint=$slices" \
+    --set "http.listen=$page" 2>"$out/tomolived.log" &
 daemon=$!
 stop_daemon() {
     kill -TERM "$daemon" 2>/dev/null || true
@@ -43,6 +62,9 @@ until ctl status >/dev/null 2>&1; do
     fi
     sleep 0.2
 done
+
+echo "demo: tomolived on 127.0.0.1 ports $port-$((port + 3)); preview page: http://$page/"
+[ "$keep" = 1 ] || echo "demo: (to open it, run the demo with --keep: the daemon then stays up)"
 
 mid=$((rows / 2))
 zlo=$((rows / 4))
@@ -75,8 +97,10 @@ if ! wait "$sub"; then
     exit 1
 fi
 ctl status >"$out/status.json"
-stop_daemon
-trap - EXIT
+if [ "$keep" != 1 ]; then
+    stop_daemon
+    trap - EXIT
+fi
 
 err_row=$(tomolive phantom --rows "$rows" --cols "$cols" --row $mid --compare "$out/row.tif")
 err_ortho=$(tomolive phantom --rows "$rows" --cols "$cols" --ortho y:0 --compare "$out/ortho.tif")
@@ -85,11 +109,27 @@ err_plane=$(tomolive phantom --rows "$rows" --cols "$cols" --plane "$(echo "$pla
 
 echo
 echo "== summary"
+echo "slices received by tomolive sub; latency: from the newest frame's acquisition to the"
+echo "slice's arrival, over every slice (the first ones, and the final one of each id,"
+echo "published when the scan's end arrives, included):"
 grep -E '^summary|^latency' "$out/sub.txt" || true
 sed -n 's/.*"device": "\(.*\)".*/reconstructed on: \1/p' "$out/status.json" | head -n 1
+# which kernel served each slice size, and how it was chosen (status "kernels")
+python3 - "$out/status.json" <<'PY' 2>/dev/null || true
+import json, sys
+k = json.load(open(sys.argv[1]))["kernels"]
+for s in k["sizes"]:
+    print("kernels for %dx%d: %s (source %s, %.2f s)" % (s["height"], s["width"],
+          s["single"]["exact"] or "built-in rule", s["source"], s["seconds"]))
+PY
 echo "error against the phantom (relative L2, noisy data):"
 echo "  row     $err_row"
 echo "  ortho   $err_ortho"
 echo "  oblique $err_plane"
 echo "previews: $out/row.png $out/ortho.png $out/oblique.png (float32 TIFFs beside them)"
 echo "daemon log: $out/tomolived.log; status: $out/status.json"
+if [ "$keep" = 1 ]; then
+    echo
+    echo "demo: tomolived keeps running with the scan: open http://$page/ (Ctrl-C stops it)"
+    wait "$daemon" || true
+fi

@@ -161,8 +161,9 @@ static const key keys[] = {
     {K("engine", "weights"), K_ENUM, F(weights), 0, 0, weights_names, "uniform", RELOAD,
      "Angular weights: pi/N each (uniform), or each angle's share of the range; next scan."},
     {K("engine", "tune"), K_ENUM, F(tune), 0, 0, tune_names, "auto", RELOAD,
-     "Kernels per slice size: auto uses the cached choice, else times the kernels and caches "
-     "it (frames queue meanwhile: tune before the scan); cached: cache only; off: built-in rule."},
+     "Kernels per slice size: auto uses the cached choice, else times the kernels beside the "
+     "scan (the built-in rule serves until then) and caches it; cached: cache only; off: "
+     "built-in rule."},
     {K("engine", "tune_cache"), K_PATH, F(tune_cache), 0, 0, NULL, "", RELOAD,
      "Cache of kernel timings (by GPU, driver, shape); empty: $TOMOLIVE_TUNE_CACHE, else "
      "$XDG_CACHE_HOME/tomolive/tune.json, else ~/.cache/tomolive/tune.json."},
@@ -172,12 +173,16 @@ static const key keys[] = {
     {K("engine", "tune_batch"), K_ENUM, F(tune_batch), 0, 0, tune_batch_names, "4", RELOAD,
      "Most horizontal slices reconstructed together that the tuner times for throughput (at most "
      "the detector rows)."},
+    {K("engine", "tune_one_kernel"), K_BOOL, F(tune_one_kernel), 0, 0, NULL, "false", RELOAD,
+     "Time and cache a slice size even where the backend has one kernel for the quality, which "
+     "serves it either way (for its timings, tests); false: served at once, source only."},
     {K("http", "listen"), K_LISTEN, F(http_listen), 0, 0, NULL, "*:8600", RESTART,
      "HOST:PORT of the HTTP server (preview page, /metrics, /api/status); empty: no server."},
     {K("http", "preview_size"), K_INT, F(http_preview_size), 64, 4096, NULL, "512", RELOAD,
      "Largest side, in pixels, of the slices sent to preview pages (downsampled to fit)."},
     {K("http", "root"), K_PATH, F(http_root), 0, 0, NULL, "", RESTART,
-     "Directory of the preview page (index.html, app.js, style.css); empty: the installed one."},
+     "Directory of the preview page (index.html, app.js, style.css); empty: the installed one "
+     "(the source tree's for a tomolived run from its build tree)."},
 
     {K("recast3d", "server"), K_ENDPOINT_OPT, F(recast3d_server), 0, 0, NULL, "", RESTART,
      "RECAST3D's request socket (e.g. tcp://viewer:5555) to show slices in; empty: off."},

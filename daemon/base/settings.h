@@ -96,8 +96,9 @@ typedef struct {
      * slice sizes resolved from then on */
     int tune;                                  /* enum auto|cached|off, default auto */
     char tune_cache[TL_SETTINGS_ENDPOINT_MAX]; /* cache file, "" = tl_tune_default_path */
-    double tune_budget; /* seconds of timing per slice size, 1..120, default 15 */
-    int tune_batch;     /* enum 1|2|4 (an index: tl_settings_tune_batch), default 4 */
+    double tune_budget;   /* seconds of timing per slice size, 1..120, default 15 */
+    int tune_batch;       /* enum 1|2|4 (an index: tl_settings_tune_batch), default 4 */
+    bool tune_one_kernel; /* time a size with one candidate kernel too, default false */
     /* [http] */
     char http_listen[TL_SETTINGS_ENDPOINT_MAX]; /* HOST:PORT, default *:8600, "" = no server */
     int http_preview_size; /* largest side sent to preview pages, 64..4096, default 512, reloadable */

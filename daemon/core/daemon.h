@@ -16,7 +16,7 @@
  * `lock` guards the scan, its engine and the slice registry: the worker holds it per frame
  * and per reconstruction, control commands hold it briefly. Counters are atomics (stats.h);
  * the queue and the publisher's outbox have locks of their own. Timing kernels (tuning.c)
- * runs on the worker without the lock, on an engine of its own.
+ * runs on a thread and an engine of its own; the worker only looks in on it.
  */
 #ifndef TL_DAEMON_H
 #define TL_DAEMON_H
@@ -89,11 +89,12 @@ typedef struct {
 
 /* The kernels chosen for one slice size of the current engine (tuning.c). */
 typedef enum {
-    TL_TUNE_SRC_TUNING = 0, /* being timed now */
+    TL_TUNE_SRC_TUNING = 0, /* being timed now, beside the scan: the built-in rule serves */
     TL_TUNE_SRC_CACHE,      /* read from the cache */
     TL_TUNE_SRC_TUNED,      /* timed for this engine */
     TL_TUNE_SRC_OFF,        /* the backend's built-in rule (engine.tune = off, or not cached) */
-    TL_TUNE_SRC_FAILED      /* the built-in rule, because the cache or the timing failed */
+    TL_TUNE_SRC_FAILED,     /* the built-in rule, because the cache or the timing failed */
+    TL_TUNE_SRC_ONLY        /* one kernel can serve the engine's quality: nothing to time */
 } tl_tune_source;
 const char *tl_tune_source_name(tl_tune_source s);
 
@@ -114,15 +115,23 @@ typedef enum {
     TL_TUNE_JOB_DONE
 } tl_tune_job_state;
 
+struct tl_tune_task; /* a timing on its thread (tuning.c) */
+
 typedef struct {
     /* guarded by lock */
     tl_tune_size sizes[TL_TUNE_MAX_SIZES]; /* resolved for the current engine; emptied with it */
+    struct tl_tune_task *task;             /* the timing under way, NULL when none */
+    int task_size;                         /* its entry of sizes[] */
+    bool task_job;                         /* it is for the tune command (else automatic) */
     int nsizes;
     bool full_logged; /* more sizes than the engine keeps: said once per engine */
     tl_tune_job_state job;
     uint64_t job_id; /* the request's id */
     uint32_t job_dims[TL_TUNE_MAX_SIZES][2];
     int job_n;
+    int job_next;          /* the job's next size to time */
+    tl_proto_err job_code; /* TL_PROTO_OK, or why the job failed */
+    char job_msg[600];     /* the failure's message */
     /* the job's reply: packed by the worker (RUNNING), sent by the loop (DONE) */
     msgpack_sbuffer job_reply;
     unsigned char job_route[256]; /* the requester's ROUTER identity (control.c) */
@@ -130,8 +139,9 @@ typedef struct {
     bool job_envelope;   /* a REQ client: an empty part after the identity */
     uv_async_t job_done; /* the worker wakes the loop to send the reply */
     bool job_async_ready;
-    tl_tune_result *result; /* the worker's: timings of the size being resolved */
-    /* the watchdog accepts a silent worker until then (monotonic ns), 0 = no timing */
+    tl_tune_result *result; /* the worker's: timings read from the cache */
+    /* the watchdog accepts a silent worker until then (monotonic ns), 0 = no timing on the
+     * worker (only a tune command that finds no memory for an engine of its own) */
     atomic_uint_least64_t busy_until;
     atomic_int threads; /* timing threads running (left behind by a stop, too) */
 } tl_tuning;
@@ -234,10 +244,12 @@ void tl_slice_shm_drop(tl_daemon *d, tl_slice *sl);
 int tl_tuning_init(tl_daemon *d); /* 0, or -1 out of memory */
 void tl_tuning_destroy(tl_daemon *d);
 /* Worker thread: resolves the kernel choice of every wanted slice size that the current
- * engine has none for yet (cache, timing or the built-in rule, per engine.tune), and runs
- * a queued tune command. Releases the lock while timing. */
+ * engine has none for yet (cache, one candidate, timing or the built-in rule, per
+ * engine.tune), and runs a queued tune command. A timing goes on on a thread of its own
+ * while the built-in rule serves; a later turn switches to its choice. Never waits for it. */
 void tl_tuning_turn(tl_daemon *d);
-/* The engine went away (tl_scan_close): its sizes are forgotten. */
+/* The engine went away (tl_scan_close): its sizes are forgotten, a timing under way is
+ * left to finish alone. */
 void tl_tuning_forget(tl_daemon *d);
 /* status: the "kernels" map. */
 void tl_tuning_pack_status(tl_daemon *d, msgpack_packer *pk);

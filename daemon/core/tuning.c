@@ -3,36 +3,58 @@
  * The first time a slice size is wanted on an engine, the worker resolves its kernel choice
  * as engine.tune says: auto takes the choice cached for this device and shape, else times
  * every kernel, caches the result and uses it; cached never times; off leaves every size to
- * the backend's built-in rule. The choice goes into the engine (tl_engine_set_choice), and
- * the engine names the kernel that actually ran in each slice's info, hence in each slice
- * header. The tune command times sizes again on request, whatever the cache holds.
+ * the backend's built-in rule. A size where one kernel alone can serve the engine's quality
+ * mode (the CPU backend has one kernel) is not timed and needs no cache: its source is
+ * "only" at once (engine.tune_one_kernel times it anyway, for the timings). The choice goes
+ * into the engine (tl_engine_set_choice), and the engine names the kernel that actually ran
+ * in each slice's info, hence in each slice header. The tune command times sizes again on
+ * request, whatever the cache holds, and even where one kernel alone serves.
+ *
+ * Tuning never stalls frames. A timing runs on a thread of its own, on an engine of its own
+ * with the scan's columns and window and just the rows the batches need (sinograms are
+ * stored per detector row, so the timings are those of the scan's engine); it writes the
+ * cache itself. Meanwhile the worker goes on: the size's source is "tuning" and the
+ * built-in rule (or the choice the size had) serves its slices; a later turn of the worker,
+ * woken when the thread ends, switches the engine to the measured choice and logs it
+ * (kernel_choice source=tuning, then source=tuned). A stop, or a new engine, leaves the
+ * thread to finish alone rather than wait for it (timing takes seconds; SIGTERM must be
+ * done in two). The one exception is a tune command when no second engine fits beside the
+ * scan's (memory): the operator asked for the timing, so it times the scan's engine on the
+ * worker, lock held, and frames and control requests wait; the automatic path then keeps
+ * the built-in rule instead.
+ *
+ * The timing competes with the scan for the device. What bounds it: one size at a time, one
+ * thread; engine.tune_budget seconds per size (about: at least min_reps calls of every
+ * kernel); on the CPU the thread, and the threads its engine makes, run at nice
+ * TL_TUNE_NICE, so the scan's threads come first; on a GPU the side engine's kernels share
+ * the device with the scan's at the same priority, so frames are slower for that while, and
+ * the timings, taken beside the scan's work, are pessimistic (tune before the scan's frames,
+ * or with the tune command, for clean figures).
  *
  * Tuning is an optimisation, never a reason to stop: a cache that cannot be read, a timing
  * that fails or a cache that cannot be written is logged as an error and counted, and the
  * size keeps the built-in rule (until the next engine, or a tune command).
- *
- * Timing takes about engine.tune_budget seconds per size. The worker waits for it,
- * because timings are only honest on an otherwise idle device, so frames queue meanwhile
- * (ingest.queue, then blocked senders or counted drops as ingest.overflow says; tuning
- * before the scan's frames avoids that). It does not hold the daemon lock, so control
- * requests are answered meanwhile: it times an engine of its own with the scan's columns
- * and window and just the rows the batches need (sinograms are stored per detector row,
- * so the timings are those of the scan's engine), on a thread of its own that a stop
- * leaves behind rather than wait for. Only when that engine cannot be had (the scan's
- * window fills the memory) does it time the scan's engine, on the worker, lock held.
  */
 #include <config.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "daemon/core/daemon.h"
 
-/* How long the watchdog lets a timing worker be silent: timing aims at the budget but
- * can overrun it (at least min_reps calls of the slowest kernel). */
+/* How long the watchdog lets the worker be silent while a tune command times the scan's
+ * engine on it: timing aims at the budget but can overrun it (at least min_reps calls of
+ * the slowest kernel). */
 #define TL_TUNE_GRACE_NS(budget_s) ((uint64_t)((4 * (budget_s) + 60) * 1e9))
+
+/* The nice value of a timing thread: the CPU backend's threads of its engine inherit it,
+ * so on a busy host the scan's reconstruction runs first. */
+#define TL_TUNE_NICE 10
 
 /* The reply of the tune command must stay under the 64 KiB header limit: rankings are cut
  * to about this many bytes in all (an entry packs to ~80 bytes). */
@@ -40,14 +62,17 @@
 
 const char *tl_tune_source_name(tl_tune_source s)
 {
-    static const char *const names[] = {"tuning", "cache", "tuned", "off", "failed"};
+    static const char *const names[] = {"tuning", "cache", "tuned", "off", "failed", "only"};
     return (unsigned)s < sizeof names / sizeof *names ? names[s] : "?";
 }
+
+static void abandon(tl_daemon *d, const char *reason);
 
 int tl_tuning_init(tl_daemon *d)
 {
     tl_tuning *t = &d->tuning;
     msgpack_sbuffer_init(&t->job_reply);
+    t->task = NULL;
     t->result = malloc(sizeof *t->result); /* ~10 KB of timings, reused for every size */
     return t->result ? 0 : -1;
 }
@@ -55,6 +80,9 @@ int tl_tuning_init(tl_daemon *d)
 void tl_tuning_destroy(tl_daemon *d)
 {
     tl_tuning *t = &d->tuning;
+    pthread_mutex_lock(&d->lock);
+    abandon(d, "stopping: the timing was left unfinished");
+    pthread_mutex_unlock(&d->lock);
     msgpack_sbuffer_destroy(&t->job_reply);
     msgpack_sbuffer_init(&t->job_reply); /* a later destroy or clear stays harmless */
     free(t->result);
@@ -63,6 +91,7 @@ void tl_tuning_destroy(tl_daemon *d)
 
 void tl_tuning_forget(tl_daemon *d)
 {
+    abandon(d, "the scan's engine went away");
     d->tuning.nsizes = 0;
     d->tuning.full_logged = false;
 }
@@ -87,13 +116,14 @@ static tl_tune_size *add_size(tl_tuning *t, uint32_t h, uint32_t w)
     return ts;
 }
 
-/* What engine.tune* said when a resolution began (the lock is free while timing, and a
- * reload may change the configuration meanwhile). */
+/* What engine.tune* said when a resolution began (a reload may change the configuration
+ * while a timing runs). */
 typedef struct {
     int mode;
     char path[TL_SETTINGS_ENDPOINT_MAX]; /* "" = tl_tune_default_path */
     double budget;
     unsigned batch;
+    bool one_kernel; /* time a size that one kernel alone can serve, too */
 } tune_cfg;
 
 static void snapshot(const tl_daemon *d, tune_cfg *c)
@@ -102,6 +132,7 @@ static void snapshot(const tl_daemon *d, tune_cfg *c)
     snprintf(c->path, sizeof c->path, "%s", d->cfg.tune_cache);
     c->budget = d->cfg.tune_budget;
     c->batch = tl_settings_tune_batch(&d->cfg);
+    c->one_kernel = d->cfg.tune_one_kernel;
 }
 
 static const char *name_or(const char *name, const char *none)
@@ -109,23 +140,28 @@ static const char *name_or(const char *name, const char *none)
     return name && name[0] ? name : none;
 }
 
-/* A timing on an engine of its own, on a thread of its own, so that a stop need not wait
- * for it (timing takes seconds; SIGTERM must be done in two): the worker waits for it and
- * leaves it behind when the daemon stops. The thread touches only the task, which the last
- * of the two to let go of it frees. */
-typedef struct {
+/* ---- the timing thread ------------------------------------------------------------------ */
+
+/* A timing on an engine of its own, on a thread of its own. The thread touches only the
+ * task, which the last of the two (the worker's tl_tuning and the thread) to let go of it
+ * frees; the worker's queue is poked when it is done, unless the worker let go first. */
+struct tl_tune_task {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     int refs;           /* the worker and the thread */
     bool done, created; /* the thread has finished; its engine could be made */
+    tl_queue *wake;     /* poked when done; NULL once the worker let go */
     tl_engine_config cfg;
     tl_tune_shape shape;
     tl_tune_options opt;
+    tune_cfg tune;       /* engine.tune* when it began */
     atomic_int *running; /* the daemon's count of timing threads */
+    uint64_t t0;         /* when the resolution began (monotonic ns) */
     tl_status st;
-    char err[512];
+    char err[512];       /* why the timing failed */
+    char store_err[512]; /* why the cache could not be written ("" = written) */
     tl_tune_result r;
-} tune_task;
+};
+typedef struct tl_tune_task tune_task;
 
 static void task_release(tune_task *t)
 {
@@ -134,14 +170,24 @@ static void task_release(tune_task *t)
     pthread_mutex_unlock(&t->mu);
     if (left == 0) {
         pthread_mutex_destroy(&t->mu);
-        pthread_cond_destroy(&t->cv);
         free(t);
     }
+}
+
+static bool task_done(tune_task *t)
+{
+    pthread_mutex_lock(&t->mu);
+    bool done = t->done;
+    pthread_mutex_unlock(&t->mu);
+    return done;
 }
 
 static void *tune_thread(void *arg)
 {
     tune_task *t = arg;
+    /* Linux: nice is per thread, and threads made from here on inherit it; a failure only
+     * leaves the timing at the scan's priority */
+    (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TL_TUNE_NICE);
     tl_engine *e = NULL;
     tl_status st = tl_engine_create(&t->cfg, &e);
     if (st != TL_OK) {
@@ -152,205 +198,126 @@ static void *tune_thread(void *arg)
             snprintf(t->err, sizeof t->err, "timing failed: %s", tl_tune_last_error());
         tl_engine_destroy(e);
     }
+    /* the cache is written here, so the worker does no file input/output; the measurement
+     * stands if it fails, only the next engine will have to time again */
+    if (st == TL_OK && tl_tune_cache_store(t->tune.path[0] ? t->tune.path : NULL, &t->r) != TL_OK)
+        snprintf(t->store_err, sizeof t->store_err, "%s", tl_tune_last_error());
     atomic_int *running = t->running;
     pthread_mutex_lock(&t->mu);
     t->st = st;
     t->created = e != NULL;
     t->done = true;
-    pthread_cond_signal(&t->cv);
+    if (t->wake)
+        tl_queue_wake(t->wake); /* the worker switches to the choice at once */
     pthread_mutex_unlock(&t->mu);
     task_release(t);
     atomic_fetch_sub(running, 1);
     return NULL;
 }
 
-/* Runs the task on its thread and waits for it, or for the daemon to stop (*left: then the
- * thread is left behind). False when no thread could be started. */
-static bool run_task(tl_daemon *d, tune_task *t, bool *left)
+/* Starts timing shape sh of the scan's engine on a thread (d->tuning.task), or returns
+ * NULL with err set when no thread could be started. */
+static tune_task *start_task(tl_daemon *d, const tl_tune_shape *sh, const tune_cfg *c, uint64_t t0,
+                             char *err, size_t errlen)
 {
+    tune_task *t = calloc(1, sizeof *t); /* one per timing (seconds), never per frame */
+    if (!t || pthread_mutex_init(&t->mu, NULL) != 0) {
+        free(t); /* (a mutex that fails to initialise holds nothing) */
+        snprintf(err, errlen, "out of memory for a timing");
+        return NULL;
+    }
+    t->cfg = *tl_engine_get_config(d->scan.engine);
+    t->cfg.rows = sh->batch; /* the rows the batches of horizontal slices need */
+    t->cfg.kernel[0] = '\0'; /* every kernel competes */
+    t->shape = *sh;
+    t->opt = (tl_tune_options){.budget_s = c->budget, .min_reps = 3, .max_reps = 20};
+    t->tune = *c;
+    t->wake = &d->queue;
+    t->running = &d->tuning.threads;
+    t->t0 = t0;
+    t->refs = 2;
     pthread_attr_t attr;
     pthread_t th;
-    *left = false;
-    if (pthread_attr_init(&attr) != 0)
-        return false;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    bool started = false;
     atomic_fetch_add(&d->tuning.threads, 1);
-    t->running = &d->tuning.threads;
-    t->refs = 2;
-    bool started = pthread_create(&th, &attr, tune_thread, t) == 0;
-    pthread_attr_destroy(&attr);
+    if (pthread_attr_init(&attr) == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        started = pthread_create(&th, &attr, tune_thread, t) == 0;
+        pthread_attr_destroy(&attr);
+    }
     if (!started) {
         atomic_fetch_sub(&d->tuning.threads, 1);
-        t->refs = 1;
-        return false;
+        pthread_mutex_destroy(&t->mu);
+        free(t);
+        snprintf(err, errlen, "cannot start a thread");
+        return NULL;
     }
+    return t;
+}
+
+/* The worker lets go of the timing under way, if any: it finishes alone (and still writes
+ * the cache), its result is not used. A tune command waiting for it fails. */
+static void abandon(tl_daemon *d, const char *reason)
+{
+    tl_tuning *tn = &d->tuning;
+    tune_task *t = tn->task;
+    if (!t)
+        return;
+    tn->task = NULL;
     pthread_mutex_lock(&t->mu);
-    while (!t->done && !atomic_load(&d->worker_stop)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100000000; /* 0.1 s: how soon a stop is noticed */
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&t->cv, &t->mu, &ts);
-    }
-    *left = !t->done;
+    t->wake = NULL;
+    bool done = t->done;
     pthread_mutex_unlock(&t->mu);
-    return true;
+    tl_stats_count(&d->stats.tune_runs);
+    tl_tune_size *ts = &tn->sizes[tn->task_size];
+    ts->source = TL_TUNE_SRC_OFF;
+    tl_log(TL_LOG_INFO, "kernel_choice", "height=%u width=%u source=off reason=%s", ts->height,
+           ts->width, tl_logq(done ? "the timing was done but its engine went away" : reason));
+    if (tn->task_job && tn->job_code == TL_PROTO_OK) {
+        tn->job_code = TL_PROTO_E_STATE;
+        snprintf(tn->job_msg, sizeof tn->job_msg, "%s",
+                 atomic_load(&d->worker_stop)
+                     ? "the daemon is stopping"
+                     : "no scan is open (it went before tuning was done)");
+    }
+    task_release(t);
 }
 
-/* Times shape sh for the scan's engine e into r (lock held on entry and on return, free
- * meanwhile unless the scan's engine itself must be timed). *left: the daemon is stopping
- * and the timing was left behind. */
-static tl_status time_kernels(tl_daemon *d, tl_engine *e, const tl_tune_shape *sh,
-                              const tune_cfg *c, tl_tune_result *r, bool *left, char *err,
-                              size_t errlen)
+/* ---- resolving a size ------------------------------------------------------------------- */
+
+/* The tune command's reply so far (job_reply). */
+static msgpack_packer job_packer(tl_tuning *t)
 {
-    tl_tune_options opt = {.budget_s = c->budget, .min_reps = 3, .max_reps = 20};
-    tl_status st = TL_ENOMEM;
-    *left = false;
-    atomic_store(&d->tuning.busy_until, tl_clock_ns() + TL_TUNE_GRACE_NS(c->budget));
-    tune_task *t = calloc(1, sizeof *t);
-    if (t && (pthread_mutex_init(&t->mu, NULL) != 0 || pthread_cond_init(&t->cv, NULL) != 0)) {
-        free(t); /* (a mutex or condition that fails to initialise holds nothing) */
-        t = NULL;
-    }
-    bool created = false;
-    if (t) {
-        t->cfg = *tl_engine_get_config(e);
-        t->cfg.rows = sh->batch; /* the rows the batches of horizontal slices need */
-        t->cfg.kernel[0] = '\0'; /* every kernel competes */
-        t->shape = *sh;
-        t->opt = opt;
-        pthread_mutex_unlock(&d->lock);
-        if (run_task(d, t, left)) {
-            created = *left || t->created;
-            if (created)
-                tl_stats_count(&d->stats.tune_runs);
-            if (!*left && t->created) {
-                st = t->st;
-                if (st == TL_OK)
-                    *r = t->r;
-                else
-                    snprintf(err, errlen, "%s", t->err);
-            }
-        }
-        if (!created)
-            tl_log(TL_LOG_WARN, "tune_engine_unavailable", "height=%u width=%u error=%s action=%s",
-                   sh->height, sh->width, tl_logq(t->done ? t->err : "cannot start a thread"),
-                   tl_logq("timing the scan's engine; control requests wait until it is done"));
-        task_release(t);
-        pthread_mutex_lock(&d->lock);
-    }
-    if (!created && !*left) {
-        /* no engine of its own (memory): the scan's, which control commands share */
-        st = tl_tune_run(e, sh, &opt, r);
-        tl_stats_count(&d->stats.tune_runs);
-        if (st != TL_OK)
-            snprintf(err, errlen, "timing failed: %s", tl_tune_last_error());
-    }
-    if (st == TL_OK) {
-        pthread_mutex_unlock(&d->lock); /* file input/output */
-        if (tl_tune_cache_store(c->path[0] ? c->path : NULL, r) != TL_OK) {
-            /* the measurement stands; only the next engine will have to time again */
-            tl_stats_count(&d->stats.tune_failures);
-            tl_log(TL_LOG_ERROR, "tune_cache_write_failed", "height=%u width=%u error=%s",
-                   sh->height, sh->width, tl_logq(tl_tune_last_error()));
-        }
-        pthread_mutex_lock(&d->lock);
-    }
-    atomic_store(&d->worker_beat, tl_clock_ns()); /* alive: the watchdog's grace ends */
-    atomic_store(&d->tuning.busy_until, 0);
-    if (*left)
-        snprintf(err, errlen, "the daemon is stopping");
-    return *left ? TL_EINTERNAL : st;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &t->job_reply, msgpack_sbuffer_write);
+    return pk;
 }
 
-/* Resolves the kernel choice of ts (height x width) on the scan's engine: from the cache,
- * by timing, or the built-in rule, as engine.tune says; force (the tune command) times it
- * whatever the mode and the cache. Lock held; released while timing. r receives the
- * timings (valid when the source is cache or tuned). Logs one line. Returns TL_OK, or the failure with err set
- * (the size then keeps the built-in rule). */
-static tl_status resolve(tl_daemon *d, tl_tune_size *ts, bool force, tl_tune_result *r, char *err,
-                         size_t errlen)
+static void pack_tuned(msgpack_packer *pk, const tl_tune_size *ts, const tl_tune_result *r,
+                       size_t cap);
+static tl_proto_err reply_code(tl_status st);
+
+/* Logs the resolution of ts (quality q) that is settled now and, for the tune command,
+ * adds it to the reply. st: TL_OK, or the failure (err) after which the built-in rule
+ * serves; r: the timings when the source is cache or tuned. */
+static void settle(tl_daemon *d, tl_tune_size *ts, bool job, tl_status st, const char *err,
+                   const char *why, const tl_tune_result *r, uint64_t t0)
 {
+    tl_tuning *tn = &d->tuning;
     tl_engine *e = d->scan.engine;
-    const tl_engine_config *ec = tl_engine_get_config(e);
-    tune_cfg c;
-    snapshot(d, &c);
-    tl_tune_shape sh = {.height = ts->height,
-                        .width = ts->width,
-                        .window = ec->window,
-                        .batch = c.batch < ec->rows ? c.batch : ec->rows};
-    tl_quality q = ec->quality;
-    const char *path = c.path[0] ? c.path : NULL;
-    const char *why = ""; /* for the log: why the built-in rule serves the size */
-    uint64_t t0 = tl_clock_ns();
-    tl_status st = TL_OK;
-    bool from_cache = false;
-    err[0] = '\0';
-    ts->window = sh.window;
-    ts->batch = sh.batch;
-    memset(&ts->choice, 0, sizeof ts->choice);
-    ts->choice.height = sh.height;
-    ts->choice.width = sh.width;
-
-    if (!force && c.mode == TL_SETTINGS_TUNE_OFF) {
-        ts->source = TL_TUNE_SRC_OFF;
-        why = "engine.tune = off";
-    } else {
-        if (!force) {
-            st = tl_tune_cache_lookup(path, e, &sh, r);
-            if (st == TL_OK && tl_engine_set_choice(e, &r->choice) != TL_OK) {
-                /* a stale entry (kernels renamed since): time afresh where allowed */
-                tl_log(TL_LOG_WARN, "tune_cache_stale", "height=%u width=%u error=%s", sh.height,
-                       sh.width, tl_logq(tl_engine_last_error(e)));
-                st = TL_ENOTFOUND;
-            } else if (st == TL_OK) {
-                from_cache = true;
-            } else if (st != TL_ENOTFOUND) {
-                snprintf(err, errlen, "cache unreadable: %s", tl_tune_last_error());
-            }
-        }
-        if (from_cache) {
-            ts->source = TL_TUNE_SRC_CACHE;
-            ts->choice = r->choice;
-        } else if (err[0]) {
-            ts->source = TL_TUNE_SRC_FAILED;
-        } else if (!force && c.mode == TL_SETTINGS_TUNE_CACHED) {
-            st = TL_OK;
-            ts->source = TL_TUNE_SRC_OFF;
-            why = "not cached, engine.tune = cached";
-        } else {
-            ts->source = TL_TUNE_SRC_TUNING;
-            bool left;
-            st = time_kernels(d, e, &sh, &c, r, &left, err, errlen);
-            if (left) {
-                ts->source = TL_TUNE_SRC_OFF;
-                tl_log(TL_LOG_INFO, "kernel_choice", "height=%u width=%u source=off reason=%s",
-                       sh.height, sh.width, tl_logq("stopping: the timing was left unfinished"));
-                return st;
-            }
-            if (st == TL_OK && tl_engine_set_choice(e, &r->choice) != TL_OK) {
-                st = TL_EINTERNAL;
-                snprintf(err, errlen, "%s", tl_engine_last_error(e));
-            }
-            if (st == TL_OK) {
-                ts->source = TL_TUNE_SRC_TUNED;
-                ts->choice = r->choice;
-            } else {
-                ts->source = TL_TUNE_SRC_FAILED;
-            }
-        }
-    }
+    tl_quality q = tl_engine_get_config(e)->quality;
+    if (st != TL_OK)
+        ts->source = TL_TUNE_SRC_FAILED;
     if (ts->source == TL_TUNE_SRC_FAILED) {
         /* an earlier choice of this size (a tune command on a cached size) must not stay
          * in force while status says "failed": names "" are the built-in rule */
-        tl_kernel_choice none = {.height = sh.height, .width = sh.width};
+        tl_kernel_choice none = {.height = ts->height, .width = ts->width};
         tl_kernel_choice had;
-        if (tl_engine_get_choice(e, sh.height, sh.width, &had))
+        if (tl_engine_get_choice(e, ts->height, ts->width, &had))
             tl_engine_set_choice(e, &none);
+        memset(&ts->choice, 0, sizeof ts->choice);
+        ts->choice.height = ts->height;
+        ts->choice.width = ts->width;
         tl_stats_count(&d->stats.tune_failures);
         if (st == TL_OK)
             st = TL_EIO;
@@ -360,18 +327,209 @@ static tl_status resolve(tl_daemon *d, tl_tune_size *ts, bool force, tl_tune_res
         tl_log(TL_LOG_ERROR, "kernel_choice",
                "height=%u width=%u window=%u batch=%u source=failed seconds=%.2f error=%s "
                "action=%s",
-               sh.height, sh.width, sh.window, sh.batch, ts->seconds, tl_logq(err),
+               ts->height, ts->width, ts->window, ts->batch, ts->seconds, tl_logq(err),
                tl_logq(
                    "the backend's built-in kernel rule serves this size; reconstruction goes on"));
     else
         tl_log(TL_LOG_INFO, "kernel_choice",
                "height=%u width=%u window=%u batch=%u source=%s quality=%s single=%s "
                "batch_kernel=%s seconds=%.2f%s%s",
-               sh.height, sh.width, sh.window, sh.batch, tl_tune_source_name(ts->source),
+               ts->height, ts->width, ts->window, ts->batch, tl_tune_source_name(ts->source),
                tl_quality_name(q), tl_logq(name_or(ts->choice.single[q], "built-in")),
                tl_logq(name_or(ts->choice.batch[q], "built-in")), ts->seconds,
                why[0] ? " reason=" : "", why[0] ? tl_logq(why) : "");
+    if (!job || tn->job_code != TL_PROTO_OK)
+        return;
+    if (st == TL_OK) {
+        size_t cap = TL_TUNE_REPLY_RANKING_BYTES / 80 / (size_t)(tn->job_n > 0 ? tn->job_n : 1);
+        msgpack_packer pk = job_packer(tn);
+        pack_tuned(&pk, ts, r, cap);
+    } else {
+        tn->job_code = reply_code(st);
+        snprintf(tn->job_msg, sizeof tn->job_msg, "%ux%u: %s (the built-in kernel rule serves it)",
+                 ts->height, ts->width, err);
+    }
+}
+
+/* The kernels that can serve quality q on engine e: how many, and the first one's name. */
+static size_t candidates(tl_engine *e, tl_quality q, const char **first)
+{
+    tl_kernel_info k[TL_TUNE_MAX_ENTRIES];
+    size_t n = tl_engine_kernels(e, k, TL_TUNE_MAX_ENTRIES), count = 0;
+    *first = NULL;
+    for (size_t i = 0; i < n && i < TL_TUNE_MAX_ENTRIES; i++)
+        if ((int)k[i].quality <= (int)q) { /* a stricter mode serves a looser request too */
+            if (!*first)
+                *first = k[i].name;
+            count++;
+        }
+    return count;
+}
+
+/* Whether one kernel alone serves the engine's quality: then ts takes it, for every mode
+ * it is alone in, and nothing needs timing. */
+static bool only_one(tl_engine *e, tl_tune_size *ts)
+{
+    const char *name;
+    if (candidates(e, tl_engine_get_config(e)->quality, &name) > 1)
+        return false;
+    for (int q = 0; q < TL_QUALITY_COUNT; q++) {
+        const char *alone;
+        if (candidates(e, (tl_quality)q, &alone) == 1) {
+            snprintf(ts->choice.single[q], sizeof ts->choice.single[q], "%s", alone);
+            snprintf(ts->choice.batch[q], sizeof ts->choice.batch[q], "%s", alone);
+        }
+    }
+    (void)name;
+    /* the names are the backend's own: the engine takes them (and where it cannot, the
+     * built-in rule that it falls back to runs the same one kernel) */
+    tl_engine_set_choice(e, &ts->choice);
+    return true;
+}
+
+/* The tune command when no engine of its own could be had: times the scan's engine on the
+ * worker, lock held (frames and control requests wait), and writes the cache. */
+static tl_status time_scan_engine(tl_daemon *d, const tl_tune_shape *sh, const tune_cfg *c,
+                                  tl_tune_result *r, char *err, size_t errlen)
+{
+    tl_tune_options opt = {.budget_s = c->budget, .min_reps = 3, .max_reps = 20};
+    atomic_store(&d->tuning.busy_until, tl_clock_ns() + TL_TUNE_GRACE_NS(c->budget));
+    tl_status st = tl_tune_run(d->scan.engine, sh, &opt, r);
+    tl_stats_count(&d->stats.tune_runs);
+    if (st != TL_OK)
+        snprintf(err, errlen, "timing failed: %s", tl_tune_last_error());
+    if (st == TL_OK && tl_tune_cache_store(c->path[0] ? c->path : NULL, r) != TL_OK) {
+        tl_stats_count(&d->stats.tune_failures);
+        tl_log(TL_LOG_ERROR, "tune_cache_write_failed", "height=%u width=%u error=%s", sh->height,
+               sh->width, tl_logq(tl_tune_last_error()));
+    }
+    atomic_store(&d->worker_beat, tl_clock_ns()); /* alive: the watchdog's grace ends */
+    atomic_store(&d->tuning.busy_until, 0);
     return st;
+}
+
+/* Settles sizes[idx] with what its timing gave: t (done), or NULL when no thread could be
+ * started (start_err says why). Lock held. */
+static void finish(tl_daemon *d, int idx, bool job, tune_task *t, const tl_tune_shape *sh,
+                   const tune_cfg *c, uint64_t t0, const char *start_err)
+{
+    tl_tuning *tn = &d->tuning;
+    tl_tune_size *ts = &tn->sizes[idx];
+    tl_engine *e = d->scan.engine;
+    char err[512] = "";
+    const char *why = "";
+    const tl_tune_result *r = NULL;
+    tl_status st = TL_OK;
+    if (t && t->created) {
+        tl_stats_count(&d->stats.tune_runs);
+        st = t->st;
+        r = &t->r;
+        if (st != TL_OK)
+            snprintf(err, sizeof err, "%s", t->err);
+        if (t->store_err[0]) {
+            tl_stats_count(&d->stats.tune_failures);
+            tl_log(TL_LOG_ERROR, "tune_cache_write_failed", "height=%u width=%u error=%s",
+                   ts->height, ts->width, tl_logq(t->store_err));
+        }
+    } else {
+        tl_log(TL_LOG_WARN, "tune_engine_unavailable", "height=%u width=%u error=%s action=%s",
+               ts->height, ts->width, tl_logq(t ? t->err : start_err),
+               tl_logq(job ? "timing the scan's engine; frames and control requests wait "
+                             "until it is done"
+                           : "the built-in rule serves this size (a tune command would time "
+                             "the scan's engine, stopping frames meanwhile)"));
+        if (job) {
+            st = time_scan_engine(d, sh, c, tn->result, err, sizeof err);
+            r = tn->result;
+        } else {
+            ts->source = TL_TUNE_SRC_OFF;
+            why = "no memory for a timing engine beside the scan's";
+        }
+    }
+    if (r && st == TL_OK && tl_engine_set_choice(e, &r->choice) != TL_OK) {
+        st = TL_EINTERNAL;
+        snprintf(err, sizeof err, "%s", tl_engine_last_error(e));
+    }
+    if (r && st == TL_OK) {
+        ts->source = TL_TUNE_SRC_TUNED;
+        ts->choice = r->choice;
+    }
+    settle(d, ts, job, st, err, why, r, t0);
+}
+
+/* Begins resolving sizes[idx] on the scan's engine: from the cache, one candidate, the
+ * built-in rule, or a timing started on its thread (then d->tuning.task; finish settles
+ * it later), as engine.tune says; job (the tune command) times it whatever the mode, the
+ * candidates and the cache. Lock held. */
+static void begin(tl_daemon *d, int idx, bool job)
+{
+    tl_tuning *tn = &d->tuning;
+    tl_tune_size *ts = &tn->sizes[idx];
+    tl_engine *e = d->scan.engine;
+    const tl_engine_config *ec = tl_engine_get_config(e);
+    tune_cfg c;
+    snapshot(d, &c);
+    tl_tune_shape sh = {.height = ts->height,
+                        .width = ts->width,
+                        .window = ec->window,
+                        .batch = c.batch < ec->rows ? c.batch : ec->rows};
+    const char *path = c.path[0] ? c.path : NULL;
+    uint64_t t0 = tl_clock_ns();
+    char err[512] = "";
+    ts->window = sh.window;
+    ts->batch = sh.batch;
+    /* a new size starts without names; one the tune command re-times keeps the choice that
+     * serves it until the new one is measured */
+    ts->choice.height = sh.height;
+    ts->choice.width = sh.width;
+    if (!job && c.mode == TL_SETTINGS_TUNE_OFF) {
+        ts->source = TL_TUNE_SRC_OFF;
+        settle(d, ts, job, TL_OK, "", "engine.tune = off", NULL, t0);
+        return;
+    }
+    if (!job && !c.one_kernel && only_one(e, ts)) {
+        ts->source = TL_TUNE_SRC_ONLY;
+        settle(d, ts, job, TL_OK, "", "one kernel serves this quality: nothing to time", NULL, t0);
+        return;
+    }
+    if (!job) {
+        tl_status st = tl_tune_cache_lookup(path, e, &sh, tn->result);
+        if (st == TL_OK && tl_engine_set_choice(e, &tn->result->choice) != TL_OK) {
+            /* a stale entry (kernels renamed since): time afresh where allowed */
+            tl_log(TL_LOG_WARN, "tune_cache_stale", "height=%u width=%u error=%s", sh.height,
+                   sh.width, tl_logq(tl_engine_last_error(e)));
+            st = TL_ENOTFOUND;
+        }
+        if (st == TL_OK) {
+            ts->source = TL_TUNE_SRC_CACHE;
+            ts->choice = tn->result->choice;
+            settle(d, ts, job, TL_OK, "", "", tn->result, t0);
+            return;
+        }
+        if (st != TL_ENOTFOUND) {
+            snprintf(err, sizeof err, "cache unreadable: %s", tl_tune_last_error());
+            settle(d, ts, job, st, err, "", NULL, t0);
+            return;
+        }
+        if (c.mode == TL_SETTINGS_TUNE_CACHED) {
+            ts->source = TL_TUNE_SRC_OFF;
+            settle(d, ts, job, TL_OK, "", "not cached, engine.tune = cached", NULL, t0);
+            return;
+        }
+    }
+    ts->source = TL_TUNE_SRC_TUNING;
+    tune_task *t = start_task(d, &sh, &c, t0, err, sizeof err);
+    if (!t) {
+        finish(d, idx, job, NULL, &sh, &c, t0, err);
+        return;
+    }
+    tn->task = t;
+    tn->task_size = idx;
+    tn->task_job = job;
+    tl_log(TL_LOG_INFO, "kernel_choice",
+           "height=%u width=%u window=%u batch=%u source=tuning budget=%.1f reason=%s", sh.height,
+           sh.width, sh.window, sh.batch, c.budget,
+           tl_logq("timing the kernels beside the scan; the built-in rule serves meanwhile"));
 }
 
 /* The first wanted slice size of the current engine that has no resolution yet. */
@@ -453,67 +611,88 @@ static tl_proto_err reply_code(tl_status st)
     }
 }
 
-/* The tune command (lock held; released while timing): times every size of the job,
- * replies through the loop. */
-static void run_job(tl_daemon *d)
+/* ---- the tune command, and the worker's turn ---------------------------------------------- */
+
+/* Ends the tune command: its reply (the sizes, or the failure) goes out through the loop. */
+static void job_end(tl_daemon *d)
 {
     tl_tuning *t = &d->tuning;
-    t->job = TL_TUNE_JOB_RUNNING;
-    msgpack_sbuffer_clear(&t->job_reply);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &t->job_reply, msgpack_sbuffer_write);
-    tl_proto_err code = TL_PROTO_OK;
-    char msg[600] = "";
-    size_t cap = TL_TUNE_REPLY_RANKING_BYTES / 80 / (size_t)(t->job_n > 0 ? t->job_n : 1);
-    tl_proto_begin_rep_ok(&pk, t->job_id);
-    msgpack_pack_map(&pk, 1);
-    tl_proto_pack_cstr(&pk, "sizes");
-    msgpack_pack_array(&pk, (size_t)t->job_n);
-    for (int i = 0; i < t->job_n && code == TL_PROTO_OK; i++) {
-        uint32_t h = t->job_dims[i][0], w = t->job_dims[i][1];
-        tl_tune_size *ts = find_size(t, h, w);
-        if (atomic_load(&d->worker_stop)) {
-            code = TL_PROTO_E_STATE;
-            snprintf(msg, sizeof msg, "the daemon is stopping");
-        } else if (!d->scan.open) {
-            code = TL_PROTO_E_STATE;
-            snprintf(msg, sizeof msg, "no scan is open (it went before tuning was done)");
-        } else if (!ts && !(ts = add_size(t, h, w))) {
-            code = TL_PROTO_E_RESOURCE;
-            snprintf(msg, sizeof msg, "the engine keeps kernel choices for at most %d slice sizes",
-                     TL_TUNE_MAX_SIZES);
-        } else {
-            char err[512];
-            tl_status st = resolve(d, ts, true, t->result, err, sizeof err);
-            if (st == TL_OK) {
-                pack_tuned(&pk, ts, t->result, cap);
-            } else {
-                code = reply_code(st);
-                snprintf(msg, sizeof msg, "%ux%u: %s (the built-in kernel rule serves it)", h, w,
-                         err);
-            }
-        }
-    }
-    if (code != TL_PROTO_OK) {
+    if (t->job_code != TL_PROTO_OK) {
         msgpack_sbuffer_clear(&t->job_reply);
-        tl_proto_pack_rep_error(&pk, t->job_id, code, msg);
+        msgpack_packer pk = job_packer(t);
+        tl_proto_pack_rep_error(&pk, t->job_id, t->job_code, t->job_msg);
         tl_stats_count(&d->stats.request_errors);
     }
     t->job = TL_TUNE_JOB_DONE;
     uv_async_send(&t->job_done); /* control.c sends it from the loop */
 }
 
+/* The tune command, while no timing is under way: starts it (QUEUED), begins its next size,
+ * or ends it when every size is done or one failed. */
+static void job_step(tl_daemon *d)
+{
+    tl_tuning *t = &d->tuning;
+    if (t->job == TL_TUNE_JOB_QUEUED) {
+        t->job = TL_TUNE_JOB_RUNNING;
+        t->job_next = 0;
+        t->job_code = TL_PROTO_OK;
+        t->job_msg[0] = '\0';
+        msgpack_sbuffer_clear(&t->job_reply);
+        msgpack_packer pk = job_packer(t);
+        tl_proto_begin_rep_ok(&pk, t->job_id);
+        msgpack_pack_map(&pk, 1);
+        tl_proto_pack_cstr(&pk, "sizes");
+        msgpack_pack_array(&pk, (size_t)t->job_n);
+    }
+    while (!t->task && t->job_code == TL_PROTO_OK && t->job_next < t->job_n) {
+        uint32_t h = t->job_dims[t->job_next][0], w = t->job_dims[t->job_next][1];
+        t->job_next++;
+        tl_tune_size *ts = find_size(t, h, w);
+        if (atomic_load(&d->worker_stop)) {
+            t->job_code = TL_PROTO_E_STATE;
+            snprintf(t->job_msg, sizeof t->job_msg, "the daemon is stopping");
+        } else if (!d->scan.open) {
+            t->job_code = TL_PROTO_E_STATE;
+            snprintf(t->job_msg, sizeof t->job_msg,
+                     "no scan is open (it went before tuning was done)");
+        } else if (!ts && !(ts = add_size(t, h, w))) {
+            t->job_code = TL_PROTO_E_RESOURCE;
+            snprintf(t->job_msg, sizeof t->job_msg,
+                     "the engine keeps kernel choices for at most %d slice sizes",
+                     TL_TUNE_MAX_SIZES);
+        } else {
+            begin(d, (int)(ts - t->sizes), true);
+        }
+    }
+    if (!t->task)
+        job_end(d);
+}
+
 void tl_tuning_turn(tl_daemon *d)
 {
     tl_tuning *t = &d->tuning;
-    /* one size at a time: the slices, and a tune command, may come while the lock is free */
-    uint32_t h, w;
+    /* one timing at a time; what else is resolved now (cache, one candidate, off) is
+     * settled at once */
     for (;;) {
-        if (t->job == TL_TUNE_JOB_QUEUED) {
-            run_job(d);
+        if (atomic_load(&d->worker_stop))
+            return;
+        if (t->task) {
+            tune_task *task = t->task;
+            if (!task_done(task))
+                return; /* the frames go on; its end pokes the worker */
+            t->task = NULL;
+            finish(d, t->task_size, t->task_job, task, &task->shape, &task->tune, task->t0, "");
+            task_release(task);
             continue;
         }
-        if (!d->scan.open || atomic_load(&d->worker_stop) || !next_unresolved(d, &h, &w))
+        if (t->job == TL_TUNE_JOB_QUEUED || t->job == TL_TUNE_JOB_RUNNING) {
+            job_step(d);
+            if (t->task)
+                return;
+            continue;
+        }
+        uint32_t h, w;
+        if (!d->scan.open || !next_unresolved(d, &h, &w))
             return;
         tl_tune_size *ts = add_size(t, h, w);
         if (!ts) {
@@ -524,8 +703,7 @@ void tl_tuning_turn(tl_daemon *d)
             t->full_logged = true;
             return;
         }
-        char err[512];
-        resolve(d, ts, false, t->result, err, sizeof err);
+        begin(d, (int)(ts - t->sizes), false);
     }
 }
 

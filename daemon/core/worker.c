@@ -16,8 +16,9 @@
  * a stuck engine (a hung GPU) is noticed, not hidden by a live event loop.
  *
  * Before the due slices are reconstructed, every wanted slice size new to the engine gets
- * its kernels resolved (tuning.c: cache, timing or the built-in rule), so a slice is never
- * served by a kernel other than the one chosen for it; a tune command runs there too.
+ * its kernels resolved (tuning.c: cache, one candidate or the built-in rule at once; a
+ * timing on a thread of its own, while the built-in rule serves, switched to when it ends);
+ * a tune command runs there too.
  */
 #include <config.h>
 
@@ -256,7 +257,7 @@ static void *run(void *arg)
         tl_scan_flush(d); /* the backlog is applied: no frame waits for a batch */
         tl_scan_producer_check(d);
         tl_scan_bands_check(d);
-        tl_tuning_turn(d); /* may free the lock while timing */
+        tl_tuning_turn(d); /* never waits for a timing */
         tl_pace_turn(&w->pace, took_frame, tl_clock_ns());
         wake = publish_due(d);
         tl_scan_releases(d, TL_RELEASE_NOWAIT);

@@ -460,8 +460,9 @@ static void cmd_reset(request *r)
 /* ---- tune --------------------------------------------------------------------------------- */
 
 /* Times the kernels for slice sizes of the open scan again, whatever the cache holds, stores
- * and uses the result. The engine is the worker's, so the worker runs it (tuning.c) and
- * the reply comes when it is done; meanwhile frames queue and control requests are served. */
+ * and uses the result. The engine is the worker's, so the worker runs it (tuning.c, on a
+ * thread and an engine of its own) and the reply comes when it is done; meanwhile frames
+ * and control requests are served. */
 static void cmd_tune(request *r)
 {
     tl_daemon *d = r->d;

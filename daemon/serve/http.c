@@ -15,6 +15,7 @@
  */
 #include <config.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -35,8 +36,9 @@
 #include "daemon/serve/metrics.h"
 #include "daemon/serve/preview.h"
 
-#ifndef TL_WWW_DIR
-#error "TL_WWW_DIR (where the page is installed) must be defined: see daemon/local.mk"
+#if !defined TL_WWW_DIR || !defined TL_BUILD_EXE || !defined TL_SOURCE_WWW_DIR
+#error "TL_WWW_DIR (where the page is installed), TL_BUILD_EXE and TL_SOURCE_WWW_DIR (the \
+build tree's daemon and the source tree's page) must be defined: see daemon/local.mk"
 #endif
 
 #define MAX_CLIENTS 32
@@ -92,6 +94,7 @@ typedef struct {
     struct lws_context *ctx;
     struct lws_vhost *vh;
     char listen[TL_SETTINGS_ENDPOINT_MAX];
+    char host[TL_SETTINGS_ENDPOINT_MAX]; /* of listen: the vhost keeps a pointer to it */
     char root[1024];
     uv_timer_t timer;
     client *clients[MAX_CLIENTS];
@@ -982,6 +985,18 @@ static const char *bind_error(const char *host, int port)
     return e ? strerror(e) : "libwebsockets could not listen there";
 }
 
+/* Where the page is when http.root is empty: the source tree's for the daemon of the build
+ * tree (so `./bootstrap demo`, and any daemon run before `make install`, serves the page
+ * it was built with), else the installed one. The running executable says which. */
+static const char *default_root(void)
+{
+    char self[PATH_MAX], build[PATH_MAX];
+    if (realpath("/proc/self/exe", self) && realpath(TL_BUILD_EXE, build) &&
+        strcmp(self, build) == 0)
+        return TL_SOURCE_WWW_DIR;
+    return TL_WWW_DIR;
+}
+
 int tl_http_start(tl_daemon *d, char *err, size_t errlen)
 {
     server *s = &srv;
@@ -992,14 +1007,14 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
         tl_log(TL_LOG_INFO, "http_disabled", "reason=%s", tl_logq("http.listen is empty"));
         return 0;
     }
-    char host[TL_SETTINGS_ENDPOINT_MAX];
+    char *host = s->host;
     int port;
-    if (tl_http_parse_listen(c->http_listen, host, sizeof host, &port) != 0) {
+    if (tl_http_parse_listen(c->http_listen, host, sizeof s->host, &port) != 0) {
         snprintf(err, errlen, "http.listen \"%s\" is not HOST:PORT", c->http_listen);
         return -1;
     }
     snprintf(s->listen, sizeof s->listen, "%s", c->http_listen);
-    snprintf(s->root, sizeof s->root, "%s", c->http_root[0] ? c->http_root : TL_WWW_DIR);
+    snprintf(s->root, sizeof s->root, "%s", c->http_root[0] ? c->http_root : default_root());
     s->req_dec = tl_proto_decoder_new();
     s->rep_dec = tl_proto_decoder_new();
     if (!s->req_dec || !s->rep_dec) {
@@ -1018,6 +1033,12 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
     info.protocols = protocols;
     info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_UV_NO_SIGSEGV_SIGFPE_SPIN |
                    LWS_SERVER_OPTION_EXPLICIT_VHOSTS;
+    /* libwebsockets 4.1 makes an IPv6 socket when it can and reads an IPv4 address given as
+     * iface into the IPv4 form it does not bind then: 127.0.0.1 listened on [::], every
+     * interface. An IPv4 address gets an IPv4 socket. */
+    struct in_addr v4;
+    if (*host && inet_pton(AF_INET, host, &v4) == 1)
+        info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
     info.foreign_loops = loops;
     info.pcontext = &s->ctx;
     info.gid = -1;

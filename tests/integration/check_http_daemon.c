@@ -510,6 +510,45 @@ START_TEST(slow_reader)
 }
 END_TEST
 
+/* Without http.root, a daemon run from the build tree serves the page of the source tree
+ * (not the installed one, which may not exist yet, or be another version's); and
+ * http.listen = 127.0.0.1:PORT listens there only (127.0.0.2, another address of the
+ * loopback interface, is refused: a socket on every interface would take it). */
+START_TEST(page_of_the_build_tree)
+{
+    tl_fixture f;
+    int port = -1;
+    char listen_kv[64];
+    for (int attempt = 0; attempt < 3 && port < 0; attempt++) {
+        int p = tl_hc_free_port();
+        snprintf(listen_kv, sizeof listen_kv, "http.listen=127.0.0.1:%d", p);
+        const char *args[] = {"--set", listen_kv, NULL};
+        if (tl_fx_start(&f, "http-tree", args) == 0)
+            port = p;
+        else
+            tl_fx_cleanup(&f);
+    }
+    ck_assert_msg(port > 0, "the daemon did not start");
+    tl_hc_response r;
+    tl_hc_get(port, "/", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(strstr(r.body, "<script src=\"app.js\">"));
+    tl_hc_free(&r);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in other = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.2", &other.sin_addr);
+    ck_assert(fd >= 0);
+    ck_assert_msg(connect(fd, (struct sockaddr *)&other, sizeof other) != 0,
+                  "http.listen 127.0.0.1 accepted a connection to 127.0.0.2");
+    close(fd);
+    char *log = tl_fx_log(&f);
+    ck_assert_msg(!strstr(log, "http_page_missing") && strstr(log, "/daemon/www"), "%s", log);
+    free(log);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
 /* A port that cannot be bound is a start-up error, not a daemon without its page. */
 START_TEST(port_in_use)
 {
@@ -539,6 +578,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("daemon");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, pages_and_404);
+    tcase_add_test(tc, page_of_the_build_tree);
     tcase_add_test(tc, scan_preview_metrics);
     tcase_add_test(tc, slow_reader);
     tcase_add_test(tc, port_in_use);

@@ -1,9 +1,14 @@
-/* check_tune_daemon.c — tomolived with the kernel autotuner, end to end on the CPU backend:
+/* check_tune_daemon.c — tomolived with the kernel autotuner, end to end on the CPU backend.
+ *
+ * The CPU backend has one kernel, which the daemon never times on its own (source "only",
+ * no cache: one_kernel_not_timed). The timing path is exercised on it all the same with
+ * engine.tune_one_kernel = true, which treats the one kernel as any backend's kernels:
  * engine.tune = auto times a new slice size and caches it, a second daemon with
  * engine.tune = cached takes it from the cache without timing, off uses the built-in rule,
  * a corrupt or unwritable cache is a counted failure that does not stop reconstruction,
  * the tune command re-times and answers with the ranking, slice headers name the chosen
- * kernel, and control requests and SIGTERM do not wait for a timing.
+ * kernel, frames are reconstructed and published while a timing runs (the built-in rule
+ * serves), and control requests and SIGTERM do not wait for a timing.
  */
 #include "config.h"
 
@@ -135,6 +140,7 @@ static void start(tl_fixture *f, const char *tag, const char *mode, const char *
                           "--set", set_cache,
                           "--set", "engine.tune_budget=1",
                           "--set", "slices.incremental=false",
+                          "--set", "engine.tune_one_kernel=true",
                           NULL};
     ck_assert_int_eq(tl_fx_start(f, tag, args), 0);
 }
@@ -168,7 +174,10 @@ START_TEST(auto_then_cached)
     ck_assert_int_eq(tl_fx_status_int(&f, "kernels.tune_failures"), 0);
     ck_assert_msg(file_exists(cache), "no cache file %s", cache);
     char *log = tl_fx_log(&f);
-    ck_assert_msg(strstr(log,
+    const char *begun = strstr(log, "event=kernel_choice height=32 width=32 window=30 batch=4 "
+                                    "source=tuning budget=1.0");
+    ck_assert_msg(begun, "%s", log);
+    ck_assert_msg(strstr(begun, /* the switch, after the timing began */
                          "event=kernel_choice height=32 width=32 window=30 batch=4 source=tuned "
                          "quality=exact single=cpu-f32"),
                   "%s", log);
@@ -367,7 +376,10 @@ END_TEST
 START_TEST(stop_while_tuning)
 {
     tl_fixture f;
-    const char *args[] = {"--set", "engine.tune=auto", "--set", "engine.tune_budget=60", NULL};
+    const char *args[] = {"--set", "engine.tune=auto",
+                          "--set", "engine.tune_budget=60",
+                          "--set", "engine.tune_one_kernel=true",
+                          NULL};
     ck_assert_int_eq(tl_fx_start(&f, "tunestop", args), 0);
     json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,\"pin\":true}"));
     tl_proto_scan sc = {.series = 1,
@@ -401,16 +413,153 @@ START_TEST(stop_while_tuning)
 }
 END_TEST
 
+/* The CPU backend has one kernel: with engine.tune = auto (and cached) the size is served
+ * at once by it, nothing is timed, no cache is written or needed, and status and log say
+ * source "only". */
+START_TEST(one_kernel_not_timed)
+{
+    char *dir = tl_tmpdir("tuneonly");
+    char cache[600];
+    snprintf(cache, sizeof cache, "%s/tune.json", dir);
+    const char *modes[] = {"auto", "cached"};
+    for (int m = 0; m < 2; m++) {
+        char set_mode[64], set_cache[700];
+        snprintf(set_mode, sizeof set_mode, "engine.tune=%s", modes[m]);
+        snprintf(set_cache, sizeof set_cache, "engine.tune_cache=%s", cache);
+        const char *args[] = {"--set",   set_mode, "--set",
+                              set_cache, "--set",  "engine.tune_budget=60",
+                              NULL};
+        tl_fixture f;
+        ck_assert_int_eq(tl_fx_start(&f, "tuneonly", args), 0);
+        json_decref(
+            tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,\"pin\":true}"));
+        void *sub = subscribe(&f, "slice/a/");
+        send_scan(&f, 1);
+        json_t *s = size_status(&f, COLS, COLS);
+        ck_assert_msg(s != NULL, "no kernel choice for %dx%d in status", COLS, COLS);
+        ck_assert_str_eq(source_of(s), "only");
+        ck_assert_str_eq(kernel_of(s, "single", "exact"), "cpu-f32");
+        ck_assert_str_eq(kernel_of(s, "batch", "preview"), "cpu-f32");
+        ck_assert(json_number_value(json_object_get(s, "seconds")) < 1.0);
+        json_decref(s);
+        char *k = slice_kernel(sub);
+        ck_assert_msg(k && strcmp(k, "cpu-f32") == 0, "kernel %s", k ? k : "(no slice)");
+        free(k);
+        ck_assert_int_eq(tl_fx_status_int(&f, "kernels.tune_runs"), 0);
+        ck_assert_int_eq(tl_fx_status_int(&f, "kernels.tune_failures"), 0);
+        ck_assert_msg(!file_exists(cache), "%s: a cache was written", modes[m]);
+        char *log = tl_fx_log(&f);
+        ck_assert_msg(strstr(log, "event=kernel_choice height=32 width=32 window=30 batch=4 "
+                                  "source=only quality=exact single=cpu-f32"),
+                      "%s", log);
+        ck_assert_msg(!strstr(log, "source=tuning"), "%s", log);
+        free(log);
+        ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+        tl_fx_cleanup(&f);
+    }
+    tl_rm_rf(dir);
+    free(dir);
+}
+END_TEST
+
+/* Waits up to timeout seconds for a slice on sub with the final mark; its kernel name
+ * (malloc'd), or NULL. */
+static char *final_slice(void *sub, double timeout)
+{
+    tl_proto_decoder *dec = tl_proto_decoder_new();
+    char *kernel = NULL;
+    for (double t0 = tl_fx_seconds(); !kernel && tl_fx_seconds() - t0 < timeout;) {
+        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 200) <= 0)
+            continue;
+        zmq_msg_t parts[4];
+        tl_proto_error e;
+        int n = tl_proto_recv(sub, parts, 4, 0, &e);
+        tl_proto_msg m;
+        if (n > 0 && tl_proto_decode_parts(dec, parts, n, TL_MSG_SLICE, &m, &e) == TL_PROTO_OK &&
+            m.slice.final)
+            kernel = strndup(m.slice.kernel.ptr, m.slice.kernel.len);
+        if (n > 0)
+            tl_proto_close(parts, n);
+    }
+    tl_proto_decoder_free(dec);
+    return kernel;
+}
+
+/* Timing never stalls frames: with a timing that takes most of a minute (the timing of a
+ * 512-wide slice size over 1440 projections, budget 60 s), a whole scan is applied and its
+ * final slice published, by the built-in rule, while the size's source is still "tuning". */
+START_TEST(frames_served_while_tuning)
+{
+    char *dir = tl_tmpdir("tunelive");
+    char set_cache[700];
+    snprintf(set_cache, sizeof set_cache, "engine.tune_cache=%s/tune.json", dir);
+    tl_fixture f;
+    const char *args[] = {"--set", "engine.tune=auto",
+                          "--set", "engine.tune_budget=60",
+                          "--set", "engine.tune_one_kernel=true",
+                          "--set", set_cache,
+                          "--set", "slices.incremental=false",
+                          NULL};
+    ck_assert_int_eq(tl_fx_start(&f, "tunelive", args), 0);
+    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":1,\"pin\":true}"));
+    void *sub = subscribe(&f, "slice/a/");
+    enum { rows = 4, cols = 512, window = 1440 };
+    tl_proto_scan sc = {.series = 3,
+                        .geometry = TL_PROTO_PARALLEL,
+                        .rows = rows,
+                        .cols = cols,
+                        .dtype = TL_PROTO_F32,
+                        .window = window,
+                        .already_linear = true};
+    ck_assert_int_eq(tl_fx_send_scan(&f, &sc), 0);
+    static float img[rows * cols];
+    tl_fx_disk_projection(img, rows, cols, 100);
+    for (uint32_t k = 0; k < window; k++) {
+        tl_proto_frame h = {.series = 3,
+                            .index = k,
+                            .kind = TL_PROTO_PROJ,
+                            .has_angle = true,
+                            .angle = M_PI * k / window,
+                            .dtype = TL_PROTO_F32,
+                            .rows = rows,
+                            .cols = cols};
+        ck_assert_int_eq(tl_fx_send_frame(&f, &h, img, sizeof img), 0);
+    }
+    ck_assert_int_eq(tl_fx_send_end(&f, 3), 0);
+    char *k = final_slice(sub, 40);
+    ck_assert_msg(k != NULL, "no final slice within 40 s of the scan's end");
+    ck_assert_str_eq(k, "cpu-f32"); /* the built-in rule's kernel */
+    free(k);
+    zmq_close(sub);
+    json_t *st = tl_fx_ok(&f, "status", NULL);
+    json_t *sz = json_array_get(json_object_get(json_object_get(st, "kernels"), "sizes"), 0);
+    ck_assert_msg(sz && strcmp(source_of(sz), "tuning") == 0,
+                  "the final slice came after the timing (source %s)", sz ? source_of(sz) : "-");
+    json_decref(st);
+    ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), window);
+    ck_assert_int_eq(tl_fx_status_int(&f, "kernels.tune_runs"), 0);
+    double seconds;
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, &seconds), 0);
+    ck_assert_msg(seconds < 2.0, "SIGTERM during tuning took %.2f s", seconds);
+    tl_fx_cleanup(&f);
+    tl_rm_rf(dir);
+    free(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("tune_daemon");
     TCase *t = tcase_create("cpu");
     tcase_set_timeout(t, 120);
+    tcase_add_test(t, one_kernel_not_timed);
     tcase_add_test(t, auto_then_cached);
     tcase_add_test(t, off);
     tcase_add_test(t, corrupt_cache);
     tcase_add_test(t, cache_unwritable);
     tcase_add_test(t, stop_while_tuning);
+    tcase_add_test(t, frames_served_while_tuning);
     suite_add_tcase(s, t);
     return s;
 }
