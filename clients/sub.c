@@ -36,6 +36,7 @@
 #include "clients/png.h"
 #include "clients/tiff.h"
 #include "protocol/protocol.h"
+#include "protocol/pixels.h"
 #include "protocol/shm.h"
 
 #define ME "tomolive sub"
@@ -177,37 +178,27 @@ static int payload_floats(state *S, const tl_proto_slice *s)
         S->img = p;
         S->img_cap = n;
     }
-    const unsigned char *b = s->payload;
-    if (s->dtype == TL_PROTO_F32) {
-        memcpy(S->img, b, n * sizeof(float));
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint16_t v16;
-        uint32_t v32;
-        switch (s->dtype) {
-            case TL_PROTO_U8: S->img[i] = b[i]; break;
-            case TL_PROTO_U16:
-                memcpy(&v16, b + 2 * i, 2);
-                S->img[i] = v16;
-                break;
-            default:
-                memcpy(&v32, b + 4 * i, 4);
-                S->img[i] = (float)v32;
-                break;
-        }
-    }
+    tl_proto_error e;
+    if (tl_proto_pixels_decode(s, S->img, &e) != TL_PROTO_OK)
+        return fail(1, "slice %.*s seq %llu: %s", (int)s->id.len, s->id.ptr,
+                    (unsigned long long)s->seq, e.message);
     return 0;
 }
 
-static int write_tiff(const char *path, const tl_proto_slice *s)
+/* The slice as TIFF: its samples as sent, or float32 when they came compact (§10.3). */
+static int write_tiff(const char *path, state *S, const tl_proto_slice *s)
 {
     char err[512];
     tl_tiff_writer w;
-    if (tl_tiff_create(&w, path, s->payload_len, err, sizeof err) != 0)
+    bool compact = s->lz4 || s->dtype == TL_PROTO_F16 || s->dtype == TL_PROTO_Q16;
+    if (compact && payload_floats(S, s) != 0)
+        return 1;
+    const void *px = compact ? (const void *)S->img : s->payload;
+    tl_dtype dtype = compact ? TL_DTYPE_F32 : engine_dtype(s->dtype);
+    size_t bytes = compact ? (size_t)s->shape[0] * s->shape[1] * sizeof(float) : s->payload_len;
+    if (tl_tiff_create(&w, path, bytes, err, sizeof err) != 0)
         return fail(1, "%s", err);
-    if (tl_tiff_write_page(&w, engine_dtype(s->dtype), s->payload, s->shape[0], s->shape[1], err,
-                           sizeof err) != 0) {
+    if (tl_tiff_write_page(&w, dtype, px, s->shape[0], s->shape[1], err, sizeof err) != 0) {
         tl_tiff_finish(&w, NULL, 0);
         return fail(1, "%s", err);
     }
@@ -224,7 +215,7 @@ static int replace_file(const char *dir, const char *id, const char *ext, state 
     int rc;
     char err[512];
     if (!strcmp(ext, "tif"))
-        rc = write_tiff(tmp, s);
+        rc = write_tiff(tmp, S, s);
     else if ((rc = payload_floats(S, s)) == 0 &&
              tl_png_write_preview(tmp, S->img, s->shape[0], s->shape[1], NULL, err, sizeof err) !=
                  0)
@@ -246,7 +237,7 @@ static int save(const options *o, state *S, const track *t, const tl_proto_slice
     if (o->every_seq) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s-%llu.tif", o->out, t->id, (unsigned long long)s->seq);
-        return write_tiff(path, s);
+        return write_tiff(path, S, s);
     }
     return 0;
 }

@@ -236,17 +236,21 @@ tl_proto_err tlp_get_u64_pair(const msgpack_object *map, const char *key, uint64
     return TL_PROTO_OK;
 }
 
-tl_proto_err tlp_get_dtype(const msgpack_object *map, tl_proto_dtype *out, tl_proto_error *err)
+tl_proto_err tlp_get_dtype(const msgpack_object *map, bool slice, tl_proto_dtype *out,
+                           tl_proto_error *err)
 {
     tl_proto_str s;
     tl_proto_err rc = tl_proto_get_str(map, "dtype", true, &s, err);
     if (rc)
         return rc;
-    if (!tl_proto_dtype_parse(s.ptr, s.len, out)) {
+    bool known = slice ? tl_proto_slice_dtype_parse(s.ptr, s.len, out)
+                       : tl_proto_dtype_parse(s.ptr, s.len, out);
+    if (!known) {
         char q[40];
         tlp_quote(q, sizeof q, s.ptr, s.len, 32);
         return tl_proto_fail(err, TL_PROTO_E_DTYPE,
-                             "\"dtype\": unknown dtype \"%s\" (expected u8, u16, u32 or f32)", q);
+                             "\"dtype\": unknown dtype \"%s\" (expected %s)", q,
+                             slice ? "f32, f16 or q16" : "u8, u16, u32 or f32");
     }
     return TL_PROTO_OK;
 }

@@ -55,7 +55,7 @@ tl_proto_err tlp_decode_scan(const msgpack_object *h, tl_proto_scan *m, tl_proto
     TRY(get_name(h, "geometry", &s, err));
     if (!tlp_geometry_parse(s.ptr, s.len, &m->geometry))
         return unknown_name("geometry", s, "parallel or cone", err);
-    TRY(tlp_get_dtype(h, &m->dtype, err));
+    TRY(tlp_get_dtype(h, false, &m->dtype, err));
     TRY(get_shape(h, &m->rows, &m->cols, m->dtype, err));
     TRY(tl_proto_get_u32(h, "window", true, &m->window, err));
     if (m->window < 1 || m->window > TL_PROTO_MAX_WINDOW)
@@ -201,7 +201,7 @@ tl_proto_err tlp_decode_frame(const msgpack_object *h, tl_proto_frame *m, tl_pro
     TRY(get_name(h, "kind", &s, err));
     if (!tl_proto_kind_parse(s.ptr, s.len, &m->kind))
         return unknown_name("kind", s, "dark, flat or proj", err);
-    TRY(tlp_get_dtype(h, &m->dtype, err));
+    TRY(tlp_get_dtype(h, false, &m->dtype, err));
     TRY(get_shape(h, &m->rows, &m->cols, m->dtype, err));
     TRY(tl_proto_get_double(h, "angle", false, &m->angle, err));
     m->has_angle = tl_proto_map_get(h, "angle") != NULL;

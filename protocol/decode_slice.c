@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "protocol/protocol.h"
@@ -18,6 +19,30 @@
         if (rc_)                \
             return rc_;         \
     } while (0)
+
+/* The compact encodings (§10.3): q16's mapping, and the payload's compression. */
+static tl_proto_err get_encoding(const msgpack_object *h, tl_proto_slice *m, tl_proto_error *err)
+{
+    bool q16 = m->dtype == TL_PROTO_Q16;
+    m->scale = 1;
+    m->offset = 0;
+    TRY(tl_proto_get_double(h, "scale", q16, &m->scale, err));
+    TRY(tl_proto_get_double(h, "offset", q16, &m->offset, err));
+    if (!(isfinite(m->scale) && m->scale > 0 && isfinite(m->offset)))
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"scale\" %g must be finite and > 0, \"offset\" %g finite", m->scale,
+                             m->offset);
+    tl_proto_str c = {NULL, 0};
+    TRY(tl_proto_get_str(h, "compression", false, &c, err));
+    m->lz4 = c.ptr && c.len == 3 && memcmp(c.ptr, "lz4", 3) == 0;
+    if (c.ptr && !m->lz4) {
+        char q[40];
+        tlp_quote(q, sizeof q, c.ptr, c.len, 32);
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"compression\": unknown \"%s\" (expected lz4)", q);
+    }
+    return TL_PROTO_OK;
+}
 
 tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_proto_error *err)
 {
@@ -31,7 +56,8 @@ tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_pro
                              q, TL_PROTO_MAX_ID);
     }
     TRY(tl_proto_get_u64(h, "seq", true, &m->seq, err));
-    TRY(tlp_get_dtype(h, &m->dtype, err));
+    TRY(tlp_get_dtype(h, true, &m->dtype, err));
+    TRY(get_encoding(h, m, err));
     TRY(tl_proto_get_dims(h, "shape", true, m->shape, 2, TL_PROTO_MAX_DIM, err));
     size_t bytes;
     TRY(tl_proto_frame_bytes(m->shape[0], m->shape[1], m->dtype, &bytes, err));

@@ -176,13 +176,21 @@ int tl_proto_encode_slice(msgpack_sbuffer *buf, const tl_proto_slice *m)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
-    size_t n = 13 + (m->t_recv != 0) + (m->t_done != 0) + m->final + 2 * m->has_shm;
+    bool q16 = m->dtype == TL_PROTO_Q16;
+    size_t n =
+        13 + (m->t_recv != 0) + (m->t_done != 0) + m->final + 2 * m->has_shm + 2 * q16 + m->lz4;
     P(envelope(&pk, n, TL_MSG_SLICE));
     P(tl_proto_pack_cstr(&pk, "id"));
     P(pack_pstr(&pk, m->id));
     P(tl_proto_pack_kv_u64(&pk, "seq", m->seq));
     P(kv_shape(&pk, m->shape[0], m->shape[1]));
     P(tl_proto_pack_kv_str(&pk, "dtype", tl_proto_dtype_name(m->dtype)));
+    if (q16) {
+        P(tl_proto_pack_kv_double(&pk, "scale", m->scale));
+        P(tl_proto_pack_kv_double(&pk, "offset", m->offset));
+    }
+    if (m->lz4)
+        P(tl_proto_pack_kv_str(&pk, "compression", "lz4"));
     P(tl_proto_pack_cstr(&pk, "orientation"));
     P(msgpack_pack_array(&pk, 9));
     for (int i = 0; i < 9; i++) /* float32 on the wire: exactly the struct's precision */

@@ -7,13 +7,13 @@ protocol_libtlproto_a_SOURCES = \
 	protocol/decode.c protocol/decode_ingest.c protocol/decode_control.c \
 	protocol/decode_slice.c protocol/payload.c protocol/parts.c \
 	protocol/encode.c protocol/multipart.c protocol/topic.c \
-	protocol/shm.h protocol/shm.c
-protocol_libtlproto_a_CFLAGS = $(AM_CFLAGS) $(MSGPACK_CFLAGS) $(ZMQ_CFLAGS)
+	protocol/shm.h protocol/shm.c protocol/pixels.h protocol/pixels.c
+protocol_libtlproto_a_CFLAGS = $(AM_CFLAGS) $(MSGPACK_CFLAGS) $(ZMQ_CFLAGS) $(LZ4_CFLAGS)
 EXTRA_DIST += protocol/PROTOCOL.md
 
 # what a program that speaks the protocol links
 PROTO_CFLAGS = $(MSGPACK_CFLAGS) $(ZMQ_CFLAGS)
-PROTO_LIBS = protocol/libtlproto.a $(MSGPACK_LIBS) $(ZMQ_LIBS)
+PROTO_LIBS = protocol/libtlproto.a $(MSGPACK_LIBS) $(ZMQ_LIBS) $(LZ4_LIBS)
 
 # JSON <-> msgpack (tomolive ctl, the daemon's HTTP actions, test fixtures): a library of its
 # own, so what speaks only msgpack does not link jansson

@@ -13,8 +13,9 @@
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-static const char *const dtype_names[] = {"u8", "u16", "u32", "f32"};
-static const size_t dtype_sizes[] = {1, 2, 4, 4};
+static const char *const dtype_names[] = {"u8", "u16", "u32", "f32", "f16", "q16"};
+static const size_t dtype_sizes[] = {1, 2, 4, 4, 2, 2};
+#define FRAME_DTYPES 4 /* the first four; f16 and q16 are for slices only */
 static const char *const kind_names[] = {"dark", "flat", "proj"};
 static const char *const geometry_names[] = {"parallel", "cone"};
 
@@ -52,6 +53,15 @@ const char *tl_proto_geometry_name(tl_proto_geometry g)
 }
 
 bool tl_proto_dtype_parse(const char *s, size_t n, tl_proto_dtype *out)
+{
+    int i;
+    if (!s || !lookup(dtype_names, FRAME_DTYPES, s, n, &i))
+        return false;
+    *out = (tl_proto_dtype)i;
+    return true;
+}
+
+bool tl_proto_slice_dtype_parse(const char *s, size_t n, tl_proto_dtype *out)
 {
     int i;
     if (!s || !lookup(dtype_names, COUNT(dtype_names), s, n, &i))

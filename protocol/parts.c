@@ -106,7 +106,11 @@ tl_proto_err tl_proto_decode_parts(tl_proto_decoder *d, zmq_msg_t *parts, int np
         if (s->has_shm)
             return TL_PROTO_OK; /* the reader checks the pixels' place (protocol/shm.h) */
         s->payload_len = zmq_msg_size(&parts[2]);
-        if ((rc = tl_proto_check_payload(s->shape[0], s->shape[1], s->dtype, s->payload_len, err)))
+        rc = s->lz4
+                 ? tl_proto_check_lz4_payload(s->shape[0], s->shape[1], s->dtype, s->payload_len,
+                                              err)
+                 : tl_proto_check_payload(s->shape[0], s->shape[1], s->dtype, s->payload_len, err);
+        if (rc)
             return rc;
         s->payload = zmq_msg_data(&parts[2]);
     }

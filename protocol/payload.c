@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <lz4.h>
 
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
@@ -46,5 +47,21 @@ tl_proto_err tl_proto_check_payload(uint32_t rows, uint32_t cols, tl_proto_dtype
                              "payload is %zu bytes, shape [%" PRIu32 ", %" PRIu32
                              "] of %s needs %zu",
                              payload_len, rows, cols, tl_proto_dtype_name(dtype), want);
+    return TL_PROTO_OK;
+}
+
+tl_proto_err tl_proto_check_lz4_payload(uint32_t rows, uint32_t cols, tl_proto_dtype dtype,
+                                        size_t payload_len, tl_proto_error *err)
+{
+    size_t raw;
+    tl_proto_err rc = tl_proto_frame_bytes(rows, cols, dtype, &raw, err);
+    if (rc)
+        return rc;
+    size_t bound = (size_t)LZ4_compressBound((int)raw); /* raw < 2 GiB: within LZ4's range */
+    if (payload_len == 0 || payload_len > bound)
+        return tl_proto_fail(err, TL_PROTO_E_PAYLOAD,
+                             "LZ4 payload is %zu bytes, shape [%" PRIu32 ", %" PRIu32
+                             "] of %s compresses to 1..%zu",
+                             payload_len, rows, cols, tl_proto_dtype_name(dtype), bound);
     return TL_PROTO_OK;
 }

@@ -46,8 +46,9 @@ bool tlp_geometry_parse(const char *s, size_t n, tl_proto_geometry *out);
 /* 1..TL_PROTO_MAX_ID bytes of [A-Za-z0-9_.-] */
 bool tlp_slice_id_valid(const char *s, size_t n);
 
-/* args.c: a required str key holding an enumerated name (dtype) */
-tl_proto_err tlp_get_dtype(const msgpack_object *map, tl_proto_dtype *out, tl_proto_error *err);
+/* args.c: the required "dtype": a frame's (u8, u16, u32, f32) or a slice's (f32, f16, q16) */
+tl_proto_err tlp_get_dtype(const msgpack_object *map, bool slice, tl_proto_dtype *out,
+                           tl_proto_error *err);
 /* args.c: an array of exactly 2 unsigned integers (no range check beyond unsigned) */
 tl_proto_err tlp_get_u64_pair(const msgpack_object *map, const char *key, uint64_t out[2],
                               tl_proto_error *err);

@@ -103,16 +103,26 @@ typedef enum {
 #define TL_PROTO_INGEST (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END)
 #define TL_PROTO_CONTROL (TL_MSG_REQ)
 
-typedef enum { TL_PROTO_U8 = 0, TL_PROTO_U16, TL_PROTO_U32, TL_PROTO_F32 } tl_proto_dtype;
+/* F16 and Q16 are slice dtypes only (§10.3): IEEE binary16, and uint16 codes meaning
+ * offset + scale x code. Ingest messages refuse them (E_DTYPE). */
+typedef enum {
+    TL_PROTO_U8 = 0,
+    TL_PROTO_U16,
+    TL_PROTO_U32,
+    TL_PROTO_F32,
+    TL_PROTO_F16,
+    TL_PROTO_Q16
+} tl_proto_dtype;
 typedef enum { TL_PROTO_DARK = 0, TL_PROTO_FLAT, TL_PROTO_PROJ } tl_proto_kind;
 typedef enum { TL_PROTO_PARALLEL = 0, TL_PROTO_CONE } tl_proto_geometry;
 
-const char *tl_proto_dtype_name(tl_proto_dtype t);       /* "u8" "u16" "u32" "f32" */
-size_t tl_proto_dtype_size(tl_proto_dtype t);            /* 1 2 4 4 */
+const char *tl_proto_dtype_name(tl_proto_dtype t);       /* "u8" "u16" "u32" "f32" "f16" "q16" */
+size_t tl_proto_dtype_size(tl_proto_dtype t);            /* 1 2 4 4 2 2 */
 const char *tl_proto_kind_name(tl_proto_kind k);         /* "dark" "flat" "proj" */
 const char *tl_proto_geometry_name(tl_proto_geometry g); /* "parallel" "cone" */
 /* Name lookups; return false for unknown names. */
-bool tl_proto_dtype_parse(const char *s, size_t n, tl_proto_dtype *out);
+bool tl_proto_dtype_parse(const char *s, size_t n, tl_proto_dtype *out);       /* frame dtypes */
+bool tl_proto_slice_dtype_parse(const char *s, size_t n, tl_proto_dtype *out); /* + f16, q16 */
 bool tl_proto_kind_parse(const char *s, size_t n, tl_proto_kind *out);
 
 /* A string inside a decoded header: not NUL-terminated, points into the header bytes. */
@@ -216,7 +226,9 @@ typedef struct {
     tl_proto_str id;
     uint64_t seq;
     uint32_t shape[2];    /* [h, w] */
-    tl_proto_dtype dtype; /* f32 */
+    tl_proto_dtype dtype; /* f32, or the compact f16 / q16 (§10.3) */
+    double scale, offset; /* q16 only: a pixel is offset + scale x code */
+    bool lz4;             /* optional "compression": "lz4": the payload is one LZ4 block */
     float orientation[9]; /* x-axis vector, y-axis vector, base point (volume coords) */
     uint32_t projections_used, missing;
     uint64_t window_first, window_last; /* "window": [first, last] frame indices */
@@ -274,6 +286,10 @@ tl_proto_err tl_proto_frame_bytes(uint32_t rows, uint32_t cols, tl_proto_dtype d
                                   size_t *bytes, tl_proto_error *err);
 tl_proto_err tl_proto_check_payload(uint32_t rows, uint32_t cols, tl_proto_dtype dtype,
                                     size_t payload_len, tl_proto_error *err);
+/* The same for a slice payload compressed with LZ4 (§10.3): 1 .. LZ4_compressBound bytes;
+ * whether it decompresses to the shape is known only by decompressing (tl_proto_pixels). */
+tl_proto_err tl_proto_check_lz4_payload(uint32_t rows, uint32_t cols, tl_proto_dtype dtype,
+                                        size_t payload_len, tl_proto_error *err);
 
 /* ---- typed access to maps (request args, reply results) --------------------------------- */
 

@@ -14,9 +14,10 @@ PROTO_TEST_UTIL = tests/unit/check_proto_util.h tests/unit/check_proto_util.c
 
 check_PROGRAMS += tests/unit/check_proto tests/unit/check_proto_bad tests/unit/check_proto_args \
 	tests/unit/check_proto_zmq tests/unit/check_proto_alloc tests/unit/check_shm \
-	tests/fuzz/gen_corpus
+	tests/unit/check_pixels tests/fuzz/gen_corpus
 TESTS += tests/unit/check_proto tests/unit/check_proto_bad tests/unit/check_proto_args \
-	tests/unit/check_proto_zmq tests/unit/check_proto_alloc tests/unit/check_shm
+	tests/unit/check_proto_zmq tests/unit/check_proto_alloc tests/unit/check_shm \
+	tests/unit/check_pixels
 
 tests_unit_check_proto_SOURCES = tests/unit/check_proto.c $(PROTO_TEST_UTIL)
 tests_unit_check_proto_CFLAGS = $(PROTO_TEST_CFLAGS)
@@ -36,6 +37,9 @@ tests_unit_check_proto_alloc_LDADD = $(PROTO_TEST_LDADD)
 tests_unit_check_shm_SOURCES = tests/unit/check_shm.c
 tests_unit_check_shm_CFLAGS = $(PROTO_TEST_CFLAGS)
 tests_unit_check_shm_LDADD = $(PROTO_TEST_LDADD)
+tests_unit_check_pixels_SOURCES = tests/unit/check_pixels.c $(PROTO_TEST_UTIL)
+tests_unit_check_pixels_CFLAGS = $(PROTO_TEST_CFLAGS)
+tests_unit_check_pixels_LDADD = $(PROTO_TEST_LDADD)
 tests_fuzz_gen_corpus_SOURCES = tests/fuzz/gen_corpus.c
 tests_fuzz_gen_corpus_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS)
 tests_fuzz_gen_corpus_LDADD = $(PROTO_LIBS)

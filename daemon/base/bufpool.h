@@ -38,6 +38,12 @@ typedef struct tl_slicebuf {
     uint64_t t_done; /* CLOCK_REALTIME ns */
     bool final;
     bool tcp; /* data holds the pixels: sent on "slice/<id>/", shown to taps */
+    /* what goes on "slice/<id>/": data as f32, or encoded behind it (protocol/pixels.h) */
+    tl_proto_dtype wire_dtype;
+    bool wire_lz4;
+    double wire_scale, wire_offset; /* q16 */
+    const void *payload;
+    size_t payload_bytes;
     char shm_name[TL_PROTO_SHM_NAME_MAX + 1]; /* "" or the shared memory holding the pixels */
     uint64_t shm_offset;                      /*   at this offset: announced on "shm/<id>/" */
     /* the publisher's record of sending it (publisher.c) */

@@ -56,6 +56,7 @@ tl_slice *tl_slices_add(tl_slices *s, const char *id, size_t len)
     sl->shm_topic_len = tl_proto_shm_topic(sl->shm_topic, sizeof sl->shm_topic, sl->id, len);
     sl->engine_id = -1;
     sl->policy = (tl_update_policy){1, true, 10.0};
+    sl->wire_dtype = TL_PROTO_F32;
     return sl;
 }
 

@@ -36,6 +36,8 @@ typedef struct {
     tl_update_policy policy;
     bool policy_given; /* false: follows the configured defaults (reloadable) */
     bool pinned;
+    tl_proto_dtype wire_dtype; /* how its pixels go over TCP (PROTOCOL.md §10.3): f32 f16 q16 */
+    bool wire_lz4;             /* and LZ4-compressed */
     /* per scan */
     int engine_id; /* -1: not in the current engine */
     bool tracked;  /* kept incrementally by the engine (tl_engine_track) */

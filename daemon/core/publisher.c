@@ -208,6 +208,12 @@ static send_result send_part(tl_publisher *p, tl_slicebuf *b, unsigned part, uin
     char topic[TL_PROTO_MAX_ID + 16];
     tl_proto_slice h = slice_header(b, now);
     size_t tlen;
+    if (part == TL_SLICEBUF_TCP) { /* the pixels as the slice asked (§10.3); shm keeps f32 */
+        h.dtype = b->wire_dtype;
+        h.lz4 = b->wire_lz4;
+        h.scale = b->wire_scale;
+        h.offset = b->wire_offset;
+    }
     if (part == TL_SLICEBUF_SHM) {
         h.has_shm = true;
         h.shm_name = (tl_proto_str){b->shm_name, strlen(b->shm_name)};
@@ -227,9 +233,8 @@ static send_result send_part(tl_publisher *p, tl_slicebuf *b, unsigned part, uin
                            ZMQ_DONTWAIT);
     } else {
         tl_bufpool_hold(b); /* ZeroMQ's; tl_proto_send gives it back if the send fails */
-        rc = tl_proto_send(p->sock, NULL, 0, p->hdr.data, p->hdr.size, b->data,
-                           (size_t)b->height * b->width * sizeof(float), tl_bufpool_zmq_free, b,
-                           ZMQ_DONTWAIT);
+        rc = tl_proto_send(p->sock, NULL, 0, p->hdr.data, p->hdr.size, (void *)b->payload,
+                           b->payload_bytes, tl_bufpool_zmq_free, b, ZMQ_DONTWAIT);
     }
     return rc == 0 ? SENT : FAILED;
 }

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "daemon/core/daemon.h"
+#include "protocol/pixels.h"
 
 #define TL_WORKER_MAX_WAIT 0.2         /* seconds: heartbeat and rate-limit resolution */
 #define TL_WORKER_BATCH_NS 50000000ull /* frames applied back to back before slices are due */
@@ -97,6 +98,42 @@ static int pace_due(tl_daemon *d, int n)
     return kept;
 }
 
+/* Floats of a TCP buffer: the pixels, and behind them room for their compact encoding. */
+static size_t tcp_floats(const tl_slice *sl)
+{
+    size_t n = (size_t)sl->height * sl->width;
+    bool compact = sl->wire_dtype != TL_PROTO_F32 || sl->wire_lz4;
+    return compact ? n + (tl_proto_pixels_bound(n, sl->wire_dtype, sl->wire_lz4) + 3) / 4 : n;
+}
+
+/* What goes on "slice/<id>/": the float32 pixels as they are, or encoded as the slice asks
+ * (behind the pixels, which the preview's taps still read). */
+static void encode_wire(const tl_slice *sl, tl_slicebuf *b)
+{
+    size_t n = (size_t)sl->height * sl->width;
+    b->wire_dtype = TL_PROTO_F32;
+    b->wire_lz4 = false;
+    b->payload = b->data;
+    b->payload_bytes = n * sizeof(float);
+    if (!b->tcp || (sl->wire_dtype == TL_PROTO_F32 && !sl->wire_lz4))
+        return;
+    tl_proto_slice h = {.dtype = sl->wire_dtype, .lz4 = sl->wire_lz4};
+    const void *payload;
+    size_t len;
+    if (tl_proto_pixels_encode(b->data, n, &h, b->data + n, (b->cap - n) * sizeof(float), &payload,
+                               &len) != 0) {
+        tl_log(TL_LOG_ERROR, "slice_encode_failed", "id=%s dtype=%s (sent as f32)",
+               tl_logq(sl->id), tl_proto_dtype_name(sl->wire_dtype));
+        return;
+    }
+    b->wire_dtype = h.dtype;
+    b->wire_lz4 = h.lz4;
+    b->wire_scale = h.scale;
+    b->wire_offset = h.offset;
+    b->payload = payload;
+    b->payload_bytes = len;
+}
+
 /* Gives each of the n read-outs a buffer from the publisher's pool (pixels only for TCP)
  * and, through shared memory, the slot its read-out goes to. Out of memory: said, and the
  * rest are tried again next turn. Returns how many have their buffers. */
@@ -106,7 +143,7 @@ static int take_buffers(tl_daemon *d, int n)
     for (int k = 0; k < n; k++) {
         tl_worker_readout *r = &w->due[k];
         tl_slice *sl = &d->slices.v[r->slice];
-        r->buf = tl_bufpool_get(&d->pub.pool, r->tcp ? (size_t)sl->height * sl->width : 0);
+        r->buf = tl_bufpool_get(&d->pub.pool, r->tcp ? tcp_floats(sl) : 0);
         if (!r->buf) {
             static tl_ratelimit rl = TL_RATELIMIT_INIT;
             uint64_t suppressed;
@@ -183,6 +220,7 @@ static void post(tl_daemon *d, int n, uint64_t t0, uint64_t t1)
             if (b->tcp) /* a TCP subscriber too: its payload is a copy */
                 memcpy(b->data, r->slot, pixels * sizeof(float));
         }
+        encode_wire(sl, b);
         tl_stats_count(&d->stats.slices_computed);
         if (final) /* one line per slice and scan: when each scan's result is out */
             tl_log(TL_LOG_INFO, "slice_final", "id=%s seq=%llu", tl_logq(b->id),

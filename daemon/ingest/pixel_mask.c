@@ -162,6 +162,7 @@ size_t tl_pixel_mask_apply(const tl_pixel_mask *pm, void *pixels, tl_proto_dtype
         case TL_PROTO_U16: FILL_PASS(uint16_t, lround); break;
         case TL_PROTO_U32: FILL_PASS(uint32_t, llround); break;
         case TL_PROTO_F32: FILL_PASS(float, AS_IS); break;
+        default: return 0; /* f16, q16: slice dtypes, never a frame's */
     }
     return pm->n;
 }

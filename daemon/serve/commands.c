@@ -79,7 +79,7 @@ static void pack_slice(tl_daemon *d, const tl_slice *sl, msgpack_packer *pk)
 {
     const tl_slice_spec *sp = &sl->spec;
     bool attached = sl->engine_id >= 0;
-    msgpack_pack_map(pk, 10);
+    msgpack_pack_map(pk, 12);
     tl_proto_pack_kv_str(pk, "id", sl->id);
     tl_proto_pack_kv_str(pk, "topic", sl->topic);
     tl_proto_pack_kv_str(pk, "kind", kind_name(sp));
@@ -105,6 +105,36 @@ static void pack_slice(tl_daemon *d, const tl_slice *sl, msgpack_packer *pk)
     bool tcp, shm;
     tl_proto_pack_kv_bool(pk, "wanted", tl_slice_wanted(d, sl, &tcp, &shm));
     tl_proto_pack_kv_u64(pk, "seq", sl->seq);
+    tl_proto_pack_kv_str(pk, "dtype", tl_proto_dtype_name(sl->wire_dtype));
+    tl_proto_pack_kv_str(pk, "compression", sl->wire_lz4 ? "lz4" : "none");
+}
+
+/* How the slice's pixels go over TCP (§10.3): "dtype" f32 (default), f16 or q16, and
+ * "compression" none (default) or lz4. False after replying with an error. */
+static bool parse_wire(request *r, tl_proto_dtype *dtype, bool *lz4)
+{
+    tl_proto_error e;
+    tl_proto_str name = {NULL, 0}, comp = {NULL, 0};
+    if (tl_proto_get_str(r->args, "dtype", false, &name, &e) != TL_PROTO_OK ||
+        tl_proto_get_str(r->args, "compression", false, &comp, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return false;
+    }
+    *dtype = TL_PROTO_F32;
+    if (name.ptr &&
+        (!tl_proto_slice_dtype_parse(name.ptr, name.len, dtype) ||
+         (*dtype != TL_PROTO_F32 && *dtype != TL_PROTO_F16 && *dtype != TL_PROTO_Q16))) {
+        fail(r, TL_PROTO_E_DTYPE, "dtype \"%.*s\": expected f32, f16 or q16", (int)name.len,
+             name.ptr);
+        return false;
+    }
+    *lz4 = comp.ptr && comp.len == 3 && !memcmp(comp.ptr, "lz4", 3);
+    if (comp.ptr && !*lz4 && !(comp.len == 4 && !memcmp(comp.ptr, "none", 4))) {
+        fail(r, TL_PROTO_E_RANGE, "compression \"%.*s\": expected none or lz4", (int)comp.len,
+             comp.ptr);
+        return false;
+    }
+    return true;
 }
 
 /* ---- set_slice ---------------------------------------------------------------------------- */
@@ -223,8 +253,9 @@ static void cmd_set_slice(request *r)
     }
     tl_slice_spec spec;
     tl_update_policy policy = tl_default_policy(&d->cfg);
-    bool given, pin = false;
-    if (!parse_spec(r, &spec) || !parse_policy(r, &policy, &given))
+    bool given, pin = false, lz4;
+    tl_proto_dtype wire;
+    if (!parse_spec(r, &spec) || !parse_policy(r, &policy, &given) || !parse_wire(r, &wire, &lz4))
         return;
     if (tl_proto_get_bool(r->args, "pin", false, &pin, &e) != TL_PROTO_OK) {
         fail_arg(r, &e);
@@ -279,6 +310,8 @@ static void cmd_set_slice(request *r)
     sl->policy = policy;
     sl->policy_given = given;
     sl->pinned = pin;
+    sl->wire_dtype = wire;
+    sl->wire_lz4 = lz4;
     sl->engine_id = trial.engine_id;
     sl->tracked = false;
     sl->height = trial.height;

@@ -10,7 +10,8 @@
  *   - a second subscriber that never reads changes nothing for the first: every final, in
  *     order, once, and the daemon counts the stall;
  *   - the same through shared memory: a paused "shm/" subscriber still reads the final of
- *     the scan before, pixels intact, while the next scan's slices rotate the other slots.
+ *     the scan before, pixels intact, while the next scan's slices rotate the other slots;
+ *   - compact encodings (§10.3): f16 + LZ4 and q16 slices within their precision of f32.
  *
  * Each of these failed before the publisher kept slices in its outbox (the daemon lost
  * finals at ZeroMQ's high-water mark and left a slow reader with the oldest slices).
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "protocol/pixels.h"
 #include "protocol/shm.h"
 #include "tests/daemon_fixture.h"
 #include "tests/testutil.h"
@@ -339,6 +341,94 @@ START_TEST(paused_shm_subscriber_gets_the_final)
 }
 END_TEST
 
+/* The final of slice id as float32 (decoded from whatever it was sent as), its header's
+ * dtype and payload bytes; NULL after 30 s. */
+static float *final_of(void *sub, tl_proto_decoder *dec, const char *id, tl_proto_slice *got)
+{
+    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < 30;) {
+        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 200) <= 0)
+            continue;
+        zmq_msg_t parts[TL_PROTO_MAX_PARTS];
+        tl_proto_error e;
+        tl_proto_msg m;
+        int n = tl_proto_recv(sub, parts, TL_PROTO_MAX_PARTS, 0, &e);
+        tl_proto_err rc = tl_proto_decode_parts(dec, parts, n, TL_MSG_SLICE, &m, &e);
+        ck_assert_msg(rc == TL_PROTO_OK, "%s: %s", tl_proto_err_name(rc), e.message);
+        float *px = NULL;
+        if (m.slice.final && m.slice.id.len == strlen(id) &&
+            !memcmp(m.slice.id.ptr, id, m.slice.id.len)) {
+            px = malloc((size_t)m.slice.shape[0] * m.slice.shape[1] * sizeof *px);
+            ck_assert_msg(tl_proto_pixels_decode(&m.slice, px, &e) == TL_PROTO_OK, "%s",
+                          e.message);
+            *got = m.slice;
+        }
+        tl_proto_close(parts, n);
+        if (px)
+            return px;
+    }
+    return NULL;
+}
+
+/* Compact encodings (§10.3): the same plane as f32, f16 + LZ4 and q16, each within its
+ * precision of the f32 one, in fewer bytes; list_slices says how each goes; bad names are
+ * refused. */
+START_TEST(compact_encodings)
+{
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "pubcompact", NULL), 0);
+    const char *plane = "\"kind\":\"row\",\"z\":1,\"size\":[64,64]";
+    char args[256];
+    snprintf(args, sizeof args, "{\"id\":\"f\",%s}", plane);
+    json_decref(tl_fx_ok(&f, "set_slice", args));
+    snprintf(args, sizeof args, "{\"id\":\"h\",%s,\"dtype\":\"f16\",\"compression\":\"lz4\"}",
+             plane);
+    json_t *r = tl_fx_ok(&f, "set_slice", args);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "dtype")), "f16");
+    ck_assert_str_eq(json_string_value(json_object_get(r, "compression")), "lz4");
+    json_decref(r);
+    snprintf(args, sizeof args, "{\"id\":\"q\",%s,\"dtype\":\"q16\"}", plane);
+    json_decref(tl_fx_ok(&f, "set_slice", args));
+    r = tl_fx_request(&f, "set_slice",
+                      "{\"id\":\"x\",\"kind\":\"row\",\"z\":1,\"dtype\":\"u16\"}");
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "code")), TL_PROTO_E_DTYPE);
+    json_decref(r);
+    r = tl_fx_request(&f, "set_slice",
+                      "{\"id\":\"x\",\"kind\":\"row\",\"z\":1,\"compression\":\"gzip\"}");
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "code")), TL_PROTO_E_RANGE);
+    json_decref(r);
+    void *sub = subscribe(&f, "slice/", 0);
+    ck_assert(tl_fx_wait_status(&f, "slices.wanted", 3, 10));
+    send_scan(&f, 1, true, 0, NULL, NULL, NULL);
+    tl_proto_decoder *dec = tl_proto_decoder_new();
+    tl_proto_slice hf, hh, hq;
+    float *pf = final_of(sub, dec, "f", &hf), *ph = final_of(sub, dec, "h", &hh),
+          *pq = final_of(sub, dec, "q", &hq);
+    ck_assert(pf && ph && pq);
+    ck_assert_int_eq(hf.dtype, TL_PROTO_F32);
+    ck_assert(hh.dtype == TL_PROTO_F16 && hh.lz4);
+    ck_assert(hq.dtype == TL_PROTO_Q16 && !hq.lz4);
+    ck_assert_uint_eq(hf.payload_len, 64 * 64 * 4);
+    ck_assert_uint_lt(hh.payload_len, 64 * 64 * 2);
+    ck_assert_uint_eq(hq.payload_len, 64 * 64 * 2);
+    double peak = 0;
+    for (int i = 0; i < 64 * 64; i++)
+        peak = fmax(peak, fabs(pf[i]));
+    ck_assert(peak > 0);
+    for (int i = 0; i < 64 * 64; i++) {
+        ck_assert_msg(fabs(ph[i] - pf[i]) <= ldexp(fabs(pf[i]), -11) + 6e-8, "f16 pixel %d", i);
+        ck_assert_msg(fabs(pq[i] - pf[i]) <= hq.scale * 0.5 + 1e-6 * peak, "q16 pixel %d", i);
+    }
+    free(pf);
+    free(ph);
+    free(pq);
+    tl_proto_decoder_free(dec);
+    zmq_close(sub);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("publishing");
@@ -349,6 +439,7 @@ static Suite *suite(void)
     tcase_add_test(t, paused_subscriber_caught_up);
     tcase_add_test(t, never_reading_subscriber_changes_nothing);
     tcase_add_test(t, paused_shm_subscriber_gets_the_final);
+    tcase_add_test(t, compact_encodings);
     suite_add_tcase(s, t);
     return s;
 }

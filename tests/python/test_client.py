@@ -155,6 +155,35 @@ class Scan(DaemonCase):
         self.assertTrue(last.image.copy().flags.writeable)
         self.ctl.remove_slice("disk")
 
+    def test_compact_encodings(self):
+        """Slices asked for as f16 + LZ4 and as q16 (section 10.3) arrive as float32
+        within their precision of the f32 twin; resend() publishes the newest again,
+        with the same seq."""
+        for sid, extra in (("f", {}), ("h", {"dtype": "f16", "compression": "lz4"}),
+                           ("q", {"dtype": "q16"})):
+            r = self.ctl.set_slice(sid, kind="row", z=1, **extra)
+            self.assertEqual(r["dtype"], extra.get("dtype", "f32"))
+        with tomolive.Subscriber(self.d.slices, ["f", "h", "q"]) as sub:
+            self.ctl.wait_wanted(["f", "h", "q"], subscriptions=3)
+            push_disk(self.d, 1)
+            last: dict = {}
+            for s in sub.slices(timeout=60, until_final=True):
+                last[s.id] = s
+            f, h, q = last["f"], last["h"], last["q"]
+            self.assertTrue(f.final and h.final and q.final)
+            self.assertEqual((h.header["dtype"], h.header["compression"]), ("f16", "lz4"))
+            self.assertEqual(h.image.dtype, np.float32)
+            self.assertLess(len(h.frame.buffer), f.image.nbytes // 2)
+            np.testing.assert_allclose(h.image, f.image, rtol=2 ** -11, atol=1e-7)
+            self.assertLessEqual(float(np.max(np.abs(q.image - f.image))),
+                                 q.header["scale"] / 2 + 1e-6 * float(np.max(np.abs(f.image))))
+            self.assertEqual(self.ctl.resend("h"), 1)
+            again = sub.recv(timeout=10)
+            self.assertEqual((again.id, again.seq), ("h", h.seq))
+            np.testing.assert_array_equal(again.image, h.image)
+        for sid in ("f", "h", "q"):
+            self.ctl.remove_slice(sid)
+
     def test_u16_camera_frames(self):
         """uint16 camera frames with darks and flats reconstruct the same cylinder."""
         self.ctl.set_slice("cam", kind="row", z=2)

@@ -181,7 +181,10 @@ class Readers(unittest.TestCase):
             (dict(seq=None), tomolive.MissingKey),
             (dict(kernel=None), tomolive.MissingKey),
             (dict(seq=-1), tomolive.OutOfRange),
-            (dict(dtype="f16"), tomolive.BadDtype),
+            (dict(dtype="f64"), tomolive.BadDtype),
+            (dict(dtype="q16"), tomolive.MissingKey),  # q16 needs scale and offset
+            (dict(dtype="q16", scale=0.0, offset=0.0), tomolive.OutOfRange),
+            (dict(compression="zstd"), tomolive.OutOfRange),
             (dict(shape=[2, 3, 1]), tomolive.OutOfRange),
             (dict(orientation=[0] * 8), tomolive.OutOfRange),
             (dict(orientation=[0] * 8 + [float("nan")]), tomolive.NotFinite),

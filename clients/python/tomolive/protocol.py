@@ -31,7 +31,8 @@ __all__ = [
     "ErrorCode", "numpy_dtype", "dtype_name", "frame_bytes", "check_shape", "check_array",
     "MAX_SHM_NAME", "SHM_ALIGN",
     "check_slice_id", "slice_topic", "shm_topic", "scan_header", "frame_header", "end_header",
-    "req_header", "pack", "unpack", "decode_rep", "decode_slice",
+    "req_header", "pack", "unpack", "decode_rep", "decode_slice", "SLICE_DTYPES",
+    "slice_pixels",
 ]
 
 VERSION = 1                  # the major version this module speaks (section 4)
@@ -53,6 +54,9 @@ DTYPES: Dict[str, np.dtype] = {
     "u8": np.dtype("<u1"), "u16": np.dtype("<u2"), "u32": np.dtype("<u4"),
     "f32": np.dtype("<f4"),
 }
+#: slices may also come compact (section 10.3): IEEE binary16, and uint16 codes meaning
+#: ``offset + scale * code``
+SLICE_DTYPES: Dict[str, np.dtype] = {**DTYPES, "f16": np.dtype("<f2"), "q16": np.dtype("<u2")}
 KINDS = ("dark", "flat", "proj")
 GEOMETRIES = ("parallel", "cone")
 FILTERS = ("ram-lak", "shepp-logan", "cosine", "hamming", "hann", "parzen")
@@ -417,10 +421,21 @@ def decode_slice(topic: Any, data: Any, payload_len: Optional[int]) -> Dict[str,
     h = unpack(data, ("slice",))
     check_slice_id(_need(h, "id"))
     _u64("seq", _need(h, "seq"))
-    name = _need(h, "dtype")
-    numpy_dtype(name)
+    name = _str("dtype", _need(h, "dtype"))
+    if name not in SLICE_DTYPES:
+        raise BadDtype("'dtype': %r is not one of %s" % (name, ", ".join(SLICE_DTYPES)))
     shape = check_shape(_need(h, "shape"))
-    size = frame_bytes(shape, name)
+    size = shape[0] * shape[1] * SLICE_DTYPES[name].itemsize
+    if size >= MAX_FRAME_BYTES:
+        raise PayloadOverflow("shape [%d, %d] of %s is 2 GiB or more" % (shape[0], shape[1], name))
+    if name == "q16":
+        scale = _f64("scale", _need(h, "scale"))
+        _f64("offset", _need(h, "offset"))
+        if not scale > 0:
+            raise OutOfRange("'scale': %g must be > 0" % scale)
+    lz4 = "compression" in h
+    if lz4 and _str("compression", h["compression"]) != "lz4":
+        raise OutOfRange("'compression': unknown %r (expected lz4)" % h["compression"])
     o = _need(h, "orientation")
     if not isinstance(o, list):
         raise KeyTypeError("'orientation': expected an array of 9 numbers")
@@ -456,7 +471,39 @@ def decode_slice(topic: Any, data: Any, payload_len: Optional[int]) -> Dict[str,
                          % (bytes(topic)[:80], h["id"], want))
     if shm:
         return h
+    if lz4:  # one LZ4 block: at most LZ4_compressBound(size) bytes
+        if not 0 < payload_len <= size + size // 255 + 16:
+            raise PayloadLength("LZ4 payload of %d bytes; %d x %d %s compresses to 1..%d"
+                                % (payload_len, shape[0], shape[1], name,
+                                   size + size // 255 + 16))
+        return h
     if payload_len != size:
         raise PayloadLength("payload of %d bytes; %d x %d %s needs %d"
                             % (payload_len, shape[0], shape[1], name, size))
     return h
+
+
+def slice_pixels(h: Mapping[str, Any], payload: Any) -> np.ndarray:
+    """The pixels of a slice decoded by :func:`decode_slice`, from its payload (bytes or a
+    buffer): a read-only zero-copy view when they came as they are (f32 and the integer
+    dtypes, uncompressed), else float32 decoded from the compact encodings of section
+    10.3 (LZ4 needs the ``lz4`` package: Debian python3-lz4)."""
+    name, shape = h["dtype"], tuple(h["shape"])
+    dt = SLICE_DTYPES[name]
+    raw: Any = payload
+    if h.get("compression") == "lz4":
+        import lz4.block  # only for compressed slices
+        n = shape[0] * shape[1] * dt.itemsize
+        try:
+            raw = lz4.block.decompress(bytes(payload), uncompressed_size=n)
+        except Exception as e:  # lz4 raises LZ4BlockError, a plain Exception subclass
+            raise PayloadLength("LZ4 payload does not decompress to %d bytes: %s" % (n, e))
+        if len(raw) != n:
+            raise PayloadLength("LZ4 payload decompresses to %d bytes, not %d" % (len(raw), n))
+    image = np.frombuffer(raw, dtype=dt).reshape(shape)
+    if name == "f16":
+        image = image.astype(np.float32)
+    elif name == "q16":
+        image = (h["offset"] + h["scale"] * image.astype(np.float64)).astype(np.float32)
+    image.flags.writeable = False
+    return image

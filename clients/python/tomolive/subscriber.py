@@ -167,11 +167,9 @@ class Subscriber:
                              % len(parts))
         topic, head, payload = parts
         h = protocol.decode_slice(topic.bytes, head.bytes, len(payload))
-        dt = protocol.numpy_dtype(h["dtype"])
-        # zero-copy: a view of the frame's memory (read-only; the view keeps it alive)
-        image = np.frombuffer(payload.buffer, dtype=dt).reshape(h["shape"])
-        # read-only: over inproc:// the memory may be shared with the publisher
-        image.flags.writeable = False
+        # f32: zero-copy, a read-only view of the frame's memory (the view keeps it alive;
+        # over inproc:// it may be shared with the publisher); compact: decoded (§10.3)
+        image = protocol.slice_pixels(h, payload.buffer)
         return h, Slice(h, image, payload, time.time_ns())
 
     def _note(self, h: Dict[str, Any], lost: bool) -> None:
