@@ -55,6 +55,7 @@
 #include "clients/commands.h"
 #include "clients/push_ipc.h"
 #include "protocol/protocol.h"
+#include "protocol/pixels.h"
 #include "protocol/shm.h"
 #include "gpu/base/clock.h"
 
@@ -84,12 +85,15 @@ typedef struct {
     int nrates;
     bool search;
     double max_rate;
-    bool shm;         /* slices through shared memory (topic shm/), else over TCP */
-    bool cuda_ipc;    /* frames in GPU memory (one producer) instead of payloads */
-    int device;       /* --cuda-ipc: the GPU of the ring and of the daemon */
-    uint32_t ring;    /* --cuda-ipc: slots */
-    const char *gpus; /* --gpus: the daemon's daemon.gpus, or NULL */
-    bool prefilled;   /* --cuda-ipc --prefilled: slots written once, lent as they are */
+    bool shm;            /* slices through shared memory (topic shm/), else over TCP */
+    int nslices;         /* of the four (row, ortho x, y, z), the first N */
+    tl_proto_dtype wire; /* --encoding: how slices go over TCP (PROTOCOL.md §10.3) */
+    bool lz4;            /* --lz4 */
+    bool cuda_ipc;       /* frames in GPU memory (one producer) instead of payloads */
+    int device;          /* --cuda-ipc: the GPU of the ring and of the daemon */
+    uint32_t ring;       /* --cuda-ipc: slots */
+    const char *gpus;    /* --gpus: the daemon's daemon.gpus, or NULL */
+    bool prefilled;      /* --cuda-ipc --prefilled: slots written once, lent as they are */
 } options;
 
 typedef struct {
@@ -242,18 +246,23 @@ static int wait_ready(void *ctl, tl_proto_decoder *dec)
     return rc;
 }
 
-static int set_slice(void *ctl, tl_proto_decoder *dec, const char *id, const char *kind,
-                     const char *key, const char *axis, double value)
+static int set_slice(void *ctl, tl_proto_decoder *dec, const options *o, const char *id,
+                     const char *kind, const char *key, const char *axis, double value)
 {
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     tl_proto_begin_req(&pk, ++last_id, "set_slice", true);
-    msgpack_pack_map(&pk, axis ? 4 : 3);
+    bool compact = o->wire != TL_PROTO_F32; /* only then the keys: older daemons run too */
+    msgpack_pack_map(&pk, 3 + (axis != NULL) + compact + o->lz4);
     tl_proto_pack_kv_str(&pk, "id", id);
     tl_proto_pack_kv_str(&pk, "kind", kind);
     tl_proto_pack_kv_double(&pk, key, value);
+    if (compact)
+        tl_proto_pack_kv_str(&pk, "dtype", tl_proto_dtype_name(o->wire));
+    if (o->lz4)
+        tl_proto_pack_kv_str(&pk, "compression", "lz4");
     if (axis)
         tl_proto_pack_kv_str(&pk, "axis", axis);
     int rc = request(ctl, dec, &sb, last_id, 5);
@@ -612,6 +621,10 @@ static void *subscriber(void *arg)
     tl_proto_decoder *dec = tl_proto_decoder_new();
     tl_shm_reader rd = {0};
     uint64_t last_seq[4] = {0};
+    /* compact slices (§10.3) have arrived once decoded: a user needs them as floats */
+    bool decode = !r->o->shm && (r->o->wire != TL_PROTO_F32 || r->o->lz4);
+    size_t side = r->o->rows > r->o->cols ? r->o->rows : r->o->cols;
+    float *pixels = decode ? malloc(side * side * sizeof *pixels) : NULL;
     while (!atomic_load(&r->stop_sub)) {
         zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&it, 1, 100) <= 0)
@@ -644,6 +657,14 @@ static void *subscriber(void *arg)
             pthread_mutex_unlock(&r->mu);
             got = rc == 0;
         }
+        if (got && pixels && (size_t)m.slice.shape[0] * m.slice.shape[1] <= side * side &&
+            tl_proto_pixels_decode(&m.slice, pixels, &err) != TL_PROTO_OK) {
+            pthread_mutex_lock(&r->mu);
+            if (r->stale++ == 0)
+                fprintf(stderr, ME ": %s\n", err.message);
+            pthread_mutex_unlock(&r->mu);
+            got = 0;
+        }
         uint64_t now = tl_clock_realtime_ns();
         pthread_mutex_lock(&r->mu);
         if (got) {
@@ -664,6 +685,7 @@ static void *subscriber(void *arg)
         pthread_mutex_unlock(&r->mu);
         tl_proto_close(parts, n);
     }
+    free(pixels);
     tl_proto_decoder_free(dec);
     tl_shm_reader_close(&rd);
     zmq_close(sub);
@@ -931,10 +953,11 @@ static int run_mode(const options *o, bool incremental)
     msgpack_sbuffer_destroy(&sb);
     zmq_close(push);
     usleep(200000);
-    if (set_slice(ctl, dec, "bench-0", "row", "z", NULL, o->rows / 2) != 0 ||
-        set_slice(ctl, dec, "bench-1", "ortho", "position", "x", 0) != 0 ||
-        set_slice(ctl, dec, "bench-2", "ortho", "position", "y", 0) != 0 ||
-        set_slice(ctl, dec, "bench-3", "ortho", "position", "z", o->rows / 2 + 0.5) != 0) {
+    if (set_slice(ctl, dec, o, "bench-0", "row", "z", NULL, o->rows / 2) != 0 ||
+        (o->nslices > 1 && set_slice(ctl, dec, o, "bench-1", "ortho", "position", "x", 0) != 0) ||
+        (o->nslices > 2 && set_slice(ctl, dec, o, "bench-2", "ortho", "position", "y", 0) != 0) ||
+        (o->nslices > 3 &&
+         set_slice(ctl, dec, o, "bench-3", "ortho", "position", "z", o->rows / 2 + 0.5) != 0)) {
         rc = fail(1, "the daemon refused the slices (log: %s)", log);
         goto out;
     }
@@ -1017,6 +1040,7 @@ static const char usage_text[] =
     "                      [--repeat N]\n"
     "                      [--connections K] [--bands N] [--incremental on|off|both]\n"
     "                      [--port P] [--delivery tcp|shm] [--daemon PATH]\n"
+    "                      [--slices N] [--encoding f32|f16|q16] [--lz4]\n"
     "                      [--cuda-ipc [--device N] [--ring SLOTS] [--prefilled]]\n"
     "                      [--gpus LIST]\n"
     "\n"
@@ -1037,6 +1061,9 @@ static const char usage_text[] =
     "--delivery shm (the default) subscribes to the slices through shared memory (topic\n"
     "shm/<id>/, slices.shm set): a slice has arrived when its pixels can be read in place\n"
     "(mapped, and its slot holds it); tcp takes them over the slices socket.\n"
+    "--slices N: only the first N of the four slices (row, ortho x, y, z; default 4).\n"
+    "--encoding, --lz4: the slices go over TCP as f16 or q16 and/or LZ4-compressed\n"
+    "(PROTOCOL.md 10.3; with --delivery tcp); a slice has arrived once decoded to float32.\n"
     "--cuda-ipc: the frames are in GPU memory instead (CUDA IPC, the daemon on GPU N,\n"
     "default 0): one producer copies each from a bank on the GPU into a ring of SLOTS\n"
     "(default 16) and sends its header alone; the daemon releases the slot once it has read\n"
@@ -1068,6 +1095,8 @@ int tl_cmd_stream_bench(int argc, char **argv)
                  .incremental = -1,
                  .max_rate = 20000,
                  .shm = true,
+                 .nslices = 4,
+                 .wire = TL_PROTO_F32,
                  .ring = 16,
                  .bands = 1};
     snprintf(o.daemon, sizeof o.daemon, "tomolived");
@@ -1104,7 +1133,10 @@ int tl_cmd_stream_bench(int argc, char **argv)
         O_GPUS,
         O_PREFILLED,
         O_BANDS,
-        O_REPEAT
+        O_REPEAT,
+        O_SLICES,
+        O_ENCODING,
+        O_LZ4
     };
     static const struct option opts[] = {{"stream", no_argument, NULL, O_STREAM},
                                          {"backend", required_argument, NULL, O_BACKEND},
@@ -1128,6 +1160,9 @@ int tl_cmd_stream_bench(int argc, char **argv)
                                          {"prefilled", no_argument, NULL, O_PREFILLED},
                                          {"bands", required_argument, NULL, O_BANDS},
                                          {"repeat", required_argument, NULL, O_REPEAT},
+                                         {"slices", required_argument, NULL, O_SLICES},
+                                         {"encoding", required_argument, NULL, O_ENCODING},
+                                         {"lz4", no_argument, NULL, O_LZ4},
                                          {NULL, 0, NULL, 0}};
     bool device_or_ring = false, has_bands = false;
     long v;
@@ -1188,6 +1223,17 @@ int tl_cmd_stream_bench(int argc, char **argv)
                     return fail(2, "bad --repeat '%s': need 1 to %d", optarg, MAX_REPEAT);
                 o.repeat = (int)v;
                 break;
+            case O_SLICES:
+                if (!tl_cli_long(optarg, 1, 4, &v))
+                    return fail(2, "bad --slices '%s': need 1 to 4", optarg);
+                o.nslices = (int)v;
+                break;
+            case O_ENCODING:
+                if (!tl_proto_slice_dtype_parse(optarg, strlen(optarg), &o.wire) ||
+                    (o.wire != TL_PROTO_F32 && o.wire != TL_PROTO_F16 && o.wire != TL_PROTO_Q16))
+                    return fail(2, "bad --encoding '%s': f32, f16 or q16", optarg);
+                break;
+            case O_LZ4: o.lz4 = true; break;
             case 'h': fputs(usage_text, stdout); return 0;
             default: fputs(usage_text, stderr); return 2;
         }
@@ -1205,6 +1251,8 @@ int tl_cmd_stream_bench(int argc, char **argv)
         return fail(2, "--bands is not for --cuda-ipc: a frame in GPU memory is lent whole");
     if (o.bands > o.rows)
         return fail(2, "--bands %u: more bands than the frames' %u rows", o.bands, o.rows);
+    if ((o.wire != TL_PROTO_F32 || o.lz4) && o.shm)
+        return fail(2, "--encoding and --lz4 are for --delivery tcp (shared memory is f32)");
     if (o.cuda_ipc && strcmp(o.backend, "cpu") == 0)
         return fail(2, "--cuda-ipc needs the daemon's cuda backend (frames in GPU memory)");
     char transport[160];
@@ -1230,11 +1278,13 @@ int tl_cmd_stream_bench(int argc, char **argv)
                      o.bands);
     }
     signal(SIGPIPE, SIG_IGN);
-    printf("streaming: %u x %u uint16 frames (%.1f MB), window %u, slices: 1 row %u^2 + 3 ortho, "
-           "%s, %.0f s per rate x %d repeat%s, backend %s%s%s, overflow drop, slices by %s\n",
-           o.rows, o.cols, o.rows * (double)o.cols * 2 / 1e6, o.window, o.cols, transport,
-           o.seconds, o.repeat, o.repeat == 1 ? "" : "s", o.backend, o.gpus ? " on GPUs " : "",
-           o.gpus ? o.gpus : "", o.shm ? "shared memory" : "TCP");
+    printf(
+        "streaming: %u x %u uint16 frames (%.1f MB), window %u, slices: 1 row %u^2 + %d ortho, "
+        "%s, %.0f s per rate x %d repeat%s, backend %s%s%s, overflow drop, slices by %s%s%s%s\n",
+        o.rows, o.cols, o.rows * (double)o.cols * 2 / 1e6, o.window, o.cols, o.nslices - 1,
+        transport, o.seconds, o.repeat, o.repeat == 1 ? "" : "s", o.backend,
+        o.gpus ? " on GPUs " : "", o.gpus ? o.gpus : "", o.shm ? "shared memory" : "TCP",
+        o.shm ? "" : " as ", o.shm ? "" : tl_proto_dtype_name(o.wire), o.lz4 ? " + LZ4" : "");
     printf("latency: t_acq of the newest frame in a slice -> slice received by the subscriber\n");
     printf("mode        | target  | achieved | GB/s   | sent   | lost   | dropped| late   | p50 "
            "ms  | p90 ms  | p99 ms  | max ms  | slices | stale\n");

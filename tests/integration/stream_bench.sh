@@ -43,6 +43,23 @@ for args in "--repeat 0" "--repeat 101" "--repeat x"; do
     rc=$?
     [ $rc -eq 2 ] || { echo "FAIL: '$args': exit status $rc, expected 2"; exit 1; }
 done
+# one slice over TCP as f16 + LZ4 (PROTOCOL.md 10.3): received and decoded, none lost
+out=$("$b/clients/tomolive" bench --stream --backend cpu --rows 16 --cols 32 --window 40 \
+    --rate 50 --seconds 1 --connections 2 --port $port --incremental on --repeat 1 \
+    --delivery tcp --slices 1 --encoding f16 --lz4 2>&1)
+rc=$?
+echo "$out"
+[ $rc -eq 0 ] || { echo "FAIL: --encoding f16 --lz4: exit status $rc"; exit 1; }
+echo "$out" | grep -q "1 row 32^2 + 0 ortho.*slices by TCP as f16 + LZ4" ||
+    { echo "FAIL: the header does not say one slice as f16 + LZ4"; exit 1; }
+# the result line: slices received (decoded), none stale (not decodable)
+echo "$out" | awk -F'|' '$1 ~ /^incremental/ && $2 ~ /^ +50 +$/ { n++; if ($13 + 0 < 1 || $14 + 0 != 0) bad = 1 }
+    END { exit !(n == 1 && !bad) }' || { echo "FAIL: compact slices not received and decoded"; exit 1; }
+for args in "--encoding u16 --delivery tcp" "--lz4" "--slices 5"; do
+    "$b/clients/tomolive" bench --stream $args >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || { echo "FAIL: '$args': exit status $rc, expected 2"; exit 1; }
+done
 # --cuda-ipc without that GPU (or without CUDA in the build): a clear error, no daemon
 err=$("$b/clients/tomolive" bench --stream --cuda-ipc --device 1023 --rows 16 --cols 32 \
     --rate 50 --seconds 1 --port $port 2>&1 >/dev/null)
