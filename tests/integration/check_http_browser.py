@@ -8,13 +8,22 @@ protocol, and feeds the daemon a simulated phantom scan (`tomolive push`):
     elliptical ring (the modified Shepp-Logan skull) where the geometry puts it, darker
     inside and dark outside, and the ortho-slice through the axis shows the ring's two
     walls; a screenshot is saved as tests/integration/check_http_browser.png;
+  - the page as an operator's tool, at 1400 x 900: the views fill the window (no strips),
+    the four views show four different planes by default, the footer shows the value under
+    the pointer without moving any image, a shift-drag draws a line profile, the wheel zooms
+    about the pointer, a drag pans and a double-click unzooms, the shown slice exports as a
+    float32 TIFF (parsed here) and a PNG snapshot, a moved view is marked stale until its
+    new image arrives, and a final slice is marked final;
   - dragging the x crosshair in the z view (DevTools mouse events) moves the x ortho-slice:
     a new slice arrives at the new position, with the ring's walls closer together (the
     screenshot after it: check_http_browser-moved.png);
   - the daemon restarts and the page reconnects by itself, and shows the next scan.
 
+With TL_BROWSER_SHOTS=DIR, more screenshots (the tools in use, a stale view) go to DIR.
+
 Exit 0 pass, 1 fail, 77 skip (no chromium, or no python3-websocket).
 """
+import base64
 import json
 import math
 import os
@@ -22,6 +31,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import struct
 import sys
 import tempfile
 import time
@@ -45,6 +55,8 @@ BUILD = os.path.abspath(os.environ.get("top_builddir", "."))
 SRC = os.path.abspath(os.environ.get("top_srcdir", os.path.join(os.path.dirname(__file__), "..", "..")))
 SHOT = os.path.join(BUILD, "tests", "integration", "check_http_browser.png")
 ROWS, COLS, NPROJ = 64, 256, 360
+VW, VH = 1400, 900  # the window the page is judged in
+VIEWS = ["preview-row", "preview-x", "preview-y", "preview-z"]
 
 
 def log(*a):
@@ -123,13 +135,17 @@ class Browser:
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--disable-dev-shm-usage", "--user-data-dir=" + profile,
              "--remote-debugging-port=%d" % self.port, "--remote-allow-origins=*",
-             "--window-size=1280,900", "about:blank"],
+             "--window-size=%d,%d" % (VW, VH), "about:blank"],
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "chromium.log"), "w"))
         target = wait_for("chromium's DevTools", self._page_target, 30, 0.2)
         self.ws = websocket.create_connection(target, timeout=30, suppress_origin=True)
         self.next_id = 0
         self.call("Page.enable")
         self.call("Runtime.enable")
+        # the viewport itself 1400 x 900 (a headless window's size includes no browser chrome,
+        # but say it exactly)
+        self.call("Emulation.setDeviceMetricsOverride", width=VW, height=VH, deviceScaleFactor=1,
+                  mobile=False)
 
     def _page_target(self):
         if self.proc.poll() is not None:
@@ -161,9 +177,26 @@ class Browser:
             raise AssertionError("%s: %s" % (expr[:80], json.dumps(r["exceptionDetails"])[:800]))
         return r["result"].get("value")
 
-    def mouse(self, kind, x, y, buttons):
-        self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", buttons=buttons,
-                  clickCount=1 if kind != "mouseMoved" else 0)
+    def mouse(self, kind, x, y, buttons, modifiers=0, clicks=1):
+        self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left" if kind != "mouseMoved" or buttons else "none",
+                  buttons=buttons, modifiers=modifiers, clickCount=clicks if kind != "mouseMoved" else 0)
+
+    def wheel(self, x, y, delta_y):
+        self.call("Input.dispatchMouseEvent", type="mouseWheel", x=x, y=y, deltaX=0, deltaY=delta_y)
+
+    def drag(self, a, b, steps=8, modifiers=0):
+        """Presses at a, moves to b in steps, releases there (CSS pixels of the viewport)."""
+        self.mouse("mousePressed", a[0], a[1], 1, modifiers)
+        for k in range(1, steps + 1):
+            t = k / steps
+            self.mouse("mouseMoved", a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), 1, modifiers)
+        self.mouse("mouseReleased", b[0], b[1], 0, modifiers)
+
+    def screenshot(self, path):
+        shot = self.call("Page.captureScreenshot", format="png")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
 
     def close(self):
         try:
@@ -261,9 +294,250 @@ def frames(browser):
     return json.loads(browser.eval(FRAMES_JS))
 
 
+# Every view has its image of the whole window at the plane the page asked for, and the scan
+# has ended: its final, or (a view the page moved after the end) the last image it will get.
+SETTLED_JS = """(() => {
+  const s = tomolive.state;
+  return !!s.scan && s.scan.finished && Object.keys(s.local).length === 0 && %s.every((id) =>
+    s.frames[id] && s.frames[id].projections === %d && !tomolive.isStale(id));
+})()""" % (json.dumps(VIEWS), NPROJ)
+
+# Rectangles [left, top, width, height] in CSS pixels of the viewport: each view's panel, its
+# stage (the area its image may use) and its image canvas; the footer; the page's height.
+LAYOUT_JS = """(() => {
+  const box = (el) => { const b = el.getBoundingClientRect(); return [b.left, b.top, b.width, b.height]; };
+  const out = {vw: innerWidth, vh: innerHeight, height: document.documentElement.scrollHeight, views: {},
+               footer: box(document.querySelector('footer')), profile: box(document.getElementById('profile'))};
+  for (const id of %s) {
+    const p = document.getElementById('panel-' + id);
+    out.views[id] = {panel: box(p), stage: box(p.querySelector('.stage')), image: box(tomolive.canvas(id))};
+  }
+  return out;
+})()""" % json.dumps(VIEWS)
+
+
+def layout(browser):
+    return browser.eval(LAYOUT_JS)
+
+
+def visible_area(r):
+    x0, y0, x1, y1 = max(0, r[0]), max(0, r[1]), min(VW, r[0] + r[2]), min(VH, r[1] + r[3])
+    return max(0, x1 - x0) * max(0, y1 - y0)
+
+
+def overlap(a, b):
+    w = min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0])
+    h = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
+    return max(0, w) * max(0, h)
+
+
+def check_layout(browser):
+    """The views use the window: they cover most of it, no scrolling, no strips."""
+    lay = layout(browser)
+    assert (lay["vw"], lay["vh"]) == (VW, VH), lay
+    panels = [lay["views"][v]["panel"] for v in VIEWS]
+    for k, a in enumerate(panels):
+        for b in panels[k + 1:]:
+            assert overlap(a, b) < 1, "views overlap: %s %s" % (a, b)
+    cover = sum(visible_area(r) for r in panels) / (VW * VH)
+    images = sum(visible_area(lay["views"][v]["image"]) for v in VIEWS) / (VW * VH)
+    smallest = min(min(lay["views"][v]["stage"][2], lay["views"][v]["stage"][3]) for v in VIEWS)
+    main = lay["views"]["preview-row"]["image"]
+    log("layout at %dx%d: views cover %.0f %%, images %.0f %%, smallest view side %.0f px, main image %.0fx%.0f" % (
+        VW, VH, 100 * cover, 100 * images, smallest, main[2], main[3]))
+    assert lay["height"] <= VH, "the page scrolls: %s" % lay["height"]
+    assert cover >= 0.80, "the views cover %.0f %% of the window" % (100 * cover)
+    assert images >= 0.45, "the images cover %.0f %% of the window" % (100 * images)
+    assert smallest >= 150, "a view is a strip: %.0f px" % smallest
+    assert main[3] >= 0.7 * VH, "the main view is small: %s" % main
+    return lay
+
+
+def check_planes(browser):
+    """No two views show the same plane by default."""
+    planes = browser.eval("Object.fromEntries(%s.map((id) => [id, tomolive.plane(id)]))" % json.dumps(VIEWS))
+    log("planes:", json.dumps(planes))
+    shown = {(p["axis"], round(p["position"], 2)) for p in planes.values()}
+    assert len(shown) == len(VIEWS), "two views show the same plane: %s" % planes
+    return planes
+
+
+MARKERS_JS = """(() => {
+  const p = document.getElementById('panel-' + %s), shown = (s) => getComputedStyle(p.querySelector(s)).display !== 'none';
+  return {stale: shown('.badge.stale'), final: shown('.badge.final'), text: p.querySelector('.badge.stale').textContent};
+})()"""
+
+
+def markers(browser, view):
+    return browser.eval(MARKERS_JS % json.dumps(view))
+
+
+def to_screen(rect, o, w, h, x, y):
+    """The viewport point of volume point (x, y) in an unzoomed z-normal view (row or ortho z)."""
+    s = (x - o[6]) / o[0]
+    t = (y - o[7]) / o[4]
+    return rect[0] + s * rect[2], rect[1] + (1 - t) * rect[3]
+
+
+def check_cursor(browser, fr):
+    """Hovering shows the pixel and its value in the footer, and moves no image."""
+    before = layout(browser)
+    o, rect = fr["preview-row"]["o"], before["views"]["preview-row"]["image"]
+    w, h = fr["preview-row"]["w"], fr["preview-row"]["h"]
+    got = {}
+    for name, x in (("wall", 0.97 * A), ("centre", 0.0)):  # the skull's outer wall, and inside
+        px, py = to_screen(rect, o, w, h, x, 0.5)
+        browser.mouse("mouseMoved", px, py, 0)
+        want_j, want_i = int((px - rect[0]) / rect[2] * w), int((py - rect[1]) / rect[3] * h)
+        cur = wait_for("the value under the pointer at the " + name, lambda: (lambda c: c if c and
+                       c["j"] == want_j and c["i"] == want_i else None)(browser.eval("tomolive.state.cursor")), 5)
+        value = browser.eval("""(() => { const f = tomolive.state.frames['preview-row'];
+          return f.lo + f.pixels[%d * f.width + %d] * (f.hi - f.lo) / (f.bits === 8 ? 255 : 65535); })()""" % (want_i, want_j))
+        text = browser.eval("document.getElementById('cursor').textContent")
+        log("pointer on the %s: %s" % (name, text))
+        assert abs(cur["value"] - value) <= 1e-6 * max(1.0, abs(value)), (cur, value)
+        assert "pixel (%d, %d)" % (want_j, want_i) in text and "value " in text, text
+        got[name] = value
+    assert got["wall"] > got["centre"], "the wall is not brighter than the inside: %s" % got
+    after = layout(browser)
+    assert after == before, "the images moved while the pointer moved over them:\n%s\n%s" % (before, after)
+
+
+def check_profile(browser, fr):
+    """A shift-drag across the row view draws a line profile: the skull's two walls as peaks."""
+    lay = layout(browser)
+    assert browser.eval("document.getElementById('profile').hidden"), "a profile before any was drawn"
+    o, rect = fr["preview-row"]["o"], lay["views"]["preview-row"]["image"]
+    w, h = fr["preview-row"]["w"], fr["preview-row"]["h"]
+    positions = browser.eval("JSON.stringify(tomolive.state.positions)")
+    # along y = 0.5, on the y crosshair: a shift-drag draws, it does not move the slice
+    a, b = to_screen(rect, o, w, h, -1.3 * A, 0.5), to_screen(rect, o, w, h, 1.3 * A, 0.5)
+    browser.drag(a, b, modifiers=8)  # 8: shift
+    prof = wait_for("the profile", lambda: browser.eval("""(() => { const e = document.getElementById('profile'),
+        r = e.getBoundingClientRect(); return !e.hidden && r.height > 50 && tomolive.state.profile.values ?
+        {values: tomolive.state.profile.values, rect: [r.left, r.top, r.width, r.height]} : null; })()"""), 5)
+    v = prof["values"]
+    n, span = len(v), max(v) - min(v)
+    left, right, centre = max(v[: n // 2]), max(v[n // 2:]), v[n // 2]
+    log("profile: %d samples, walls %.4g %.4g, centre %.4g, ends %.4g %.4g; plot at %s" % (
+        n, left, right, centre, v[0], v[-1], prof["rect"]))
+    assert n >= 2 * A, "too few samples: %d" % n
+    assert left - centre > 0.3 * span and right - centre > 0.3 * span, "no walls in the profile"
+    assert left - v[0] > 0.3 * span and right - v[-1] > 0.3 * span, "no walls in the profile"
+    assert visible_area(prof["rect"]) == prof["rect"][2] * prof["rect"][3], "the profile is off screen"
+    after = layout(browser)
+    assert after["views"]["preview-row"] == lay["views"]["preview-row"], "the main view moved"
+    for x in VIEWS:
+        assert overlap(after["views"][x]["panel"], prof["rect"]) < 1, "the profile covers " + x
+    assert browser.eval("JSON.stringify(tomolive.state.positions)") == positions, "a slice moved"
+
+
+def check_zoom(browser, shots):
+    """The wheel zooms about the pointer, a drag pans, a double-click unzooms; no slice moves."""
+    positions = browser.eval("JSON.stringify(tomolive.state.positions)")
+    r0 = layout(browser)["views"]["preview-row"]["image"]
+    p = (r0[0] + 0.62 * r0[2], r0[1] + 0.58 * r0[3])  # away from the crosshairs (the middle)
+    browser.wheel(p[0], p[1], -400)
+    r1 = wait_for("the row view zoomed", lambda: (lambda r: r if r[2] > 1.5 * r0[2] else None)(
+        layout(browser)["views"]["preview-row"]["image"]), 5)
+    frac = lambda r: ((p[0] - r[0]) / r[2], (p[1] - r[1]) / r[3])
+    log("zoomed %.2fx about %s: image point under the pointer %s -> %s" % (
+        r1[2] / r0[2], p, frac(r0), frac(r1)))
+    assert abs(frac(r1)[0] - frac(r0)[0]) < 0.01 and abs(frac(r1)[1] - frac(r0)[1]) < 0.01
+    browser.drag(p, (p[0] - 120, p[1] - 60))
+    r2 = layout(browser)["views"]["preview-row"]["image"]
+    log("panned by (-120, -60): image at %s -> %s" % (r1[:2], r2[:2]))
+    assert abs(r2[0] - (r1[0] - 120)) < 2 and abs(r2[1] - (r1[1] - 60)) < 2 and r2[2] == r1[2]
+    if shots:
+        browser.screenshot(os.path.join(shots, "tools.png"))
+    q = (p[0] - 120, p[1] - 60)
+    for clicks in (1, 2):
+        browser.mouse("mousePressed", q[0], q[1], 1, clicks=clicks)
+        browser.mouse("mouseReleased", q[0], q[1], 0, clicks=clicks)
+    r3 = wait_for("the row view unzoomed", lambda: (lambda r: r if abs(r[2] - r0[2]) < 0.5 else None)(
+        layout(browser)["views"]["preview-row"]["image"]), 5)
+    assert all(abs(r3[k] - r0[k]) < 0.5 for k in range(4)), (r0, r3)
+    # a double-click's first click must not move the point: give it its time (the page waits
+    # 300 ms for a second click), then nothing may be moving or moved
+    time.sleep(0.6)
+    assert browser.eval("Object.keys(tomolive.state.local).length") == 0, "the double-click moved a slice"
+    assert browser.eval("JSON.stringify(tomolive.state.positions)") == positions, "a slice moved"
+
+
+def parse_tiff(data):
+    """The tags of a little-endian TIFF's first IFD: {tag: (type, count, value)}."""
+    assert data[:4] == b"II*\0", data[:4]
+    at = struct.unpack_from("<I", data, 4)[0]
+    n = struct.unpack_from("<H", data, at)[0]
+    tags = {}
+    for k in range(n):
+        tag, kind, count, value = struct.unpack_from("<HHII", data, at + 2 + 12 * k)
+        tags[tag] = (kind, count, value & 0xFFFF if kind == 3 and count == 1 else value)
+    assert list(tags) == sorted(tags), "TIFF tags out of order"
+    return tags
+
+
+TIFF_JS = """(async () => {
+  const b = tomolive.tiff(%s), a = new Uint8Array(await b.arrayBuffer()), f = tomolive.state.frames[%s];
+  let s = '';
+  for (let i = 0; i < a.length; i += 8192) s += String.fromCharCode.apply(null, a.subarray(i, i + 8192));
+  return {data: btoa(s), type: b.type, w: f.width, h: f.height, lo: f.lo, hi: f.hi, bits: f.bits,
+          pixels: Array.from(f.pixels)};
+})()"""
+
+PNG_JS = """(async () => {
+  const b = await tomolive.snapshot(%s), a = new Uint8Array(await b.arrayBuffer());
+  const st = document.getElementById('panel-' + %s).querySelector('.stage');
+  return {head: Array.from(a.slice(0, 24)), size: b.size, w: st.clientWidth, h: st.clientHeight};
+})()"""
+
+
+def check_exports(browser, view):
+    """The shown slice as a float32 TIFF (header, tags and every value checked), and a PNG
+    snapshot of the view's size."""
+    t = browser.eval(TIFF_JS % (json.dumps(view), json.dumps(view)), await_promise=True)
+    data = base64.b64decode(t["data"])
+    tags = parse_tiff(data)
+    w, h, n = t["w"], t["h"], t["w"] * t["h"]
+    log("TIFF of %s: %d bytes, %s, tags %s" % (view, len(data), t["type"], sorted(tags)))
+    assert t["type"] == "image/tiff"
+    for tag, want in ((256, w), (257, h), (258, 32), (259, 1), (277, 1), (278, h), (279, 4 * n), (339, 3)):
+        assert tags[tag][2] == want, "TIFF tag %d: %s, want %s" % (tag, tags[tag], want)
+    start = tags[273][2]
+    assert len(data) == start + 4 * n, "TIFF size %d, pixels at %d" % (len(data), start)
+    desc = data[tags[270][2]: tags[270][2] + tags[270][1]].rstrip(b"\0").decode()
+    assert "bits=%d" % t["bits"] in desc, desc
+    values = struct.unpack_from("<%df" % n, data, start)
+    qmax = 255.0 if t["bits"] == 8 else 65535.0
+    worst = max(abs(v - (t["lo"] + q * (t["hi"] - t["lo"]) / qmax)) for v, q in zip(values, t["pixels"]))
+    assert worst <= 1e-6 * max(abs(t["lo"]), abs(t["hi"])), "TIFF values differ from the image's by %g" % worst
+    png = browser.eval(PNG_JS % (json.dumps(view), json.dumps(view)), await_promise=True)
+    head = bytes(png["head"])
+    log("PNG snapshot of %s: %d bytes, %dx%d" % (view, png["size"], *struct.unpack(">II", head[16:24])))
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", head
+    assert struct.unpack(">II", head[16:24]) == (png["w"], png["h"])
+
+
+def check_stale(browser, view, position, shots):
+    """A moved view is marked stale at once, and unmarked when its new image arrives."""
+    m = browser.eval("""(() => { tomolive.move(%s, %f).catch(() => {});
+      return %s; })()""" % (json.dumps(view), position, MARKERS_JS.strip() % json.dumps(view)))
+    log("right after the move of %s to %g: %s" % (view, position, m))
+    assert m["stale"] and "%.2f" % position in m["text"], "no stale marker after a move: %s" % m
+    assert not m["final"], "a stale view marked final"
+    if shots:
+        browser.screenshot(os.path.join(shots, "stale.png"))
+    wait_for("the new image of " + view, lambda: abs(browser.eval(
+        "tomolive.plane(%s).position" % json.dumps(view)) - position) < 0.01, 30)
+    m = markers(browser, view)
+    log("when the new image arrived: %s" % m)
+    assert not m["stale"], "the stale marker stayed: %s" % m
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="tomolive-browser-")
     port = free_port()
+    shots = os.environ.get("TL_BROWSER_SHOTS")
     daemon = browser = None
     ok = False
     try:
@@ -277,12 +551,13 @@ def main():
         # a phantom scan; every view complete (all projections in its window)
         daemon.push("--rows", str(ROWS), "--cols", str(COLS), "--projections", str(NPROJ),
                     "--darks", "4", "--flats", "4", "--rate", "400")
-        views = ["preview-row", "preview-x", "preview-y", "preview-z"]
+        views = VIEWS
         fr = wait_for("the four views of the full window", lambda: (lambda f: f if all(
             v in f and f[v]["proj"] == NPROJ for v in views) else None)(frames(browser)), 60)
-        # the scan has ended: the final slices, so no newer image replaces a canvas under test
-        fr = wait_for("the four views' final slices", lambda: (lambda f: f if all(
-            f[v]["final"] for v in views) else None)(frames(browser)), 30)
+        # the scan has ended: the final slices (or the image of a plane the page chose after
+        # the end), so no newer image replaces a canvas under test
+        wait_for("the four views' last slices", lambda: browser.eval(SETTLED_JS), 30)
+        fr = frames(browser)
         log("frames:", json.dumps({k: {"seq": v["seq"], "size": [v["w"], v["h"]], "final": v["final"]}
                                    for k, v in fr.items()}))
         assert (fr["preview-row"]["w"], fr["preview-row"]["h"]) == (COLS, COLS)
@@ -295,19 +570,26 @@ def main():
         log("ortho x=0, middle row:", wx)
         check_walls(wx, 0.0)  # the brightest points of the middle row lie in the skull's walls
 
-        shot = browser.call("Page.captureScreenshot", format="png")
-        import base64
-        os.makedirs(os.path.dirname(SHOT), exist_ok=True)
-        with open(SHOT, "wb") as f:
-            f.write(base64.b64decode(shot["data"]))
+        # the page as an operator's tool, at 1400 x 900
+        check_layout(browser)
+        check_planes(browser)
+        wait_for("the row's final marker", lambda: markers(browser, "preview-row")["final"], 10)
+        assert not markers(browser, "preview-row")["stale"]
+        browser.screenshot(SHOT)
         log("screenshot:", SHOT)
+        check_cursor(browser, fr)
+        check_profile(browser, fr)
+        check_zoom(browser, shots)
+        check_exports(browser, "preview-row")
+        check_stale(browser, "preview-y", -30.0, shots)
+        assert not markers(browser, "preview-y")["final"], "a slice moved after the end marked final"
+        fr = frames(browser)
 
         # drag the x crosshair (the red vertical line) of the z view from x = 0 to x = 40
         seq0 = fr["preview-x"]["seq"]
-        rect = browser.eval("""(() => { const o = document.querySelector('#canvas-preview-z')
-            .parentElement.querySelector('canvas.overlay');
+        rect = browser.eval("""(() => { const o = tomolive.canvas('preview-z');
             o.scrollIntoView({block: 'center'});
-            const r = o.getBoundingClientRect();
+            const r = tomolive.imageRect('preview-z');
             return {left: r.left, top: r.top, width: r.width, height: r.height}; })()""")
         o = fr["preview-z"]["o"]
         to_x = lambda vx: rect["left"] + (vx - o[6]) / o[0] * rect["width"]
@@ -328,9 +610,7 @@ def main():
         wx2 = walls(browser, "preview-x")
         log("ortho x=%.2f, middle row:" % moved["preview-x"]["o"][6], wx2)
         check_walls(wx2, moved["preview-x"]["o"][6])  # closer together than at x = 0
-        shot = browser.call("Page.captureScreenshot", format="png")
-        with open(SHOT.replace(".png", "-moved.png"), "wb") as f:
-            f.write(base64.b64decode(shot["data"]))
+        browser.screenshot(SHOT.replace(".png", "-moved.png"))
 
         # the daemon restarts on the same port: the page reconnects, and shows the next scan
         assert daemon.stop() == 0, open(daemon.log_path).read()
@@ -357,7 +637,7 @@ def main():
                     log("===== %s (last 30 lines)" % name)
                     log("".join(open(os.path.join(tmp, name), errors="replace").readlines()[-30:]))
         shutil.rmtree(tmp, ignore_errors=True)
-    log("PASS: page, phantom, crosshair drag, reconnect")
+    log("PASS: page, phantom, layout, planes, value, profile, zoom, exports, markers, crosshair drag, reconnect")
     return 0
 
 
