@@ -11,8 +11,8 @@
  * frames, window proj_count, the last ScanSettings' counts and already_linear); a
  * projection's angle is angles[projection_id mod proj_count] (the id is cyclic: scan x
  * angles + angle index). Projections before any geometry get a scan synthesised from
- * ingest.window and the configured angle schedule. The pixels stay in the received packet
- * and travel zero-copy. Other geometries (vec, cone) are refused as unsupported.
+ * ingest.window and the configured angle schedule; a projection of another shape than the
+ * open scan's is refused. The pixels stay in the received packet and travel zero-copy. Other geometries (vec, cone) are refused as unsupported.
  *
  * ScanSettings has two layouts in use: tomopackets 1.0.0-rc2 (the published `master`)
  * packs scene_id, darks, flats (16 bytes with the descriptor); 1.1.0 added the bool
@@ -156,6 +156,11 @@ static int projection(tp *a, zmq_msg_t *part, tl_item *out, tl_proto_error *err)
         scan.already_linear = a->already_linear;
         open_first = &scan;
         a->has_geometry = false;
+    } else if (!tl_adapter_stream_fits(&a->st, (uint32_t)rows, (uint32_t)cols, TL_PROTO_F32)) {
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "projection of %d x %d in a scan of %u x %u (rows x cols)", rows,
+                             cols, a->st.scan.rows, a->st.scan.cols),
+               -1;
     }
     tl_proto_frame f = {
         .series = open_first ? open_first->series : a->st.scan.series,

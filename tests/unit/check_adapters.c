@@ -477,6 +477,30 @@ START_TEST(tomopackets_scan_settings)
 }
 END_TEST
 
+/* A projection must fit the scan it goes into: one of another shape than the geometry
+ * declared (or than the projection that opened a synthesised scan) is refused, not put
+ * into a scan it does not fit (found by tests/fuzz/fuzz_adapters). */
+START_TEST(tomopackets_shape)
+{
+    for (int geometry = 1; geometry >= 0; geometry--) {
+        tl_afx f;
+        tlt_afx_open(&f, "tomopackets", (const char *const[]){"ingest.window=2", NULL});
+        uint8_t *p = malloc(64 + NPIX * 4);
+        if (geometry)
+            ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_geometry(p)), 1);
+        ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 0, (int)NPIX)), 1);
+        size_t n = tp_projection(p, 2, 1, (int)NPIX);
+        tp_put(p + 12, W); /* W x R: as many pixels, another shape */
+        tp_put(p + 16, R);
+        assert_rejected(&f, tlt_afx_feed1(&f, p, n), TL_PROTO_E_RANGE);
+        ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 1, (int)NPIX)), 1);
+        ck_assert_int_eq(f.items[0].type, TL_MSG_FRAME);
+        free(p);
+        tlt_afx_close(&f);
+    }
+}
+END_TEST
+
 START_TEST(unknown_format)
 {
     ck_assert_ptr_null(tl_adapter_find("no-such-format"));
@@ -497,6 +521,7 @@ static Suite *suite(void)
     tcase_add_test(tc, array_1_0);
     tcase_add_test(tc, tomopackets);
     tcase_add_test(tc, tomopackets_scan_settings);
+    tcase_add_test(tc, tomopackets_shape);
     tcase_add_test(tc, unknown_format);
     suite_add_tcase(s, tc);
     return s;
