@@ -598,6 +598,31 @@ START_TEST(pixel_mask)
 }
 END_TEST
 
+/* Containers that declare more items than the message has bytes are refused (E_LIMIT)
+ * before their count is used: a skipped map of 2^62 + pairs overflowed 2 * count, a signed
+ * overflow (undefined behaviour, found by tests/fuzz/fuzz_adapters under UBSan; issue 27).
+ * A plain build wraps it and still refuses, so this case fails only under
+ * -fsanitize=undefined before the fix; it keeps the refusal itself. */
+START_TEST(huge_counts)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "dectris-v2", NULL);
+    for (int kind = 0; kind < 3; kind++) {
+        uint8_t m[64];
+        size_t n = 0;
+        m[n++] = 0xa2; /* {"type": "start", "other": ...} */
+        memcpy(m + n, "\x64type\x65start\x65other", 17);
+        n += 17;
+        static const uint8_t heads[] = {0xbb, 0x9b, 0xbb}; /* map, array, map of 2^64 - 1 */
+        m[n++] = heads[kind];
+        for (int i = 0; i < 8; i++)
+            m[n++] = kind == 2 ? 0xff : i == 0 ? 0x65 : 0x69;
+        assert_rejected(&f, tlt_afx_feed1(&f, m, n), TL_PROTO_E_LIMIT);
+    }
+    tlt_afx_close(&f);
+}
+END_TEST
+
 /* ---- recorded detector data ----------------------------------------------------------------- */
 
 enum { REC_ROWS = 514, REC_COLS = 1030, REC_SERIES = 1, REC_IMAGES = 10 };
@@ -713,6 +738,7 @@ static Suite *suite(void)
     tcase_add_test(tc, typed_arrays);
     tcase_add_test(tc, channels);
     tcase_add_test(tc, pixel_mask);
+    tcase_add_test(tc, huge_counts);
     tcase_add_test(tc, recorded_end);
     tcase_add_test(tc, recorded);
     suite_add_tcase(s, tc);
