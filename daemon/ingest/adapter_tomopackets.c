@@ -74,6 +74,10 @@ static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "detector %d x %d out of range 1..%u", rows,
                              cols, TL_PROTO_MAX_DIM),
                -1;
+    size_t bytes; /* a frame of that detector within the protocol's limit, as a native scan */
+    if (tl_proto_frame_bytes((uint32_t)rows, (uint32_t)cols, TL_PROTO_F32, &bytes, err) !=
+        TL_PROTO_OK)
+        return -1;
     if (n < 1 || (uint32_t)n > TL_PROTO_MAX_WINDOW)
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "proj_count %d out of range 1..%u", n,
                              TL_PROTO_MAX_WINDOW),

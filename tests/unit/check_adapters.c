@@ -501,6 +501,25 @@ START_TEST(tomopackets_shape)
 }
 END_TEST
 
+/* A ParallelBeamGeometry whose detector makes frames over the protocol's frame size limit
+ * (2 GiB of float32) opens no scan: E_OVERFLOW, as a native scan of that shape gets (found
+ * by tests/fuzz/fuzz_adapters). */
+START_TEST(tomopackets_geometry_size)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "tomopackets", NULL);
+    uint8_t p[64];
+    size_t n = tp_geometry(p);
+    tp_put(p + 8, 65536); /* 65536 x 8192 float32: 2 GiB */
+    tp_put(p + 12, 8192);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, n), TL_PROTO_E_OVERFLOW);
+    tp_put(p + 12, 8191); /* just under */
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, n), 1);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_SCAN);
+    tlt_afx_close(&f);
+}
+END_TEST
+
 START_TEST(unknown_format)
 {
     ck_assert_ptr_null(tl_adapter_find("no-such-format"));
@@ -522,6 +541,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tomopackets);
     tcase_add_test(tc, tomopackets_scan_settings);
     tcase_add_test(tc, tomopackets_shape);
+    tcase_add_test(tc, tomopackets_geometry_size);
     tcase_add_test(tc, unknown_format);
     suite_add_tcase(s, tc);
     return s;
