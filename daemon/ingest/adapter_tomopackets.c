@@ -86,6 +86,9 @@ static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_
         return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%d angles for proj_count %d", count, n), -1;
     if (len != 24 + 4 * (size_t)n)
         return bad_size(err, "ParallelBeamGeometry", len, 24 + 4 * (size_t)n);
+    for (int32_t i = 0; i < n; i++) /* all checked before any replaces the open scan's */
+        if (!isfinite(tl_tomop_f32(p + 24 + 4 * (size_t)i)))
+            return tl_proto_fail(err, TL_PROTO_E_NOT_FINITE, "angle %d is not finite", i), -1;
     if ((uint32_t)n > a->cap) { /* once per larger scan, not per frame */
         float *v = realloc(a->angles, (size_t)n * sizeof *v);
         if (!v)
@@ -93,11 +96,8 @@ static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_
         a->angles = v;
         a->cap = (uint32_t)n;
     }
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < n; i++)
         a->angles[i] = tl_tomop_f32(p + 24 + 4 * (size_t)i);
-        if (!isfinite(a->angles[i]))
-            return tl_proto_fail(err, TL_PROTO_E_NOT_FINITE, "angle %d is not finite", i), -1;
-    }
     a->nangles = (uint32_t)n;
     a->has_geometry = true;
     tl_proto_scan scan;

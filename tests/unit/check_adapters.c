@@ -520,6 +520,27 @@ START_TEST(tomopackets_geometry_size)
 }
 END_TEST
 
+/* A geometry refused for an angle that is not finite leaves the open scan's angles as they
+ * were: its projections keep their finite angles (found by tests/fuzz/fuzz_adapters: the
+ * angles were overwritten up to the bad one). */
+START_TEST(tomopackets_bad_angle)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "tomopackets", NULL);
+    uint8_t *p = malloc(64 + NPIX * 4);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_geometry(p)), 1);
+    size_t n = tp_geometry(p);
+    tp_putf(p + 28, NAN); /* angle 1; angle 0 is 0 as before */
+    tp_putf(p + 24, 3.0f);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, n), TL_PROTO_E_NOT_FINITE);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 0, (int)NPIX)), 1);
+    ck_assert(f.items[0].frame.has_angle);
+    ck_assert_double_eq(f.items[0].frame.angle, 0.0);
+    free(p);
+    tlt_afx_close(&f);
+}
+END_TEST
+
 START_TEST(unknown_format)
 {
     ck_assert_ptr_null(tl_adapter_find("no-such-format"));
@@ -542,6 +563,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tomopackets_scan_settings);
     tcase_add_test(tc, tomopackets_shape);
     tcase_add_test(tc, tomopackets_geometry_size);
+    tcase_add_test(tc, tomopackets_bad_angle);
     tcase_add_test(tc, unknown_format);
     suite_add_tcase(s, tc);
     return s;
