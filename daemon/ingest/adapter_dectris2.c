@@ -138,6 +138,14 @@ static int cb_skip_rest(cb_reader *r, const cb_item *head, tl_proto_error *err)
     int depth = 0;
     cb_item it = *head;
     for (;;) {
+        /* a container's count is bounded by the bytes left before it is counted with: a
+         * map's 2 * count of a declared 2^63 would overflow (issue 27) */
+        if ((it.t == CB_ARRAY || it.t == CB_MAP) && it.u > (uint64_t)(r->end - r->p))
+            return tl_proto_fail(err, TL_PROTO_E_LIMIT,
+                                 "CBOR container of %llu items in %zu "
+                                 "bytes",
+                                 (unsigned long long)it.u, (size_t)(r->end - r->p)),
+                   -1;
         int64_t push = it.t == CB_ARRAY   ? (int64_t)it.u
                        : it.t == CB_MAP   ? 2 * (int64_t)it.u
                        : it.t == CB_TAG   ? 1
@@ -150,12 +158,6 @@ static int cb_skip_rest(cb_reader *r, const cb_item *head, tl_proto_error *err)
                                      "indefinite-length item"),
                        -1;
             depth--;
-        } else if ((it.t == CB_ARRAY || it.t == CB_MAP) && (it.u > (uint64_t)(r->end - r->p))) {
-            return tl_proto_fail(err, TL_PROTO_E_LIMIT,
-                                 "CBOR container of %llu items in %zu "
-                                 "bytes",
-                                 (unsigned long long)it.u, (size_t)(r->end - r->p)),
-                   -1;
         } else if (push != 0) {
             if (depth == 32)
                 return tl_proto_fail(err, TL_PROTO_E_LIMIT, "CBOR nested deeper than 32"), -1;

@@ -11,8 +11,8 @@
  * frames, window proj_count, the last ScanSettings' counts and already_linear); a
  * projection's angle is angles[projection_id mod proj_count] (the id is cyclic: scan x
  * angles + angle index). Projections before any geometry get a scan synthesised from
- * ingest.window and the configured angle schedule. The pixels stay in the received packet
- * and travel zero-copy. Other geometries (vec, cone) are refused as unsupported.
+ * ingest.window and the configured angle schedule; a projection of another shape than the
+ * open scan's is refused. The pixels stay in the received packet and travel zero-copy. Other geometries (vec, cone) are refused as unsupported.
  *
  * ScanSettings has two layouts in use: tomopackets 1.0.0-rc2 (the published `master`)
  * packs scene_id, darks, flats (16 bytes with the descriptor); 1.1.0 added the bool
@@ -74,6 +74,10 @@ static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "detector %d x %d out of range 1..%u", rows,
                              cols, TL_PROTO_MAX_DIM),
                -1;
+    size_t bytes; /* a frame of that detector within the protocol's limit, as a native scan */
+    if (tl_proto_frame_bytes((uint32_t)rows, (uint32_t)cols, TL_PROTO_F32, &bytes, err) !=
+        TL_PROTO_OK)
+        return -1;
     if (n < 1 || (uint32_t)n > TL_PROTO_MAX_WINDOW)
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "proj_count %d out of range 1..%u", n,
                              TL_PROTO_MAX_WINDOW),
@@ -82,6 +86,9 @@ static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_
         return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%d angles for proj_count %d", count, n), -1;
     if (len != 24 + 4 * (size_t)n)
         return bad_size(err, "ParallelBeamGeometry", len, 24 + 4 * (size_t)n);
+    for (int32_t i = 0; i < n; i++) /* all checked before any replaces the open scan's */
+        if (!isfinite(tl_tomop_f32(p + 24 + 4 * (size_t)i)))
+            return tl_proto_fail(err, TL_PROTO_E_NOT_FINITE, "angle %d is not finite", i), -1;
     if ((uint32_t)n > a->cap) { /* once per larger scan, not per frame */
         float *v = realloc(a->angles, (size_t)n * sizeof *v);
         if (!v)
@@ -89,11 +96,8 @@ static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_
         a->angles = v;
         a->cap = (uint32_t)n;
     }
-    for (int32_t i = 0; i < n; i++) {
+    for (int32_t i = 0; i < n; i++)
         a->angles[i] = tl_tomop_f32(p + 24 + 4 * (size_t)i);
-        if (!isfinite(a->angles[i]))
-            return tl_proto_fail(err, TL_PROTO_E_NOT_FINITE, "angle %d is not finite", i), -1;
-    }
     a->nangles = (uint32_t)n;
     a->has_geometry = true;
     tl_proto_scan scan;
@@ -156,6 +160,11 @@ static int projection(tp *a, zmq_msg_t *part, tl_item *out, tl_proto_error *err)
         scan.already_linear = a->already_linear;
         open_first = &scan;
         a->has_geometry = false;
+    } else if (!tl_adapter_stream_fits(&a->st, (uint32_t)rows, (uint32_t)cols, TL_PROTO_F32)) {
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "projection of %d x %d in a scan of %u x %u (rows x cols)", rows,
+                             cols, a->st.scan.rows, a->st.scan.cols),
+               -1;
     }
     tl_proto_frame f = {
         .series = open_first ? open_first->series : a->st.scan.series,

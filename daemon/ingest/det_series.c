@@ -175,6 +175,13 @@ int tl_det_series_image(tl_det_series *ds, tl_adapter_stream *s, const tl_det_im
                       "closed",
                       (unsigned long long)im->image_id, (unsigned long long)im->series);
         return -1;
+    } else if (!tl_adapter_stream_fits(s, im->rows, im->cols, im->dtype)) {
+        tl_proto_fail(err, TL_PROTO_E_RANGE,
+                      "image %llu of %u x %u %s in a scan of %u x %u %s (rows x cols)",
+                      (unsigned long long)im->image_id, im->rows, im->cols,
+                      tl_proto_dtype_name(im->dtype), s->scan.rows, s->scan.cols,
+                      tl_proto_dtype_name(s->scan.dtype));
+        return -1;
     }
     tl_proto_frame f = {
         .series = ds->scan_series,

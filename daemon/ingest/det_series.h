@@ -6,7 +6,7 @@
  * and which tomolive scan a series joins: a calibration series joins the open scan of its
  * shape; a projection series joins a scan that has no projections yet, else opens a new
  * one. Images of a series without a start, or after its end, are refused (counted), never
- * put into another scan.
+ * put into another scan; so are images that do not fit the scan their series joined.
  */
 #ifndef TL_DET_SERIES_H
 #define TL_DET_SERIES_H
@@ -63,7 +63,8 @@ typedef struct {
 
 void tl_det_image_init(tl_det_image *im);
 /* Places an image of series ds (its pixels in *payload, moved on success) into out. 1, or
- * -1 with err (no series, another series, unknown kind, no window). */
+ * -1 with err (no series, another series, unknown kind, no window, another shape or dtype
+ * than its scan's). */
 int tl_det_series_image(tl_det_series *ds, tl_adapter_stream *s, const tl_det_image *im,
                         zmq_msg_t *payload, tl_item *out, tl_proto_error *err);
 /* The series ended: out gets the end of its scan when it was a projection series (1), or

@@ -477,6 +477,70 @@ START_TEST(tomopackets_scan_settings)
 }
 END_TEST
 
+/* A projection must fit the scan it goes into: one of another shape than the geometry
+ * declared (or than the projection that opened a synthesised scan) is refused, not put
+ * into a scan it does not fit (found by tests/fuzz/fuzz_adapters). */
+START_TEST(tomopackets_shape)
+{
+    for (int geometry = 1; geometry >= 0; geometry--) {
+        tl_afx f;
+        tlt_afx_open(&f, "tomopackets", (const char *const[]){"ingest.window=2", NULL});
+        uint8_t *p = malloc(64 + NPIX * 4);
+        if (geometry)
+            ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_geometry(p)), 1);
+        ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 0, (int)NPIX)), 1);
+        size_t n = tp_projection(p, 2, 1, (int)NPIX);
+        tp_put(p + 12, W); /* W x R: as many pixels, another shape */
+        tp_put(p + 16, R);
+        assert_rejected(&f, tlt_afx_feed1(&f, p, n), TL_PROTO_E_RANGE);
+        ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 1, (int)NPIX)), 1);
+        ck_assert_int_eq(f.items[0].type, TL_MSG_FRAME);
+        free(p);
+        tlt_afx_close(&f);
+    }
+}
+END_TEST
+
+/* A ParallelBeamGeometry whose detector makes frames over the protocol's frame size limit
+ * (2 GiB of float32) opens no scan: E_OVERFLOW, as a native scan of that shape gets (found
+ * by tests/fuzz/fuzz_adapters). */
+START_TEST(tomopackets_geometry_size)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "tomopackets", NULL);
+    uint8_t p[64];
+    size_t n = tp_geometry(p);
+    tp_put(p + 8, 65536); /* 65536 x 8192 float32: 2 GiB */
+    tp_put(p + 12, 8192);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, n), TL_PROTO_E_OVERFLOW);
+    tp_put(p + 12, 8191); /* just under */
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, n), 1);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_SCAN);
+    tlt_afx_close(&f);
+}
+END_TEST
+
+/* A geometry refused for an angle that is not finite leaves the open scan's angles as they
+ * were: its projections keep their finite angles (found by tests/fuzz/fuzz_adapters: the
+ * angles were overwritten up to the bad one). */
+START_TEST(tomopackets_bad_angle)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "tomopackets", NULL);
+    uint8_t *p = malloc(64 + NPIX * 4);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_geometry(p)), 1);
+    size_t n = tp_geometry(p);
+    tp_putf(p + 28, NAN); /* angle 1; angle 0 is 0 as before */
+    tp_putf(p + 24, 3.0f);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, n), TL_PROTO_E_NOT_FINITE);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 0, (int)NPIX)), 1);
+    ck_assert(f.items[0].frame.has_angle);
+    ck_assert_double_eq(f.items[0].frame.angle, 0.0);
+    free(p);
+    tlt_afx_close(&f);
+}
+END_TEST
+
 START_TEST(unknown_format)
 {
     ck_assert_ptr_null(tl_adapter_find("no-such-format"));
@@ -497,6 +561,9 @@ static Suite *suite(void)
     tcase_add_test(tc, array_1_0);
     tcase_add_test(tc, tomopackets);
     tcase_add_test(tc, tomopackets_scan_settings);
+    tcase_add_test(tc, tomopackets_shape);
+    tcase_add_test(tc, tomopackets_geometry_size);
+    tcase_add_test(tc, tomopackets_bad_angle);
     tcase_add_test(tc, unknown_format);
     suite_add_tcase(s, tc);
     return s;

@@ -598,6 +598,64 @@ START_TEST(pixel_mask)
 }
 END_TEST
 
+/* Containers that declare more items than the message has bytes are refused (E_LIMIT)
+ * before their count is used: a skipped map of 2^62 + pairs overflowed 2 * count, a signed
+ * overflow (undefined behaviour, found by tests/fuzz/fuzz_adapters under UBSan; issue 27).
+ * A plain build wraps it and still refuses, so this case fails only under
+ * -fsanitize=undefined before the fix; it keeps the refusal itself. */
+START_TEST(huge_counts)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "dectris-v2", NULL);
+    for (int kind = 0; kind < 3; kind++) {
+        uint8_t m[64];
+        size_t n = 0;
+        m[n++] = 0xa2; /* {"type": "start", "other": ...} */
+        memcpy(m + n, "\x64type\x65start\x65other", 17);
+        n += 17;
+        static const uint8_t heads[] = {0xbb, 0x9b, 0xbb}; /* map, array, map of 2^64 - 1 */
+        m[n++] = heads[kind];
+        for (int i = 0; i < 8; i++)
+            m[n++] = kind == 2 ? 0xff : i == 0 ? 0x65 : 0x69;
+        assert_rejected(&f, tlt_afx_feed1(&f, m, n), TL_PROTO_E_LIMIT);
+    }
+    tlt_afx_close(&f);
+}
+END_TEST
+
+/* The images of a series that declares no image size go into the scan its first image
+ * opened: a later image of another shape or dtype is refused, not put into a scan it does
+ * not fit (found by tests/fuzz/fuzz_adapters). */
+START_TEST(image_shape)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "dectris-v2", NULL);
+    cbor_item_t *start = cbor_new_definite_map(3);
+    kv(start, "type", cbor_build_string("start"));
+    kv(start, "series_id", cbor_build_uint64(SERIES));
+    kv(start, "number_of_images", cbor_build_uint32(3));
+    ck_assert_int_eq(feed_cbor(&f, start), 0);
+    ck_assert_int_eq(feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(0),
+                                             md_array(R, W, 69, pixels, 2, RAW))),
+                     1);
+    ck_assert_int_eq(f.nitems, 2);
+    ck_assert_uint_eq(f.items[0].scan.rows, R);
+    int rc = feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(1),
+                                     md_array(2 * R, W / 2, 69, pixels, 2, RAW)));
+    ck_assert_msg(rc == -1, "an image of another shape is accepted");
+    ck_assert_int_eq(f.err.code, TL_PROTO_E_RANGE);
+    rc = feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(1),
+                                 md_array(R, W / 2, 70, pixels, 4, RAW)));
+    ck_assert_msg(rc == -1, "an image of another dtype is accepted");
+    ck_assert_int_eq(f.err.code, TL_PROTO_E_RANGE);
+    ck_assert_int_eq(feed_cbor(&f, image_msg(SERIES, cbor_build_uint64(1),
+                                             md_array(R, W, 69, pixels, 2, RAW))),
+                     1);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_FRAME);
+    tlt_afx_close(&f);
+}
+END_TEST
+
 /* ---- recorded detector data ----------------------------------------------------------------- */
 
 enum { REC_ROWS = 514, REC_COLS = 1030, REC_SERIES = 1, REC_IMAGES = 10 };
@@ -713,6 +771,8 @@ static Suite *suite(void)
     tcase_add_test(tc, typed_arrays);
     tcase_add_test(tc, channels);
     tcase_add_test(tc, pixel_mask);
+    tcase_add_test(tc, image_shape);
+    tcase_add_test(tc, huge_counts);
     tcase_add_test(tc, recorded_end);
     tcase_add_test(tc, recorded);
     suite_add_tcase(s, tc);
