@@ -341,11 +341,13 @@ START_TEST(paused_shm_subscriber_gets_the_final)
 }
 END_TEST
 
-/* The final of slice id as float32 (decoded from whatever it was sent as), its header's
- * dtype and payload bytes; NULL after 30 s. */
-static float *final_of(void *sub, tl_proto_decoder *dec, const char *id, tl_proto_slice *got)
+/* The finals of slices ids[0..2] as float32 (decoded from whatever each was sent as), with
+ * their headers, whatever order they come in; false after 30 s. */
+static bool finals_of(void *sub, tl_proto_decoder *dec, const char *const ids[3], float *px[3],
+                      tl_proto_slice got[3])
 {
-    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < 30;) {
+    int have = 0;
+    for (double t0 = tl_fx_seconds(); have < 3 && tl_fx_seconds() - t0 < 30;) {
         zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&it, 1, 200) <= 0)
             continue;
@@ -355,19 +357,20 @@ static float *final_of(void *sub, tl_proto_decoder *dec, const char *id, tl_prot
         int n = tl_proto_recv(sub, parts, TL_PROTO_MAX_PARTS, 0, &e);
         tl_proto_err rc = tl_proto_decode_parts(dec, parts, n, TL_MSG_SLICE, &m, &e);
         ck_assert_msg(rc == TL_PROTO_OK, "%s: %s", tl_proto_err_name(rc), e.message);
-        float *px = NULL;
-        if (m.slice.final && m.slice.id.len == strlen(id) &&
-            !memcmp(m.slice.id.ptr, id, m.slice.id.len)) {
-            px = malloc((size_t)m.slice.shape[0] * m.slice.shape[1] * sizeof *px);
-            ck_assert_msg(tl_proto_pixels_decode(&m.slice, px, &e) == TL_PROTO_OK, "%s",
+        for (int k = 0; k < 3 && m.slice.final; k++) {
+            if (px[k] || m.slice.id.len != strlen(ids[k]) ||
+                memcmp(m.slice.id.ptr, ids[k], m.slice.id.len) != 0)
+                continue;
+            px[k] = malloc((size_t)m.slice.shape[0] * m.slice.shape[1] * sizeof(float));
+            ck_assert_msg(tl_proto_pixels_decode(&m.slice, px[k], &e) == TL_PROTO_OK, "%s",
                           e.message);
-            *got = m.slice;
+            got[k] = m.slice;
+            got[k].payload = NULL; /* the message is closed below */
+            have++;
         }
         tl_proto_close(parts, n);
-        if (px)
-            return px;
     }
-    return NULL;
+    return have == 3;
 }
 
 /* Compact encodings (§10.3): the same plane as f32, f16 + LZ4 and q16, each within its
@@ -401,10 +404,12 @@ START_TEST(compact_encodings)
     ck_assert(tl_fx_wait_status(&f, "slices.wanted", 3, 10));
     send_scan(&f, 1, true, 0, NULL, NULL, NULL);
     tl_proto_decoder *dec = tl_proto_decoder_new();
-    tl_proto_slice hf, hh, hq;
-    float *pf = final_of(sub, dec, "f", &hf), *ph = final_of(sub, dec, "h", &hh),
-          *pq = final_of(sub, dec, "q", &hq);
-    ck_assert(pf && ph && pq);
+    const char *const ids[3] = {"f", "h", "q"};
+    float *px[3] = {NULL, NULL, NULL};
+    tl_proto_slice hdr[3];
+    ck_assert(finals_of(sub, dec, ids, px, hdr));
+    float *pf = px[0], *ph = px[1], *pq = px[2];
+    tl_proto_slice hf = hdr[0], hh = hdr[1], hq = hdr[2];
     ck_assert_int_eq(hf.dtype, TL_PROTO_F32);
     ck_assert(hh.dtype == TL_PROTO_F16 && hh.lz4);
     ck_assert(hq.dtype == TL_PROTO_Q16 && !hq.lz4);
