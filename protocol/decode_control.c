@@ -13,18 +13,11 @@
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-#define TRY(x)                  \
-    do {                        \
-        tl_proto_err rc_ = (x); \
-        if (rc_)                \
-            return rc_;         \
-    } while (0)
-
 tl_proto_err tlp_decode_req(const msgpack_object *h, msgpack_zone *zone, tl_proto_req *m,
                             tl_proto_error *err)
 {
-    TRY(tl_proto_get_u64(h, "id", true, &m->id, err));
-    TRY(tl_proto_get_str(h, "cmd", true, &m->cmd, err));
+    TLP_TRY(tl_proto_get_u64(h, "id", true, &m->id, err));
+    TLP_TRY(tl_proto_get_str(h, "cmd", true, &m->cmd, err));
     if (m->cmd.len < 1 || m->cmd.len > TLP_MAX_CMD)
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"cmd\": %zu bytes, expected 1..%d",
                              m->cmd.len, TLP_MAX_CMD);
@@ -34,7 +27,7 @@ tl_proto_err tlp_decode_req(const msgpack_object *h, msgpack_zone *zone, tl_prot
         if (a->type != MSGPACK_OBJECT_MAP)
             return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE, "\"args\": expected map, got %s",
                                  tlp_object_type_name(a));
-        TRY(tlp_check_keys(a, zone, "\"args\"", err));
+        TLP_TRY(tlp_check_keys(a, zone, "\"args\"", err));
         m->args = a;
     }
     return TL_PROTO_OK;
@@ -42,8 +35,8 @@ tl_proto_err tlp_decode_req(const msgpack_object *h, msgpack_zone *zone, tl_prot
 
 tl_proto_err tlp_decode_rep(const msgpack_object *h, tl_proto_rep *m, tl_proto_error *err)
 {
-    TRY(tl_proto_get_u64(h, "id", true, &m->id, err));
-    TRY(tl_proto_get_bool(h, "ok", true, &m->ok, err));
+    TLP_TRY(tl_proto_get_u64(h, "id", true, &m->id, err));
+    TLP_TRY(tl_proto_get_bool(h, "ok", true, &m->ok, err));
     m->result = NULL;
     m->code = TL_PROTO_OK;
     m->message = (tl_proto_str){"", 0};

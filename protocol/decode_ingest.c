@@ -14,20 +14,13 @@
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-#define TRY(x)                  \
-    do {                        \
-        tl_proto_err rc_ = (x); \
-        if (rc_)                \
-            return rc_;         \
-    } while (0)
-
 static tl_proto_err get_shape(const msgpack_object *h, uint32_t *rows, uint32_t *cols,
                               tl_proto_dtype dtype, tl_proto_error *err)
 {
     uint32_t s[2];
     size_t bytes;
-    TRY(tl_proto_get_dims(h, "shape", true, s, 2, TL_PROTO_MAX_DIM, err));
-    TRY(tl_proto_frame_bytes(s[0], s[1], dtype, &bytes, err));
+    TLP_TRY(tl_proto_get_dims(h, "shape", true, s, 2, TL_PROTO_MAX_DIM, err));
+    TLP_TRY(tl_proto_frame_bytes(s[0], s[1], dtype, &bytes, err));
     *rows = s[0];
     *cols = s[1];
     return TL_PROTO_OK;
@@ -51,20 +44,20 @@ static tl_proto_err unknown_name(const char *key, tl_proto_str s, const char *ex
 tl_proto_err tlp_decode_scan(const msgpack_object *h, tl_proto_scan *m, tl_proto_error *err)
 {
     tl_proto_str s;
-    TRY(tl_proto_get_u64(h, "series", true, &m->series, err));
-    TRY(get_name(h, "geometry", &s, err));
+    TLP_TRY(tl_proto_get_u64(h, "series", true, &m->series, err));
+    TLP_TRY(get_name(h, "geometry", &s, err));
     if (!tlp_geometry_parse(s.ptr, s.len, &m->geometry))
         return unknown_name("geometry", s, "parallel or cone", err);
-    TRY(tlp_get_dtype(h, false, &m->dtype, err));
-    TRY(get_shape(h, &m->rows, &m->cols, m->dtype, err));
-    TRY(tl_proto_get_u32(h, "window", true, &m->window, err));
+    TLP_TRY(tlp_get_dtype(h, false, &m->dtype, err));
+    TLP_TRY(get_shape(h, &m->rows, &m->cols, m->dtype, err));
+    TLP_TRY(tl_proto_get_u32(h, "window", true, &m->window, err));
     if (m->window < 1 || m->window > TL_PROTO_MAX_WINDOW)
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"window\": %" PRIu32 " is outside 1..%u",
                              m->window, TL_PROTO_MAX_WINDOW);
-    TRY(tl_proto_get_u32(h, "darks", false, &m->darks, err));
-    TRY(tl_proto_get_u32(h, "flats", false, &m->flats, err));
-    TRY(tl_proto_get_u64(h, "first_index", false, &m->first_index, err));
-    TRY(tl_proto_get_double(h, "center", false, &m->center, err));
+    TLP_TRY(tl_proto_get_u32(h, "darks", false, &m->darks, err));
+    TLP_TRY(tl_proto_get_u32(h, "flats", false, &m->flats, err));
+    TLP_TRY(tl_proto_get_u64(h, "first_index", false, &m->first_index, err));
+    TLP_TRY(tl_proto_get_double(h, "center", false, &m->center, err));
     m->has_center = tl_proto_map_get(h, "center") != NULL;
 
     bool has_start = tl_proto_map_get(h, "angle_start") != NULL;
@@ -74,16 +67,16 @@ tl_proto_err tlp_decode_scan(const msgpack_object *h, tl_proto_scan *m, tl_proto
                              "missing required key \"%s\": \"angle_start\" and \"angle_step\" "
                              "come together",
                              has_start ? "angle_step" : "angle_start");
-    TRY(tl_proto_get_double(h, "angle_start", false, &m->angle_start, err));
-    TRY(tl_proto_get_double(h, "angle_step", false, &m->angle_step, err));
+    TLP_TRY(tl_proto_get_double(h, "angle_start", false, &m->angle_start, err));
+    TLP_TRY(tl_proto_get_double(h, "angle_step", false, &m->angle_step, err));
     m->has_angles = has_start;
 
-    TRY(tl_proto_get_str(h, "filter", false, &m->filter, err));
+    TLP_TRY(tl_proto_get_str(h, "filter", false, &m->filter, err));
     if (tl_proto_map_get(h, "filter") && (m->filter.len < 1 || m->filter.len > TLP_MAX_FILTER))
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"filter\": %zu bytes, expected 1..%d",
                              m->filter.len, TLP_MAX_FILTER);
-    TRY(tl_proto_get_bool(h, "already_linear", false, &m->already_linear, err));
-    TRY(tl_proto_get_str(h, "release", false, &m->release, err));
+    TLP_TRY(tl_proto_get_bool(h, "already_linear", false, &m->already_linear, err));
+    TLP_TRY(tl_proto_get_str(h, "release", false, &m->release, err));
     if (tl_proto_map_get(h, "release") &&
         (m->release.len < 1 || m->release.len > TL_PROTO_MAX_ENDPOINT))
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"release\": %zu bytes, expected 1..%d",
@@ -136,12 +129,12 @@ static tl_proto_err decode_ipc(const msgpack_object *h, tl_proto_frame *m, tl_pr
                              "CUDA IPC handle has %d",
                              o->via.bin.size, TL_PROTO_IPC_HANDLE);
     ipc->handle = (const uint8_t *)o->via.bin.ptr;
-    TRY(tl_proto_get_u64(h, "ipc_buffer", true, &ipc->buffer, err));
-    TRY(tl_proto_get_u64(h, "ipc_size", true, &ipc->size, err));
-    TRY(tl_proto_get_u64(h, "ipc_offset", true, &ipc->offset, err));
-    TRY(tl_proto_get_u64(h, "ipc_pitch", true, &ipc->pitch, err));
-    TRY(tl_proto_get_str(h, "ipc_device", true, &ipc->device, err));
-    TRY(tl_proto_get_u32(h, "ipc_slot", true, &ipc->slot, err));
+    TLP_TRY(tl_proto_get_u64(h, "ipc_buffer", true, &ipc->buffer, err));
+    TLP_TRY(tl_proto_get_u64(h, "ipc_size", true, &ipc->size, err));
+    TLP_TRY(tl_proto_get_u64(h, "ipc_offset", true, &ipc->offset, err));
+    TLP_TRY(tl_proto_get_u64(h, "ipc_pitch", true, &ipc->pitch, err));
+    TLP_TRY(tl_proto_get_str(h, "ipc_device", true, &ipc->device, err));
+    TLP_TRY(tl_proto_get_u32(h, "ipc_slot", true, &ipc->slot, err));
     if (!uuid_valid(ipc->device)) {
         char q[64];
         tlp_quote(q, sizeof q, ipc->device.ptr, ipc->device.len, 48);
@@ -182,7 +175,7 @@ static tl_proto_err decode_band(const msgpack_object *h, tl_proto_frame *m, tl_p
                              "\"band\": a frame in GPU memory "
                              "is read whole, not in row bands");
     uint64_t b[2];
-    TRY(tlp_get_u64_pair(h, "band", b, err));
+    TLP_TRY(tlp_get_u64_pair(h, "band", b, err));
     if (b[1] < 1 || b[0] >= m->rows || b[1] > m->rows - b[0])
         return tl_proto_fail(err, TL_PROTO_E_RANGE,
                              "\"band\": rows %" PRIu64 " + %" PRIu64
@@ -196,21 +189,21 @@ static tl_proto_err decode_band(const msgpack_object *h, tl_proto_frame *m, tl_p
 tl_proto_err tlp_decode_frame(const msgpack_object *h, tl_proto_frame *m, tl_proto_error *err)
 {
     tl_proto_str s;
-    TRY(tl_proto_get_u64(h, "series", true, &m->series, err));
-    TRY(tl_proto_get_u64(h, "index", true, &m->index, err));
-    TRY(get_name(h, "kind", &s, err));
+    TLP_TRY(tl_proto_get_u64(h, "series", true, &m->series, err));
+    TLP_TRY(tl_proto_get_u64(h, "index", true, &m->index, err));
+    TLP_TRY(get_name(h, "kind", &s, err));
     if (!tl_proto_kind_parse(s.ptr, s.len, &m->kind))
         return unknown_name("kind", s, "dark, flat or proj", err);
-    TRY(tlp_get_dtype(h, false, &m->dtype, err));
-    TRY(get_shape(h, &m->rows, &m->cols, m->dtype, err));
-    TRY(tl_proto_get_double(h, "angle", false, &m->angle, err));
+    TLP_TRY(tlp_get_dtype(h, false, &m->dtype, err));
+    TLP_TRY(get_shape(h, &m->rows, &m->cols, m->dtype, err));
+    TLP_TRY(tl_proto_get_double(h, "angle", false, &m->angle, err));
     m->has_angle = tl_proto_map_get(h, "angle") != NULL;
-    TRY(tl_proto_get_u64(h, "t_acq", false, &m->t_acq, err));
+    TLP_TRY(tl_proto_get_u64(h, "t_acq", false, &m->t_acq, err));
     m->has_t_acq = tl_proto_map_get(h, "t_acq") != NULL;
-    TRY(tl_proto_get_double(h, "center_offset", false, &m->center_offset, err));
+    TLP_TRY(tl_proto_get_double(h, "center_offset", false, &m->center_offset, err));
     m->has_center_offset = tl_proto_map_get(h, "center_offset") != NULL;
-    TRY(decode_ipc(h, m, err));
-    TRY(decode_band(h, m, err));
+    TLP_TRY(decode_ipc(h, m, err));
+    TLP_TRY(decode_band(h, m, err));
     m->payload = NULL;
     m->payload_len = 0;
     return TL_PROTO_OK;
@@ -223,14 +216,14 @@ tl_proto_err tlp_decode_end(const msgpack_object *h, tl_proto_end *m, tl_proto_e
 
 tl_proto_err tlp_decode_release(const msgpack_object *h, tl_proto_release *m, tl_proto_error *err)
 {
-    TRY(tl_proto_get_u64(h, "series", true, &m->series, err));
-    TRY(tl_proto_get_u64(h, "index", true, &m->index, err));
-    TRY(tl_proto_get_u32(h, "slot", true, &m->slot, err));
-    TRY(tl_proto_get_bool(h, "ok", true, &m->ok, err));
+    TLP_TRY(tl_proto_get_u64(h, "series", true, &m->series, err));
+    TLP_TRY(tl_proto_get_u64(h, "index", true, &m->index, err));
+    TLP_TRY(tl_proto_get_u32(h, "slot", true, &m->slot, err));
+    TLP_TRY(tl_proto_get_bool(h, "ok", true, &m->ok, err));
     if (m->ok)
         return TL_PROTO_OK;
     uint64_t code;
-    TRY(tl_proto_get_u64(h, "code", true, &code, err));
+    TLP_TRY(tl_proto_get_u64(h, "code", true, &code, err));
     if (code < 1 || code > TL_PROTO_E_INTERNAL)
         return tl_proto_fail(err, TL_PROTO_E_RANGE,
                              "\"code\": %" PRIu64 " is not an error "

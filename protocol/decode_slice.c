@@ -13,27 +13,20 @@
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-#define TRY(x)                  \
-    do {                        \
-        tl_proto_err rc_ = (x); \
-        if (rc_)                \
-            return rc_;         \
-    } while (0)
-
 /* The compact encodings (§10.3): q16's mapping, and the payload's compression. */
 static tl_proto_err get_encoding(const msgpack_object *h, tl_proto_slice *m, tl_proto_error *err)
 {
     bool q16 = m->dtype == TL_PROTO_Q16;
     m->scale = 1;
     m->offset = 0;
-    TRY(tl_proto_get_double(h, "scale", q16, &m->scale, err));
-    TRY(tl_proto_get_double(h, "offset", q16, &m->offset, err));
+    TLP_TRY(tl_proto_get_double(h, "scale", q16, &m->scale, err));
+    TLP_TRY(tl_proto_get_double(h, "offset", q16, &m->offset, err));
     if (!(isfinite(m->scale) && m->scale > 0 && isfinite(m->offset)))
         return tl_proto_fail(err, TL_PROTO_E_RANGE,
                              "\"scale\" %g must be finite and > 0, \"offset\" %g finite", m->scale,
                              m->offset);
     tl_proto_str c = {NULL, 0};
-    TRY(tl_proto_get_str(h, "compression", false, &c, err));
+    TLP_TRY(tl_proto_get_str(h, "compression", false, &c, err));
     m->lz4 = c.ptr && c.len == 3 && memcmp(c.ptr, "lz4", 3) == 0;
     if (c.ptr && !m->lz4) {
         char q[40];
@@ -46,7 +39,7 @@ static tl_proto_err get_encoding(const msgpack_object *h, tl_proto_slice *m, tl_
 
 tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_proto_error *err)
 {
-    TRY(tl_proto_get_str(h, "id", true, &m->id, err));
+    TLP_TRY(tl_proto_get_str(h, "id", true, &m->id, err));
     if (!tlp_slice_id_valid(m->id.ptr, m->id.len)) {
         char q[80];
         tlp_quote(q, sizeof q, m->id.ptr, m->id.len, 70);
@@ -55,17 +48,17 @@ tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_pro
                              "[A-Za-z0-9_.-]",
                              q, TL_PROTO_MAX_ID);
     }
-    TRY(tl_proto_get_u64(h, "seq", true, &m->seq, err));
-    TRY(tlp_get_dtype(h, true, &m->dtype, err));
-    TRY(get_encoding(h, m, err));
-    TRY(tl_proto_get_dims(h, "shape", true, m->shape, 2, TL_PROTO_MAX_DIM, err));
+    TLP_TRY(tl_proto_get_u64(h, "seq", true, &m->seq, err));
+    TLP_TRY(tlp_get_dtype(h, true, &m->dtype, err));
+    TLP_TRY(get_encoding(h, m, err));
+    TLP_TRY(tl_proto_get_dims(h, "shape", true, m->shape, 2, TL_PROTO_MAX_DIM, err));
     size_t bytes;
-    TRY(tl_proto_frame_bytes(m->shape[0], m->shape[1], m->dtype, &bytes, err));
-    TRY(tl_proto_get_floats(h, "orientation", true, m->orientation, 9, err));
-    TRY(tl_proto_get_u32(h, "projections_used", true, &m->projections_used, err));
-    TRY(tl_proto_get_u32(h, "missing", true, &m->missing, err));
+    TLP_TRY(tl_proto_frame_bytes(m->shape[0], m->shape[1], m->dtype, &bytes, err));
+    TLP_TRY(tl_proto_get_floats(h, "orientation", true, m->orientation, 9, err));
+    TLP_TRY(tl_proto_get_u32(h, "projections_used", true, &m->projections_used, err));
+    TLP_TRY(tl_proto_get_u32(h, "missing", true, &m->missing, err));
     uint64_t w[2];
-    TRY(tlp_get_u64_pair(h, "window", w, err));
+    TLP_TRY(tlp_get_u64_pair(h, "window", w, err));
     if (w[0] > w[1])
         return tl_proto_fail(err, TL_PROTO_E_RANGE,
                              "\"window\": first %" PRIu64 " is after "
@@ -73,16 +66,16 @@ tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_pro
                              w[0], w[1]);
     m->window_first = w[0];
     m->window_last = w[1];
-    TRY(tl_proto_get_u64(h, "t_acq", true, &m->t_acq, err));
-    TRY(tl_proto_get_u64(h, "t_pub", true, &m->t_pub, err));
-    TRY(tl_proto_get_u64(h, "t_recv", false, &m->t_recv, err));
-    TRY(tl_proto_get_u64(h, "t_done", false, &m->t_done, err));
-    TRY(tl_proto_get_str(h, "kernel", true, &m->kernel, err));
-    TRY(tl_proto_get_bool(h, "final", false, &m->final, err));
+    TLP_TRY(tl_proto_get_u64(h, "t_acq", true, &m->t_acq, err));
+    TLP_TRY(tl_proto_get_u64(h, "t_pub", true, &m->t_pub, err));
+    TLP_TRY(tl_proto_get_u64(h, "t_recv", false, &m->t_recv, err));
+    TLP_TRY(tl_proto_get_u64(h, "t_done", false, &m->t_done, err));
+    TLP_TRY(tl_proto_get_str(h, "kernel", true, &m->kernel, err));
+    TLP_TRY(tl_proto_get_bool(h, "final", false, &m->final, err));
     /* shared memory (§10.1): both keys or neither; the name is one POSIX object name */
     m->has_shm = tl_proto_map_get(h, "shm_name") != NULL;
-    TRY(tl_proto_get_str(h, "shm_name", false, &m->shm_name, err));
-    TRY(tl_proto_get_u64(h, "shm_offset", m->has_shm, &m->shm_offset, err));
+    TLP_TRY(tl_proto_get_str(h, "shm_name", false, &m->shm_name, err));
+    TLP_TRY(tl_proto_get_u64(h, "shm_offset", m->has_shm, &m->shm_offset, err));
     if (!m->has_shm && tl_proto_map_get(h, "shm_offset"))
         return tl_proto_fail(err, TL_PROTO_E_MISSING, "\"shm_offset\" without \"shm_name\"");
     if (m->has_shm) {

@@ -17,6 +17,15 @@
  * 24 bytes each) never make the zone grow after its first chunk. */
 #define TLP_ZONE_CHUNK (64u * 1024u)
 
+/* In the decoders: evaluate a getter or check, and return its error code if it failed, so
+ * each header reads as the list of its keys. */
+#define TLP_TRY(x)              \
+    do {                        \
+        tl_proto_err rc_ = (x); \
+        if (rc_)                \
+            return rc_;         \
+    } while (0)
+
 #define TLP_MAX_FILTER 32 /* bytes in a scan's filter name */
 #define TLP_MAX_CMD 64    /* bytes in a request's cmd */
 
