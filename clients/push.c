@@ -40,6 +40,7 @@
 #include "clients/hdf5.h"
 #include "clients/push_dectris.h"
 #include "clients/push_ipc.h"
+#include "clients/push_socket.h"
 #include "clients/push_source.h"
 #include "gpu/phantom.h"
 #include "protocol/protocol.h"
@@ -991,22 +992,6 @@ static int send_scan(const options *o, const scan *sc, push_source *src, gpu_fra
     return rc;
 }
 
-static int open_socket(const options *o, void **ctx, void **sock)
-{
-    *ctx = zmq_ctx_new();
-    *sock = *ctx ? zmq_socket(*ctx, ZMQ_PUSH) : NULL;
-    int linger = -1, immediate = 1;
-    if (!*sock || zmq_setsockopt(*sock, ZMQ_SNDHWM, &o->sndhwm, sizeof o->sndhwm) ||
-        zmq_setsockopt(*sock, ZMQ_LINGER, &linger, sizeof linger) ||
-        /* queue nothing for a connection that is not up: sends block instead */
-        zmq_setsockopt(*sock, ZMQ_IMMEDIATE, &immediate, sizeof immediate))
-        return fail(1, "cannot create the socket: %s", zmq_strerror(errno));
-    if ((o->bind ? zmq_bind(*sock, o->endpoint) : zmq_connect(*sock, o->endpoint)) != 0)
-        return fail(o->bind && errno != EINVAL ? 1 : 2, "cannot %s '%s': %s",
-                    o->bind ? "bind" : "connect to", o->endpoint, zmq_strerror(errno));
-    return 0;
-}
-
 int tl_cmd_push(int argc, char **argv)
 {
     options o;
@@ -1035,7 +1020,7 @@ int tl_cmd_push(int argc, char **argv)
     if (rc == 0 && g)
         rc = gpu_open(&o, &sc, g);
     if (rc == 0)
-        rc = open_socket(&o, &ctx, &sock);
+        rc = tl_push_socket_open(o.endpoint, o.bind, o.sndhwm, &ctx, &sock);
     size_t frame_bytes = (size_t)sc.rows * sc.cols * tl_dtype_size(sc.dtype);
     size_t nbuf = ahead_buffers(&o, frame_bytes);
     if (rc == 0 && g) {
@@ -1054,15 +1039,7 @@ int tl_cmd_push(int argc, char **argv)
     }
     if (rc == 0)
         rc = send_scan(&o, &sc, src, g, sock, &t0, &bytes);
-    if (sock) {
-        if (rc != 0) { /* a failed run must not wait for delivery */
-            int zero = 0;
-            zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
-        }
-        zmq_close(sock);
-    }
-    if (ctx)
-        zmq_ctx_term(ctx); /* waits until every frame is out: all buffers are back */
+    tl_push_socket_close(ctx, sock, rc != 0); /* then every frame is out: all buffers back */
     double secs = (double)(tl_clock_ns() - t0) * 1e-9;
     if (rc == 0)
         printf("pushed %zu frames (%u darks, %u flats, %zu projections, %u dropped) in %.3f s: "

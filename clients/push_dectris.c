@@ -14,6 +14,7 @@
 
 #include "clients/cli.h"
 #include "clients/push_dectris.h"
+#include "clients/push_socket.h"
 #include "gpu/base/clock.h"
 
 #define ME "tomolive push"
@@ -255,25 +256,6 @@ static int send_paced(void *sock, uint8_t *buf, size_t len, const tl_push_dectri
     return 0;
 }
 
-static void *open_push(const tl_push_dectris_opts *o, void *ctx, int *rc)
-{
-    void *sock = zmq_socket(ctx, ZMQ_PUSH);
-    int linger = -1, hwm = o->sndhwm, immediate = 1;
-    if (!sock || zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm) ||
-        zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger) ||
-        zmq_setsockopt(sock, ZMQ_IMMEDIATE, &immediate, sizeof immediate)) {
-        *rc = fail(1, "cannot create the socket: %s", zmq_strerror(errno));
-    } else if ((o->bind ? zmq_bind(sock, o->endpoint) : zmq_connect(sock, o->endpoint)) != 0) {
-        *rc = fail(2, "cannot %s '%s': %s", o->bind ? "bind" : "connect to", o->endpoint,
-                   zmq_strerror(errno));
-    } else {
-        return sock;
-    }
-    if (sock)
-        zmq_close(sock);
-    return NULL;
-}
-
 int tl_push_dectris(const tl_push_dectris_opts *o)
 {
     recorded *files = NULL;
@@ -296,14 +278,18 @@ int tl_push_dectris(const tl_push_dectris_opts *o)
             fprintf(stderr, ME ": %s has no start message: one synthesised from %s\n", o->dir,
                     files[first_image].name);
     }
-    void *ctx = rc == 0 ? zmq_ctx_new() : NULL, *sock = ctx ? open_push(o, ctx, &rc) : NULL;
+    void *ctx = NULL, *sock = NULL;
+    if (rc == 0)
+        rc = tl_push_socket_open(o->endpoint, o->bind, o->sndhwm, &ctx, &sock);
     uint64_t t0 = tl_clock_ns(), bytes = 0;
     size_t sent = 0;
-    if (sock && start) {
+    bool handed = false; /* start given to ZeroMQ (send_paced), which frees it */
+    if (rc == 0 && start) {
         bytes += start_len;
+        handed = true;
         rc = send_paced(sock, start, start_len, o, t0, sent++);
     }
-    for (size_t i = 0; sock && rc == 0 && i < n; i++) {
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         size_t len;
         uint8_t *buf = read_file(o->dir, files[i].name, &len);
         if (!buf) {
@@ -313,17 +299,9 @@ int tl_push_dectris(const tl_push_dectris_opts *o)
         bytes += len;
         rc = send_paced(sock, buf, len, o, t0, sent++);
     }
-    if (sock) {
-        if (rc != 0) { /* a failed run must not wait for delivery */
-            int zero = 0;
-            zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
-        }
-        zmq_close(sock);
-    }
-    if (ctx)
-        zmq_ctx_term(ctx); /* waits until every message is out */
-    if (!sock)
-        free(start); /* never handed to ZeroMQ */
+    tl_push_socket_close(ctx, sock, rc != 0);
+    if (!handed)
+        free(start);
     double secs = (double)(tl_clock_ns() - t0) * 1e-9;
     if (rc == 0)
         printf("pushed %zu messages (%zu start%s, %zu images, %zu end, %zu other) in %.3f s: "
