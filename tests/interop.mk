@@ -16,7 +16,8 @@ TESTS += tests/unit/check_bitshuffle tests/integration/check_interop \
 	tests/integration/check_recast3d tests/integration/check_hdf5 \
 	tests/integration/check_dectris_replay
 
-tests_unit_check_bitshuffle_SOURCES = tests/unit/check_bitshuffle.c \
+TEST_COMPRESS = tests/compress_encode.h tests/compress_encode.c
+tests_unit_check_bitshuffle_SOURCES = tests/unit/check_bitshuffle.c $(TEST_COMPRESS) \
 	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c
 tests_unit_check_bitshuffle_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LZ4_CFLAGS)
 tests_unit_check_bitshuffle_LDADD = $(TEST_LIBS) $(LZ4_LIBS)
@@ -24,11 +25,12 @@ tests_unit_check_bitshuffle_LDADD = $(TEST_LIBS) $(LZ4_LIBS)
 INTEROP_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 INTEROP_TEST_LIBS = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 
-tests_integration_check_interop_SOURCES = tests/integration/check_interop.c
+tests_integration_check_interop_SOURCES = tests/integration/check_interop.c $(TEST_COMPRESS)
 tests_integration_check_interop_CFLAGS = $(INTEROP_TEST_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
 tests_integration_check_interop_LDADD = $(SCAN_LIBS) $(INTEROP_TEST_LIBS) $(CBOR_LIBS) $(LZ4_LIBS)
 
-tests_integration_check_dectris_replay_SOURCES = tests/integration/check_dectris_replay.c
+tests_integration_check_dectris_replay_SOURCES = tests/integration/check_dectris_replay.c \
+	$(TEST_COMPRESS)
 tests_integration_check_dectris_replay_CFLAGS = $(INTEROP_TEST_CFLAGS) $(CBOR_CFLAGS) $(LZ4_CFLAGS)
 tests_integration_check_dectris_replay_LDADD = $(INTEROP_TEST_LIBS) $(CBOR_LIBS) $(LZ4_LIBS)
 
@@ -54,7 +56,7 @@ tests_unit_check_adapters_SOURCES = tests/unit/check_adapters.c
 tests_unit_check_adapters_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) \
 	$(LZ4_CFLAGS)
 tests_unit_check_adapters_LDADD = $(ADAPTER_TEST_LIBS) -lm
-tests_unit_check_adapters_dectris2_SOURCES = tests/unit/check_adapters_dectris2.c
+tests_unit_check_adapters_dectris2_SOURCES = tests/unit/check_adapters_dectris2.c $(TEST_COMPRESS)
 tests_unit_check_adapters_dectris2_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) \
 	$(CBOR_CFLAGS) $(LZ4_CFLAGS)
 tests_unit_check_adapters_dectris2_LDADD = $(ADAPTER_TEST_LIBS) -lm

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tests/compress_encode.h"
 #include "tests/daemon_fixture.h"
 #include "tests/testutil.h"
 
@@ -61,12 +62,6 @@ static void kv(cbor_item_t *map, const char *k, cbor_item_t *v)
         cbor_map_add(map, (struct cbor_pair){cbor_move(cbor_build_string(k)), cbor_move(v)}));
 }
 
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = n - 1; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
 /* A ROWS x COLS MultiDimArray of 4-byte elements (typed: 70 uint32, 85 float32), its bytes
  * LZ4-compressed (HDF5 framing, one block) in DECTRIS's compression tag. */
 static cbor_item_t *lz4_array(uint64_t typed, const void *px)
@@ -74,15 +69,13 @@ static cbor_item_t *lz4_array(uint64_t typed, const void *px)
     size_t bytes = NPIX * 4;
     uint8_t *buf = malloc(16 + (size_t)LZ4_compressBound((int)bytes));
     ck_assert_ptr_nonnull(buf);
-    put_be(buf, bytes, 8);
-    put_be(buf + 8, bytes, 4);
-    int c = LZ4_compress_default(px, (char *)buf + 16, (int)bytes, LZ4_compressBound((int)bytes));
-    ck_assert_int_gt(c, 0);
-    put_be(buf + 12, (uint64_t)c, 4);
+    size_t len =
+        tlt_lz4_hdf5(px, bytes, (uint32_t)bytes, buf, 16 + (size_t)LZ4_compressBound((int)bytes));
+    ck_assert_uint_gt(len, 16);
     cbor_item_t *comp = cbor_new_definite_array(3);
     cbor_array_push(comp, cbor_move(cbor_build_string("lz4")));
     cbor_array_push(comp, cbor_move(cbor_build_uint8(4)));
-    cbor_array_push(comp, cbor_move(cbor_build_bytestring(buf, 16 + (size_t)c)));
+    cbor_array_push(comp, cbor_move(cbor_build_bytestring(buf, len)));
     free(buf);
     cbor_item_t *dims = cbor_new_definite_array(2), *md = cbor_new_definite_array(2);
     cbor_array_push(dims, cbor_move(cbor_build_uint32(ROWS)));

@@ -30,6 +30,7 @@
 #include <zmq.h>
 
 #include "daemon/ingest/tomopackets.h"
+#include "tests/compress_encode.h"
 #include "tests/daemon_fixture.h"
 #include "tests/camera_scan.h"
 #include "tests/testutil.h"
@@ -62,51 +63,6 @@ static const uint16_t *series_frame(int k)
     return k < D       ? darks + k * NPIX
            : k < D + F ? flats + (k - D) * NPIX
                        : projs + (k - D - F) * NPIX;
-}
-
-/* ---- compression (bitshuffle by the straightforward reference) ------------------------- */
-
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = n - 1; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-static size_t bslz4(const void *data, size_t n, size_t elem, uint8_t *out)
-{
-    const uint8_t *in = data;
-    size_t block = 128; /* elements: several blocks and a short last one per frame */
-    put_be(out, n * elem, 8);
-    put_be(out + 8, block * elem, 4);
-    size_t len = 12, done = 0;
-    uint8_t tmp[128 * 4];
-    while (n - done >= 8) {
-        size_t m = n - done >= block ? block : (n - done) - (n - done) % 8;
-        memset(tmp, 0, m * elem);
-        for (size_t i = 0; i < m; i++)
-            for (size_t j = 0; j < elem; j++)
-                for (int k = 0; k < 8; k++)
-                    if (in[(done + i) * elem + j] >> k & 1) {
-                        size_t bit = (j * 8 + (size_t)k) * m + i;
-                        tmp[bit / 8] |= (uint8_t)(1u << (bit % 8));
-                    }
-        int c = LZ4_compress_default((char *)tmp, (char *)out + len + 4, (int)(m * elem), 4096);
-        put_be(out + len, (uint64_t)c, 4);
-        len += 4 + (size_t)c;
-        done += m;
-    }
-    memcpy(out + len, in + done * elem, (n - done) * elem);
-    return len + (n - done) * elem;
-}
-
-static size_t lz4_hdf5(const void *data, size_t bytes, uint8_t *out)
-{
-    put_be(out, bytes, 8);
-    put_be(out + 8, 8192, 4);
-    int c =
-        LZ4_compress_default(data, (char *)out + 16, (int)bytes, LZ4_compressBound((int)bytes));
-    put_be(out + 12, (uint64_t)c, 4);
-    return 16 + (size_t)c;
 }
 
 /* ---- sending ------------------------------------------------------------------------------ */
@@ -355,9 +311,10 @@ static cbor_item_t *v2_array(const void *px, size_t bytes, int comp, uint64_t ta
     if (comp == 0) {
         typed = cbor_build_tag(tag, cbor_move(cbor_build_bytestring(px, bytes)));
     } else {
-        size_t len = comp == 1 ? lz4_hdf5(px, bytes, buf) : bslz4(px, bytes / 2, 2, buf);
+        size_t len = comp == 1 ? tlt_lz4_hdf5(px, bytes, 8192, buf, sizeof buf)
+                               : tlt_bslz4(px, bytes / 2, 2, buf);
         if (declared)
-            put_be(buf, declared, 8);
+            tlt_put_be(buf, declared, 8);
         cbor_item_t *c = cbor_new_definite_array(3);
         cbor_array_push(c, cbor_move(cbor_build_string(comp == 1 ? "lz4" : "bslz4")));
         cbor_array_push(c, cbor_move(cbor_build_uint8(comp == 1 ? 0 : 2)));
@@ -423,8 +380,8 @@ START_TEST(dectris_v2)
     {
         /* 64 MiB claimed by 40 bytes:                                     E_LIMIT */
         uint8_t bomb[40] = {0};
-        put_be(bomb, 8192ull * 4096 * 2, 8);
-        put_be(bomb + 8, 8192, 4);
+        tlt_put_be(bomb, 8192ull * 4096 * 2, 8);
+        tlt_put_be(bomb + 8, 8192, 4);
         cbor_item_t *dims = cbor_new_definite_array(2);
         cbor_array_push(dims, cbor_move(cbor_build_uint32(4096)));
         cbor_array_push(dims, cbor_move(cbor_build_uint32(8192)));
@@ -444,8 +401,8 @@ START_TEST(dectris_v2)
     send_cbor(&f, v2_image(99, 0, 0)); /* E_STATE */
     {
         uint8_t corrupt[NPIX * 2];
-        size_t len = bslz4(darks, NPIX, 2, corrupt);
-        put_be(corrupt + 12, 60000, 4); /* a block longer than the payload:   E_MALFORMED */
+        size_t len = tlt_bslz4(darks, NPIX, 2, corrupt);
+        tlt_put_be(corrupt + 12, 60000, 4); /* a block longer than the payload:   E_MALFORMED */
         cbor_item_t *c = cbor_new_definite_array(3);
         cbor_array_push(c, cbor_move(cbor_build_string("bslz4")));
         cbor_array_push(c, cbor_move(cbor_build_uint8(2)));
@@ -532,7 +489,7 @@ static void v1_image(tl_fixture *f, uint64_t series, uint64_t frame, int enc)
                                            sizeof buf);
         blob = buf;
     } else if (enc == 2) {
-        len = bslz4(px, NPIX, 2, buf);
+        len = tlt_bslz4(px, NPIX, 2, buf);
         blob = buf;
     }
     static const char *const encs[] = {"<", "lz4<", "bs16-lz4<"};
@@ -572,8 +529,8 @@ START_TEST(dectris_v1)
                  darks, NPIX * 2 - 6); /* E_PAYLOAD */
     {
         uint8_t buf[1 << 14];
-        size_t len = bslz4(darks, NPIX, 2, buf);
-        put_be(buf, NPIX * 4, 8); /* E_PAYLOAD: size */
+        size_t len = tlt_bslz4(darks, NPIX, 2, buf);
+        tlt_put_be(buf, NPIX * 4, 8); /* E_PAYLOAD: size */
         v1_image_raw(&f, 9, 0,
                      json_pack("{s:s, s:[i,i], s:s, s:s}", "htype", "dimage_d-1.0", "shape", W, R,
                                "type", "uint16", "encoding", "bs16-lz4<"),

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/compress_encode.h"
 #include "tests/testutil.h"
 #include "tests/unit/check_adapters_util.h"
 
@@ -76,12 +77,6 @@ static cbor_item_t *start_msg(uint64_t series, uint32_t rows, uint32_t cols, uin
     return m;
 }
 
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = n - 1; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
 /* A channel: tag 40 [[rows, cols], typed array] with the typed array (tag 69: uint16 LE)
  * raw, or (lz4) inside DECTRIS's compression tag 56500 ["lz4", 0, HDF5-framed LZ4]. */
 static cbor_item_t *channel(const void *px, size_t bytes, bool lz4, uint64_t tag)
@@ -94,15 +89,12 @@ static cbor_item_t *channel(const void *px, size_t bytes, bool lz4, uint64_t tag
     if (!lz4) {
         typed = cbor_build_tag(tag, cbor_move(cbor_build_bytestring(px, bytes)));
     } else {
-        put_be(buf, bytes, 8);
-        put_be(buf + 8, 8192, 4);
-        int c = LZ4_compress_default(px, (char *)buf + 16, (int)bytes, (int)sizeof buf - 16);
-        ck_assert_int_gt(c, 0);
-        put_be(buf + 12, (uint64_t)c, 4);
+        size_t len = tlt_lz4_hdf5(px, bytes, 8192, buf, sizeof buf);
+        ck_assert_uint_gt(len, 16);
         cbor_item_t *comp = cbor_new_definite_array(3);
         cbor_array_push(comp, cbor_move(cbor_build_string("lz4")));
         cbor_array_push(comp, cbor_move(cbor_build_uint8(0)));
-        cbor_array_push(comp, cbor_move(cbor_build_bytestring(buf, 16 + (size_t)c)));
+        cbor_array_push(comp, cbor_move(cbor_build_bytestring(buf, len)));
         typed = cbor_build_tag(tag, cbor_move(cbor_build_tag(56500, cbor_move(comp))));
     }
     cbor_item_t *md = cbor_new_definite_array(2);
@@ -112,33 +104,6 @@ static cbor_item_t *channel(const void *px, size_t bytes, bool lz4, uint64_t tag
 }
 
 /* ---- building the arrays real detectors send ---------------------------------------------- */
-
-static size_t bslz4(const void *data, size_t n, size_t elem, uint8_t *out)
-{
-    const uint8_t *in = data;
-    size_t block = 128; /* elements: several blocks and a short last one */
-    put_be(out, n * elem, 8);
-    put_be(out + 8, block * elem, 4);
-    size_t len = 12, done = 0;
-    uint8_t tmp[128 * 4];
-    while (n - done >= 8) {
-        size_t m = n - done >= block ? block : (n - done) - (n - done) % 8;
-        memset(tmp, 0, m * elem);
-        for (size_t i = 0; i < m; i++)
-            for (size_t j = 0; j < elem; j++)
-                for (int k = 0; k < 8; k++)
-                    if (in[(done + i) * elem + j] >> k & 1) {
-                        size_t bit = (j * 8 + (size_t)k) * m + i;
-                        tmp[bit / 8] |= (uint8_t)(1u << (bit % 8));
-                    }
-        int c = LZ4_compress_default((char *)tmp, (char *)out + len + 4, (int)(m * elem), 4096);
-        put_be(out + len, (uint64_t)c, 4);
-        len += 4 + (size_t)c;
-        done += m;
-    }
-    memcpy(out + len, in + done * elem, (n - done) * elem);
-    return len + (n - done) * elem;
-}
 
 enum { RAW, LZ4, BSLZ4 };
 
@@ -155,14 +120,10 @@ static cbor_item_t *md_array(uint32_t rows, uint32_t cols, uint64_t typed, const
     } else {
         size_t n;
         if (comp == LZ4) {
-            put_be(buf, bytes, 8);
-            put_be(buf + 8, 8192, 4);
-            int c = LZ4_compress_default(px, (char *)buf + 16, (int)bytes, (int)bytes + 2048);
-            ck_assert_int_gt(c, 0);
-            put_be(buf + 12, (uint64_t)c, 4);
-            n = 16 + (size_t)c;
+            n = tlt_lz4_hdf5(px, bytes, 8192, buf, bytes + 2048 + 16);
+            ck_assert_uint_gt(n, 16);
         } else {
-            n = bslz4(px, (size_t)rows * cols, elem, buf);
+            n = tlt_bslz4(px, (size_t)rows * cols, elem, buf);
         }
         cbor_item_t *comp_arr = cbor_new_definite_array(3);
         cbor_array_push(comp_arr, cbor_move(cbor_build_string(comp == LZ4 ? "lz4" : "bslz4")));

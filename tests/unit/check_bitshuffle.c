@@ -14,13 +14,8 @@
 #include <string.h>
 
 #include "daemon/ingest/bitshuffle.h"
+#include "tests/compress_encode.h"
 #include "tests/testutil.h"
-
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-    for (int i = n - 1; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
 
 /* The reference transposition of one block of n elements (n a multiple of 8). */
 static void ref_shuffle(const uint8_t *in, uint8_t *out, size_t n, size_t elem)
@@ -38,8 +33,8 @@ static void ref_shuffle(const uint8_t *in, uint8_t *out, size_t n, size_t elem)
 /* bslz4 in the HDF5 framing, block of `block` elements. Returns the length. */
 static size_t ref_bslz4(const uint8_t *in, size_t n, size_t elem, size_t block, uint8_t *out)
 {
-    put_be(out, n * elem, 8);
-    put_be(out + 8, block * elem, 4);
+    tlt_put_be(out, n * elem, 8);
+    tlt_put_be(out + 8, block * elem, 4);
     size_t len = 12, done = 0;
     uint8_t *tmp = malloc(block * elem);
     while (n - done >= 8) {
@@ -48,7 +43,7 @@ static size_t ref_bslz4(const uint8_t *in, size_t n, size_t elem, size_t block, 
         int c = LZ4_compress_default((const char *)tmp, (char *)out + len + 4, (int)(m * elem),
                                      LZ4_compressBound((int)(m * elem)));
         ck_assert_int_gt(c, 0);
-        put_be(out + len, (uint64_t)c, 4);
+        tlt_put_be(out + len, (uint64_t)c, 4);
         len += 4 + (size_t)c;
         done += m;
     }
@@ -61,8 +56,8 @@ static size_t ref_bslz4(const uint8_t *in, size_t n, size_t elem, size_t block, 
 /* LZ4 in the HDF5 framing; blocks that do not shrink are stored raw. */
 static size_t ref_lz4(const uint8_t *in, size_t bytes, size_t block, uint8_t *out)
 {
-    put_be(out, bytes, 8);
-    put_be(out + 8, block, 4);
+    tlt_put_be(out, bytes, 8);
+    tlt_put_be(out + 8, block, 4);
     size_t len = 12;
     for (size_t done = 0; done < bytes;) {
         size_t m = bytes - done < block ? bytes - done : block;
@@ -73,7 +68,7 @@ static size_t ref_lz4(const uint8_t *in, size_t bytes, size_t block, uint8_t *ou
             memcpy(out + len + 4, in + done, m);
             c = (int)m;
         }
-        put_be(out + len, (uint64_t)c, 4);
+        tlt_put_be(out + len, (uint64_t)c, 4);
         len += 4 + (size_t)c;
         done += m;
     }
@@ -200,8 +195,8 @@ START_TEST(corrupt_and_bombs_refused)
                      -1);
     /* a bomb: 64 bytes claiming 1 GiB, refused before any block is read */
     uint8_t bomb[64] = {0};
-    put_be(bomb, 1u << 30, 8);
-    put_be(bomb + 8, 8192, 4);
+    tlt_put_be(bomb, 1u << 30, 8);
+    tlt_put_be(bomb + 8, 8192, 4);
     ck_assert_int_eq(tl_bitshuffle_decode_bslz4(bomb, sizeof bomb, 2, out, 1u << 30, scratch, 2048,
                                                 why, sizeof why),
                      -1);
@@ -210,7 +205,7 @@ START_TEST(corrupt_and_bombs_refused)
     ck_assert_msg(strstr(why, "bomb"), "%s", why);
     ck_assert_int_eq(tl_lz4_decode_block(bomb, sizeof bomb, out, 1u << 30, why, sizeof why), -1);
     /* a block size that is not a multiple of 8 elements */
-    put_be(enc + 8, 1000, 4);
+    tlt_put_be(enc + 8, 1000, 4);
     ck_assert_int_eq(tl_bitshuffle_decode_bslz4(enc, len, elem, out, bytes, scratch, 2048, why,
                                                 sizeof why),
                      -1);
