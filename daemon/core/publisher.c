@@ -108,6 +108,12 @@ bool tl_publisher_wanted(tl_publisher *p, const char *topic, size_t len)
     return tl_subs_match(&p->subs, topic, len);
 }
 
+/* The messages b makes: its announcement on "shm/<id>/", its pixels on "slice/<id>/". */
+static unsigned all_parts(const tl_slicebuf *b)
+{
+    return (b->shm_name[0] ? TL_SLICEBUF_SHM : 0) | (b->tcp ? TL_SLICEBUF_TCP : 0);
+}
+
 /* A buffer that no longer waits to be sent: counted, and given back. */
 static void drop_waiting(tl_publisher *p, tl_slicebuf *b)
 {
@@ -119,7 +125,7 @@ static void drop_waiting(tl_publisher *p, tl_slicebuf *b)
 
 void tl_publisher_post(tl_publisher *p, tl_slicebuf *b)
 {
-    b->unsent = (b->shm_name[0] ? TL_SLICEBUF_SHM : 0) | (b->tcp ? TL_SLICEBUF_TCP : 0);
+    b->unsent = all_parts(b);
     tl_slicebuf *gone[2];
     pthread_mutex_lock(&p->mu);
     int n = tl_outbox_post(&p->outbox, b, gone);
@@ -375,7 +381,7 @@ int tl_publisher_resend(tl_publisher *p, const char *id)
         if (id && strcmp(b->id, id) != 0)
             continue;
         tl_bufpool_hold(b); /* the resends' */
-        b->unsent = (b->shm_name[0] ? TL_SLICEBUF_SHM : 0) | (b->tcp ? TL_SLICEBUF_TCP : 0);
+        b->unsent = all_parts(b);
         tl_slicebuf *gone[2];
         for (int k = 0, m = tl_outbox_post(&p->resends, b, gone); k < m; k++)
             tl_bufpool_put(gone[k]);

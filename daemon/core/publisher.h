@@ -101,8 +101,8 @@ void tl_publisher_remove_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_sli
 void tl_publisher_set_tap(tl_publisher *p, void (*fn)(void *ctx, const tl_slicebuf *b), void *ctx);
 /* Sends what posted slices the socket takes now (loop thread); the rest wait (above). */
 void tl_publisher_flush(tl_publisher *p);
-/* Sends again the kept newest message and final of slice id (NULL: of every slice), and
- * ends a stall (loop thread). Returns how many were queued. */
+/* Sends again the kept newest message and final of slice id (NULL: of every slice) (loop
+ * thread). Returns how many were queued. */
 int tl_publisher_resend(tl_publisher *p, const char *id);
 /* Lets go of what is kept of slice id (it was removed; loop thread). */
 void tl_publisher_forget(tl_publisher *p, const char *id);

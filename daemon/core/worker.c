@@ -98,12 +98,12 @@ static int pace_due(tl_daemon *d, int n)
     return kept;
 }
 
-/* Floats of a TCP buffer: the pixels, and behind them room for their compact encoding. */
+/* Floats of a TCP buffer: the pixels, and behind them room for their compact encoding
+ * (none for plain f32). */
 static size_t tcp_floats(const tl_slice *sl)
 {
     size_t n = (size_t)sl->height * sl->width;
-    bool compact = sl->wire_dtype != TL_PROTO_F32 || sl->wire_lz4;
-    return compact ? n + (tl_proto_pixels_bound(n, sl->wire_dtype, sl->wire_lz4) + 3) / 4 : n;
+    return n + (tl_proto_pixels_bound(n, sl->wire_dtype, sl->wire_lz4) + 3) / 4;
 }
 
 /* What goes on "slice/<id>/": the float32 pixels as they are, or encoded as the slice asks
