@@ -96,6 +96,30 @@ typedef struct {
     bool prefilled;      /* --cuda-ipc --prefilled: slots written once, lent as they are */
 } options;
 
+/* One timed slice: its latency, and where it went, from the slice header's times (ms).
+ * `daemon` is the daemon's frame_to_publish stage over the same slices the latency counts
+ * (its status histogram covers the whole life of the daemon, warm-up and pauses too). */
+typedef struct {
+    double total;   /* arrival - t_acq: what the bench reports */
+    double ingest;  /* t_recv - t_acq: the frame's way to the daemon */
+    double compute; /* t_done - t_recv: queue, reconstruction and read-out */
+    double outbox;  /* t_pub - t_done: waiting to be sent */
+    double deliver; /* arrival - t_pub: transport (and decoding, when compact) */
+    double daemon;  /* t_pub - t_recv: the daemon's frame_to_publish */
+} sample;
+
+#define SAMPLE_FIELDS 6
+
+static double *sample_field(sample *s, int f)
+{
+    double *const v[SAMPLE_FIELDS] = {&s->total,  &s->ingest,  &s->compute,
+                                      &s->outbox, &s->deliver, &s->daemon};
+    return v[f];
+}
+
+static const char *const sample_names[SAMPLE_FIELDS] = {"total",  "ingest",  "compute",
+                                                        "outbox", "deliver", "frame_to_publish"};
+
 typedef struct {
     /* the run */
     const options *o;
@@ -120,7 +144,7 @@ typedef struct {
     uint64_t t_tail_ns;             /* CLOCK_REALTIME of the first frame of its tail */
     /* subscriber results */
     atomic_bool stop_sub;
-    double *lat; /* ms */
+    sample *lat; /* one per timed slice */
     size_t nlat;
     uint64_t received, missed; /* slices */
     uint64_t stale;            /* shm: slots rewritten before the copy finished */
@@ -608,6 +632,21 @@ static void close_senders(run *r)
 
 /* ---- subscriber -------------------------------------------------------------------------- */
 
+static double span_ms(uint64_t from, uint64_t to)
+{
+    return from && to ? (double)(int64_t)(to - from) / 1e6 : NAN;
+}
+
+static sample slice_sample(const tl_proto_slice *h, uint64_t arrival)
+{
+    return (sample){.total = span_ms(h->t_acq, arrival),
+                    .ingest = span_ms(h->t_acq, h->t_recv),
+                    .compute = span_ms(h->t_recv, h->t_done),
+                    .outbox = span_ms(h->t_done, h->t_pub),
+                    .deliver = span_ms(h->t_pub, arrival),
+                    .daemon = span_ms(h->t_recv, h->t_pub)};
+}
+
 static void *subscriber(void *arg)
 {
     run *r = arg;
@@ -680,7 +719,7 @@ static void *subscriber(void *arg)
              * frame would hold one up to 1 / max_rate old) */
             if (m.slice.t_acq >= atomic_load(&r->t_run_ns) && m.slice.t_acq < r->t_tail_ns &&
                 r->nlat < MAX_LAT)
-                r->lat[r->nlat++] = (double)(int64_t)(now - m.slice.t_acq) / 1e6;
+                r->lat[r->nlat++] = slice_sample(&m.slice, now);
         }
         pthread_mutex_unlock(&r->mu);
         tl_proto_close(parts, n);
@@ -710,6 +749,7 @@ static double pct(const double *v, size_t n, double q)
 
 typedef struct {
     double rate, achieved, gbs, p50, p90, p99, max;
+    double stage_p50[SAMPLE_FIELDS], stage_p99[SAMPLE_FIELDS]; /* by sample field */
     uint64_t sent, lost, dropped, late, slices, stale;
     uint64_t released, rejected; /* --cuda-ipc */
 } result;
@@ -723,6 +763,15 @@ static void print_result(const result *s, bool incremental)
            (unsigned long long)s->dropped, (unsigned long long)s->late, s->p50, s->p90, s->p99,
            s->max, (unsigned long long)s->slices, (unsigned long long)s->stale);
     fflush(stdout);
+}
+
+/* Where the timed slices' latency went (sample): p50 / p99 of each part, in ms. */
+static void print_stage_split(const result *s, bool incremental)
+{
+    printf("%-11s | where it went (p50/p99 ms):", incremental ? "incremental" : "recompute");
+    for (int f = 1; f < SAMPLE_FIELDS; f++)
+        printf(" %s %.2f/%.2f", sample_names[f], s->stage_p50[f], s->stage_p99[f]);
+    printf("\n");
 }
 
 static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bool report,
@@ -801,7 +850,21 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
     pthread_mutex_lock(&r->mu); /* the samples of this rate end here */
     atomic_store(&r->t_run_ns, UINT64_MAX);
     r->base += r->nframes;
-    qsort(r->lat, r->nlat, sizeof *r->lat, cmp_double);
+    double *sorted = malloc((r->nlat ? r->nlat : 1) * sizeof *sorted);
+    for (int f = 0; f < SAMPLE_FIELDS; f++) {
+        size_t n = 0; /* the header times a slice carries (t_recv, t_done are optional) */
+        for (size_t k = 0; sorted && k < r->nlat; k++)
+            if (!isnan(*sample_field(&r->lat[k], f)))
+                sorted[n++] = *sample_field(&r->lat[k], f);
+        qsort(sorted, n, sizeof *sorted, cmp_double);
+        out->stage_p50[f] = pct(sorted, n, 0.50);
+        out->stage_p99[f] = pct(sorted, n, 0.99);
+        if (f == 0) {
+            out->p90 = pct(sorted, n, 0.90);
+            out->max = n ? sorted[n - 1] : NAN;
+        }
+    }
+    free(sorted);
     double dt = r->t_end - r->t_start;
     out->rate = r->rate;
     out->sent = sent;
@@ -812,16 +875,15 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
         out->lost = r->nframes;
     out->achieved = (double)sent / dt;
     out->gbs = (double)sent * (double)r->frame_bytes / dt / 1e9;
-    out->p50 = pct(r->lat, r->nlat, 0.50);
-    out->p90 = pct(r->lat, r->nlat, 0.90);
-    out->p99 = pct(r->lat, r->nlat, 0.99);
-    out->max = r->nlat ? r->lat[r->nlat - 1] : NAN;
+    out->p50 = out->stage_p50[0];
+    out->p99 = out->stage_p99[0];
     out->slices = r->received;
     out->stale = r->stale;
     pthread_mutex_unlock(&r->mu);
     if (!report)
         return 0;
     print_result(out, r->incremental);
+    print_stage_split(out, r->incremental);
     cpu_report("daemon", &cd0, &cd1, dt);
     cpu_report("bench", &cs0, &cs1, dt);
     if (r->ring) {
