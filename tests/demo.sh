@@ -3,7 +3,8 @@
 # three slices (a row, an ortho-slice, an oblique plane), `tomolive sub` watching them and
 # the simulated camera pushing a phantom scan; then a summary and PNG previews in demo-out/.
 # Every socket of the demo is on 127.0.0.1, the preview page included; the daemon serves
-# the page of the source tree (it is the build tree's daemon) and its URL is printed.
+# the page of the source tree (it is the build tree's daemon) and its URL is printed. The
+# page asks for the demo's operator token, made at random in demo-out/http.token.
 #
 #   sh tests/demo.sh [--keep]
 #     --keep   after the summary, leave tomolived running with the scan, so that the page can
@@ -40,10 +41,13 @@ slices=tcp://127.0.0.1:$((port + 2))
 page=127.0.0.1:$((port + 3))
 rm -rf "$out"
 mkdir -p "$out"
+# the operator token the page asks for (http.token_file: its first line; never logged)
+(umask 077 && od -An -tx1 -N16 /dev/urandom | tr -d ' \n' >"$out/http.token" && echo >>"$out/http.token")
 
 tomolived --backend "$backend" --set "ingest.endpoint=$ingest" \
     --set "control.endpoint=$control" --set "slices.endpoint=$slices" \
-    --set "http.listen=$page" 2>"$out/tomolived.log" &
+    --set "http.listen=$page" --set "http.token_file=$(pwd)/$out/http.token" \
+    2>"$out/tomolived.log" &
 daemon=$!
 stop_daemon() {
     kill -TERM "$daemon" 2>/dev/null || true
@@ -64,6 +68,7 @@ until ctl status >/dev/null 2>&1; do
 done
 
 echo "demo: tomolived on 127.0.0.1 ports $port-$((port + 3)); preview page: http://$page/"
+echo "demo: the page asks for the operator token: $(cat "$out/http.token") (in $out/http.token)"
 [ "$keep" = 1 ] || echo "demo: (to open it, run the demo with --keep: the daemon then stays up)"
 
 mid=$((rows / 2))

@@ -27,21 +27,51 @@ int tl_hc_free_port(void)
     return ntohs(a.sin_port);
 }
 
-int tl_hc_start(tl_fixture *f, const char *tag)
+static char token_path[64];
+
+static void remove_token_file(void)
+{
+    unlink(token_path);
+}
+
+const char *tl_hc_token_file(void)
+{
+    if (!token_path[0]) {
+        snprintf(token_path, sizeof token_path, "/tmp/tomolive-test-token-XXXXXX");
+        int fd = mkstemp(token_path); /* 0600 */
+        ck_assert(fd >= 0);
+        static const char line[] = TL_HC_TOKEN "\n";
+        ck_assert(write(fd, line, strlen(line)) == (ssize_t)strlen(line));
+        close(fd);
+        atexit(remove_token_file);
+    }
+    return token_path;
+}
+
+int tl_hc_start_with(tl_fixture *f, const char *tag, const char *const *extra)
 {
     const char *src = getenv("top_srcdir");
-    char root[1024], listen[64];
+    char root[1024], listen[64], token[128];
     snprintf(root, sizeof root, "http.root=%s/daemon/www", src && *src ? src : ".");
+    snprintf(token, sizeof token, "http.token_file=%s", tl_hc_token_file());
     for (int attempt = 0; attempt < 3; attempt++) {
         int port = tl_hc_free_port();
         snprintf(listen, sizeof listen, "http.listen=127.0.0.1:%d", port);
-        const char *args[] = {"--set", listen, "--set", root, NULL};
+        const char *args[32] = {"--set", listen, "--set", root, "--set", token};
+        for (int i = 0; extra && extra[i] && i < 25; i++)
+            args[6 + i] = extra[i];
         if (tl_fx_start(f, tag, args) == 0)
             return port;
         tl_fx_cleanup(f);
     }
     ck_abort_msg("the daemon did not start");
     return -1;
+}
+
+int tl_hc_start(tl_fixture *f, const char *tag)
+{
+    const char *open_views[] = {"--set", "http.open_views=true", NULL};
+    return tl_hc_start_with(f, tag, open_views);
 }
 
 int tl_hc_connect(int port)
@@ -121,14 +151,33 @@ bool tl_hc_exchange(int port, const void *req, size_t len, double quiet, tl_hc_r
     return ok;
 }
 
+void tl_hc_request(int port, const char *method, const char *path, const char *headers,
+                   tl_hc_response *r)
+{
+    char req[1024];
+    int n = snprintf(req, sizeof req,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n%s\r\n",
+                     method, path, port, headers ? headers : "");
+    ck_assert(n > 0 && (size_t)n < sizeof req);
+    ck_assert_msg(tl_hc_exchange(port, req, (size_t)n, 10, r), "%s %s: no answer", method, path);
+}
+
 void tl_hc_get(int port, const char *path, tl_hc_response *r)
 {
-    char req[512];
-    int n =
-        snprintf(req, sizeof req,
-                 "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", path, port);
-    ck_assert(n > 0 && (size_t)n < sizeof req);
-    ck_assert_msg(tl_hc_exchange(port, req, (size_t)n, 10, r), "GET %s: no answer", path);
+    tl_hc_request(port, "GET", path, NULL, r);
+}
+
+char *tl_hc_header(const tl_hc_response *r, const char *name)
+{
+    char needle[128];
+    snprintf(needle, sizeof needle, "\r\n%s:", name);
+    const char *h = r->head ? strcasestr(r->head, needle) : NULL;
+    if (!h)
+        return NULL;
+    h += strlen(needle);
+    while (*h == ' ')
+        h++;
+    return strndup(h, strcspn(h, "\r"));
 }
 
 void tl_hc_free(tl_hc_response *r)

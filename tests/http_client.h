@@ -20,11 +20,19 @@
 
 #include "tests/daemon_fixture.h"
 
+/* The operator token of the daemons tl_hc_start starts (in a file of the test's). */
+#define TL_HC_TOKEN "test-operator-token-0123456789abcdef"
+
 /* A loopback port nobody listens on now. */
 int tl_hc_free_port(void);
-/* Starts the daemon with HTTP on a free loopback port and the page from the source tree;
- * returns the port (retries with another port if one was taken meanwhile). */
+/* Starts the daemon with HTTP on a free loopback port, the page from the source tree,
+ * http.token_file holding TL_HC_TOKEN, and extra (more arguments, NULL-terminated, or
+ * NULL); returns the port (retries with another port if one was taken meanwhile).
+ * tl_hc_start adds http.open_views = true. */
+int tl_hc_start_with(tl_fixture *f, const char *tag, const char *const *extra);
 int tl_hc_start(tl_fixture *f, const char *tag);
+/* The path of the file holding TL_HC_TOKEN (made once, mode 0600). */
+const char *tl_hc_token_file(void);
 /* A TCP connection to 127.0.0.1:port (ck-asserted). */
 int tl_hc_connect(int port);
 /* Reads what is there within timeout seconds: -1 on timeout or error, 0 at EOF. */
@@ -40,6 +48,11 @@ typedef struct {
 
 /* GET path with Connection: close; ck-asserts a well-formed answer within 10 s. */
 void tl_hc_get(int port, const char *path, tl_hc_response *r);
+/* The same with more headers ("Name: value\r\n" lines, or NULL), and another method. */
+void tl_hc_request(int port, const char *method, const char *path, const char *headers,
+                   tl_hc_response *r);
+/* The value of header name (lower case, without ':') in r->head, malloc'd; NULL if absent. */
+char *tl_hc_header(const tl_hc_response *r, const char *name);
 /* Sends req (len bytes) on a new connection and reads until the server closes, a whole
  * response (Content-Length) has come, or nothing comes for quiet seconds. Returns true if
  * an HTTP response arrived (r filled; free r->head and r->body), false if the server said

@@ -28,11 +28,12 @@ typedef enum {
     K_ENUM,
     K_ENDPOINT_OPT,
     K_TEXT,
-    K_PATH
+    K_PATH,
+    K_ORIGINS
 } ktype;
 /* K_STRING: an endpoint; K_LISTEN: HOST:PORT or empty; K_ENDPOINT_OPT: an endpoint or empty;
  * K_TEXT: a word or comma-separated words of [A-Za-z0-9_.-], or empty;
- * K_PATH: an absolute path, or empty */
+ * K_PATH: an absolute path, or empty; K_ORIGINS: http(s)://HOST[:PORT] separated by commas */
 
 typedef struct {
     const char *section, *name, *dotted;
@@ -176,13 +177,26 @@ static const key keys[] = {
     {K("engine", "tune_one_kernel"), K_BOOL, F(tune_one_kernel), 0, 0, NULL, "false", RELOAD,
      "Time and cache a slice size even where the backend has one kernel for the quality, which "
      "serves it either way (for its timings, tests); false: served at once, source only."},
-    {K("http", "listen"), K_LISTEN, F(http_listen), 0, 0, NULL, "*:8600", RESTART,
-     "HOST:PORT of the HTTP server (preview page, /metrics, /api/status); empty: no server."},
+    {K("http", "listen"), K_LISTEN, F(http_listen), 0, 0, NULL, "127.0.0.1:8600", RESTART,
+     "HOST:PORT of the HTTP server (preview page, /metrics, /api/status); *:8600 for every "
+     "interface; empty: no server."},
     {K("http", "preview_size"), K_INT, F(http_preview_size), 64, 4096, NULL, "512", RELOAD,
      "Largest side, in pixels, of the slices sent to preview pages (downsampled to fit)."},
     {K("http", "root"), K_PATH, F(http_root), 0, 0, NULL, "", RESTART,
      "Directory of the preview page (index.html, app.js, style.css); empty: the installed one "
      "(the source tree's for a tomolived run from its build tree)."},
+    {K("http", "origins"), K_ORIGINS, F(http_origins), 0, 0, NULL, "", RELOAD,
+     "Origins whose pages may open the WebSocket (e.g. https://beamline.example:8600); empty: "
+     "only the daemon's own page."},
+    {K("http", "token_file"), K_PATH, F(http_token_file), 0, 0, NULL, "", RESTART,
+     "File holding the operator token (its first line, 16 characters or more) that the page's "
+     "actions need; empty: the page takes no actions."},
+    {K("http", "open_views"), K_BOOL, F(http_open_views), 0, 0, NULL, "false", RELOAD,
+     "true: the images, /api/status and /metrics need no token; false: they need it too."},
+    {K("http", "tls_cert"), K_PATH, F(http_tls_cert), 0, 0, NULL, "", RESTART,
+     "PEM certificate (chain) to serve HTTPS and WSS with, with tls_key; empty: plain HTTP."},
+    {K("http", "tls_key"), K_PATH, F(http_tls_key), 0, 0, NULL, "", RESTART,
+     "PEM private key of tls_cert."},
 
     {K("recast3d", "server"), K_ENDPOINT_OPT, F(recast3d_server), 0, 0, NULL, "", RESTART,
      "RECAST3D's request socket (e.g. tcp://viewer:5555) to show slices in; empty: off."},
@@ -324,6 +338,27 @@ static int check_path(const char *v, char *why, size_t n)
     return 0;
 }
 
+/* Origins of web pages, http(s)://HOST[:PORT] (no path), separated by commas, or empty. */
+static int check_origins(const char *v, char *why, size_t n)
+{
+    for (const char *p = v; *p;) {
+        size_t len = strcspn(p, ","), scheme = strncmp(p, "http://", 7) == 0    ? 7
+                                                 : strncmp(p, "https://", 8) == 0 ? 8
+                                                                                   : 0;
+        if (!scheme || len == scheme ||
+            strspn(p + scheme, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                               "0123456789.-:[]") < len - scheme) {
+            snprintf(why, n,
+                     "\"%.*s\" is not an origin: http://HOST[:PORT] or https://HOST[:PORT], "
+                     "without a path, separated by commas without spaces",
+                     (int)len, p);
+            return -1;
+        }
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 static int parse_value(const key *k, const char *v, tl_settings *c, char *msg, size_t n)
 {
     switch (k->type) {
@@ -331,7 +366,8 @@ static int parse_value(const key *k, const char *v, tl_settings *c, char *msg, s
         case K_LISTEN:
         case K_ENDPOINT_OPT:
         case K_TEXT:
-        case K_PATH: {
+        case K_PATH:
+        case K_ORIGINS: {
             char why[512];
             if (strlen(v) >= k->size) {
                 snprintf(msg, n, "%s: longer than %zu characters", k->dotted, k->size - 1);
@@ -341,6 +377,7 @@ static int parse_value(const key *k, const char *v, tl_settings *c, char *msg, s
                       : k->type == K_LISTEN ? check_listen(v, why, sizeof why)
                       : k->type == K_TEXT   ? check_text(v, why, sizeof why)
                       : k->type == K_PATH   ? check_path(v, why, sizeof why)
+                      : k->type == K_ORIGINS ? check_origins(v, why, sizeof why)
                       : *v                  ? tl_settings_check_endpoint(v, why, sizeof why)
                                             : 0;
             if (bad < 0) {
@@ -434,7 +471,8 @@ static void format_value(const key *k, const tl_settings *c, char *b, size_t n)
         case K_LISTEN:
         case K_ENDPOINT_OPT:
         case K_TEXT:
-        case K_PATH: snprintf(b, n, "%s", (const char *)p); break;
+        case K_PATH:
+        case K_ORIGINS: snprintf(b, n, "%s", (const char *)p); break;
         case K_BOOL: snprintf(b, n, "%s", *(const bool *)p ? "true" : "false"); break;
         case K_INT: snprintf(b, n, "%d", *(const int *)p); break;
         case K_DOUBLE: format_double(b, n, *(const double *)p); break;
@@ -456,7 +494,8 @@ static bool same_value(const key *k, const tl_settings *a, const tl_settings *b)
         case K_LISTEN:
         case K_ENDPOINT_OPT:
         case K_TEXT:
-        case K_PATH: return strncmp(x, y, k->size) == 0;
+        case K_PATH:
+        case K_ORIGINS: return strncmp(x, y, k->size) == 0;
         case K_BOOL: return *(const bool *)x == *(const bool *)y;
         case K_INT:
         case K_ENUM: return *(const int *)x == *(const int *)y;
@@ -472,7 +511,7 @@ void tl_settings_defaults(tl_settings *c)
         const key *k = &keys[i];
         char msg[256];
         assert(k->type == K_STRING || k->type == K_LISTEN || k->type == K_ENDPOINT_OPT ||
-               k->type == K_TEXT || k->type == K_PATH ||
+               k->type == K_TEXT || k->type == K_PATH || k->type == K_ORIGINS ||
                k->size == (k->type == K_BOOL     ? sizeof(bool)
                            : k->type == K_DOUBLE ? sizeof(double)
                                                  : sizeof(int)));
@@ -534,6 +573,12 @@ static int check_rules(const tl_settings *c, char *err, size_t errlen, const cha
                  "(RECAST3D's ports 5555 and 5556) or neither");
         *k1 = "recast3d.server";
         *k2 = "recast3d.subscribe";
+        return -1;
+    }
+    if (!c->http_tls_cert[0] != !c->http_tls_key[0]) {
+        snprintf(err, errlen, "http.tls_cert and http.tls_key go together: set both or neither");
+        *k1 = "http.tls_cert";
+        *k2 = "http.tls_key";
         return -1;
     }
     /* Two sockets cannot bind one endpoint; catch it here rather than as EADDRINUSE. */
@@ -778,6 +823,7 @@ static void write_range(const key *k, FILE *f)
             fputs("# Words of letters, digits, '_', '.', '-', separated by commas.", f);
             break;
         case K_PATH: fputs("# An absolute path, or empty.", f); break;
+        case K_ORIGINS: fputs("# http(s)://HOST[:PORT], separated by commas, or empty.", f); break;
         case K_BOOL: fputs("# true or false.", f); break;
         case K_INT: fprintf(f, "# Integer, %.0f to %.0f.", k->min, k->max); break;
         case K_DOUBLE: fprintf(f, "# Number, %g to %g.", k->min, k->max); break;

@@ -100,10 +100,16 @@ typedef struct {
     int tune_batch;       /* enum 1|2|4 (an index: tl_settings_tune_batch), default 4 */
     bool tune_one_kernel; /* time a size with one candidate kernel too, default false */
     /* [http] */
-    char http_listen[TL_SETTINGS_ENDPOINT_MAX]; /* HOST:PORT, default *:8600, "" = no server */
+    char http_listen[TL_SETTINGS_ENDPOINT_MAX]; /* HOST:PORT, default 127.0.0.1:8600, "" = off */
     int http_preview_size; /* largest side sent to preview pages, 64..4096, default 512, reloadable */
     char http_root
         [TL_SETTINGS_ENDPOINT_MAX]; /* the page's directory, "" = installed ($(pkgdatadir)/www) */
+    /* [http] access (daemon/serve/http.h says how they combine) */
+    char http_origins[TL_SETTINGS_ENDPOINT_MAX]; /* allowed Origins, "" = the page's own, reloadable */
+    char http_token_file[TL_SETTINGS_ENDPOINT_MAX]; /* the operator token, "" = no actions */
+    bool http_open_views; /* images, status, metrics without the token, default false, reloadable */
+    char http_tls_cert[TL_SETTINGS_ENDPOINT_MAX]; /* PEM certificate (chain), "" = plain HTTP */
+    char http_tls_key[TL_SETTINGS_ENDPOINT_MAX];  /* PEM private key of tls_cert */
     /* [recast3d] (daemon/recast3d.c) */
     char recast3d_server
         [TL_SETTINGS_ENDPOINT_MAX]; /* RECAST3D's REP socket (tcp://host:5555), "" = off */

@@ -12,6 +12,11 @@
  *
  * One server per process: its state is file-static, because tl_daemon (daemon.h) has no
  * place for it and start/stop take only the daemon.
+ *
+ * Access (http.h says the rules): origin_ok and token_ok are the two checks, refuse_access
+ * counts and logs what they refuse. A WebSocket is a client from its handshake on, but it
+ * watches (is sent state and images, and keeps the preview slices pinned) only once the
+ * views are open to it: at once with http.open_views, after a good auth otherwise.
  */
 #include <config.h>
 
@@ -24,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -47,6 +53,24 @@ build tree's daemon and the source tree's page) must be defined: see daemon/loca
 #define CHUNK 16384 /* HTTP body bytes per write */
 #define TICK_MS 250 /* how often the scan is looked at and pages told its state */
 #define WS_PROTOCOL "tomolive-preview"
+#define TOKEN_MIN 16
+#define TOKEN_MAX 256
+
+/* On every response: the page's own files and WebSocket only, nothing inline, no framing. */
+static const struct {
+    const char *name, *value;
+} security_headers[] = {
+    {"content-security-policy:",
+     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; "
+     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"},
+    {"x-content-type-options:", "nosniff"},
+    {"x-frame-options:", "DENY"},
+    {"referrer-policy:", "no-referrer"},
+    {"cross-origin-opener-policy:", "same-origin"},
+    {"cross-origin-resource-policy:", "same-origin"},
+    {"cache-control:", "no-store"}, /* live data, and a page small enough to fetch again */
+};
+#define HSTS "max-age=31536000" /* over TLS: a year */
 
 /* The preview slices: a row and three ortho-slices through one point. */
 #define NVIEWS 4
@@ -77,6 +101,8 @@ typedef struct {
     char rx[RX_MAX];
     size_t rxlen;
     bool rx_bad; /* the message being received is too long: ignore it */
+    bool watching; /* in server.clients: sent state and images */
+    bool may_act;  /* gave the operator token: an operator */
 } client;
 
 /* Per connection (lws allocates and zeroes it): a page, or an HTTP response in progress.
@@ -97,8 +123,13 @@ typedef struct {
     char host[TL_SETTINGS_ENDPOINT_MAX]; /* of listen: the vhost keeps a pointer to it */
     char root[1024];
     uv_timer_t timer;
-    client *clients[MAX_CLIENTS];
+    client *clients[MAX_CLIENTS]; /* the WebSockets that watch */
     int nclients;
+    int nconn; /* every WebSocket, watching or not */
+    /* access: the operator token (never logged; token_len 0: none) */
+    char token[TOKEN_MAX + 1];
+    size_t token_len;
+    bool tls;
     /* the preview slices: positions (row z; x, y, z of the ortho point), and what is known
      * of the scan they were placed for */
     double pos[NVIEWS];
@@ -118,6 +149,7 @@ typedef struct {
     const char *kernel;     /* of the last slice published (a static string) */
     uint64_t sent, dropped; /* preview images */
     uint64_t http_ok, http_errors, http_unrouted; /* tl_metrics_state says what they count */
+    uint64_t refused_origin, refused_token;
 } server;
 
 static server srv;
@@ -170,6 +202,107 @@ static void lws_emit(int level, const char *line)
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = 0;
     tl_log(lv, "http_lws", "message=%s suppressed=%llu", tl_logq(msg), (unsigned long long)held);
+}
+
+/* ---- access ---------------------------------------------------------------------------- */
+
+/* A header into buf: 1, 0 when absent, -1 when longer than buf holds. */
+static int header(struct lws *wsi, enum lws_token_indexes h, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (lws_hdr_total_length(wsi, h) <= 0)
+        return 0;
+    return lws_hdr_copy(wsi, buf, (int)n, h) > 0 ? 1 : -1;
+}
+
+/* Counts a refusal and logs it, rate-limited: anyone can knock. what says where (a request
+ * path, "websocket", an action); detail is the Origin, never a token. */
+static void refuse_access(server *s, bool origin, const char *what, const char *detail)
+{
+    static tl_ratelimit rl = TL_RATELIMIT_INIT;
+    uint64_t held;
+    if (origin)
+        s->refused_origin++;
+    else
+        s->refused_token++;
+    if (tl_log_enabled(TL_LOG_WARN) && tl_ratelimit_allow(&rl, 1.0, 10, &held))
+        tl_log(TL_LOG_WARN, "http_refused", "reason=%s what=%s origin=%s suppressed=%llu",
+               origin ? "origin" : "token", tl_logq(what), tl_logq(detail ? detail : ""),
+               (unsigned long long)held);
+}
+
+/* The Origin rule of http.h; refusals are counted here. */
+static bool origin_ok(server *s, struct lws *wsi, const char *what)
+{
+    char origin[256], host[256];
+    int o = header(wsi, WSI_TOKEN_ORIGIN, origin, sizeof origin);
+    int h = header(wsi, WSI_TOKEN_HOST, host, sizeof host);
+    if (o == 0 ||
+        (o > 0 && tl_http_origin_allowed(origin, h > 0 ? host : NULL, s->tls,
+                                         s->d->cfg.http_origins)))
+        return true;
+    refuse_access(s, true, what, o > 0 ? origin : "(too long)");
+    return false;
+}
+
+static bool token_ok(const server *s, const char *given, size_t len)
+{
+    return s->token_len && given && tl_http_token_equal(s->token, s->token_len, given, len);
+}
+
+/* Whether an HTTP request may read the views: open, or "Authorization: Bearer TOKEN". */
+static bool views_ok(server *s, struct lws *wsi, const char *what)
+{
+    char a[TOKEN_MAX + 32];
+    if (s->d->cfg.http_open_views)
+        return true;
+    const char *t = a + 7;
+    if (header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION, a, sizeof a) > 0 &&
+        strncasecmp(a, "Bearer ", 7) == 0) {
+        while (*t == ' ')
+            t++;
+        if (token_ok(s, t, strlen(t)))
+            return true;
+    }
+    refuse_access(s, false, what, NULL);
+    return false;
+}
+
+/* The first line of http.token_file, 16 to 256 printable characters without spaces. */
+static int load_token(server *s, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "http.token_file %s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[TOKEN_MAX + 2];
+    struct stat st;
+    bool got = fgets(line, sizeof line, f) != NULL;
+    bool shared = fstat(fileno(f), &st) == 0 && (st.st_mode & 077);
+    fclose(f);
+    size_t n = got ? strcspn(line, "\r\n") : 0;
+    while (n && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+        n--;
+    bool printable = true;
+    for (size_t i = 0; i < n; i++)
+        printable = printable && line[i] > 0x20 && line[i] < 0x7f;
+    if (n < TOKEN_MIN || n > TOKEN_MAX || !printable) {
+        explicit_bzero(line, sizeof line);
+        snprintf(err, errlen,
+                 "http.token_file %s: its first line must be a token of %d to %d printable "
+                 "characters without spaces (e.g. made with: openssl rand -hex 32)",
+                 path, TOKEN_MIN, TOKEN_MAX);
+        return -1;
+    }
+    memcpy(s->token, line, n);
+    s->token[n] = 0;
+    s->token_len = n;
+    explicit_bzero(line, sizeof line);
+    if (shared)
+        tl_log(TL_LOG_WARN, "http_token_file_shared", "path=%s mode=%04o hint=%s", tl_logq(path),
+               (unsigned)(st.st_mode & 07777), tl_logq("chmod 600: others can read the token"));
+    return 0;
 }
 
 /* ---- control requests, in-process ------------------------------------------------------ */
@@ -505,7 +638,8 @@ static int write_next(server *s, client *c)
 
 /* ---- requests from pages --------------------------------------------------------------- */
 
-static void reply(client *c, json_t *req, json_t *result, const char *err)
+/* code: a word for the page to act on ("unauthorized": ask for the token), or NULL. */
+static void reply(client *c, json_t *req, json_t *result, const char *err, const char *code)
 {
     json_t *m = json_pack("{s:s, s:O, s:b}", "type", "reply", "req", req ? req : json_null(), "ok",
                           err == NULL);
@@ -515,17 +649,52 @@ static void reply(client *c, json_t *req, json_t *result, const char *err)
     }
     if (err)
         json_object_set_new(m, "error", json_string(err));
+    if (err && code)
+        json_object_set_new(m, "code", json_string(code));
     else
         json_object_set_new(m, "result", result ? result : json_null());
     queue_text(c, m);
     json_decref(m);
 }
 
+static void client_watch(server *s, client *c);
+
+/* The page's actions: they change what is reconstructed, and need the operator token. */
+static bool is_action(const char *cmd)
+{
+    return strcmp(cmd, "move") == 0 || strcmp(cmd, "center") == 0 ||
+           strcmp(cmd, "reset_views") == 0;
+}
+
+/* {"cmd": "auth", "token": ...}: makes the page an operator, and a watcher. */
+static json_t *authorize(server *s, client *c, const json_t *msg, char *err, size_t errlen)
+{
+    const json_t *t = json_object_get(msg, "token");
+    if (!s->token_len) {
+        snprintf(err, errlen, "no operator token is configured (http.token_file): this daemon "
+                              "takes no actions from the page");
+        refuse_access(s, false, "auth", NULL);
+        return NULL;
+    }
+    if (!token_ok(s, json_string_value(t), json_string_length(t))) {
+        snprintf(err, errlen, "wrong operator token");
+        refuse_access(s, false, "auth", NULL);
+        return NULL;
+    }
+    c->may_act = true;
+    if (!c->watching)
+        client_watch(s, c);
+    return json_pack("{s:b}", "operator", true);
+}
+
 /* One JSON message from a page: {"req": N, "cmd": ..., ...}.
+ *   auth   {token}           the operator token: actions, and the views when they are closed
  *   move   {view, position}  moves a preview slice (a row's z, an ortho-slice's position)
  *   center {value}           set_param center (the rotation axis column)
  *   bits   {value}           8 or 16: the depth of this page's images
- *   reset_views              the default view again */
+ *   reset_views              the default view again
+ * move, center and reset_views need a page that gave the token; refused, the reply has
+ * "code": "unauthorized". */
 static void handle_message(server *s, client *c, const char *text, size_t len)
 {
     json_error_t je;
@@ -533,10 +702,20 @@ static void handle_message(server *s, client *c, const char *text, size_t len)
     const char *cmd = json_string_value(json_object_get(msg, "cmd"));
     json_t *req = json_object_get(msg, "req");
     char err[300] = "";
+    const char *code = NULL;
     json_t *res = NULL;
     scan_view v;
     if (!cmd) {
         snprintf(err, sizeof err, "expected a JSON object with \"cmd\"");
+    } else if (strcmp(cmd, "auth") == 0) {
+        res = authorize(s, c, msg, err, sizeof err);
+        code = res ? NULL : "unauthorized";
+    } else if (is_action(cmd) && !c->may_act) {
+        snprintf(err, sizeof err, "%s",
+                 s->token_len ? "the operator token is needed for this"
+                              : "this daemon takes no actions from the page (no http.token_file)");
+        code = "unauthorized";
+        refuse_access(s, false, cmd, NULL);
     } else if (strcmp(cmd, "move") == 0) {
         const char *id = json_string_value(json_object_get(msg, "view"));
         json_t *p = json_object_get(msg, "position");
@@ -578,11 +757,12 @@ static void handle_message(server *s, client *c, const char *text, size_t len)
             res = json_true();
         }
     } else {
-        snprintf(err, sizeof err, "unknown command \"%s\" (move, center, bits, reset_views)", cmd);
+        snprintf(err, sizeof err,
+                 "unknown command \"%s\" (auth, move, center, bits, reset_views)", cmd);
     }
     if (!res && !err[0])
         snprintf(err, sizeof err, "failed");
-    reply(c, req, res, res ? NULL : err);
+    reply(c, req, res, res ? NULL : err, code);
     json_decref(msg);
     if (read_scan(s->d, &v, false)) /* else the next tick tells */
         send_state(s, &v, NULL);
@@ -590,6 +770,8 @@ static void handle_message(server *s, client *c, const char *text, size_t len)
 
 /* ---- pages come and go ----------------------------------------------------------------- */
 
+/* A new WebSocket: told what it may do ({"type": "access", "views": "open"|"token",
+ * "actions": "token"|"off"}), and watching at once when the views are open. */
 static client *client_open(server *s, struct lws *wsi)
 {
     client *c = calloc(1, sizeof *c);
@@ -597,6 +779,21 @@ static client *client_open(server *s, struct lws *wsi)
         return NULL;
     c->wsi = wsi;
     c->bits = 8;
+    s->nconn++;
+    json_t *m = json_pack("{s:s, s:s, s:s}", "type", "access", "views",
+                          s->d->cfg.http_open_views ? "open" : "token", "actions",
+                          s->token_len ? "token" : "off");
+    if (m)
+        queue_text(c, m);
+    json_decref(m);
+    if (s->d->cfg.http_open_views)
+        client_watch(s, c);
+    return c;
+}
+
+static void client_watch(server *s, client *c)
+{
+    c->watching = true;
     s->clients[s->nclients++] = c;
     scan_view v;
     read_scan(s->d, &v, true);
@@ -605,12 +802,13 @@ static client *client_open(server *s, struct lws *wsi)
         sync_views(s, true);
     tl_log(TL_LOG_INFO, "preview_connected", "pages=%d", s->nclients);
     send_state(s, &v, c);
-    return c;
 }
 
 static void client_close(server *s, client *c)
 {
-    for (int i = 0; i < s->nclients; i++)
+    bool watched = c->watching;
+    s->nconn--;
+    for (int i = 0; watched && i < s->nclients; i++)
         if (s->clients[i] == c) {
             s->clients[i] = s->clients[--s->nclients];
             break;
@@ -621,6 +819,8 @@ static void client_close(server *s, client *c)
         msg_free(&c->reply[i]);
     msg_free(&c->state);
     free(c);
+    if (!watched)
+        return;
     tl_log(TL_LOG_INFO, "preview_disconnected", "pages=%d", s->nclients);
     /* nobody watches: let the engine stop computing them (not while stopping: the daemon
      * is going away, and its slices with it) */
@@ -630,12 +830,20 @@ static void client_close(server *s, client *c)
 
 /* ---- HTTP -------------------------------------------------------------------------------- */
 
-/* Sends the headers of a response and queues its body (taken over, freed when sent);
- * for a HEAD request only the headers go, with the length the body would have had. */
-static int respond_with(struct lws *wsi, session *p, unsigned status, const char *ctype,
-                        char *body, size_t len, const char *allow)
+static int add_header(struct lws *wsi, const char *name, const char *value, uint8_t **q,
+                      uint8_t *end)
 {
-    uint8_t hb[LWS_PRE + 1024], *start = hb + LWS_PRE, *q = start, *end = hb + sizeof hb - 1;
+    return lws_add_http_header_by_name(wsi, (const unsigned char *)name,
+                                       (const unsigned char *)value, (int)strlen(value), q, end);
+}
+
+/* Sends the headers of a response (the security headers, and name: value when name is not
+ * NULL) and queues its body (taken over, freed when sent); for a HEAD request only the
+ * headers go, with the length the body would have had. */
+static int respond_with(struct lws *wsi, session *p, unsigned status, const char *ctype,
+                        char *body, size_t len, const char *name, const char *value)
+{
+    uint8_t hb[LWS_PRE + 2048], *start = hb + LWS_PRE, *q = start, *end = hb + sizeof hb - 1;
     free(p->body);
     p->body = body;
     p->len = len;
@@ -644,17 +852,13 @@ static int respond_with(struct lws *wsi, session *p, unsigned status, const char
         srv.http_ok++;
     else
         srv.http_errors++;
-    static const char nostore[] = "no-store", close[] = "close";
-    if (!body || lws_add_http_common_headers(wsi, status, ctype, len, &q, end) ||
-        lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:",
-                                    (const unsigned char *)nostore, (int)strlen(nostore), &q,
-                                    end) ||
-        lws_add_http_header_by_name(wsi, (const unsigned char *)"connection:",
-                                    (const unsigned char *)close, (int)strlen(close), &q, end) ||
-        (allow &&
-         lws_add_http_header_by_name(wsi, (const unsigned char *)"allow:",
-                                     (const unsigned char *)allow, (int)strlen(allow), &q, end)) ||
-        lws_finalize_write_http_header(wsi, start, &q, end))
+    bool bad = !body || lws_add_http_common_headers(wsi, status, ctype, len, &q, end) ||
+               add_header(wsi, "connection:", "close", &q, end) ||
+               (name && add_header(wsi, name, value, &q, end)) ||
+               (srv.tls && add_header(wsi, "strict-transport-security:", HSTS, &q, end));
+    for (size_t i = 0; !bad && i < sizeof security_headers / sizeof *security_headers; i++)
+        bad = add_header(wsi, security_headers[i].name, security_headers[i].value, &q, end);
+    if (bad || lws_finalize_write_http_header(wsi, start, &q, end))
         return -1;
     if (p->head) { /* the body is not sent: http_writeable ends the transaction */
         free(p->body);
@@ -667,7 +871,7 @@ static int respond_with(struct lws *wsi, session *p, unsigned status, const char
 static int respond(struct lws *wsi, session *p, unsigned status, const char *ctype, char *body,
                    size_t len)
 {
-    return respond_with(wsi, p, status, ctype, body, len, NULL);
+    return respond_with(wsi, p, status, ctype, body, len, NULL, NULL);
 }
 
 static int respond_text(struct lws *wsi, session *p, unsigned status, const char *text)
@@ -734,6 +938,8 @@ static int serve_metrics(server *s, struct lws *wsi, session *p)
         .http_ok = s->http_ok,
         .http_errors = s->http_errors,
         .http_unrouted = s->http_unrouted,
+        .http_refused_origin = s->refused_origin,
+        .http_refused_token = s->refused_token,
     };
     pthread_mutex_lock(&d->lock); /* as status counts them */
     m.slices_defined = d->slices.n;
@@ -765,6 +971,17 @@ static int serve_status(server *s, struct lws *wsi, session *p)
         snprintf(msg, sizeof msg, "status failed: %s\n", err);
         return respond_text(wsi, p, HTTP_STATUS_INTERNAL_SERVER_ERROR, msg);
     }
+    const tl_settings *c = &s->d->cfg;
+    json_object_set_new(
+        r, "http",
+        json_pack("{s:s, s:b, s:s, s:s, s:s, s:i, s:i, s:{s:I, s:I}, s:{s:I, s:I, s:I}}",
+                  "listen", s->listen, "tls", s->tls, "views",
+                  c->http_open_views ? "open" : "token", "actions", s->token_len ? "token" : "off",
+                  "origins", c->http_origins[0] ? c->http_origins : "self", "pages", s->nclients,
+                  "connections", s->nconn, "refused", "origin", (json_int_t)s->refused_origin,
+                  "token", (json_int_t)s->refused_token, "requests", "ok",
+                  (json_int_t)s->http_ok, "error", (json_int_t)s->http_errors, "unrouted",
+                  (json_int_t)s->http_unrouted));
     char *t = json_dumps(r, JSON_INDENT(2));
     json_decref(r);
     if (!t)
@@ -809,7 +1026,7 @@ static int refuse(struct lws *wsi, session *p, bool method_ok, bool body)
         respond_with(wsi, p,
                      method_ok ? HTTP_STATUS_REQ_ENTITY_TOO_LARGE : HTTP_STATUS_METHOD_NOT_ALLOWED,
                      "text/plain; charset=utf-8", strdup(why), strlen(why),
-                     method_ok ? NULL : "GET, HEAD");
+                     method_ok ? NULL : "allow:", "GET, HEAD");
     if (rc != 0 || !body)
         return rc;
     http_writeable(wsi, p); /* the text now (a few bytes) */
@@ -823,8 +1040,18 @@ static int serve_http(server *s, struct lws *wsi, session *p, const char *path)
     bool method_ok = p->head || lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
     if (!method_ok || with_body)
         return refuse(wsi, p, method_ok, with_body);
+    if (!origin_ok(s, wsi, path))
+        return respond_text(wsi, p, HTTP_STATUS_FORBIDDEN,
+                            "requests from this origin are refused (http.origins)\n");
     const char *file;
-    switch (tl_http_route_path(path, &file)) {
+    tl_http_route route = tl_http_route_path(path, &file);
+    if ((route == TL_ROUTE_METRICS || route == TL_ROUTE_STATUS) && !views_ok(s, wsi, path)) {
+        static const char why[] = "the operator token is needed (Authorization: Bearer TOKEN)\n";
+        return respond_with(wsi, p, HTTP_STATUS_UNAUTHORIZED, "text/plain; charset=utf-8",
+                            strdup(why), strlen(why), "www-authenticate:",
+                            "Bearer realm=\"tomolive\"");
+    }
+    switch (route) {
         case TL_ROUTE_METRICS: return serve_metrics(s, wsi, p);
         case TL_ROUTE_STATUS: return serve_status(s, wsi, p);
         case TL_ROUTE_WS:
@@ -894,8 +1121,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             const char *f;
             if (lws_hdr_copy(wsi, uri, sizeof uri, WSI_TOKEN_GET_URI) <= 0 ||
                 tl_http_route_path(uri, &f) != TL_ROUTE_WS || !s->running ||
-                s->nclients >= MAX_CLIENTS)
-                return 1; /* refused */
+                s->nconn >= MAX_CLIENTS || !origin_ok(s, wsi, "websocket"))
+                return 1; /* refused: libwebsockets drops the connection */
             break;
         }
         case LWS_CALLBACK_HTTP:
@@ -1014,6 +1241,19 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
         return -1;
     }
     snprintf(s->listen, sizeof s->listen, "%s", c->http_listen);
+    if (c->http_token_file[0] && load_token(s, c->http_token_file, err, errlen) != 0)
+        return -1;
+    for (int i = 0; c->http_tls_cert[0] && i < 2; i++) { /* libwebsockets would only log it */
+        const char *path = i ? c->http_tls_key : c->http_tls_cert;
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            snprintf(err, errlen, "http.%s %s: cannot read: %s", i ? "tls_key" : "tls_cert", path,
+                     strerror(errno));
+            return -1;
+        }
+        fclose(f);
+    }
+    s->tls = c->http_tls_cert[0] != 0;
     snprintf(s->root, sizeof s->root, "%s", c->http_root[0] ? c->http_root : default_root());
     s->req_dec = tl_proto_decoder_new();
     s->rep_dec = tl_proto_decoder_new();
@@ -1043,6 +1283,11 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
     info.pcontext = &s->ctx;
     info.gid = -1;
     info.uid = -1;
+    if (s->tls) {
+        info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
+        info.ssl_cert_filepath = c->http_tls_cert;
+        info.ssl_private_key_filepath = c->http_tls_key;
+    }
     s->ctx = lws_create_context(&info);
     if (!s->ctx) {
         snprintf(err, errlen,
@@ -1052,8 +1297,14 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
     }
     s->vh = lws_create_vhost(s->ctx, &info);
     if (!s->vh) {
-        snprintf(err, errlen, "http.listen %s: cannot listen: %s", c->http_listen,
-                 bind_error(host, port));
+        const char *why = bind_error(host, port);
+        if (s->tls && strcmp(why, "libwebsockets could not listen there") == 0)
+            snprintf(err, errlen,
+                     "http: TLS cannot start with http.tls_cert %s and http.tls_key %s (are "
+                     "they PEM, and the key the certificate's?)",
+                     c->http_tls_cert, c->http_tls_key);
+        else
+            snprintf(err, errlen, "http.listen %s: cannot listen: %s", c->http_listen, why);
         lws_context_destroy(s->ctx); /* its handles close as the loop runs (or not: we exit) */
         return -1;
     }
@@ -1070,8 +1321,16 @@ int tl_http_start(tl_daemon *d, char *err, size_t errlen)
     if (n < 0 || (size_t)n >= sizeof index || access(index, R_OK) != 0)
         tl_log(TL_LOG_WARN, "http_page_missing", "path=%s error=%s", tl_logq(index),
                tl_logq(strerror(errno)));
-    tl_log(TL_LOG_INFO, "http_started", "listen=%s port=%d root=%s", tl_logq(c->http_listen),
-           lws_get_vhost_listen_port(s->vh), tl_logq(s->root));
+    tl_log(TL_LOG_INFO, "http_started", "listen=%s port=%d root=%s tls=%s views=%s actions=%s",
+           tl_logq(c->http_listen), lws_get_vhost_listen_port(s->vh), tl_logq(s->root),
+           s->tls ? "yes" : "no", c->http_open_views ? "open" : "token",
+           s->token_len ? "token" : "off");
+    if (!s->token_len)
+        tl_log(TL_LOG_WARN, "http_no_token", "hint=%s",
+               tl_logq(c->http_open_views
+                           ? "no http.token_file: the page shows the views but takes no actions"
+                           : "no http.token_file: the page shows nothing and takes no actions "
+                             "(set http.token_file, or http.open_views = true)"));
     return 0;
 }
 
@@ -1097,6 +1356,8 @@ void tl_http_stop(tl_daemon *d)
     s->req_dec = s->rep_dec = NULL;
     msgpack_sbuffer_destroy(&s->req);
     msgpack_sbuffer_destroy(&s->rep);
+    explicit_bzero(s->token, sizeof s->token);
+    s->token_len = 0;
     tl_log(TL_LOG_INFO, "http_stopped", "previews_sent=%llu dropped=%llu",
            (unsigned long long)s->sent, (unsigned long long)s->dropped);
 }

@@ -16,6 +16,22 @@
  *                      binary preview images (daemon/serve/preview.h) to the page, JSON both ways
  *   anything else      404
  *
+ * Access (issue 27). The port is loopback's unless http.listen says otherwise. Every response
+ * carries security headers (a Content-Security-Policy allowing the page's own files and
+ * WebSocket only, nosniff, no framing, no referrer, no caching; HSTS over TLS). A request or
+ * WebSocket handshake whose Origin header is not allowed is refused (403; the handshake is
+ * dropped), counted and logged: allowed are the origins of http.origins, or, when it is empty,
+ * the page's own (the Origin's host:port is the request's Host, over the same scheme).
+ * Browsers always send Origin on a WebSocket handshake, so one without it is no web page
+ * (a script, a test): it is let through, and the token still guards what it may do.
+ * The operator token (the first line of http.token_file) is compared in constant time and
+ * never logged. The page's actions (move, center, reset_views) need it: a page sends
+ * {"cmd": "auth", "token": ...} once per connection. Without http.open_views, the images
+ * and state (sent only after that auth), /api/status and /metrics (an "Authorization: Bearer
+ * TOKEN" header) need it too; the page's files never do (they hold no data). Refusals are
+ * counted (tomolive_http_refused_total{reason}, /api/status "http") and logged, rate-limited.
+ * With http.tls_cert and http.tls_key the server speaks only HTTPS and WSS.
+ *
  * Preview slices: while at least one page is connected and a scan is open, the slices
  * preview-row (a row), preview-x, preview-y and preview-z (ortho-slices through one point)
  * are defined and pinned, so the engine computes them; when the last page leaves they are
@@ -27,6 +43,7 @@
 #ifndef TL_HTTP_H
 #define TL_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct tl_daemon;
@@ -55,6 +72,14 @@ typedef enum {
 tl_http_route tl_http_route_path(const char *path, const char **file);
 /* The Content-Type of a file of the page (by its extension). */
 const char *tl_http_mime(const char *file);
+
+/* Whether a request with this Origin header (NULL: none) may be served: see the top.
+ * host is the request's Host header (NULL: none), tls whether it came over TLS, allowed
+ * http.origins. Case-insensitive, as origins and host names are. */
+bool tl_http_origin_allowed(const char *origin, const char *host, bool tls, const char *allowed);
+/* Whether two tokens are equal, in a time that does not depend on where they differ (nor on
+ * the given one's content): the token of the daemon is `want`. */
+bool tl_http_token_equal(const char *want, size_t want_len, const char *given, size_t given_len);
 
 /* Splits http.listen ("HOST:PORT", "*:PORT", "[::1]:PORT") into an interface for
  * libwebsockets (NULL for every interface) and a port. Returns 0, or -1 if malformed. */

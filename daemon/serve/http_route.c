@@ -1,11 +1,13 @@
 /* http_route.c — the pure parts of the HTTP server (http.h): which path goes where, the
- * content type of the page's files, and http.listen split for libwebsockets. Apart from
- * http.c so unit tests need neither libwebsockets nor a daemon. */
+ * content type of the page's files, http.listen split for libwebsockets, and who may come
+ * in (the Origin rule, the token comparison). Apart from http.c so unit tests need neither
+ * libwebsockets nor a daemon. */
 #include <config.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "daemon/serve/http.h"
 
@@ -90,4 +92,33 @@ int tl_http_parse_listen(const char *listen, char *host, size_t hostlen, int *po
         snprintf(host, hostlen, "127.0.0.1");
     *port = (int)p;
     return 0;
+}
+
+bool tl_http_origin_allowed(const char *origin, const char *host, bool tls, const char *allowed)
+{
+    if (!origin)
+        return true; /* no browser: see http.h */
+    size_t olen = strlen(origin);
+    if (allowed && *allowed) {
+        for (const char *p = allowed; *p;) {
+            size_t len = strcspn(p, ",");
+            if (len == olen && strncasecmp(p, origin, len) == 0)
+                return true;
+            p += len + (p[len] == ',');
+        }
+        return false;
+    }
+    const char *scheme = tls ? "https://" : "http://";
+    size_t sl = strlen(scheme);
+    return host && *host && strncasecmp(origin, scheme, sl) == 0 &&
+           strcasecmp(origin + sl, host) == 0;
+}
+
+bool tl_http_token_equal(const char *want, size_t want_len, const char *given, size_t given_len)
+{
+    /* every byte of want is compared (against the given token's, or a zero past its end) */
+    volatile unsigned char diff = want_len != given_len || want_len == 0;
+    for (size_t i = 0; i < want_len; i++)
+        diff |= (unsigned char)want[i] ^ (unsigned char)(i < given_len ? given[i] : 0);
+    return diff == 0;
 }

@@ -214,6 +214,13 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
         (unsigned long long)s->http_errors);
     put(&o, "tomolive_http_requests_total{outcome=\"unrouted\"} %llu\n",
         (unsigned long long)s->http_unrouted);
+    family(&o, "tomolive_http_refused_total", "counter",
+           "HTTP requests, WebSocket handshakes and page actions refused: for a foreign Origin "
+           "(origin), or for a missing or wrong operator token (token).");
+    put(&o, "tomolive_http_refused_total{reason=\"origin\"} %llu\n",
+        (unsigned long long)s->http_refused_origin);
+    put(&o, "tomolive_http_refused_total{reason=\"token\"} %llu\n",
+        (unsigned long long)s->http_refused_token);
 
     family(&o, "tomolive_stage_latency_seconds", "histogram",
            "Time per stage: queue (frame received to taken by the engine), submit "

@@ -48,6 +48,9 @@ typedef struct {
      * any request was routed (health-check connects, TLS hellos, requests libwebsockets
      * itself refused as malformed or too large) */
     uint64_t http_ok, http_errors, http_unrouted;
+    /* requests and WebSocket handshakes refused for their Origin, and for a missing or wrong
+     * operator token (daemon/serve/http.h) */
+    uint64_t http_refused_origin, http_refused_token;
 } tl_metrics_state;
 
 /* The `le` bounds of the histograms: TL_METRICS_LE bounds, bound k is tl_hist_bound of

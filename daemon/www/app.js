@@ -7,6 +7,12 @@
 // preview slices while a page is connected: a row and three ortho-slices through one point.
 // The page reconnects by itself when the daemon restarts.
 //
+// Access: the daemon's first message says whether the views need the operator token and
+// whether actions take one ("access"). The page asks for the token once (a dialog, when an
+// action needs it or the views do), keeps it in sessionStorage (this tab only, gone when it
+// closes) and sends it on each connection ({cmd: 'auth'}); a refusal is shown and the token
+// asked for again.
+//
 // Sections, top to bottom:
 //   state        what the daemon said (scan, slice positions), the last image of each view,
 //                the page's settings (ui), the line profile and the value under the cursor
@@ -26,10 +32,12 @@
 //                to its depth and downsampled) and a PNG snapshot of the view as shown
 //   moves        one request in flight per slice, the newest position winning
 //   connection   the WebSocket, requests and their replies, reconnection
+//   access       the operator token: the dialog, auth on each connection, actions behind it
 //   bars         connection, scan, rate, contrast window, messages
 //   wiring       the controls' handlers; window.tomolive for tests and the console
 //
 // For tests and the console: window.tomolive = {state, move(id, position), setCenter(c),
+// authorize(token),
 // canvas(id), plane(id), isStale(id), imageRect(id), resetView(id), tiff(id), snapshot(id),
 // setMain(id)}; state.frames[id] describes the last image of each view.
 (function () {
@@ -59,6 +67,8 @@
     local: {},        // id -> position being dragged, until the daemon has it
     frames: {},       // id -> the last image's header, rate and latency
     received: 0, lastError: null,
+    access: null,         // what the daemon said this page may do: {views, actions}
+    operator: false,      // this connection gave the operator token
     main: 'preview-row',  // the view in the large cell
     series: null,         // the scan whose default planes the page has looked at
     cursor: null,         // {id, i, j, value}: the pixel under the pointer
@@ -638,7 +648,7 @@
   function sendMove(id) {
     const value = state.local[id];
     inflight[id] = true;
-    send({cmd: 'move', view: id, position: value}).then((r) => {
+    act({cmd: 'move', view: id, position: value}).then((r) => {
       state.positions[id] = value;
       finishMove(id, value, r, null);
     }, (err) => finishMove(id, value, null, err));
@@ -662,14 +672,14 @@
   }
   function separateDefaults() {
     const s = state.scan;
-    if (!s || state.series === s.series) return;
+    if (!s || state.series === s.series || !state.operator) return;  // never a dialog unasked
     state.series = s.series;
     const row = state.positions['preview-row'], z = state.positions['preview-z'];
     if (row !== undefined && z !== undefined && Math.abs(row - z) < 0.5)
       request_move('preview-z', defaultZ(s.rows)).catch(() => {});
   }
   function resetViews() {
-    send({cmd: 'reset_views'}).then(() => {
+    act({cmd: 'reset_views'}).then(() => {
       if (state.scan) request_move('preview-z', defaultZ(state.scan.rows)).catch(() => {});
     }, (e) => message(String(e)));
     for (const id of VIEWS) resetView(id);
@@ -689,7 +699,19 @@
     if (m.type === 'reply') {
       const w = waiting.get(m.req);
       waiting.delete(m.req);
+      if (!m.ok && m.code === 'unauthorized' && state.operator) {  // the token changed
+        state.operator = false;
+        sessionStorage.removeItem(TOKEN_KEY);
+        showAccess();
+      }
       if (w) m.ok ? w.resolve(m.result) : w.reject(m.error);
+    } else if (m.type === 'access') {
+      state.access = m;
+      state.operator = false;
+      showAccess();
+      const t = sessionStorage.getItem(TOKEN_KEY);
+      if (t) authorize(t).catch((e) => { if (m.views === 'token') askToken(String(e)).catch(() => {}); });
+      else if (m.views === 'token') askToken('The views of this daemon need its operator token.').catch(() => {});
     } else if (m.type === 'state') {
       state.server = m;
       state.scan = m.scan;
@@ -718,11 +740,75 @@
       for (const w of waiting.values()) w.reject('connection lost');
       waiting.clear();
       for (const id of VIEWS) inflight[id] = false;
+      state.operator = false;  // the next connection gives the token again
       showConn();
       if (was) state.reconnects++;
       setTimeout(connect, backoff);  // the daemon restarts: keep trying
       backoff = Math.min(2 * backoff, 5000);
     };
+  }
+
+  // ---- access --------------------------------------------------------------------------------
+  const TOKEN_KEY = 'tomolive-operator-token';
+  let asking = null;  // {promise, resolve, reject} while the dialog is open
+
+  // Gives the token on this connection; kept for the next ones when the daemon takes it.
+  function authorize(token) {
+    return send({cmd: 'auth', token}).then(() => {
+      state.operator = true;
+      sessionStorage.setItem(TOKEN_KEY, token);
+      if (String(state.lastError).startsWith('operator token')) message('');
+      showAccess();
+    }, (e) => {
+      sessionStorage.removeItem(TOKEN_KEY);
+      state.operator = false;
+      showAccess();
+      message('operator token: ' + e);
+      throw e;
+    });
+  }
+  // Opens the dialog (once); resolves when a token was taken, rejects when cancelled.
+  function askToken(why) {
+    $('token-why').textContent = why;
+    if (asking) return asking.promise;
+    asking = {};
+    asking.promise = new Promise((resolve, reject) => { asking.resolve = resolve; asking.reject = reject; });
+    $('token-error').textContent = '';
+    $('token-input').value = '';
+    $('token-dialog').showModal();
+    $('token-input').focus();
+    return asking.promise;
+  }
+  function submitToken() {
+    const t = $('token-input').value.trim();
+    if (!t) return;
+    authorize(t).then(() => {
+      const a = asking;
+      asking = null;
+      $('token-dialog').close();
+      if (a) a.resolve();
+    }, (e) => { $('token-error').textContent = String(e); });
+  }
+  function cancelToken() {
+    const a = asking;
+    asking = null;
+    if ($('token-dialog').open) $('token-dialog').close();
+    if (a) a.reject('the operator token is needed for this');
+  }
+  // An action (it changes what the daemon reconstructs): with the token, asked for if need be.
+  function act(obj) {
+    if (state.access && state.access.actions === 'off')
+      return Promise.reject('this daemon takes no actions from the page (it has no http.token_file)');
+    if (state.operator) return send(obj);
+    return askToken('Moving slices and the centre of rotation need the operator token.').then(() => send(obj));
+  }
+  function showAccess() {
+    const a = state.access, b = $('access');
+    const locked = a && a.views === 'token' && !state.operator;
+    b.className = state.operator ? 'operator' : locked ? 'locked' : '';
+    b.textContent = !a ? '…' : state.operator ? 'operator' : locked ? 'token needed' :
+      a.actions === 'off' ? 'read-only' : 'viewer';
+    b.disabled = !a || state.operator || a.actions === 'off';
   }
 
   // ---- the bars ------------------------------------------------------------------------------
@@ -765,7 +851,7 @@
   }
 
   function setCenter(c) {
-    return send({cmd: 'center', value: +c}).catch((e) => { message('centre: ' + e); throw e; });
+    return act({cmd: 'center', value: +c}).catch((e) => { message('centre: ' + e); throw e; });
   }
 
   // ---- wiring --------------------------------------------------------------------------------
@@ -790,6 +876,11 @@
     $('reset').onclick = resetViews;
     $('profile-mode').onclick = (e) => { ui.profileMode = !ui.profileMode; e.target.classList.toggle('on', ui.profileMode); };
     $('profile-close').onclick = clearProfile;
+    $('access').onclick = () => askToken('The operator token lets this page move slices and the centre.').catch(() => {});
+    $('token-ok').onclick = submitToken;
+    $('token-cancel').onclick = cancelToken;
+    $('token-input').onkeydown = (e) => { if (e.key === 'Enter') submitToken(); };
+    $('token-dialog').addEventListener('cancel', (e) => { e.preventDefault(); cancelToken(); });  // Escape
     new ResizeObserver(drawProfile).observe($('profile-plot'));
   }
 
@@ -802,6 +893,7 @@
     state,
     move: (id, position) => request_move(id, position),
     setCenter,
+    authorize,
     canvas: (id) => panels[id].image,
     plane: (id) => (state.frames[id] ? plane(state.frames[id]) : null),
     isStale,

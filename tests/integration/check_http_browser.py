@@ -18,6 +18,10 @@ protocol, and feeds the daemon a simulated phantom scan (`tomolive push`):
     a new slice arrives at the new position, with the ring's walls closer together (the
     screenshot after it: check_http_browser-moved.png);
   - the daemon restarts and the page reconnects by itself, and shows the next scan.
+The daemon runs as configured by default (views closed, an operator token): the page asks
+for the token in its dialog, a wrong one is refused there, the right one typed in opens the
+views and the actions, and after the restart the page gives it again by itself (from
+sessionStorage). No Content-Security-Policy violation may happen on the way.
 
 With TL_BROWSER_SHOTS=DIR, more screenshots (the tools in use, a stale view) go to DIR.
 
@@ -57,6 +61,7 @@ SHOT = os.path.join(BUILD, "tests", "integration", "check_http_browser.png")
 ROWS, COLS, NPROJ = 64, 256, 360
 VW, VH = 1400, 900  # the window the page is judged in
 VIEWS = ["preview-row", "preview-x", "preview-y", "preview-z"]
+TOKEN = "browser-test-operator-token-0123456789"
 
 
 def log(*a):
@@ -86,12 +91,17 @@ class Daemon:
         self.ep = {k: "ipc://%s/%s-%s" % (tmp, tag, k) for k in ("ingest", "control", "slices")}
         self.port = port
         self.log_path = os.path.join(tmp, tag + ".log")
+        token_file = os.path.join(tmp, "token")
+        with open(token_file, "w") as f:
+            f.write(TOKEN + "\n")
+        os.chmod(token_file, 0o600)
         cmd = [os.path.join(BUILD, "daemon", "tomolived"), "--backend", "cpu",
                "--set", "ingest.endpoint=" + self.ep["ingest"],
                "--set", "control.endpoint=" + self.ep["control"],
                "--set", "slices.endpoint=" + self.ep["slices"],
                "--set", "http.listen=127.0.0.1:%d" % port,
                "--set", "http.root=" + os.path.join(SRC, "daemon", "www"),
+               "--set", "http.token_file=" + token_file,
                # no kernel timing (seconds per slice size, while frames queue), and no cache
                # of the user's: the test must not depend on what ran before it
                "--set", "engine.tune=off",
@@ -103,7 +113,9 @@ class Daemon:
         if self.proc.poll() is not None:
             raise AssertionError("tomolived exited:\n" + open(self.log_path).read())
         try:
-            urllib.request.urlopen("http://127.0.0.1:%d/api/status" % self.port, timeout=2).read()
+            req = urllib.request.Request("http://127.0.0.1:%d/api/status" % self.port,
+                                         headers={"Authorization": "Bearer " + TOKEN})
+            urllib.request.urlopen(req, timeout=2).read()
             return True
         except OSError:
             return False
@@ -146,6 +158,10 @@ class Browser:
         # but say it exactly)
         self.call("Emulation.setDeviceMetricsOverride", width=VW, height=VH, deviceScaleFactor=1,
                   mobile=False)
+        # what the daemon's Content-Security-Policy would block, kept for the end
+        self.call("Page.addScriptToEvaluateOnNewDocument", source="""window.cspViolations = [];
+            document.addEventListener('securitypolicyviolation', (e) =>
+              window.cspViolations.push(e.violatedDirective + ' ' + e.blockedURI));""")
 
     def _page_target(self):
         if self.proc.poll() is not None:
@@ -534,6 +550,30 @@ def check_stale(browser, view, position, shots):
     assert not m["stale"], "the stale marker stayed: %s" % m
 
 
+def enter_token(browser):
+    """The views are closed: the dialog asks for the token; a wrong one is refused there,
+    the right one, typed in, makes the page an operator."""
+    is_open = "document.getElementById('token-dialog').open"
+    wait_for("the token dialog", lambda: browser.eval(is_open), 10)
+    assert browser.eval("tomolive.state.access.views") == "token"
+    assert browser.eval("document.getElementById('access').textContent") == "token needed"
+    for token in ("not-the-token-0123456789", TOKEN):
+        browser.eval("document.getElementById('token-input').value = ''; "
+                     "document.getElementById('token-input').focus()")
+        browser.call("Input.insertText", text=token)
+        browser.eval("document.getElementById('token-ok').click()")
+        if token != TOKEN:
+            err = wait_for("the refusal in the dialog", lambda: browser.eval(
+                "document.getElementById('token-error').textContent"), 10)
+            log("wrong token: the dialog says", repr(err))
+            assert "wrong" in err and browser.eval(is_open)
+    wait_for("the page to be an operator", lambda: browser.eval("tomolive.state.operator"), 10)
+    assert not browser.eval(is_open)
+    assert browser.eval("sessionStorage.getItem('tomolive-operator-token')") == TOKEN
+    assert browser.eval("document.getElementById('access').textContent") == "operator"
+    log("token entered: operator")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="tomolive-browser-")
     port = free_port()
@@ -547,6 +587,7 @@ def main():
         wait_for("the page to connect", lambda: browser.eval(
             "!!(window.tomolive && tomolive.state.connected)"), 20)
         log("page connected")
+        enter_token(browser)
 
         # a phantom scan; every view complete (all projections in its window)
         daemon.push("--rows", str(ROWS), "--cols", str(COLS), "--projections", str(NPROJ),
@@ -618,13 +659,17 @@ def main():
         daemon = Daemon(tmp, port, "d2")
         wait_for("the page to reconnect", lambda: browser.eval(
             "tomolive.state.connected && tomolive.state.reconnects >= 1"), 20)
-        log("page reconnected")
+        wait_for("the page to give its token again", lambda: browser.eval("tomolive.state.operator"), 10)
+        assert not browser.eval("document.getElementById('token-dialog').open"), "asked again"
+        log("page reconnected, an operator again")
         before = frames(browser)["preview-row"]["count"]
         daemon.push("--rows", "32", "--cols", "128", "--projections", "180", "--series", "2")
         wait_for("the next scan's slices", lambda: (lambda f: f["preview-row"]["count"] > before and
                  f["preview-row"]["w"] == 128 and f["preview-row"]["proj"] == 180)(frames(browser)), 60)
         log("second scan shown:", frames(browser)["preview-row"])
         assert daemon.stop() == 0
+        csp = browser.eval("JSON.stringify(window.cspViolations)")
+        assert csp == "[]", "Content-Security-Policy violations: " + csp
         ok = True
     finally:
         if browser:
@@ -637,7 +682,8 @@ def main():
                     log("===== %s (last 30 lines)" % name)
                     log("".join(open(os.path.join(tmp, name), errors="replace").readlines()[-30:]))
         shutil.rmtree(tmp, ignore_errors=True)
-    log("PASS: page, phantom, layout, planes, value, profile, zoom, exports, markers, crosshair drag, reconnect")
+    log("PASS: token dialog, page, phantom, layout, planes, value, profile, zoom, exports, markers, "
+        "crosshair drag, reconnect, no CSP violation")
     return 0
 
 

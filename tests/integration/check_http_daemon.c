@@ -30,195 +30,7 @@
 #include "tests/http_client.h"
 #include "tests/testutil.h"
 #include "tests/unit/check_http_expo.h"
-
-/* ---- a minimal WebSocket client -------------------------------------------------------------- */
-
-typedef struct {
-    int fd;
-    uint8_t *buf;
-    size_t len, cap;
-} wsc;
-
-static void ws_open(wsc *w, int port, int rcvbuf)
-{
-    memset(w, 0, sizeof *w);
-    w->fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (rcvbuf)
-        setsockopt(w->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert(connect(w->fd, (struct sockaddr *)&a, sizeof a) == 0);
-    char req[512];
-    int n =
-        snprintf(req, sizeof req,
-                 "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
-                 "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                 "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: tomolive-preview\r\n\r\n",
-                 port);
-    ck_assert(write(w->fd, req, (size_t)n) == n);
-    w->cap = 1 << 20;
-    w->buf = malloc(w->cap);
-    char *end = NULL;
-    while (!end) {
-        ssize_t k = tl_hc_read_some(w->fd, w->buf + w->len, w->cap - w->len - 1, 10);
-        ck_assert_msg(k > 0, "no WebSocket handshake");
-        w->len += (size_t)k;
-        w->buf[w->len] = 0;
-        end = strstr((char *)w->buf, "\r\n\r\n");
-    }
-    ck_assert_msg(strncmp((char *)w->buf, "HTTP/1.1 101", 12) == 0, "%s", w->buf);
-    ck_assert_ptr_nonnull(
-        strstr((char *)w->buf, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")); /* RFC 6455 1.3 */
-    size_t used = (size_t)(end + 4 - (char *)w->buf);
-    memmove(w->buf, w->buf + used, w->len - used);
-    w->len -= used;
-}
-
-/* One whole message (continuations joined): its opcode (1 text, 2 binary) and payload
- * (malloc'd, NUL-terminated). false on timeout. Pings are answered, closes fail. */
-static bool ws_recv(wsc *w, int *opcode, uint8_t **msg, size_t *n, double timeout)
-{
-    double t0 = tl_fx_seconds();
-    uint8_t *out = NULL;
-    size_t olen = 0;
-    int op = 0;
-    for (;;) {
-        /* a whole frame in the buffer? */
-        if (w->len >= 2) {
-            size_t hl = 2, pl = w->buf[1] & 0x7f;
-            if (pl == 126)
-                hl = 4;
-            else if (pl == 127)
-                hl = 10;
-            if (w->len >= hl) {
-                if (pl == 126)
-                    pl = (size_t)w->buf[2] << 8 | w->buf[3];
-                else if (pl == 127) {
-                    pl = 0;
-                    for (int i = 0; i < 8; i++)
-                        pl = pl << 8 | w->buf[2 + i];
-                }
-                ck_assert_msg(!(w->buf[1] & 0x80), "a server frame must not be masked");
-                if (w->len >= hl + pl) {
-                    int fop = w->buf[0] & 0x0f;
-                    bool fin = w->buf[0] & 0x80;
-                    ck_assert_msg(fop != 8, "the server closed the WebSocket");
-                    if (fop != 9 && fop != 10) { /* ping / pong: not ours to answer here */
-                        if (fop)
-                            op = fop;
-                        out = realloc(out, olen + pl + 1);
-                        memcpy(out + olen, w->buf + hl, pl);
-                        olen += pl;
-                    }
-                    memmove(w->buf, w->buf + hl + pl, w->len - hl - pl);
-                    w->len -= hl + pl;
-                    if (fin && op) {
-                        out[olen] = 0;
-                        *opcode = op;
-                        *msg = out;
-                        *n = olen;
-                        return true;
-                    }
-                    continue;
-                }
-            }
-        }
-        if (w->len == w->cap)
-            w->buf = realloc(w->buf, w->cap *= 2);
-        double left = timeout - (tl_fx_seconds() - t0);
-        ssize_t k = left > 0 ? tl_hc_read_some(w->fd, w->buf + w->len, w->cap - w->len, left) : -1;
-        if (k <= 0) {
-            free(out);
-            return false;
-        }
-        w->len += (size_t)k;
-    }
-}
-
-static void ws_send_text(wsc *w, const char *text)
-{
-    size_t n = strlen(text);
-    ck_assert(n < 65536);
-    uint8_t f[8 + 65536];
-    size_t h = 0;
-    f[h++] = 0x81;
-    if (n < 126)
-        f[h++] = (uint8_t)(0x80 | n);
-    else {
-        f[h++] = 0x80 | 126;
-        f[h++] = (uint8_t)(n >> 8);
-        f[h++] = (uint8_t)n;
-    }
-    const uint8_t mask[4] = {0x12, 0x34, 0x56, 0x78};
-    memcpy(f + h, mask, 4);
-    h += 4;
-    for (size_t i = 0; i < n; i++)
-        f[h + i] = (uint8_t)text[i] ^ mask[i % 4];
-    ck_assert(write(w->fd, f, h + n) == (ssize_t)(h + n));
-}
-
-static void ws_close(wsc *w)
-{
-    close(w->fd);
-    free(w->buf);
-}
-
-/* Reads until a reply to request id comes; returns it (JSON). */
-static json_t *ws_reply(wsc *w, int id, double timeout)
-{
-    double t0 = tl_fx_seconds();
-    while (tl_fx_seconds() - t0 < timeout) {
-        int op;
-        uint8_t *m;
-        size_t n;
-        if (!ws_recv(w, &op, &m, &n, timeout - (tl_fx_seconds() - t0)))
-            break;
-        if (op == 1) {
-            json_t *j = json_loadb((char *)m, n, 0, NULL);
-            ck_assert_msg(j != NULL, "text message that is not JSON: %s", m);
-            const char *type = json_string_value(json_object_get(j, "type"));
-            if (type && strcmp(type, "reply") == 0 &&
-                json_integer_value(json_object_get(j, "req")) == id) {
-                free(m);
-                return j;
-            }
-            json_decref(j);
-        }
-        free(m);
-    }
-    ck_abort_msg("no reply to request %d", id);
-    return NULL;
-}
-
-/* Reads until an image of view v comes that pred accepts; false on timeout. */
-static bool ws_image(wsc *w, int v, bool (*pred)(const tl_preview_hdr *, void *), void *ctx,
-                     double timeout, tl_preview_hdr *hdr, uint8_t **pixels)
-{
-    double t0 = tl_fx_seconds();
-    while (tl_fx_seconds() - t0 < timeout) {
-        int op;
-        uint8_t *m;
-        size_t n;
-        if (!ws_recv(w, &op, &m, &n, timeout - (tl_fx_seconds() - t0)))
-            return false;
-        if (op == 2) {
-            tl_preview_hdr h;
-            ck_assert_msg(tl_preview_decode(m, n, &h) == 0,
-                          "a binary message that is not a preview image");
-            if (h.view == v && (!pred || pred(&h, ctx))) {
-                *hdr = h;
-                if (pixels)
-                    *pixels = m;
-                else
-                    free(m);
-                return true;
-            }
-        }
-        free(m);
-    }
-    return false;
-}
+#include "tests/ws_client.h"
 
 static json_t *slice_by_id(json_t *list, const char *id)
 {
@@ -288,12 +100,12 @@ START_TEST(pages_and_404)
     tl_hc_free(&r);
 
     /* SIGTERM with a page connected: still a clean, quick exit */
-    wsc w;
-    ws_open(&w, port, 0);
+    tl_ws w;
+    ck_assert_int_eq(tl_ws_open(&w, port, NULL, 0), 101);
     double secs;
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, &secs), 0);
     ck_assert_msg(secs < 2.5, "stopped in %.2f s", secs);
-    ws_close(&w);
+    tl_ws_close(&w);
     tl_fx_cleanup(&f);
 }
 END_TEST
@@ -307,14 +119,23 @@ START_TEST(scan_preview_metrics)
 {
     tl_fixture f;
     int port = tl_hc_start(&f, "http-scan");
-    wsc w;
-    ws_open(&w, port, 0);
+    tl_ws w;
+    ck_assert_int_eq(tl_ws_open(&w, port, NULL, 0), 101);
+    /* first what the page may do (views open, actions with the token), then the state */
     int op;
     uint8_t *m;
     size_t n;
-    ck_assert(ws_recv(&w, &op, &m, &n, 10));
+    ck_assert(tl_ws_recv(&w, &op, &m, &n, 10));
     ck_assert_int_eq(op, 1);
     json_t *j = json_loads((char *)m, 0, NULL);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "access");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "views")), "open");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "actions")), "token");
+    json_decref(j);
+    free(m);
+    ck_assert(tl_ws_recv(&w, &op, &m, &n, 10));
+    ck_assert_int_eq(op, 1);
+    j = json_loads((char *)m, 0, NULL);
     ck_assert_str_eq(json_string_value(json_object_get(j, "type")), "state");
     json_decref(j);
     free(m);
@@ -331,7 +152,7 @@ START_TEST(scan_preview_metrics)
     tl_preview_hdr h[4];
     for (int v = 0; v < 4; v++) {
         uint8_t *px;
-        ck_assert_msg(ws_image(&w, v, NULL, NULL, 30, &h[v], &px), "no image of view %d", v);
+        ck_assert_msg(tl_ws_image(&w, v, NULL, NULL, 30, &h[v], &px), "no image of view %d", v);
         ck_assert_uint_eq(h[v].bits, 8);
         ck_assert(h[v].hi > h[v].lo);
         int lo = 255, hi = 0;
@@ -360,23 +181,28 @@ START_TEST(scan_preview_metrics)
     }
     json_decref(list);
 
+    /* an operator now (check_http_access tests the refusals) */
+    tl_ws_send_text(&w, "{\"req\":6,\"cmd\":\"auth\",\"token\":\"" TL_HC_TOKEN "\"}");
+    j = tl_ws_reply(&w, 6, 10);
+    ck_assert_msg(json_is_true(json_object_get(j, "ok")), "%s", json_dumps(j, 0));
+    json_decref(j);
     /* move the x ortho-slice: a reply, then an image at the new position */
-    ws_send_text(&w, "{\"req\":7,\"cmd\":\"move\",\"view\":\"preview-x\",\"position\":5}");
-    j = ws_reply(&w, 7, 10);
+    tl_ws_send_text(&w, "{\"req\":7,\"cmd\":\"move\",\"view\":\"preview-x\",\"position\":5}");
+    j = tl_ws_reply(&w, 7, 10);
     ck_assert_msg(json_is_true(json_object_get(j, "ok")), "%s", json_dumps(j, 0));
     json_decref(j);
     double want = 5;
     tl_preview_hdr moved;
-    ck_assert_msg(ws_image(&w, 1, at_position, &want, 20, &moved, NULL), "no image at x = 5");
+    ck_assert_msg(tl_ws_image(&w, 1, at_position, &want, 20, &moved, NULL), "no image at x = 5");
     ck_assert_uint_gt(moved.seq, h[1].seq);
     /* a bad request is answered with an error, and changes nothing */
-    ws_send_text(&w, "{\"req\":8,\"cmd\":\"move\",\"view\":\"someone-else\",\"position\":1}");
-    j = ws_reply(&w, 8, 10);
+    tl_ws_send_text(&w, "{\"req\":8,\"cmd\":\"move\",\"view\":\"someone-else\",\"position\":1}");
+    j = tl_ws_reply(&w, 8, 10);
     ck_assert(json_is_false(json_object_get(j, "ok")));
     ck_assert_ptr_nonnull(json_string_value(json_object_get(j, "error")));
     json_decref(j);
-    ws_send_text(&w, "{\"req\":9,\"cmd\":\"center\",\"value\":31.75}");
-    j = ws_reply(&w, 9, 10);
+    tl_ws_send_text(&w, "{\"req\":9,\"cmd\":\"center\",\"value\":31.75}");
+    j = tl_ws_reply(&w, 9, 10);
     ck_assert_msg(json_is_true(json_object_get(j, "ok")), "%s", json_dumps(j, 0));
     json_decref(j);
     json_t *st = tl_fx_ok(&f, "status", NULL);
@@ -453,7 +279,7 @@ START_TEST(scan_preview_metrics)
     tl_hc_free(&r);
 
     /* the page leaves: the preview slices are unpinned (and no longer computed) */
-    ws_close(&w);
+    tl_ws_close(&w);
     bool unpinned = false;
     for (double t0 = tl_fx_seconds(); !unpinned && tl_fx_seconds() - t0 < 10; usleep(50000)) {
         list = tl_fx_ok(&f, "list_slices", NULL);
@@ -473,10 +299,10 @@ START_TEST(slow_reader)
 {
     tl_fixture f;
     int port = tl_hc_start(&f, "http-slow");
-    wsc w;
-    ws_open(&w, port, 4096);
-    ws_send_text(&w, "{\"req\":1,\"cmd\":\"bits\",\"value\":16}");
-    json_t *j = ws_reply(&w, 1, 10);
+    tl_ws w;
+    ck_assert_int_eq(tl_ws_open(&w, port, NULL, 4096), 101);
+    tl_ws_send_text(&w, "{\"req\":1,\"cmd\":\"bits\",\"value\":16}");
+    json_t *j = tl_ws_reply(&w, 1, 10);
     ck_assert(json_is_true(json_object_get(j, "ok")));
     json_decref(j);
     /* from here on: not a byte read */
@@ -504,7 +330,7 @@ START_TEST(slow_reader)
     printf("slow reader: %g images sent, %g dropped in %.1f s\n", sent, dropped, secs);
     ck_assert_msg(dropped > 0, "nothing dropped (sent %g)", sent);
     tl_hc_free(&r);
-    ws_close(&w);
+    tl_ws_close(&w);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
     tl_fx_cleanup(&f);
 }
