@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hdf5.h>
+
 #include "clients/angles.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
@@ -645,7 +647,6 @@ static int run(const options *o, resources *R)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error, not a kill */
     tl_volume_times t;
     tl_volume_result res = tl_volume_run(&jb, &t, err, sizeof err);
     sigaction(SIGINT, &old_int, NULL);
@@ -679,6 +680,9 @@ static int run(const options *o, resources *R)
 
 int tl_cmd_recon(int argc, char **argv)
 {
+    /* libhdf5's exit handler crashes on a file whose close failed (a full disk): every file
+     * is closed explicitly, so the handler has nothing to do */
+    H5dont_atexit();
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)
@@ -686,6 +690,7 @@ int tl_cmd_recon(int argc, char **argv)
     resources R;
     memset(&R, 0, sizeof R);
     stop_requested = 0;
+    signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error, not a kill */
     rc = run(&o, &R);
     if (R.writing) /* failed after the output was created, before any slab */
         tl_volume_output_close(&R.out, o.resume ? TL_OUTPUT_KEEP : TL_OUTPUT_REMOVE, NULL, 0);

@@ -248,7 +248,8 @@ static int create_h5(tl_volume_output *o, char *err, size_t errlen)
     if (rc == 0 && o->scaled)
         rc = write_scale(o);
     if (rc != 0 || fsync_h5(o, err, errlen) != 0)
-        return FAIL("'%s': cannot write the volume's attributes", s->path);
+        return FAIL("'%s': cannot write the volume's attributes (%s)", s->path,
+                    errno ? strerror(errno) : "disk full?");
     return 0;
 }
 
@@ -276,7 +277,8 @@ static int write_h5(tl_volume_output *o, uint32_t z0, uint32_t h, const float *s
     if (mt >= 0)
         H5Tclose(mt);
     if (st < 0)
-        return FAIL("'%s': cannot write slices %u .. %u (disk full?)", s->path, z0, z0 + h - 1);
+        return FAIL("'%s': cannot write slices %u .. %u (%s)", s->path, z0, z0 + h - 1,
+                    errno ? strerror(errno) : "disk full?");
     if (fsync_h5(o, err, errlen) != 0)
         return -1;
     uint64_t done = (uint64_t)z0 + h;
