@@ -51,6 +51,9 @@ static float *read_slice(const char *path, uint32_t h, uint32_t w, char *err, si
 
 int tl_cmd_phantom(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* a whole scan as HDF5: phantom_scan.c */
+        if (!strcmp(argv[i], "--scan") || !strncmp(argv[i], "--scan=", 7))
+            return tl_cmd_phantom_scan(argc, argv);
     uint32_t rows = 0, cols = 0, h = 0, w = 0;
     double att = 2.0, center = NAN, scale = 1.0;
     const char *out = NULL, *cmp = NULL, *row = NULL, *ortho = NULL, *plane = NULL, *size = NULL;
