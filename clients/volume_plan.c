@@ -125,9 +125,17 @@ int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, u
     return 0;
 }
 
-static double gib(uint64_t b)
+/* "1.25 GiB", or "12.5 MiB" below a GiB (ring of 8 buffers: several per printf) */
+static const char *bytes(uint64_t b)
 {
-    return (double)b / (1024.0 * 1024.0 * 1024.0);
+    static char buf[8][32];
+    static int k;
+    k = (k + 1) % 8;
+    if (b >= ((uint64_t)1 << 30))
+        snprintf(buf[k], sizeof buf[k], "%.2f GiB", (double)b / (1 << 30));
+    else
+        snprintf(buf[k], sizeof buf[k], "%.1f MiB", (double)b / (1 << 20));
+    return buf[k];
 }
 
 void tl_volume_plan_print(const tl_volume_plan *plan, const tl_volume_problem *p,
@@ -141,11 +149,9 @@ void tl_volume_plan_print(const tl_volume_plan *plan, const tl_volume_problem *p
             "call; filtered projections %s\n",
             plan->slabs, plan->slabs == 1 ? "" : "s", plan->slab_rows, plan->last_rows,
             plan->passes, plan->batch, tl_volume_filtered_name(plan->filtered));
-    fprintf(f, "plan: memory GPU %.2f of %.2f GiB, host %.2f of %.2f GiB\n",
-            gib(plan->gpu_bytes), gib(b->gpu), gib(plan->host_bytes), gib(b->host));
-    fprintf(f,
-            "plan: bytes read %.2f GiB, uploaded %.2f GiB, downloaded %.2f GiB, written %.2f "
-            "GiB\n",
-            gib(plan->bytes_read), gib(plan->bytes_uploaded), gib(plan->bytes_downloaded),
-            gib(plan->bytes_written));
+    fprintf(f, "plan: memory GPU %s of %s, host %s of %s\n", bytes(plan->gpu_bytes),
+            bytes(b->gpu), bytes(plan->host_bytes), bytes(b->host));
+    fprintf(f, "plan: bytes read %s, uploaded %s, downloaded %s, written %s\n",
+            bytes(plan->bytes_read), bytes(plan->bytes_uploaded), bytes(plan->bytes_downloaded),
+            bytes(plan->bytes_written));
 }
