@@ -27,7 +27,8 @@ static const char usage_text[] =
     "           [--size H,W] [--scale S] [--output TRUTH.tif] [--compare SLICE.tif]\n"
     "The true slice of the sample `tomolive push` simulates for this detector (same --rows,\n"
     "--cols, --center, --attenuation), as a float32 TIFF, and/or the relative L2 error of a\n"
-    "reconstructed slice against it (inside the reconstruction circle for rows).\n";
+    "reconstructed slice against it (inside the reconstruction circle for rows).\n"
+    "tomolive phantom --scan OUT.h5 ...: a whole simulated scan (see --scan x --help).\n";
 
 #define ME "tomolive phantom"
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
