@@ -22,7 +22,7 @@ clients_tomolive_SOURCES = \
 	clients/volume_plan.h clients/volume_plan.c clients/volume_stack.h clients/volume_stack.c \
 	clients/volume_output.h clients/volume_output.c clients/volume_progress.h \
 	clients/volume_progress.c clients/volume_pipeline.h clients/volume_pipeline.c \
-	clients/phantom_scan.c
+	clients/phantom_scan.c clients/bench_volume_e2e.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
 	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS)
 clients_tomolive_LDADD = clients/libtlimages.a $(JSONPACK_LIBS) $(PROTO_LIBS) \

@@ -186,75 +186,6 @@ static int read_band(void *ctx, tl_frame_kind kind, uint32_t first, uint32_t n, 
     return 0;
 }
 
-/* ---- memory budgets ------------------------------------------------------------------ */
-
-/* "8G", "512M", "1.5GiB", "1000000": bytes (K, M, G, T binary; an optional "iB" or "B"). */
-static bool parse_bytes(const char *s, size_t *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || !(v > 0))
-        return false;
-    double m = 1;
-    switch (*end) {
-        case 'K': case 'k': m = 1024.0; end++; break;
-        case 'M': case 'm': m = 1024.0 * 1024; end++; break;
-        case 'G': case 'g': m = 1024.0 * 1024 * 1024; end++; break;
-        case 'T': case 't': m = 1024.0 * 1024 * 1024 * 1024; end++; break;
-        default: break;
-    }
-    if (m > 1 && *end == 'i')
-        end++;
-    if (*end == 'B')
-        end++;
-    if (*end || v * m > 1e18)
-        return false;
-    *out = (size_t)(v * m);
-    return true;
-}
-
-/* Free memory less the margin the defaults keep: 10% and 256 MiB. */
-static size_t less_margin(size_t free_bytes)
-{
-    size_t keep = free_bytes / 10 + ((size_t)256 << 20);
-    return free_bytes > keep ? free_bytes - keep : 0;
-}
-
-static size_t mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    unsigned long long kb = 0;
-    char line[256];
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return (size_t)kb * 1024;
-}
-
-/* The planner's engine cost: tl_engine_estimate of an engine of `rows` rows. */
-typedef struct {
-    tl_engine_config c;
-    bool failed;
-    char why[512];
-} engine_cost;
-
-static size_t engine_bytes(void *ctx, uint32_t rows)
-{
-    engine_cost *ec = ctx;
-    tl_engine_config c = ec->c;
-    c.rows = rows;
-    tl_memory_estimate m;
-    tl_status st = tl_engine_estimate(&c, &m);
-    if (st != TL_OK && !ec->failed) {
-        ec->failed = true;
-        snprintf(ec->why, sizeof ec->why, "%s (%s)", tl_engine_last_error(NULL),
-                 tl_status_name(st));
-    }
-    return st == TL_OK ? m.total_bytes : SIZE_MAX / 4;
-}
-
 /* SIGINT and SIGTERM stop the run cleanly (volume_pipeline.h). */
 static volatile sig_atomic_t stop_requested;
 static void on_stop(int sig)
@@ -457,9 +388,9 @@ static int run(const options *o, resources *R)
         return fail("bad --window '%s': need a whole number of projections, 1 .. %d", o->window,
                     1 << 24);
     tl_volume_budget budget = {0, 0};
-    if (o->gpu_memory && !parse_bytes(o->gpu_memory, &budget.gpu))
+    if (o->gpu_memory && !tl_volume_parse_bytes(o->gpu_memory, &budget.gpu))
         return fail("bad --gpu-memory '%s': need a size such as 8G or 512M", o->gpu_memory);
-    if (o->host_memory && !parse_bytes(o->host_memory, &budget.host))
+    if (o->host_memory && !tl_volume_parse_bytes(o->host_memory, &budget.host))
         return fail("bad --host-memory '%s': need a size such as 8G or 512M", o->host_memory);
     long slab_rows = 0;
     if (o->slab_rows && !tl_cli_long(o->slab_rows, 1, 65536, &slab_rows))
@@ -564,7 +495,7 @@ static int run(const options *o, resources *R)
         snprintf(c.kernel, sizeof c.kernel, "%s", o->kernel);
 
     /* the plan: budgets default to what is free, less a margin */
-    engine_cost ec = {.c = c};
+    tl_volume_engine_cost ec = {.c = c};
     tl_memory_estimate m1;
     c.rows = 1;
     tl_status st = tl_engine_estimate(&c, &m1);
@@ -573,9 +504,9 @@ static int run(const options *o, resources *R)
         return fail("cannot create the engine: %s (%s)", tl_engine_last_error(NULL),
                     tl_status_name(st));
     if (!o->gpu_memory)
-        budget.gpu = less_margin(m1.available_bytes);
+        budget.gpu = tl_volume_less_margin(m1.available_bytes);
     if (!o->host_memory)
-        budget.host = less_margin(mem_available());
+        budget.host = tl_volume_less_margin(tl_volume_host_available());
     uint32_t read_rows = tl_volume_stack_read_rows(P);
     tl_volume_problem prob = {.projections = P->frames,
                               .darks = R->darks.frames,
@@ -586,7 +517,7 @@ static int run(const options *o, resources *R)
                               .in_sample = tl_dtype_size(dtype),
                               .out_sample = tl_out_dtype_size(spec.dtype),
                               .read_rows = read_rows,
-                              .engine_bytes = engine_bytes,
+                              .engine_bytes = tl_volume_engine_bytes,
                               .ctx = &ec};
     tl_volume_plan plan;
     if (tl_volume_plan_make(&prob, &budget, (uint32_t)slab_rows, &plan, err, sizeof err) != 0)

@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,36 @@ static void run_engine(pipeline *p, const int *ids)
         p->t->backproject += tl_cli_now() - t1;
         set_slot(p, &p->outs[k % 2], (int)k);
     }
+}
+
+/* ---- budgets ------------------------------------------------------------------------- */
+
+size_t tl_volume_engine_bytes(void *ctx, uint32_t rows)
+{
+    tl_volume_engine_cost *ec = ctx;
+    tl_engine_config c = ec->c;
+    c.rows = rows;
+    tl_memory_estimate m;
+    tl_status st = tl_engine_estimate(&c, &m);
+    if (st != TL_OK && !ec->failed) {
+        ec->failed = true;
+        snprintf(ec->why, sizeof ec->why, "%s (%s)", tl_engine_last_error(NULL),
+                 tl_status_name(st));
+    }
+    return st == TL_OK ? m.total_bytes : SIZE_MAX / 4;
+}
+
+size_t tl_volume_host_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long kb = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (size_t)kb * 1024;
 }
 
 /* ---- setup ---------------------------------------------------------------------------- */

@@ -68,6 +68,19 @@ typedef struct {
 
 typedef enum { TL_VOLUME_DONE = 0, TL_VOLUME_FAILED, TL_VOLUME_STOPPED } tl_volume_result;
 
+/* The planner's engine cost (volume_plan.h engine_bytes, ctx a tl_volume_engine_cost):
+ * tl_engine_estimate of the configuration with `rows` rows; the first failure is kept in
+ * why (and the cost is then too large for any budget). */
+typedef struct {
+    tl_engine_config c;
+    bool failed;
+    char why[512];
+} tl_volume_engine_cost;
+size_t tl_volume_engine_bytes(void *ctx, uint32_t rows);
+
+/* The host's MemAvailable (/proc/meminfo), bytes; 0 if unknown. */
+size_t tl_volume_host_available(void);
+
 tl_volume_result tl_volume_run(const tl_volume_job *job, tl_volume_times *t, char *err,
                                size_t errlen);
 

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clients/volume_plan.h"
@@ -154,4 +155,34 @@ void tl_volume_plan_print(const tl_volume_plan *plan, const tl_volume_problem *p
     fprintf(f, "plan: bytes read %s, uploaded %s, downloaded %s, written %s\n",
             bytes(plan->bytes_read), bytes(plan->bytes_uploaded), bytes(plan->bytes_downloaded),
             bytes(plan->bytes_written));
+}
+
+bool tl_volume_parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v > 0))
+        return false;
+    double m = 1;
+    switch (*end) {
+        case 'K': case 'k': m = 1024.0; end++; break;
+        case 'M': case 'm': m = 1024.0 * 1024; end++; break;
+        case 'G': case 'g': m = 1024.0 * 1024 * 1024; end++; break;
+        case 'T': case 't': m = 1024.0 * 1024 * 1024 * 1024; end++; break;
+        default: break;
+    }
+    if (m > 1 && *end == 'i')
+        end++;
+    if (*end == 'B')
+        end++;
+    if (*end || v * m > 1e18)
+        return false;
+    *out = (size_t)(v * m);
+    return true;
+}
+
+size_t tl_volume_less_margin(size_t free_bytes)
+{
+    size_t keep = free_bytes / 10 + ((size_t)256 << 20);
+    return free_bytes > keep ? free_bytes - keep : 0;
 }

@@ -30,6 +30,7 @@
 #ifndef TL_VOLUME_PLAN_H
 #define TL_VOLUME_PLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,6 +83,11 @@ size_t tl_volume_plan_host_bytes(const tl_volume_problem *p, uint32_t h);
 uint32_t tl_volume_plan_batch(const tl_volume_problem *p, uint32_t h);
 
 const char *tl_volume_filtered_name(tl_volume_filtered f);
+
+/* "8G", "512M", "1.5GiB", "1000000": bytes (K, M, G, T binary; "iB" or "B" may follow). */
+bool tl_volume_parse_bytes(const char *s, size_t *out);
+/* What a default budget keeps of free memory: all but 10% and 256 MiB. */
+size_t tl_volume_less_margin(size_t free_bytes);
 
 /* Prints the plan as a few "plan: ..." lines. */
 void tl_volume_plan_print(const tl_volume_plan *plan, const tl_volume_problem *p,

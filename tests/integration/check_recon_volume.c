@@ -421,6 +421,22 @@ START_TEST(test_failures)
 }
 END_TEST
 
+START_TEST(test_bench_end_to_end)
+{
+    /* bench --volume grows the planner: a baseline and a budget-forced run, stage tables */
+    ck_assert_int_eq(tl_client_run(dir,
+                                   (const char *const[]){"bench", "--volume", "--shape", "32x45",
+                                                         "--backend", "cpu", "--slab-rows", "3",
+                                                         NULL},
+                                   120),
+                     0);
+    const char *out = tl_client_out();
+    ck_assert_msg(strstr(out, "baseline") && strstr(out, "slabs of 3 rows") &&
+                      strstr(out, "overlap (sum / wall)") && strstr(out, "out-of-core overhead"),
+                  "%s", out);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("recon_volume");
@@ -430,6 +446,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_out_of_core_equals_in_core);
     tcase_add_test(tc, test_resume_after_kill);
     tcase_add_test(tc, test_failures);
+    tcase_add_test(tc, test_bench_end_to_end);
     suite_add_tcase(s, tc);
     return s;
 }
