@@ -11,7 +11,7 @@
 
 #include "clients/volume_plan.h"
 
-#define BATCH_BYTES ((size_t)256 << 20)
+#define BATCH_BYTES ((size_t)1 << 30) /* 64 slices of 2048^2: long kernel jobs */
 
 static int __attribute__((format(printf, 3, 4))) failf(char *err, size_t errlen, const char *fmt,
                                                        ...)

@@ -79,7 +79,7 @@ int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, u
 /* Device and host bytes of a slab of h rows (the two sums above). */
 size_t tl_volume_plan_gpu_bytes(const tl_volume_problem *p, uint32_t h, uint32_t batch);
 size_t tl_volume_plan_host_bytes(const tl_volume_problem *p, uint32_t h);
-/* Slices per reconstruction call for slabs of h rows: about 256 MiB of slices, at most h. */
+/* Slices per reconstruction call for slabs of h rows: about 1 GiB of slices, at most h. */
 uint32_t tl_volume_plan_batch(const tl_volume_problem *p, uint32_t h);
 
 const char *tl_volume_filtered_name(tl_volume_filtered f);

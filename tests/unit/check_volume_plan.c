@@ -84,7 +84,7 @@ START_TEST(test_gpu_budget)
                               b.gpu);
     ck_assert_uint_eq(plan.slabs, (2048 + h - 1) / h);
     ck_assert_uint_eq((uint64_t)(plan.slabs - 1) * h + plan.last_rows, 2048);
-    ck_assert_uint_eq(plan.batch, 16); /* 256 MiB of 16 MiB slices */
+    ck_assert_uint_eq(plan.batch, h < 64 ? h : 64); /* 1 GiB of 16 MiB slices */
 }
 END_TEST
 
