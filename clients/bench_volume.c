@@ -41,9 +41,22 @@ static const char usage_text[] =
     "from PROJ projections held on the GPU, with each kernel given (default: the fastest\n"
     "multi-slice kernels of each mode and the tex-std baseline), in jobs of N slices\n"
     "(default 256) per GPU, and prints the total time per kernel. --gpus 0,1 (or all)\n"
-    "splits the rows across GPUs, after timing the first GPU alone for comparison.\n";
+    "splits the rows across GPUs, after timing the first GPU alone for comparison.\n"
+    "\n"
+    "       tomolive bench --volume --end-to-end [--shape SIZExPROJ] [--gpu-memory SIZE]\n"
+    "                               [--host-memory SIZE] [--slab-rows N] [--output PATH]\n"
+    "                               [--backend cuda|cpu] [--kernel NAME] [--device N]\n"
+    "\n"
+    "End to end (implied by --gpu-memory, --host-memory, --slab-rows or --output): the\n"
+    "volume through recon's out-of-core pipeline (plan, read, upload + filter, back\n"
+    "projection, write), first with the whole device as the baseline, then within the\n"
+    "given budgets; each stage's busy time, the wall time, the overlap achieved (sum of\n"
+    "stage times / wall) and the out-of-core overhead (wall / baseline wall).\n";
 
 typedef struct {
+    bool e2e;
+    tl_bench_volume_e2e e;
+    const char *backend;
     uint32_t size, proj, batch;
     int reps, device;
     tl_bench_gpus gpus;
@@ -61,6 +74,12 @@ static int parse(int argc, char **argv, options *o)
         {"reps", required_argument, NULL, 'r'},
         {"device", required_argument, NULL, 'd'},
         {"gpus", required_argument, NULL, 'g'},
+        {"end-to-end", no_argument, NULL, 'E'},
+        {"gpu-memory", required_argument, NULL, 'G'},
+        {"host-memory", required_argument, NULL, 'H'},
+        {"slab-rows", required_argument, NULL, 'S'},
+        {"output", required_argument, NULL, 'O'},
+        {"backend", required_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -106,6 +125,17 @@ static int parse(int argc, char **argv, options *o)
                     return rc;
                 break;
             }
+            case 'E': o->e2e = true; break;
+            case 'G': o->e2e = true; o->e.gpu_memory = optarg; break;
+            case 'H': o->e2e = true; o->e.host_memory = optarg; break;
+            case 'O': o->e2e = true; o->e.output = optarg; break;
+            case 'B': o->e.backend = optarg; break;
+            case 'S':
+                if (!tl_cli_long(optarg, 1, 65536, &v))
+                    return tl_cli_fail(ME, 2, "bad value '%s' for --slab-rows", optarg);
+                o->e2e = true;
+                o->e.slab_rows = (uint32_t)v;
+                break;
             case 'h': fputs(usage_text, stdout); return 0;
             default:
                 return tl_cli_fail(ME, 2, "%s '%s' (see tomolive bench --volume --help)",
@@ -267,6 +297,13 @@ int tl_cmd_volume_bench(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
+    if (o.e2e) {
+        o.e.size = o.size;
+        o.e.proj = o.proj;
+        o.e.device = o.device;
+        o.e.kernel = o.nkernels ? o.kernels[0] : NULL;
+        return tl_bench_volume_e2e_run(&o.e);
+    }
     printf("volume: %u x %u x %u from %u projections of %u x %u (window on the device); jobs "
            "of %u slices per GPU, median of %d after a warm-up, summed\n",
            o.size, o.size, o.size, o.proj, o.size, o.size, o.batch, o.reps);

@@ -15,6 +15,17 @@ int tl_cmd_bench(int argc, char **argv);
 int tl_cmd_stream_bench(int argc, char **argv); /* tomolive bench --stream */
 int tl_cmd_volume_bench(int argc, char **argv); /* tomolive bench --volume */
 int tl_cmd_tune(int argc, char **argv);
+
+/* tomolive bench --volume end to end (bench_volume_e2e.c): the out-of-core pipeline timed,
+ * after a baseline run with the whole device. */
+#include <stdint.h>
+typedef struct {
+    uint32_t size, proj, slab_rows;
+    int device;
+    const char *backend, *gpu_memory, *host_memory, *output, *kernel;
+} tl_bench_volume_e2e;
+int tl_bench_volume_e2e_run(const tl_bench_volume_e2e *o);
 int tl_cmd_phantom(int argc, char **argv);
+int tl_cmd_phantom_scan(int argc, char **argv); /* tomolive phantom --scan */
 
 #endif

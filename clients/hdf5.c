@@ -5,6 +5,8 @@
 #include <hdf5.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,20 +246,18 @@ int tl_hdf5_open(tl_hdf5_reader *r, const char *path, char *err, size_t errlen)
     return rc;
 }
 
-int tl_hdf5_read(tl_hdf5_reader *r, tl_frame_kind kind, uint32_t i, void *buf, char *err,
-                 size_t errlen)
+static const char *kind_name(tl_frame_kind kind)
 {
-    if (r->file < 0 || r->dset[kind] < 0 || i >= r->count[kind])
-        return FAIL("%s: no %s frame %u", r->path,
-                    kind == TL_FRAME_DARK   ? "dark"
-                    : kind == TL_FRAME_FLAT ? "flat"
-                                            : "projection",
-                    i);
-    hsize_t frame = r->frames[kind] ? r->frames[kind][i] : i;
-    hsize_t start[3] = {frame, 0, 0}, count[3] = {1, r->rows, r->cols},
-            mdims[2] = {r->rows, r->cols};
+    return kind == TL_FRAME_DARK ? "dark" : kind == TL_FRAME_FLAT ? "flat" : "projection";
+}
+
+/* Frames [frame, frame + n) of the dataset, rows [row0, row0 + nrows), into buf. */
+static int read_run(tl_hdf5_reader *r, tl_frame_kind kind, hsize_t frame, uint32_t n,
+                    uint32_t row0, uint32_t nrows, void *buf, char *err, size_t errlen)
+{
+    hsize_t start[3] = {frame, row0, 0}, count[3] = {n, nrows, r->cols};
     hid_t fs = H5Dget_space(r->dset[kind]);
-    hid_t ms = H5Screate_simple(2, mdims, NULL);
+    hid_t ms = H5Screate_simple(3, count, NULL);
     herr_t st = fs >= 0 && ms >= 0
                     ? H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL)
                     : -1;
@@ -268,8 +268,60 @@ int tl_hdf5_read(tl_hdf5_reader *r, tl_frame_kind kind, uint32_t i, void *buf, c
     if (ms >= 0)
         H5Sclose(ms);
     if (st < 0)
-        return FAIL("%s: cannot read frame %llu", r->path, (unsigned long long)frame);
+        return n == 1 && nrows == r->rows
+                   ? FAIL("%s: cannot read frame %llu", r->path, (unsigned long long)frame)
+                   : FAIL("%s: cannot read frames %llu .. %llu, rows %u .. %u", r->path,
+                          (unsigned long long)frame, (unsigned long long)frame + n - 1, row0,
+                          row0 + nrows - 1);
     return 0;
+}
+
+int tl_hdf5_read_band(tl_hdf5_reader *r, tl_frame_kind kind, uint32_t first, uint32_t n,
+                      uint32_t row0, uint32_t nrows, void *buf, char *err, size_t errlen)
+{
+    if (r->file < 0 || r->dset[kind] < 0 || first > r->count[kind] || n > r->count[kind] - first ||
+        n == 0)
+        return FAIL("%s: no %s frames %u .. %u (it has %u)", r->path, kind_name(kind), first,
+                    first + n - 1, r->count[kind]);
+    if (nrows == 0 || row0 > r->rows || nrows > r->rows - row0)
+        return FAIL("%s: no rows %u .. %u (frames have %u)", r->path, row0, row0 + nrows - 1,
+                    r->rows);
+    size_t frame_bytes = (size_t)nrows * r->cols * H5Tget_size(r->memtype);
+    uint8_t *dst = buf;
+    for (uint32_t i = 0; i < n;) {
+        /* a run of consecutive frame numbers (always the whole range for Data Exchange) */
+        uint32_t k = 1;
+        const uint32_t *fr = r->frames[kind] ? r->frames[kind] + first : NULL;
+        while (fr && i + k < n && fr[i + k] == fr[i] + k)
+            k++;
+        if (!fr)
+            k = n;
+        hsize_t frame = fr ? fr[i] : (hsize_t)first + i;
+        if (read_run(r, kind, frame, k, row0, nrows, dst + i * frame_bytes, err, errlen) != 0)
+            return -1;
+        i += k;
+    }
+    return 0;
+}
+
+int tl_hdf5_read(tl_hdf5_reader *r, tl_frame_kind kind, uint32_t i, void *buf, char *err,
+                 size_t errlen)
+{
+    if (r->file < 0 || r->dset[kind] < 0 || i >= r->count[kind])
+        return FAIL("%s: no %s frame %u", r->path, kind_name(kind), i);
+    hsize_t frame = r->frames[kind] ? r->frames[kind][i] : i;
+    return read_run(r, kind, frame, 1, 0, r->rows, buf, err, errlen);
+}
+
+uint32_t tl_hdf5_chunk_rows(const tl_hdf5_reader *r)
+{
+    hid_t plist = H5Dget_create_plist(r->dset[TL_FRAME_PROJ]);
+    hsize_t dims[3] = {0, 0, 0};
+    bool chunked = plist >= 0 && H5Pget_layout(plist) == H5D_CHUNKED &&
+                   H5Pget_chunk(plist, 3, dims) == 3;
+    if (plist >= 0)
+        H5Pclose(plist);
+    return chunked ? (uint32_t)dims[1] : 0;
 }
 
 void tl_hdf5_close(tl_hdf5_reader *r)

@@ -51,6 +51,14 @@ int tl_hdf5_open(tl_hdf5_reader *r, const char *path, char *err, size_t errlen);
 /* Frame i (0-based, of kind) into buf: rows x cols samples of r->dtype. */
 int tl_hdf5_read(tl_hdf5_reader *r, tl_frame_kind kind, uint32_t i, void *buf, char *err,
                  size_t errlen);
+/* Rows row0 .. row0+nrows-1 of frames first .. first+n-1 (of kind) into buf, frame after
+ * frame (n x nrows x cols samples): one hyperslab per run of consecutive frames in the
+ * file, so a band of many frames is one read (and only the chunks that hold it). */
+int tl_hdf5_read_band(tl_hdf5_reader *r, tl_frame_kind kind, uint32_t first, uint32_t n,
+                      uint32_t row0, uint32_t nrows, void *buf, char *err, size_t errlen);
+/* The height of the projections' chunks (what one read of a row band costs at least);
+ * 0 when the dataset is contiguous. */
+uint32_t tl_hdf5_chunk_rows(const tl_hdf5_reader *r);
 void tl_hdf5_close(tl_hdf5_reader *r);
 
 #endif

@@ -18,7 +18,11 @@ clients_tomolive_SOURCES = \
 	clients/push_dectris.h clients/push_dectris.c \
 	clients/push_socket.h clients/push_socket.c \
 	clients/sub.c clients/ctl.c clients/recon.c clients/bench.c clients/phantom.c \
-	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c
+	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c \
+	clients/volume_plan.h clients/volume_plan.c clients/volume_stack.h clients/volume_stack.c \
+	clients/volume_output.h clients/volume_output.c clients/volume_progress.h \
+	clients/volume_progress.c clients/volume_pipeline.h clients/volume_pipeline.c \
+	clients/phantom_scan.c clients/bench_volume_e2e.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
 	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS)
 clients_tomolive_LDADD = clients/libtlimages.a $(JSONPACK_LIBS) $(PROTO_LIBS) \

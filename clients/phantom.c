@@ -27,7 +27,8 @@ static const char usage_text[] =
     "           [--size H,W] [--scale S] [--output TRUTH.tif] [--compare SLICE.tif]\n"
     "The true slice of the sample `tomolive push` simulates for this detector (same --rows,\n"
     "--cols, --center, --attenuation), as a float32 TIFF, and/or the relative L2 error of a\n"
-    "reconstructed slice against it (inside the reconstruction circle for rows).\n";
+    "reconstructed slice against it (inside the reconstruction circle for rows).\n"
+    "tomolive phantom --scan OUT.h5 ...: a whole simulated scan (see --scan x --help).\n";
 
 #define ME "tomolive phantom"
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
@@ -51,6 +52,9 @@ static float *read_slice(const char *path, uint32_t h, uint32_t w, char *err, si
 
 int tl_cmd_phantom(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* a whole scan as HDF5: phantom_scan.c */
+        if (!strcmp(argv[i], "--scan") || !strncmp(argv[i], "--scan=", 7))
+            return tl_cmd_phantom_scan(argc, argv);
     uint32_t rows = 0, cols = 0, h = 0, w = 0;
     double att = 2.0, center = NAN, scale = 1.0;
     const char *out = NULL, *cmp = NULL, *row = NULL, *ortho = NULL, *plane = NULL, *size = NULL;

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +23,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hdf5.h>
+
 #include "clients/angles.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/hdf5.h"
 #include "clients/tiff.h"
+#include "clients/volume_output.h"
+#include "clients/volume_pipeline.h"
+#include "clients/volume_plan.h"
+#include "clients/volume_stack.h"
 #include "gpu/engine.h"
 
 #define ME "tomolive recon"
@@ -34,7 +41,8 @@
 typedef struct {
     const char *input, *darks, *flats, *angles_deg, *angles_file, *output;
     const char *filter, *rows, *backend, *center, *size, *window, *indices;
-    bool already_linear, verbose;
+    const char *gpu_memory, *host_memory, *slab_rows, *output_dtype, *compress, *range, *kernel;
+    bool already_linear, verbose, plan_only, resume;
 } options;
 
 static const char usage_text[] =
@@ -42,7 +50,10 @@ static const char usage_text[] =
     "                      (--angles-deg START:STOP:COUNT | --angles FILE)\n"
     "                      [--center C] [--filter NAME] [--rows A:B] [--already-linear]\n"
     "                      [--backend cpu|cuda|auto] [--size N] [--window N]\n"
-    "                      [--indices FILE] [-v] --output OUT.tif\n"
+    "                      [--indices FILE] [-v] --output OUT.tif|OUT.h5|DIR/\n"
+    "                      [--gpu-memory SIZE] [--host-memory SIZE] [--slab-rows N] [--plan]\n"
+    "                      [--resume] [--output-dtype float32|uint16|float16]\n"
+    "                      [--output-range LO:HI] [--compress deflate[:LEVEL]]\n"
     "\n"
     "Reconstructs horizontal slices from a multi-page TIFF of projections (one page per\n"
     "projection; uint8/16/32 or float32) by filtered back projection, or from an HDF5\n"
@@ -52,7 +63,9 @@ static const char usage_text[] =
     "/entry/sample/rotation_angle in degrees): its darks, flats and angles are used unless\n"
     "--darks, --flats, --angles-deg or --angles say otherwise.\n"
     "\n"
-    "  -i, --input FILE      projections (TIFF), or the whole scan (HDF5)\n"
+    "  -i, --input PATH      projections: a multi-page TIFF, a TIFF stack (a directory of\n"
+    "                        single-page TIFFs, or a quoted glob such as 'scan/p_*.tif', in\n"
+    "                        name order), or the whole scan (HDF5)\n"
     "      --darks FILE      dark frames, averaged\n"
     "      --flats FILE      flat fields, averaged\n"
     "      --angles-deg S:E:N  N angles START + i (STOP - START) / N in degrees, i < N\n"
@@ -73,11 +86,35 @@ static const char usage_text[] =
     "                        0 .. pages-1); all within N of the largest. The angles are then\n"
     "                        one per page, or one per frame index (e.g. --angles-deg\n"
     "                        0:180:N, the whole scan's schedule)\n"
-    "  -o, --output FILE     float32 TIFF, one page per row\n"
-    "  -v, --verbose         say which backend and kernel ran\n"
+    "  -o, --output PATH     OUT.tif: a multi-page TIFF, one page per row; OUT.h5 (.hdf5,\n"
+    "                        .nxs): a chunked HDF5 dataset /volume [z, y, x]; DIR/ (or an\n"
+    "                        existing directory): a TIFF stack DIR/slice_00000.tif, ...\n"
+    "  -v, --verbose         say which backend and kernel ran, and each stage's time\n"
     "\n"
-    "Exit status: 0 done, 1 failed (bad input, bad or missing option values), 2 usage\n"
-    "error (unknown option, option without its argument).\n";
+    "Out of core: the rows are reconstructed in slabs that fit both memory budgets, reading\n"
+    "the next slab and writing the last one while the GPU works on this one.\n"
+    "      --gpu-memory SIZE   device memory to use (e.g. 8G, 512M; default: what is free,\n"
+    "                        less 10% and 256 MiB)\n"
+    "      --host-memory SIZE  host memory for the slab buffers (default: MemAvailable less\n"
+    "                        10% and 256 MiB)\n"
+    "      --slab-rows N     rows per slab (default: the tallest that fits, at most 1/8 of\n"
+    "                        the rows so reading and writing overlap the GPU work)\n"
+    "      --plan            print the plan (slabs, memory, bytes moved) and exit\n"
+    "      --resume          continue an interrupted run of the same job into the same\n"
+    "                        HDF5 file or TIFF stack at its first unwritten slab\n"
+    "      --output-dtype T  float32 (default), uint16 (value = stored / scale + offset,\n"
+    "                        stated in the file) or float16 (HDF5 only)\n"
+    "      --output-range LO:HI  uint16: the values mapped to 0 .. 65535 (default: the\n"
+    "                        first slab's minimum .. maximum)\n"
+    "      --compress deflate[:LEVEL]  HDF5 output compressed with deflate (default level 4)\n"
+    "      --kernel NAME     force a back-projection kernel (tests, benchmarks)\n"
+    "\n"
+    "Progress: a bar on a terminal, else one line per slab on stdout:\n"
+    "  progress slab=K/S rows=R/T in_GBps=X out_GBps=Y elapsed_s=E eta_s=Z\n"
+    "\n"
+    "Exit status: 0 done, 1 failed (bad input, bad or missing option values, nothing\n"
+    "fits, a write that failed), 2 usage error (unknown option, option without its\n"
+    "argument), 130 interrupted (SIGINT or SIGTERM; what was written is kept: --resume).\n";
 
 #define fail(...) tl_cli_fail(ME, 1, __VA_ARGS__)
 
@@ -128,123 +165,33 @@ static void to_f32(const void *src, tl_dtype t, size_t n, float *dst)
         }
 }
 
-/* Frames of one kind: the pages of a TIFF stack, or one kind of an HDF5 file's frames. */
+/* What the pipeline's reader calls: a band of one kind's frames, in the engine's dtype
+ * (through float32 when the files' own differs). */
 typedef struct {
-    tl_tiff_reader tif;
-    tl_hdf5_reader *h5; /* non-NULL: read kind from this file */
-    tl_frame_kind kind;
-    const char *path;
-    uint32_t pages, rows, cols;
-    tl_dtype dtype;
-} stack;
+    tl_volume_stack *stacks[3]; /* by tl_frame_kind */
+    tl_dtype dtype;             /* the engine's */
+    void *scratch;              /* TL_VOLUME_READ_FRAMES bands in a file's dtype */
+} band_reader;
 
-static int stack_read(stack *s, uint32_t i, void *buf, char *err, size_t errlen)
+static int read_band(void *ctx, tl_frame_kind kind, uint32_t first, uint32_t n, uint32_t row0,
+                     uint32_t nrows, void *buf, char *err, size_t errlen)
 {
-    return s->h5 ? tl_hdf5_read(s->h5, s->kind, i, buf, err, errlen)
-                 : tl_tiff_read_page(&s->tif, i, buf, err, errlen);
-}
-
-typedef struct {
-    tl_engine *engine;
-    tl_dtype dtype; /* what the engine takes */
-    uint32_t row0, nrows, cols;
-    void *page;  /* one full page in the file's dtype */
-    float *conv; /* the page in float32, when the engine takes f32 and the file
-                                does not */
-    bool progress;
-} feeder;
-
-/* Submits every page; page i is frame index indices[i] (i when indices is NULL). */
-static int submit_stack(feeder *fd, stack *r, tl_frame_kind kind, const double *angles,
-                        const uint64_t *indices, const char *what)
-{
-    char err[512];
-    for (uint32_t i = 0; i < r->pages; i++) {
-        if (stack_read(r, i, fd->page, err, sizeof err) != 0)
-            return fail("%s", err);
-        const void *data = fd->page;
-        if (fd->dtype != r->dtype) {
-            to_f32(fd->page, r->dtype, (size_t)r->rows * r->cols, fd->conv);
-            data = fd->conv;
-        }
-        size_t pitch = (size_t)fd->cols * tl_dtype_size(fd->dtype);
-        tl_frame f = {
-            .kind = kind,
-            .index = indices ? indices[i] : i,
-            .angle = angles ? angles[i] : 0.0,
-            .dtype = fd->dtype,
-            .rows = fd->nrows,
-            .cols = fd->cols,
-            .pitch = pitch,
-            .data = (const uint8_t *)data + (size_t)fd->row0 * pitch,
-            .memory = TL_MEMORY_HOST,
-        };
-        tl_status st = tl_engine_submit(fd->engine, &f);
-        if (st != TL_OK)
-            return fail("%s page %u of '%s': %s (%s)", what, i, r->path,
-                        tl_engine_last_error(fd->engine), tl_status_name(st));
-        if (fd->progress)
-            fprintf(stderr, "\r" ME ": %s %u/%u", what, i + 1, r->pages);
-    }
-    if (fd->progress && r->pages)
-        fputc('\n', stderr);
+    band_reader *br = ctx;
+    tl_volume_stack *s = br->stacks[kind];
+    if (s->dtype == br->dtype)
+        return tl_volume_stack_read(s, first, n, row0, nrows, buf, err, errlen);
+    if (tl_volume_stack_read(s, first, n, row0, nrows, br->scratch, err, errlen) != 0)
+        return -1;
+    to_f32(br->scratch, s->dtype, (size_t)n * nrows * s->cols, buf);
     return 0;
 }
 
-/* Reconstructs rows row0 .. row0+nrows-1 (engine z = 0 .. nrows-1) into the writer. */
-static int reconstruct_rows(tl_engine *e, uint32_t nrows, uint32_t n, tl_tiff_writer *w,
-                            bool progress, bool verbose)
+/* SIGINT and SIGTERM stop the run cleanly (volume_pipeline.h). */
+static volatile sig_atomic_t stop_requested;
+static void on_stop(int sig)
 {
-    /* batches of about 256 MiB of slices */
-    size_t per = (size_t)n * n * sizeof(float);
-    size_t batch = per >= (256u << 20) ? 1 : (256u << 20) / per;
-    if (batch > nrows)
-        batch = nrows;
-    float **out = calloc(batch, sizeof *out);
-    int *ids = calloc(batch, sizeof *ids);
-    /* one info per slice: the engine fills info[0 .. n-1] */
-    tl_slice_info *info = calloc(batch, sizeof *info);
-    int rc = out && ids && info ? 0 : fail("out of memory for %zu slices of %u x %u", batch, n, n);
-    for (size_t k = 0; rc == 0 && k < batch; k++)
-        if (!(out[k] = malloc(per)))
-            rc = fail("out of memory for %zu slices of %u x %u", batch, n, n);
-    char err[512];
-    for (uint32_t z0 = 0; rc == 0 && z0 < nrows; z0 += (uint32_t)batch) {
-        size_t m = nrows - z0 < batch ? nrows - z0 : batch, added = 0;
-        tl_status st = TL_OK;
-        for (; added < m && st == TL_OK; added++) {
-            tl_slice_spec s;
-            tl_slice_spec_row(&s, (double)(z0 + added), n, n);
-            st = tl_engine_add_slice(e, &s, &ids[added]);
-        }
-        if (st != TL_OK) {
-            added--;
-        } else {
-            st = tl_engine_reconstruct(e, ids, m, out, info);
-            if (st == TL_OK && verbose && z0 == 0)
-                fprintf(stderr, ME ": kernel %s, %u projections used, %u missing\n",
-                        info[0].kernel ? info[0].kernel : "?", info[0].projections_used,
-                        info[0].missing);
-        }
-        if (st != TL_OK)
-            rc = fail("reconstruction failed: %s (%s)", tl_engine_last_error(e),
-                      tl_status_name(st));
-        for (size_t k = 0; k < added; k++)
-            tl_engine_remove_slice(e, ids[k]);
-        for (size_t k = 0; rc == 0 && k < m; k++)
-            if (tl_tiff_write_page(w, TL_DTYPE_F32, out[k], n, n, err, sizeof err) != 0)
-                rc = fail("%s", err);
-        if (rc == 0 && progress)
-            fprintf(stderr, "\r" ME ": slices %u/%u", z0 + (uint32_t)m, nrows);
-    }
-    if (progress && rc == 0)
-        fputc('\n', stderr);
-    for (size_t k = 0; out && k < batch; k++)
-        free(out[k]);
-    free(out);
-    free(ids);
-    free(info);
-    return rc;
+    (void)sig;
+    stop_requested = 1;
 }
 
 /* ---- the command --------------------------------------------------------------------- */
@@ -263,7 +210,16 @@ static int parse_options(int argc, char **argv, options *o)
         O_BACKEND,
         O_SIZE,
         O_WINDOW,
-        O_INDICES
+        O_INDICES,
+        O_GPU_MEMORY,
+        O_HOST_MEMORY,
+        O_SLAB_ROWS,
+        O_PLAN,
+        O_RESUME,
+        O_OUTPUT_DTYPE,
+        O_RANGE,
+        O_COMPRESS,
+        O_KERNEL
     };
     static const struct option longopts[] = {
         {"input", required_argument, NULL, 'i'},
@@ -279,6 +235,15 @@ static int parse_options(int argc, char **argv, options *o)
         {"size", required_argument, NULL, O_SIZE},
         {"window", required_argument, NULL, O_WINDOW},
         {"indices", required_argument, NULL, O_INDICES},
+        {"gpu-memory", required_argument, NULL, O_GPU_MEMORY},
+        {"host-memory", required_argument, NULL, O_HOST_MEMORY},
+        {"slab-rows", required_argument, NULL, O_SLAB_ROWS},
+        {"plan", no_argument, NULL, O_PLAN},
+        {"resume", no_argument, NULL, O_RESUME},
+        {"output-dtype", required_argument, NULL, O_OUTPUT_DTYPE},
+        {"output-range", required_argument, NULL, O_RANGE},
+        {"compress", required_argument, NULL, O_COMPRESS},
+        {"kernel", required_argument, NULL, O_KERNEL},
         {"output", required_argument, NULL, 'o'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -306,6 +271,15 @@ static int parse_options(int argc, char **argv, options *o)
             case O_SIZE: o->size = optarg; break;
             case O_WINDOW: o->window = optarg; break;
             case O_INDICES: o->indices = optarg; break;
+            case O_GPU_MEMORY: o->gpu_memory = optarg; break;
+            case O_HOST_MEMORY: o->host_memory = optarg; break;
+            case O_SLAB_ROWS: o->slab_rows = optarg; break;
+            case O_PLAN: o->plan_only = true; break;
+            case O_RESUME: o->resume = true; break;
+            case O_OUTPUT_DTYPE: o->output_dtype = optarg; break;
+            case O_RANGE: o->range = optarg; break;
+            case O_COMPRESS: o->compress = optarg; break;
+            case O_KERNEL: o->kernel = optarg; break;
             default:
                 fprintf(stderr, ME ": %s '%s' (see tomolive recon --help)\n",
                         c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
@@ -321,58 +295,60 @@ static int parse_options(int argc, char **argv, options *o)
 }
 
 typedef struct {
-    stack proj, darks, flats;
+    tl_volume_stack proj, darks, flats;
     tl_hdf5_reader h5;
     bool has_h5;
     double *angles;
     uint64_t *indices;
-    void *page;
-    float *conv;
-    tl_engine *engine;
-    tl_tiff_writer out;
+    void *scratch;
+    tl_volume_output out;
     bool writing;
 } resources;
 
 static void release(resources *r)
 {
-    tl_tiff_close(&r->proj.tif);
-    tl_tiff_close(&r->darks.tif);
-    tl_tiff_close(&r->flats.tif);
+    tl_volume_stack_close(&r->proj);
+    tl_volume_stack_close(&r->darks);
+    tl_volume_stack_close(&r->flats);
     if (r->has_h5)
         tl_hdf5_close(&r->h5);
     free(r->angles);
     free(r->indices);
-    free(r->page);
-    free(r->conv);
-    tl_engine_destroy(r->engine);
+    free(r->scratch);
 }
 
-/* A stack of one kind from the HDF5 file. */
-static void h5_stack(stack *s, tl_hdf5_reader *h, tl_frame_kind kind)
-{
-    *s = (stack){.h5 = h,
-                 .kind = kind,
-                 .path = h->path,
-                 .pages = h->count[kind],
-                 .rows = h->rows,
-                 .cols = h->cols,
-                 .dtype = h->dtype};
-}
-
-static int open_stack(stack *r, const char *path, const char *what, const stack *proj)
+static int open_stack(tl_volume_stack *r, const char *path, const char *what,
+                      const tl_volume_stack *proj)
 {
     char err[512];
-    if (tl_tiff_open(&r->tif, path, err, sizeof err) != 0)
+    if (tl_volume_stack_open(r, path, err, sizeof err) != 0)
         return fail("%s: %s", what, err);
-    r->path = r->tif.path;
-    r->pages = r->tif.pages;
-    r->rows = r->tif.rows;
-    r->cols = r->tif.cols;
-    r->dtype = r->tif.dtype;
     if (proj && (r->rows != proj->rows || r->cols != proj->cols))
         return fail("shape mismatch: %s '%s' are %u x %u (rows x cols), projections '%s' "
                     "are %u x %u",
                     what, path, r->rows, r->cols, proj->path, proj->rows, proj->cols);
+    return 0;
+}
+
+/* The output options: dtype, range, compression. */
+static int output_options(const options *o, tl_volume_output_spec *spec)
+{
+    if (o->output_dtype && !tl_out_dtype_parse(o->output_dtype, &spec->dtype))
+        return fail("bad --output-dtype '%s' (float32, uint16, float16)", o->output_dtype);
+    if (o->range) {
+        char *end;
+        spec->lo = strtod(o->range, &end);
+        if (*end != ':' || (spec->hi = strtod(end + 1, &end), *end) || !(spec->hi > spec->lo))
+            return fail("bad --output-range '%s': need LO:HI with LO < HI", o->range);
+        spec->have_range = true;
+    }
+    if (o->compress) {
+        long level = 4;
+        if (strncmp(o->compress, "deflate", 7) != 0 ||
+            (o->compress[7] && (o->compress[7] != ':' || !tl_cli_long(o->compress + 8, 1, 9, &level))))
+            return fail("bad --compress '%s': need deflate or deflate:LEVEL (1 .. 9)", o->compress);
+        spec->deflate = (int)level;
+    }
     return 0;
 }
 
@@ -381,9 +357,9 @@ static int run(const options *o, resources *R)
     /* required options and their values, before touching any file */
     if (!o->input)
         return fail("missing required option --input (see tomolive recon --help)");
-    if (!o->output)
+    if (!o->output && !o->plan_only)
         return fail("missing required option --output (see tomolive recon --help)");
-    bool hdf5 = tl_hdf5_is_hdf5(o->input);
+    bool hdf5 = !tl_volume_stack_is_multi(o->input) && tl_hdf5_is_hdf5(o->input);
     if (!o->angles_deg && !o->angles_file && !hdf5)
         return fail("missing required option --angles-deg or --angles");
     if (o->angles_deg && o->angles_file)
@@ -411,9 +387,20 @@ static int run(const options *o, resources *R)
                       end == o->window || *end || window < 1 || window > (1 << 24)))
         return fail("bad --window '%s': need a whole number of projections, 1 .. %d", o->window,
                     1 << 24);
+    tl_volume_budget budget = {0, 0};
+    if (o->gpu_memory && !tl_volume_parse_bytes(o->gpu_memory, &budget.gpu))
+        return fail("bad --gpu-memory '%s': need a size such as 8G or 512M", o->gpu_memory);
+    if (o->host_memory && !tl_volume_parse_bytes(o->host_memory, &budget.host))
+        return fail("bad --host-memory '%s': need a size such as 8G or 512M", o->host_memory);
+    long slab_rows = 0;
+    if (o->slab_rows && !tl_cli_long(o->slab_rows, 1, 65536, &slab_rows))
+        return fail("bad --slab-rows '%s': need 1 .. 65536", o->slab_rows);
+    tl_volume_output_spec spec = {.path = o->output, .resume = o->resume};
+    if (output_options(o, &spec) != 0)
+        return 1;
 
     uint32_t nangles = 0, nindices = 0;
-    char err[512];
+    char err[1024];
     if (o->angles_deg && !tl_angles_parse_deg(o->angles_deg, 0, &R->angles, &nangles))
         return fail("bad --angles-deg '%s': need START:STOP:COUNT in degrees, COUNT >= 1",
                     o->angles_deg);
@@ -429,9 +416,9 @@ static int run(const options *o, resources *R)
         if (tl_hdf5_open(&R->h5, o->input, err, sizeof err) != 0)
             return fail("%s", err);
         R->has_h5 = true;
-        h5_stack(&R->proj, &R->h5, TL_FRAME_PROJ);
-        h5_stack(&R->darks, &R->h5, TL_FRAME_DARK);
-        h5_stack(&R->flats, &R->h5, TL_FRAME_FLAT);
+        tl_volume_stack_hdf5(&R->proj, &R->h5, TL_FRAME_PROJ);
+        tl_volume_stack_hdf5(&R->darks, &R->h5, TL_FRAME_DARK);
+        tl_volume_stack_hdf5(&R->flats, &R->h5, TL_FRAME_FLAT);
         if (!o->angles_deg && !o->angles_file) {
             if (!R->h5.angles)
                 return fail("'%s' holds no angles (/exchange/theta, rotation_angle): give "
@@ -448,16 +435,16 @@ static int run(const options *o, resources *R)
     if ((o->darks && open_stack(&R->darks, o->darks, "darks", &R->proj)) ||
         (o->flats && open_stack(&R->flats, o->flats, "flats", &R->proj)))
         return 1;
-    bool have_darks = R->darks.pages > 0, have_flats = R->flats.pages > 0;
-    const stack *P = &R->proj;
-    if (o->indices && P->pages != nindices)
+    bool have_darks = R->darks.frames > 0, have_flats = R->flats.frames > 0;
+    const tl_volume_stack *P = &R->proj;
+    if (o->indices && P->frames != nindices)
         return fail("page count mismatch: '%s' has %u projections but '%s' holds %u indices",
-                    P->path, P->pages, o->indices, nindices);
+                    P->path, P->frames, o->indices, nindices);
     /* the window is N long: every index must be within N of the newest, or the engine
      * would reject it as stale half-way through */
-    uint32_t nwin = window ? (uint32_t)window : P->pages;
+    uint32_t nwin = window ? (uint32_t)window : P->frames;
     uint64_t newest = 0, oldest = UINT64_MAX;
-    for (uint32_t i = 0; i < P->pages; i++) {
+    for (uint32_t i = 0; i < P->frames; i++) {
         uint64_t k = R->indices ? R->indices[i] : i;
         newest = k > newest ? k : newest;
         oldest = k < oldest ? k : oldest;
@@ -468,16 +455,16 @@ static int run(const options *o, resources *R)
                     (unsigned long long)oldest, (unsigned long long)newest, nwin);
     /* one angle per page; with --indices also one per frame index of the whole scan (its
      * schedule, e.g. --angles-deg 0:180:N), from which each page takes its index's angle */
-    bool by_index = o->indices && nangles != P->pages && newest < nangles;
-    if (nangles != P->pages && !by_index)
+    bool by_index = o->indices && nangles != P->frames && newest < nangles;
+    if (nangles != P->frames && !by_index)
         return fail("page count mismatch: '%s' has %u projections but %u angles were given%s",
-                    P->path, P->pages, nangles,
+                    P->path, P->frames, nangles,
                     o->indices ? " (with --indices: one per page, or one per frame index)" : "");
     if (by_index) {
-        double *a = malloc(P->pages * sizeof *a);
+        double *a = malloc(P->frames * sizeof *a);
         if (!a)
             return fail("out of memory");
-        for (uint32_t i = 0; i < P->pages; i++)
+        for (uint32_t i = 0; i < P->frames; i++)
             a[i] = R->angles[R->indices[i]];
         free(R->angles);
         R->angles = a;
@@ -487,31 +474,15 @@ static int run(const options *o, resources *R)
         return fail("bad --rows '%s': need A:B with 0 <= A < B <= %u (the detector has %u "
                     "rows; B is excluded)",
                     o->rows, P->rows, P->rows);
-    uint32_t n = size ? (uint32_t)size : P->cols;
+    uint32_t n = size ? (uint32_t)size : P->cols, nrows = row1 - row0;
 
     /* one dtype for the engine: the files' own, or float32 when they differ */
     tl_dtype dtype = P->dtype;
     if ((have_darks && R->darks.dtype != dtype) || (have_flats && R->flats.dtype != dtype))
         dtype = TL_DTYPE_F32;
-    size_t npix = (size_t)P->rows * P->cols;
-    R->page = malloc(npix * sizeof(uint32_t)); /* the widest sample */
-    R->conv = dtype == TL_DTYPE_F32 ? malloc(npix * sizeof(float)) : NULL;
-    if (!R->page || (dtype == TL_DTYPE_F32 && !R->conv))
-        return fail("out of memory for a %u x %u frame", P->rows, P->cols);
-
-    /* the output is created before the long part, so a bad path fails at once; creating it
-     * truncates, so it must not be one of the inputs */
-    const char *inputs[] = {o->input, o->darks, o->flats, o->angles_file, o->indices};
-    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
-        if (inputs[i] && same_file(inputs[i], o->output))
-            return fail("the output '%s' is also an input: refusing to overwrite it", o->output);
-    if (tl_tiff_create(&R->out, o->output, (uint64_t)(row1 - row0) * n * n * sizeof(float), err,
-                       sizeof err) != 0)
-        return fail("%s", err);
-    R->writing = true;
 
     tl_engine_config c;
-    tl_engine_config_init(&c, row1 - row0, P->cols, nwin);
+    tl_engine_config_init(&c, nrows, P->cols, nwin);
     c.backend = backend;
     c.dtype = dtype;
     c.center = o->center ? center : (P->cols - 1) / 2.0;
@@ -520,50 +491,140 @@ static int run(const options *o, resources *R)
      * says the scan was N equally spaced ones (some lost) */
     c.weights = o->angles_file && !o->window ? TL_WEIGHTS_ANGLES : TL_WEIGHTS_UNIFORM;
     c.already_linear = o->already_linear;
-    tl_status st = tl_engine_create(&c, &R->engine);
+    if (o->kernel)
+        snprintf(c.kernel, sizeof c.kernel, "%s", o->kernel);
+
+    /* the plan: budgets default to what is free, less a margin */
+    tl_volume_engine_cost ec = {.c = c};
+    tl_memory_estimate m1;
+    c.rows = 1;
+    tl_status st = tl_engine_estimate(&c, &m1);
+    c.rows = nrows;
     if (st != TL_OK)
         return fail("cannot create the engine: %s (%s)", tl_engine_last_error(NULL),
                     tl_status_name(st));
-    if (o->verbose) {
-        tl_engine_state s;
-        tl_engine_get_state(R->engine, &s);
-        fprintf(stderr,
-                ME ": backend %s (%s), %u projections of rows %u..%u x %u cols, "
-                   "slices %u x %u, filter %s, center %.3f\n",
-                s.backend, s.device_name, P->pages, row0, row1 - 1, P->cols, n, n,
-                tl_filter_name(filter), c.center);
+    if (!o->gpu_memory)
+        budget.gpu = tl_volume_less_margin(m1.available_bytes);
+    if (!o->host_memory)
+        budget.host = tl_volume_less_margin(tl_volume_host_available());
+    uint32_t read_rows = tl_volume_stack_read_rows(P);
+    tl_volume_problem prob = {.projections = P->frames,
+                              .darks = R->darks.frames,
+                              .flats = R->flats.frames,
+                              .rows = nrows,
+                              .cols = P->cols,
+                              .size = n,
+                              .in_sample = tl_dtype_size(dtype),
+                              .out_sample = tl_out_dtype_size(spec.dtype),
+                              .read_rows = read_rows,
+                              .engine_bytes = tl_volume_engine_bytes,
+                              .ctx = &ec};
+    tl_volume_plan plan;
+    if (tl_volume_plan_make(&prob, &budget, (uint32_t)slab_rows, &plan, err, sizeof err) != 0)
+        return fail("%s", ec.failed ? ec.why : err);
+    FILE *planf = o->plan_only ? stdout : stderr;
+    if (o->plan_only || o->verbose)
+        tl_volume_plan_print(&plan, &prob, &budget, planf);
+    if (o->plan_only)
+        return 0;
+    /* a scratch band for the float32 conversion */
+    size_t scratch = (size_t)TL_VOLUME_READ_FRAMES * plan.slab_rows * P->cols * sizeof(uint32_t);
+    if (dtype == TL_DTYPE_F32 && !(R->scratch = malloc(scratch)))
+        return fail("out of memory for a read buffer of %zu MiB", scratch >> 20);
+
+    /* the output is created before the long part, so a bad path fails at once; creating it
+     * truncates, so it must not be one of the inputs */
+    const char *inputs[] = {o->input, o->darks, o->flats, o->angles_file, o->indices};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+        if (inputs[i] && same_file(inputs[i], o->output))
+            return fail("the output '%s' is also an input: refusing to overwrite it", o->output);
+    char job[2048];
+    snprintf(job, sizeof job,
+             "input=%s rows=%u:%u size=%u center=%.17g filter=%s projections=%u window=%u "
+             "dtype=%s linear=%d",
+             o->input, row0, row1, n, c.center, tl_filter_name(filter), P->frames, nwin,
+             o->output_dtype ? o->output_dtype : "float32", o->already_linear);
+    spec.rows = nrows;
+    spec.size = n;
+    spec.job = job;
+    if (tl_volume_output_open(&R->out, &spec, err, sizeof err) != 0) {
+        if (!o->resume)
+            tl_volume_output_close(&R->out, TL_OUTPUT_REMOVE, NULL, 0);
+        return fail("%s", err);
     }
+    R->writing = true;
+    if (o->resume)
+        fprintf(stderr, ME ": resuming at row %u of %u\n", R->out.rows_done, nrows);
 
-    feeder fd = {R->engine, dtype,   row0,    row1 - row0,
-                 P->cols,   R->page, R->conv, isatty(STDERR_FILENO) == 1};
-    if ((have_darks && submit_stack(&fd, &R->darks, TL_FRAME_DARK, NULL, NULL, "dark")) ||
-        (have_flats && submit_stack(&fd, &R->flats, TL_FRAME_FLAT, NULL, NULL, "flat")) ||
-        submit_stack(&fd, &R->proj, TL_FRAME_PROJ, R->angles, R->indices, "projection"))
-        return 1;
-
-    if (reconstruct_rows(R->engine, row1 - row0, n, &R->out, fd.progress, o->verbose))
-        return 1;
-    if (tl_tiff_finish(&R->out, err, sizeof err) != 0)
-        return fail("%s", err); /* still "writing": the caller removes the broken file */
+    band_reader br = {{&R->darks, &R->flats, &R->proj}, dtype, R->scratch};
+    tl_volume_job jb = {
+        .count = {R->darks.frames, R->flats.frames, P->frames},
+        .read = read_band,
+        .ctx = &br,
+        .angles = R->angles,
+        .indices = R->indices,
+        .row0 = row0,
+        .rows = nrows,
+        .size = n,
+        .first_row = R->out.rows_done,
+        .engine = c,
+        .plan = &plan,
+        .out = &R->out,
+        .progress = tl_progress_auto(),
+        .stop = &stop_requested,
+        .verbose = o->verbose,
+    };
+    struct sigaction sa = {.sa_handler = on_stop}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    tl_volume_times t;
+    tl_volume_result res = tl_volume_run(&jb, &t, err, sizeof err);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (o->verbose) {
+        fprintf(stderr,
+                ME ": backend %s, %u projections of rows %u..%u x %u cols, slices %u x %u, "
+                   "filter %s, center %.3f, kernel %s\n",
+                t.device, P->frames, row0, row1 - 1, P->cols, n, n, tl_filter_name(filter),
+                c.center, t.kernel[0] ? t.kernel : "?");
+        tl_volume_times_print(&t, stderr);
+    }
+    if (res != TL_VOLUME_DONE) {
+        bool resumable = R->out.form != TL_OUT_TIFF_PAGES && R->out.rows_done > 0;
+        tl_volume_output_close(&R->out, resumable ? TL_OUTPUT_KEEP : TL_OUTPUT_REMOVE, NULL, 0);
+        R->writing = false;
+        if (resumable)
+            fprintf(stderr, ME ": %u of %u rows are written to '%s'; --resume continues\n",
+                    R->out.rows_done, nrows, o->output);
+        if (res == TL_VOLUME_STOPPED) {
+            fprintf(stderr, ME ": interrupted\n");
+            return 130;
+        }
+        return fail("%s", err);
+    }
     R->writing = false;
+    if (tl_volume_output_close(&R->out, TL_OUTPUT_DONE, err, sizeof err) != 0)
+        return fail("%s", err);
     return 0;
 }
 
 int tl_cmd_recon(int argc, char **argv)
 {
+    /* libhdf5's exit handler crashes on a file whose close failed (a full disk): every file
+     * is closed explicitly, so the handler has nothing to do */
+    H5dont_atexit();
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)
         return rc;
     resources R;
     memset(&R, 0, sizeof R);
+    stop_requested = 0;
+    signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error, not a kill */
     rc = run(&o, &R);
-    if (R.writing) {
-        /* a half-written reconstruction is worse than none */
-        if (R.out.tif)
-            tl_tiff_finish(&R.out, NULL, 0);
-        unlink(o.output);
-    }
+    if (R.writing) /* failed after the output was created, before any slab */
+        tl_volume_output_close(&R.out, o.resume ? TL_OUTPUT_KEEP : TL_OUTPUT_REMOVE, NULL, 0);
     release(&R);
     return rc;
 }

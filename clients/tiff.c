@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,8 +168,21 @@ int tl_tiff_open(tl_tiff_reader *r, const char *path, char *err, size_t errlen)
     return 0;
 }
 
-static int read_tiled(tl_tiff_reader *r, uint8_t *dst, size_t rowbytes, size_t ss, char *err,
-                      size_t errlen)
+static void *scratch(tl_tiff_reader *r, size_t n)
+{
+    if (r->scratch_len < n) {
+        void *p = realloc(r->scratch, n);
+        if (!p)
+            return NULL;
+        r->scratch = p;
+        r->scratch_len = n;
+    }
+    return r->scratch;
+}
+
+/* Rows [row0, row0 + nrows) from tiles: every tile row that meets them, clipped. */
+static int read_tiled(tl_tiff_reader *r, uint32_t row0, uint32_t nrows, uint8_t *dst,
+                      size_t rowbytes, size_t ss, char *err, size_t errlen)
 {
     TIFF *tif = r->tif;
     uint32_t tw = 0, th = 0;
@@ -177,30 +191,32 @@ static int read_tiled(tl_tiff_reader *r, uint8_t *dst, size_t rowbytes, size_t s
     tmsize_t tsize = TIFFTileSize(tif);
     if (tw == 0 || th == 0 || tsize <= 0)
         return fail(err, errlen, "'%s': bad tile layout", r->path);
-    uint8_t *tile = malloc((size_t)tsize);
+    uint8_t *tile = scratch(r, (size_t)tsize);
     if (!tile)
         return fail(err, errlen, "'%s': out of memory for a tile", r->path);
-    for (uint32_t y = 0; y < r->rows; y += th)
+    uint32_t row1 = row0 + nrows;
+    for (uint32_t y = row0 / th * th; y < row1; y += th)
         for (uint32_t x = 0; x < r->cols; x += tw) {
-            if (TIFFReadTile(tif, tile, x, y, 0, 0) < 0) {
-                free(tile);
+            if (TIFFReadTile(tif, tile, x, y, 0, 0) < 0)
                 return fail(err, errlen, "'%s': cannot read tile at (%u, %u): %s", r->path, x, y,
                             tiff_reason());
-            }
-            uint32_t h = r->rows - y < th ? r->rows - y : th;
+            uint32_t lo = y > row0 ? y : row0, hi = y + th < row1 ? y + th : row1;
             uint32_t w = r->cols - x < tw ? r->cols - x : tw;
-            for (uint32_t i = 0; i < h; i++)
-                memcpy(dst + (size_t)(y + i) * rowbytes + (size_t)x * ss,
-                       tile + (size_t)i * tw * ss, (size_t)w * ss);
+            for (uint32_t yy = lo; yy < hi; yy++)
+                memcpy(dst + (size_t)(yy - row0) * rowbytes + (size_t)x * ss,
+                       tile + ((size_t)(yy - y) * tw) * ss, (size_t)w * ss);
         }
-    free(tile);
     return 0;
 }
 
-int tl_tiff_read_page(tl_tiff_reader *r, uint32_t page, void *buf, char *err, size_t errlen)
+int tl_tiff_read_rows(tl_tiff_reader *r, uint32_t page, uint32_t row0, uint32_t nrows, void *buf,
+                      char *err, size_t errlen)
 {
     if (!r->tif || page >= r->pages)
         return fail(err, errlen, "'%s': no page %u (it has %u)", r->path, page, r->pages);
+    if (nrows == 0 || row0 > r->rows || nrows > r->rows - row0)
+        return fail(err, errlen, "'%s': no rows %u .. %u (it has %u)", r->path, row0,
+                    row0 + nrows, r->rows);
     install_handlers();
     TIFF *tif = r->tif;
     if (TIFFCurrentDirectory(tif) != page && !TIFFSetDirectory(tif, (tdir_t)page))
@@ -208,19 +224,34 @@ int tl_tiff_read_page(tl_tiff_reader *r, uint32_t page, void *buf, char *err, si
     size_t ss = tl_dtype_size(r->dtype), rowbytes = (size_t)r->cols * ss;
     uint8_t *dst = buf;
     if (TIFFIsTiled(tif))
-        return read_tiled(r, dst, rowbytes, ss, err, errlen);
+        return read_tiled(r, row0, nrows, dst, rowbytes, ss, err, errlen);
     uint32_t rps = r->rows;
     TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
     if (rps == 0 || rps > r->rows)
         rps = r->rows;
     tstrip_t nstrips = TIFFNumberOfStrips(tif);
-    for (tstrip_t s = 0; s < nstrips && (uint64_t)s * rps < r->rows; s++) {
+    uint32_t row1 = row0 + nrows;
+    for (tstrip_t s = row0 / rps; s < nstrips && (uint64_t)s * rps < row1; s++) {
         uint32_t y = s * rps, h = r->rows - y < rps ? r->rows - y : rps;
-        if (TIFFReadEncodedStrip(tif, s, dst + (size_t)y * rowbytes, (tmsize_t)(h * rowbytes)) < 0)
+        bool whole = y >= row0 && y + h <= row1; /* straight into the caller's buffer */
+        uint8_t *to = whole ? dst + (size_t)(y - row0) * rowbytes : scratch(r, h * rowbytes);
+        if (!to)
+            return fail(err, errlen, "'%s': out of memory for a strip", r->path);
+        if (TIFFReadEncodedStrip(tif, s, to, (tmsize_t)(h * rowbytes)) < 0)
             return fail(err, errlen, "'%s' page %u: cannot read strip %u: %s", r->path, page,
                         (unsigned)s, tiff_reason());
+        if (!whole) {
+            uint32_t lo = y > row0 ? y : row0, hi = y + h < row1 ? y + h : row1;
+            memcpy(dst + (size_t)(lo - row0) * rowbytes, to + (size_t)(lo - y) * rowbytes,
+                   (size_t)(hi - lo) * rowbytes);
+        }
     }
     return 0;
+}
+
+int tl_tiff_read_page(tl_tiff_reader *r, uint32_t page, void *buf, char *err, size_t errlen)
+{
+    return tl_tiff_read_rows(r, page, 0, r->rows, buf, err, errlen);
 }
 
 void tl_tiff_close(tl_tiff_reader *r)
@@ -228,6 +259,9 @@ void tl_tiff_close(tl_tiff_reader *r)
     if (r->tif)
         TIFFClose(r->tif);
     r->tif = NULL;
+    free(r->scratch);
+    r->scratch = NULL;
+    r->scratch_len = 0;
 }
 
 /* ---- writing ------------------------------------------------------------------------ */

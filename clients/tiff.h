@@ -26,11 +26,17 @@ typedef struct {
     char path[1024];
     uint32_t pages, rows, cols;
     tl_dtype dtype; /* sample type of every page: u8, u16, u32 or f32 */
+    void *scratch;  /* one strip or tile, for partial reads (tl_tiff_read_rows) */
+    size_t scratch_len;
 } tl_tiff_reader;
 
 int tl_tiff_open(tl_tiff_reader *r, const char *path, char *err, size_t errlen);
 /* Reads page (0-based) into buf: rows x cols samples of r->dtype, row-major, no padding. */
 int tl_tiff_read_page(tl_tiff_reader *r, uint32_t page, void *buf, char *err, size_t errlen);
+/* Reads rows row0 .. row0+nrows-1 of page into buf (nrows x cols samples): only the strips
+ * or tiles that hold them, so a band of a large page costs the band, not the page. */
+int tl_tiff_read_rows(tl_tiff_reader *r, uint32_t page, uint32_t row0, uint32_t nrows, void *buf,
+                      char *err, size_t errlen);
 void tl_tiff_close(tl_tiff_reader *r);
 
 typedef struct {

@@ -14,3 +14,17 @@ tests_unit_check_images_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 tests_integration_check_recon_SOURCES = tests/integration/check_recon.c
 tests_integration_check_recon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS)
 tests_integration_check_recon_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+
+# the out-of-core planner, a pure function (clients/volume_plan.h)
+check_PROGRAMS += tests/unit/check_volume_plan
+TESTS += tests/unit/check_volume_plan
+tests_unit_check_volume_plan_SOURCES = tests/unit/check_volume_plan.c clients/volume_plan.c
+tests_unit_check_volume_plan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_volume_plan_LDADD = $(TEST_LIBS)
+
+# tomolive recon out of core: slabs equal the in-core volume, resume, failures (CPU backend)
+check_PROGRAMS += tests/integration/check_recon_volume
+TESTS += tests/integration/check_recon_volume
+tests_integration_check_recon_volume_SOURCES = tests/integration/check_recon_volume.c
+tests_integration_check_recon_volume_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS) $(HDF5_CFLAGS) $(ZMQ_CFLAGS)
+tests_integration_check_recon_volume_LDADD = tests/libtlclients.a $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS) $(HDF5_LIBS) $(ZMQ_LIBS)

@@ -1,0 +1,398 @@
+/* volume_pipeline.c — see volume_pipeline.h.
+ *
+ * The hand-offs are two slots each way with a state and the slab they hold, under one
+ * mutex; waits are timed (50 ms) so a stop request, which a signal handler can only set
+ * as a flag, is noticed without one. The first error stops every thread and is the one
+ * reported.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clients/cli.h"
+#include "clients/volume_pipeline.h"
+
+#define READ_FRAMES TL_VOLUME_READ_FRAMES
+
+typedef struct {
+    int slab; /* the slab it holds, -1: free */
+} slot;
+
+typedef struct {
+    const tl_volume_job *job;
+    tl_engine *engine;
+    uint32_t H, nslabs, frames;
+    size_t frame_bytes; /* H rows of one frame, in the engine's dtype */
+    size_t ds;
+    void *in[2];
+    float *out[2];
+    slot ins[2], outs[2];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool failed, stopped;
+    char err[1024];
+    tl_volume_times *t;
+    tl_progress progress;
+} pipeline;
+
+static void set_error(pipeline *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(pipeline *p, const char *fmt, ...)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!p->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->err, sizeof p->err, fmt, ap);
+        va_end(ap);
+        p->failed = true;
+    }
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Whether to go on (no error, no stop); call with mu held or not. */
+static bool going(pipeline *p)
+{
+    if (p->job->stop && *p->job->stop)
+        p->stopped = true;
+    return !p->failed && !p->stopped;
+}
+
+/* Waits until s->slab == want (want -1: free); false when the run ends first. */
+static bool wait_slot(pipeline *p, slot *s, int want)
+{
+    pthread_mutex_lock(&p->mu);
+    while (s->slab != want && going(p)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+    }
+    bool ok = s->slab == want && going(p);
+    pthread_mutex_unlock(&p->mu);
+    return ok;
+}
+
+static void set_slot(pipeline *p, slot *s, int v)
+{
+    pthread_mutex_lock(&p->mu);
+    s->slab = v;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Slab k: rows [z0, z0 + h) of the volume. */
+static void slab_rows(const pipeline *p, uint32_t k, uint32_t *z0, uint32_t *h)
+{
+    const tl_volume_job *j = p->job;
+    *z0 = j->first_row + k * p->H;
+    uint32_t left = j->rows - *z0;
+    *h = left < p->H ? left : p->H;
+}
+
+/* ---- reader --------------------------------------------------------------------------- */
+
+static void *reader(void *arg)
+{
+    pipeline *p = arg;
+    const tl_volume_job *j = p->job;
+    char err[1024];
+    for (uint32_t k = 0; k < p->nslabs; k++) {
+        if (!wait_slot(p, &p->ins[k % 2], -1))
+            return NULL;
+        uint32_t z0, h;
+        slab_rows(p, k, &z0, &h);
+        double t0 = tl_cli_now();
+        uint8_t *dst = p->in[k % 2];
+        size_t band = (size_t)h * j->engine.cols * p->ds; /* compact: h rows per frame */
+        for (int kind = 0; kind < 3; kind++)
+            for (uint32_t f = 0; f < j->count[kind]; f += READ_FRAMES) {
+                uint32_t n = j->count[kind] - f < READ_FRAMES ? j->count[kind] - f : READ_FRAMES;
+                if (!going(p))
+                    return NULL;
+                if (j->read(j->ctx, (tl_frame_kind)kind, f, n, j->row0 + z0, h, dst, err,
+                            sizeof err) != 0) {
+                    set_error(p, "%s", err);
+                    return NULL;
+                }
+                dst += n * band;
+            }
+        p->t->read += tl_cli_now() - t0;
+        p->t->bytes_read += (uint64_t)p->frames * band;
+        set_slot(p, &p->ins[k % 2], (int)k);
+    }
+    return NULL;
+}
+
+/* ---- writer --------------------------------------------------------------------------- */
+
+static void *writer(void *arg)
+{
+    pipeline *p = arg;
+    const tl_volume_job *j = p->job;
+    char err[1024];
+    for (uint32_t k = 0; k < p->nslabs; k++) {
+        if (!wait_slot(p, &p->outs[k % 2], (int)k))
+            return NULL;
+        uint32_t z0, h;
+        slab_rows(p, k, &z0, &h);
+        double t0 = tl_cli_now();
+        if (j->out && tl_volume_output_write(j->out, z0, h, p->out[k % 2], err, sizeof err) != 0) {
+            set_error(p, "%s", err);
+            return NULL;
+        }
+        p->t->write += tl_cli_now() - t0;
+        p->t->bytes_written += (uint64_t)h * j->size * j->size *
+                               (j->out ? tl_out_dtype_size(j->out->spec.dtype) : sizeof(float));
+        p->t->slabs = k + 1;
+        p->t->rows = z0 + h - j->first_row;
+        tl_progress_slab(&p->progress, k + 1, z0 + h, p->t->bytes_read, p->t->bytes_written);
+        set_slot(p, &p->outs[k % 2], -1);
+    }
+    return NULL;
+}
+
+/* ---- the engine's thread -------------------------------------------------------------- */
+
+static int engine_fail(pipeline *p, const char *what, tl_status st)
+{
+    set_error(p, "%s: %s (%s)", what, tl_engine_last_error(p->engine), tl_status_name(st));
+    return -1;
+}
+
+/* Submits slab k's frames (darks, flats, projections) from input buffer k % 2. */
+static int submit_slab(pipeline *p, uint32_t k, uint32_t h)
+{
+    const tl_volume_job *j = p->job;
+    tl_status st = tl_engine_reset(p->engine);
+    if (st != TL_OK)
+        return engine_fail(p, "reset", st);
+    const uint8_t *src = p->in[k % 2];
+    size_t band = (size_t)h * j->engine.cols * p->ds;
+    uint32_t left = p->frames;
+    for (int kind = 0; kind < 3; kind++)
+        for (uint32_t i = 0; i < j->count[kind]; i++, src += band) {
+            if ((i & 63) == 0 && !going(p))
+                return -1;
+            bool proj = kind == TL_FRAME_PROJ;
+            tl_frame f = {
+                .kind = (tl_frame_kind)kind,
+                .index = proj ? (j->indices ? j->indices[i] : i) : 0,
+                .angle = proj && j->angles ? j->angles[i] : 0.0,
+                .dtype = j->engine.dtype,
+                .rows = p->H, /* past h: the next frames' rows, or the buffer's zeros */
+                .cols = j->engine.cols,
+                .pitch = (size_t)j->engine.cols * p->ds,
+                .data = src,
+                .memory = TL_MEMORY_HOST,
+                .pinned = true,
+                .more = --left > 0 && proj,
+            };
+            if ((st = tl_engine_submit(p->engine, &f)) != TL_OK) {
+                char what[64];
+                snprintf(what, sizeof what, "slab %u, %s %u", k,
+                         kind == TL_FRAME_DARK   ? "dark"
+                         : kind == TL_FRAME_FLAT ? "flat"
+                                                 : "projection",
+                         i);
+                return engine_fail(p, what, st);
+            }
+        }
+    if ((st = tl_engine_flush(p->engine)) != TL_OK)
+        return engine_fail(p, "flush", st);
+    return 0;
+}
+
+static int backproject_slab(pipeline *p, uint32_t k, uint32_t h, const int *ids)
+{
+    const tl_volume_job *j = p->job;
+    size_t npx = (size_t)j->size * j->size;
+    uint32_t batch = j->plan->batch;
+    float *outs[4096];
+    tl_slice_info info[4096];
+    if (batch > 4096)
+        batch = 4096;
+    for (uint32_t z = 0; z < h; z += batch) {
+        if (!going(p))
+            return -1;
+        uint32_t m = h - z < batch ? h - z : batch;
+        for (uint32_t i = 0; i < m; i++)
+            outs[i] = p->out[k % 2] + (size_t)(z + i) * npx;
+        tl_status st = tl_engine_reconstruct(p->engine, ids + z, m, outs, info);
+        if (st != TL_OK)
+            return engine_fail(p, "reconstruction", st);
+        if (!p->t->kernel[0] && info[0].kernel)
+            snprintf(p->t->kernel, sizeof p->t->kernel, "%s", info[0].kernel);
+    }
+    return 0;
+}
+
+static void run_engine(pipeline *p, const int *ids)
+{
+    for (uint32_t k = 0; k < p->nslabs; k++) {
+        uint32_t z0, h;
+        slab_rows(p, k, &z0, &h);
+        if (!wait_slot(p, &p->ins[k % 2], (int)k))
+            return;
+        double t0 = tl_cli_now();
+        if (submit_slab(p, k, h) != 0)
+            return;
+        double t1 = tl_cli_now();
+        p->t->submit += t1 - t0;
+        set_slot(p, &p->ins[k % 2], -1); /* the engine holds the frames now */
+        if (!wait_slot(p, &p->outs[k % 2], -1))
+            return;
+        t1 = tl_cli_now();
+        if (backproject_slab(p, k, h, ids) != 0)
+            return;
+        p->t->backproject += tl_cli_now() - t1;
+        set_slot(p, &p->outs[k % 2], (int)k);
+    }
+}
+
+/* ---- budgets ------------------------------------------------------------------------- */
+
+size_t tl_volume_engine_bytes(void *ctx, uint32_t rows)
+{
+    tl_volume_engine_cost *ec = ctx;
+    tl_engine_config c = ec->c;
+    c.rows = rows;
+    tl_memory_estimate m;
+    tl_status st = tl_engine_estimate(&c, &m);
+    if (st != TL_OK && !ec->failed) {
+        ec->failed = true;
+        snprintf(ec->why, sizeof ec->why, "%s (%s)", tl_engine_last_error(NULL),
+                 tl_status_name(st));
+    }
+    return st == TL_OK ? m.total_bytes : SIZE_MAX / 4;
+}
+
+size_t tl_volume_host_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long kb = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (size_t)kb * 1024;
+}
+
+/* ---- setup ---------------------------------------------------------------------------- */
+
+tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char *err,
+                               size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    double t0 = tl_cli_now();
+    pipeline p;
+    memset(&p, 0, sizeof p);
+    p.job = j;
+    p.t = t;
+    p.H = j->plan->slab_rows;
+    p.nslabs = j->first_row >= j->rows ? 0 : (j->rows - j->first_row + p.H - 1) / p.H;
+    p.frames = j->count[0] + j->count[1] + j->count[2];
+    p.ds = tl_dtype_size(j->engine.dtype);
+    p.frame_bytes = (size_t)p.H * j->engine.cols * p.ds;
+    p.ins[0].slab = p.ins[1].slab = p.outs[0].slab = p.outs[1].slab = -1;
+    pthread_mutex_init(&p.mu, NULL);
+    pthread_cond_init(&p.cv, NULL);
+
+    tl_engine_config c = j->engine;
+    c.rows = p.H;
+    tl_status st = tl_engine_create(&c, &p.engine);
+    int *ids = calloc(p.H, sizeof *ids);
+    size_t in_bytes = p.frames * p.frame_bytes + p.frame_bytes; /* + one frame of slack */
+    size_t out_bytes = (size_t)p.H * j->size * j->size * sizeof(float);
+    char why[256] = "";
+    if (st != TL_OK)
+        snprintf(p.err, sizeof p.err, "cannot create the engine: %s (%s)",
+                 tl_engine_last_error(NULL), tl_status_name(st));
+    else if (!ids)
+        snprintf(p.err, sizeof p.err, "out of memory");
+    for (int b = 0; b < 2 && st == TL_OK && ids; b++) {
+        void *o = NULL;
+        if ((st = tl_host_alloc(c.backend, in_bytes, &p.in[b], why, sizeof why)) != TL_OK ||
+            (st = tl_host_alloc(c.backend, out_bytes, &o, why, sizeof why)) != TL_OK)
+            snprintf(p.err, sizeof p.err, "cannot allocate %zu MiB of host buffers: %s",
+                     (2 * (in_bytes + out_bytes)) >> 20, why);
+        else
+            memset(p.in[b], 0, in_bytes); /* rows past a short slab's end stay finite */
+        p.out[b] = o;
+    }
+    for (uint32_t z = 0; st == TL_OK && ids && z < p.H; z++) {
+        tl_slice_spec s;
+        tl_slice_spec_row(&s, (double)z, j->size, j->size);
+        if ((st = tl_engine_add_slice(p.engine, &s, &ids[z])) != TL_OK)
+            snprintf(p.err, sizeof p.err, "slice %u: %s", z, tl_engine_last_error(p.engine));
+    }
+    tl_volume_result result = TL_VOLUME_FAILED;
+    if (st == TL_OK && ids) {
+        tl_engine_state es;
+        tl_engine_get_state(p.engine, &es);
+        snprintf(t->device, sizeof t->device, "%s (%s)", es.backend, es.device_name);
+        if (j->verbose)
+            fprintf(stderr, "tomolive recon: engine %s, %u rows per slab, %zu MiB\n", t->device,
+                    p.H, es.memory_bytes >> 20);
+        t->setup = tl_cli_now() - t0;
+        double w0 = tl_cli_now();
+        tl_progress_start(&p.progress, j->progress, p.nslabs, j->rows);
+        pthread_t rt, wt;
+        bool have_r = pthread_create(&rt, NULL, reader, &p) == 0;
+        bool have_w = have_r && pthread_create(&wt, NULL, writer, &p) == 0;
+        if (have_w)
+            run_engine(&p, ids);
+        else
+            set_error(&p, "cannot start the reader and writer threads");
+        if (have_r)
+            pthread_join(rt, NULL);
+        if (have_w)
+            pthread_join(wt, NULL);
+        t->wall = tl_cli_now() - w0;
+        tl_progress_end(&p.progress);
+        result = p.failed    ? TL_VOLUME_FAILED
+                 : p.stopped ? TL_VOLUME_STOPPED
+                             : TL_VOLUME_DONE;
+    }
+    if (result != TL_VOLUME_DONE)
+        snprintf(err, errlen, "%s", p.failed || !p.stopped ? p.err : "interrupted");
+    for (int b = 0; b < 2; b++) {
+        if (p.in[b])
+            tl_host_free(c.backend, p.in[b]);
+        if (p.out[b])
+            tl_host_free(c.backend, p.out[b]);
+    }
+    free(ids);
+    tl_engine_destroy(p.engine);
+    pthread_cond_destroy(&p.cv);
+    pthread_mutex_destroy(&p.mu);
+    return result;
+}
+
+void tl_volume_times_print(const tl_volume_times *t, FILE *f)
+{
+    double wall = t->wall > 1e-9 ? t->wall : 1e-9;
+    double sum = t->read + t->submit + t->backproject + t->write;
+    fprintf(f, "stage                 |  busy s | GB/s\n");
+    fprintf(f, "read (files)          | %7.3f | %.2f\n", t->read,
+            t->read > 0 ? t->bytes_read / t->read * 1e-9 : 0.0);
+    fprintf(f, "upload+filter         | %7.3f | %.2f\n", t->submit,
+            t->submit > 0 ? t->bytes_read / t->submit * 1e-9 : 0.0);
+    fprintf(f, "back projection+D2H   | %7.3f |\n", t->backproject);
+    fprintf(f, "write (files)         | %7.3f | %.2f\n", t->write,
+            t->write > 0 ? t->bytes_written / t->write * 1e-9 : 0.0);
+    fprintf(f, "wall (after setup)    | %7.3f | setup %.3f s\n", t->wall, t->setup);
+    fprintf(f, "overlap (sum / wall)  | %7.2f |\n", sum / wall);
+}

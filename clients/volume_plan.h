@@ -1,0 +1,96 @@
+/* volume_plan.h — how a whole volume is cut into z-slabs so that it fits the GPU and the
+ * host (seed 002's out-of-core decomposition), for `tomolive recon` and `bench --volume`.
+ *
+ * A pure function of the problem and the two budgets: no device, no files. The caller
+ * says what an engine of h detector rows costs on the device (engine_bytes: in practice
+ * tl_engine_estimate), and the planner picks the tallest slab that fits both budgets:
+ *   device  engine(h) + batch x size^2 x 4      (the window of the slab's rows, filtered,
+ *                                                 plus the device buffer of one batch of
+ *                                                 slices the engine copies back)
+ *   host    2 x (darks + flats + projections) x h x cols x in_sample   (input, double-buffered)
+ *         + 2 x h x size^2 x 4                                        (slabs, double-buffered)
+ *         + size^2 x out_sample                                       (the writer's conversion)
+ * Rule: the tallest h that fits, a multiple of the reader's granularity (read_rows: an
+ * HDF5 chunk's height) where it can be, and, unless the caller fixes h, at most
+ * rows / TL_VOLUME_MIN_SLABS, so reading slab k+1 and writing slab k-1 overlap the GPU
+ * work on slab k with only 1/8 of the reading and writing left outside the overlap.
+ *
+ * Where filtered projections live: parallel beam maps slice z to detector row z, so a
+ * slab's rows are its own and no row is needed by two slabs: every projection row is read,
+ * uploaded and filtered once and stays on the GPU for its slab (TL_VOLUME_FILTERED_GPU).
+ * Cone beam plugs in through row_range (v = D z / w, seed-002-004.md §2.2): slabs then need
+ * overlapping bands and the planner would choose between keeping filtered rows on the host
+ * and re-filtering them; that choice is not made here yet (only parallel beam exists).
+ *
+ *   tl_volume_problem p = {...}; tl_volume_budget b = {gpu, host};
+ *   tl_volume_plan plan; char err[256];
+ *   if (tl_volume_plan_make(&p, &b, 0, &plan, err, sizeof err) != 0) ... (err: both numbers)
+ *   tl_volume_plan_print(&plan, &p, &b, stdout);
+ */
+#ifndef TL_VOLUME_PLAN_H
+#define TL_VOLUME_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TL_VOLUME_MIN_SLABS 8
+
+typedef enum {
+    TL_VOLUME_FILTERED_GPU = 0, /* filtered once, kept on the device for the slab */
+    TL_VOLUME_FILTERED_HOST,    /* (cone beam) filtered once, kept in host memory */
+    TL_VOLUME_FILTERED_RECOMPUTE /* (cone beam) re-read and re-filtered per slab */
+} tl_volume_filtered;
+
+typedef struct {
+    uint32_t projections, darks, flats;
+    uint32_t rows;     /* detector rows to reconstruct (= volume height, parallel beam) */
+    uint32_t cols;     /* detector columns */
+    uint32_t size;     /* slices are size x size */
+    size_t in_sample;  /* bytes per input sample as the engine takes it */
+    size_t out_sample; /* bytes per voxel in the output file */
+    uint32_t read_rows; /* the reader's row granularity (HDF5 chunk height); 0 or 1: any */
+    /* device bytes of an engine holding `rows` detector rows of every projection */
+    size_t (*engine_bytes)(void *ctx, uint32_t rows);
+    void *ctx;
+} tl_volume_problem;
+
+typedef struct {
+    size_t gpu, host; /* bytes */
+} tl_volume_budget;
+
+typedef struct {
+    uint32_t slab_rows; /* h: rows per slab (the last may be shorter) */
+    uint32_t slabs;
+    uint32_t last_rows; /* rows of the last slab */
+    uint32_t batch;     /* slices per reconstruction call */
+    uint32_t passes;    /* passes over the input: 1 (parallel beam reads each row once) */
+    tl_volume_filtered filtered;
+    size_t gpu_bytes, host_bytes; /* at h */
+    uint64_t bytes_read, bytes_uploaded, bytes_downloaded, bytes_written;
+} tl_volume_plan;
+
+/* The plan for the problem within the budgets; slab_rows > 0 fixes h (clamped to rows).
+ * Returns 0, or -1 with a message naming what is needed and what the budget is. */
+int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, uint32_t slab_rows,
+                        tl_volume_plan *out, char *err, size_t errlen);
+
+/* Device and host bytes of a slab of h rows (the two sums above). */
+size_t tl_volume_plan_gpu_bytes(const tl_volume_problem *p, uint32_t h, uint32_t batch);
+size_t tl_volume_plan_host_bytes(const tl_volume_problem *p, uint32_t h);
+/* Slices per reconstruction call for slabs of h rows: about 1 GiB of slices, at most h. */
+uint32_t tl_volume_plan_batch(const tl_volume_problem *p, uint32_t h);
+
+const char *tl_volume_filtered_name(tl_volume_filtered f);
+
+/* "8G", "512M", "1.5GiB", "1000000": bytes (K, M, G, T binary; "iB" or "B" may follow). */
+bool tl_volume_parse_bytes(const char *s, size_t *out);
+/* What a default budget keeps of free memory: all but 10% and 256 MiB. */
+size_t tl_volume_less_margin(size_t free_bytes);
+
+/* Prints the plan as a few "plan: ..." lines. */
+void tl_volume_plan_print(const tl_volume_plan *plan, const tl_volume_problem *p,
+                          const tl_volume_budget *b, FILE *f);
+
+#endif
