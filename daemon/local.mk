@@ -7,7 +7,7 @@
 #   daemon/ingest/   stream formats (adapters) and frame sources: bitshuffle, row bands,
 #                    frames in GPU memory
 #   daemon/base/     settings, log, notify, stats, queue, subscriptions, slice policy,
-#                    pacing, buffer pool, outbox, zwatch
+#                    pacing, buffer pool, outbox, zwatch, zbind
 # (and protocol/, gpu/ below them all). Nothing in a folder includes or calls a folder above
 # it; the layer above hands down function pointers where it must be called back.
 
@@ -24,7 +24,7 @@ daemon_libtldaemon_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
 DAEMON_UTIL_LIBS = daemon/libtldaemon.a $(INIH_LIBS) $(SYSTEMD_LIBS)
 
 # The rest of base/ (stats, queue, subscriptions, slice policy, read-out pacing, buffer
-# pool, outbox, socket watchers), so unit tests can link them. DAEMON_CORE_LIBS adds the frame
+# pool, outbox, socket watchers and binding), so unit tests can link them. DAEMON_CORE_LIBS adds the frame
 # pieces of ingest/ (row bands) that those tests use too.
 noinst_LIBRARIES += daemon/libtlcore.a
 daemon_libtlcore_a_SOURCES = \
@@ -35,7 +35,8 @@ daemon_libtlcore_a_SOURCES = \
 	daemon/base/pacing.h daemon/base/pacing.c \
 	daemon/base/bufpool.h daemon/base/bufpool.c \
 	daemon/base/outbox.h daemon/base/outbox.c \
-	daemon/base/zwatch.h daemon/base/zwatch.c
+	daemon/base/zwatch.h daemon/base/zwatch.c \
+	daemon/base/zbind.h daemon/base/zbind.c
 daemon_libtlcore_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS)
 DAEMON_CORE_LIBS = daemon/libtlcore.a daemon/ingest/libtlingest.a
 

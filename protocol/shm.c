@@ -50,6 +50,16 @@ int tl_shm_ring_create(tl_shm_ring *r, const char *name, uint32_t slots, size_t 
         shm_unlink(name);
         return -1;
     }
+    /* ...but leaves the object sparse: on a full /dev/shm the first write into a page would
+     * fault (SIGBUS, or a hang) in the middle of a read-out. Taking the pages now turns a
+     * full /dev/shm into this error instead. */
+    int fe = posix_fallocate(fd, 0, (off_t)r->size);
+    if (fe != 0) {
+        snprintf(err, errlen, "posix_fallocate %s, %zu bytes: %s", name, r->size, strerror(fe));
+        close(fd);
+        shm_unlink(name);
+        return -1;
+    }
     void *base = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd); /* the mapping keeps the object */
     if (base == MAP_FAILED) {

@@ -17,6 +17,7 @@
 #include "daemon/ingest/adapter.h"
 #include "daemon/core/daemon.h"
 #include "daemon/base/log.h"
+#include "daemon/base/zbind.h"
 
 static void reject(tl_daemon *d, const tl_proto_error *err)
 {
@@ -44,7 +45,7 @@ static void *run(void *arg)
     if (rc == 0) /* wake now and then to see the stop flag */
         rc = zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     if (rc == 0)
-        rc = d->cfg.ingest_bind ? zmq_bind(sock, d->cfg.ingest_endpoint)
+        rc = d->cfg.ingest_bind ? tl_zbind(sock, d->cfg.ingest_endpoint)
                                 : zmq_connect(sock, d->cfg.ingest_endpoint);
     pthread_mutex_lock(&d->ingest_mu);
     if (rc != 0) {

@@ -9,6 +9,7 @@
 #include <zmq.h>
 
 #include "daemon/base/log.h"
+#include "daemon/base/zbind.h"
 #include "daemon/core/publisher.h"
 #include "gpu/base/clock.h"
 
@@ -84,7 +85,7 @@ int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const tl_publisher_opts 
         zmq_setsockopt(p->sock, ZMQ_XPUB_VERBOSER, &one, sizeof one) != 0 ||
         zmq_setsockopt(p->sock, ZMQ_XPUB_NODROP, &one, sizeof one) != 0 ||
         zmq_setsockopt(p->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
-        zmq_bind(p->sock, opts->endpoint) != 0) {
+        tl_zbind(p->sock, opts->endpoint) != 0) {
         snprintf(err, errlen, "slices socket %s: %s", opts->endpoint, zmq_strerror(zmq_errno()));
         if (p->sock)
             zmq_close(p->sock);

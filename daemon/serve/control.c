@@ -14,6 +14,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "daemon/base/zbind.h"
 #include "daemon/core/daemon.h"
 #include "daemon/serve/commands.h"
 #include "daemon/serve/control.h"
@@ -109,7 +110,7 @@ int tl_control_open(tl_daemon *d, char *err, size_t errlen)
     if (!d->control_sock || !d->control_dec ||
         zmq_setsockopt(d->control_sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one) != 0 ||
         zmq_setsockopt(d->control_sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
-        zmq_bind(d->control_sock, d->cfg.control_endpoint) != 0) {
+        tl_zbind(d->control_sock, d->cfg.control_endpoint) != 0) {
         snprintf(err, errlen, "control socket %s: %s", d->cfg.control_endpoint,
                  zmq_strerror(zmq_errno()));
         return -1;
