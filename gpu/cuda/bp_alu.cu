@@ -162,6 +162,10 @@ static tl_status fr_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_c
     const dim3 grid((unsigned)((b->g.w + TILE - 1) / TILE),
                     (unsigned)((b->g.h + TILE - 1) / TILE));
     const size_t shmem = (size_t)SD * b->cache_width * sizeof(alu_cell<NV, PREC>);
+    if (shmem > ALU_SMEM_MAX) /* beyond the default 48 KiB: opted in per launch (per device) */
+        TL_CUDA(s->eb, cudaFuncSetAttribute(bp_alu_fr_kernel<NV, TILE, TY, SD, PREC>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)shmem));
     bp_alu_fr_kernel<NV, TILE, TY, SD, PREC>
         <<<grid, block, shmem, s->stream>>>(tl_cuda_batch_rows(s, b), s->pitch_el, (int)s->cols,
                                             s->d_par, s->d_slot, (int)nproj, b->g, b->cache_width,
@@ -170,14 +174,19 @@ static tl_status fr_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_c
     return TL_OK;
 }
 
-/* Largest cache width (bins) a kernel's shared memory holds. */
-#define FR_MAX_CACHE(NV, SD, PREC) ((int)(ALU_SMEM_MAX / ((SD) * sizeof(alu_cell<NV, PREC>))))
+/* Largest cache width (bins) a kernel's shared memory (SMEM bytes) holds. */
+#define FR_MAX_CACHE(NV, SD, PREC, SMEM) ((int)((SMEM) / ((SD) * sizeof(alu_cell<NV, PREC>))))
 
-#define FR(NAME, Q, NV, TILE, TY, SD, PREC, PARAMS)                                     \
-    {                                                                                   \
-        NAME, Q, NV, TL_KF_ALU, PARAMS, TILE, FR_MAX_CACHE(NV, SD, PREC), false, false, \
-            fr_launch<NV, TILE, TY, SD, PREC>                                           \
+#define FR_SMEM(NAME, Q, NV, TILE, TY, SD, PREC, SMEM, PARAMS)                                 \
+    {                                                                                          \
+        NAME, Q, NV, TL_KF_ALU, PARAMS, TILE, FR_MAX_CACHE(NV, SD, PREC, SMEM), false, false, \
+            fr_launch<NV, TILE, TY, SD, PREC>                                                  \
     }
+#define FR(NAME, Q, NV, TILE, TY, SD, PREC, PARAMS) \
+    FR_SMEM(NAME, Q, NV, TILE, TY, SD, PREC, ALU_SMEM_MAX, PARAMS)
+/* The same with a cache beyond 48 KiB (opted in at launch). */
+#define FR_BIG(NAME, Q, NV, TILE, TY, SD, PREC, PARAMS) \
+    FR_SMEM(NAME, Q, NV, TILE, TY, SD, PREC, ALU_SMEM_OPTIN, PARAMS)
 
 const tl_cuda_kernel tl_cuda_alu_kernels[] = {
     {"alu-exact", TL_QUALITY_EXACT, 1, TL_KF_ALU,
@@ -193,6 +202,8 @@ const tl_cuda_kernel tl_cuda_alu_kernels[] = {
        "tile 64x64, 16 px/thread, 32 proj/pass, (a', d) cache, FP rounding"),
     FR("alu-fr/t64q8s16", TL_QUALITY_EXACT, 1, 64, 8, 16, CELL_F32,
        "tile 64x64, 8 px/thread (512 threads), 16 proj/pass, (a', d) cache, FP rounding"),
+    FR("alu-fr/t64q32s16", TL_QUALITY_EXACT, 1, 64, 2, 16, CELL_F32,
+       "tile 64x64, 32 px/thread (128 threads), 16 proj/pass, (a', d) cache, FP rounding"),
     FR("alu2-fr/t32q4s16", TL_QUALITY_EXACT, 2, 32, 8, 16, CELL_F32,
        "2 slices, tile 32x32, 4 px/thread, 16 proj/pass, float4 cells, FP rounding"),
     FR("alu2-fr/t64q8s8", TL_QUALITY_EXACT, 2, 64, 8, 8, CELL_F32,
@@ -207,5 +218,7 @@ const tl_cuda_kernel tl_cuda_alu_kernels[] = {
        "4 slices, tile 64x64, 8 px/thread, 8 proj/pass, half cells + half2 FMA"),
     FR("alu4h/t64q8s16", TL_QUALITY_FAST, 4, 64, 8, 16, CELL_F16,
        "4 slices, tile 64x64, 8 px/thread, 16 proj/pass, half cells + half2 FMA"),
+    FR_BIG("alu4h/t64q8s32", TL_QUALITY_FAST, 4, 64, 8, 32, CELL_F16,
+           "4 slices, tile 64x64, 8 px/thread, 32 proj/pass (cache > 48 KiB), half cells"),
 };
 const int tl_cuda_alu_nkernels = sizeof tl_cuda_alu_kernels / sizeof *tl_cuda_alu_kernels;

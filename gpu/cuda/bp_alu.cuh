@@ -15,6 +15,10 @@
  * all, and the kernels' static arrays (per-projection tables, at most 32 x 24 bytes) come
  * out of the same 48 KiB. */
 #define ALU_SMEM_MAX (48 * 1024 - 1024)
+/* ... and with the opt-in (cudaFuncAttributeMaxDynamicSharedMemorySize) a kernel asks for
+ * at launch: room for 32 projections of a 64-pixel tile's 16-byte cells, and two such
+ * blocks per SM (sm_80 and sm_90 have 164 / 228 KiB per SM). */
+#define ALU_SMEM_OPTIN (80 * 1024)
 
 enum { CELL_F32 = 0, CELL_F16 = 1 };
 
@@ -182,7 +186,8 @@ __device__ __forceinline__ void alu_block(const tl_cuda_rows &rows, size_t pitch
     typedef alu_cell<NV, PREC> cell_t;
     constexpr int LOG = alu_log2<sizeof(cell_t)>::v;
     cell_t *cache = (cell_t *)smem; /* [SD][cw] */
-    __shared__ float4 s_p[SD];      /* centre - first bin - c0, cos, sin, weight */
+    __shared__ float4 s_p[SD];      /* centre - first bin - c0, cos, sin, step (st below) */
+    __shared__ float s_w[SD];       /* weight (folded into the cells) */
     __shared__ int s_first[SD];
     __shared__ int s_slot[SD];
 
@@ -213,7 +218,10 @@ __device__ __forceinline__ void alu_block(const tl_cuda_rows &rows, size_t pitch
         if (tid < nb) {
             const float4 q = par[pb + tid];
             const float first = alu_first_bin(g, i0, j0, TILE, q);
-            s_p[tid] = make_float4(q.z - first - (float)c0, q.x, q.y, q.w);
+            /* the step of h from one of a thread's pixels to the next is the same for every
+             * thread: computed once here, not per thread and projection below */
+            s_p[tid] = make_float4(q.z - first - (float)c0, q.x, q.y, fmaf(sx, q.x, -sy * q.y));
+            s_w[tid] = q.w;
             s_first[tid] = (int)first;
             s_slot[tid] = slot[pb + tid];
         }
@@ -222,7 +230,7 @@ __device__ __forceinline__ void alu_block(const tl_cuda_rows &rows, size_t pitch
             const int pp = tid / ST;
             if (pp < nb) {
                 const size_t so = (size_t)s_slot[pp] * pitch_el;
-                const float w = s_p[pp].w;
+                const float w = s_w[pp];
                 for (int c = tid - pp * ST; c < cw; c += ST)
                     alu_fill<NV, PREC>(cache[pp * cw + c], rows, so, W, s_first[pp] + c, w, sc,
                                        (float)(c - c0));
@@ -241,7 +249,7 @@ __device__ __forceinline__ void alu_block(const tl_cuda_rows &rows, size_t pitch
             const float4 P = s_p[pi];
             /* hr = h - c0, h = (centre - first) + x cos - y sin >= 1 the cache offset */
             const float h0 = fmaf(x0, P.y, fmaf(-y0, P.z, P.x));
-            const float st = fmaf(sx, P.y, -sy * P.z);
+            const float st = P.w;
             const unsigned sb = alu_opaque(sbase + (unsigned)pi * sstride);
 #pragma unroll
             for (int q = 0; q < NQ; q++) {
