@@ -35,7 +35,8 @@ daemon_libtlcore_a_SOURCES = \
 	daemon/base/pacing.h daemon/base/pacing.c \
 	daemon/base/bufpool.h daemon/base/bufpool.c \
 	daemon/base/outbox.h daemon/base/outbox.c \
-	daemon/base/zwatch.h daemon/base/zwatch.c
+	daemon/base/zwatch.h daemon/base/zwatch.c \
+	daemon/base/auth.h daemon/base/auth.c
 daemon_libtlcore_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS)
 DAEMON_CORE_LIBS = daemon/libtlcore.a daemon/ingest/libtlingest.a
 

@@ -43,11 +43,18 @@ static void *run(void *arg)
         rc = zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     if (rc == 0) /* wake now and then to see the stop flag */
         rc = zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
-    if (rc == 0)
+    char aerr[256] = "";
+    bool auth_failed = rc == 0 && tl_auth_socket(&d->auth, sock, TL_AUTH_INGEST, aerr,
+                                                 sizeof aerr) != 0;
+    if (rc == 0 && !auth_failed)
         rc = d->cfg.ingest_bind ? zmq_bind(sock, d->cfg.ingest_endpoint)
                                 : zmq_connect(sock, d->cfg.ingest_endpoint);
     pthread_mutex_lock(&d->ingest_mu);
-    if (rc != 0) {
+    if (auth_failed) {
+        snprintf(d->ingest_error, sizeof d->ingest_error, "%s", aerr);
+        d->ingest_ready = -1;
+        rc = -1;
+    } else if (rc != 0) {
         snprintf(d->ingest_error, sizeof d->ingest_error, "ingest socket %s: %s",
                  d->cfg.ingest_endpoint, zmq_strerror(zmq_errno()));
         d->ingest_ready = -1;
@@ -63,7 +70,6 @@ static void *run(void *arg)
     }
 
     const tl_adapter_ops *ad = d->adapter;
-    char aerr[256] = "";
     void *as = ad->create(&d->cfg, aerr, sizeof aerr);
     if (!as)
         tl_log(TL_LOG_ERROR, "ingest_failed", "format=%s error=%s", ad->name, tl_logq(aerr));
