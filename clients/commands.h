@@ -16,5 +16,6 @@ int tl_cmd_stream_bench(int argc, char **argv); /* tomolive bench --stream */
 int tl_cmd_volume_bench(int argc, char **argv); /* tomolive bench --volume */
 int tl_cmd_tune(int argc, char **argv);
 int tl_cmd_phantom(int argc, char **argv);
+int tl_cmd_keygen(int argc, char **argv);
 
 #endif

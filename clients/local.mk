@@ -17,7 +17,7 @@ clients_tomolive_SOURCES = \
 	clients/push_ipc.h clients/push_ipc.c \
 	clients/push_dectris.h clients/push_dectris.c \
 	clients/push_socket.h clients/push_socket.c \
-	clients/sub.c clients/ctl.c clients/recon.c clients/bench.c clients/phantom.c \
+	clients/sub.c clients/ctl.c clients/keygen.c clients/recon.c clients/bench.c clients/phantom.c \
 	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
 	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS)
