@@ -660,7 +660,8 @@ typedef struct {
 static int gpu_open(const options *o, const scan *sc, gpu_frames *g)
 {
     char err[512];
-    tl_push_ipc_opts io = {.device = (int)o->device,
+    tl_push_ipc_opts io = {.key = o->key,
+                           .device = (int)o->device,
                            .rows = sc->rows,
                            .cols = sc->cols,
                            .dtype = proto_dtype(sc->dtype),

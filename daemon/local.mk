@@ -60,7 +60,8 @@ daemon_ingest_libtlingest_a_SOURCES = \
 	daemon/ingest/pixel_mask.h daemon/ingest/pixel_mask.c \
 	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c \
 	daemon/ingest/bands.h daemon/ingest/bands.c \
-	daemon/ingest/ipc_frames.h daemon/ingest/ipc_frames.c
+	daemon/ingest/ipc_frames.h daemon/ingest/ipc_frames.c \
+	daemon/ingest/release_allow.h daemon/ingest/release_allow.c
 daemon_ingest_libtlingest_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) \
 	$(CBOR_CFLAGS) $(LZ4_CFLAGS)
 ADAPTER_LIBS = daemon/ingest/libtlingest.a $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) $(CBOR_LIBS) \

@@ -242,16 +242,32 @@ void tl_auth_refuse(tl_auth *a, tl_auth_socket_id which, tl_auth_reason why, con
 
 /* ---- the ZAP handler --------------------------------------------------------------------- */
 
+/* user: the client's name, key: its public key (Z85) or NULL, sent as the ZAP metadata
+ * property X-Key (the ingest thread reads it from a scan: release_allow.h, ipc_frames.h). */
 static void zap_reply(void *sock, const zmq_msg_t *request_id, const char *code,
-                      const char *text, const char *user)
+                      const char *text, const char *user, const char *key)
 {
+    uint8_t meta[64];
+    size_t mlen = 0;
+    if (key) { /* ZMTP metadata: name length, name, value length (4 bytes, big endian), value */
+        size_t klen = strlen(key);
+        meta[mlen++] = 5;
+        memcpy(meta + mlen, "X-Key", 5);
+        mlen += 5;
+        meta[mlen++] = 0;
+        meta[mlen++] = 0;
+        meta[mlen++] = 0;
+        meta[mlen++] = (uint8_t)klen;
+        memcpy(meta + mlen, key, klen);
+        mlen += klen;
+    }
     zmq_send(sock, "1.0", 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
     zmq_send(sock, zmq_msg_data((zmq_msg_t *)request_id), zmq_msg_size((zmq_msg_t *)request_id),
              ZMQ_SNDMORE | ZMQ_DONTWAIT);
     zmq_send(sock, code, strlen(code), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     zmq_send(sock, text, strlen(text), ZMQ_SNDMORE | ZMQ_DONTWAIT);
     zmq_send(sock, user, strlen(user), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(sock, "", 0, ZMQ_DONTWAIT);
+    zmq_send(sock, meta, mlen, ZMQ_DONTWAIT);
 }
 
 static bool part_is(zmq_msg_t *m, const char *s)
@@ -281,7 +297,7 @@ static void on_zap(tl_zwatch *w)
     }
     if (n < 6) { /* not ZAP: REP still owes an answer */
         if (n >= 2)
-            zap_reply(w->sock, &p[1], "500", "malformed ZAP request", "");
+            zap_reply(w->sock, &p[1], "500", "malformed ZAP request", "", NULL);
         goto out;
     }
     int which = -1;
@@ -292,16 +308,16 @@ static void on_zap(tl_zwatch *w)
     snprintf(address, sizeof address, "%.*s", (int)(zmq_msg_size(&p[3]) < 63 ? zmq_msg_size(&p[3]) : 63),
              (const char *)zmq_msg_data(&p[3]));
     if (which < 0) {
-        zap_reply(w->sock, &p[1], "400", "unknown ZAP domain", "");
+        zap_reply(w->sock, &p[1], "400", "unknown ZAP domain", "", NULL);
     } else if (part_is(&p[5], "NULL")) { /* only a socket in security.plain asks for these */
         if (a->plain[which]) {
             tl_stats_count(&a->accepted[which]);
             tl_log(TL_LOG_DEBUG, "client_accepted", "socket=%s client=plain address=%s",
                    socket_names[which], tl_logq(address));
-            zap_reply(w->sock, &p[1], "200", "OK", "");
+            zap_reply(w->sock, &p[1], "200", "OK", "", NULL);
         } else {
             tl_auth_refuse(a, which, TL_AUTH_HANDSHAKE, "plain", address);
-            zap_reply(w->sock, &p[1], "400", "plain peers are not allowed", "");
+            zap_reply(w->sock, &p[1], "400", "plain peers are not allowed", "", NULL);
         }
     } else if (part_is(&p[5], "CURVE") && n >= 7 && zmq_msg_size(&p[6]) == 32) {
         char z85[TL_ZCERT_Z85_LEN + 1];
@@ -313,22 +329,22 @@ static void on_zap(tl_zwatch *w)
             snprintf(prefix, sizeof prefix, "key:%.8s", z85);
             snprintf(what, sizeof what, "address %s", address);
             tl_auth_refuse(a, which, TL_AUTH_UNKNOWN_KEY, prefix, what);
-            zap_reply(w->sock, &p[1], "400", "unknown key", "");
+            zap_reply(w->sock, &p[1], "400", "unknown key", "", NULL);
         } else if (!tl_role_allows(cl->role, socket_role[which])) {
             snprintf(what, sizeof what, "role %s on %s from %s", tl_role_name(cl->role),
                      socket_names[which], address);
             tl_auth_refuse(a, which, TL_AUTH_WRONG_ROLE, cl->name, what);
-            zap_reply(w->sock, &p[1], "400", "role not allowed on this socket", "");
+            zap_reply(w->sock, &p[1], "400", "role not allowed on this socket", "", NULL);
         } else {
             tl_stats_count(&a->accepted[which]);
             tl_log(TL_LOG_INFO, "client_accepted", "socket=%s client=%s role=%s address=%s",
                    socket_names[which], tl_logq(cl->name), tl_role_name(cl->role),
                    tl_logq(address));
-            zap_reply(w->sock, &p[1], "200", "OK", cl->name);
+            zap_reply(w->sock, &p[1], "200", "OK", cl->name, cl->public_txt);
         }
     } else {
         tl_auth_refuse(a, which, TL_AUTH_HANDSHAKE, "", "a mechanism other than CURVE");
-        zap_reply(w->sock, &p[1], "400", "mechanism not allowed", "");
+        zap_reply(w->sock, &p[1], "400", "mechanism not allowed", "", NULL);
     }
 out:
     for (int i = 0; i < n; i++)

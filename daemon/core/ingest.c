@@ -17,6 +17,7 @@
 #include "daemon/ingest/adapter.h"
 #include "daemon/core/daemon.h"
 #include "daemon/base/log.h"
+#include "daemon/ingest/release_allow.h"
 
 static void reject(tl_daemon *d, const tl_proto_error *err)
 {
@@ -28,6 +29,27 @@ static void reject(tl_daemon *d, const tl_proto_error *err)
         tl_log(TL_LOG_WARN, "message_rejected", "socket=ingest error=%s reason=%s suppressed=%llu",
                tl_proto_err_name(err->code), tl_logq(err->message),
                (unsigned long long)suppressed);
+}
+
+/* A scan's release endpoint: allowed hosts only (release_allow.h); the sender's CURVE key,
+ * which the release socket then authenticates (auth.c puts it in the ZAP metadata). */
+static void check_release(tl_daemon *d, tl_item *it, zmq_msg_t *header)
+{
+    const char *peer = zmq_msg_gets(header, "Peer-Address");
+    const char *key = zmq_msg_gets(header, "X-Key");
+    if (key && strlen(key) < sizeof it->producer_key)
+        snprintf(it->producer_key, sizeof it->producer_key, "%s", key);
+    if (tl_release_allowed(it->release, peer, d->cfg.release_hosts, it->release_refused,
+                           sizeof it->release_refused))
+        return;
+    tl_stats_count(&d->auth.release_refused);
+    static tl_ratelimit rl = TL_RATELIMIT_INIT;
+    uint64_t suppressed;
+    if (tl_ratelimit_allow(&rl, 5.0, 5, &suppressed))
+        tl_log(TL_LOG_WARN, "release_refused", "series=%llu peer=%s error=%s suppressed=%llu",
+               (unsigned long long)it->scan.series, tl_logq(peer ? peer : ""),
+               tl_logq(it->release_refused), (unsigned long long)suppressed);
+    it->release[0] = 0;
 }
 
 static void *run(void *arg)
@@ -95,7 +117,11 @@ static void *run(void *arg)
             bytes += zmq_msg_size(&parts[i]);
         tl_stats_add(&d->stats.bytes, bytes);
         it.release[0] = 0; /* only the native format's scans have one */
+        it.release_refused[0] = 0;
+        it.producer_key[0] = 0;
         int got = n == -2 ? -1 : ad->decode(as, parts, n, &it, &err);
+        if (got > 0 && it.type == TL_MSG_SCAN && it.release[0])
+            check_release(d, &it, &parts[0]);
         tl_proto_close(parts, kept);
         if (got < 0)
             reject(d, &err);

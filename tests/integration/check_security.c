@@ -387,6 +387,60 @@ START_TEST(ctl_tool_with_keys)
 }
 END_TEST
 
+/* A scan with a release endpoint (no frames follow). */
+static void send_scan(uint64_t series, const char *release)
+{
+    tl_proto_scan s = {.series = series,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = 4,
+                       .cols = 16,
+                       .dtype = TL_PROTO_F32,
+                       .window = 8,
+                       .already_linear = true,
+                       .release = {release, strlen(release)}};
+    ck_assert_int_eq(tl_fx_send_scan(&f, &s), 0);
+}
+
+/* release endpoints: loopback and listed hosts only, also with curve off (the default). */
+START_TEST(release_endpoint_allow_list)
+{
+    ck_assert_int_eq(tl_fx_start(&f, "sec-release", NULL), 0);
+    send_scan(1, "tcp://192.0.2.1:7000"); /* TEST-NET-1: nobody's producer */
+    ck_assert(wait_at_least("security.refused.release", 1));
+    json_t *st = tl_fx_ok(&f, "status", NULL);
+    const char *e = json_string_value(json_object_get(st, "last_scan_error"));
+    ck_assert_msg(e && strstr(e, "not the scan's sender"), "%s", e ? e : "(nil)");
+    ck_assert(json_is_null(json_object_get(st, "scan")));
+    json_decref(st);
+    ck_assert(tl_fx_wait_log(&f, "event=release_refused series=1", 5));
+    ck_assert(tl_fx_wait_log(&f, "event=scan_refused series=1", 5));
+    send_scan(2, "tcp://[::1]:7000");
+    ck_assert(tl_fx_wait_status(&f, "scan.series", 2, 15));
+    send_scan(3, "pgm://192.0.2.1;239.192.1.1:5555");
+    ck_assert(wait_at_least("security.refused.release", 2));
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+
+    const char *extra[] = {"--set", "security.release_hosts=gpu-1,192.0.2.1", NULL};
+    ck_assert_int_eq(tl_fx_start(&f, "sec-release-hosts", extra), 0);
+    send_scan(4, "tcp://192.0.2.1:7000");
+    ck_assert(tl_fx_wait_status(&f, "scan.series", 4, 15));
+    ck_assert_int_eq(tl_fx_status_int(&f, "security.refused.release"), 0);
+}
+END_TEST
+
+/* With curve on, the release socket is a CURVE client of the sender's key (from ZAP). */
+START_TEST(release_with_curve)
+{
+    start("sec-release-curve", NULL, NULL);
+    send_scan(1, "tcp://127.0.0.1:7000");
+    ck_assert(tl_fx_wait_status(&f, "scan.series", 1, 15));
+    char *log = tl_fx_log(&f);
+    ck_assert_msg(!strstr(log, "release_unavailable"), "%s", log);
+    free(log);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("security");
@@ -400,6 +454,8 @@ static Suite *suite(void)
     tcase_add_test(tc, plain_exception);
     tcase_add_test(tc, sighup_reads_new_key);
     tcase_add_test(tc, ctl_tool_with_keys);
+    tcase_add_test(tc, release_endpoint_allow_list);
+    tcase_add_test(tc, release_with_curve);
     suite_add_tcase(s, tc);
     return s;
 }
