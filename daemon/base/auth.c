@@ -244,6 +244,26 @@ void tl_auth_refuse(tl_auth *a, tl_auth_socket_id which, tl_auth_reason why, con
 
 /* user: the client's name, key: its public key (Z85) or NULL, sent as the ZAP metadata
  * property X-Key (the ingest thread reads it from a scan: release_allow.h, ipc_frames.h). */
+/* A signal (SIGHUP) can interrupt a send or receive: a ZAP reply cut short would leave the
+ * REP socket waiting for its end, and every later handshake with it. So they are retried. */
+static int send_part(void *sock, const void *data, size_t len, int flags)
+{
+    int rc;
+    do
+        rc = zmq_send(sock, data, len, flags);
+    while (rc < 0 && zmq_errno() == EINTR);
+    return rc;
+}
+
+static int recv_part(zmq_msg_t *m, void *sock)
+{
+    int rc;
+    do
+        rc = zmq_msg_recv(m, sock, ZMQ_DONTWAIT);
+    while (rc < 0 && zmq_errno() == EINTR);
+    return rc;
+}
+
 static void zap_reply(void *sock, const zmq_msg_t *request_id, const char *code,
                       const char *text, const char *user, const char *key)
 {
@@ -261,13 +281,13 @@ static void zap_reply(void *sock, const zmq_msg_t *request_id, const char *code,
         memcpy(meta + mlen, key, klen);
         mlen += klen;
     }
-    zmq_send(sock, "1.0", 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(sock, zmq_msg_data((zmq_msg_t *)request_id), zmq_msg_size((zmq_msg_t *)request_id),
-             ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(sock, code, strlen(code), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(sock, text, strlen(text), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(sock, user, strlen(user), ZMQ_SNDMORE | ZMQ_DONTWAIT);
-    zmq_send(sock, meta, mlen, ZMQ_DONTWAIT);
+    send_part(sock, "1.0", 3, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    send_part(sock, zmq_msg_data((zmq_msg_t *)request_id),
+              zmq_msg_size((zmq_msg_t *)request_id), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    send_part(sock, code, strlen(code), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    send_part(sock, text, strlen(text), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    send_part(sock, user, strlen(user), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    send_part(sock, meta, mlen, ZMQ_DONTWAIT);
 }
 
 static bool part_is(zmq_msg_t *m, const char *s)
@@ -285,7 +305,7 @@ static void on_zap(tl_zwatch *w)
     while (more) {
         zmq_msg_t m;
         zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, w->sock, ZMQ_DONTWAIT) < 0) {
+        if (recv_part(&m, w->sock) < 0) {
             zmq_msg_close(&m);
             break;
         }
@@ -418,8 +438,8 @@ static void on_monitor(tl_zwatch *w)
     zmq_msg_t ev, ep;
     zmq_msg_init(&ev);
     zmq_msg_init(&ep);
-    if (zmq_msg_recv(&ev, w->sock, ZMQ_DONTWAIT) >= 0 && zmq_msg_more(&ev))
-        zmq_msg_recv(&ep, w->sock, ZMQ_DONTWAIT);
+    if (recv_part(&ev, w->sock) >= 0 && zmq_msg_more(&ev))
+        recv_part(&ep, w->sock);
     if (zmq_msg_size(&ev) == 6) {
         const uint8_t *b = zmq_msg_data(&ev);
         uint16_t event;

@@ -58,8 +58,9 @@ static void on_request(tl_zwatch *w)
                                 "a request is one message part (after the routing envelope)");
     } else {
         tl_proto_msg m;
-        const char *client; /* the ZAP User-Id of its connection (auth.h) */
-        tl_role role;
+        /* who asks: the ZAP User-Id of its connection and that client's role (auth.h) */
+        const char *client;
+        tl_role role = tl_auth_role(&d->auth, TL_AUTH_CONTROL, &parts[body], &client);
         memset(&m, 0, sizeof m);
         if (tl_proto_decode(d->control_dec, zmq_msg_data(&parts[body]), zmq_msg_size(&parts[body]),
                             TL_PROTO_CONTROL, &m, &err) != TL_PROTO_OK) {
@@ -68,8 +69,7 @@ static void on_request(tl_zwatch *w)
              * with several requests in flight can match the error; else 0 (PROTOCOL.md §9.2) */
             uint64_t id = m.type == TL_MSG_REQ ? m.req.id : 0;
             tl_proto_pack_rep_error(&pk, id, err.code, err.message);
-        } else if (role = tl_auth_role(&d->auth, TL_AUTH_CONTROL, &parts[body], &client),
-                   tl_commands_run_control(d, &m.req, role, client, &pk)) {
+        } else if (tl_commands_run_control(d, &m.req, role, client, &pk)) {
             /* the worker answers later: keep the route (identities are at most 255 bytes) */
             tl_tuning *t = &d->tuning;
             t->job_route_len = zmq_msg_size(&parts[0]);
