@@ -109,8 +109,12 @@ static void *client(int type, const char *ep, const char *name, void **mon)
     return s;
 }
 
+/* The monitor stops first: a socket that closes still reports events (disconnected,
+ * closed), and a monitor whose reader has gone blocks the I/O thread that reports them,
+ * and with it every other socket of the context. */
 static void close_client(void *s, void *mon)
 {
+    zmq_socket_monitor(s, NULL, 0);
     zmq_close(s);
     zmq_close(mon);
 }
@@ -442,6 +446,37 @@ START_TEST(release_with_curve)
 }
 END_TEST
 
+/* Start-up fails loudly, naming the problem: a server key that is not there, a client's
+ * certificate without a role. (tomolived run directly: it exits before binding.) */
+START_TEST(bad_keys_stop_startup)
+{
+    char path[800], *out = NULL;
+    snprintf(path, sizeof path, "%s/norole.key", clients_dir);
+    FILE *fh = fopen(path, "w");
+    tl_zcert c;
+    char err[600];
+    ck_assert_int_eq(tl_zcert_new(&c, NULL, err, sizeof err), 0);
+    fprintf(fh, "curve\n    public-key = \"%s\"\n", c.public_txt);
+    fclose(fh);
+    const char *common = "tomolived --backend cpu --set http.listen= --set security.curve=true";
+    int rc = tl_fx_run(&out, "%s --set ingest.endpoint=ipc://%s/i --set slices.endpoint=ipc://%s/s "
+                       "--set control.endpoint=ipc://%s/c --set security.clients=%s "
+                       "--set security.server_key=/nonexistent/s.key_secret 2>&1",
+                       common, keys, keys, keys, clients_dir);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(out, "security.server_key: /nonexistent/s.key_secret: No such file"),
+                  "%s", out);
+    free(out);
+    rc = tl_fx_run(&out, "%s --set ingest.endpoint=ipc://%s/i --set slices.endpoint=ipc://%s/s "
+                   "--set control.endpoint=ipc://%s/c --set security.clients=%s "
+                   "--set security.server_key=%s 2>&1",
+                   common, keys, keys, keys, clients_dir, key_path("server", true));
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(out, "norole.key: no role: give it role ="), "%s", out);
+    free(out);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("security");
@@ -457,6 +492,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ctl_tool_with_keys);
     tcase_add_test(tc, release_endpoint_allow_list);
     tcase_add_test(tc, release_with_curve);
+    tcase_add_test(tc, bad_keys_stop_startup);
     suite_add_tcase(s, tc);
     return s;
 }
