@@ -6,8 +6,10 @@
  * inproc://zeromq.zap.01 in the socket's context, whether its public key may in. The
  * handler finds the key among the certificates of security.clients (one file NAME.key per
  * client, `role` in its metadata), checks the role against the socket (ZMQ_ZAP_DOMAIN
- * names it: ingest, control or slices) and answers with the client's name as ZAP User-Id,
- * which every message of that connection then carries (zmq_msg_gets "User-Id"): the
+ * names it: ingest, control or slices) and answers with the client's name as ZAP User-Id
+ * and its public key as the metadata property X-Key, which every message of that
+ * connection then carries (zmq_msg_gets "User-Id", "X-Key": the release socket of a scan
+ * authenticates its producer with it, ipc_frames.h); the
  * control socket looks up the role per request (tl_auth_role) and refuses commands above
  * it. Refusals are counted per socket and reason and logged with the client's name (an
  * unknown key: the first 8 characters of its Z85 public key), rate-limited.
