@@ -27,5 +27,6 @@ typedef struct {
 int tl_bench_volume_e2e_run(const tl_bench_volume_e2e *o);
 int tl_cmd_phantom(int argc, char **argv);
 int tl_cmd_phantom_scan(int argc, char **argv); /* tomolive phantom --scan */
+int tl_cmd_keygen(int argc, char **argv);
 
 #endif

@@ -21,16 +21,21 @@
 #include "clients/commands.h"
 #include "protocol/jsonpack.h"
 #include "protocol/protocol.h"
+#include "protocol/zcert.h"
 
 #define ME "tomolive ctl"
 
 static const char usage_text[] =
-    "usage: tomolive ctl [--endpoint E] [--timeout S] CMD [JSON-object | key=value ...]\n"
+    "usage: tomolive ctl [--endpoint E] [--timeout S] [--key F --server-key F] CMD\n"
+    "                    [JSON-object | key=value ...]\n"
     "\n"
     "Sends the control request CMD to tomolived and prints the result as JSON.\n"
     "\n"
     "      --endpoint E  the daemon's control socket (default tcp://localhost:5601)\n"
     "      --timeout S   seconds to wait for the reply (default 5)\n"
+    "      --key F       this client's secret CURVE certificate (NAME.key_secret of tomolive\n"
+    "                    keygen; default $TOMOLIVE_KEY), for a daemon with [security] curve\n"
+    "      --server-key F  the daemon's public certificate (default $TOMOLIVE_SERVER_KEY)\n"
     "\n"
     "Arguments: one JSON object, or key=value pairs where each value is taken as JSON when\n"
     "it is valid JSON (numbers, arrays, objects, true/false/null, \"quoted strings\") and\n"
@@ -136,10 +141,13 @@ int tl_cmd_ctl(int argc, char **argv)
     static const struct option longopts[] = {
         {"endpoint", required_argument, NULL, 'e'},
         {"timeout", required_argument, NULL, 't'},
+        {"key", required_argument, NULL, 'k'},
+        {"server-key", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *endpoint = "tcp://localhost:5601";
+    const char *key = NULL, *server_key = NULL;
     double timeout = 5;
     optind = 1;
     opterr = 0;
@@ -149,6 +157,8 @@ int tl_cmd_ctl(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
         switch (c) {
             case 'e': endpoint = optarg; break;
+            case 'k': key = optarg; break;
+            case 's': server_key = optarg; break;
             case 't':
                 timeout = strtod(optarg, &end);
                 if (end == optarg || *end || !(timeout > 0) || timeout > 1e6)
@@ -178,6 +188,9 @@ int tl_cmd_ctl(int argc, char **argv)
     int linger = 0; /* an unanswered request must not keep us from exiting */
     if (!rc && (!sock || zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger) != 0))
         rc = fail(1, "cannot create a socket: %s", zmq_strerror(errno));
+    char kerr[600];
+    if (!rc && tl_zcert_client_from(sock, key, server_key, kerr, sizeof kerr) != 0)
+        rc = fail(2, "%s", kerr);
     if (!rc && zmq_connect(sock, endpoint) != 0)
         rc = fail(2, "bad --endpoint '%s': %s", endpoint, zmq_strerror(errno));
     if (!rc && (zmq_send(sock, "", 0, ZMQ_SNDMORE) < 0 || zmq_send(sock, sb.data, sb.size, 0) < 0))

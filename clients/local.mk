@@ -17,7 +17,7 @@ clients_tomolive_SOURCES = \
 	clients/push_ipc.h clients/push_ipc.c \
 	clients/push_dectris.h clients/push_dectris.c \
 	clients/push_socket.h clients/push_socket.c \
-	clients/sub.c clients/ctl.c clients/recon.c clients/bench.c clients/phantom.c \
+	clients/sub.c clients/ctl.c clients/keygen.c clients/recon.c clients/bench.c clients/phantom.c \
 	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c \
 	clients/volume_plan.h clients/volume_plan.c clients/volume_stack.h clients/volume_stack.c \
 	clients/volume_output.h clients/volume_output.c clients/volume_progress.h \

@@ -49,8 +49,8 @@
 #define ME "tomolive push"
 
 static const char usage_text[] =
-    "usage: tomolive push [--endpoint E] [--bind] [--series N] [--rate FPS] [--shuffle PCT]\n"
-    "                     [--drop PCT] [--seed S] [--drop-list FILE] [--no-end] [--sndhwm N]\n"
+    "usage: tomolive push [--endpoint E] [--bind] [--key F --server-key F] [--series N]\n"
+    "                     [--rate FPS] [--shuffle PCT] [--drop PCT] [--seed S] [--drop-list FILE] [--no-end] [--sndhwm N]\n"
     "                     [--buffer-mb MB] [--window N] [--center C] [--bands N] [--quiet]\n"
     "                     [--cuda-ipc [--device N] [--ring SLOTS] [--bank-mb MB] [--pitch B]\n"
     "                      [--release-endpoint E] [--release-timeout S]] [SOURCE]\n"
@@ -76,6 +76,9 @@ static const char usage_text[] =
     "      --endpoint E       where to send (default tcp://localhost:5600; with --bind\n"
     "                         tcp://*:5600)\n"
     "      --bind             bind the endpoint and wait for the receiver to connect\n"
+    "      --key F            this client's secret CURVE certificate (role ingest; default\n"
+    "                         $TOMOLIVE_KEY), for a daemon with [security] curve\n"
+    "      --server-key F     the daemon's public certificate (default $TOMOLIVE_SERVER_KEY)\n"
     "      --series N         series id (default 1)\n"
     "      --rate FPS         frames per second, paced from absolute deadlines; 0 = as fast\n"
     "                         as possible (default). Lost frames keep their time slot\n"
@@ -144,6 +147,7 @@ typedef struct {
     bool cuda_ipc;
     const char *ipc_opt; /* an option that needs --cuda-ipc, for the message */
     const char *release_endpoint;
+    const char *key, *server_key; /* CURVE certificates (protocol/zcert.h), NULL: environment */
     uint32_t device, ring;
     size_t bank_mb, pitch;
     double release_timeout;
@@ -228,12 +232,17 @@ enum {
     /* a data file */
     O_FILE,
     /* recorded DECTRIS Stream V2 messages */
-    O_DECTRIS
+    O_DECTRIS,
+    /* CURVE keys (last: the ranges above group options by mode) */
+    O_KEY,
+    O_SERVER_KEY
 };
 
 static const struct option longopts[] = {
     {"endpoint", required_argument, NULL, O_ENDPOINT},
     {"bind", no_argument, NULL, O_BIND},
+    {"key", required_argument, NULL, O_KEY},
+    {"server-key", required_argument, NULL, O_SERVER_KEY},
     {"series", required_argument, NULL, O_SERIES},
     {"rate", required_argument, NULL, O_RATE},
     {"shuffle", required_argument, NULL, O_SHUFFLE},
@@ -283,6 +292,8 @@ static bool apply(options *o, int c, const char *v)
     switch (c) {
         case O_ENDPOINT: o->endpoint = v; return true;
         case O_BIND: o->bind = true; return true;
+        case O_KEY: o->key = v; return true;
+        case O_SERVER_KEY: o->server_key = v; return true;
         case O_SERIES: return parse_u64(v, 0, UINT64_MAX, &o->series);
         case O_RATE: return parse_double(v, 0, 1e9, &o->rate);
         case O_SHUFFLE: return parse_double(v, 0, 100, &o->shuffle);
@@ -649,7 +660,8 @@ typedef struct {
 static int gpu_open(const options *o, const scan *sc, gpu_frames *g)
 {
     char err[512];
-    tl_push_ipc_opts io = {.device = (int)o->device,
+    tl_push_ipc_opts io = {.key = o->key,
+                           .device = (int)o->device,
                            .rows = sc->rows,
                            .cols = sc->cols,
                            .dtype = proto_dtype(sc->dtype),
@@ -1020,7 +1032,8 @@ int tl_cmd_push(int argc, char **argv)
     if (rc == 0 && g)
         rc = gpu_open(&o, &sc, g);
     if (rc == 0)
-        rc = tl_push_socket_open(o.endpoint, o.bind, o.sndhwm, &ctx, &sock);
+        rc = tl_push_socket_open(o.endpoint, o.bind, o.sndhwm, o.key, o.server_key, &ctx,
+                                 &sock);
     size_t frame_bytes = (size_t)sc.rows * sc.cols * tl_dtype_size(sc.dtype);
     size_t nbuf = ahead_buffers(&o, frame_bytes);
     if (rc == 0 && g) {

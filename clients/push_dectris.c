@@ -280,7 +280,7 @@ int tl_push_dectris(const tl_push_dectris_opts *o)
     }
     void *ctx = NULL, *sock = NULL;
     if (rc == 0)
-        rc = tl_push_socket_open(o->endpoint, o->bind, o->sndhwm, &ctx, &sock);
+        rc = tl_push_socket_open(o->endpoint, o->bind, o->sndhwm, NULL, NULL, &ctx, &sock);
     uint64_t t0 = tl_clock_ns(), bytes = 0;
     size_t sent = 0;
     bool handed = false; /* start given to ZeroMQ (send_paced), which frees it */

@@ -34,6 +34,7 @@
 
 #include "clients/cli.h"
 #include "clients/push_ipc.h"
+#include "protocol/zcert.h"
 
 enum { FREE = 0, HELD, LENT };
 
@@ -163,6 +164,16 @@ tl_push_ipc *tl_push_ipc_create(const tl_push_ipc_opts *o, char *err, size_t err
         !(p->mon = zmq_socket(p->zctx, ZMQ_PAIR)) || zmq_connect(p->mon, mon) != 0) {
         failf(err, errlen, "cannot monitor the release socket: %s", zmq_strerror(zmq_errno()));
         goto fail;
+    }
+    const char *key = o->key && *o->key ? o->key : getenv("TOMOLIVE_KEY");
+    if (key && *key) {
+        tl_zcert me;
+        char kwhy[600];
+        if (tl_zcert_load(key, &me, kwhy, sizeof kwhy) != 0 ||
+            tl_zcert_server(p->sock, &me, kwhy, sizeof kwhy) != 0) {
+            failf(err, errlen, "release socket: %s", kwhy);
+            goto fail;
+        }
     }
     if (zmq_bind(p->sock, ep) != 0) {
         failf(err, errlen, "cannot bind the release socket to '%s': %s", ep,

@@ -61,6 +61,10 @@ typedef struct {
     uint32_t slots;       /* frames in the ring, >= 1 */
     size_t pitch;         /* bytes between rows; 0 = cols * sample size rounded up to 512 */
     const char *endpoint; /* where to bind the release socket; NULL = tcp://127.0.0.1:* */
+    /* this producer's secret CURVE certificate (NULL: $TOMOLIVE_KEY, if set): the release
+     * socket is then a CURVE server with it, and a daemon with [security] curve connects
+     * to it with the key the producer sent the scan with (PROTOCOL.md §8.4) */
+    const char *key;
 } tl_push_ipc_opts;
 
 typedef struct {

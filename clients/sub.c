@@ -38,13 +38,14 @@
 #include "protocol/protocol.h"
 #include "protocol/pixels.h"
 #include "protocol/shm.h"
+#include "protocol/zcert.h"
 
 #define ME "tomolive sub"
 
 static const char usage_text[] =
     "usage: tomolive sub [--endpoint E] [--out DIR [--png] [--every-seq]] [--count N]\n"
     "                    [--until-final] [--timeout S] [--latency] [--lines] [--quiet]\n"
-    "                    [--shm] (--all | ID...)\n"
+    "                    [--shm] [--key F --server-key F] (--all | ID...)\n"
     "\n"
     "Receives the slices ID... (or every slice with --all) from tomolived and prints one\n"
     "line per slice (on a terminal, one status line redrawn in place instead):\n"
@@ -54,6 +55,9 @@ static const char usage_text[] =
     "the newest projection used, both CLOCK_REALTIME).\n"
     "\n"
     "      --endpoint E   the daemon's slice socket (default tcp://localhost:5602)\n"
+    "      --key F        this client's secret CURVE certificate (a viewer or above;\n"
+    "                     default $TOMOLIVE_KEY), for a daemon with [security] curve\n"
+    "      --server-key F the daemon's public certificate (default $TOMOLIVE_SERVER_KEY)\n"
     "      --all          every slice (subscribes to the prefix slice/, with --shm shm/)\n"
     "      --out DIR      keep the latest image of each slice as DIR/<id>.tif (float32)\n"
     "      --png          ... and as an 8-bit preview DIR/<id>.png\n"
@@ -75,6 +79,7 @@ static const char usage_text[] =
 
 typedef struct {
     const char *endpoint, *out;
+    const char *key, *server_key; /* CURVE certificates (protocol/zcert.h), NULL: environment */
     bool png, every_seq, until_final, latency, quiet, all, lines, shm;
     uint64_t count;
     double timeout; /* seconds; 0 = none */
@@ -549,7 +554,9 @@ static int parse_options(int argc, char **argv, options *o)
         O_QUIET,
         O_ALL,
         O_LINES,
-        O_SHM
+        O_SHM,
+        O_KEY,
+        O_SERVER_KEY
     };
     static const struct option longopts[] = {
         {"endpoint", required_argument, NULL, O_ENDPOINT},
@@ -564,6 +571,8 @@ static int parse_options(int argc, char **argv, options *o)
         {"all", no_argument, NULL, O_ALL},
         {"lines", no_argument, NULL, O_LINES},
         {"shm", no_argument, NULL, O_SHM},
+        {"key", required_argument, NULL, O_KEY},
+        {"server-key", required_argument, NULL, O_SERVER_KEY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -596,6 +605,8 @@ static int parse_options(int argc, char **argv, options *o)
             case O_ALL: o->all = true; break;
             case O_LINES: o->lines = true; break;
             case O_SHM: o->shm = true; break;
+            case O_KEY: o->key = optarg; break;
+            case O_SERVER_KEY: o->server_key = optarg; break;
             case 'h': fputs(usage_text, stdout); return 0;
             default:
                 return fail(2, "%s '%s' (see tomolive sub --help)",
@@ -645,8 +656,11 @@ int tl_cmd_sub(int argc, char **argv)
         }
     void *ctx = zmq_ctx_new();
     void *sock = ctx ? zmq_socket(ctx, ZMQ_SUB) : NULL;
+    char kerr[600];
     if (!sock)
         rc = fail(1, "cannot create a socket: %s", zmq_strerror(errno));
+    else if (tl_zcert_client_from(sock, o.key, o.server_key, kerr, sizeof kerr) != 0)
+        rc = fail(2, "%s", kerr);
     else if (zmq_connect(sock, o.endpoint) != 0)
         rc = fail(2, "bad --endpoint '%s': %s", o.endpoint, zmq_strerror(errno));
     for (size_t i = 0; rc < 0 && i < (o.all ? 1 : S.n); i++)

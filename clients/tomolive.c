@@ -26,6 +26,7 @@ static const command commands[] = {
     {"tune", tl_cmd_tune, "time the kernels for a shape, choose per quality mode, cache it"},
     {"phantom", tl_cmd_phantom,
      "the true slice of the simulated sample, and a slice's error against it"},
+    {"keygen", tl_cmd_keygen, "make a CURVE key pair (NAME.key, NAME.key_secret) for [security]"},
 };
 
 static void usage(FILE *f)

@@ -115,6 +115,7 @@ static void report_change(const char *key, bool reloadable, void *ctx)
 static void reload(tl_daemon *d)
 {
     tl_notify_reloading();
+    tl_auth_reload(&d->auth); /* security.clients: keys added or removed */
     tl_settings fresh;
     char err[512];
     if (tl_daemon_load_config(d, &fresh, err, sizeof err) != 0) {
@@ -162,6 +163,7 @@ void tl_daemon_shutdown(tl_daemon *d)
     tl_recast3d_stop(d);                       /* before the publisher: it taps it */
     tl_publisher_close(&d->pub, TL_LINGER_MS); /* sends what the worker published */
     tl_control_close(d);
+    tl_auth_close(&d->auth); /* after every socket it admits to */
     close_handle((uv_handle_t *)&d->sigterm);
     close_handle((uv_handle_t *)&d->sigint);
     close_handle((uv_handle_t *)&d->sighup);
@@ -221,10 +223,16 @@ int tl_daemon_start(tl_daemon *d, char *err, size_t errlen)
                              .sndhwm = c->slices_sndhwm,
                              .stall_ms = c->slices_stall_ms,
                              .max_slices = c->slices_max,
-                             .memory = d->host_memory};
+                             .memory = d->host_memory,
+                             .auth = &d->auth};
+    /* [security]: keys and clients read, the ZAP handler bound before any socket (auth.h) */
+    if (tl_auth_open(&d->auth, c, err, errlen) != 0 ||
+        tl_auth_serve(&d->auth, &d->loop, d->zctx, err, errlen) != 0)
+        return -1;
     if (tl_publisher_open(&d->pub, &d->loop, &pub, &d->stats, on_subscriptions, d, err, errlen) !=
             0 ||
         tl_control_open(d, err, errlen) != 0 || tl_ingest_start(d, err, errlen) != 0 ||
+        tl_auth_watch(&d->auth, &d->loop, d->zctx, TL_AUTH_INGEST, err, errlen) != 0 ||
         tl_http_start(d, err, errlen) != 0 || tl_recast3d_start(d, err, errlen) != 0)
         return -1;
     if (tl_worker_start(d) != 0) {
@@ -249,10 +257,11 @@ int tl_daemon_start(tl_daemon *d, char *err, size_t errlen)
                        d->watchdog_usec / 2000);
     tl_log(TL_LOG_INFO, "started",
            "version=%s backend=%s ingest=%s control=%s slices=%s queue=%d overflow=%s "
-           "watchdog_s=%.1f",
+           "watchdog_s=%.1f curve=%s",
            PACKAGE_VERSION, tl_backend_name(b), tl_logq(c->ingest_endpoint),
            tl_logq(c->control_endpoint), tl_logq(c->slices_endpoint), c->ingest_queue,
-           tl_settings_enum_name("ingest.overflow", c->ingest_overflow), d->watchdog_usec / 1e6);
+           tl_settings_enum_name("ingest.overflow", c->ingest_overflow), d->watchdog_usec / 1e6,
+           c->curve ? (c->plain[0] ? "on_except_plain" : "on") : "off");
     char line[256];
     status_line(d, line, sizeof line);
     tl_notify_status(line);

@@ -36,7 +36,8 @@ daemon_libtlcore_a_SOURCES = \
 	daemon/base/bufpool.h daemon/base/bufpool.c \
 	daemon/base/outbox.h daemon/base/outbox.c \
 	daemon/base/zwatch.h daemon/base/zwatch.c \
-	daemon/base/zbind.h daemon/base/zbind.c
+	daemon/base/zbind.h daemon/base/zbind.c \
+	daemon/base/auth.h daemon/base/auth.c
 daemon_libtlcore_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(UV_CFLAGS)
 DAEMON_CORE_LIBS = daemon/libtlcore.a daemon/ingest/libtlingest.a
 
@@ -60,7 +61,8 @@ daemon_ingest_libtlingest_a_SOURCES = \
 	daemon/ingest/pixel_mask.h daemon/ingest/pixel_mask.c \
 	daemon/ingest/bitshuffle.h daemon/ingest/bitshuffle.c \
 	daemon/ingest/bands.h daemon/ingest/bands.c \
-	daemon/ingest/ipc_frames.h daemon/ingest/ipc_frames.c
+	daemon/ingest/ipc_frames.h daemon/ingest/ipc_frames.c \
+	daemon/ingest/release_allow.h daemon/ingest/release_allow.c
 daemon_ingest_libtlingest_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) \
 	$(CBOR_CFLAGS) $(LZ4_CFLAGS)
 ADAPTER_LIBS = daemon/ingest/libtlingest.a $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) $(CBOR_LIBS) \

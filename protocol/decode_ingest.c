@@ -224,7 +224,7 @@ tl_proto_err tlp_decode_release(const msgpack_object *h, tl_proto_release *m, tl
         return TL_PROTO_OK;
     uint64_t code;
     TLP_TRY(tl_proto_get_u64(h, "code", true, &code, err));
-    if (code < 1 || code > TL_PROTO_E_INTERNAL)
+    if (code < 1 || code > TL_PROTO_E_DENIED)
         return tl_proto_fail(err, TL_PROTO_E_RANGE,
                              "\"code\": %" PRIu64 " is not an error "
                              "code",

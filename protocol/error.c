@@ -40,6 +40,7 @@ const char *tl_proto_err_name(tl_proto_err code)
         case TL_PROTO_E_UNSUPPORTED: return "E_UNSUPPORTED";
         case TL_PROTO_E_RESOURCE: return "E_RESOURCE";
         case TL_PROTO_E_INTERNAL: return "E_INTERNAL";
+        case TL_PROTO_E_DENIED: return "E_DENIED";
     }
     return "E_?";
 }

@@ -7,7 +7,8 @@ protocol_libtlproto_a_SOURCES = \
 	protocol/decode.c protocol/decode_ingest.c protocol/decode_control.c \
 	protocol/decode_slice.c protocol/payload.c protocol/parts.c \
 	protocol/encode.c protocol/multipart.c protocol/topic.c \
-	protocol/shm.h protocol/shm.c protocol/pixels.h protocol/pixels.c
+	protocol/shm.h protocol/shm.c protocol/pixels.h protocol/pixels.c \
+	protocol/zcert.h protocol/zcert.c
 protocol_libtlproto_a_CFLAGS = $(AM_CFLAGS) $(MSGPACK_CFLAGS) $(ZMQ_CFLAGS) $(LZ4_CFLAGS)
 EXTRA_DIST += protocol/PROTOCOL.md
 

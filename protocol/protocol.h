@@ -74,7 +74,8 @@ typedef enum {
     TL_PROTO_E_STATE = 35,       /* not possible in the current state (e.g. no scan) */
     TL_PROTO_E_UNSUPPORTED = 36, /* valid request for something not implemented here */
     TL_PROTO_E_RESOURCE = 37,    /* a requested resource (GPU, memory) is not there */
-    TL_PROTO_E_INTERNAL = 38
+    TL_PROTO_E_INTERNAL = 38,
+    TL_PROTO_E_DENIED = 39 /* the client's role may not run this command ([security], #27) */
 } tl_proto_err;
 
 typedef struct {

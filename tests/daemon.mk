@@ -113,3 +113,11 @@ TESTS += tests/integration/check_tune_daemon
 tests_integration_check_tune_daemon_SOURCES = tests/integration/check_tune_daemon.c
 tests_integration_check_tune_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 tests_integration_check_tune_daemon_LDADD = $(FIXTURE_LIBS) $(TEST_LIBS)
+
+# [security] curve = true: peers without keys, unknown keys and wrong roles refused on each
+# socket, commands per role (E_DENIED), the plain exception, SIGHUP, release endpoints
+check_PROGRAMS += tests/integration/check_security
+TESTS += tests/integration/check_security
+tests_integration_check_security_SOURCES = tests/integration/check_security.c
+tests_integration_check_security_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_security_LDADD = $(FIXTURE_LIBS) $(TEST_LIBS)

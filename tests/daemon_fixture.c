@@ -16,6 +16,7 @@
 #include <zmq.h>
 
 #include "protocol/jsonpack.h"
+#include "protocol/zcert.h"
 #include "tests/daemon_fixture.h"
 
 /* Seconds to wait for a control reply (tl_fx_request). */
@@ -45,6 +46,13 @@ int tl_fx_start(tl_fixture *f, const char *tag, const char *const *extra)
 
 int tl_fx_start_env(tl_fixture *f, const char *tag, const char *const *extra,
                     const char *const *env)
+{
+    return tl_fx_start_keys(f, tag, extra, env, NULL, NULL, NULL);
+}
+
+int tl_fx_start_keys(tl_fixture *f, const char *tag, const char *const *extra,
+                     const char *const *env, const char *server_key, const char *ctl_key,
+                     const char *push_key)
 {
     memset(f, 0, sizeof *f);
     f->dir = tl_tmpdir(tag);
@@ -114,6 +122,12 @@ int tl_fx_start_env(tl_fixture *f, const char *tag, const char *const *extra,
     int linger = 0;
     zmq_setsockopt(f->ctl, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(f->push, ZMQ_LINGER, &linger, sizeof linger);
+    char kerr[600];
+    if (server_key && (tl_zcert_client_from(f->ctl, ctl_key, server_key, kerr, sizeof kerr) != 0 ||
+                       tl_zcert_client_from(f->push, push_key, server_key, kerr, sizeof kerr) != 0)) {
+        fprintf(stderr, "fixture: %s\n", kerr);
+        return -1;
+    }
     zmq_connect(f->ctl, f->control);
     zmq_connect(f->push, f->ingest);
     /* ready once it answers */
@@ -143,6 +157,11 @@ static json_t *reply_json(const tl_proto_rep *rep)
 
 json_t *tl_fx_request(tl_fixture *f, const char *cmd, const char *args)
 {
+    return tl_fx_request_on(f, f->ctl, cmd, args);
+}
+
+json_t *tl_fx_request_on(tl_fixture *f, void *ctl, const char *cmd, const char *args)
+{
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
@@ -168,18 +187,18 @@ json_t *tl_fx_request(tl_fixture *f, const char *cmd, const char *args)
      * the daemon: zmq_send succeeded, both ends' socket queues were empty, the daemon had
      * not counted it, and it answered a new client at once. The cause is not found. */
     bool resend = strcmp(cmd, "status") == 0;
-    zmq_pollitem_t it = {f->ctl, 0, ZMQ_POLLIN, 0};
+    zmq_pollitem_t it = {ctl, 0, ZMQ_POLLIN, 0};
     double t0 = tl_fx_seconds(), sent = 0;
     for (bool first = true; tl_fx_seconds() - t0 < TL_FX_REPLY_S; first = false) {
         if (first || (resend && tl_fx_seconds() - sent >= TL_FX_RESEND_S)) {
-            zmq_send(f->ctl, sb.data, sb.size, 0);
+            zmq_send(ctl, sb.data, sb.size, 0);
             sent = tl_fx_seconds();
         }
         if (zmq_poll(&it, 1, 200) <= 0)
             continue;
         zmq_msg_t m;
         zmq_msg_init(&m);
-        zmq_msg_recv(&m, f->ctl, 0);
+        zmq_msg_recv(&m, ctl, 0);
         tl_proto_msg msg;
         tl_proto_error err;
         json_t *out = NULL;

@@ -40,6 +40,12 @@ typedef struct {
 int tl_fx_start_env(tl_fixture *f, const char *tag, const char *const *extra,
                     const char *const *env);
 int tl_fx_start(tl_fixture *f, const char *tag, const char *const *extra);
+/* The same for a daemon with [security] curve on (extra sets security.*): the fixture's
+ * control socket connects with the secret certificate ctl_key (a viewer or above), its
+ * ingest socket with push_key (role ingest); server_key is the daemon's public one. */
+int tl_fx_start_keys(tl_fixture *f, const char *tag, const char *const *extra,
+                     const char *const *env, const char *server_key, const char *ctl_key,
+                     const char *push_key);
 
 /* A control request; args is a JSON object text or NULL. Returns the reply as JSON:
  * {"ok": true, "result": ...} or {"ok": false, "code": N, "name": "E_...", "message": "..."};
@@ -47,6 +53,8 @@ int tl_fx_start(tl_fixture *f, const char *tag, const char *const *extra);
  * heavily loaded test machines, e.g. make distcheck running suites in parallel). The
  * caller json_decref()s it. */
 json_t *tl_fx_request(tl_fixture *f, const char *cmd, const char *args);
+/* The same on another DEALER connected to f->control (e.g. with other keys). */
+json_t *tl_fx_request_on(tl_fixture *f, void *ctl, const char *cmd, const char *args);
 /* The same for a request that must succeed: returns the result (a new reference). */
 json_t *tl_fx_ok(tl_fixture *f, const char *cmd, const char *args);
 /* status.frames.rejected.<reason> and friends: an integer at a dotted path of the status

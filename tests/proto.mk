@@ -80,3 +80,10 @@ clean-fuzz:
 	rm -rf tests/fuzz/run-corpus tests/fuzz/fuzz_header tests/fuzz/http-run-corpus tests/fuzz/fuzz_http crash-* leak-* timeout-* oom-*
 
 .PHONY: fuzz fuzz-corpus clean-fuzz
+
+# CURVE key files (protocol/zcert.h): read, written, malformed, used in a handshake
+check_PROGRAMS += tests/unit/check_zcert
+TESTS += tests/unit/check_zcert
+tests_unit_check_zcert_SOURCES = tests/unit/check_zcert.c
+tests_unit_check_zcert_CFLAGS = $(PROTO_TEST_CFLAGS)
+tests_unit_check_zcert_LDADD = $(PROTO_TEST_LDADD)

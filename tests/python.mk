@@ -15,12 +15,14 @@ EXTRA_DIST += \
 	clients/python/tomolive/subscriber.py \
 	clients/python/tomolive/shm.py \
 	clients/python/tomolive/control.py \
+	clients/python/tomolive/keys.py \
 	clients/python/examples/live_slice.py \
 	tests/python/check_python.sh \
 	tests/python/tlfixture.py \
 	tests/python/test_protocol.py \
 	tests/python/test_client.py \
-	tests/python/test_tools.py
+	tests/python/test_tools.py \
+	tests/python/test_security.py
 
 # The man pages (daemon/tomolived.8, clients/tomolive.1, etc/tomolive.conf.5): groff renders
 # them without warnings, and every option and configuration key of the programs is in them.

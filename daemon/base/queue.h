@@ -42,6 +42,8 @@ typedef struct {
     };
     char filter[33];                         /* scan: the filter name (the header part is gone) */
     char release[TL_PROTO_MAX_ENDPOINT + 1]; /* scan: its release endpoint, or "" */
+    char release_refused[TL_PROTO_MAX_ENDPOINT + 192]; /* scan: why release is not allowed */
+    char producer_key[41]; /* scan: its sender's CURVE public key (Z85), or "" */
     uint8_t ipc_handle[TL_PROTO_IPC_HANDLE]; /* frame in GPU memory: its header's handle */
     char ipc_device[TL_PROTO_UUID_LEN + 1];  /* ... and device UUID */
     tl_item_detector detector;               /* scan: what its detector said */

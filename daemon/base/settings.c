@@ -126,8 +126,10 @@ static const key keys[] = {
     {K("ingest", "max_frame_mb"), K_INT, F(ingest_max_frame_mb), 1, 16384, NULL, "1024", RESTART,
      "Largest decoded frame in MiB; larger declared shapes are refused before decoding."},
 
-    {K("control", "endpoint"), K_STRING, F(control_endpoint), 0, 0, NULL, "tcp://*:5601", RESTART,
-     "ZeroMQ endpoint of the ROUTER socket that answers control requests (bound)."},
+    {K("control", "endpoint"), K_STRING, F(control_endpoint), 0, 0, NULL, "tcp://127.0.0.1:5601",
+     RESTART,
+     "ZeroMQ endpoint of the ROUTER socket that answers control requests (bound); loopback "
+     "unless set (e.g. tcp://*:5601, with [security] curve on)."},
 
     {K("slices", "endpoint"), K_STRING, F(slices_endpoint), 0, 0, NULL, "tcp://*:5602", RESTART,
      "ZeroMQ endpoint of the XPUB socket that publishes slices (bound)."},
@@ -206,6 +208,23 @@ static const key keys[] = {
      "Name of the scene tomolive creates in RECAST3D."},
     {K("recast3d", "slice_size"), K_INT, F(recast3d_slice_size), 0, 8192, NULL, "0", RESTART,
      "Pixels per side of the slices sent to RECAST3D; 0: the detector width."},
+
+    /* [security] (daemon/base/auth.c, daemon/ingest/release_allow.c) */
+    {K("security", "curve"), K_BOOL, F(curve), 0, 0, NULL, "false", RESTART,
+     "ZeroMQ CURVE on the ingest, control and slices sockets: only clients whose public key is "
+     "in security.clients connect, each with its role (see README, Security)."},
+    {K("security", "server_key"), K_PATH, F(server_key), 0, 0, NULL, "", RESTART,
+     "The daemon's secret certificate (NAME.key_secret of tomolive keygen); clients need its "
+     "public half, NAME.key."},
+    {K("security", "clients"), K_PATH, F(clients_dir), 0, 0, NULL, "", RESTART,
+     "Directory of the clients' public certificates (NAME.key, metadata role = ingest, viewer, "
+     "operator or admin); read again on SIGHUP."},
+    {K("security", "plain"), K_TEXT, F(plain), 0, 0, NULL, "", RESTART,
+     "Sockets that stay plain TCP, without keys, while curve is on: any of ingest, control, "
+     "slices (e.g. ingest, for a detector that cannot speak CURVE)."},
+    {K("security", "release_hosts"), K_TEXT, F(release_hosts), 0, 0, NULL, "", RESTART,
+     "Hosts, besides the scan's sender and loopback, that a scan's release endpoint (CUDA IPC "
+     "frames) may name: addresses or names, as the endpoint writes them."},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -523,6 +542,72 @@ void tl_settings_defaults(tl_settings *c)
 }
 
 /* The rules across keys; *k1 and *k2 name the two keys involved. */
+/* Whether two bound endpoints collide: the same text, or tcp on one port where one host is
+ * '*' (every interface) or both are the same host. */
+static bool same_address(const char *a, const char *b)
+{
+    if (strcmp(a, b) == 0)
+        return true;
+    if (strncmp(a, "tcp://", 6) != 0 || strncmp(b, "tcp://", 6) != 0)
+        return false;
+    const char *pa = strrchr(a, ':'), *pb = strrchr(b, ':');
+    if (!pa || !pb || strcmp(pa, pb) != 0 || strcmp(pa, ":*") == 0)
+        return false;
+    size_t la = (size_t)(pa - a - 6), lb = (size_t)(pb - b - 6);
+    return (la == 1 && a[6] == '*') || (lb == 1 && b[6] == '*') ||
+           (la == lb && strncmp(a + 6, b + 6, la) == 0);
+}
+
+/* [security]: keys where curve needs them, socket names in plain, a connecting ingest
+ * socket plain (it would be a CURVE client of the detector, which has no key here). */
+static int check_security(const tl_settings *c, char *err, size_t errlen, const char **k1,
+                          const char **k2)
+{
+    *k1 = *k2 = "security.curve";
+    if (c->curve && (!c->server_key[0] || !c->clients_dir[0])) {
+        snprintf(err, errlen, "security.curve = true needs security.server_key (the daemon's "
+                 "NAME.key_secret) and security.clients (a directory of clients' NAME.key)");
+        *k2 = c->server_key[0] ? "security.clients" : "security.server_key";
+        return -1;
+    }
+    if (c->plain[0] && !c->curve) {
+        snprintf(err, errlen, "security.plain = %s means something only with security.curve = "
+                 "true (without it, every socket is plain)", c->plain);
+        *k2 = "security.plain";
+        return -1;
+    }
+    char words[TL_SETTINGS_TEXT_MAX];
+    snprintf(words, sizeof words, "%s", c->plain);
+    char *save = NULL;
+    for (char *w = strtok_r(words, ",", &save); w; w = strtok_r(NULL, ",", &save))
+        if (strcmp(w, "ingest") != 0 && strcmp(w, "control") != 0 && strcmp(w, "slices") != 0) {
+            snprintf(err, errlen, "security.plain \"%s\": \"%s\" is not ingest, control or "
+                     "slices", c->plain, w);
+            *k1 = *k2 = "security.plain";
+            return -1;
+        }
+    if (c->curve && !c->ingest_bind && !tl_settings_plain(c, "ingest")) {
+        snprintf(err, errlen, "ingest.bind = false connects to a detector, which cannot be "
+                 "authenticated with security.clients: add ingest to security.plain");
+        *k2 = "ingest.bind";
+        return -1;
+    }
+    return 0;
+}
+
+bool tl_settings_plain(const tl_settings *c, const char *socket)
+{
+    size_t n = strlen(socket);
+    for (const char *p = c->plain; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, socket, n) == 0)
+            return true;
+        p += len + (end ? 1 : 0);
+    }
+    return false;
+}
+
 static int check_rules(const tl_settings *c, char *err, size_t errlen, const char **k1,
                        const char **k2)
 {
@@ -581,14 +666,21 @@ static int check_rules(const tl_settings *c, char *err, size_t errlen, const cha
         *k2 = "http.tls_key";
         return -1;
     }
+    if (check_security(c, err, errlen, k1, k2) != 0)
+        return -1;
     /* Two sockets cannot bind one endpoint; catch it here rather than as EADDRINUSE. */
     const char *bound[3] = {c->control_endpoint, c->slices_endpoint,
                             c->ingest_bind ? c->ingest_endpoint : NULL};
     const char *names[3] = {"control.endpoint", "slices.endpoint", "ingest.endpoint"};
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++)
-            if (bound[i] && bound[j] && strcmp(bound[i], bound[j]) == 0) {
-                snprintf(err, errlen, "%s and %s are both \"%s\"", names[i], names[j], bound[i]);
+            if (bound[i] && bound[j] && same_address(bound[i], bound[j])) {
+                if (strcmp(bound[i], bound[j]) == 0)
+                    snprintf(err, errlen, "%s and %s are both \"%s\"", names[i], names[j],
+                             bound[i]);
+                else
+                    snprintf(err, errlen, "%s \"%s\" and %s \"%s\" bind the same port",
+                             names[i], bound[i], names[j], bound[j]);
                 *k1 = names[i];
                 *k2 = names[j];
                 return -1;

@@ -73,7 +73,7 @@ typedef struct {
     char ingest_channel[TL_SETTINGS_TEXT_MAX]; /* DECTRIS Stream V2 channel, "" = the first */
     int ingest_max_frame_mb; /* largest decoded frame, MiB, 1..16384, default 1024 */
     /* [control] */
-    char control_endpoint[TL_SETTINGS_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5601 */
+    char control_endpoint[TL_SETTINGS_ENDPOINT_MAX]; /* default: tcp, loopback, port 5601 */
     /* [slices] */
     char slices_endpoint[TL_SETTINGS_ENDPOINT_MAX]; /* default: tcp, all interfaces, port 5602 */
     int slices_sndhwm;   /* per-subscriber ZMQ_SNDHWM, messages, 1..100000, default 4 */
@@ -117,6 +117,12 @@ typedef struct {
         recast3d_subscribe[TL_SETTINGS_ENDPOINT_MAX]; /* RECAST3D's PUB socket (tcp://host:5556) */
     char recast3d_scene[TL_SETTINGS_TEXT_MAX];        /* the scene's name, default tomolive */
     int recast3d_slice_size; /* pixels per side of slices sent to RECAST3D, 0 = detector width */
+    /* [security] (daemon/base/auth.h, daemon/ingest/release_allow.h) */
+    bool curve;                                   /* CURVE on the bound sockets, default false */
+    char server_key[TL_SETTINGS_ENDPOINT_MAX];    /* the daemon's secret certificate */
+    char clients_dir[TL_SETTINGS_ENDPOINT_MAX];   /* clients' public certificates */
+    char plain[TL_SETTINGS_TEXT_MAX];             /* sockets left plain: ingest,control,slices */
+    char release_hosts[TL_SETTINGS_ENDPOINT_MAX]; /* hosts release endpoints may name */
 } tl_settings;
 
 /* Indices of the enum keys' names (the order of the lists in settings.c). */
@@ -199,5 +205,8 @@ bool tl_settings_reloadable(const char *dotted_key);
  * empty: daemon.device alone; -1 for "all", resolved when a scan starts). 0, or -1 with err. */
 int tl_settings_gpus(const tl_settings *c, int *devices, int *n, char *err, size_t errlen);
 int tl_settings_check_endpoint(const char *endpoint, char *err, size_t errlen);
+
+/* Whether security.plain names socket ("ingest", "control" or "slices"). */
+bool tl_settings_plain(const tl_settings *c, const char *socket);
 
 #endif

@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "daemon/base/auth.h"
 #include "daemon/ingest/adapter.h"
 #include "daemon/ingest/bands.h"
 #include "daemon/base/settings.h"
@@ -156,6 +157,7 @@ typedef struct tl_daemon {
 
     void *zctx;
     uv_loop_t loop;
+    tl_auth auth; /* [security]: keys, roles, the ZAP handler (loop thread) */
     tl_backend_kind host_memory; /* whose host memory slice buffers use (tl_host_alloc) */
     uint32_t shm_objects;        /* shared-memory objects created: part of each name */
     tl_stats stats;

@@ -18,6 +18,7 @@
 #include "daemon/core/daemon.h"
 #include "daemon/base/log.h"
 #include "daemon/base/zbind.h"
+#include "daemon/ingest/release_allow.h"
 
 static void reject(tl_daemon *d, const tl_proto_error *err)
 {
@@ -29,6 +30,27 @@ static void reject(tl_daemon *d, const tl_proto_error *err)
         tl_log(TL_LOG_WARN, "message_rejected", "socket=ingest error=%s reason=%s suppressed=%llu",
                tl_proto_err_name(err->code), tl_logq(err->message),
                (unsigned long long)suppressed);
+}
+
+/* A scan's release endpoint: allowed hosts only (release_allow.h); the sender's CURVE key,
+ * which the release socket then authenticates (auth.c puts it in the ZAP metadata). */
+static void check_release(tl_daemon *d, tl_item *it, zmq_msg_t *header)
+{
+    const char *peer = zmq_msg_gets(header, "Peer-Address");
+    const char *key = zmq_msg_gets(header, "X-Key");
+    if (key && strlen(key) < sizeof it->producer_key)
+        snprintf(it->producer_key, sizeof it->producer_key, "%s", key);
+    if (tl_release_allowed(it->release, peer, d->cfg.release_hosts, it->release_refused,
+                           sizeof it->release_refused))
+        return;
+    tl_stats_count(&d->auth.release_refused);
+    static tl_ratelimit rl = TL_RATELIMIT_INIT;
+    uint64_t suppressed;
+    if (tl_ratelimit_allow(&rl, 5.0, 5, &suppressed))
+        tl_log(TL_LOG_WARN, "release_refused", "series=%llu peer=%s error=%s suppressed=%llu",
+               (unsigned long long)it->scan.series, tl_logq(peer ? peer : ""),
+               tl_logq(it->release_refused), (unsigned long long)suppressed);
+    it->release[0] = 0;
 }
 
 static void *run(void *arg)
@@ -44,11 +66,18 @@ static void *run(void *arg)
         rc = zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     if (rc == 0) /* wake now and then to see the stop flag */
         rc = zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
-    if (rc == 0)
+    char aerr[256] = "";
+    bool auth_failed = rc == 0 && tl_auth_socket(&d->auth, sock, TL_AUTH_INGEST, aerr,
+                                                 sizeof aerr) != 0;
+    if (rc == 0 && !auth_failed)
         rc = d->cfg.ingest_bind ? tl_zbind(sock, d->cfg.ingest_endpoint)
                                 : zmq_connect(sock, d->cfg.ingest_endpoint);
     pthread_mutex_lock(&d->ingest_mu);
-    if (rc != 0) {
+    if (auth_failed) {
+        snprintf(d->ingest_error, sizeof d->ingest_error, "%s", aerr);
+        d->ingest_ready = -1;
+        rc = -1;
+    } else if (rc != 0) {
         snprintf(d->ingest_error, sizeof d->ingest_error, "ingest socket %s: %s",
                  d->cfg.ingest_endpoint, zmq_strerror(zmq_errno()));
         d->ingest_ready = -1;
@@ -64,7 +93,6 @@ static void *run(void *arg)
     }
 
     const tl_adapter_ops *ad = d->adapter;
-    char aerr[256] = "";
     void *as = ad->create(&d->cfg, aerr, sizeof aerr);
     if (!as)
         tl_log(TL_LOG_ERROR, "ingest_failed", "format=%s error=%s", ad->name, tl_logq(aerr));
@@ -90,7 +118,11 @@ static void *run(void *arg)
             bytes += zmq_msg_size(&parts[i]);
         tl_stats_add(&d->stats.bytes, bytes);
         it.release[0] = 0; /* only the native format's scans have one */
+        it.release_refused[0] = 0;
+        it.producer_key[0] = 0;
         int got = n == -2 ? -1 : ad->decode(as, parts, n, &it, &err);
+        if (got > 0 && it.type == TL_MSG_SCAN && it.release[0])
+            check_release(d, &it, &parts[0]);
         tl_proto_close(parts, kept);
         if (got < 0)
             reject(d, &err);

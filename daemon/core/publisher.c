@@ -80,13 +80,20 @@ int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const tl_publisher_opts 
     }
     p->sock = zmq_socket(p->zctx, ZMQ_XPUB);
     int one = 1, linger = 0;
+    bool auth_failed = false; /* err holds the reason already */
     p->nodrop = true;
     if (!p->sock || zmq_setsockopt(p->sock, ZMQ_SNDHWM, &opts->sndhwm, sizeof opts->sndhwm) != 0 ||
         zmq_setsockopt(p->sock, ZMQ_XPUB_VERBOSER, &one, sizeof one) != 0 ||
         zmq_setsockopt(p->sock, ZMQ_XPUB_NODROP, &one, sizeof one) != 0 ||
         zmq_setsockopt(p->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
-        tl_zbind(p->sock, opts->endpoint) != 0) {
-        snprintf(err, errlen, "slices socket %s: %s", opts->endpoint, zmq_strerror(zmq_errno()));
+        (auth_failed = tl_auth_serve(opts->auth, loop, p->zctx, err, errlen) != 0 ||
+                       tl_auth_socket(opts->auth, p->sock, TL_AUTH_SLICES, err, errlen) != 0) ||
+        tl_zbind(p->sock, opts->endpoint) != 0 ||
+        (auth_failed = tl_auth_watch(opts->auth, loop, p->zctx, TL_AUTH_SLICES, err, errlen) !=
+                       0)) {
+        if (!auth_failed)
+            snprintf(err, errlen, "slices socket %s: %s", opts->endpoint,
+                     zmq_strerror(zmq_errno()));
         if (p->sock)
             zmq_close(p->sock);
         p->sock = NULL;

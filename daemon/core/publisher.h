@@ -39,6 +39,7 @@
 #include <pthread.h>
 #include <uv.h>
 
+#include "daemon/base/auth.h"
 #include "daemon/base/bufpool.h"
 #include "daemon/base/outbox.h"
 #include "daemon/base/stats.h"
@@ -53,6 +54,7 @@ typedef struct {
     int stall_ms;           /* how long sends wait for a full subscriber */
     int max_slices;         /* slices at once: sizes the outboxes */
     tl_backend_kind memory; /* whose host memory slice buffers live in (tl_host_alloc) */
+    tl_auth *auth;          /* [security]: the socket's keys and its context's ZAP handler */
 } tl_publisher_opts;
 
 typedef struct {

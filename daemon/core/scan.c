@@ -154,8 +154,16 @@ static void open_scan(tl_daemon *d, tl_item *it)
     s->detector = it->detector;
     s->masked_filled = 0;
     char rerr[384];
+    /* a release endpoint the configuration does not allow refuses the scan (ingest.c) */
+    if (!why[0] && it->release_refused[0])
+        snprintf(why, sizeof why, "%s", it->release_refused);
+    /* With CURVE on the ingest socket, the release socket is a CURVE client with the
+     * daemon's keys of the sender's key: only the producer that sent the scan takes them. */
+    const tl_zcert *self =
+        d->auth.curve && !d->auth.plain[TL_AUTH_INGEST] ? &d->auth.server : NULL;
     /* opened even for a scan about to be refused: its GPU frames are still answered */
-    if (tl_ipc_frames_open(&d->ipc, m->series, it->release, rerr, sizeof rerr) != 0)
+    if (tl_ipc_frames_open(&d->ipc, m->series, it->release, self, it->producer_key, rerr,
+                           sizeof rerr) != 0)
         tl_log(TL_LOG_WARN, "release_unavailable", "series=%llu error=%s",
                (unsigned long long)m->series, tl_logq(rerr));
     tl_engine *e = NULL;

@@ -61,8 +61,8 @@ void tl_ipc_frames_close(tl_ipc_frames *x)
     x->endpoint[0] = 0;
 }
 
-int tl_ipc_frames_open(tl_ipc_frames *x, uint64_t series, const char *endpoint, char *err,
-                       size_t errlen)
+int tl_ipc_frames_open(tl_ipc_frames *x, uint64_t series, const char *endpoint,
+                       const tl_zcert *self, const char *producer_key, char *err, size_t errlen)
 {
     tl_ipc_frames_close(x);
     x->active = true;
@@ -79,6 +79,21 @@ int tl_ipc_frames_open(tl_ipc_frames *x, uint64_t series, const char *endpoint, 
         rc = zmq_setsockopt(x->release, ZMQ_LINGER, &linger, sizeof linger);
     if (rc == 0)
         rc = zmq_setsockopt(x->release, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    if (rc == 0 && self) {
+        tl_zcert producer = {.has_secret = false};
+        char why[256];
+        snprintf(producer.public_txt, sizeof producer.public_txt, "%s",
+                 producer_key ? producer_key : "");
+        if (strlen(producer.public_txt) != TL_ZCERT_Z85_LEN ||
+            tl_zcert_client(x->release, self, &producer, why, sizeof why) != 0) {
+            snprintf(err, errlen, "release endpoint %s: %s", endpoint,
+                     producer.public_txt[0] ? why : "the scan's sender has no CURVE key");
+            tl_ipc_frames_close(x);
+            x->active = true; /* the series goes on, without releases */
+            x->series = series;
+            return -1;
+        }
+    }
     if (rc == 0) /* before connecting, so that the first connection is seen */
         rc = zmq_socket_monitor(x->release, mon, ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED);
     if (rc == 0 && (x->monitor = zmq_socket(x->zctx, ZMQ_PAIR)) == NULL)

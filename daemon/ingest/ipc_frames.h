@@ -34,6 +34,7 @@
 #include "daemon/base/stats.h"
 #include "gpu/ipc.h"
 #include "protocol/protocol.h"
+#include "protocol/zcert.h"
 
 #define TL_IPC_MAX_BUFFERS 64   /* allocations one series may name (a ring is usually one) */
 #define TL_IPC_MAX_DEFERRED 256 /* releases waiting for the engine's reads (>= a ring) */
@@ -77,8 +78,11 @@ void tl_ipc_frames_destroy(tl_ipc_frames *x);
 /* A new series: closes the previous one's mappings and socket, then connects the release
  * socket when endpoint is non-empty. 0, or -1 with the reason in err (the series then runs
  * without releases; the caller logs it). */
-int tl_ipc_frames_open(tl_ipc_frames *x, uint64_t series, const char *endpoint, char *err,
-                       size_t errlen);
+/* self, producer_key: with CURVE on (else NULL, ""), the release socket connects as a CURVE
+ * client with the daemon's key pair self, to the producer's public key (Z85): the key it
+ * authenticated with on the ingest socket. self without a producer key fails. */
+int tl_ipc_frames_open(tl_ipc_frames *x, uint64_t series, const char *endpoint,
+                       const tl_zcert *self, const char *producer_key, char *err, size_t errlen);
 /* Sends the deferred releases, then closes every mapping and the release socket (queued
  * releases are still delivered). The caller makes sure the engine has finished reading
  * (tl_engine_frames_done, or the engine destroyed). */

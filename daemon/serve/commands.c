@@ -654,7 +654,7 @@ static void cmd_status(request *r)
     tl_stats *st = &d->stats;
     msgpack_packer *pk = r->pk;
     tl_proto_begin_rep_ok(pk, r->id);
-    msgpack_pack_map(pk, 13);
+    msgpack_pack_map(pk, 14);
     tl_proto_pack_kv_str(pk, "version", PACKAGE_VERSION);
     tl_proto_pack_kv_u64(pk, "protocol", TL_PROTO_VERSION);
     tl_proto_pack_kv_double(pk, "uptime_s", (tl_clock_ns() - d->started_ns) / 1e9);
@@ -715,28 +715,33 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_u64(pk, "errors", tl_stats_get(&st->request_errors));
     pack_key(pk, "latency_ms");
     pack_latency(d, pk);
+    pack_key(pk, "security"); /* [security]: per socket curve or plain, refusals (auth.h) */
+    tl_auth_pack_status(&d->auth, pk);
 }
 
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
+/* needs_args: a request without args is E_BAD_ARG. role: the least client role that may
+ * run it (auth.h; with [security] curve off every client is admin). */
 typedef struct {
     const char *name;
     void (*fn)(request *r);
     bool needs_args;
+    tl_role role;
 } command;
 
 static void cmd_commands(request *r);
 
 static const command commands[] = {
-    {"status", cmd_status, false},
-    {"set_slice", cmd_set_slice, true},
-    {"remove_slice", cmd_remove_slice, true},
-    {"list_slices", cmd_list_slices, false},
-    {"resend", cmd_resend, false},
-    {"set_param", cmd_set_param, true},
-    {"reset", cmd_reset, false},
-    {"tune", cmd_tune, false},
-    {"commands", cmd_commands, false},
+    {"status", cmd_status, false, TL_ROLE_VIEWER},
+    {"set_slice", cmd_set_slice, true, TL_ROLE_OPERATOR},
+    {"remove_slice", cmd_remove_slice, true, TL_ROLE_OPERATOR},
+    {"list_slices", cmd_list_slices, false, TL_ROLE_VIEWER},
+    {"resend", cmd_resend, false, TL_ROLE_VIEWER},
+    {"set_param", cmd_set_param, true, TL_ROLE_OPERATOR},
+    {"reset", cmd_reset, false, TL_ROLE_ADMIN},
+    {"tune", cmd_tune, false, TL_ROLE_ADMIN},
+    {"commands", cmd_commands, false, TL_ROLE_VIEWER},
 };
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 
@@ -748,13 +753,26 @@ static void cmd_commands(request *r)
         tl_proto_pack_cstr(r->pk, commands[i].name);
 }
 
-/* Runs req; returns true when the reply was deferred (can_defer only). */
-static bool run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk, bool can_defer)
+/* Runs req for a client of role (named client); returns true when the reply was deferred
+ * (can_defer only). A command above the role is refused before its arguments are read. */
+static bool run(tl_daemon *d, const tl_proto_req *req, tl_role role, const char *client,
+                msgpack_packer *pk, bool can_defer)
 {
     request r = {d, req->id, req->args, pk, can_defer, false};
     for (size_t i = 0; i < NCOMMANDS; i++) {
         if (!tl_proto_str_eq(req->cmd, commands[i].name))
             continue;
+        if (!tl_role_allows(role, commands[i].role)) {
+            char what[128];
+            snprintf(what, sizeof what, "%s (needs %s, has %s)", commands[i].name,
+                     tl_role_name(commands[i].role), tl_role_name(role));
+            tl_auth_refuse(&d->auth, TL_AUTH_CONTROL, TL_AUTH_DENIED, client, what);
+            fail(&r, TL_PROTO_E_DENIED, "%s needs the role %s; the key \"%s\" has %s",
+                 commands[i].name, tl_role_name(commands[i].role), client,
+                 role == TL_ROLE_NONE ? "none (removed from security.clients?)"
+                                      : tl_role_name(role));
+            return false;
+        }
         if (commands[i].needs_args && !req->args) {
             fail(&r, TL_PROTO_E_BAD_ARG, "%s needs arguments (\"args\": {...})", commands[i].name);
             return false;
@@ -769,10 +787,11 @@ static bool run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk, bool 
 
 void tl_commands_run(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk)
 {
-    run(d, req, pk, false);
+    run(d, req, TL_ROLE_ADMIN, "", pk, false);
 }
 
-bool tl_commands_run_control(tl_daemon *d, const tl_proto_req *req, msgpack_packer *pk)
+bool tl_commands_run_control(tl_daemon *d, const tl_proto_req *req, tl_role role,
+                             const char *client, msgpack_packer *pk)
 {
-    return run(d, req, pk, true);
+    return run(d, req, role, client, pk, true);
 }

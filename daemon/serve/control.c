@@ -6,6 +6,8 @@
  * block the loop: a client that has gone or stopped reading loses its reply, counted.
  * A command the worker runs (tune) is answered later: its route is kept, and the worker
  * wakes the loop (tuning.job_done) to send the reply it packed.
+ * With [security] curve on, each request runs with the role of its connection's key
+ * (auth.h: the ZAP User-Id that libzmq attaches to every message of the connection).
  */
 #include <config.h>
 
@@ -57,6 +59,9 @@ static void on_request(tl_zwatch *w)
                                 "a request is one message part (after the routing envelope)");
     } else {
         tl_proto_msg m;
+        /* who asks: the ZAP User-Id of its connection and that client's role (auth.h) */
+        const char *client;
+        tl_role role = tl_auth_role(&d->auth, TL_AUTH_CONTROL, &parts[body], &client);
         memset(&m, 0, sizeof m);
         if (tl_proto_decode(d->control_dec, zmq_msg_data(&parts[body]), zmq_msg_size(&parts[body]),
                             TL_PROTO_CONTROL, &m, &err) != TL_PROTO_OK) {
@@ -65,7 +70,7 @@ static void on_request(tl_zwatch *w)
              * with several requests in flight can match the error; else 0 (PROTOCOL.md §9.2) */
             uint64_t id = m.type == TL_MSG_REQ ? m.req.id : 0;
             tl_proto_pack_rep_error(&pk, id, err.code, err.message);
-        } else if (tl_commands_run_control(d, &m.req, &pk)) {
+        } else if (tl_commands_run_control(d, &m.req, role, client, &pk)) {
             /* the worker answers later: keep the route (identities are at most 255 bytes) */
             tl_tuning *t = &d->tuning;
             t->job_route_len = zmq_msg_size(&parts[0]);
@@ -109,12 +114,20 @@ int tl_control_open(tl_daemon *d, char *err, size_t errlen)
     int one = 1, linger = 0;
     if (!d->control_sock || !d->control_dec ||
         zmq_setsockopt(d->control_sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one) != 0 ||
-        zmq_setsockopt(d->control_sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
-        tl_zbind(d->control_sock, d->cfg.control_endpoint) != 0) {
+        zmq_setsockopt(d->control_sock, ZMQ_LINGER, &linger, sizeof linger) != 0) {
         snprintf(err, errlen, "control socket %s: %s", d->cfg.control_endpoint,
                  zmq_strerror(zmq_errno()));
         return -1;
     }
+    if (tl_auth_socket(&d->auth, d->control_sock, TL_AUTH_CONTROL, err, errlen) != 0)
+        return -1;
+    if (tl_zbind(d->control_sock, d->cfg.control_endpoint) != 0) {
+        snprintf(err, errlen, "control socket %s: %s", d->cfg.control_endpoint,
+                 zmq_strerror(zmq_errno()));
+        return -1;
+    }
+    if (tl_auth_watch(&d->auth, &d->loop, d->zctx, TL_AUTH_CONTROL, err, errlen) != 0)
+        return -1;
     if (tl_zwatch_start(&d->control_watch, &d->loop, d->control_sock, on_request, d) != 0) {
         snprintf(err, errlen, "cannot watch the control socket");
         return -1;

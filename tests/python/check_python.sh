@@ -26,4 +26,4 @@ export PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH="$top_srcdir/tests/python:$top_srcdir/clients/python${PYTHONPATH:+:$PYTHONPATH}"
 export MPLBACKEND=Agg
 "$py" --version
-exec "$py" -m unittest -v test_protocol test_client test_tools
+exec "$py" -m unittest -v test_protocol test_client test_tools test_security

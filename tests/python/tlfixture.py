@@ -40,7 +40,10 @@ def tool(name: str) -> str:
 class Daemon:
     """tomolived on private ipc:// endpoints: ``.ingest``, ``.control``, ``.slices``."""
 
-    def __init__(self, tag: str, extra: Sequence[str] = ()):
+    def __init__(self, tag: str, extra: Sequence[str] = (), *, key: Optional[str] = None,
+                 server_key: Optional[str] = None):
+        """``key``, ``server_key``: the certificates the readiness check connects with, for
+        a daemon with ``[security] curve`` (extra sets security.*)."""
         self.dir = tempfile.mkdtemp(prefix="tlpy-%s-" % tag)
         self.ingest = "ipc://%s/ingest" % self.dir
         self.control = "ipc://%s/control" % self.dir
@@ -58,7 +61,7 @@ class Daemon:
         self.proc: Optional[subprocess.Popen] = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log)
         atexit.register(self.stop)  # stopped even when the test process dies of an error
-        ctl = tomolive.Control(self.control, timeout=0.5)
+        ctl = tomolive.Control(self.control, timeout=0.5, key=key, server_key=server_key)
         try:
             deadline = time.monotonic() + 20
             while True:

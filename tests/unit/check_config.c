@@ -69,7 +69,7 @@ START_TEST(test_defaults)
     ck_assert_int_eq(c.ingest_rcvhwm, 1000);
     ck_assert_int_eq(c.ingest_queue, 64);
     ck_assert_int_eq(c.io_threads, 2);
-    ck_assert_str_eq(c.control_endpoint, "tcp://*:5601");
+    ck_assert_str_eq(c.control_endpoint, "tcp://127.0.0.1:5601");
     ck_assert_str_eq(c.slices_endpoint, "tcp://*:5602");
     ck_assert_int_eq(c.slices_sndhwm, 4);
     ck_assert_int_eq(c.slices_max, 64);
@@ -156,7 +156,7 @@ START_TEST(test_load_valid)
     ck_assert_int_eq(c.quality, TL_SETTINGS_QUALITY_FAST);
     ck_assert_int_eq(c.device, 63);
     ck_assert_int_eq(c.threads, 12);
-    ck_assert_str_eq(c.control_endpoint, "tcp://*:5601");
+    ck_assert_str_eq(c.control_endpoint, "tcp://127.0.0.1:5601");
 
     tl_settings d;
     tl_settings_defaults(&d);
@@ -359,6 +359,26 @@ START_TEST(test_check_across_keys)
     ck_assert_int_eq(tl_settings_check(&c, err, sizeof err), -1);
     ck_assert_int_eq(tl_settings_set(&c, "ingest.bind", "no", err, sizeof err), 0);
     ck_assert_int_eq(tl_settings_check(&c, err, sizeof err), -1); /* connect to '*' */
+
+    /* [security]: curve needs both keys; plain names sockets, only with curve; a connecting
+     * ingest socket must be plain under curve */
+    expect_error("[security]\ncurve = true\nserver_key = /k/server.key_secret\n", 2,
+                 "security.curve = true needs security.server_key");
+    expect_error("[security]\nplain = ingest\n", 2, "security.plain = ingest means something "
+                 "only with security.curve = true");
+    expect_error("[security]\ncurve = true\nserver_key = /s\nclients = /c\nplain = ingest,http\n",
+                 5, "security.plain \"ingest,http\": \"http\" is not ingest, control or slices");
+    expect_error("[ingest]\nbind = false\nendpoint = tcp://det:9999\n"
+                 "[security]\ncurve = true\nserver_key = /s\nclients = /c\n",
+                 5, "ingest.bind = false connects to a detector");
+    tl_settings_defaults(&c);
+    ck_assert_int_eq(load_text(&c, "[security]\ncurve = true\nserver_key = /s\nclients = /c\n"
+                                   "plain = slices,ingest\nrelease_hosts = 10.0.0.7,det-1\n"),
+                     0);
+    ck_assert(c.curve);
+    ck_assert(tl_settings_plain(&c, "ingest") && tl_settings_plain(&c, "slices"));
+    ck_assert(!tl_settings_plain(&c, "control") && !tl_settings_plain(&c, "slice"));
+    ck_assert_str_eq(c.release_hosts, "10.0.0.7,det-1");
 
     /* daemon.gpus: all, or distinct ordinals */
     int gpus[TL_SETTINGS_MAX_GPUS], n = 99;

@@ -524,7 +524,8 @@ START_TEST(names)
          TL_PROTO_E_TYPE,    TL_PROTO_E_MISSING,     TL_PROTO_E_KEY_TYPE, TL_PROTO_E_NOT_FINITE,
          TL_PROTO_E_RANGE,   TL_PROTO_E_DTYPE,       TL_PROTO_E_KIND,     TL_PROTO_E_OVERFLOW,
          TL_PROTO_E_PAYLOAD, TL_PROTO_E_UNKNOWN_CMD, TL_PROTO_E_BAD_ARG,  TL_PROTO_E_NOT_FOUND,
-         TL_PROTO_E_STATE,   TL_PROTO_E_UNSUPPORTED, TL_PROTO_E_RESOURCE, TL_PROTO_E_INTERNAL};
+         TL_PROTO_E_STATE,   TL_PROTO_E_UNSUPPORTED, TL_PROTO_E_RESOURCE, TL_PROTO_E_INTERNAL,
+         TL_PROTO_E_DENIED};
     size_t nc = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < nc; i++) {
         ck_assert_str_ne(tl_proto_err_name(codes[i]), "E_?");

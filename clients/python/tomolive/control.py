@@ -24,6 +24,7 @@ import zmq
 
 from . import protocol
 from .errors import error_from_reply
+from .keys import apply_curve
 
 __all__ = ["Control"]
 
@@ -32,10 +33,16 @@ class Control:
     """A DEALER socket connected to the daemon's control endpoint."""
 
     def __init__(self, endpoint: str = "tcp://localhost:5601", timeout: float = 5.0, *,
-                 context: Optional[zmq.Context] = None):
+                 context: Optional[zmq.Context] = None, key: Optional[str] = None,
+                 server_key: Optional[str] = None):
         self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, 0)
+        try:
+            apply_curve(self._sock, key, server_key)  # keys.py; with the environment's
+        except Exception:
+            self._sock.close()
+            raise
         self._sock.connect(endpoint)
         self.endpoint = endpoint
         self.timeout = timeout

@@ -13,9 +13,9 @@ Hierarchy::
         PartsError, HeaderTooBig, MalformedHeader, LimitExceeded, NotAMap,
         DuplicateKey, UnsupportedVersion, WrongType, MissingKey, KeyTypeError,
         NotFinite, OutOfRange, BadDtype, BadKind, PayloadOverflow, PayloadLength
-      RequestError                codes 32-38: the daemon's answer to a valid request
+      RequestError                codes 32-39: the daemon's answer to a valid request
         UnknownCommand, BadArgument, NotFound, StateError, Unsupported,
-        ResourceError, InternalError
+        ResourceError, InternalError, Denied
 
 A code this package does not know (a newer daemon) becomes a plain
 :class:`TomoliveError` with that code, as PROTOCOL.md section 9.2 asks.  Timeouts are
@@ -33,7 +33,7 @@ __all__ = [
     "DuplicateKey", "UnsupportedVersion", "WrongType", "MissingKey", "KeyTypeError",
     "NotFinite", "OutOfRange", "BadDtype", "BadKind", "PayloadOverflow", "PayloadLength",
     "UnknownCommand", "BadArgument", "NotFound", "StateError", "Unsupported",
-    "ResourceError", "InternalError",
+    "ResourceError", "InternalError", "Denied",
 ]
 
 
@@ -64,6 +64,7 @@ class ErrorCode(enum.IntEnum):
     E_UNSUPPORTED = 36
     E_RESOURCE = 37
     E_INTERNAL = 38
+    E_DENIED = 39
 
 
 class TomoliveError(Exception):
@@ -102,7 +103,7 @@ class ProtocolError(TomoliveError, ValueError):
 
 
 class RequestError(TomoliveError):
-    """Codes 32-38: the daemon understood the request and refused or failed it."""
+    """Codes 32-39: the daemon understood the request and refused or failed it."""
 
 
 def _define(name: str, base: type, code: ErrorCode, doc: str) -> type:
@@ -156,13 +157,15 @@ ResourceError = _define("ResourceError", RequestError, ErrorCode.E_RESOURCE,
                         "E_RESOURCE: a required resource (GPU, memory, slice slots) is not there.")
 InternalError = _define("InternalError", RequestError, ErrorCode.E_INTERNAL,
                         "E_INTERNAL: a bug or unexpected failure inside the daemon.")
+Denied = _define("Denied", RequestError, ErrorCode.E_DENIED,
+                 "E_DENIED: the client's key has a role that may not run this command.")
 
 _BY_CODE: Dict[int, Type[TomoliveError]] = {
     cls.code: cls for cls in (
         PartsError, HeaderTooBig, MalformedHeader, LimitExceeded, NotAMap, DuplicateKey,
         UnsupportedVersion, WrongType, MissingKey, KeyTypeError, NotFinite, OutOfRange,
         BadDtype, BadKind, PayloadOverflow, PayloadLength, UnknownCommand, BadArgument,
-        NotFound, StateError, Unsupported, ResourceError, InternalError)
+        NotFound, StateError, Unsupported, ResourceError, InternalError, Denied)
 }
 
 

@@ -28,6 +28,7 @@ import zmq
 
 from . import protocol
 from .errors import BadArgument
+from .keys import apply_curve
 
 __all__ = ["Pusher"]
 
@@ -38,17 +39,26 @@ class Pusher:
     ``sndhwm`` is the send high-water mark in messages; ``linger`` (ms, -1 = until
     delivered) is how long ``close()`` waits for frames still queued.  With
     ``immediate`` (the default) nothing is queued for a connection that is not up yet, so
-    the first send blocks until the daemon is there rather than racing it.
+    the first send blocks until the daemon is there rather than racing it.  ``key``,
+    ``server_key``: CURVE certificates (role ingest) for a daemon with ``[security] curve``
+    (keys.py).
     """
 
     def __init__(self, endpoint: str = "tcp://localhost:5600", *, bind: bool = False,
                  sndhwm: int = 1000, linger: int = -1, immediate: bool = True,
-                 context: Optional[zmq.Context] = None):
+                 context: Optional[zmq.Context] = None, key: Optional[str] = None,
+                 server_key: Optional[str] = None):
         self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.PUSH)
         self._sock.setsockopt(zmq.SNDHWM, sndhwm)
         self._sock.setsockopt(zmq.LINGER, linger)
         self._sock.setsockopt(zmq.IMMEDIATE, 1 if immediate else 0)
+        try:
+            if not bind:  # a bound PUSH stands for a detector, which has no keys
+                apply_curve(self._sock, key, server_key)  # keys.py; with the environment's
+        except Exception:
+            self._sock.close()
+            raise
         (self._sock.bind if bind else self._sock.connect)(endpoint)
         self.endpoint = endpoint
         self.series: Optional[int] = None

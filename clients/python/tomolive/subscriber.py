@@ -34,6 +34,7 @@ import zmq
 
 from . import protocol
 from .errors import PartsError, ProtocolError
+from .keys import apply_curve
 from .shm import ShmError, ShmReader
 
 __all__ = ["Slice", "Subscriber"]
@@ -108,17 +109,24 @@ class Subscriber:
     subscribes to every slice.  ``rcvhwm`` bounds the slices queued here (ZeroMQ's
     default 1000 when None).  ``strict=True`` raises on a malformed message instead of
     counting it in ``rejected``.  ``shm=True`` takes the slices through the daemon's
-    shared memory (topics ``shm/<id>/``) instead of in the messages.
+    shared memory (topics ``shm/<id>/``) instead of in the messages.  ``key``,
+    ``server_key``: CURVE certificates for a daemon with ``[security] curve`` (keys.py).
     """
 
     def __init__(self, endpoint: str = "tcp://localhost:5602", ids: Iterable[str] = (), *,
                  all: bool = False, rcvhwm: Optional[int] = None, strict: bool = False,
-                 shm: bool = False, context: Optional[zmq.Context] = None):
+                 shm: bool = False, context: Optional[zmq.Context] = None,
+                 key: Optional[str] = None, server_key: Optional[str] = None):
         self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.SUB)
         self._sock.setsockopt(zmq.LINGER, 0)
         if rcvhwm is not None:
             self._sock.setsockopt(zmq.RCVHWM, rcvhwm)
+        try:
+            apply_curve(self._sock, key, server_key)  # keys.py; with the environment's
+        except Exception:
+            self._sock.close()
+            raise
         self._sock.connect(endpoint)
         self.endpoint = endpoint
         self.strict = strict
