@@ -15,6 +15,7 @@
 
 #include "gpu/engine_impl.h"
 #include "gpu/method/filter.h"
+#include "gpu/method/paganin.h"
 
 static _Thread_local tl_errbuf create_error;
 
@@ -42,6 +43,32 @@ void tl_engine_config_init(tl_engine_config *c, uint32_t rows, uint32_t cols, ui
     c->weights = TL_WEIGHTS_UNIFORM;
     c->quality = TL_QUALITY_EXACT;
     c->precision = TL_PRECISION_F32;
+}
+
+/* Per-frame corrections (types.h, tl_corrections). They need whole frames (neighbouring
+ * rows, a 2-D transform), which a split engine's parts do not have. */
+static tl_status check_corrections(const tl_engine_config *c, tl_errbuf *eb)
+{
+    const tl_corrections *k = &c->corr;
+    if (!(k->dezinger >= 0) || !isfinite(k->dezinger))
+        return tl_fail(eb, TL_EINVAL, "dezinger threshold must be >= 0 (0: off), not %g",
+                       k->dezinger);
+    bool phase = tl_phase_on(k);
+    if (phase) {
+        tl_phase_filter f;
+        tl_status st = tl_phase_shape(k, c->rows, c->cols, &f, eb);
+        if (st != TL_OK)
+            return st;
+        if (c->already_linear)
+            return tl_fail(eb, TL_EINVAL,
+                           "paganin needs transmission images, not already linear input");
+    }
+    if ((phase || k->dezinger > 0) && c->ndevices >= 2)
+        return tl_fail(eb, TL_EUNSUPPORTED,
+                       "per-frame corrections (dezinger, paganin) need whole frames: not on "
+                       "an engine split over %u devices",
+                       c->ndevices);
+    return TL_OK;
 }
 
 /* The checks every geometry and backend share, then the geometry's own. */
@@ -79,6 +106,9 @@ static tl_status check_config(const tl_engine_config *c, tl_errbuf *eb)
         return tl_fail(eb, TL_EINVAL,
                        "%u devices for %u detector rows: each device needs a row of its own",
                        c->ndevices, c->rows);
+    st = check_corrections(c, eb);
+    if (st != TL_OK)
+        return st;
     return geometry->check(c, eb);
 }
 
@@ -104,6 +134,32 @@ static tl_status apply_filter(tl_engine *e, tl_filter f)
     if (st != TL_OK)
         return tl_fail(&e->err, st, "cannot design filter %s", tl_filter_name(f));
     return e->ops->set_filter(e->be, response);
+}
+
+/* The Paganin filter, designed here for every backend (gpu/method/paganin.h). */
+static tl_status apply_phase(tl_engine *e)
+{
+    const tl_corrections *k = &e->cfg.corr;
+    if (!tl_phase_on(k) && !(k->dezinger > 0))
+        return TL_OK;
+    if (!e->ops->set_phase || !e->ops->corr_counts)
+        return tl_fail(&e->err, TL_EUNSUPPORTED, "the %s backend has no per-frame corrections",
+                       e->backend);
+    if (!tl_phase_on(k))
+        return TL_OK;
+    tl_phase_filter f;
+    tl_status st = tl_phase_shape(k, e->cfg.rows, e->cfg.cols, &f, &e->err);
+    if (st != TL_OK)
+        return st;
+    double *h = malloc((size_t)f.prow * (f.pcol / 2 + 1) * sizeof *h);
+    if (!h)
+        return tl_fail(&e->err, TL_ENOMEM, "out of memory for the %u x %u Paganin filter",
+                       f.prow, f.pcol);
+    tl_paganin_response(k, &f, h);
+    f.response = h;
+    st = e->ops->set_phase(e->be, &f);
+    free(h);
+    return st;
 }
 
 /* The whole memory need is checked before anything large is allocated, so a scan that
@@ -163,6 +219,8 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
     st = e->ops->create(&rc, e->padded, &e->err, &e->be);
     if (st == TL_OK)
         st = apply_filter(e, c->filter);
+    if (st == TL_OK)
+        st = apply_phase(e);
     if (st != TL_OK) {
         tl_fail(eb, st, "%s", e->err.msg);
         goto fail;
@@ -271,4 +329,13 @@ size_t tl_engine_missing(const tl_engine *e, uint64_t *out, size_t cap)
 const tl_engine_config *tl_engine_get_config(const tl_engine *e)
 {
     return &e->cfg;
+}
+
+tl_status tl_engine_corrections(tl_engine *e, tl_engine_corr_state *out)
+{
+    memset(out, 0, sizeof *out);
+    out->corr = e->cfg.corr;
+    if (!e->ops->corr_counts || !(e->cfg.corr.dezinger > 0))
+        return TL_OK;
+    return e->ops->corr_counts(e->be, &out->dezinger_replaced);
 }

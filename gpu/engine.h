@@ -193,6 +193,14 @@ typedef struct {
 } tl_engine_state;
 void tl_engine_get_state(const tl_engine *e, tl_engine_state *st);
 
+/* The per-frame corrections (tl_corrections, gpu/base/types.h) and what they have done.
+ * Counting may wait for the frames queued so far: call it for status, not per frame. */
+typedef struct {
+    tl_corrections corr;        /* as configured */
+    uint64_t dezinger_replaced; /* pixels replaced by the dezinger since creation */
+} tl_engine_corr_state;
+tl_status tl_engine_corrections(tl_engine *e, tl_engine_corr_state *out);
+
 /* Indices of the window that are not held, ascending; writes at most cap, returns the count
  * of missing indices (which may exceed cap). */
 size_t tl_engine_missing(const tl_engine *e, uint64_t *out, size_t cap);

@@ -34,3 +34,9 @@ TESTS += tests/unit/check_split
 tests_unit_check_split_SOURCES = tests/unit/check_split.c
 tests_unit_check_split_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_split_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# per-frame corrections (dezinger, Paganin) on the CPU backend, against their definitions
+check_PROGRAMS += tests/unit/check_corrections
+TESTS += tests/unit/check_corrections
+tests_unit_check_corrections_SOURCES = tests/unit/check_corrections.c
+tests_unit_check_corrections_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_corrections_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)

@@ -18,6 +18,7 @@
 #define TL_BACKEND_H
 
 #include "gpu/base/fail.h"
+#include "gpu/base/phase.h"
 #include "gpu/base/types.h"
 
 #ifdef __cplusplus
@@ -110,6 +111,13 @@ typedef struct tl_backend_ops {
      * operation that needs them done, and a fence asked for while frames are held is
      * reached only after them (fence_done with wait runs them). */
     tl_status (*flush)(void *state);
+    /* Per-frame corrections (types.h, tl_corrections; the dezinger threshold comes with the
+     * configuration). set_phase hands over the phase filter the engine designed
+     * (gpu/method/paganin.h), once after create; corr_counts says how many pixels the
+     * dezinger has replaced so far (after the queued work). NULL where a backend has no
+     * corrections: the engine refuses them there. */
+    tl_status (*set_phase)(void *state, const tl_phase_filter *f);
+    tl_status (*corr_counts)(void *state, uint64_t *replaced);
 } tl_backend_ops;
 
 #define TL_BACKEND_FENCES 64 /* frames whose work may be outstanding at once */

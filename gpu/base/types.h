@@ -72,6 +72,25 @@ typedef enum { TL_PRECISION_F32 = 0, TL_PRECISION_F64 } tl_precision;
 
 #define TL_ENGINE_MAX_DEVICES 16 /* GPUs (row partitions) one engine may span */
 
+/* Per-frame corrections (issue 26), applied to each projection in this order:
+ * convert ▸ dezinger ▸ dark/flat ▸ Paganin ▸ −log ▸ filter (ARCHITECTURE.md §3.11).
+ * All zero (the default) is the plain pipeline of §3.4.
+ *   dezinger  > 0: a raw pixel more than this many counts above the median of its 3 x 3
+ *             neighbourhood is replaced by that median (a zinger is a bright outlier;
+ *             tomopy's remove_outlier rule); 0 = off. The neighbourhood is mirrored at the
+ *             frame's edges without repeating the edge pixel (index -1 is 1, n is n - 2:
+ *             TL_MIRROR_BELOW/ABOVE), so a zinger on an edge counts once in its median.
+ *   Paganin (single distance, Paganin et al. 2002, Eq. 10) when delta_beta > 0: energy
+ *             in keV, distance sample–detector in metres, pixel size in micrometres, all
+ *             > 0; applied to the flat-field-corrected transmission, with tomopy's edge
+ *             padding to a power of two (gpu/method/paganin.h). Not with already_linear. */
+#define TL_MIRROR_BELOW(i, n) ((i) > 0 ? (i) - 1 : (n) > 1 ? 1u : 0u)
+#define TL_MIRROR_ABOVE(i, n) ((i) + 1 < (n) ? (i) + 1 : (n) > 1 ? (n) - 2 : 0u)
+typedef struct {
+    double dezinger;
+    double energy_kev, distance_m, pixel_um, delta_beta;
+} tl_corrections;
+
 typedef struct {
     tl_backend_kind backend;
     tl_geometry geometry;   /* only PARALLEL is implemented; CONE is TL_EUNSUPPORTED */
@@ -104,6 +123,7 @@ typedef struct {
     int devices[TL_ENGINE_MAX_DEVICES];
     char kernel[32];  /* force a back-projection kernel by name (tests, benchmarks);
                                  "" = the fastest kernel of an allowed quality mode */
+    tl_corrections corr; /* per-frame corrections; zero = none (above) */
     uint32_t refresh; /* tracked slices: full recomputation after this many
                                  incremental updates; 0 (default) = never: the
                                  accumulators are float64, so float drift stays bounded */

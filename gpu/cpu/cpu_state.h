@@ -10,9 +10,11 @@
 #define TL_CPU_STATE_H
 
 #include <fftw3.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "gpu/base/backend.h"
+#include "gpu/base/phase.h"
 #include "gpu/base/pool.h"
 
 typedef struct {
@@ -46,6 +48,19 @@ typedef struct {
     size_t *acc_size; /* per slice id: h * w */
     int nacc;         /* entries of acc and acc_size (indexed by slice id) */
 
+    /* per-frame corrections (corrections.c), allocated when configured */
+    bool corr_on;          /* dezinger or phase: frames take the staged path */
+    void *frame[2];        /* real[rows * cols]: counts, then dezingered counts */
+    uint64_t *replaced;    /* per thread: pixels the dezinger replaced in this frame */
+    uint64_t replaced_sum; /* since creation */
+    bool phase_on;
+    tl_phase_filter phase; /* shape (response NULL: kept in phase_resp) */
+    void *phase_buf;       /* real[prow * pcol]: padded transmission */
+    void *phase_spec;      /* complex[prow * (pcol/2 + 1)] */
+    void *phase_resp;      /* real[prow * (pcol/2 + 1)]: H / (prow pcol) */
+    fftwf_plan phase_r2c_f, phase_c2r_f;
+    fftw_plan phase_r2c_d, phase_c2r_d;
+
     size_t mem; /* bytes allocated */
     char device_name[64];
 } tl_cpu_state;
@@ -66,6 +81,35 @@ void tl_cpu_store_row_f32(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uin
                           int thread);
 void tl_cpu_store_row_f64(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uint32_t row,
                           int thread);
+void tl_cpu_convert_row_f32(tl_cpu_state *s, const tl_frame *f, uint32_t r);
+void tl_cpu_convert_row_f64(tl_cpu_state *s, const tl_frame *f, uint32_t r);
+uint64_t tl_cpu_dezinger_row_f32(tl_cpu_state *s, uint32_t r);
+uint64_t tl_cpu_dezinger_row_f64(tl_cpu_state *s, uint32_t r);
+void tl_cpu_flat_row_f32(tl_cpu_state *s, const void *in, void *out, uint32_t r);
+void tl_cpu_flat_row_f64(tl_cpu_state *s, const void *in, void *out, uint32_t r);
+void tl_cpu_finish_row_f32(tl_cpu_state *s, const void *in, bool correct, uint32_t slot,
+                           uint32_t r, int thread);
+void tl_cpu_finish_row_f64(tl_cpu_state *s, const void *in, bool correct, uint32_t slot,
+                           uint32_t r, int thread);
+void tl_cpu_phase_pad_row_f32(tl_cpu_state *s, uint32_t r);
+void tl_cpu_phase_pad_row_f64(tl_cpu_state *s, uint32_t r);
+void tl_cpu_phase_filter_f32(tl_cpu_state *s);
+void tl_cpu_phase_filter_f64(tl_cpu_state *s);
+
+/* FFTW's planner is not thread-safe; engines may be created on several threads. */
+extern pthread_mutex_t tl_cpu_planner_lock;
+
+/* corrections.c: the corrected per-frame path and its state */
+tl_status tl_cpu_corr_create(tl_cpu_state *s);
+void tl_cpu_corr_destroy(tl_cpu_state *s);
+size_t tl_cpu_corr_estimate(const tl_engine_config *c);
+tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot);
+tl_status tl_cpu_set_phase(void *state, const tl_phase_filter *f);
+tl_status tl_cpu_corr_counts(void *state, uint64_t *replaced);
+/* run_jobs of cpu_backend.c: fn(ctx, j, thread) for j < njobs, on the pool when `work`
+ * (operations, roughly) is worth waking it */
+void tl_cpu_run_jobs(tl_cpu_state *s, size_t njobs, double work, tl_pool_fn fn, void *ctx);
+
 void tl_cpu_bp_row_f32(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
                        const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
                        double *acc);

@@ -226,6 +226,25 @@ static void compute_sizes(const tl_engine_config *c, size_t P, const device_limi
 
 /* ---- estimate, create, destroy ----------------------------------------------------------- */
 
+/* What create_corrections allocates. */
+static tl_status corrections_size(const tl_engine_config *c, tl_errbuf *eb, tl_cuda_sizes *z)
+{
+    const size_t frame = (size_t)c->rows * c->cols * sizeof(float);
+    if (c->corr.dezinger > 0)
+        z->buffers += 2 * frame + sizeof(unsigned long long);
+    if (!tl_phase_on(&c->corr))
+        return TL_OK;
+    if (!(c->corr.dezinger > 0))
+        z->buffers += frame;
+    tl_phase_filter f;
+    TL_TRY(tl_phase_shape(&c->corr, c->rows, c->cols, &f, eb));
+    size_t work = 0, nspec = (size_t)f.prow * (f.pcol / 2 + 1);
+    TL_TRY(tl_cuda_phase_work_estimate(&f, &work));
+    z->buffers += (size_t)f.prow * f.pcol * sizeof(float) + nspec * sizeof(cufftComplex) +
+                  nspec * sizeof(float) + work;
+    return TL_OK;
+}
+
 static tl_status cuda_estimate(const tl_engine_config *c, size_t padded, tl_memory_estimate *m,
                                tl_errbuf *eb)
 {
@@ -237,6 +256,7 @@ static tl_status cuda_estimate(const tl_engine_config *c, size_t padded, tl_memo
     TL_TRY(tl_cuda_fft_work_estimate(c->rows * tl_cuda_batch_frames(c->rows), padded, &work));
     tl_cuda_sizes z;
     compute_sizes(c, padded, &d, work, &z);
+    TL_TRY(corrections_size(c, eb, &z));
     size_t free_b = 0, total_b = 0;
     TL_CUDA(eb, cudaMemGetInfo(&free_b, &total_b));
     m->window_bytes = z.window;
@@ -257,10 +277,12 @@ static void cuda_destroy(void *state)
         cudaStreamSynchronize(s->stream);
     tl_cuda_tex_destroy(s);
     tl_cuda_fft_destroy(s);
+    tl_cuda_phase_destroy(s);
     tl_cuda_acc_destroy(s);
     void *dev[] = {s->window,  s->sum[0], s->sum[1],   s->avg[0],  s->avg[1],   s->gain,   s->raw,
                    s->pad,     s->spec,   s->response, s->d_par,   s->d_slot,   s->d_texy, s->out,
-                   s->scratch, s->pack,   s->d_maxabs, s->d_scale, s->d_tickets};
+                   s->scratch, s->pack,   s->d_maxabs, s->d_scale, s->d_tickets,
+                   s->frame[0], s->frame[1], s->d_replaced};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -340,6 +362,25 @@ static void enable_peers(int device)
     cudaGetLastError(); /* none of these failures is sticky or ours to report */
 }
 
+/* Per-frame corrections (types.h, tl_corrections): the frame buffers of the staged path,
+ * the dezinger's counter, the phase filter's buffers and plans (paganin.cu). */
+static tl_status create_corrections(tl_cuda_state *s)
+{
+    const tl_corrections *k = &s->cfg.corr;
+    s->corr_on = k->dezinger > 0 || tl_phase_on(k);
+    if (!s->corr_on)
+        return TL_OK;
+    const size_t frame = (size_t)s->rows * s->cols * sizeof(float);
+    TL_TRY(tl_cuda_alloc(s, (void **)&s->frame[0], frame, "correction frame"));
+    if (k->dezinger > 0) {
+        TL_TRY(tl_cuda_alloc(s, (void **)&s->frame[1], frame, "dezingered frame"));
+        TL_TRY(tl_cuda_alloc(s, (void **)&s->d_replaced, sizeof *s->d_replaced,
+                             "dezinger counter"));
+        TL_CUDA(s->eb, cudaMemsetAsync(s->d_replaced, 0, sizeof *s->d_replaced, s->stream));
+    }
+    return tl_cuda_phase_create(s);
+}
+
 static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
 {
     tl_errbuf *eb = s->eb;
@@ -417,6 +458,7 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
         return tl_fail(eb, TL_ENOMEM, "out of host memory for the filter response");
 
     TL_TRY(tl_cuda_fft_create(s));
+    TL_TRY(create_corrections(s));
     TL_TRY(tl_cuda_tex_create(s));
     TL_TRY(tl_cuda_bp_create(s));
     /* the memsets above must be done before the first frame can be trusted */
@@ -571,4 +613,6 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_fence,       /* fence (store.cu) */
     tl_cuda_op_fence_done,  /* fence_done (store.cu) */
     tl_cuda_op_flush,       /* flush (store.cu) */
+    tl_cuda_op_set_phase,   /* set_phase (paganin.cu) */
+    tl_cuda_op_corr_counts, /* corr_counts (dezinger.cu) */
 };

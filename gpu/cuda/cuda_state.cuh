@@ -224,6 +224,18 @@ typedef struct {
     size_t out_cap; /* floats */
     float *scratch; /* bench_store target: rows x pitch */
 
+    /* per-frame corrections (types.h, tl_corrections), allocated when configured */
+    bool corr_on;                   /* frames take the staged path (store.cu) */
+    float *frame[2];                /* rows x cols: counts, dezingered counts */
+    unsigned long long *d_replaced; /* pixels the dezinger replaced (dezinger.cu) */
+    tl_phase_filter phase;          /* phase retrieval's shape (paganin.cu) */
+    float *phase_buf;               /* prow x pcol: padded transmission */
+    cufftComplex *phase_spec;       /* prow x (pcol/2 + 1) */
+    float *phase_resp;              /* H / (prow pcol) */
+    void *phase_work;
+    cufftHandle phase_r2c, phase_c2r;
+    int phase_plans; /* made so far (destroy) */
+
     /* accumulators of tracked slices (accumulate.cu), indexed by engine slice id: the sum
      * in double, and the float buffer each read-out converts it into before the copy out */
     double **acc;
@@ -282,6 +294,27 @@ tl_status tl_cuda_preprocess(tl_cuda_state *s, const char *src, size_t pitch, tl
                              float *dst, size_t dst_stride);
 tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
                                    int kind, uint32_t count);
+
+/* preprocess.cu: the corrected path's stages */
+/* Raw pixels as float counts into dst (rows x cols). */
+tl_status tl_cuda_convert(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst);
+/* Float rows through dark/flat (when flat) and -log (when log) into dst. */
+tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, bool flat,
+                          bool log, float *dst, size_t dst_stride);
+
+/* dezinger.cu: frame counts in -> out, replaced pixels counted in d_replaced */
+tl_status tl_cuda_dezinger(tl_cuda_state *s, const float *in, float *out);
+tl_status tl_cuda_op_corr_counts(void *state, uint64_t *replaced);
+
+/* paganin.cu */
+tl_status tl_cuda_phase_work_estimate(const tl_phase_filter *f, size_t *bytes);
+tl_status tl_cuda_phase_create(tl_cuda_state *s);
+void tl_cuda_phase_destroy(tl_cuda_state *s);
+tl_status tl_cuda_op_set_phase(void *state, const tl_phase_filter *f);
+/* Where the frame sits in the padded buffer (its rows phase.pcol floats apart). */
+float *tl_cuda_phase_frame(tl_cuda_state *s);
+/* Pads, filters and transforms back the frame in the phase buffer, in place. */
+tl_status tl_cuda_phase(tl_cuda_state *s);
 
 /* filter.cu */
 /* The work area of the largest plan: `rows` transforms of length padded. */

@@ -138,11 +138,34 @@ tl_status tl_cuda_staged_read(tl_cuda_state *s)
     return TL_OK;
 }
 
+/* Convert ▸ correct ▸ −log of a staged frame into dst: one fused kernel (preprocess.cu), or,
+ * with per-frame corrections, their stages (types.h, tl_corrections): convert ▸ dezinger
+ * (dezinger.cu) ▸ dark/flat ▸ Paganin (paganin.cu) ▸ −log. */
+static tl_status correct_into(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
+                              float *dst, size_t dst_stride)
+{
+    if (!s->corr_on)
+        return tl_cuda_preprocess(s, src, pitch, dt, dst, dst_stride);
+    const bool log = !s->cfg.already_linear;
+    const float *cur = s->frame[0];
+    TL_TRY(tl_cuda_convert(s, src, pitch, dt, s->frame[0]));
+    if (s->d_replaced) {
+        TL_TRY(tl_cuda_dezinger(s, s->frame[0], s->frame[1]));
+        cur = s->frame[1];
+    }
+    if (!s->phase_buf)
+        return tl_cuda_correct(s, cur, s->cols, true, log, dst, dst_stride);
+    float *frame = tl_cuda_phase_frame(s);
+    TL_TRY(tl_cuda_correct(s, cur, s->cols, true, false, frame, s->phase.pcol));
+    TL_TRY(tl_cuda_phase(s));
+    return tl_cuda_correct(s, frame, s->phase.pcol, false, log, dst, dst_stride);
+}
+
 tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst,
                           size_t dst_stride, bool hold)
 {
     if (!s->filter_on) /* straight into the window (set_filter ran what was held) */
-        return tl_cuda_preprocess(s, src, pitch, dt, dst, dst_stride);
+        return correct_into(s, src, pitch, dt, dst, dst_stride);
     /* a held frame bound for the same place is written first: the pass writes its frames
      * in no particular order */
     bool clash = s->held && s->held_stride != dst_stride;
@@ -152,7 +175,7 @@ tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dt
         TL_TRY(tl_cuda_flush(s));
     /* into the next FFT input rows (zero-padded to P), filtered into dst by the pass */
     float *pad = s->pad + (size_t)s->held * s->rows * s->padded;
-    TL_TRY(tl_cuda_preprocess(s, src, pitch, dt, pad, s->padded));
+    TL_TRY(correct_into(s, src, pitch, dt, pad, s->padded));
     s->held_dst.p[s->held++] = dst;
     s->held_stride = dst_stride;
     return hold && s->held < s->batch ? TL_OK : tl_cuda_flush(s);

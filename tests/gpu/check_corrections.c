@@ -1,0 +1,215 @@
+/* check_corrections.c — the CUDA backend's per-frame corrections (gpu/cuda/dezinger.cu,
+ * gpu/cuda/paganin.cu) against the CPU backend in float64 (the reference, itself checked
+ * against the definitions in tests/unit/check_corrections.c), through the public API:
+ *   (a) dezinger on raw counts (already_linear, filter none): the stored projections
+ *       agree to float rounding of the read-out (a median is a value of the set, so
+ *       the same pixels are replaced) and the replaced-pixel counts are equal;
+ *   (b) dezinger + dark/flat + −log, odd sizes: stored projections rel L2 <= 1e-6 (the
+ *       preprocessing tolerance of ARCHITECTURE.md §3.6);
+ *   (c) Paganin, frames 45 x 70 and 1024 x 1024 (padded 2048 x 2048): stored projections
+ *       rel L2 <= 1e-5 (a filter's tolerance, §3.6);
+ *   (d) everything on, ram-lak, 24 projections submitted with `more` (the batched filter
+ *       pass), a slice: exact mode, rel L2 <= 2e-5 and max/range <= 1e-4 (AC-2).
+ * Exit 77 without a usable CUDA device or in builds without CUDA.
+ */
+#include "config.h"
+
+#ifndef HAVE_CUDA
+int main(void)
+{
+    return 77;
+}
+#else
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/gpu/gpu_test.h"
+#include "tests/testutil.h"
+
+static void submit(tl_engine *e, tl_frame_kind kind, uint64_t index, double angle,
+                   const uint16_t *px, uint32_t rows, uint32_t cols, bool more)
+{
+    tl_frame f = {.kind = kind, .index = index, .angle = angle, .dtype = TL_DTYPE_U16,
+                  .rows = rows, .cols = cols, .data = px, .more = more};
+    tl_status st = tl_engine_submit(e, &f);
+    ck_assert_msg(st == TL_OK, "submit: %s", tl_engine_last_error(e));
+}
+
+/* The stored projection of a window of 1 at angle 0 with filter none: row slices as wide
+ * as the detector (tests/unit/check_engine.c, project_row). */
+static void stored(tl_engine *e, uint32_t rows, uint32_t cols, float *out)
+{
+    for (uint32_t r = 0; r < rows; r++) {
+        tl_slice_spec s;
+        tl_slice_spec_row(&s, r, 1, cols);
+        int id;
+        float *row = out + (size_t)r * cols;
+        ck_assert_int_eq(tl_engine_add_slice(e, &s, &id), TL_OK);
+        ck_assert_int_eq(tl_engine_reconstruct(e, &id, 1, &row, NULL), TL_OK);
+        ck_assert_int_eq(tl_engine_remove_slice(e, id), TL_OK);
+    }
+}
+
+/* Deterministic frames: an attenuating disk and a ramp, zingers every `zinger_every`
+ * pixels (0: none), dark and flat. */
+static void frames(uint32_t rows, uint32_t cols, uint32_t zinger_every, double phase,
+                   uint16_t *img, uint16_t *dark, uint16_t *flat)
+{
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++) {
+            size_t i = (size_t)r * cols + c;
+            double x = (c - cols / 2.0) / cols - 0.1 * sin(phase),
+                   y = (r - rows / 2.0) / rows;
+            double att = x * x + y * y < 0.1 ? 0.5 : 0.85 - 0.2 * x;
+            dark[i] = (uint16_t)(100 + (r + c) % 5);
+            flat[i] = (uint16_t)(5000 + 41 * ((r * 7 + c * 3) % 7));
+            img[i] = (uint16_t)(dark[i] + att * (flat[i] - dark[i]));
+            if (zinger_every && (i * 2654435761u) % zinger_every == 0)
+                img[i] += 4000;
+        }
+}
+
+typedef struct {
+    uint32_t rows, cols;
+    tl_corrections corr;
+    bool linear;     /* no darks, flats, -log */
+    double max_l2;   /* stored projections, CUDA vs reference */
+} stored_case;
+
+static void compare_stored(const stored_case *k)
+{
+    size_t n = (size_t)k->rows * k->cols;
+    uint16_t *img = malloc(n * 2), *dark = malloc(n * 2), *flat = malloc(n * 2);
+    float *got = malloc(n * 4), *want = malloc(n * 4);
+    frames(k->rows, k->cols, k->corr.dezinger > 0 ? 97 : 0, 0, img, dark, flat);
+    tl_engine_config c;
+    tl_engine_config_init(&c, k->rows, k->cols, 1);
+    c.filter = TL_FILTER_NONE;
+    c.already_linear = k->linear;
+    c.corr = k->corr;
+    tl_engine *g = tl_gt_cuda(&c, NULL), *ref = tl_gt_cpu(&c, TL_PRECISION_F64);
+    tl_engine *both[2] = {g, ref};
+    for (int b = 0; b < 2; b++) {
+        if (!k->linear) {
+            submit(both[b], TL_FRAME_DARK, 0, 0, dark, k->rows, k->cols, false);
+            submit(both[b], TL_FRAME_FLAT, 0, 0, flat, k->rows, k->cols, false);
+        }
+        submit(both[b], TL_FRAME_PROJ, 0, 0, img, k->rows, k->cols, false);
+    }
+    stored(g, k->rows, k->cols, got);
+    stored(ref, k->rows, k->cols, want);
+    double err = tl_rel_l2(got, want, n);
+    printf("  %u x %u dezinger %g paganin %s: rel L2 %.3g\n", k->rows, k->cols, k->corr.dezinger,
+           k->corr.delta_beta > 0 ? "on" : "off", err);
+    ck_assert_msg(err <= k->max_l2, "rel L2 %.3g > %.3g", err, k->max_l2);
+    tl_engine_corr_state cg, cr;
+    ck_assert_int_eq(tl_engine_corrections(g, &cg), TL_OK);
+    ck_assert_int_eq(tl_engine_corrections(ref, &cr), TL_OK);
+    ck_assert_uint_eq(cg.dezinger_replaced, cr.dezinger_replaced);
+    if (k->corr.dezinger > 0)
+        ck_assert_uint_gt(cr.dezinger_replaced, 0);
+    tl_engine_destroy(g);
+    tl_engine_destroy(ref);
+    free(img);
+    free(dark);
+    free(flat);
+    free(got);
+    free(want);
+}
+
+START_TEST(dezinger_counts)
+{
+    stored_case k = {.rows = 37, .cols = 53, .corr = {.dezinger = 1000}, .linear = true,
+                     .max_l2 = 1e-7};
+    compare_stored(&k);
+}
+END_TEST
+
+START_TEST(dezinger_flat_log)
+{
+    stored_case k = {.rows = 33, .cols = 130, .corr = {.dezinger = 1000}, .max_l2 = 1e-6};
+    compare_stored(&k);
+}
+END_TEST
+
+START_TEST(paganin_small)
+{
+    stored_case k = {.rows = 45, .cols = 70,
+                     .corr = {.energy_kev = 20, .distance_m = 0.2, .pixel_um = 3, .delta_beta = 200},
+                     .max_l2 = 1e-5};
+    compare_stored(&k);
+}
+END_TEST
+
+START_TEST(paganin_large)
+{
+    stored_case k = {.rows = 1024, .cols = 1024,
+                     .corr = {.dezinger = 1000, .energy_kev = 30, .distance_m = 0.5,
+                              .pixel_um = 6.5, .delta_beta = 300},
+                     .max_l2 = 1e-5};
+    compare_stored(&k);
+}
+END_TEST
+
+START_TEST(all_on_batched_slice)
+{
+    enum { R = 16, C = 96, N = 24, S = 96 };
+    size_t n = (size_t)R * C;
+    uint16_t *img = malloc(n * 2), *dark = malloc(n * 2), *flat = malloc(n * 2);
+    tl_engine_config c;
+    tl_engine_config_init(&c, R, C, N);
+    c.corr = (tl_corrections){.dezinger = 1000, .energy_kev = 25, .distance_m = 0.3,
+                              .pixel_um = 4, .delta_beta = 150};
+    tl_engine *g = tl_gt_cuda(&c, NULL), *ref = tl_gt_cpu(&c, TL_PRECISION_F64);
+    tl_engine *both[2] = {g, ref};
+    frames(R, C, 0, 0, img, dark, flat);
+    for (int b = 0; b < 2; b++) {
+        submit(both[b], TL_FRAME_DARK, 0, 0, dark, R, C, false);
+        submit(both[b], TL_FRAME_FLAT, 0, 0, flat, R, C, false);
+    }
+    for (uint64_t k = 0; k < N; k++) {
+        frames(R, C, 89, (double)k, img, dark, flat);
+        for (int b = 0; b < 2; b++)
+            submit(both[b], TL_FRAME_PROJ, k, M_PI * k / N, img, R, C, b == 0 && k + 1 < N);
+    }
+    ck_assert_int_eq(tl_engine_flush(g), TL_OK);
+    tl_slice_spec s;
+    tl_slice_spec_row(&s, R / 2, S, S);
+    int ig, ir;
+    ck_assert_int_eq(tl_engine_add_slice(g, &s, &ig), TL_OK);
+    ck_assert_int_eq(tl_engine_add_slice(ref, &s, &ir), TL_OK);
+    float *got = malloc(S * S * 4), *want = malloc(S * S * 4);
+    ck_assert_int_eq(tl_engine_reconstruct(g, &ig, 1, &got, NULL), TL_OK);
+    ck_assert_int_eq(tl_engine_reconstruct(ref, &ir, 1, &want, NULL), TL_OK);
+    double l2 = tl_rel_l2(got, want, S * S), mor = tl_max_over_range(got, want, S * S);
+    printf("  all corrections, batched, %u x %u slice: rel L2 %.3g, max/range %.3g\n", S, S, l2,
+           mor);
+    ck_assert_msg(l2 <= 2e-5 && mor <= 1e-4, "rel L2 %.3g, max/range %.3g", l2, mor);
+    tl_engine_corr_state cg, cr;
+    ck_assert_int_eq(tl_engine_corrections(g, &cg), TL_OK);
+    ck_assert_int_eq(tl_engine_corrections(ref, &cr), TL_OK);
+    ck_assert_uint_eq(cg.dezinger_replaced, cr.dezinger_replaced);
+    tl_engine_destroy(g);
+    tl_engine_destroy(ref);
+    free(img);
+    free(dark);
+    free(flat);
+    free(got);
+    free(want);
+}
+END_TEST
+
+int main(void)
+{
+    const tl_gt_case cases[] = {
+        {"dezinger", {dezinger_counts, dezinger_flat_log, NULL}},
+        {"paganin", {paganin_small, paganin_large, NULL}},
+        {"pipeline", {all_on_batched_slice, NULL}},
+    };
+    return tl_gt_main("corrections", cases, sizeof cases / sizeof *cases);
+}
+
+#endif /* HAVE_CUDA */

@@ -1,0 +1,357 @@
+/* check_corrections.c — the per-frame corrections (tl_corrections, gpu/base/types.h) on the
+ * CPU backend: zingers at known pixels found and replaced, and counted; Paganin phase
+ * retrieval against its analytic Fourier-space definition (a direct 2-D DFT in double,
+ * the edge padding of gpu/base/phase.h, Paganin et al. 2002 Eq. 10) in float64 mode;
+ * bad parameters refused with a message naming them.
+ */
+#include "config.h"
+
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/engine.h"
+#include "tests/testutil.h"
+
+static tl_engine_config config(uint32_t rows, uint32_t cols, tl_precision p)
+{
+    tl_engine_config c;
+    tl_engine_config_init(&c, rows, cols, 1);
+    c.backend = TL_BACKEND_CPU;
+    c.filter = TL_FILTER_NONE;
+    c.precision = p;
+    c.threads = 2;
+    return c;
+}
+
+static tl_engine *make(const tl_engine_config *c)
+{
+    tl_engine *e = NULL;
+    ck_assert_msg(tl_engine_create(c, &e) == TL_OK, "create: %s", tl_engine_last_error(NULL));
+    return e;
+}
+
+static void submit(tl_engine *e, tl_frame_kind kind, const uint16_t *px, uint32_t rows,
+                   uint32_t cols)
+{
+    tl_frame f = {.kind = kind, .dtype = TL_DTYPE_U16, .rows = rows, .cols = cols, .data = px};
+    ck_assert_msg(tl_engine_submit(e, &f) == TL_OK, "submit: %s", tl_engine_last_error(e));
+}
+
+/* The stored projection (filter none, one projection at angle 0): a row slice as wide as
+ * the detector puts output pixel j on bin j, weight pi. */
+static void stored(tl_engine *e, uint32_t rows, uint32_t cols, float *out)
+{
+    for (uint32_t r = 0; r < rows; r++) {
+        tl_slice_spec s;
+        tl_slice_spec_row(&s, r, 1, cols);
+        int id;
+        float *row = out + (size_t)r * cols;
+        ck_assert_int_eq(tl_engine_add_slice(e, &s, &id), TL_OK);
+        ck_assert_int_eq(tl_engine_reconstruct(e, &id, 1, &row, NULL), TL_OK);
+        ck_assert_int_eq(tl_engine_remove_slice(e, id), TL_OK);
+        for (uint32_t j = 0; j < cols; j++)
+            row[j] /= (float)M_PI;
+    }
+}
+
+/* ---- dezinger ----------------------------------------------------------------------------- */
+
+/* The 3 x 3 median at (r, c), the neighbourhood mirrored at the edges without repeating
+ * the edge pixel (types.h), written out independently of the engine. */
+static double median3x3(const uint16_t *img, int rows, int cols, int r, int c)
+{
+    double v[9];
+    int n = 0;
+    for (int dr = -1; dr <= 1; dr++)
+        for (int dc = -1; dc <= 1; dc++) {
+            int y = r + dr, x = c + dc;
+            y = y < 0 ? 1 : y >= rows ? rows - 2 : y;
+            x = x < 0 ? 1 : x >= cols ? cols - 2 : x;
+            v[n++] = img[y * cols + x];
+        }
+    for (int i = 1; i < 9; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[4];
+}
+
+/* A ramp with zingers at known pixels,
+ * corners and edges included, a dark outlier (not a zinger: left alone) and a bright
+ * pixel just under the threshold (left alone). */
+START_TEST(dezinger_known_pixels)
+{
+    enum { R = 9, C = 13, NZ = 5 };
+    const double threshold = 200;
+    uint16_t img[R * C];
+    for (uint32_t r = 0; r < R; r++)
+        for (uint32_t c = 0; c < C; c++)
+            img[r * C + c] = (uint16_t)(1000 + 7 * c + 3 * r);
+    const uint32_t zr[NZ] = {0, 4, 8, 2, 6}, zc[NZ] = {0, 6, 12, 12, 1};
+    for (int k = 0; k < NZ; k++)
+        img[zr[k] * C + zc[k]] += 900;
+    img[5 * C + 9] -= 600;                      /* dark outlier */
+    img[1 * C + 4] += (uint16_t)threshold - 20; /* under the threshold */
+    for (int p = 0; p < 2; p++) {
+        tl_engine_config c = config(R, C, p ? TL_PRECISION_F64 : TL_PRECISION_F32);
+        c.already_linear = true;
+        c.corr.dezinger = threshold;
+        tl_engine *e = make(&c);
+        submit(e, TL_FRAME_PROJ, img, R, C);
+        float out[R * C];
+        stored(e, R, C, out);
+        for (uint32_t r = 0; r < R; r++)
+            for (uint32_t col = 0; col < C; col++) {
+                bool zinger = false;
+                for (int k = 0; k < NZ; k++)
+                    zinger |= zr[k] == r && zc[k] == col;
+                double want = zinger ? median3x3(img, R, C, (int)r, (int)col) : img[r * C + col];
+                ck_assert_msg(fabs(out[r * C + col] - want) <= 1e-3, "(%u, %u): %g, want %g", r,
+                              col, out[r * C + col], want);
+            }
+        tl_engine_corr_state cs;
+        ck_assert_int_eq(tl_engine_corrections(e, &cs), TL_OK);
+        ck_assert_uint_eq(cs.dezinger_replaced, NZ);
+        ck_assert(cs.corr.dezinger == threshold);
+        tl_engine_destroy(e);
+    }
+}
+END_TEST
+
+/* ---- Paganin ------------------------------------------------------------------------------- */
+
+/* The analytic definition, independent of the engine's code: the transmission
+ * t = (I - D) / (F - D), padded by edge replication to powers of two at least
+ * n + ceil(pi lambda z / px^2) (the frame at ((P - n) / 2)), its 2-D DFT times
+ * H = 1 / (1 + pi lambda z (delta/beta) |f|^2), the inverse DFT, the frame's part,
+ * -log. Direct DFTs in double (the sizes are small). */
+static void paganin_reference(const double *t, uint32_t rows, uint32_t cols,
+                              const tl_corrections *k, double *p)
+{
+    double lambda = 1.239841984e-6 / (k->energy_kev * 1e3), px = k->pixel_um * 1e-6;
+    double reach = ceil(M_PI * lambda * k->distance_m / (px * px));
+    uint32_t PR = 1, PC = 1;
+    while (PR < rows + reach)
+        PR *= 2;
+    while (PC < cols + reach)
+        PC *= 2;
+    uint32_t top = (PR - rows) / 2, left = (PC - cols) / 2;
+    double *pad = malloc(sizeof(double) * PR * PC);
+    double complex *tmp = malloc(sizeof(double complex) * PR * PC);
+    double complex *spec = malloc(sizeof(double complex) * PR * PC);
+    for (uint32_t r = 0; r < PR; r++)
+        for (uint32_t c = 0; c < PC; c++) {
+            long sr = (long)r - top, sc = (long)c - left;
+            sr = sr < 0 ? 0 : sr >= (long)rows ? rows - 1 : sr;
+            sc = sc < 0 ? 0 : sc >= (long)cols ? cols - 1 : sc;
+            pad[r * PC + c] = t[sr * cols + sc];
+        }
+    /* forward: rows then columns */
+    for (uint32_t r = 0; r < PR; r++)
+        for (uint32_t kx = 0; kx < PC; kx++) {
+            double complex s = 0;
+            for (uint32_t c = 0; c < PC; c++)
+                s += pad[r * PC + c] * cexp(-2 * M_PI * I * (double)kx * c / PC);
+            tmp[r * PC + kx] = s;
+        }
+    for (uint32_t ky = 0; ky < PR; ky++)
+        for (uint32_t kx = 0; kx < PC; kx++) {
+            double complex s = 0;
+            for (uint32_t r = 0; r < PR; r++)
+                s += tmp[r * PC + kx] * cexp(-2 * M_PI * I * (double)ky * r / PR);
+            double fy = (ky <= PR / 2 ? (double)ky : (double)ky - PR) / (PR * px);
+            double fx = (kx <= PC / 2 ? (double)kx : (double)kx - PC) / (PC * px);
+            double H = 1 / (1 + M_PI * lambda * k->distance_m * k->delta_beta * (fx * fx + fy * fy));
+            spec[ky * PC + kx] = s * H;
+        }
+    /* inverse, only the frame's pixels */
+    for (uint32_t ky = 0; ky < PR; ky++)
+        for (uint32_t c = 0; c < cols; c++) {
+            double complex s = 0;
+            for (uint32_t kx = 0; kx < PC; kx++)
+                s += spec[ky * PC + kx] * cexp(2 * M_PI * I * (double)kx * (c + left) / PC);
+            tmp[ky * PC + c] = s;
+        }
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++) {
+            double complex s = 0;
+            for (uint32_t ky = 0; ky < PR; ky++)
+                s += tmp[ky * PC + c] * cexp(2 * M_PI * I * (double)ky * (r + top) / PR);
+            double v = creal(s) / ((double)PR * PC);
+            p[r * cols + c] = -log(v > 1e-6 ? v : 1e-6);
+        }
+    free(pad);
+    free(tmp);
+    free(spec);
+}
+
+/* A smooth object with a sharp edge (where phase contrast fringes would be). */
+static void paganin_frames(uint32_t rows, uint32_t cols, uint16_t *img, uint16_t *dark,
+                           uint16_t *flat)
+{
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++) {
+            double x = (c - cols / 2.0) / cols, y = (r - rows / 2.0) / rows;
+            double att = x * x + y * y < 0.12 ? 0.55 : 0.9 - 0.2 * x;
+            dark[r * cols + c] = (uint16_t)(100 + (r + c) % 3);
+            flat[r * cols + c] = (uint16_t)(4000 + 37 * ((r * 7 + c * 3) % 5));
+            img[r * cols + c] = (uint16_t)(100 + att * (flat[r * cols + c] - 100) +
+                                           (c == cols / 3 ? 300 : 0));
+        }
+}
+
+START_TEST(paganin_fourier_definition)
+{
+    enum { R = 12, C = 20 };
+    tl_corrections k = {.energy_kev = 20, .distance_m = 0.05, .pixel_um = 1, .delta_beta = 100};
+    uint16_t img[R * C], dark[R * C], flat[R * C];
+    paganin_frames(R, C, img, dark, flat);
+    double t[R * C], want[R * C];
+    for (int i = 0; i < R * C; i++)
+        t[i] = ((double)img[i] - dark[i]) / ((double)flat[i] - dark[i]);
+    paganin_reference(t, R, C, &k, want);
+
+    tl_engine_config c = config(R, C, TL_PRECISION_F64);
+    c.corr = k;
+    tl_engine *e = make(&c);
+    submit(e, TL_FRAME_DARK, dark, R, C);
+    submit(e, TL_FRAME_FLAT, flat, R, C);
+    submit(e, TL_FRAME_PROJ, img, R, C);
+    float got[R * C];
+    stored(e, R, C, got);
+    double err = tl_rel_l2_d(got, want, R * C);
+    ck_assert_msg(err <= 1e-5, "Paganin vs its Fourier definition: rel L2 %.3g", err);
+    /* the filter did something: the plain -log differs by far more */
+    double plain[R * C];
+    for (int i = 0; i < R * C; i++)
+        plain[i] = -log(t[i]);
+    ck_assert(tl_rel_l2_d(got, plain, R * C) > 1e-2);
+    tl_engine_destroy(e);
+
+    /* float32 mode within the preprocessing tolerance of the reference */
+    c.precision = TL_PRECISION_F32;
+    e = make(&c);
+    submit(e, TL_FRAME_DARK, dark, R, C);
+    submit(e, TL_FRAME_FLAT, flat, R, C);
+    submit(e, TL_FRAME_PROJ, img, R, C);
+    stored(e, R, C, got);
+    err = tl_rel_l2_d(got, want, R * C);
+    ck_assert_msg(err <= 1e-5, "float32 Paganin: rel L2 %.3g", err);
+    tl_engine_destroy(e);
+}
+END_TEST
+
+/* Dezinger then Paganin then the filter: the stages compose (the float64 result equals
+ * the reference of the dezingered frame). */
+START_TEST(corrections_compose)
+{
+    enum { R = 10, C = 16 };
+    tl_corrections k = {.dezinger = 2000, .energy_kev = 25, .distance_m = 0.1, .pixel_um = 2,
+                        .delta_beta = 50};
+    uint16_t img[R * C], dark[R * C], flat[R * C];
+    paganin_frames(R, C, img, dark, flat);
+    uint16_t zinged[R * C];
+    memcpy(zinged, img, sizeof img);
+    zinged[3 * C + 7] += 3000; /* inside the disk, away from the bright column */
+    tl_engine_config c = config(R, C, TL_PRECISION_F64);
+    c.corr = k;
+    tl_engine *a = make(&c);
+    c.corr.dezinger = 0;
+    tl_engine *b = make(&c);
+    submit(a, TL_FRAME_DARK, dark, R, C);
+    submit(a, TL_FRAME_FLAT, flat, R, C);
+    submit(b, TL_FRAME_DARK, dark, R, C);
+    submit(b, TL_FRAME_FLAT, flat, R, C);
+    submit(a, TL_FRAME_PROJ, zinged, R, C);
+    /* b sees what the dezinger should have made of the zinger: the median of its 3 x 3 */
+    uint16_t v[9], fixed[R * C];
+    memcpy(fixed, img, sizeof img);
+    int n = 0;
+    for (int dr = -1; dr <= 1; dr++)
+        for (int dc = -1; dc <= 1; dc++)
+            v[n++] = zinged[(3 + dr) * C + 7 + dc];
+    for (int i = 1; i < 9; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            uint16_t x = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = x;
+        }
+    fixed[3 * C + 7] = v[4];
+    submit(b, TL_FRAME_PROJ, fixed, R, C);
+    float ga[R * C], gb[R * C];
+    stored(a, R, C, ga);
+    stored(b, R, C, gb);
+    double err = tl_rel_l2(ga, gb, R * C);
+    ck_assert_msg(err <= 1e-12, "dezinger + Paganin vs Paganin of the repaired frame: %g", err);
+    tl_engine_corr_state cs;
+    ck_assert_int_eq(tl_engine_corrections(a, &cs), TL_OK);
+    ck_assert_uint_eq(cs.dezinger_replaced, 1);
+    tl_engine_destroy(a);
+    tl_engine_destroy(b);
+}
+END_TEST
+
+/* ---- bad parameters ------------------------------------------------------------------------ */
+
+static void refused(const tl_corrections *k, bool linear, tl_status want, const char *words)
+{
+    tl_engine_config c = config(8, 8, TL_PRECISION_F32);
+    c.corr = *k;
+    c.already_linear = linear;
+    tl_engine *e = NULL;
+    ck_assert_int_eq(tl_engine_create(&c, &e), want);
+    ck_assert_ptr_null(e);
+    ck_assert_msg(strstr(tl_engine_last_error(NULL), words), "message \"%s\" lacks \"%s\"",
+                  tl_engine_last_error(NULL), words);
+}
+
+START_TEST(bad_parameters)
+{
+    tl_corrections ok = {.energy_kev = 20, .distance_m = 0.1, .pixel_um = 1, .delta_beta = 100};
+    tl_corrections k = ok;
+    k.distance_m = -0.1;
+    refused(&k, false, TL_EINVAL, "distance (m) must be a positive number");
+    k = ok;
+    k.energy_kev = 0;
+    refused(&k, false, TL_EINVAL, "energy (keV) must be a positive number");
+    k = ok;
+    k.pixel_um = NAN;
+    refused(&k, false, TL_EINVAL, "pixel size");
+    k = (tl_corrections){.delta_beta = 100}; /* the rest missing */
+    refused(&k, false, TL_EINVAL, "energy");
+    refused(&ok, true, TL_EINVAL, "not already linear");
+    k = (tl_corrections){.dezinger = -1};
+    refused(&k, false, TL_EINVAL, "dezinger threshold");
+    k = ok;
+    k.distance_m = 1e6; /* the blur reaches beyond any padding */
+    refused(&k, false, TL_EINVAL, "Fresnel blur");
+    tl_engine_config c = config(8, 8, TL_PRECISION_F32);
+    c.corr.dezinger = 10;
+    c.ndevices = 2;
+    c.devices[0] = c.devices[1] = 0;
+    tl_engine *e = NULL;
+    ck_assert_int_eq(tl_engine_create(&c, &e), TL_EUNSUPPORTED);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("corrections");
+    TCase *t = tcase_create("core");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, dezinger_known_pixels);
+    tcase_add_test(t, paganin_fourier_definition);
+    tcase_add_test(t, corrections_compose);
+    tcase_add_test(t, bad_parameters);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    return tl_run_suite(suite(), false);
+}
