@@ -339,3 +339,9 @@ tl_status tl_engine_corrections(tl_engine *e, tl_engine_corr_state *out)
         return TL_OK;
     return e->ops->corr_counts(e->be, &out->dezinger_replaced);
 }
+
+tl_status tl_engine_stage_times(tl_engine *e, tl_stage_time *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    return e->ops->stage_times ? e->ops->stage_times(e->be, out, cap, n) : TL_OK;
+}

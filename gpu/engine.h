@@ -200,6 +200,12 @@ typedef struct {
     uint64_t dezinger_replaced; /* pixels replaced by the dezinger since creation */
 } tl_engine_corr_state;
 tl_status tl_engine_corrections(tl_engine *e, tl_engine_corr_state *out);
+/* Per-frame times of the correction stages (tl_stage_time, gpu/base/types.h) of frames
+ * done since the last call, oldest first; at most cap, *n of them. Never waits: a frame
+ * whose work is still queued on the GPU is reported by a later call. The backend keeps the
+ * last TL_STAGE_RING (64) frames' times; older unread ones are dropped (they are samples:
+ * read them every few frames). */
+tl_status tl_engine_stage_times(tl_engine *e, tl_stage_time *out, size_t cap, size_t *n);
 
 /* Indices of the window that are not held, ascending; writes at most cap, returns the count
  * of missing indices (which may exceed cap). */

@@ -118,7 +118,13 @@ typedef struct tl_backend_ops {
      * corrections: the engine refuses them there. */
     tl_status (*set_phase)(void *state, const tl_phase_filter *f);
     tl_status (*corr_counts)(void *state, uint64_t *replaced);
+    /* Times of the correction stages of frames whose work has completed since the last
+     * call, oldest first, at most cap (*n of them); never waits. */
+    tl_status (*stage_times)(void *state, tl_stage_time *out, size_t cap, size_t *n);
 } tl_backend_ops;
+
+/* Frames whose stage times a backend keeps until they are read (stage_times). */
+#define TL_STAGE_RING 64
 
 #define TL_BACKEND_FENCES 64 /* frames whose work may be outstanding at once */
 #define TL_ACC_BATCH 8       /* projections of one incremental update (acc_update, add) */

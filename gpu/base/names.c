@@ -84,3 +84,9 @@ bool tl_quality_parse(const char *name, tl_quality *out)
         }
     return false;
 }
+
+const char *tl_stage_name(tl_stage s)
+{
+    static const char *const names[TL_STAGE_COUNT] = {"dezinger", "paganin"};
+    return (unsigned)s < TL_STAGE_COUNT ? names[s] : "?";
+}

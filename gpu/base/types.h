@@ -84,6 +84,15 @@ typedef enum { TL_PRECISION_F32 = 0, TL_PRECISION_F64 } tl_precision;
  *             in keV, distance sample–detector in metres, pixel size in micrometres, all
  *             > 0; applied to the flat-field-corrected transmission, with tomopy's edge
  *             padding to a power of two (gpu/method/paganin.h). Not with already_linear. */
+/* The correction stages, each timed per frame (tl_engine_stage_times): on the GPU by CUDA
+ * events around its kernels (and FFTs), on the CPU by the monotonic clock. */
+typedef enum { TL_STAGE_DEZINGER = 0, TL_STAGE_PAGANIN, TL_STAGE_COUNT } tl_stage;
+const char *tl_stage_name(tl_stage s); /* "dezinger", "paganin" */
+typedef struct {
+    tl_stage stage;
+    double seconds;
+} tl_stage_time;
+
 #define TL_MIRROR_BELOW(i, n) ((i) > 0 ? (i) - 1 : (n) > 1 ? 1u : 0u)
 #define TL_MIRROR_ABOVE(i, n) ((i) + 1 < (n) ? (i) + 1 : (n) > 1 ? (n) - 2 : 0u)
 typedef struct {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/base/clock.h"
 #include "gpu/cpu/cpu_state.h"
 
 static bool dezinger_on(const tl_engine_config *c)
@@ -178,20 +179,45 @@ static void finish_job(void *ctx, size_t r, int thread)
         tl_cpu_finish_row_f32(j->s, in, j->correct, j->slot, (uint32_t)r, thread);
 }
 
+tl_status tl_cpu_stage_times(void *state, tl_stage_time *out, size_t cap, size_t *n)
+{
+    tl_cpu_state *s = state;
+    *n = 0;
+    if (s->stage_written - s->stage_read > TL_STAGE_RING) /* the oldest were overwritten */
+        s->stage_read = s->stage_written - TL_STAGE_RING;
+    for (; s->stage_read < s->stage_written; s->stage_read++) {
+        unsigned k = (unsigned)(s->stage_read % TL_STAGE_RING);
+        for (int st = 0; st < TL_STAGE_COUNT; st++)
+            if (s->stage_mask[k] >> st & 1) {
+                if (*n == cap)
+                    return TL_OK; /* this frame's remaining stages come next time */
+                out[(*n)++] = (tl_stage_time){(tl_stage)st, s->stage_s[k][st]};
+                s->stage_mask[k] &= ~(1u << st);
+            }
+    }
+    return TL_OK;
+}
+
 tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot)
 {
     double npix = (double)s->rows * s->cols;
+    unsigned ring = (unsigned)(s->stage_written % TL_STAGE_RING);
+    s->stage_mask[ring] = 0;
     corr_ctx j = {.s = s, .f = f, .slot = slot, .in = s->frame[0], .in_pitch = s->cols,
                   .correct = true};
     tl_cpu_run_jobs(s, s->rows, npix, convert_job, &j);
     if (dezinger_on(&s->cfg)) {
+        uint64_t t0 = tl_clock_ns();
         memset(s->replaced, 0, (size_t)s->nthreads * sizeof *s->replaced);
         tl_cpu_run_jobs(s, s->rows, npix * 20, dezinger_job, &j);
         for (int t = 0; t < s->nthreads; t++)
             s->replaced_sum += s->replaced[t];
         j.in = s->frame[1];
+        s->stage_s[ring][TL_STAGE_DEZINGER] = (tl_clock_ns() - t0) * 1e-9;
+        s->stage_mask[ring] |= 1u << TL_STAGE_DEZINGER;
     }
     if (s->phase_on) {
+        uint64_t t0 = tl_clock_ns();
         const tl_phase_filter *ph = &s->phase;
         tl_cpu_run_jobs(s, s->rows, npix, flat_job, &j);
         tl_cpu_run_jobs(s, ph->prow, (double)ph->prow * ph->pcol, pad_job, &j);
@@ -202,7 +228,10 @@ tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot)
         j.in = (const char *)s->phase_buf + ((size_t)ph->top * ph->pcol + ph->left) * s->real_size;
         j.in_pitch = ph->pcol;
         j.correct = false;
+        s->stage_s[ring][TL_STAGE_PAGANIN] = (tl_clock_ns() - t0) * 1e-9;
+        s->stage_mask[ring] |= 1u << TL_STAGE_PAGANIN;
     }
     tl_cpu_run_jobs(s, s->rows, npix * 8, finish_job, &j);
+    s->stage_written++;
     return TL_OK;
 }

@@ -551,4 +551,5 @@ const tl_backend_ops tl_cpu_backend = {
     .hw_rates = NULL, /* the micro-benchmarks are of GPU units */
     .set_phase = tl_cpu_set_phase,
     .corr_counts = tl_cpu_corr_counts,
+    .stage_times = tl_cpu_stage_times,
 };

@@ -60,6 +60,11 @@ typedef struct {
     void *phase_resp;      /* real[prow * (pcol/2 + 1)]: H / (prow pcol) */
     fftwf_plan phase_r2c_f, phase_c2r_f;
     fftw_plan phase_r2c_d, phase_c2r_d;
+    /* stage times of the last frames (tl_engine_stage_times): frame k in slot
+     * k % TL_STAGE_RING, frames [stage_read, stage_written) not read yet */
+    double stage_s[TL_STAGE_RING][TL_STAGE_COUNT];
+    unsigned stage_mask[TL_STAGE_RING]; /* bit s: stage s ran */
+    uint64_t stage_read, stage_written;
 
     size_t mem; /* bytes allocated */
     char device_name[64];
@@ -106,6 +111,7 @@ size_t tl_cpu_corr_estimate(const tl_engine_config *c);
 tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot);
 tl_status tl_cpu_set_phase(void *state, const tl_phase_filter *f);
 tl_status tl_cpu_corr_counts(void *state, uint64_t *replaced);
+tl_status tl_cpu_stage_times(void *state, tl_stage_time *out, size_t cap, size_t *n);
 /* run_jobs of cpu_backend.c: fn(ctx, j, thread) for j < njobs, on the pool when `work`
  * (operations, roughly) is worth waking it */
 void tl_cpu_run_jobs(tl_cpu_state *s, size_t njobs, double work, tl_pool_fn fn, void *ctx);

@@ -8,6 +8,7 @@ CUDA_SOURCES = \
 	gpu/cuda/preprocess.cu \
 	gpu/cuda/dezinger.cu \
 	gpu/cuda/paganin.cu \
+	gpu/cuda/stages.cu \
 	gpu/cuda/filter.cu \
 	gpu/cuda/backproject.cu \
 	gpu/cuda/bp_texture.cu \

@@ -278,6 +278,7 @@ static void cuda_destroy(void *state)
     tl_cuda_tex_destroy(s);
     tl_cuda_fft_destroy(s);
     tl_cuda_phase_destroy(s);
+    tl_cuda_stages_destroy(s);
     tl_cuda_acc_destroy(s);
     void *dev[] = {s->window,  s->sum[0], s->sum[1],   s->avg[0],  s->avg[1],   s->gain,   s->raw,
                    s->pad,     s->spec,   s->response, s->d_par,   s->d_slot,   s->d_texy, s->out,
@@ -378,6 +379,7 @@ static tl_status create_corrections(tl_cuda_state *s)
                              "dezinger counter"));
         TL_CUDA(s->eb, cudaMemsetAsync(s->d_replaced, 0, sizeof *s->d_replaced, s->stream));
     }
+    TL_TRY(tl_cuda_stages_create(s));
     return tl_cuda_phase_create(s);
 }
 
@@ -615,4 +617,5 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_flush,       /* flush (store.cu) */
     tl_cuda_op_set_phase,   /* set_phase (paganin.cu) */
     tl_cuda_op_corr_counts, /* corr_counts (dezinger.cu) */
+    tl_cuda_op_stage_times, /* stage_times (stages.cu) */
 };

@@ -235,6 +235,12 @@ typedef struct {
     void *phase_work;
     cufftHandle phase_r2c, phase_c2r;
     int phase_plans; /* made so far (destroy) */
+    /* stage timing (stages.cu): frame k's events in ring entry k % TL_STAGE_RING, a start
+     * and an end event per stage; frames [stage_read, stage_written) not read yet */
+    cudaEvent_t stage_ev[TL_STAGE_RING][TL_STAGE_COUNT][2];
+    int stage_events; /* created so far (destroy) */
+    unsigned stage_mask[TL_STAGE_RING]; /* bit s: stage s was recorded */
+    uint64_t stage_read, stage_written;
 
     /* accumulators of tracked slices (accumulate.cu), indexed by engine slice id: the sum
      * in double, and the float buffer each read-out converts it into before the copy out */
@@ -305,6 +311,15 @@ tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, b
 /* dezinger.cu: frame counts in -> out, replaced pixels counted in d_replaced */
 tl_status tl_cuda_dezinger(tl_cuda_state *s, const float *in, float *out);
 tl_status tl_cuda_op_corr_counts(void *state, uint64_t *replaced);
+
+/* stages.cu: per-frame timing of the correction stages */
+tl_status tl_cuda_stages_create(tl_cuda_state *s);
+void tl_cuda_stages_destroy(tl_cuda_state *s);
+/* Records the start (end false) or end of stage st of the frame being stored. */
+tl_status tl_cuda_stage_mark(tl_cuda_state *s, tl_stage st, bool end);
+/* After a frame's stages are enqueued: the next frame gets the next ring entry. */
+void tl_cuda_stage_next(tl_cuda_state *s);
+tl_status tl_cuda_op_stage_times(void *state, tl_stage_time *out, size_t cap, size_t *n);
 
 /* paganin.cu */
 tl_status tl_cuda_phase_work_estimate(const tl_phase_filter *f, size_t *bytes);

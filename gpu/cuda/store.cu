@@ -150,15 +150,24 @@ static tl_status correct_into(tl_cuda_state *s, const char *src, size_t pitch, t
     const float *cur = s->frame[0];
     TL_TRY(tl_cuda_convert(s, src, pitch, dt, s->frame[0]));
     if (s->d_replaced) {
+        TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_DEZINGER, false));
         TL_TRY(tl_cuda_dezinger(s, s->frame[0], s->frame[1]));
+        TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_DEZINGER, true));
         cur = s->frame[1];
     }
-    if (!s->phase_buf)
-        return tl_cuda_correct(s, cur, s->cols, true, log, dst, dst_stride);
+    if (!s->phase_buf) {
+        TL_TRY(tl_cuda_correct(s, cur, s->cols, true, log, dst, dst_stride));
+        tl_cuda_stage_next(s);
+        return TL_OK;
+    }
     float *frame = tl_cuda_phase_frame(s);
+    TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_PAGANIN, false));
     TL_TRY(tl_cuda_correct(s, cur, s->cols, true, false, frame, s->phase.pcol));
     TL_TRY(tl_cuda_phase(s));
-    return tl_cuda_correct(s, frame, s->phase.pcol, false, log, dst, dst_stride);
+    TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_PAGANIN, true));
+    TL_TRY(tl_cuda_correct(s, frame, s->phase.pcol, false, log, dst, dst_stride));
+    tl_cuda_stage_next(s);
+    return TL_OK;
 }
 
 tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst,

@@ -192,6 +192,19 @@ START_TEST(all_on_batched_slice)
     ck_assert_int_eq(tl_engine_corrections(g, &cg), TL_OK);
     ck_assert_int_eq(tl_engine_corrections(ref, &cr), TL_OK);
     ck_assert_uint_eq(cg.dezinger_replaced, cr.dezinger_replaced);
+    /* the reconstruction waited for every frame: all 24 frames' two stages are timed */
+    tl_stage_time t[2 * N + 1];
+    size_t nt = 0, per[TL_STAGE_COUNT] = {0};
+    ck_assert_int_eq(tl_engine_stage_times(g, t, 2 * N + 1, &nt), TL_OK);
+    for (size_t i = 0; i < nt; i++) {
+        per[t[i].stage]++;
+        ck_assert(t[i].seconds > 0 && t[i].seconds < 1);
+    }
+    printf("  stage times: %zu dezinger, %zu paganin (first %.3g ms, %.3g ms)\n",
+           per[TL_STAGE_DEZINGER], per[TL_STAGE_PAGANIN], nt ? t[0].seconds * 1e3 : 0,
+           nt > 1 ? t[1].seconds * 1e3 : 0);
+    ck_assert_uint_eq(per[TL_STAGE_DEZINGER], N);
+    ck_assert_uint_eq(per[TL_STAGE_PAGANIN], N);
     tl_engine_destroy(g);
     tl_engine_destroy(ref);
     free(img);

@@ -290,6 +290,20 @@ START_TEST(corrections_compose)
     tl_engine_corr_state cs;
     ck_assert_int_eq(tl_engine_corrections(a, &cs), TL_OK);
     ck_assert_uint_eq(cs.dezinger_replaced, 1);
+    /* each stage timed once for a's frame; b ran Paganin only */
+    tl_stage_time t[8];
+    size_t nt = 0;
+    ck_assert_int_eq(tl_engine_stage_times(a, t, 8, &nt), TL_OK);
+    ck_assert_uint_eq(nt, 2);
+    ck_assert_int_eq(t[0].stage, TL_STAGE_DEZINGER);
+    ck_assert_int_eq(t[1].stage, TL_STAGE_PAGANIN);
+    ck_assert(t[0].seconds >= 0 && t[1].seconds > 0);
+    ck_assert_str_eq(tl_stage_name(TL_STAGE_PAGANIN), "paganin");
+    ck_assert_int_eq(tl_engine_stage_times(a, t, 8, &nt), TL_OK);
+    ck_assert_uint_eq(nt, 0); /* read once */
+    ck_assert_int_eq(tl_engine_stage_times(b, t, 1, &nt), TL_OK);
+    ck_assert_uint_eq(nt, 1);
+    ck_assert_int_eq(t[0].stage, TL_STAGE_PAGANIN);
     tl_engine_destroy(a);
     tl_engine_destroy(b);
 }
