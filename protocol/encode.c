@@ -77,7 +77,7 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
     size_t n = 7 + (m->darks != 0) + (m->flats != 0) + (m->first_index != 0) + m->has_center +
                2 * m->has_angles + (m->filter.len != 0) + m->already_linear +
-               (m->release.len != 0);
+               (m->release.len != 0) + (m->dezinger != 0) + m->has_paganin;
     P(envelope(&pk, n, TL_MSG_SCAN));
     P(tl_proto_pack_kv_u64(&pk, "series", m->series));
     P(tl_proto_pack_kv_str(&pk, "geometry", tl_proto_geometry_name(m->geometry)));
@@ -105,6 +105,14 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
     if (m->release.len) {
         P(tl_proto_pack_cstr(&pk, "release"));
         P(pack_pstr(&pk, m->release));
+    }
+    if (m->dezinger != 0)
+        P(tl_proto_pack_kv_double(&pk, "dezinger", m->dezinger));
+    if (m->has_paganin) {
+        P(tl_proto_pack_cstr(&pk, "paganin"));
+        P(msgpack_pack_array(&pk, 4));
+        for (int i = 0; i < 4; i++)
+            P(msgpack_pack_float(&pk, m->paganin[i]));
     }
     return 0;
 }

@@ -113,3 +113,9 @@ TESTS += tests/integration/check_tune_daemon
 tests_integration_check_tune_daemon_SOURCES = tests/integration/check_tune_daemon.c
 tests_integration_check_tune_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 tests_integration_check_tune_daemon_LDADD = $(FIXTURE_LIBS) $(TEST_LIBS)
+# per-frame corrections through the daemon: scan keys, status, latency histograms
+check_PROGRAMS += tests/integration/check_corrections_daemon
+TESTS += tests/integration/check_corrections_daemon
+tests_integration_check_corrections_daemon_SOURCES = tests/integration/check_corrections_daemon.c
+tests_integration_check_corrections_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_corrections_daemon_LDADD = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)

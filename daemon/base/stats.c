@@ -23,6 +23,8 @@ const char *tl_latency_name(tl_latency l)
         "frame_to_publish",
         "acquisition_to_publish",
         "acquisition_to_receive",
+        "dezinger",
+        "paganin",
     };
     return (unsigned)l < TL_LAT_COUNT ? names[l] : "?";
 }

@@ -100,6 +100,20 @@ int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen)
     return 0;
 }
 
+/* The correction stages of the frames the engine has finished since the last call, into
+ * their latency histograms (never waits; the engine keeps the last 64 frames' times). */
+static void record_stage_times(tl_daemon *d, tl_engine *e)
+{
+    static const tl_latency lat[TL_STAGE_COUNT] = {[TL_STAGE_DEZINGER] = TL_LAT_DEZINGER,
+                                                   [TL_STAGE_PAGANIN] = TL_LAT_PAGANIN};
+    tl_stage_time t[2 * TL_STAGE_COUNT];
+    size_t n = 0;
+    if (tl_engine_stage_times(e, t, sizeof t / sizeof *t, &n) != TL_OK)
+        return; /* a failing device shows in the frames' own errors */
+    for (size_t i = 0; i < n; i++)
+        tl_hist_add(&d->stats.latency[lat[t[i].stage]], t[i].seconds);
+}
+
 static void open_scan(tl_daemon *d, tl_item *it)
 {
     tl_scan *s = &d->scan;
@@ -142,6 +156,14 @@ static void open_scan(tl_daemon *d, tl_item *it)
     }
     if (m->geometry == TL_PROTO_CONE)
         ec.geometry = TL_GEOMETRY_CONE; /* the engine refuses it with its own message */
+    /* per-frame corrections: the engine checks the values and names a bad one */
+    ec.corr.dezinger = m->dezinger;
+    if (m->has_paganin)
+        ec.corr = (tl_corrections){.dezinger = m->dezinger,
+                                   .energy_kev = m->paganin[0],
+                                   .distance_m = m->paganin[1],
+                                   .pixel_um = m->paganin[2],
+                                   .delta_beta = m->paganin[3]};
 
     /* The old scan goes first: its window may hold the memory the new one needs. */
     tl_scan_close(d);
@@ -276,6 +298,7 @@ static void submit_frame(tl_daemon *d, tl_item *it, const void *data, bool pinne
     uint64_t t0 = tl_clock_ns();
     tl_status st = tl_engine_submit(s->engine, &fr);
     tl_hist_add(&d->stats.latency[TL_LAT_SUBMIT], (tl_clock_ns() - t0) / 1e9);
+    record_stage_times(d, s->engine);
     if (st != TL_OK) {
         tl_reject why = st == TL_ESTALE       ? TL_REJ_STALE
                         : st == TL_EDUPLICATE ? TL_REJ_DUPLICATE

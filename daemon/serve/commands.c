@@ -564,6 +564,28 @@ static void cmd_tune(request *r)
 
 /* ---- status ------------------------------------------------------------------------------- */
 
+/* "corrections": {dezinger, dezinger_replaced, paganin: [energy keV, distance m, pixel um,
+ * delta/beta] or nil} (ARCHITECTURE.md §3.11). */
+static void pack_corrections(tl_engine *e, msgpack_packer *pk)
+{
+    tl_engine_corr_state cs;
+    (void)tl_engine_corrections(e, &cs); /* never fails: it reads a counter */
+    pack_key(pk, "corrections");
+    msgpack_pack_map(pk, 3);
+    tl_proto_pack_kv_double(pk, "dezinger", cs.corr.dezinger);
+    tl_proto_pack_kv_u64(pk, "dezinger_replaced", cs.dezinger_replaced);
+    pack_key(pk, "paganin");
+    if (cs.corr.delta_beta <= 0) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    const double p[4] = {cs.corr.energy_kev, cs.corr.distance_m, cs.corr.pixel_um,
+                         cs.corr.delta_beta};
+    msgpack_pack_array(pk, 4);
+    for (int i = 0; i < 4; i++)
+        msgpack_pack_double(pk, p[i]);
+}
+
 static void pack_scan(tl_daemon *d, msgpack_packer *pk)
 {
     tl_scan *s = &d->scan;
@@ -573,7 +595,7 @@ static void pack_scan(tl_daemon *d, msgpack_packer *pk)
     }
     tl_engine_state st;
     tl_engine_get_state(s->engine, &st);
-    msgpack_pack_map(pk, 19);
+    msgpack_pack_map(pk, 20);
     tl_proto_pack_kv_u64(pk, "series", s->series);
     pack_key(pk, "shape");
     pack_dims(pk, s->msg.rows, s->msg.cols);
@@ -593,6 +615,7 @@ static void pack_scan(tl_daemon *d, msgpack_packer *pk)
     tl_proto_pack_kv_u64(pk, "memory_bytes", st.memory_bytes);
     tl_proto_pack_kv_double(pk, "center", st.center);
     tl_proto_pack_kv_str(pk, "filter", tl_filter_name(st.filter));
+    pack_corrections(s->engine, pk);
     pack_key(pk, "detector"); /* what a detector said it did to the frames (DECTRIS start) */
     if (!s->detector.told) {
         msgpack_pack_nil(pk);
