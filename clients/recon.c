@@ -25,6 +25,7 @@
 #include "clients/angles.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
+#include "clients/corr_opts.h"
 #include "clients/hdf5.h"
 #include "clients/tiff.h"
 #include "gpu/engine.h"
@@ -35,6 +36,7 @@ typedef struct {
     const char *input, *darks, *flats, *angles_deg, *angles_file, *output;
     const char *filter, *rows, *backend, *center, *size, *window, *indices;
     bool already_linear, verbose;
+    const char *dezinger, *paganin; /* per-frame corrections (corr_opts.h) */
 } options;
 
 static const char usage_text[] =
@@ -42,7 +44,8 @@ static const char usage_text[] =
     "                      (--angles-deg START:STOP:COUNT | --angles FILE)\n"
     "                      [--center C] [--filter NAME] [--rows A:B] [--already-linear]\n"
     "                      [--backend cpu|cuda|auto] [--size N] [--window N]\n"
-    "                      [--indices FILE] [-v] --output OUT.tif\n"
+    "                      [--indices FILE] [--dezinger T] [--paganin E,D,P,R]\n"
+    "                      [-v] --output OUT.tif\n"
     "\n"
     "Reconstructs horizontal slices from a multi-page TIFF of projections (one page per\n"
     "projection; uint8/16/32 or float32) by filtered back projection, or from an HDF5\n"
@@ -73,6 +76,9 @@ static const char usage_text[] =
     "                        0 .. pages-1); all within N of the largest. The angles are then\n"
     "                        one per page, or one per frame index (e.g. --angles-deg\n"
     "                        0:180:N, the whole scan's schedule)\n"
+    TL_CORR_OPTS_HELP
+    "                        (with a correction the engine takes whole frames: --rows\n"
+    "                        then only selects the slices)\n"
     "  -o, --output FILE     float32 TIFF, one page per row\n"
     "  -v, --verbose         say which backend and kernel ran\n"
     "\n"
@@ -191,9 +197,9 @@ static int submit_stack(feeder *fd, stack *r, tl_frame_kind kind, const double *
     return 0;
 }
 
-/* Reconstructs rows row0 .. row0+nrows-1 (engine z = 0 .. nrows-1) into the writer. */
-static int reconstruct_rows(tl_engine *e, uint32_t nrows, uint32_t n, tl_tiff_writer *w,
-                            bool progress, bool verbose)
+/* Reconstructs engine rows z = zfirst .. zfirst+nrows-1 into the writer. */
+static int reconstruct_rows(tl_engine *e, uint32_t zfirst, uint32_t nrows, uint32_t n,
+                            tl_tiff_writer *w, bool progress, bool verbose)
 {
     /* batches of about 256 MiB of slices */
     size_t per = (size_t)n * n * sizeof(float);
@@ -214,7 +220,7 @@ static int reconstruct_rows(tl_engine *e, uint32_t nrows, uint32_t n, tl_tiff_wr
         tl_status st = TL_OK;
         for (; added < m && st == TL_OK; added++) {
             tl_slice_spec s;
-            tl_slice_spec_row(&s, (double)(z0 + added), n, n);
+            tl_slice_spec_row(&s, (double)(zfirst + z0 + added), n, n);
             st = tl_engine_add_slice(e, &s, &ids[added]);
         }
         if (st != TL_OK) {
@@ -263,7 +269,9 @@ static int parse_options(int argc, char **argv, options *o)
         O_BACKEND,
         O_SIZE,
         O_WINDOW,
-        O_INDICES
+        O_INDICES,
+        O_DEZINGER,
+        O_PAGANIN
     };
     static const struct option longopts[] = {
         {"input", required_argument, NULL, 'i'},
@@ -279,6 +287,8 @@ static int parse_options(int argc, char **argv, options *o)
         {"size", required_argument, NULL, O_SIZE},
         {"window", required_argument, NULL, O_WINDOW},
         {"indices", required_argument, NULL, O_INDICES},
+        {"dezinger", required_argument, NULL, O_DEZINGER},
+        {"paganin", required_argument, NULL, O_PAGANIN},
         {"output", required_argument, NULL, 'o'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -306,6 +316,8 @@ static int parse_options(int argc, char **argv, options *o)
             case O_SIZE: o->size = optarg; break;
             case O_WINDOW: o->window = optarg; break;
             case O_INDICES: o->indices = optarg; break;
+            case O_DEZINGER: o->dezinger = optarg; break;
+            case O_PAGANIN: o->paganin = optarg; break;
             default:
                 fprintf(stderr, ME ": %s '%s' (see tomolive recon --help)\n",
                         c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
@@ -414,6 +426,12 @@ static int run(const options *o, resources *R)
 
     uint32_t nangles = 0, nindices = 0;
     char err[512];
+    tl_corrections corr = {0};
+    if ((o->dezinger && !tl_corr_opt_dezinger(o->dezinger, &corr, err, sizeof err)) ||
+        (o->paganin && !tl_corr_opt_paganin(o->paganin, &corr, err, sizeof err)))
+        return fail("%s", err);
+    /* corrections see neighbouring rows (dezinger) or the whole frame (Paganin) */
+    bool whole_frames = corr.dezinger > 0 || corr.delta_beta > 0;
     if (o->angles_deg && !tl_angles_parse_deg(o->angles_deg, 0, &R->angles, &nangles))
         return fail("bad --angles-deg '%s': need START:STOP:COUNT in degrees, COUNT >= 1",
                     o->angles_deg);
@@ -510,8 +528,10 @@ static int run(const options *o, resources *R)
         return fail("%s", err);
     R->writing = true;
 
+    uint32_t erow0 = whole_frames ? 0 : row0, erows = whole_frames ? P->rows : row1 - row0;
     tl_engine_config c;
-    tl_engine_config_init(&c, row1 - row0, P->cols, nwin);
+    tl_engine_config_init(&c, erows, P->cols, nwin);
+    c.corr = corr;
     c.backend = backend;
     c.dtype = dtype;
     c.center = o->center ? center : (P->cols - 1) / 2.0;
@@ -534,14 +554,15 @@ static int run(const options *o, resources *R)
                 tl_filter_name(filter), c.center);
     }
 
-    feeder fd = {R->engine, dtype,   row0,    row1 - row0,
+    feeder fd = {R->engine, dtype,   erow0,   erows,
                  P->cols,   R->page, R->conv, isatty(STDERR_FILENO) == 1};
     if ((have_darks && submit_stack(&fd, &R->darks, TL_FRAME_DARK, NULL, NULL, "dark")) ||
         (have_flats && submit_stack(&fd, &R->flats, TL_FRAME_FLAT, NULL, NULL, "flat")) ||
         submit_stack(&fd, &R->proj, TL_FRAME_PROJ, R->angles, R->indices, "projection"))
         return 1;
 
-    if (reconstruct_rows(R->engine, row1 - row0, n, &R->out, fd.progress, o->verbose))
+    if (reconstruct_rows(R->engine, row0 - erow0, row1 - row0, n, &R->out, fd.progress,
+                         o->verbose))
         return 1;
     if (tl_tiff_finish(&R->out, err, sizeof err) != 0)
         return fail("%s", err); /* still "writing": the caller removes the broken file */

@@ -53,6 +53,7 @@
 
 #include "clients/cli.h"
 #include "clients/commands.h"
+#include "clients/corr_opts.h"
 #include "clients/push_ipc.h"
 #include "protocol/protocol.h"
 #include "protocol/pixels.h"
@@ -94,6 +95,7 @@ typedef struct {
     uint32_t ring;       /* --cuda-ipc: slots */
     const char *gpus;    /* --gpus: the daemon's daemon.gpus, or NULL */
     bool prefilled;      /* --cuda-ipc --prefilled: slots written once, lent as they are */
+    tl_corrections corr; /* --dezinger, --paganin: the scan's per-frame corrections */
 } options;
 
 /* One timed slice: its latency, and where it went, from the slice header's times (ms).
@@ -346,7 +348,9 @@ static void print_stages(void *ctl, tl_proto_decoder *dec, bool incremental)
                                         "submit",
                                         "reconstruct",
                                         "frame_to_publish",
-                                        "acquisition_to_publish"};
+                                        "acquisition_to_publish",
+                                        "dezinger",
+                                        "paganin"};
     zmq_msg_t parts[4];
     tl_proto_msg m;
     tl_proto_error err;
@@ -357,7 +361,9 @@ static void print_stages(void *ctl, tl_proto_decoder *dec, bool incremental)
     for (size_t i = 0; lat && i < sizeof stage / sizeof *stage; i++) {
         const msgpack_object *h = tl_proto_map_get(lat, stage[i]);
         double p50, p99, max;
-        if (h && tl_proto_get_double(h, "p50", true, &p50, &err) == TL_PROTO_OK &&
+        uint64_t count = 1;
+        if (h && tl_proto_get_u64(h, "count", false, &count, &err) == TL_PROTO_OK && count &&
+            tl_proto_get_double(h, "p50", true, &p50, &err) == TL_PROTO_OK &&
             tl_proto_get_double(h, "p99", true, &p99, &err) == TL_PROTO_OK &&
             tl_proto_get_double(h, "max", true, &max, &err) == TL_PROTO_OK)
             printf("%-11s | daemon stage %-22s p50 %8.3f  p99 %8.3f  max %8.3f ms\n",
@@ -1006,7 +1012,11 @@ static int run_mode(const options *o, bool incremental)
                           .rows = o->rows,
                           .cols = o->cols,
                           .dtype = TL_PROTO_U16,
-                          .window = o->window};
+                          .window = o->window,
+                          .dezinger = o->corr.dezinger,
+                          .has_paganin = o->corr.delta_beta > 0,
+                          .paganin = {(float)o->corr.energy_kev, (float)o->corr.distance_m,
+                                      (float)o->corr.pixel_um, (float)o->corr.delta_beta}};
     if (r.ring) /* where the daemon hands the ring's slots back */
         scan.release =
             (tl_proto_str){tl_push_ipc_endpoint(r.ring), strlen(tl_push_ipc_endpoint(r.ring))};
@@ -1104,7 +1114,7 @@ static const char usage_text[] =
     "                      [--port P] [--delivery tcp|shm] [--daemon PATH]\n"
     "                      [--slices N] [--encoding f32|f16|q16] [--lz4]\n"
     "                      [--cuda-ipc [--device N] [--ring SLOTS] [--prefilled]]\n"
-    "                      [--gpus LIST]\n"
+    "                      [--gpus LIST] [--dezinger T] [--paganin E,D,P,R]\n"
     "\n"
     "Starts tomolived (ingest.overflow = drop) on 127.0.0.1 ports P, P+1, P+2 (default\n"
     "57600), defines a row slice and three ortho-slices, subscribes to them, and pushes\n"
@@ -1142,7 +1152,10 @@ static const char usage_text[] =
     "with --cuda-ipc). Every band carries the frame's t_acq, its slot of the schedule.\n"
     "Sent, lost and late count frames (late: the send of one of its bands blocked for more\n"
     "than a frame period); dropped counts the frames the daemon dropped because their\n"
-    "bands did not all get in (status.frames.rejected.incomplete).\n";
+    "bands did not all get in (status.frames.rejected.incomplete).\n"
+    "--dezinger T, --paganin E,D,P,R: the scan asks for these per-frame corrections\n"
+    "(ARCHITECTURE.md 3.11; as tomolive recon); each correction's own time per frame is\n"
+    "printed with the daemon's stages. Compare with a run without them for their cost.\n";
 
 int tl_cmd_stream_bench(int argc, char **argv)
 {
@@ -1198,7 +1211,9 @@ int tl_cmd_stream_bench(int argc, char **argv)
         O_REPEAT,
         O_SLICES,
         O_ENCODING,
-        O_LZ4
+        O_LZ4,
+        O_DEZINGER,
+        O_PAGANIN
     };
     static const struct option opts[] = {{"stream", no_argument, NULL, O_STREAM},
                                          {"backend", required_argument, NULL, O_BACKEND},
@@ -1225,6 +1240,8 @@ int tl_cmd_stream_bench(int argc, char **argv)
                                          {"slices", required_argument, NULL, O_SLICES},
                                          {"encoding", required_argument, NULL, O_ENCODING},
                                          {"lz4", no_argument, NULL, O_LZ4},
+                                         {"dezinger", required_argument, NULL, O_DEZINGER},
+                                         {"paganin", required_argument, NULL, O_PAGANIN},
                                          {NULL, 0, NULL, 0}};
     bool device_or_ring = false, has_bands = false;
     long v;
@@ -1296,6 +1313,14 @@ int tl_cmd_stream_bench(int argc, char **argv)
                     return fail(2, "bad --encoding '%s': f32, f16 or q16", optarg);
                 break;
             case O_LZ4: o.lz4 = true; break;
+            case O_DEZINGER:
+            case O_PAGANIN: {
+                char why[256];
+                if (!(c == O_DEZINGER ? tl_corr_opt_dezinger : tl_corr_opt_paganin)(
+                        optarg, &o.corr, why, sizeof why))
+                    return fail(2, "%s", why);
+                break;
+            }
             case 'h': fputs(usage_text, stdout); return 0;
             default: fputs(usage_text, stderr); return 2;
         }

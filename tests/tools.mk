@@ -14,3 +14,9 @@ tests_unit_check_images_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 tests_integration_check_recon_SOURCES = tests/integration/check_recon.c
 tests_integration_check_recon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS)
 tests_integration_check_recon_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+# `tomolive recon` with per-frame corrections
+check_PROGRAMS += tests/integration/check_recon_corrections
+TESTS += tests/integration/check_recon_corrections
+tests_integration_check_recon_corrections_SOURCES = tests/integration/check_recon_corrections.c
+tests_integration_check_recon_corrections_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_recon_corrections_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
