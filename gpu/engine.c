@@ -16,6 +16,7 @@
 #include "gpu/engine_impl.h"
 #include "gpu/method/filter.h"
 #include "gpu/method/paganin.h"
+#include "gpu/base/rings.h"
 
 static _Thread_local tl_errbuf create_error;
 
@@ -50,6 +51,17 @@ void tl_engine_config_init(tl_engine_config *c, uint32_t rows, uint32_t cols, ui
 static tl_status check_corrections(const tl_engine_config *c, tl_errbuf *eb)
 {
     const tl_corrections *k = &c->corr;
+    if ((unsigned)k->rings > TL_RINGS_FW)
+        return tl_fail(eb, TL_EINVAL, "unknown ring removal method %d", (int)k->rings);
+    if (k->ring_size && (k->ring_size % 2 == 0 || k->ring_size < 3 ||
+                         k->ring_size > TL_RINGS_MAX_SIZE))
+        return tl_fail(eb, TL_EINVAL, "rings vo: median width %u must be odd, 3..%d",
+                       k->ring_size, TL_RINGS_MAX_SIZE);
+    if (k->ring_level > TL_RINGS_MAX_LEVEL)
+        return tl_fail(eb, TL_EINVAL, "rings fw: %u wavelet levels, at most %d", k->ring_level,
+                       TL_RINGS_MAX_LEVEL);
+    if (!(k->ring_tolerance >= 0) || !isfinite(k->ring_tolerance))
+        return tl_fail(eb, TL_EINVAL, "rings: tolerance must be >= 0, not %g", k->ring_tolerance);
     if (!(k->dezinger >= 0) || !isfinite(k->dezinger))
         return tl_fail(eb, TL_EINVAL, "dezinger threshold must be >= 0 (0: off), not %g",
                        k->dezinger);
@@ -63,12 +75,25 @@ static tl_status check_corrections(const tl_engine_config *c, tl_errbuf *eb)
             return tl_fail(eb, TL_EINVAL,
                            "paganin needs transmission images, not already linear input");
     }
-    if ((phase || k->dezinger > 0) && c->ndevices >= 2)
+    if ((phase || k->dezinger > 0 || k->rings) && c->ndevices >= 2)
         return tl_fail(eb, TL_EUNSUPPORTED,
-                       "per-frame corrections (dezinger, paganin) need whole frames: not on "
-                       "an engine split over %u devices",
+                       "per-frame corrections (dezinger, paganin, rings) need whole frames: "
+                       "not on an engine split over %u devices",
                        c->ndevices);
     return TL_OK;
+}
+
+/* Ring removal's parameters left 0: their defaults (gpu/base/rings.h). */
+static void ring_defaults(tl_corrections *k)
+{
+    if (!k->rings)
+        return;
+    if (!k->ring_size)
+        k->ring_size = TL_RINGS_DEFAULT_SIZE;
+    if (!k->ring_level)
+        k->ring_level = TL_RINGS_DEFAULT_LEVEL;
+    if (!k->ring_tolerance)
+        k->ring_tolerance = TL_RINGS_DEFAULT_TOLERANCE;
 }
 
 /* The checks every geometry and backend share, then the geometry's own. */
@@ -116,10 +141,11 @@ tl_status tl_engine_estimate(const tl_engine_config *c, tl_memory_estimate *m)
 {
     const tl_backend_ops *ops;
     const char *kind;
-    tl_engine_config rc;
+    tl_engine_config rc, dc = *c;
     tl_status st = check_config(c, &create_error);
+    ring_defaults(&dc.corr);
     if (st == TL_OK)
-        st = tl_engine_pick_backend(c, &create_error, &rc, &ops, &kind);
+        st = tl_engine_pick_backend(&dc, &create_error, &rc, &ops, &kind);
     if (st == TL_OK)
         st = ops->estimate(&rc, tl_filter_padded_length(c->cols), m, &create_error);
     return st;
@@ -140,9 +166,9 @@ static tl_status apply_filter(tl_engine *e, tl_filter f)
 static tl_status apply_phase(tl_engine *e)
 {
     const tl_corrections *k = &e->cfg.corr;
-    if (!tl_phase_on(k) && !(k->dezinger > 0))
+    if (!tl_phase_on(k) && !(k->dezinger > 0) && !k->rings)
         return TL_OK;
-    if (!e->ops->set_phase || !e->ops->corr_counts)
+    if (!e->ops->set_phase || !e->ops->corr_counts || !e->ops->ring_update)
         return tl_fail(&e->err, TL_EUNSUPPORTED, "the %s backend has no per-frame corrections",
                        e->backend);
     if (!tl_phase_on(k))
@@ -205,11 +231,12 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
     if (!e)
         return tl_fail(eb, TL_ENOMEM, "out of memory for the engine");
     e->cfg = *c;
+    ring_defaults(&e->cfg.corr);
     e->padded = tl_filter_padded_length(c->cols);
     (void)tl_geometry_find(c->geometry, NULL, &e->geometry); /* check_config found it */
     e->method = tl_method_find(c);
     tl_engine_config rc; /* what the backend gets */
-    st = tl_engine_pick_backend(c, eb, &rc, &e->ops, &e->backend);
+    st = tl_engine_pick_backend(&e->cfg, eb, &rc, &e->ops, &e->backend);
     if (st == TL_OK)
         st = check_memory(e, &rc, eb);
     if (st == TL_OK)
@@ -335,6 +362,8 @@ tl_status tl_engine_corrections(tl_engine *e, tl_engine_corr_state *out)
 {
     memset(out, 0, sizeof *out);
     out->corr = e->cfg.corr;
+    out->ring_updates = e->ring_updates;
+    out->ring_rebuilds = e->ring_rebuilds;
     if (!e->ops->corr_counts || !(e->cfg.corr.dezinger > 0))
         return TL_OK;
     return e->ops->corr_counts(e->be, &out->dezinger_replaced);

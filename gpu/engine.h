@@ -193,11 +193,15 @@ typedef struct {
 } tl_engine_state;
 void tl_engine_get_state(const tl_engine *e, tl_engine_state *st);
 
-/* The per-frame corrections (tl_corrections, gpu/base/types.h) and what they have done.
- * Counting may wait for the frames queued so far: call it for status, not per frame. */
+/* The per-frame corrections (tl_corrections, gpu/base/types.h) and what they have done in
+ * the frames whose work is complete (never waits: a GPU's count lags its queued frames;
+ * after tl_engine_frames_done or a reconstruction it is exact). */
 typedef struct {
-    tl_corrections corr;        /* as configured */
+    tl_corrections corr;        /* as configured (ring defaults filled in) */
     uint64_t dezinger_replaced; /* pixels replaced by the dezinger since creation */
+    uint64_t ring_updates;      /* ring estimates computed */
+    uint64_t ring_rebuilds;     /* ... that moved beyond the tolerance: window corrected,
+                                   tracked slices rebuilt */
 } tl_engine_corr_state;
 tl_status tl_engine_corrections(tl_engine *e, tl_engine_corr_state *out);
 /* Per-frame times of the correction stages (tl_stage_time, gpu/base/types.h) of frames

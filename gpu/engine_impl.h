@@ -104,6 +104,8 @@ struct tl_engine {
     tl_track_state track;
 
     uint64_t accepted[3], stale, duplicate, shape;
+    uint32_t ring_since;                  /* projections since the last ring estimate */
+    uint64_t ring_updates, ring_rebuilds; /* tl_engine_corr_state */
     uint64_t frames_queued, frames_done; /* fences (tl_engine_frames_done) */
 
     tl_kernel_choice choices[TL_ENGINE_MAX_CHOICES]; /* tuned kernels by slice size */

@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "gpu/base/rings.h"
 #include "gpu/engine_impl.h"
 
 tl_status tl_engine_check_frame(tl_engine *e, const tl_frame *f)
@@ -107,6 +108,26 @@ static void on_evict(void *ctx, uint32_t slot)
     tl_track_evicted(ctx, slot);
 }
 
+/* Ring removal (gpu/base/rings.h): the estimate every window/16 projections; when the
+ * backend moved the whole window to a new one, every tracked slice is rebuilt (the
+ * incremental sums no longer describe the window). */
+static tl_status ring_cadence(tl_engine *e)
+{
+    if (!e->cfg.corr.rings || ++e->ring_since < tl_rings_interval(e->cfg.window))
+        return TL_OK;
+    e->ring_since = 0;
+    bool changed = false;
+    tl_status st = e->ops->ring_update(e->be, &changed);
+    if (st != TL_OK)
+        return st;
+    e->ring_updates++;
+    if (changed) {
+        e->ring_rebuilds++;
+        tl_track_invalidate(e);
+    }
+    return TL_OK;
+}
+
 tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
 {
     tl_status st = tl_engine_check_frame(e, f);
@@ -141,5 +162,5 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
     tl_track_added(e, slot);
     e->proj_since[0] = e->proj_since[1] = true;
     e->accepted[TL_FRAME_PROJ]++;
-    return TL_OK;
+    return ring_cadence(e);
 }

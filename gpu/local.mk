@@ -26,14 +26,14 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/method/paganin.h gpu/method/paganin.c \
 	gpu/cpu/cpu_backend.h gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
 	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
-	gpu/cpu/corrections.c
+	gpu/cpu/corrections.c gpu/cpu/rings.c
 gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS) $(JANSSON_CFLAGS)
 gpu_libtlbase_a_SOURCES = \
 	gpu/base/types.h gpu/base/names.c \
 	gpu/base/fail.h gpu/base/fail.c \
 	gpu/base/backend.h \
 	gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c \
-	gpu/base/phase.h gpu/base/phase.c
+	gpu/base/phase.h gpu/base/phase.c gpu/base/rings.h
 gpu_libtlbase_a_CFLAGS = $(AM_CFLAGS)
 
 ENGINE_LIBS = gpu/libtlengine.a

@@ -114,13 +114,18 @@ typedef struct tl_backend_ops {
     /* Per-frame corrections (types.h, tl_corrections; the dezinger threshold comes with the
      * configuration). set_phase hands over the phase filter the engine designed
      * (gpu/method/paganin.h), once after create; corr_counts says how many pixels the
-     * dezinger has replaced so far (after the queued work). NULL where a backend has no
-     * corrections: the engine refuses them there. */
+     * dezinger has replaced in the frames done so far, without waiting. NULL where a
+     * backend has no corrections: the engine refuses them there. */
     tl_status (*set_phase)(void *state, const tl_phase_filter *f);
     tl_status (*corr_counts)(void *state, uint64_t *replaced);
     /* Times of the correction stages of frames whose work has completed since the last
      * call, oldest first, at most cap (*n of them); never waits. */
     tl_status (*stage_times)(void *state, tl_stage_time *out, size_t cap, size_t *n);
+    /* Ring removal (types.h, tl_rings; gpu/base/rings.h): recomputes the stripe estimate
+     * from the column profile; when it moved by more than the tolerance, every slot of the
+     * window is brought to the new estimate (*changed true: the engine rebuilds tracked
+     * slices). Ordered with store() like everything else. */
+    tl_status (*ring_update)(void *state, bool *changed);
 } tl_backend_ops;
 
 /* Frames whose stage times a backend keeps until they are read (stage_times). */

@@ -87,6 +87,12 @@ bool tl_quality_parse(const char *name, tl_quality *out)
 
 const char *tl_stage_name(tl_stage s)
 {
-    static const char *const names[TL_STAGE_COUNT] = {"dezinger", "paganin"};
+    static const char *const names[TL_STAGE_COUNT] = {"dezinger", "paganin", "rings"};
     return (unsigned)s < TL_STAGE_COUNT ? names[s] : "?";
+}
+
+const char *tl_rings_name(tl_rings r)
+{
+    static const char *const names[] = {"none", "vo", "fw"};
+    return (unsigned)r <= TL_RINGS_FW ? names[r] : "?";
 }

@@ -86,8 +86,8 @@ typedef enum { TL_PRECISION_F32 = 0, TL_PRECISION_F64 } tl_precision;
  *             padding to a power of two (gpu/method/paganin.h). Not with already_linear. */
 /* The correction stages, each timed per frame (tl_engine_stage_times): on the GPU by CUDA
  * events around its kernels (and FFTs), on the CPU by the monotonic clock. */
-typedef enum { TL_STAGE_DEZINGER = 0, TL_STAGE_PAGANIN, TL_STAGE_COUNT } tl_stage;
-const char *tl_stage_name(tl_stage s); /* "dezinger", "paganin" */
+typedef enum { TL_STAGE_DEZINGER = 0, TL_STAGE_PAGANIN, TL_STAGE_RINGS, TL_STAGE_COUNT } tl_stage;
+const char *tl_stage_name(tl_stage s); /* "dezinger", "paganin", "rings" */
 typedef struct {
     tl_stage stage;
     double seconds;
@@ -95,9 +95,28 @@ typedef struct {
 
 #define TL_MIRROR_BELOW(i, n) ((i) > 0 ? (i) - 1 : (n) > 1 ? 1u : 0u)
 #define TL_MIRROR_ABOVE(i, n) ((i) + 1 < (n) ? (i) + 1 : (n) > 1 ? (n) - 2 : 0u)
+/* Ring removal (rings != NONE) works on the rolling sinograms as a per-column correction
+ * that keeps incremental updates exact (ARCHITECTURE.md §3.11): every projection is
+ * corrected, after −log and before the filter, by subtracting the current stripe
+ * estimate c(row, col); the estimate comes from a running column profile (the mean of
+ * each detector pixel over the last ~window projections), filtered across columns by
+ * Vo et al. 2018 (VO: median of `ring_size` columns) or Münch et al. 2009 (FW: the
+ * detail coefficients of `ring_level` levels of a db5 wavelet decomposition, i.e. the
+ * zero angular frequency that Münch's damping removes). Every window/16 projections the
+ * estimate is recomputed; when it moved by more than ring_tolerance somewhere, the whole
+ * window is brought to the new estimate (the filtered difference subtracted from every
+ * slot) and tracked slices are rebuilt, as after a centre change. Full stripes (constant
+ * over the scan) are what it removes; 0 for a parameter means its default. */
+typedef enum { TL_RINGS_NONE = 0, TL_RINGS_VO, TL_RINGS_FW } tl_rings;
+const char *tl_rings_name(tl_rings r); /* "none", "vo", "fw" */
+
 typedef struct {
     double dezinger;
     double energy_kev, distance_m, pixel_um, delta_beta;
+    tl_rings rings;
+    uint32_t ring_size;    /* VO: median width in columns, odd (default 31) */
+    uint32_t ring_level;   /* FW: wavelet levels (default 3) */
+    double ring_tolerance; /* rebuild beyond this change, in -log units (default 1e-3) */
 } tl_corrections;
 
 typedef struct {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gpu/base/clock.h"
+#include "gpu/base/rings.h"
 #include "gpu/cpu/cpu_state.h"
 
 static bool dezinger_on(const tl_engine_config *c)
@@ -23,8 +24,9 @@ size_t tl_cpu_corr_estimate(const tl_engine_config *c)
 {
     size_t rs = c->precision == TL_PRECISION_F64 ? sizeof(double) : sizeof(float);
     size_t bytes = 0;
-    if (dezinger_on(c) || tl_phase_on(&c->corr))
+    if (dezinger_on(c) || tl_phase_on(&c->corr) || c->corr.rings)
         bytes += 2 * (size_t)c->rows * c->cols * rs;
+    bytes += tl_cpu_rings_estimate(c);
     tl_phase_filter f;
     if (tl_phase_on(&c->corr) && tl_phase_shape(&c->corr, c->rows, c->cols, &f, NULL) == TL_OK)
         bytes += (size_t)f.prow * f.pcol * rs + (size_t)f.prow * (f.pcol / 2 + 1) * 3 * rs;
@@ -49,15 +51,19 @@ void tl_cpu_corr_destroy(tl_cpu_state *s)
     free(s->frame[0]);
     free(s->frame[1]);
     free(s->replaced);
+    tl_cpu_rings_destroy(s);
 }
 
 tl_status tl_cpu_corr_create(tl_cpu_state *s)
 {
     const tl_engine_config *c = &s->cfg;
     s->phase_on = tl_phase_on(&c->corr);
-    s->corr_on = dezinger_on(c) || s->phase_on;
+    s->corr_on = dezinger_on(c) || s->phase_on || c->corr.rings;
     if (!s->corr_on)
         return TL_OK;
+    tl_status st = tl_cpu_rings_create(s);
+    if (st != TL_OK)
+        return st;
     size_t npix = (size_t)s->rows * s->cols, rs = s->real_size;
     s->frame[0] = calloc(npix, rs);
     s->frame[1] = calloc(npix, rs);
@@ -67,7 +73,7 @@ tl_status tl_cpu_corr_create(tl_cpu_state *s)
     s->mem += 2 * npix * rs;
     if (!s->phase_on)
         return TL_OK;
-    tl_status st = tl_phase_shape(&c->corr, s->rows, s->cols, &s->phase, s->eb);
+    st = tl_phase_shape(&c->corr, s->rows, s->cols, &s->phase, s->eb);
     if (st != TL_OK)
         return st;
     size_t nbuf = (size_t)s->phase.prow * s->phase.pcol;
@@ -183,6 +189,10 @@ tl_status tl_cpu_stage_times(void *state, tl_stage_time *out, size_t cap, size_t
 {
     tl_cpu_state *s = state;
     *n = 0;
+    if (s->ring_update_s >= 0 && cap > 0) { /* the last estimate (rings.c), when new */
+        out[(*n)++] = (tl_stage_time){TL_STAGE_RINGS, s->ring_update_s};
+        s->ring_update_s = -1;
+    }
     if (s->stage_written - s->stage_read > TL_STAGE_RING) /* the oldest were overwritten */
         s->stage_read = s->stage_written - TL_STAGE_RING;
     for (; s->stage_read < s->stage_written; s->stage_read++) {
@@ -231,6 +241,8 @@ tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot)
         s->stage_s[ring][TL_STAGE_PAGANIN] = (tl_clock_ns() - t0) * 1e-9;
         s->stage_mask[ring] |= 1u << TL_STAGE_PAGANIN;
     }
+    if (s->rings_on)
+        s->ring_weight = tl_rings_weight(++s->ring_frames, s->n);
     tl_cpu_run_jobs(s, s->rows, npix * 8, finish_job, &j);
     s->stage_written++;
     return TL_OK;

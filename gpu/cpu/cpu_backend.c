@@ -552,4 +552,5 @@ const tl_backend_ops tl_cpu_backend = {
     .set_phase = tl_cpu_set_phase,
     .corr_counts = tl_cpu_corr_counts,
     .stage_times = tl_cpu_stage_times,
+    .ring_update = tl_cpu_ring_update,
 };

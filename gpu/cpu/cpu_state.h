@@ -60,6 +60,15 @@ typedef struct {
     void *phase_resp;      /* real[prow * (pcol/2 + 1)]: H / (prow pcol) */
     fftwf_plan phase_r2c_f, phase_c2r_f;
     fftw_plan phase_r2c_d, phase_c2r_d;
+    /* ring removal (rings.c): the column profile m (double), the correction in use c
+     * (real), the new estimate and the filtered change (scratch of ring_update) */
+    bool rings_on;
+    double *ring_m, *ring_est;
+    void *ring_c, *ring_fd;
+    double **ring_tmp; /* per thread: FW transform or VO neighbourhood */
+    uint64_t ring_frames;
+    double ring_weight; /* of the frame being stored in the profile */
+    double ring_update_s;  /* the last ring_update's time, not yet read (< 0: none) */
     /* stage times of the last frames (tl_engine_stage_times): frame k in slot
      * k % TL_STAGE_RING, frames [stage_read, stage_written) not read yet */
     double stage_s[TL_STAGE_RING][TL_STAGE_COUNT];
@@ -100,6 +109,10 @@ void tl_cpu_phase_pad_row_f32(tl_cpu_state *s, uint32_t r);
 void tl_cpu_phase_pad_row_f64(tl_cpu_state *s, uint32_t r);
 void tl_cpu_phase_filter_f32(tl_cpu_state *s);
 void tl_cpu_phase_filter_f64(tl_cpu_state *s);
+/* The filter (as set_filter gave it) of n values at pad (thread's buffer, P long) into
+ * dst (n = cols values). */
+void tl_cpu_filter_values_f32(tl_cpu_state *s, void *pad, void *dst, int thread);
+void tl_cpu_filter_values_f64(tl_cpu_state *s, void *pad, void *dst, int thread);
 
 /* FFTW's planner is not thread-safe; engines may be created on several threads. */
 extern pthread_mutex_t tl_cpu_planner_lock;
@@ -112,6 +125,11 @@ tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot);
 tl_status tl_cpu_set_phase(void *state, const tl_phase_filter *f);
 tl_status tl_cpu_corr_counts(void *state, uint64_t *replaced);
 tl_status tl_cpu_stage_times(void *state, tl_stage_time *out, size_t cap, size_t *n);
+/* rings.c */
+tl_status tl_cpu_rings_create(tl_cpu_state *s);
+void tl_cpu_rings_destroy(tl_cpu_state *s);
+size_t tl_cpu_rings_estimate(const tl_engine_config *c);
+tl_status tl_cpu_ring_update(void *state, bool *changed);
 /* run_jobs of cpu_backend.c: fn(ctx, j, thread) for j < njobs, on the pool when `work`
  * (operations, roughly) is worth waking it */
 void tl_cpu_run_jobs(tl_cpu_state *s, size_t njobs, double work, tl_pool_fn fn, void *ctx);

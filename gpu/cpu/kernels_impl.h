@@ -175,6 +175,14 @@ void FN(tl_cpu_finish_row)(tl_cpu_state *s, const void *in, bool correct, uint32
         REAL t = FN(flatfield)(src[c], dark, gain, c);
         pad[c] = linear ? t : FN(minus_log)(t);
     }
+    if (s->rings_on) { /* the column profile learns the frame, then its stripes go */
+        double *m = s->ring_m + o, w = s->ring_weight;
+        const REAL *cc = (const REAL *)s->ring_c + o;
+        for (uint32_t c = 0; c < s->cols; c++) {
+            m[c] += w * ((double)pad[c] - m[c]);
+            pad[c] -= cc[c];
+        }
+    }
     FN(filter_into)(s, pad, slot, r, thread);
 }
 
@@ -212,8 +220,14 @@ void FN(tl_cpu_phase_filter)(tl_cpu_state *s)
 /* Zero padding to P, the filter, and the first W values into the window's slot. */
 static void FN(filter_into)(tl_cpu_state *s, REAL *pad, uint32_t slot, uint32_t r, int thread)
 {
+    FN(tl_cpu_filter_values)(s, pad, (REAL *)s->window + ((size_t)r * s->n + slot) * s->cols,
+                             thread);
+}
+
+void FN(tl_cpu_filter_values)(tl_cpu_state *s, void *pad_, void *dst_, int thread)
+{
     uint32_t W = s->cols;
-    REAL *dst = (REAL *)s->window + ((size_t)r * s->n + slot) * W;
+    REAL *pad = pad_, *dst = dst_;
     if (!s->filter_on) {
         memcpy(dst, pad, W * sizeof *dst);
         return;

@@ -9,6 +9,7 @@ CUDA_SOURCES = \
 	gpu/cuda/dezinger.cu \
 	gpu/cuda/paganin.cu \
 	gpu/cuda/stages.cu \
+	gpu/cuda/rings.cu \
 	gpu/cuda/filter.cu \
 	gpu/cuda/backproject.cu \
 	gpu/cuda/bp_texture.cu \

@@ -230,6 +230,9 @@ static void compute_sizes(const tl_engine_config *c, size_t P, const device_limi
 static tl_status corrections_size(const tl_engine_config *c, tl_errbuf *eb, tl_cuda_sizes *z)
 {
     const size_t frame = (size_t)c->rows * c->cols * sizeof(float);
+    z->buffers += tl_cuda_rings_bytes(c);
+    if (c->corr.rings && !(c->corr.dezinger > 0))
+        z->buffers += frame; /* the staged path's frame */
     if (c->corr.dezinger > 0)
         z->buffers += 2 * frame + sizeof(unsigned long long);
     if (!tl_phase_on(&c->corr))
@@ -279,6 +282,7 @@ static void cuda_destroy(void *state)
     tl_cuda_fft_destroy(s);
     tl_cuda_phase_destroy(s);
     tl_cuda_stages_destroy(s);
+    tl_cuda_rings_destroy(s);
     tl_cuda_acc_destroy(s);
     void *dev[] = {s->window,  s->sum[0], s->sum[1],   s->avg[0],  s->avg[1],   s->gain,   s->raw,
                    s->pad,     s->spec,   s->response, s->d_par,   s->d_slot,   s->d_texy, s->out,
@@ -291,7 +295,7 @@ static void cuda_destroy(void *state)
         if (s->peer[i])
             cudaFree(s->peer[i]);
     void *host[] = {s->pinned[0], s->pinned[1], s->pinned[2], s->pinned[3],
-                    s->h_par,     s->h_slot,    s->h_texy};
+                    s->h_par,     s->h_slot,    s->h_texy,    s->h_replaced};
     static_assert(TL_CUDA_RING == 4, "list every ring buffer above");
     for (size_t i = 0; i < sizeof host / sizeof *host; i++)
         if (host[i])
@@ -368,7 +372,7 @@ static void enable_peers(int device)
 static tl_status create_corrections(tl_cuda_state *s)
 {
     const tl_corrections *k = &s->cfg.corr;
-    s->corr_on = k->dezinger > 0 || tl_phase_on(k);
+    s->corr_on = k->dezinger > 0 || tl_phase_on(k) || k->rings;
     if (!s->corr_on)
         return TL_OK;
     const size_t frame = (size_t)s->rows * s->cols * sizeof(float);
@@ -378,8 +382,11 @@ static tl_status create_corrections(tl_cuda_state *s)
         TL_TRY(tl_cuda_alloc(s, (void **)&s->d_replaced, sizeof *s->d_replaced,
                              "dezinger counter"));
         TL_CUDA(s->eb, cudaMemsetAsync(s->d_replaced, 0, sizeof *s->d_replaced, s->stream));
+        TL_TRY(host_alloc(s, (void **)&s->h_replaced, sizeof *s->h_replaced, "dezinger count"));
+        *s->h_replaced = 0;
     }
     TL_TRY(tl_cuda_stages_create(s));
+    TL_TRY(tl_cuda_rings_create(s));
     return tl_cuda_phase_create(s);
 }
 
@@ -618,4 +625,5 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_set_phase,   /* set_phase (paganin.cu) */
     tl_cuda_op_corr_counts, /* corr_counts (dezinger.cu) */
     tl_cuda_op_stage_times, /* stage_times (stages.cu) */
+    tl_cuda_op_ring_update, /* ring_update (rings.cu) */
 };

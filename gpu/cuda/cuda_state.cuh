@@ -228,6 +228,8 @@ typedef struct {
     bool corr_on;                   /* frames take the staged path (store.cu) */
     float *frame[2];                /* rows x cols: counts, dezingered counts */
     unsigned long long *d_replaced; /* pixels the dezinger replaced (dezinger.cu) */
+    unsigned long long *h_replaced; /* pinned: its copy after each frame (read without
+                                       waiting) */
     tl_phase_filter phase;          /* phase retrieval's shape (paganin.cu) */
     float *phase_buf;               /* prow x pcol: padded transmission */
     cufftComplex *phase_spec;       /* prow x (pcol/2 + 1) */
@@ -235,6 +237,14 @@ typedef struct {
     void *phase_work;
     cufftHandle phase_r2c, phase_c2r;
     int phase_plans; /* made so far (destroy) */
+    /* ring removal (rings.cu): profile, correction in use, new estimate, filtered change,
+     * FW scratch rows; the largest change (device and pinned host); update timing */
+    float *ring_m, *ring_c, *ring_est, *ring_fd, *ring_tmp;
+    unsigned *d_ringmax, *h_ringmax;
+    uint64_t ring_frames;
+    cudaEvent_t rings_ev[2];
+    int ring_events;
+    double ring_update_s; /* the last update's GPU time, not yet read (< 0: none) */
     /* stage timing (stages.cu): frame k's events in ring entry k % TL_STAGE_RING, a start
      * and an end event per stage; frames [stage_read, stage_written) not read yet */
     cudaEvent_t stage_ev[TL_STAGE_RING][TL_STAGE_COUNT][2];
@@ -304,9 +314,11 @@ tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pit
 /* preprocess.cu: the corrected path's stages */
 /* Raw pixels as float counts into dst (rows x cols). */
 tl_status tl_cuda_convert(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst);
-/* Float rows through dark/flat (when flat) and -log (when log) into dst. */
+/* Float rows through dark/flat (when flat) and -log (when log) into dst; with ring,
+ * then the ring removal's per-frame part (rings.cu): the profile learns the value, the
+ * correction in use is subtracted. */
 tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, bool flat,
-                          bool log, float *dst, size_t dst_stride);
+                          bool log, bool ring, float *dst, size_t dst_stride);
 
 /* dezinger.cu: frame counts in -> out, replaced pixels counted in d_replaced */
 tl_status tl_cuda_dezinger(tl_cuda_state *s, const float *in, float *out);
@@ -320,6 +332,14 @@ tl_status tl_cuda_stage_mark(tl_cuda_state *s, tl_stage st, bool end);
 /* After a frame's stages are enqueued: the next frame gets the next ring entry. */
 void tl_cuda_stage_next(tl_cuda_state *s);
 tl_status tl_cuda_op_stage_times(void *state, tl_stage_time *out, size_t cap, size_t *n);
+
+/* rings.cu */
+size_t tl_cuda_rings_bytes(const tl_engine_config *c);
+tl_status tl_cuda_rings_create(tl_cuda_state *s);
+void tl_cuda_rings_destroy(tl_cuda_state *s);
+/* The weight of the frame being stored in the column profile (gpu/base/rings.h). */
+float tl_cuda_ring_next_weight(tl_cuda_state *s);
+tl_status tl_cuda_op_ring_update(void *state, bool *changed);
 
 /* paganin.cu */
 tl_status tl_cuda_phase_work_estimate(const tl_phase_filter *f, size_t *bytes);

@@ -9,7 +9,8 @@
  *
  * Per-row grid (tl_cuda_row_grid); the nine reads of a pixel overlap its neighbours' and
  * are served by L1/L2. Replaced pixels are counted per warp (shuffle reduction) and added
- * to one 64-bit device counter: no host round trip per frame.
+ * to one 64-bit device counter, copied asynchronously to pinned host memory after each
+ * frame, so that status reads it without waiting for the GPU.
  */
 #include "config.h"
 
@@ -73,19 +74,16 @@ tl_status tl_cuda_dezinger(tl_cuda_state *s, const float *in, float *out)
     dezinger_kernel<<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
         in, out, s->rows, s->cols, (float)s->cfg.corr.dezinger, s->d_replaced);
     TL_CUDA_LAUNCHED(s->eb, "dezinger_kernel");
+    /* the running count to the host, so that reading it (status) never waits */
+    TL_CUDA(s->eb, cudaMemcpyAsync(s->h_replaced, s->d_replaced, sizeof *s->h_replaced,
+                                   cudaMemcpyDeviceToHost, s->stream));
     return TL_OK;
 }
 
+/* The count as of the frames whose work is done (the copy each frame enqueues). */
 tl_status tl_cuda_op_corr_counts(void *state, uint64_t *replaced)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
-    *replaced = 0;
-    if (!s->d_replaced)
-        return TL_OK;
-    TL_TRY(tl_cuda_use_device(s));
-    unsigned long long n = 0;
-    TL_CUDA(s->eb, cudaStreamSynchronize(s->stream));
-    TL_CUDA(s->eb, cudaMemcpy(&n, s->d_replaced, sizeof n, cudaMemcpyDeviceToHost));
-    *replaced = n;
+    *replaced = s->h_replaced ? *(volatile unsigned long long *)s->h_replaced : 0;
     return TL_OK;
 }

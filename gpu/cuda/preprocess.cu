@@ -129,6 +129,7 @@ tl_status tl_cuda_convert(tl_cuda_state *s, const char *src, size_t pitch, tl_dt
 __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
     correct_kernel(const float *__restrict__ in, size_t in_stride, uint32_t rows, uint32_t cols,
                    const float *__restrict__ dark, const float *__restrict__ gain, int log,
+                   float *ring_m, const float *__restrict__ ring_c, float ring_w,
                    float *__restrict__ dst, size_t dst_stride)
 {
     for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
@@ -145,18 +146,26 @@ __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
                 t *= gain[o + c];
             if (log)
                 t = -logf(t > TL_CUDA_MIN_RATIO ? t : TL_CUDA_MIN_RATIO);
+            if (ring_m) { /* rings.cu: the profile learns the frame, its stripes go */
+                float m = ring_m[o + c];
+                ring_m[o + c] = m + ring_w * (t - m);
+                t -= ring_c[o + c];
+            }
             out[c] = t;
         }
     }
 }
 
 tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, bool flat,
-                          bool log, float *dst, size_t dst_stride)
+                          bool log, bool ring, float *dst, size_t dst_stride)
 {
     const float *dark = flat && s->have[0] ? s->avg[0] : NULL;
     const float *gain = flat && s->have[1] ? s->gain : NULL;
+    float *ring_m = ring ? s->ring_m : NULL;
+    const float w = ring_m ? tl_cuda_ring_next_weight(s) : 0.f;
     correct_kernel<<<tl_cuda_row_grid(s->rows, s->cols), TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-        in, in_stride, s->rows, s->cols, dark, gain, log ? 1 : 0, dst, dst_stride);
+        in, in_stride, s->rows, s->cols, dark, gain, log ? 1 : 0, ring_m, s->ring_c, w, dst,
+        dst_stride);
     TL_CUDA_LAUNCHED(s->eb, "correct_kernel");
     return TL_OK;
 }

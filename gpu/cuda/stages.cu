@@ -64,6 +64,10 @@ tl_status tl_cuda_op_stage_times(void *state, tl_stage_time *out, size_t cap, si
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     *n = 0;
+    if (s->ring_update_s >= 0 && cap > 0) { /* the last ring update (rings.cu), when new */
+        out[(*n)++] = tl_stage_time{TL_STAGE_RINGS, s->ring_update_s};
+        s->ring_update_s = -1;
+    }
     if (s->stage_events < TL_STAGE_EVENTS)
         return TL_OK;
     TL_TRY(tl_cuda_use_device(s));

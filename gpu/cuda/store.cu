@@ -140,7 +140,8 @@ tl_status tl_cuda_staged_read(tl_cuda_state *s)
 
 /* Convert ▸ correct ▸ −log of a staged frame into dst: one fused kernel (preprocess.cu), or,
  * with per-frame corrections, their stages (types.h, tl_corrections): convert ▸ dezinger
- * (dezinger.cu) ▸ dark/flat ▸ Paganin (paganin.cu) ▸ −log. */
+ * (dezinger.cu) ▸ dark/flat ▸ Paganin (paganin.cu) ▸ −log ▸ ring correction (rings.cu,
+ * fused into the last kernel). */
 static tl_status correct_into(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
                               float *dst, size_t dst_stride)
 {
@@ -156,16 +157,16 @@ static tl_status correct_into(tl_cuda_state *s, const char *src, size_t pitch, t
         cur = s->frame[1];
     }
     if (!s->phase_buf) {
-        TL_TRY(tl_cuda_correct(s, cur, s->cols, true, log, dst, dst_stride));
+        TL_TRY(tl_cuda_correct(s, cur, s->cols, true, log, true, dst, dst_stride));
         tl_cuda_stage_next(s);
         return TL_OK;
     }
     float *frame = tl_cuda_phase_frame(s);
     TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_PAGANIN, false));
-    TL_TRY(tl_cuda_correct(s, cur, s->cols, true, false, frame, s->phase.pcol));
+    TL_TRY(tl_cuda_correct(s, cur, s->cols, true, false, false, frame, s->phase.pcol));
     TL_TRY(tl_cuda_phase(s));
     TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_PAGANIN, true));
-    TL_TRY(tl_cuda_correct(s, frame, s->phase.pcol, false, log, dst, dst_stride));
+    TL_TRY(tl_cuda_correct(s, frame, s->phase.pcol, false, log, true, dst, dst_stride));
     tl_cuda_stage_next(s);
     return TL_OK;
 }

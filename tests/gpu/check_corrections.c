@@ -9,7 +9,10 @@
  *   (c) Paganin, frames 45 x 70 and 1024 x 1024 (padded 2048 x 2048): stored projections
  *       rel L2 <= 1e-5 (a filter's tolerance, §3.6);
  *   (d) everything on, ram-lak, 24 projections submitted with `more` (the batched filter
- *       pass), a slice: exact mode, rel L2 <= 2e-5 and max/range <= 1e-4 (AC-2).
+ *       pass), a slice: exact mode, rel L2 <= 2e-5 and max/range <= 1e-4 (AC-2);
+ *   (e) ring removal vo and fw on a striped stream of three windows (the estimate updated
+ *       and the window rebuilt every window/16 frames), a tracked slice read every 7
+ *       frames: exact mode against the reference, and a ring update timed.
  * Exit 77 without a usable CUDA device or in builds without CUDA.
  */
 #include "config.h"
@@ -215,9 +218,109 @@ START_TEST(all_on_batched_slice)
 }
 END_TEST
 
+/* (e) as tests/unit/check_corrections.c, rings_remove_stripes */
+enum { RR = 3, RC = 512, RN = 90, RS = 256 };
+
+static double disks(double u, double theta)
+{
+    const double cx[2] = {0, 90}, cy[2] = {0, -60}, rad[2] = {200, 6}, mu[2] = {0.004, 0.02};
+    double p = 0;
+    for (int k = 0; k < 2; k++) {
+        double d = u - (cx[k] * cos(theta) - cy[k] * sin(theta));
+        if (fabs(d) < rad[k])
+            p += 2 * mu[k] * sqrt(rad[k] * rad[k] - d * d);
+    }
+    return p;
+}
+
+static double stripe(uint32_t c)
+{
+    static const uint32_t at[] = {156, 209, 269, 297, 346};
+    static const double amp[] = {0.02, -0.015, 0.018, 0.02, -0.012};
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++)
+        if (c == at[i])
+            return amp[i];
+    return 0;
+}
+
+static void rings_case(tl_rings r)
+{
+    tl_engine_config c;
+    tl_engine_config_init(&c, RR, RC, RN);
+    c.dtype = TL_DTYPE_F32;
+    c.already_linear = true;
+    c.corr.rings = r;
+    c.corr.ring_tolerance = 1e-12; /* both rebuild at every update: same cadence */
+    tl_engine *g = tl_gt_cuda(&c, NULL), *ref = tl_gt_cpu(&c, TL_PRECISION_F64);
+    tl_engine *both[2] = {g, ref};
+    tl_slice_spec s;
+    tl_slice_spec_row(&s, RR / 2, RS, RS);
+    int id[2];
+    float *out[2] = {malloc(RS * RS * 4), malloc(RS * RS * 4)};
+    static float img[RR * RC];
+    for (int b = 0; b < 2; b++) {
+        ck_assert_int_eq(tl_engine_add_slice(both[b], &s, &id[b]), TL_OK);
+        ck_assert_int_eq(tl_engine_track(both[b], id[b], true), TL_OK);
+    }
+    for (uint64_t k = 0; k < 3 * RN; k++) {
+        double th = M_PI * (double)(k % RN) / RN;
+        for (uint32_t row = 0; row < RR; row++)
+            for (uint32_t col = 0; col < RC; col++)
+                img[row * RC + col] = (float)(disks(col - (RC - 1) / 2.0, th) + stripe(col));
+        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = th, .dtype = TL_DTYPE_F32,
+                      .rows = RR, .cols = RC, .data = img};
+        for (int b = 0; b < 2; b++) {
+            ck_assert_msg(tl_engine_submit(both[b], &f) == TL_OK, "%s",
+                          tl_engine_last_error(both[b]));
+            if (k % 7 == 0)
+                ck_assert_int_eq(tl_engine_reconstruct(both[b], &id[b], 1, &out[b], NULL), TL_OK);
+        }
+    }
+    for (int b = 0; b < 2; b++)
+        ck_assert_int_eq(tl_engine_reconstruct(both[b], &id[b], 1, &out[b], NULL), TL_OK);
+    double l2 = tl_rel_l2(out[0], out[1], RS * RS), mor = tl_max_over_range(out[0], out[1], RS * RS);
+    tl_engine_corr_state cg, cr;
+    ck_assert_int_eq(tl_engine_corrections(g, &cg), TL_OK);
+    ck_assert_int_eq(tl_engine_corrections(ref, &cr), TL_OK);
+    tl_stage_time t[3 * 64];
+    size_t nt = 0, nrings = 0;
+    ck_assert_int_eq(tl_engine_stage_times(g, t, 3 * 64, &nt), TL_OK);
+    for (size_t i = 0; i < nt; i++)
+        if (t[i].stage == TL_STAGE_RINGS) {
+            nrings++;
+            printf("  ring update: %.3f ms\n", t[i].seconds * 1e3);
+        }
+    printf("  rings %s: rel L2 %.3g, max/range %.3g; updates %llu/%llu, rebuilds %llu/%llu\n",
+           tl_rings_name(r), l2, mor, (unsigned long long)cg.ring_updates,
+           (unsigned long long)cr.ring_updates, (unsigned long long)cg.ring_rebuilds,
+           (unsigned long long)cr.ring_rebuilds);
+    ck_assert_uint_eq(cg.ring_updates, cr.ring_updates);
+    ck_assert_uint_eq(cg.ring_rebuilds, cr.ring_rebuilds);
+    ck_assert_uint_eq(nrings, 1); /* the last update's time, once */
+    ck_assert_msg(l2 <= 2e-5 && mor <= 1e-4, "rings %s: rel L2 %.3g, max/range %.3g",
+                  tl_rings_name(r), l2, mor);
+    tl_engine_destroy(g);
+    tl_engine_destroy(ref);
+    free(out[0]);
+    free(out[1]);
+}
+
+START_TEST(rings_vo)
+{
+    rings_case(TL_RINGS_VO);
+}
+END_TEST
+
+START_TEST(rings_fw)
+{
+    rings_case(TL_RINGS_FW);
+}
+END_TEST
+
 int main(void)
 {
     const tl_gt_case cases[] = {
+        {"rings", {rings_vo, rings_fw, NULL}},
         {"dezinger", {dezinger_counts, dezinger_flat_log, NULL}},
         {"paganin", {paganin_small, paganin_large, NULL}},
         {"pipeline", {all_on_batched_slice, NULL}},
