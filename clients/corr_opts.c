@@ -46,3 +46,11 @@ bool tl_corr_opt_paganin(const char *s, tl_corrections *k, char *why, size_t why
     k->delta_beta = v[3];
     return true;
 }
+
+bool tl_corr_opt_rings(const char *s, tl_corrections *k, char *why, size_t why_len)
+{
+    if (tl_rings_parse(s, k))
+        return true;
+    snprintf(why, why_len, "bad --rings '%s': need none, vo[:SIZE[,TOL]] or fw[:LEVEL[,TOL]]", s);
+    return false;
+}

@@ -20,11 +20,16 @@
     "      --dezinger T      replace each raw pixel more than T counts above the median of\n" \
     "                        its 3 x 3 neighbourhood by that median\n"                          \
     "      --paganin E,D,P,R single-distance phase retrieval (Paganin 2002) before -log:\n"    \
-    "                        energy E keV, distance D m, pixel P um, delta/beta R; each > 0\n"
+    "                        energy E keV, distance D m, pixel P um, delta/beta R; each > 0\n" \
+    "      --rings vo|fw[:PARAM[,TOL]]  ring removal on the sinograms: vo (Vo 2018, median of\n" \
+    "                        PARAM columns, default 31) or fw (Muench 2009, db5 wavelet,\n"    \
+    "                        PARAM levels, default 3); TOL rebuild tolerance (0.001)\n"
 
 /* --dezinger T: a finite T >= 0 (0: off) into k->dezinger. */
 bool tl_corr_opt_dezinger(const char *s, tl_corrections *k, char *why, size_t why_len);
 /* --paganin E,D,P,R: four positive finite numbers into k. */
 bool tl_corr_opt_paganin(const char *s, tl_corrections *k, char *why, size_t why_len);
+/* --rings METHOD[:PARAM[,TOL]] (tl_rings_parse) into k. */
+bool tl_corr_opt_rings(const char *s, tl_corrections *k, char *why, size_t why_len);
 
 #endif

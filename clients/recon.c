@@ -36,7 +36,7 @@ typedef struct {
     const char *input, *darks, *flats, *angles_deg, *angles_file, *output;
     const char *filter, *rows, *backend, *center, *size, *window, *indices;
     bool already_linear, verbose;
-    const char *dezinger, *paganin; /* per-frame corrections (corr_opts.h) */
+    const char *dezinger, *paganin, *rings; /* per-frame corrections (corr_opts.h) */
 } options;
 
 static const char usage_text[] =
@@ -45,6 +45,7 @@ static const char usage_text[] =
     "                      [--center C] [--filter NAME] [--rows A:B] [--already-linear]\n"
     "                      [--backend cpu|cuda|auto] [--size N] [--window N]\n"
     "                      [--indices FILE] [--dezinger T] [--paganin E,D,P,R]\n"
+    "                      [--rings vo|fw[:PARAM[,TOL]]]\n"
     "                      [-v] --output OUT.tif\n"
     "\n"
     "Reconstructs horizontal slices from a multi-page TIFF of projections (one page per\n"
@@ -271,7 +272,8 @@ static int parse_options(int argc, char **argv, options *o)
         O_WINDOW,
         O_INDICES,
         O_DEZINGER,
-        O_PAGANIN
+        O_PAGANIN,
+        O_RINGS
     };
     static const struct option longopts[] = {
         {"input", required_argument, NULL, 'i'},
@@ -289,6 +291,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"indices", required_argument, NULL, O_INDICES},
         {"dezinger", required_argument, NULL, O_DEZINGER},
         {"paganin", required_argument, NULL, O_PAGANIN},
+        {"rings", required_argument, NULL, O_RINGS},
         {"output", required_argument, NULL, 'o'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -318,6 +321,7 @@ static int parse_options(int argc, char **argv, options *o)
             case O_INDICES: o->indices = optarg; break;
             case O_DEZINGER: o->dezinger = optarg; break;
             case O_PAGANIN: o->paganin = optarg; break;
+            case O_RINGS: o->rings = optarg; break;
             default:
                 fprintf(stderr, ME ": %s '%s' (see tomolive recon --help)\n",
                         c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
@@ -428,7 +432,8 @@ static int run(const options *o, resources *R)
     char err[512];
     tl_corrections corr = {0};
     if ((o->dezinger && !tl_corr_opt_dezinger(o->dezinger, &corr, err, sizeof err)) ||
-        (o->paganin && !tl_corr_opt_paganin(o->paganin, &corr, err, sizeof err)))
+        (o->paganin && !tl_corr_opt_paganin(o->paganin, &corr, err, sizeof err)) ||
+        (o->rings && !tl_corr_opt_rings(o->rings, &corr, err, sizeof err)))
         return fail("%s", err);
     /* corrections see neighbouring rows (dezinger) or the whole frame (Paganin) */
     bool whole_frames = corr.dezinger > 0 || corr.delta_beta > 0;

@@ -96,6 +96,7 @@ typedef struct {
     const char *gpus;    /* --gpus: the daemon's daemon.gpus, or NULL */
     bool prefilled;      /* --cuda-ipc --prefilled: slots written once, lent as they are */
     tl_corrections corr; /* --dezinger, --paganin: the scan's per-frame corrections */
+    const char *rings;   /* --rings, as the scan sends it */
 } options;
 
 /* One timed slice: its latency, and where it went, from the slice header's times (ms).
@@ -350,7 +351,8 @@ static void print_stages(void *ctl, tl_proto_decoder *dec, bool incremental)
                                         "frame_to_publish",
                                         "acquisition_to_publish",
                                         "dezinger",
-                                        "paganin"};
+                                        "paganin",
+                                        "rings"};
     zmq_msg_t parts[4];
     tl_proto_msg m;
     tl_proto_error err;
@@ -1016,7 +1018,8 @@ static int run_mode(const options *o, bool incremental)
                           .dezinger = o->corr.dezinger,
                           .has_paganin = o->corr.delta_beta > 0,
                           .paganin = {(float)o->corr.energy_kev, (float)o->corr.distance_m,
-                                      (float)o->corr.pixel_um, (float)o->corr.delta_beta}};
+                                      (float)o->corr.pixel_um, (float)o->corr.delta_beta},
+                          .rings = {o->rings, o->rings ? strlen(o->rings) : 0}};
     if (r.ring) /* where the daemon hands the ring's slots back */
         scan.release =
             (tl_proto_str){tl_push_ipc_endpoint(r.ring), strlen(tl_push_ipc_endpoint(r.ring))};
@@ -1115,6 +1118,7 @@ static const char usage_text[] =
     "                      [--slices N] [--encoding f32|f16|q16] [--lz4]\n"
     "                      [--cuda-ipc [--device N] [--ring SLOTS] [--prefilled]]\n"
     "                      [--gpus LIST] [--dezinger T] [--paganin E,D,P,R]\n"
+    "                      [--rings vo|fw[:PARAM[,TOL]]]\n"
     "\n"
     "Starts tomolived (ingest.overflow = drop) on 127.0.0.1 ports P, P+1, P+2 (default\n"
     "57600), defines a row slice and three ortho-slices, subscribes to them, and pushes\n"
@@ -1153,7 +1157,7 @@ static const char usage_text[] =
     "Sent, lost and late count frames (late: the send of one of its bands blocked for more\n"
     "than a frame period); dropped counts the frames the daemon dropped because their\n"
     "bands did not all get in (status.frames.rejected.incomplete).\n"
-    "--dezinger T, --paganin E,D,P,R: the scan asks for these per-frame corrections\n"
+    "--dezinger T, --paganin E,D,P,R, --rings M: the scan asks for these corrections\n"
     "(ARCHITECTURE.md 3.11; as tomolive recon); each correction's own time per frame is\n"
     "printed with the daemon's stages. Compare with a run without them for their cost.\n";
 
@@ -1213,7 +1217,8 @@ int tl_cmd_stream_bench(int argc, char **argv)
         O_ENCODING,
         O_LZ4,
         O_DEZINGER,
-        O_PAGANIN
+        O_PAGANIN,
+        O_RINGS
     };
     static const struct option opts[] = {{"stream", no_argument, NULL, O_STREAM},
                                          {"backend", required_argument, NULL, O_BACKEND},
@@ -1242,6 +1247,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
                                          {"lz4", no_argument, NULL, O_LZ4},
                                          {"dezinger", required_argument, NULL, O_DEZINGER},
                                          {"paganin", required_argument, NULL, O_PAGANIN},
+                                         {"rings", required_argument, NULL, O_RINGS},
                                          {NULL, 0, NULL, 0}};
     bool device_or_ring = false, has_bands = false;
     long v;
@@ -1314,11 +1320,16 @@ int tl_cmd_stream_bench(int argc, char **argv)
                 break;
             case O_LZ4: o.lz4 = true; break;
             case O_DEZINGER:
-            case O_PAGANIN: {
+            case O_PAGANIN:
+            case O_RINGS: {
                 char why[256];
-                if (!(c == O_DEZINGER ? tl_corr_opt_dezinger : tl_corr_opt_paganin)(
-                        optarg, &o.corr, why, sizeof why))
+                bool ok = c == O_DEZINGER  ? tl_corr_opt_dezinger(optarg, &o.corr, why, sizeof why)
+                          : c == O_PAGANIN ? tl_corr_opt_paganin(optarg, &o.corr, why, sizeof why)
+                                           : tl_corr_opt_rings(optarg, &o.corr, why, sizeof why);
+                if (!ok)
                     return fail(2, "%s", why);
+                if (c == O_RINGS)
+                    o.rings = optarg;
                 break;
             }
             case 'h': fputs(usage_text, stdout); return 0;

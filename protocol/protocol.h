@@ -154,6 +154,8 @@ typedef struct {
     bool has_paganin;     /* optional "paganin": [energy keV, distance m, pixel um,
                              delta/beta], finite (the engine checks they are positive) */
     float paganin[4];
+    tl_proto_str rings; /* optional ring removal "vo[:SIZE[,TOL]]" | "fw[:LEVEL[,TOL]]" |
+                           "none" (len 0 = absent); the engine validates it */
 } tl_proto_scan;
 
 /* Where a frame in another process's GPU memory is (CUDA IPC, PROTOCOL.md §8.4): the frame

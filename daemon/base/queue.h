@@ -41,6 +41,7 @@ typedef struct {
         tl_proto_end end;
     };
     char filter[33];                         /* scan: the filter name (the header part is gone) */
+    char rings[33];                          /* scan: ring removal, as sent */
     char release[TL_PROTO_MAX_ENDPOINT + 1]; /* scan: its release endpoint, or "" */
     uint8_t ipc_handle[TL_PROTO_IPC_HANDLE]; /* frame in GPU memory: its header's handle */
     char ipc_device[TL_PROTO_UUID_LEN + 1];  /* ... and device UUID */

@@ -25,6 +25,7 @@ const char *tl_latency_name(tl_latency l)
         "acquisition_to_receive",
         "dezinger",
         "paganin",
+        "rings",
     };
     return (unsigned)l < TL_LAT_COUNT ? names[l] : "?";
 }

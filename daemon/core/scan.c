@@ -105,7 +105,8 @@ int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen)
 static void record_stage_times(tl_daemon *d, tl_engine *e)
 {
     static const tl_latency lat[TL_STAGE_COUNT] = {[TL_STAGE_DEZINGER] = TL_LAT_DEZINGER,
-                                                   [TL_STAGE_PAGANIN] = TL_LAT_PAGANIN};
+                                                   [TL_STAGE_PAGANIN] = TL_LAT_PAGANIN,
+                                                   [TL_STAGE_RINGS] = TL_LAT_RINGS};
     tl_stage_time t[2 * TL_STAGE_COUNT];
     size_t n = 0;
     if (tl_engine_stage_times(e, t, sizeof t / sizeof *t, &n) != TL_OK)
@@ -164,6 +165,10 @@ static void open_scan(tl_daemon *d, tl_item *it)
                                    .distance_m = m->paganin[1],
                                    .pixel_um = m->paganin[2],
                                    .delta_beta = m->paganin[3]};
+    if (it->rings[0] && !tl_rings_parse(it->rings, &ec.corr) && !why[0])
+        snprintf(why, sizeof why,
+                 "unknown ring removal \"%s\" (none, vo[:SIZE[,TOL]], fw[:LEVEL[,TOL]])",
+                 it->rings);
 
     /* The old scan goes first: its window may hold the memory the new one needs. */
     tl_scan_close(d);

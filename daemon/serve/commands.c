@@ -564,16 +564,24 @@ static void cmd_tune(request *r)
 
 /* ---- status ------------------------------------------------------------------------------- */
 
-/* "corrections": {dezinger, dezinger_replaced, paganin: [energy keV, distance m, pixel um,
- * delta/beta] or nil} (ARCHITECTURE.md §3.11). */
+/* "corrections": {dezinger, dezinger_replaced, rings ("vo:31,0.001", "none"),
+ * ring_updates, ring_rebuilds, paganin: [energy keV, distance m, pixel um, delta/beta] or
+ * nil} (ARCHITECTURE.md §3.11). */
 static void pack_corrections(tl_engine *e, msgpack_packer *pk)
 {
     tl_engine_corr_state cs;
     (void)tl_engine_corrections(e, &cs); /* never fails: it reads a counter */
     pack_key(pk, "corrections");
-    msgpack_pack_map(pk, 3);
+    msgpack_pack_map(pk, 6);
     tl_proto_pack_kv_double(pk, "dezinger", cs.corr.dezinger);
     tl_proto_pack_kv_u64(pk, "dezinger_replaced", cs.dezinger_replaced);
+    char rings[64];
+    const tl_corrections *k = &cs.corr;
+    snprintf(rings, sizeof rings, "%s:%u,%g", tl_rings_name(k->rings),
+             k->rings == TL_RINGS_VO ? k->ring_size : k->ring_level, k->ring_tolerance);
+    tl_proto_pack_kv_str(pk, "rings", k->rings ? rings : "none");
+    tl_proto_pack_kv_u64(pk, "ring_updates", cs.ring_updates);
+    tl_proto_pack_kv_u64(pk, "ring_rebuilds", cs.ring_rebuilds);
     pack_key(pk, "paganin");
     if (cs.corr.delta_beta <= 0) {
         msgpack_pack_nil(pk);

@@ -118,6 +118,9 @@ typedef struct {
     uint32_t ring_level;   /* FW: wavelet levels (default 3) */
     double ring_tolerance; /* rebuild beyond this change, in -log units (default 1e-3) */
 } tl_corrections;
+/* "none", "vo[:SIZE[,TOLERANCE]]" or "fw[:LEVEL[,TOLERANCE]]" into k's ring fields (0 for
+ * what is not given: the defaults); false for anything else. The engine checks ranges. */
+bool tl_rings_parse(const char *s, tl_corrections *k);
 
 typedef struct {
     tl_backend_kind backend;

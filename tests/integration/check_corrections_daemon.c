@@ -29,7 +29,8 @@ START_TEST(scan_keys_to_status)
                        .flats = 1,
                        .dezinger = 500,
                        .has_paganin = true,
-                       .paganin = {20, 0.05f, 1, 100}};
+                       .paganin = {20, 0.05f, 1, 100},
+                       .rings = {"vo", 2}};
     long long sent = 0;
     tl_fx_send_scan(&f, &s), sent++;
     uint16_t dark[ROWS * COLS], flat[ROWS * COLS], img[ROWS * COLS];
@@ -60,11 +61,17 @@ START_TEST(scan_keys_to_status)
                      NPROJ * ZINGERS);
     ck_assert_int_eq(tl_fx_status_int(&f, "latency_ms.dezinger.count"), NPROJ);
     ck_assert_int_eq(tl_fx_status_int(&f, "latency_ms.paganin.count"), NPROJ);
+    /* a window of 8: the ring estimate every projection (8 / 16 rounds up to 1) */
+    ck_assert_int_eq(tl_fx_status_int(&f, "scan.corrections.ring_updates"), NPROJ);
+    ck_assert_int_eq(tl_fx_status_int(&f, "latency_ms.rings.count"), NPROJ);
     json_t *st = tl_fx_ok(&f, "status", NULL);
     json_t *pg = json_object_get(json_object_get(json_object_get(st, "scan"), "corrections"),
                                  "paganin");
     ck_assert(json_is_array(pg) && json_array_size(pg) == 4);
     ck_assert(fabs(json_real_value(json_array_get(pg, 1)) - 0.05) < 1e-6);
+    const char *rings = json_string_value(json_object_get(
+        json_object_get(json_object_get(st, "scan"), "corrections"), "rings"));
+    ck_assert_str_eq(rings, "vo:31,0.001");
     json_decref(st);
 
     /* zero energy: the scan is refused, the reason names it */
@@ -76,6 +83,18 @@ START_TEST(scan_keys_to_status)
     st = tl_fx_ok(&f, "status", NULL);
     const char *why = json_string_value(json_object_get(st, "last_scan_error"));
     ck_assert_msg(why && strstr(why, "energy (keV) must be a positive number"), "%s",
+                  why ? why : "(none)");
+    json_decref(st);
+    /* an unknown ring removal: refused by name */
+    s.series = 3;
+    s.paganin[0] = 20;
+    s.rings = (tl_proto_str){"sorting", 7};
+    tl_fx_send_scan(&f, &s), sent++;
+    ck_assert(tl_fx_wait_messages(&f, sent, 10));
+    ck_assert(tl_fx_wait_status(&f, "frames.rejected.scan", 2, 10));
+    st = tl_fx_ok(&f, "status", NULL);
+    why = json_string_value(json_object_get(st, "last_scan_error"));
+    ck_assert_msg(why && strstr(why, "unknown ring removal \"sorting\""), "%s",
                   why ? why : "(none)");
     json_decref(st);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);

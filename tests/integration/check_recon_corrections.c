@@ -164,10 +164,11 @@ START_TEST(dezinger_and_paganin)
                           path_in("d.tif"), "--flats",   path_in("f.tif"),    "--angles-deg",
                           "0:180:60",  "--backend",   "cpu",               "--rows",
                           "3:8",       "--dezinger",  "800",               "--paganin",
-                          "20,0.1,2,80", "--output",  path_in("out.tif"),  NULL};
+                          "20,0.1,2,80", "--rings",   "vo:11",             "--output",
+                          path_in("out.tif"), NULL};
     ck_assert_msg(tomolive(args) == 0, "%s", err_text);
     tl_corrections k = {.dezinger = 800, .energy_kev = 20, .distance_m = 0.1, .pixel_um = 2,
-                        .delta_beta = 80};
+                        .delta_beta = 80, .rings = TL_RINGS_VO, .ring_size = 11};
     float *want = reconstruct_here(&k, 3, 8), *got = read_output(path_in("out.tif"), 5);
     double err = tl_rel_l2(got, want, 5 * COLS * COLS);
     ck_assert_msg(err <= 1e-6, "recon vs the engine in-process: rel L2 %.3g", err);
@@ -190,6 +191,8 @@ START_TEST(bad_values)
         {"--paganin", "20,-0.5,1,100", "distance (m) must be a positive number"},
         {"--paganin", "20,0.5,1", "ENERGY_KEV,DISTANCE_M,PIXEL_UM,DELTA_BETA"},
         {"--dezinger", "-2", "bad --dezinger '-2'"},
+        {"--rings", "sorting", "bad --rings 'sorting'"},
+        {"--rings", "vo:30", "median width 30 must be odd"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         const char *args[] = {"recon",         "--input",    path_in("p.tif"),

@@ -92,6 +92,9 @@ static void check_scan(const tl_proto_scan *in)
     if (in->has_paganin)
         for (int i = 0; i < 4; i++)
             ck_assert(o->paganin[i] == in->paganin[i]);
+    ck_assert_uint_eq(o->rings.len, in->rings.len);
+    if (in->rings.len)
+        ck_assert_mem_eq(o->rings.ptr, in->rings.ptr, in->rings.len);
 }
 
 START_TEST(scan_required_only)
@@ -127,7 +130,8 @@ START_TEST(scan_all_optional)
                        .already_linear = true,
                        .dezinger = 250.5,
                        .has_paganin = true,
-                       .paganin = {30.0f, 0.25f, 6.5f, 300.0f}};
+                       .paganin = {30.0f, 0.25f, 6.5f, 300.0f},
+                       .rings = {"fw:4,0.002", 10}};
     check_scan(&s);
 }
 END_TEST

@@ -156,6 +156,8 @@ static const bad_case cases[] = {
     {"scan release as int", WITH, SCAN, "release", "5", 0, TL_PROTO_E_KEY_TYPE, "release"},
     {"scan dezinger negative", WITH, SCAN, "dezinger", "-1.5", 0, TL_PROTO_E_RANGE, "dezinger"},
     {"scan dezinger as str", WITH, SCAN, "dezinger", "\"5\"", 0, TL_PROTO_E_KEY_TYPE, "dezinger"},
+    {"scan rings empty", WITH, SCAN, "rings", "\"\"", 0, TL_PROTO_E_RANGE, "rings"},
+    {"scan rings as int", WITH, SCAN, "rings", "3", 0, TL_PROTO_E_KEY_TYPE, "rings"},
     {"scan paganin of 3", WITH, SCAN, "paganin", "[20, 0.1, 6.5]", 0, TL_PROTO_E_RANGE, "paganin"},
     {"scan paganin NaN", WITH, SCAN, "paganin", "[20, NaN, 6.5, 100]", 0, TL_PROTO_E_NOT_FINITE,
      "paganin"},
