@@ -236,6 +236,7 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
     (void)tl_geometry_find(c->geometry, NULL, &e->geometry); /* check_config found it */
     e->method = tl_method_find(c);
     tl_engine_config rc; /* what the backend gets */
+    e->cfg.center_estimate |= e->cfg.center_auto;
     st = tl_engine_pick_backend(&e->cfg, eb, &rc, &e->ops, &e->backend);
     if (st == TL_OK)
         st = check_memory(e, &rc, eb);
@@ -248,6 +249,8 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         st = apply_filter(e, c->filter);
     if (st == TL_OK)
         st = apply_phase(e);
+    if (st == TL_OK)
+        st = tl_center_init(e);
     if (st != TL_OK) {
         tl_fail(eb, st, "%s", e->err.msg);
         goto fail;
@@ -268,6 +271,7 @@ void tl_engine_destroy(tl_engine *e)
 {
     if (!e)
         return;
+    tl_center_free(e);
     if (e->be)
         e->ops->destroy(e->be);
     tl_window_free(&e->win);

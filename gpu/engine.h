@@ -211,6 +211,30 @@ tl_status tl_engine_corrections(tl_engine *e, tl_engine_corr_state *out);
  * read them every few frames). */
 tl_status tl_engine_stage_times(tl_engine *e, tl_stage_time *out, size_t cap, size_t *n);
 
+/* The centre of rotation estimated from opposite projections (gpu/center.c; config
+ * center_estimate or center_auto): the axis column, its confidence (0..1: the median
+ * normalised correlation of each pair's mirrored profile gradients; 1 for exact mirror
+ * images), the pairs' spread (median absolute deviation, pixels), how many pairs and the
+ * newest index used, how many estimates there were and how many center_auto applied. */
+typedef struct {
+    bool estimating; /* the engine estimates the centre */
+    bool auto_on;    /* ... and applies it */
+    bool valid;      /* an estimate exists */
+    double center, confidence, spread;
+    uint32_t pairs;
+    uint64_t newest, estimates, applied;
+} tl_center_estimate;
+/* The last estimate (made every window/16 projections when a new pair has come). */
+tl_status tl_engine_center(const tl_engine *e, tl_center_estimate *out);
+/* An estimate now from the newest pairs (waits for queued work); TL_ENOTFOUND when no two
+ * projections are opposite (pi apart, or one angular step short of it for a window of
+ * half a turn). Does not apply it. */
+tl_status tl_engine_center_estimate_now(tl_engine *e, tl_center_estimate *out);
+/* center_auto on or off (TL_EINVAL for an engine without estimation): when on, each
+ * estimate of confidence >= 0.5 that moves the axis by >= 0.02 px is applied as
+ * tl_engine_set_center (tracked slices are rebuilt). */
+tl_status tl_engine_set_center_auto(tl_engine *e, bool on);
+
 /* Indices of the window that are not held, ascending; writes at most cap, returns the count
  * of missing indices (which may exceed cap). */
 size_t tl_engine_missing(const tl_engine *e, uint64_t *out, size_t cap);

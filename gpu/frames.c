@@ -151,7 +151,9 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
                        (unsigned long long)f->index);
     }
     tl_track_before_store(e, slot);
-    st = fence_frame(e, f, e->ops->store(e->be, f, slot));
+    st = tl_center_before_store(e);
+    if (st == TL_OK)
+        st = fence_frame(e, f, e->ops->store(e->be, f, slot));
     if (st != TL_OK)
         return st;
     tl_window_hold(&e->win, slot, f->index);
@@ -162,5 +164,6 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
     tl_track_added(e, slot);
     e->proj_since[0] = e->proj_since[1] = true;
     e->accepted[TL_FRAME_PROJ]++;
-    return ring_cadence(e);
+    st = ring_cadence(e);
+    return st == TL_OK ? tl_center_after_store(e, f) : st;
 }

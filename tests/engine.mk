@@ -40,3 +40,9 @@ TESTS += tests/unit/check_corrections
 tests_unit_check_corrections_SOURCES = tests/unit/check_corrections.c
 tests_unit_check_corrections_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_corrections_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# the centre of rotation from opposite projections (CPU backend)
+check_PROGRAMS += tests/unit/check_center
+TESTS += tests/unit/check_center
+tests_unit_check_center_SOURCES = tests/unit/check_center.c
+tests_unit_check_center_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_center_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)

@@ -126,7 +126,23 @@ typedef struct tl_backend_ops {
      * window is brought to the new estimate (*changed true: the engine rebuilds tracked
      * slices). Ordered with store() like everything else. */
     tl_status (*ring_update)(void *state, bool *changed);
+    /* Centre estimation (gpu/center.c): with config center_estimate the backend keeps, for
+     * each projection, its column profile (the mean over the detector rows of what is
+     * stored, before the filter) at position `pos` of a ring of TL_CENTER_PROFILES; set
+     * where the next projection's goes (before its store; -1: nowhere), and copy n of
+     * them (cols floats each) into out, after the work queued before (this waits). */
+    tl_status (*profile_slot)(void *state, int32_t pos);
+    tl_status (*profiles)(void *state, const uint32_t *pos, size_t n, float *out);
 } tl_backend_ops;
+
+/* Profiles kept for the centre estimation: 2 windows + 2 (every projection and the one
+ * half a turn before it), at most this many. */
+#define TL_CENTER_PROFILES_MAX 4096u
+static inline uint32_t tl_center_profiles(uint32_t window)
+{
+    uint64_t n = 2ull * window + 2;
+    return n < TL_CENTER_PROFILES_MAX ? (uint32_t)n : TL_CENTER_PROFILES_MAX;
+}
 
 /* Frames whose stage times a backend keeps until they are read (stage_times). */
 #define TL_STAGE_RING 64

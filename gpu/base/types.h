@@ -155,6 +155,10 @@ typedef struct {
     char kernel[32];  /* force a back-projection kernel by name (tests, benchmarks);
                                  "" = the fastest kernel of an allowed quality mode */
     tl_corrections corr; /* per-frame corrections; zero = none (above) */
+    /* Centre of rotation from opposite projections (gpu/center.c): center_estimate keeps
+     * each projection's column profile and estimates the axis every window/16
+     * projections; center_auto also applies it (tl_engine_set_center_auto). */
+    bool center_estimate, center_auto;
     uint32_t refresh; /* tracked slices: full recomputation after this many
                                  incremental updates; 0 (default) = never: the
                                  accumulators are float64, so float drift stays bounded */

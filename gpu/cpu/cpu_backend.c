@@ -48,6 +48,9 @@ static tl_status cpu_estimate(const tl_engine_config *c, size_t padded, tl_memor
     /* batch sums (double), dark/flat averages and gain, per-thread FFT buffers */
     m->buffer_bytes = 2 * npix * sizeof(double) + 3 * npix * rs + 64 * padded * 2 * rs;
     m->buffer_bytes += tl_cpu_corr_estimate(c);
+    if (c->center_estimate)
+        m->buffer_bytes += (size_t)tl_center_profiles(c->window) * c->cols * sizeof(float) +
+                           64 * (size_t)c->cols * sizeof(double);
     m->total_bytes = m->window_bytes + m->buffer_bytes;
     m->available_bytes = available_ram();
     return TL_OK;
@@ -61,6 +64,7 @@ static void cpu_destroy(void *state)
     if (s->pool)
         tl_pool_destroy(s->pool);
     tl_cpu_corr_destroy(s);
+    tl_cpu_profile_destroy(s);
     pthread_mutex_lock(&tl_cpu_planner_lock);
     if (s->r2c_f)
         fftwf_destroy_plan(s->r2c_f);
@@ -171,6 +175,8 @@ static tl_status cpu_create(const tl_engine_config *c, size_t padded, tl_errbuf 
         return tl_fail(eb, TL_EINTERNAL, "FFTW could not plan a %zu-point transform", padded);
     }
     tl_status st = tl_cpu_corr_create(s);
+    if (st == TL_OK)
+        st = tl_cpu_profile_create(s);
     if (st != TL_OK) {
         cpu_destroy(s);
         return st;
@@ -272,10 +278,13 @@ static tl_status cpu_store(void *state, const tl_frame *f, uint32_t slot)
     if (st != TL_OK)
         return st;
     if (s->corr_on)
-        return tl_cpu_corr_store(s, f, slot);
-    job_ctx j = {.s = s, .f = f, .slot = slot};
-    tl_cpu_run_jobs(s, s->rows, (double)s->rows * s->padded * 8, store_job, &j);
-    return TL_OK;
+        st = tl_cpu_corr_store(s, f, slot);
+    else {
+        job_ctx j = {.s = s, .f = f, .slot = slot};
+        tl_cpu_run_jobs(s, s->rows, (double)s->rows * s->padded * 8, store_job, &j);
+    }
+    tl_cpu_profile_finish(s);
+    return st;
 }
 
 /* Job k is output row r of slice i, with k running over the rows of all slices. */
@@ -528,6 +537,16 @@ static void cpu_device_id(const void *state, tl_device_id *id)
     id->sm_count = s->nthreads;
 }
 
+void tl_cpu_fftw_plan_lock(void)
+{
+    pthread_mutex_lock(&tl_cpu_planner_lock);
+}
+
+void tl_cpu_fftw_plan_unlock(void)
+{
+    pthread_mutex_unlock(&tl_cpu_planner_lock);
+}
+
 const tl_backend_ops tl_cpu_backend = {
     .name = "cpu",
     .estimate = cpu_estimate,
@@ -553,4 +572,6 @@ const tl_backend_ops tl_cpu_backend = {
     .corr_counts = tl_cpu_corr_counts,
     .stage_times = tl_cpu_stage_times,
     .ring_update = tl_cpu_ring_update,
+    .profile_slot = tl_cpu_profile_slot,
+    .profiles = tl_cpu_profiles,
 };

@@ -69,6 +69,12 @@ typedef struct {
     uint64_t ring_frames;
     double ring_weight; /* of the frame being stored in the profile */
     double ring_update_s;  /* the last ring_update's time, not yet read (< 0: none) */
+    /* centre estimation (profile.c): the column profiles ring, float[nprof][cols], the
+     * position of the projection being stored (-1: none), per-thread column sums */
+    float *prof;
+    uint32_t nprof;
+    int32_t prof_pos;
+    double **prof_acc;
     /* stage times of the last frames (tl_engine_stage_times): frame k in slot
      * k % TL_STAGE_RING, frames [stage_read, stage_written) not read yet */
     double stage_s[TL_STAGE_RING][TL_STAGE_COUNT];
@@ -125,6 +131,27 @@ tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot);
 tl_status tl_cpu_set_phase(void *state, const tl_phase_filter *f);
 tl_status tl_cpu_corr_counts(void *state, uint64_t *replaced);
 tl_status tl_cpu_stage_times(void *state, tl_stage_time *out, size_t cap, size_t *n);
+/* profile.c */
+tl_status tl_cpu_profile_create(tl_cpu_state *s);
+void tl_cpu_profile_destroy(tl_cpu_state *s);
+/* Adds a row's stored values (before the filter) to the thread's column sums. */
+static inline void tl_cpu_profile_add_f32(tl_cpu_state *s, const float *v, int thread)
+{
+    double *a = s->prof_acc[thread];
+    for (uint32_t c = 0; c < s->cols; c++)
+        a[c] += v[c];
+}
+static inline void tl_cpu_profile_add_f64(tl_cpu_state *s, const double *v, int thread)
+{
+    double *a = s->prof_acc[thread];
+    for (uint32_t c = 0; c < s->cols; c++)
+        a[c] += v[c];
+}
+/* After a projection's rows: its profile into the ring (when it has a position). */
+void tl_cpu_profile_finish(tl_cpu_state *s);
+tl_status tl_cpu_profile_slot(void *state, int32_t pos);
+tl_status tl_cpu_profiles(void *state, const uint32_t *pos, size_t n, float *out);
+
 /* rings.c */
 tl_status tl_cpu_rings_create(tl_cpu_state *s);
 void tl_cpu_rings_destroy(tl_cpu_state *s);

@@ -94,6 +94,8 @@ void FN(tl_cpu_store_row)(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uin
         REAL t = FN(flatfield)(FN(pixel)(src, f->dtype, c), dark, gain, c);
         pad[c] = linear ? t : FN(minus_log)(t);
     }
+    if (s->prof_pos >= 0)
+        FN(tl_cpu_profile_add)(s, pad, thread);
     FN(filter_into)(s, pad, slot, r, thread);
 }
 
@@ -183,6 +185,8 @@ void FN(tl_cpu_finish_row)(tl_cpu_state *s, const void *in, bool correct, uint32
             pad[c] -= cc[c];
         }
     }
+    if (s->prof_pos >= 0)
+        FN(tl_cpu_profile_add)(s, pad, thread);
     FN(filter_into)(s, pad, slot, r, thread);
 }
 

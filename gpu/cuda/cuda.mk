@@ -10,6 +10,7 @@ CUDA_SOURCES = \
 	gpu/cuda/paganin.cu \
 	gpu/cuda/stages.cu \
 	gpu/cuda/rings.cu \
+	gpu/cuda/profile.cu \
 	gpu/cuda/filter.cu \
 	gpu/cuda/backproject.cu \
 	gpu/cuda/bp_texture.cu \

@@ -260,6 +260,7 @@ static tl_status cuda_estimate(const tl_engine_config *c, size_t padded, tl_memo
     tl_cuda_sizes z;
     compute_sizes(c, padded, &d, work, &z);
     TL_TRY(corrections_size(c, eb, &z));
+    z.buffers += tl_cuda_profile_bytes(c);
     size_t free_b = 0, total_b = 0;
     TL_CUDA(eb, cudaMemGetInfo(&free_b, &total_b));
     m->window_bytes = z.window;
@@ -287,7 +288,7 @@ static void cuda_destroy(void *state)
     void *dev[] = {s->window,  s->sum[0], s->sum[1],   s->avg[0],  s->avg[1],   s->gain,   s->raw,
                    s->pad,     s->spec,   s->response, s->d_par,   s->d_slot,   s->d_texy, s->out,
                    s->scratch, s->pack,   s->d_maxabs, s->d_scale, s->d_tickets,
-                   s->frame[0], s->frame[1], s->d_replaced};
+                   s->frame[0], s->frame[1], s->d_replaced, s->d_prof};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -468,6 +469,7 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
 
     TL_TRY(tl_cuda_fft_create(s));
     TL_TRY(create_corrections(s));
+    TL_TRY(tl_cuda_profile_create(s));
     TL_TRY(tl_cuda_tex_create(s));
     TL_TRY(tl_cuda_bp_create(s));
     /* the memsets above must be done before the first frame can be trusted */
@@ -626,4 +628,6 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_corr_counts, /* corr_counts (dezinger.cu) */
     tl_cuda_op_stage_times, /* stage_times (stages.cu) */
     tl_cuda_op_ring_update, /* ring_update (rings.cu) */
+    tl_cuda_op_profile_slot, /* profile_slot (profile.cu) */
+    tl_cuda_op_profiles,    /* profiles (profile.cu) */
 };

@@ -245,6 +245,11 @@ typedef struct {
     cudaEvent_t rings_ev[2];
     int ring_events;
     double ring_update_s; /* the last update's GPU time, not yet read (< 0: none) */
+    /* centre estimation (profile.cu): the profiles ring, nprof x cols; where the
+     * projection being stored puts its profile (-1: nowhere) */
+    float *d_prof;
+    uint32_t nprof;
+    int32_t prof_pos;
     /* stage timing (stages.cu): frame k's events in ring entry k % TL_STAGE_RING, a start
      * and an end event per stage; frames [stage_read, stage_written) not read yet */
     cudaEvent_t stage_ev[TL_STAGE_RING][TL_STAGE_COUNT][2];
@@ -332,6 +337,15 @@ tl_status tl_cuda_stage_mark(tl_cuda_state *s, tl_stage st, bool end);
 /* After a frame's stages are enqueued: the next frame gets the next ring entry. */
 void tl_cuda_stage_next(tl_cuda_state *s);
 tl_status tl_cuda_op_stage_times(void *state, tl_stage_time *out, size_t cap, size_t *n);
+
+/* profile.cu */
+tl_status tl_cuda_profile_create(tl_cuda_state *s);
+size_t tl_cuda_profile_bytes(const tl_engine_config *c);
+/* The column means of rows x cols values at src (rows stride apart) into the profile of
+ * the projection being stored, if it has a position. */
+tl_status tl_cuda_profile_add(tl_cuda_state *s, const float *src, size_t stride);
+tl_status tl_cuda_op_profile_slot(void *state, int32_t pos);
+tl_status tl_cuda_op_profiles(void *state, const uint32_t *pos, size_t n, float *out);
 
 /* rings.cu */
 size_t tl_cuda_rings_bytes(const tl_engine_config *c);

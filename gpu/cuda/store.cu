@@ -174,8 +174,10 @@ static tl_status correct_into(tl_cuda_state *s, const char *src, size_t pitch, t
 tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst,
                           size_t dst_stride, bool hold)
 {
-    if (!s->filter_on) /* straight into the window (set_filter ran what was held) */
-        return correct_into(s, src, pitch, dt, dst, dst_stride);
+    if (!s->filter_on) { /* straight into the window (set_filter ran what was held) */
+        TL_TRY(correct_into(s, src, pitch, dt, dst, dst_stride));
+        return tl_cuda_profile_add(s, dst, dst_stride);
+    }
     /* a held frame bound for the same place is written first: the pass writes its frames
      * in no particular order */
     bool clash = s->held && s->held_stride != dst_stride;
@@ -186,6 +188,7 @@ tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dt
     /* into the next FFT input rows (zero-padded to P), filtered into dst by the pass */
     float *pad = s->pad + (size_t)s->held * s->rows * s->padded;
     TL_TRY(correct_into(s, src, pitch, dt, pad, s->padded));
+    TL_TRY(tl_cuda_profile_add(s, pad, s->padded)); /* before the filter pass reads pad */
     s->held_dst.p[s->held++] = dst;
     s->held_stride = dst_stride;
     return hold && s->held < s->batch ? TL_OK : tl_cuda_flush(s);
