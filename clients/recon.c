@@ -62,7 +62,9 @@ static const char usage_text[] =
     "      --angles-deg S:E:N  N angles START + i (STOP - START) / N in degrees, i < N\n"
     "      --angles FILE     one angle in degrees per line (# comments, blank lines ignored);\n"
     "                        non-uniform angles are weighted by their angular spacing\n"
-    "      --center C        rotation axis column (default (cols - 1) / 2)\n"
+    "      --center C|auto   rotation axis column (default (cols - 1) / 2); auto: found\n"
+    "                        from opposite projections (angles 180 degrees apart, or one\n"
+    "                        step short), printed as center=C confidence=Q on stderr\n"
     "      --filter NAME     ram-lak (default), shepp-logan, cosine, hamming, hann, parzen,\n"
     "                        none\n"
     "      --rows A:B        reconstruct detector rows A .. B-1 (default all)\n"
@@ -414,9 +416,10 @@ static int run(const options *o, resources *R)
         return fail("unknown backend '%s' (cpu, cuda, auto)", o->backend);
     char *end;
     double center = NAN;
-    if (o->center &&
+    bool center_auto = o->center && strcmp(o->center, "auto") == 0; /* gpu/center.c */
+    if (o->center && !center_auto &&
         (center = strtod(o->center, &end), end == o->center || *end || !isfinite(center)))
-        return fail("bad --center '%s': not a number", o->center);
+        return fail("bad --center '%s': not a number (or auto)", o->center);
     long long size = 0;
     if (o->size &&
         (size = strtoll(o->size, &end, 10), end == o->size || *end || size < 1 || size > 65536))
@@ -539,7 +542,8 @@ static int run(const options *o, resources *R)
     c.corr = corr;
     c.backend = backend;
     c.dtype = dtype;
-    c.center = o->center ? center : (P->cols - 1) / 2.0;
+    c.center = o->center && !center_auto ? center : (P->cols - 1) / 2.0;
+    c.center_estimate = center_auto;
     c.filter = filter;
     /* equally spaced angles weigh pi / N each; a file may hold any angles, unless --window
      * says the scan was N equally spaced ones (some lost) */
@@ -565,6 +569,15 @@ static int run(const options *o, resources *R)
         (have_flats && submit_stack(&fd, &R->flats, TL_FRAME_FLAT, NULL, NULL, "flat")) ||
         submit_stack(&fd, &R->proj, TL_FRAME_PROJ, R->angles, R->indices, "projection"))
         return 1;
+    if (center_auto) { /* from opposite projections, printed before the reconstruction */
+        tl_center_estimate est;
+        tl_status cst = tl_engine_center_estimate_now(R->engine, &est);
+        if (cst == TL_OK)
+            cst = tl_engine_set_center(R->engine, est.center);
+        if (cst != TL_OK)
+            return fail("--center auto: %s", tl_engine_last_error(R->engine));
+        fprintf(stderr, "center=%.3f confidence=%.3f\n", est.center, est.confidence);
+    }
 
     if (reconstruct_rows(R->engine, row0 - erow0, row1 - row0, n, &R->out, fd.progress,
                          o->verbose))

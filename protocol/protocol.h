@@ -154,6 +154,9 @@ typedef struct {
     bool has_paganin;     /* optional "paganin": [energy keV, distance m, pixel um,
                              delta/beta], finite (the engine checks they are positive) */
     float paganin[4];
+    bool has_auto_center; /* optional "auto_center": the centre is estimated from opposite
+                             projections (present), and applied (true) */
+    bool auto_center;
     tl_proto_str rings; /* optional ring removal "vo[:SIZE[,TOL]]" | "fw[:LEVEL[,TOL]]" |
                            "none" (len 0 = absent); the engine validates it */
 } tl_proto_scan;

@@ -157,6 +157,8 @@ static void open_scan(tl_daemon *d, tl_item *it)
     }
     if (m->geometry == TL_PROTO_CONE)
         ec.geometry = TL_GEOMETRY_CONE; /* the engine refuses it with its own message */
+    ec.center_estimate = m->has_auto_center;
+    ec.center_auto = m->auto_center;
     /* per-frame corrections: the engine checks the values and names a bad one */
     ec.corr.dezinger = m->dezinger;
     if (m->has_paganin)
@@ -301,7 +303,14 @@ static void submit_frame(tl_daemon *d, tl_item *it, const void *data, bool pinne
         fr.pitch = f->ipc.pitch;
     }
     uint64_t t0 = tl_clock_ns();
+    double center = tl_engine_get_config(s->engine)->center;
     tl_status st = tl_engine_submit(s->engine, &fr);
+    if (tl_engine_get_config(s->engine)->center != center) { /* auto_center moved the axis */
+        tl_log(TL_LOG_INFO, "center_auto", "center=%.4f was=%.4f",
+               tl_engine_get_config(s->engine)->center, center);
+        for (int i = 0; i < d->slices.n; i++)
+            d->slices.v[i].want_param = true;
+    }
     tl_hist_add(&d->stats.latency[TL_LAT_SUBMIT], (tl_clock_ns() - t0) / 1e9);
     record_stage_times(d, s->engine);
     if (st != TL_OK) {

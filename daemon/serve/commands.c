@@ -394,6 +394,46 @@ static void cmd_list_slices(request *r)
     pthread_mutex_unlock(&d->lock);
 }
 
+/* set_param auto_center: the live centre estimate applied, or no longer. */
+static void set_auto_center(request *r)
+{
+    tl_daemon *d = r->d;
+    tl_proto_error e;
+    bool on;
+    if (tl_proto_get_bool(r->args, "value", true, &on, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    tl_center_estimate c = {0};
+    if (d->scan.open)
+        (void)tl_engine_center(d->scan.engine, &c);
+    if (!c.estimating) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_STATE,
+             d->scan.open ? "the scan was opened without centre estimation (scan key "
+                            "auto_center)"
+                          : "no scan is open");
+        return;
+    }
+    double before = tl_engine_get_config(d->scan.engine)->center;
+    tl_status st = tl_engine_set_center_auto(d->scan.engine, on);
+    bool moved = tl_engine_get_config(d->scan.engine)->center != before;
+    for (int i = 0; moved && i < d->slices.n; i++) /* an estimate applied at once */
+        d->slices.v[i].want_param = true;
+    pthread_mutex_unlock(&d->lock);
+    if (st != TL_OK) {
+        fail(r, TL_PROTO_E_INTERNAL, "%s", tl_engine_last_error(d->scan.engine));
+        return;
+    }
+    tl_proto_begin_rep_ok(r->pk, r->id);
+    msgpack_pack_map(r->pk, 2);
+    tl_proto_pack_kv_str(r->pk, "name", "auto_center");
+    tl_proto_pack_kv_bool(r->pk, "value", on);
+    tl_log(TL_LOG_INFO, "param_set", "name=auto_center value=%s", on ? "true" : "false");
+    tl_worker_poke(d);
+}
+
 static void cmd_set_param(request *r)
 {
     tl_daemon *d = r->d;
@@ -404,9 +444,13 @@ static void cmd_set_param(request *r)
         return;
     }
     bool center = tl_proto_str_eq(name, "center"), filter = tl_proto_str_eq(name, "filter");
+    if (tl_proto_str_eq(name, "auto_center")) {
+        set_auto_center(r);
+        return;
+    }
     if (!center && !filter) {
-        fail(r, TL_PROTO_E_BAD_ARG, "unknown parameter \"%.*s\" (center, filter)", (int)name.len,
-             name.ptr);
+        fail(r, TL_PROTO_E_BAD_ARG, "unknown parameter \"%.*s\" (center, filter, auto_center)",
+             (int)name.len, name.ptr);
         return;
     }
     double c = 0;
@@ -594,6 +638,28 @@ static void pack_corrections(tl_engine *e, msgpack_packer *pk)
         msgpack_pack_double(pk, p[i]);
 }
 
+/* "center_estimate": nil, or the live centre estimate (ARCHITECTURE.md §3.12). */
+static void pack_center(const tl_engine *e, msgpack_packer *pk)
+{
+    tl_center_estimate c;
+    (void)tl_engine_center(e, &c); /* reads the last estimate */
+    pack_key(pk, "center_estimate");
+    if (!c.estimating) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_map(pk, 9);
+    tl_proto_pack_kv_bool(pk, "auto", c.auto_on);
+    tl_proto_pack_kv_bool(pk, "valid", c.valid);
+    tl_proto_pack_kv_double(pk, "center", c.center);
+    tl_proto_pack_kv_double(pk, "confidence", c.confidence);
+    tl_proto_pack_kv_double(pk, "spread", c.spread);
+    tl_proto_pack_kv_u64(pk, "pairs", c.pairs);
+    tl_proto_pack_kv_u64(pk, "newest", c.newest);
+    tl_proto_pack_kv_u64(pk, "estimates", c.estimates);
+    tl_proto_pack_kv_u64(pk, "applied", c.applied);
+}
+
 static void pack_scan(tl_daemon *d, msgpack_packer *pk)
 {
     tl_scan *s = &d->scan;
@@ -603,7 +669,7 @@ static void pack_scan(tl_daemon *d, msgpack_packer *pk)
     }
     tl_engine_state st;
     tl_engine_get_state(s->engine, &st);
-    msgpack_pack_map(pk, 20);
+    msgpack_pack_map(pk, 21);
     tl_proto_pack_kv_u64(pk, "series", s->series);
     pack_key(pk, "shape");
     pack_dims(pk, s->msg.rows, s->msg.cols);
@@ -624,6 +690,7 @@ static void pack_scan(tl_daemon *d, msgpack_packer *pk)
     tl_proto_pack_kv_double(pk, "center", st.center);
     tl_proto_pack_kv_str(pk, "filter", tl_filter_name(st.filter));
     pack_corrections(s->engine, pk);
+    pack_center(s->engine, pk);
     pack_key(pk, "detector"); /* what a detector said it did to the frames (DECTRIS start) */
     if (!s->detector.told) {
         msgpack_pack_nil(pk);

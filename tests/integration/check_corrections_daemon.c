@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/daemon_fixture.h"
@@ -101,12 +102,85 @@ START_TEST(scan_keys_to_status)
 }
 END_TEST
 
+/* Line integrals of two disks around an axis at column `axis`. */
+static float disks(double u, double th, double axis)
+{
+    const double cx[2] = {0, 12}, cy[2] = {0, -7}, r[2] = {40, 6}, mu[2] = {0.01, 0.03};
+    double p = 0;
+    for (int k = 0; k < 2; k++) {
+        double d = u - axis - (cx[k] * cos(th) - cy[k] * sin(th));
+        if (fabs(d) < r[k])
+            p += 2 * mu[k] * sqrt(r[k] * r[k] - d * d);
+    }
+    return (float)p;
+}
+
+/* auto_center: the estimate in status and applied to the scan's centre; set_param switches
+ * it; a scan without the key has no estimation (E_STATE). */
+START_TEST(auto_center)
+{
+    enum { CR = 2, CC = 128, CN = 64 };
+    const double axis = 63.5 + 3.4;
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "corr-center", NULL), 0);
+    tl_proto_scan s = {.series = 1,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = CR,
+                       .cols = CC,
+                       .dtype = TL_PROTO_F32,
+                       .window = CN,
+                       .already_linear = true,
+                       .has_auto_center = true,
+                       .auto_center = true};
+    long long sent = 0;
+    tl_fx_send_scan(&f, &s), sent++;
+    ck_assert(tl_fx_wait_messages(&f, sent, 10));
+    json_t *r = tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":0,\"pin\":true}");
+    json_decref(r);
+    float img[CR * CC];
+    tl_proto_frame h = {.series = 1, .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_F32, .rows = CR,
+                        .cols = CC, .has_angle = true};
+    for (int k = 0; k < 3 * CN; k++) {
+        h.index = (uint64_t)k;
+        h.angle = M_PI * k / CN;
+        for (int i = 0; i < CR * CC; i++)
+            img[i] = disks(i % CC, h.angle, axis);
+        tl_fx_send_frame(&f, &h, img, sizeof img), sent++;
+    }
+    ck_assert(tl_fx_wait_messages(&f, sent, 20));
+    ck_assert(tl_fx_wait_status(&f, "frames.accepted.proj", 3 * CN, 10));
+    json_t *st = tl_fx_ok(&f, "status", NULL);
+    json_t *scan = json_object_get(st, "scan"), *ce = json_object_get(scan, "center_estimate");
+    double found = json_real_value(json_object_get(ce, "center"));
+    double center = json_real_value(json_object_get(scan, "center"));
+    printf("daemon auto_center: estimate %.4f (confidence %.3f), scan centre %.4f, true %.4f\n",
+           found, json_real_value(json_object_get(ce, "confidence")), center, axis);
+    ck_assert(json_is_true(json_object_get(ce, "valid")) && json_is_true(json_object_get(ce, "auto")));
+    ck_assert(fabs(found - axis) < 0.1 && fabs(center - axis) < 0.1);
+    ck_assert_int_ge(json_integer_value(json_object_get(ce, "applied")), 1);
+    json_decref(st);
+    r = tl_fx_ok(&f, "set_param", "{\"name\":\"auto_center\",\"value\":false}");
+    json_decref(r);
+    ck_assert_int_eq(tl_fx_status_int(&f, "scan.center_estimate.estimates") > 0, 1);
+    /* a scan without the key: no estimation */
+    s.series = 2;
+    s.has_auto_center = false;
+    tl_fx_send_scan(&f, &s), sent++;
+    ck_assert(tl_fx_wait_messages(&f, sent, 10));
+    r = tl_fx_request(&f, "set_param", "{\"name\":\"auto_center\",\"value\":true}");
+    ck_assert_str_eq(json_string_value(json_object_get(r, "name")), "E_STATE");
+    json_decref(r);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("corrections_daemon");
     TCase *t = tcase_create("core");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, scan_keys_to_status);
+    tcase_add_test(t, auto_center);
     suite_add_tcase(s, t);
     return s;
 }

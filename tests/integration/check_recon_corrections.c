@@ -182,6 +182,41 @@ START_TEST(dezinger_and_paganin)
 }
 END_TEST
 
+/* --center auto: the centre (the scan's axis is the detector's middle column, 23.5) on
+ * stderr as center=C confidence=Q before the reconstruction, and used: the output is a
+ * reconstruction with --center C (C as printed, rounded to 0.001 px). */
+START_TEST(center_auto)
+{
+    const char *args[] = {"recon",      "--input",   path_in("p.tif"),  "--darks",
+                          path_in("d.tif"), "--flats", path_in("f.tif"), "--angles-deg",
+                          "0:180:60",   "--backend", "cpu",             "--dezinger",
+                          "800",        "--center",  "auto",            "--output",
+                          path_in("auto.tif"), NULL};
+    ck_assert_msg(tomolive(args) == 0, "%s", err_text);
+    const char *at = strstr(err_text, "center=");
+    ck_assert_msg(at, "no center= on stderr: %s", err_text);
+    double c = 0, q = 0;
+    ck_assert_int_eq(sscanf(at, "center=%lf confidence=%lf", &c, &q), 2);
+    printf("recon --center auto: center=%.3f confidence=%.3f (true 23.5)\n", c, q);
+    ck_assert_msg(fabs(c - 23.5) <= 0.1, "center %.3f", c);
+    ck_assert(q > 0.5 && q <= 1);
+    char cs[32];
+    snprintf(cs, sizeof cs, "%.3f", c);
+    const char *args2[] = {"recon",      "--input",   path_in("p.tif"),  "--darks",
+                           path_in("d.tif"), "--flats", path_in("f.tif"), "--angles-deg",
+                           "0:180:60",   "--backend", "cpu",             "--dezinger",
+                           "800",        "--center",  cs,                "--output",
+                           path_in("fixed.tif"), NULL};
+    ck_assert_msg(tomolive(args2) == 0, "%s", err_text);
+    float *a = read_output(path_in("auto.tif"), ROWS), *b = read_output(path_in("fixed.tif"), ROWS);
+    double d = tl_rel_l2(a, b, (size_t)ROWS * COLS * COLS);
+    printf("recon --center auto vs --center %s: rel L2 %.3g\n", cs, d);
+    ck_assert(d <= 5e-3); /* the printed centre is rounded to 0.001 px */
+    free(a);
+    free(b);
+}
+END_TEST
+
 START_TEST(bad_values)
 {
     static const struct {
@@ -214,6 +249,7 @@ static Suite *suite(void)
     tcase_add_unchecked_fixture(t, make_scan, remove_scan);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, dezinger_and_paganin);
+    tcase_add_test(t, center_auto);
     tcase_add_test(t, bad_values);
     suite_add_tcase(s, t);
     return s;
