@@ -35,7 +35,7 @@
 typedef struct {
     const char *input, *darks, *flats, *angles_deg, *angles_file, *output;
     const char *filter, *rows, *backend, *center, *size, *window, *indices;
-    bool already_linear, verbose;
+    bool already_linear, verbose, half_acquisition;
     const char *dezinger, *paganin, *rings; /* per-frame corrections (corr_opts.h) */
 } options;
 
@@ -45,7 +45,7 @@ static const char usage_text[] =
     "                      [--center C] [--filter NAME] [--rows A:B] [--already-linear]\n"
     "                      [--backend cpu|cuda|auto] [--size N] [--window N]\n"
     "                      [--indices FILE] [--dezinger T] [--paganin E,D,P,R]\n"
-    "                      [--rings vo|fw[:PARAM[,TOL]]]\n"
+    "                      [--rings vo|fw[:PARAM[,TOL]]] [--half-acquisition]\n"
     "                      [-v] --output OUT.tif\n"
     "\n"
     "Reconstructs horizontal slices from a multi-page TIFF of projections (one page per\n"
@@ -82,6 +82,9 @@ static const char usage_text[] =
     TL_CORR_OPTS_HELP
     "                        (with a correction the engine takes whole frames: --rows\n"
     "                        then only selects the slices)\n"
+    "      --half-acquisition  a 360-degree scan with the axis (--center C) off the middle:\n"
+    "                        opposite projections stitched (overlap weighted) into a field\n"
+    "                        of view twice as wide; --size defaults to its width\n"
     "  -o, --output FILE     float32 TIFF, one page per row\n"
     "  -v, --verbose         say which backend and kernel ran\n"
     "\n"
@@ -275,7 +278,8 @@ static int parse_options(int argc, char **argv, options *o)
         O_INDICES,
         O_DEZINGER,
         O_PAGANIN,
-        O_RINGS
+        O_RINGS,
+        O_HALF
     };
     static const struct option longopts[] = {
         {"input", required_argument, NULL, 'i'},
@@ -294,6 +298,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"dezinger", required_argument, NULL, O_DEZINGER},
         {"paganin", required_argument, NULL, O_PAGANIN},
         {"rings", required_argument, NULL, O_RINGS},
+        {"half-acquisition", no_argument, NULL, O_HALF},
         {"output", required_argument, NULL, 'o'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -324,6 +329,7 @@ static int parse_options(int argc, char **argv, options *o)
             case O_DEZINGER: o->dezinger = optarg; break;
             case O_PAGANIN: o->paganin = optarg; break;
             case O_RINGS: o->rings = optarg; break;
+            case O_HALF: o->half_acquisition = true; break;
             default:
                 fprintf(stderr, ME ": %s '%s' (see tomolive recon --help)\n",
                         c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
@@ -514,6 +520,10 @@ static int run(const options *o, resources *R)
                     "rows; B is excluded)",
                     o->rows, P->rows, P->rows);
     uint32_t n = size ? (uint32_t)size : P->cols;
+    if (o->half_acquisition && (!o->center || center_auto))
+        return fail("--half-acquisition needs --center C (the axis column on the detector)");
+    if (o->half_acquisition && !size && center >= 0 && center <= P->cols - 1)
+        n = (uint32_t)(2 * fmax(center, P->cols - 1 - center) + 1); /* the stitched field */
 
     /* one dtype for the engine: the files' own, or float32 when they differ */
     tl_dtype dtype = P->dtype;
@@ -544,6 +554,7 @@ static int run(const options *o, resources *R)
     c.dtype = dtype;
     c.center = o->center && !center_auto ? center : (P->cols - 1) / 2.0;
     c.center_estimate = center_auto;
+    c.half_acquisition = o->half_acquisition;
     c.filter = filter;
     /* equally spaced angles weigh pi / N each; a file may hold any angles, unless --window
      * says the scan was N equally spaced ones (some lost) */

@@ -144,10 +144,14 @@ tl_status tl_engine_estimate(const tl_engine_config *c, tl_memory_estimate *m)
     tl_engine_config rc, dc = *c;
     tl_status st = check_config(c, &create_error);
     ring_defaults(&dc.corr);
+    tl_halfacq *h = NULL; /* the virtual detector's needs */
+    if (st == TL_OK)
+        st = tl_halfacq_setup(&dc, &create_error, &h);
+    tl_halfacq_free(h);
     if (st == TL_OK)
         st = tl_engine_pick_backend(&dc, &create_error, &rc, &ops, &kind);
     if (st == TL_OK)
-        st = ops->estimate(&rc, tl_filter_padded_length(c->cols), m, &create_error);
+        st = ops->estimate(&rc, tl_filter_padded_length(dc.cols), m, &create_error);
     return st;
 }
 
@@ -232,7 +236,10 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         return tl_fail(eb, TL_ENOMEM, "out of memory for the engine");
     e->cfg = *c;
     ring_defaults(&e->cfg.corr);
-    e->padded = tl_filter_padded_length(c->cols);
+    st = tl_halfacq_setup(&e->cfg, eb, &e->halfacq); /* from here on the virtual detector */
+    if (st != TL_OK)
+        goto fail;
+    e->padded = tl_filter_padded_length(e->cfg.cols);
     (void)tl_geometry_find(c->geometry, NULL, &e->geometry); /* check_config found it */
     e->method = tl_method_find(c);
     tl_engine_config rc; /* what the backend gets */
@@ -251,6 +258,8 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         st = apply_phase(e);
     if (st == TL_OK)
         st = tl_center_init(e);
+    if (st == TL_OK && e->halfacq)
+        st = tl_halfacq_weights(e->halfacq, &e->cfg, e->ops, e->be, &e->err);
     if (st != TL_OK) {
         tl_fail(eb, st, "%s", e->err.msg);
         goto fail;
@@ -272,6 +281,7 @@ void tl_engine_destroy(tl_engine *e)
     if (!e)
         return;
     tl_center_free(e);
+    tl_halfacq_free(e->halfacq);
     if (e->be)
         e->ops->destroy(e->be);
     tl_window_free(&e->win);

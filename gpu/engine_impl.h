@@ -106,6 +106,7 @@ struct tl_engine {
 
     uint64_t accepted[3], stale, duplicate, shape;
     struct tl_center_ctx *center;         /* centre estimation (center.c), or NULL */
+    struct tl_halfacq *halfacq;           /* half acquisition (halfacq.c), or NULL */
     uint32_t ring_since;                  /* projections since the last ring estimate */
     uint64_t ring_updates, ring_rebuilds; /* tl_engine_corr_state */
     uint64_t frames_queued, frames_done; /* fences (tl_engine_frames_done) */
@@ -151,6 +152,17 @@ const char *tl_track_kernel(const tl_engine *e);
  * buffers) over the held projections, weighed by the method. */
 tl_status tl_engine_prepare_job(tl_engine *e, const int *ids, size_t n, float *const *out,
                                 tl_bp_job *job);
+
+/* halfacq.c: 360-degree scans with an offset axis. setup turns c into the virtual
+ * detector's configuration (NULL *out without half acquisition); weights hands the
+ * column weights to the backend; embed makes a real frame a virtual one (out->data is
+ * the context's buffer, valid until the next call). */
+typedef struct tl_halfacq tl_halfacq;
+tl_status tl_halfacq_setup(tl_engine_config *c, tl_errbuf *eb, tl_halfacq **out);
+void tl_halfacq_free(tl_halfacq *h);
+tl_status tl_halfacq_weights(const tl_halfacq *h, const tl_engine_config *c,
+                             const tl_backend_ops *ops, void *be, tl_errbuf *eb);
+tl_status tl_halfacq_embed(tl_halfacq *h, const tl_frame *f, tl_frame *out, tl_errbuf *eb);
 
 /* center.c: the centre estimation's state, and its hooks around a projection's store */
 typedef struct tl_center_ctx tl_center_ctx;

@@ -130,6 +130,17 @@ static tl_status ring_cadence(tl_engine *e)
 
 tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
 {
+    tl_frame virt;
+    if (e->halfacq) { /* into the virtual detector (halfacq.c) */
+        if (!f || !f->data)
+            return tl_fail(&e->err, TL_EINVAL, "frame without data");
+        tl_status st = tl_halfacq_embed(e->halfacq, f, &virt, &e->err);
+        if (st == TL_ESHAPE)
+            e->shape++;
+        if (st != TL_OK)
+            return st;
+        f = &virt;
+    }
     tl_status st = tl_engine_check_frame(e, f);
     if (st != TL_OK)
         return st;

@@ -81,6 +81,7 @@ tl_proto_err tlp_decode_scan(const msgpack_object *h, tl_proto_scan *m, tl_proto
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"dezinger\": %g is negative", m->dezinger);
     TLP_TRY(tl_proto_get_floats(h, "paganin", false, m->paganin, 4, err));
     m->has_paganin = tl_proto_map_get(h, "paganin") != NULL;
+    TLP_TRY(tl_proto_get_bool(h, "half_acquisition", false, &m->half_acquisition, err));
     TLP_TRY(tl_proto_get_bool(h, "auto_center", false, &m->auto_center, err));
     m->has_auto_center = tl_proto_map_get(h, "auto_center") != NULL;
     TLP_TRY(tl_proto_get_str(h, "rings", false, &m->rings, err));

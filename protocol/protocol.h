@@ -154,6 +154,7 @@ typedef struct {
     bool has_paganin;     /* optional "paganin": [energy keV, distance m, pixel um,
                              delta/beta], finite (the engine checks they are positive) */
     float paganin[4];
+    bool half_acquisition; /* optional, default false: 360-degree scan, offset axis */
     bool has_auto_center; /* optional "auto_center": the centre is estimated from opposite
                              projections (present), and applied (true) */
     bool auto_center;

@@ -46,3 +46,9 @@ TESTS += tests/unit/check_center
 tests_unit_check_center_SOURCES = tests/unit/check_center.c
 tests_unit_check_center_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_center_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# 360-degree scans with an offset axis (half acquisition)
+check_PROGRAMS += tests/unit/check_halfacq
+TESTS += tests/unit/check_halfacq
+tests_unit_check_halfacq_SOURCES = tests/unit/check_halfacq.c
+tests_unit_check_halfacq_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_halfacq_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)

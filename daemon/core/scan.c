@@ -157,6 +157,7 @@ static void open_scan(tl_daemon *d, tl_item *it)
     }
     if (m->geometry == TL_PROTO_CONE)
         ec.geometry = TL_GEOMETRY_CONE; /* the engine refuses it with its own message */
+    ec.half_acquisition = m->half_acquisition;
     ec.center_estimate = m->has_auto_center;
     ec.center_auto = m->auto_center;
     /* per-frame corrections: the engine checks the values and names a bad one */

@@ -131,6 +131,9 @@ typedef struct tl_backend_ops {
      * stored, before the filter) at position `pos` of a ring of TL_CENTER_PROFILES; set
      * where the next projection's goes (before its store; -1: nowhere), and copy n of
      * them (cols floats each) into out, after the work queued before (this waits). */
+    /* Half acquisition (gpu/halfacq.c): each projection, after -log and the ring
+     * correction, is multiplied column by column by w (cols values), once given. */
+    tl_status (*set_column_weights)(void *state, const double *w);
     tl_status (*profile_slot)(void *state, int32_t pos);
     tl_status (*profiles)(void *state, const uint32_t *pos, size_t n, float *out);
 } tl_backend_ops;

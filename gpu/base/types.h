@@ -159,6 +159,14 @@ typedef struct {
      * each projection's column profile and estimates the axis every window/16
      * projections; center_auto also applies it (tl_engine_set_center_auto). */
     bool center_estimate, center_auto;
+    /* 360-degree scan with the axis off the detector's middle (half acquisition,
+     * gpu/halfacq.c): frames of cols columns are embedded in a virtual detector twice as
+     * wide as the axis' distance to the far edge, each projection weighted so that it and
+     * its opposite add up to one full projection (a smooth ramp over their overlap), and
+     * back-projected over the whole turn: the field of view of the stitched sinogram,
+     * exactly, and live. Needs `center` (the axis column on the detector), host frames;
+     * the window should be a whole turn. */
+    bool half_acquisition;
     uint32_t refresh; /* tracked slices: full recomputation after this many
                                  incremental updates; 0 (default) = never: the
                                  accumulators are float64, so float drift stays bounded */

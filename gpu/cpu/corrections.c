@@ -51,6 +51,7 @@ void tl_cpu_corr_destroy(tl_cpu_state *s)
     free(s->frame[0]);
     free(s->frame[1]);
     free(s->replaced);
+    free(s->colw);
     tl_cpu_rings_destroy(s);
 }
 
@@ -58,9 +59,14 @@ tl_status tl_cpu_corr_create(tl_cpu_state *s)
 {
     const tl_engine_config *c = &s->cfg;
     s->phase_on = tl_phase_on(&c->corr);
-    s->corr_on = dezinger_on(c) || s->phase_on || c->corr.rings;
+    s->corr_on = dezinger_on(c) || s->phase_on || c->corr.rings || c->half_acquisition;
     if (!s->corr_on)
         return TL_OK;
+    if (c->half_acquisition) {
+        if (!(s->colw = calloc(s->cols, s->real_size)))
+            return tl_fail(s->eb, TL_ENOMEM, "out of memory for the column weights");
+        s->mem += s->cols * s->real_size;
+    }
     tl_status st = tl_cpu_rings_create(s);
     if (st != TL_OK)
         return st;
@@ -245,5 +251,18 @@ tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot)
         s->ring_weight = tl_rings_weight(++s->ring_frames, s->n);
     tl_cpu_run_jobs(s, s->rows, npix * 8, finish_job, &j);
     s->stage_written++;
+    return TL_OK;
+}
+
+tl_status tl_cpu_set_column_weights(void *state, const double *w)
+{
+    tl_cpu_state *s = state;
+    if (!s->colw)
+        return tl_fail(s->eb, TL_EINTERNAL, "column weights without half acquisition");
+    for (uint32_t c = 0; c < s->cols; c++)
+        if (s->f64)
+            ((double *)s->colw)[c] = w[c];
+        else
+            ((float *)s->colw)[c] = (float)w[c];
     return TL_OK;
 }

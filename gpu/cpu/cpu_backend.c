@@ -572,6 +572,7 @@ const tl_backend_ops tl_cpu_backend = {
     .corr_counts = tl_cpu_corr_counts,
     .stage_times = tl_cpu_stage_times,
     .ring_update = tl_cpu_ring_update,
+    .set_column_weights = tl_cpu_set_column_weights,
     .profile_slot = tl_cpu_profile_slot,
     .profiles = tl_cpu_profiles,
 };

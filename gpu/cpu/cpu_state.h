@@ -69,6 +69,7 @@ typedef struct {
     uint64_t ring_frames;
     double ring_weight; /* of the frame being stored in the profile */
     double ring_update_s;  /* the last ring_update's time, not yet read (< 0: none) */
+    void *colw; /* real[cols]: half acquisition's column weights (NULL: none) */
     /* centre estimation (profile.c): the column profiles ring, float[nprof][cols], the
      * position of the projection being stored (-1: none), per-thread column sums */
     float *prof;
@@ -130,6 +131,7 @@ size_t tl_cpu_corr_estimate(const tl_engine_config *c);
 tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot);
 tl_status tl_cpu_set_phase(void *state, const tl_phase_filter *f);
 tl_status tl_cpu_corr_counts(void *state, uint64_t *replaced);
+tl_status tl_cpu_set_column_weights(void *state, const double *w);
 tl_status tl_cpu_stage_times(void *state, tl_stage_time *out, size_t cap, size_t *n);
 /* profile.c */
 tl_status tl_cpu_profile_create(tl_cpu_state *s);

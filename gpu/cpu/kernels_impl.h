@@ -185,6 +185,11 @@ void FN(tl_cpu_finish_row)(tl_cpu_state *s, const void *in, bool correct, uint32
             pad[c] -= cc[c];
         }
     }
+    if (s->colw) { /* half acquisition: this projection's share of the stitched one */
+        const REAL *w = s->colw;
+        for (uint32_t c = 0; c < s->cols; c++)
+            pad[c] *= w[c];
+    }
     if (s->prof_pos >= 0)
         FN(tl_cpu_profile_add)(s, pad, thread);
     FN(filter_into)(s, pad, slot, r, thread);

@@ -231,6 +231,11 @@ static tl_status corrections_size(const tl_engine_config *c, tl_errbuf *eb, tl_c
 {
     const size_t frame = (size_t)c->rows * c->cols * sizeof(float);
     z->buffers += tl_cuda_rings_bytes(c);
+    if (c->half_acquisition)
+        z->buffers += (size_t)c->cols * sizeof(float) + (c->corr.rings || c->corr.dezinger > 0 ||
+                                                          tl_phase_on(&c->corr)
+                                                      ? 0
+                                                      : frame);
     if (c->corr.rings && !(c->corr.dezinger > 0))
         z->buffers += frame; /* the staged path's frame */
     if (c->corr.dezinger > 0)
@@ -288,7 +293,7 @@ static void cuda_destroy(void *state)
     void *dev[] = {s->window,  s->sum[0], s->sum[1],   s->avg[0],  s->avg[1],   s->gain,   s->raw,
                    s->pad,     s->spec,   s->response, s->d_par,   s->d_slot,   s->d_texy, s->out,
                    s->scratch, s->pack,   s->d_maxabs, s->d_scale, s->d_tickets,
-                   s->frame[0], s->frame[1], s->d_replaced, s->d_prof};
+                   s->frame[0], s->frame[1], s->d_replaced, s->d_prof, s->colw};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -373,7 +378,7 @@ static void enable_peers(int device)
 static tl_status create_corrections(tl_cuda_state *s)
 {
     const tl_corrections *k = &s->cfg.corr;
-    s->corr_on = k->dezinger > 0 || tl_phase_on(k) || k->rings;
+    s->corr_on = k->dezinger > 0 || tl_phase_on(k) || k->rings || s->cfg.half_acquisition;
     if (!s->corr_on)
         return TL_OK;
     const size_t frame = (size_t)s->rows * s->cols * sizeof(float);
@@ -388,6 +393,8 @@ static tl_status create_corrections(tl_cuda_state *s)
     }
     TL_TRY(tl_cuda_stages_create(s));
     TL_TRY(tl_cuda_rings_create(s));
+    if (s->cfg.half_acquisition)
+        TL_TRY(tl_cuda_alloc(s, (void **)&s->colw, s->cols * sizeof(float), "column weights"));
     return tl_cuda_phase_create(s);
 }
 
@@ -599,6 +606,24 @@ static void cuda_device_id(const void *state, tl_device_id *id)
         snprintf(id->runtime, sizeof id->runtime, "%d.%d", rt / 1000, rt % 1000 / 10);
 }
 
+/* Half acquisition's column weights (gpu/halfacq.c), once per engine. */
+static tl_status cuda_set_column_weights(void *state, const double *w)
+{
+    tl_cuda_state *s = (tl_cuda_state *)state;
+    if (!s->colw)
+        return tl_fail(s->eb, TL_EINTERNAL, "column weights without half acquisition");
+    TL_TRY(tl_cuda_use_device(s));
+    float *h = (float *)malloc(s->cols * sizeof *h);
+    if (!h)
+        return tl_fail(s->eb, TL_ENOMEM, "out of host memory for the column weights");
+    for (uint32_t c = 0; c < s->cols; c++)
+        h[c] = (float)w[c];
+    cudaError_t e = cudaMemcpy(s->colw, h, s->cols * sizeof *h, cudaMemcpyHostToDevice);
+    free(h);
+    TL_CUDA(s->eb, e);
+    return TL_OK;
+}
+
 /* Positional, in the order of tl_backend_ops (C++17 has no designated initialisers). */
 extern "C" const tl_backend_ops tl_cuda_backend = {
     "cuda",                 /* name */
@@ -628,6 +653,7 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_corr_counts, /* corr_counts (dezinger.cu) */
     tl_cuda_op_stage_times, /* stage_times (stages.cu) */
     tl_cuda_op_ring_update, /* ring_update (rings.cu) */
+    cuda_set_column_weights, /* set_column_weights */
     tl_cuda_op_profile_slot, /* profile_slot (profile.cu) */
     tl_cuda_op_profiles,    /* profiles (profile.cu) */
 };

@@ -245,6 +245,7 @@ typedef struct {
     cudaEvent_t rings_ev[2];
     int ring_events;
     double ring_update_s; /* the last update's GPU time, not yet read (< 0: none) */
+    float *colw; /* half acquisition's column weights (NULL: none) */
     /* centre estimation (profile.cu): the profiles ring, nprof x cols; where the
      * projection being stored puts its profile (-1: nowhere) */
     float *d_prof;
