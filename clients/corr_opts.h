@@ -16,13 +16,13 @@
 #include "gpu/engine.h"
 
 /* Help lines for the options, for usage texts. */
-#define TL_CORR_OPTS_HELP                                                                     \
-    "      --dezinger T      replace each raw pixel more than T counts above the median of\n" \
-    "                        its 3 x 3 neighbourhood by that median\n"                          \
-    "      --paganin E,D,P,R single-distance phase retrieval (Paganin 2002) before -log:\n"    \
-    "                        energy E keV, distance D m, pixel P um, delta/beta R; each > 0\n" \
+#define TL_CORR_OPTS_HELP                                                                        \
+    "      --dezinger T      replace each raw pixel more than T counts above the median of\n"    \
+    "                        its 3 x 3 neighbourhood by that median\n"                           \
+    "      --paganin E,D,P,R single-distance phase retrieval (Paganin 2002) before -log:\n"      \
+    "                        energy E keV, distance D m, pixel P um, delta/beta R; each > 0\n"   \
     "      --rings vo|fw[:PARAM[,TOL]]  ring removal on the sinograms: vo (Vo 2018, median of\n" \
-    "                        PARAM columns, default 31) or fw (Muench 2009, db5 wavelet,\n"    \
+    "                        PARAM columns, default 31) or fw (Muench 2009, db5 wavelet,\n"      \
     "                        PARAM levels, default 3); TOL rebuild tolerance (0.001)\n"
 
 /* --dezinger T: a finite T >= 0 (0: off) into k->dezinger. */

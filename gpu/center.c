@@ -33,12 +33,12 @@
 #include "gpu/cpu/cpu_backend.h"
 #include "gpu/engine_impl.h"
 
-#define TL_CENTER_PAIRS 8              /* pairs per estimate */
-#define TL_CENTER_PAIR_TOL 1e-4        /* rad: "exactly" opposite */
-#define TL_CENTER_MIN_CONFIDENCE 0.5   /* center_auto applies estimates at least this sure */
-#define TL_CENTER_APPLY_PX 0.02        /* ... that move the axis at least this far */
+#define TL_CENTER_PAIRS 8            /* pairs per estimate */
+#define TL_CENTER_PAIR_TOL 1e-4      /* rad: "exactly" opposite */
+#define TL_CENTER_MIN_CONFIDENCE 0.5 /* center_auto applies estimates at least this sure */
+#define TL_CENTER_APPLY_PX 0.02      /* ... that move the axis at least this far */
 #define TL_CENTER_NEWTON_STEPS 8
-#define TL_CENTER_SEARCH 64            /* newest projections a pair is looked for from */
+#define TL_CENTER_SEARCH 64 /* newest projections a pair is looked for from */
 
 typedef struct {
     double angle, offset;
@@ -47,16 +47,16 @@ typedef struct {
 } center_entry;
 
 struct tl_center_ctx {
-    uint32_t nprof, cols, len;     /* ring size, profile length, FFT length (2^k >= 2W) */
-    center_entry *entry;           /* per ring position */
-    uint64_t stored;               /* projections given a position */
-    uint32_t since;                /* projections since the last estimate */
-    uint64_t used_newest;          /* newest index of the last estimate's pairs */
+    uint32_t nprof, cols, len; /* ring size, profile length, FFT length (2^k >= 2W) */
+    center_entry *entry;       /* per ring position */
+    uint64_t stored;           /* projections given a position */
+    uint32_t since;            /* projections since the last estimate */
+    uint64_t used_newest;      /* newest index of the last estimate's pairs */
     bool have_used;
-    uint32_t *pos;                 /* 3 TL_CENTER_PAIRS positions being read */
-    float *prof;                   /* ... their profiles */
-    double *fa, *fq;               /* FFT inputs */
-    fftw_complex *sa, *sq;         /* spectra */
+    uint32_t *pos;                    /* 3 TL_CENTER_PAIRS positions being read */
+    float *prof;                      /* ... their profiles */
+    double *fa, *fq;                  /* FFT inputs */
+    fftw_complex *sa, *sq;            /* spectra */
     fftw_plan plan_a, plan_q, plan_c; /* r2c of fa, of fq; c2r of sa into fa */
     tl_center_estimate est;
 };
@@ -116,8 +116,7 @@ tl_status tl_center_init(tl_engine *e)
     c->plan_c = fftw_plan_dft_c2r_1d((int)c->len, c->sa, c->fa, FFTW_ESTIMATE);
     tl_cpu_fftw_plan_unlock();
     if (!c->plan_a || !c->plan_q || !c->plan_c)
-        return tl_fail(&e->err, TL_EINTERNAL, "FFTW could not plan a %u-point transform",
-                       c->len);
+        return tl_fail(&e->err, TL_EINTERNAL, "FFTW could not plan a %u-point transform", c->len);
     c->est.estimating = true;
     c->est.auto_on = e->cfg.center_auto;
     return TL_OK;
@@ -149,8 +148,7 @@ static void gradient(const float *p, uint32_t W, double *out, uint32_t len, bool
 
 /* The cross-correlation C(s) = sum_u a(u + s) q(u) from its spectrum X = A conj(Q), at a
  * real s (trigonometric interpolation), with its first two derivatives. */
-static void corr_at(const fftw_complex *X, uint32_t L, double s, double *C, double *d1,
-                    double *d2)
+static void corr_at(const fftw_complex *X, uint32_t L, double s, double *C, double *d1, double *d2)
 {
     double w = 2 * M_PI / L, c0 = X[0][0], c1 = 0, c2 = 0;
     for (uint32_t k = 1; k < L / 2; k++) {
@@ -404,8 +402,10 @@ tl_status tl_center_after_store(tl_engine *e, const tl_frame *f)
     if (!c)
         return TL_OK;
     uint32_t p = (uint32_t)(c->stored % c->nprof);
-    c->entry[p] = (center_entry){.angle = f->angle, .offset = f->center_offset,
-                                 .index = f->index, .valid = true};
+    c->entry[p] = (center_entry){.angle = f->angle,
+                                 .offset = f->center_offset,
+                                 .index = f->index,
+                                 .valid = true};
     c->stored++;
     if (++c->since < tl_rings_interval(e->cfg.window))
         return TL_OK;

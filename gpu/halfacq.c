@@ -30,11 +30,11 @@
 #include "gpu/engine_impl.h"
 
 struct tl_halfacq {
-    uint32_t rows, cols;   /* the real detector */
-    tl_dtype dtype;        /* its frames' dtype */
-    uint32_t vcols, off;   /* the virtual detector; where the real one starts in it */
-    double center;         /* the axis on the real detector */
-    float *frame;          /* rows x vcols: the embedded frame */
+    uint32_t rows, cols; /* the real detector */
+    tl_dtype dtype;      /* its frames' dtype */
+    uint32_t vcols, off; /* the virtual detector; where the real one starts in it */
+    double center;       /* the axis on the real detector */
+    float *frame;        /* rows x vcols: the embedded frame */
 };
 
 tl_status tl_halfacq_setup(tl_engine_config *c, tl_errbuf *eb, tl_halfacq **out)
@@ -45,8 +45,8 @@ tl_status tl_halfacq_setup(tl_engine_config *c, tl_errbuf *eb, tl_halfacq **out)
     double w = c->cols, cen = c->center;
     if (!(cen >= 0 && cen <= w - 1))
         return tl_fail(eb, TL_EINVAL,
-                       "half acquisition: the axis column %g must be on the detector (0..%u)",
-                       cen, c->cols - 1);
+                       "half acquisition: the axis column %g must be on the detector (0..%u)", cen,
+                       c->cols - 1);
     if (c->center_estimate || c->center_auto)
         return tl_fail(eb, TL_EUNSUPPORTED,
                        "half acquisition: give the axis column; it is not estimated (yet)");
@@ -110,9 +110,9 @@ tl_status tl_halfacq_weights(const tl_halfacq *h, const tl_engine_config *c,
         }
         w[v] = 2 * wt; /* a whole turn counts each stitched projection twice */
     }
-    tl_status st = ops->set_column_weights ? ops->set_column_weights(be, w)
-                                           : tl_fail(eb, TL_EUNSUPPORTED,
-                                                     "backend without column weights");
+    tl_status st = ops->set_column_weights
+                       ? ops->set_column_weights(be, w)
+                       : tl_fail(eb, TL_EUNSUPPORTED, "backend without column weights");
     free(w);
     return st;
 }
@@ -138,9 +138,18 @@ tl_status tl_halfacq_embed(tl_halfacq *h, const tl_frame *f, tl_frame *out, tl_e
             float f32;
             switch (f->dtype) {
                 case TL_DTYPE_U8: dst[u] = src[u]; break;
-                case TL_DTYPE_U16: memcpy(&u16, src + 2 * (size_t)u, 2); dst[u] = u16; break;
-                case TL_DTYPE_U32: memcpy(&u32, src + 4 * (size_t)u, 4); dst[u] = (float)u32; break;
-                case TL_DTYPE_F32: memcpy(&f32, src + 4 * (size_t)u, 4); dst[u] = f32; break;
+                case TL_DTYPE_U16:
+                    memcpy(&u16, src + 2 * (size_t)u, 2);
+                    dst[u] = u16;
+                    break;
+                case TL_DTYPE_U32:
+                    memcpy(&u32, src + 4 * (size_t)u, 4);
+                    dst[u] = (float)u32;
+                    break;
+                case TL_DTYPE_F32:
+                    memcpy(&f32, src + 4 * (size_t)u, 4);
+                    dst[u] = f32;
+                    break;
             }
         }
     }

@@ -20,8 +20,8 @@ static uint32_t padded_dim(uint32_t dim, double reach)
     return p >= want ? p : 0;
 }
 
-tl_status tl_phase_shape(const tl_corrections *c, uint32_t rows, uint32_t cols,
-                         tl_phase_filter *f, tl_errbuf *eb)
+tl_status tl_phase_shape(const tl_corrections *c, uint32_t rows, uint32_t cols, tl_phase_filter *f,
+                         tl_errbuf *eb)
 {
     const struct {
         const char *name;

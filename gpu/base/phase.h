@@ -25,9 +25,9 @@ extern "C" {
 #define TL_PHASE_MAX_PAD 65536u
 
 typedef struct {
-    uint32_t rows, cols;   /* the frame */
-    uint32_t prow, pcol;   /* the padded transform */
-    uint32_t top, left;    /* where the frame sits in it */
+    uint32_t rows, cols;    /* the frame */
+    uint32_t prow, pcol;    /* the padded transform */
+    uint32_t top, left;     /* where the frame sits in it */
     const double *response; /* prow x (pcol/2 + 1): H, 1 at zero frequency; the backend
                                divides by prow pcol (unnormalised FFTs) */
 } tl_phase_filter;
@@ -36,8 +36,8 @@ typedef struct {
 bool tl_phase_on(const tl_corrections *c);
 /* Checks the parameters (each > 0 and finite) and computes the padded shape; a bad
  * parameter is TL_EINVAL with a message naming it. f->response is left NULL. */
-tl_status tl_phase_shape(const tl_corrections *c, uint32_t rows, uint32_t cols,
-                         tl_phase_filter *f, tl_errbuf *eb);
+tl_status tl_phase_shape(const tl_corrections *c, uint32_t rows, uint32_t cols, tl_phase_filter *f,
+                         tl_errbuf *eb);
 
 #ifdef __cplusplus
 }

@@ -21,22 +21,22 @@
 
 #include "gpu/base/types.h"
 
-#define TL_RINGS_DEFAULT_SIZE 31       /* Vo's median width (Savu's and sarepy's default) */
-#define TL_RINGS_DEFAULT_LEVEL 3 /* wavelet levels: 1-2 leave a one-pixel stripe's coarser
-                                    details, 4-5 take the object's edges (its mean
-                                    projection's) for stripes (tests/unit/check_corrections) */
+#define TL_RINGS_DEFAULT_SIZE 31 /* Vo's median width (Savu's and sarepy's default) */
+/* FW's wavelet levels: 1-2 leave a one-pixel stripe's coarser details, 4-5 take the
+ * object's edges (those of its mean projection) for stripes (tests/unit/check_corrections) */
+#define TL_RINGS_DEFAULT_LEVEL 3
 #define TL_RINGS_DEFAULT_TOLERANCE 1e-3 /* -log units: 0.1 % of transmission */
-#define TL_RINGS_MAX_SIZE 101          /* widest median */
+#define TL_RINGS_MAX_SIZE 101           /* widest median */
 #define TL_RINGS_MAX_LEVEL 10
 #define TL_RINGS_UPDATES_PER_WINDOW 16 /* the estimate is recomputed every window/16 frames */
 #define TL_RINGS_DB5_TAPS 10
 
 /* Daubechies' db5 scaling (low-pass) filter, orthonormal (Daubechies 1992, Ten Lectures
  * on Wavelets; tomopy's remove_stripe_fw default wavelet). */
-static const double tl_rings_db5[TL_RINGS_DB5_TAPS] = {
-    0.160102397974125,     0.6038292697974729,    0.7243085284385744,   0.13842814590110342,
-    -0.24229488706619015,  -0.03224486958502952,  0.07757149384006515,  -0.006241490213011705,
-    -0.012580751999015526, 0.003335725285001549};
+static const double tl_rings_db5[TL_RINGS_DB5_TAPS] =
+    {0.160102397974125,     0.6038292697974729,   0.7243085284385744,  0.13842814590110342,
+     -0.24229488706619015,  -0.03224486958502952, 0.07757149384006515, -0.006241490213011705,
+     -0.012580751999015526, 0.003335725285001549};
 
 /* Projections between two updates of the estimate, for a window of n. */
 static inline uint32_t tl_rings_interval(uint32_t n)

@@ -219,8 +219,8 @@ tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot)
     double npix = (double)s->rows * s->cols;
     unsigned ring = (unsigned)(s->stage_written % TL_STAGE_RING);
     s->stage_mask[ring] = 0;
-    corr_ctx j = {.s = s, .f = f, .slot = slot, .in = s->frame[0], .in_pitch = s->cols,
-                  .correct = true};
+    corr_ctx j =
+        {.s = s, .f = f, .slot = slot, .in = s->frame[0], .in_pitch = s->cols, .correct = true};
     tl_cpu_run_jobs(s, s->rows, npix, convert_job, &j);
     if (dezinger_on(&s->cfg)) {
         uint64_t t0 = tl_clock_ns();

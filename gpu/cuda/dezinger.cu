@@ -21,17 +21,18 @@
 #define TL_CUDA_FULL_MASK 0xffffffffu
 
 /* One compare-exchange of the median network. */
-#define TL_MED_SORT(a, b)                   \
-    do {                                    \
+#define TL_MED_SORT(a, b)                    \
+    do {                                     \
         const float lo_ = fminf(v[a], v[b]); \
-        v[b] = fmaxf(v[a], v[b]);           \
-        v[a] = lo_;                         \
+        v[b] = fmaxf(v[a], v[b]);            \
+        v[a] = lo_;                          \
     } while (0)
 
 /* Median of nine by the 19-exchange network of Paeth (Graphics Gems, 1990), as in
  * Devillard's opt_med9; checked against a full sort on random data. */
 __device__ __forceinline__ float median9(float *v)
 {
+    /* clang-format off */
     TL_MED_SORT(1, 2); TL_MED_SORT(4, 5); TL_MED_SORT(7, 8);
     TL_MED_SORT(0, 1); TL_MED_SORT(3, 4); TL_MED_SORT(6, 7);
     TL_MED_SORT(1, 2); TL_MED_SORT(4, 5); TL_MED_SORT(7, 8);
@@ -39,6 +40,7 @@ __device__ __forceinline__ float median9(float *v)
     TL_MED_SORT(3, 6); TL_MED_SORT(1, 4); TL_MED_SORT(2, 5);
     TL_MED_SORT(4, 7); TL_MED_SORT(4, 2); TL_MED_SORT(6, 4);
     TL_MED_SORT(4, 2);
+    /* clang-format on */
     return v[4];
 }
 
@@ -71,8 +73,9 @@ __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
 tl_status tl_cuda_dezinger(tl_cuda_state *s, const float *in, float *out)
 {
     const dim3 grid = tl_cuda_row_grid(s->rows, s->cols);
-    dezinger_kernel<<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-        in, out, s->rows, s->cols, (float)s->cfg.corr.dezinger, s->d_replaced);
+    dezinger_kernel<<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(in, out, s->rows, s->cols,
+                                                                (float)s->cfg.corr.dezinger,
+                                                                s->d_replaced);
     TL_CUDA_LAUNCHED(s->eb, "dezinger_kernel");
     /* the running count to the host, so that reading it (status) never waits */
     TL_CUDA(s->eb, cudaMemcpyAsync(s->h_replaced, s->d_replaced, sizeof *s->h_replaced,

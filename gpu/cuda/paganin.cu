@@ -67,8 +67,8 @@ tl_status tl_cuda_phase_create(tl_cuda_state *s)
     const tl_phase_filter *f = &s->phase;
     const size_t nbuf = (size_t)f->prow * f->pcol, nspec = (size_t)f->prow * (f->pcol / 2 + 1);
     TL_TRY(tl_cuda_alloc(s, (void **)&s->phase_buf, nbuf * sizeof(float), "phase buffer"));
-    TL_TRY(tl_cuda_alloc(s, (void **)&s->phase_spec, nspec * sizeof(cufftComplex),
-                         "phase spectrum"));
+    TL_TRY(
+        tl_cuda_alloc(s, (void **)&s->phase_spec, nspec * sizeof(cufftComplex), "phase spectrum"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->phase_resp, nspec * sizeof(float), "phase filter"));
     size_t wa = 0, wb = 0;
     TL_CUFFT(s->eb, cufftCreate(&s->phase_r2c));

@@ -55,9 +55,8 @@ tl_status tl_cuda_profile_add(tl_cuda_state *s, const float *src, size_t stride)
     s->prof_pos = -1;
     TL_CUDA(s->eb, cudaMemsetAsync(prof, 0, s->cols * sizeof(float), s->stream));
     const unsigned chunks = (s->rows + TL_CUDA_PROFILE_ROWS - 1) / TL_CUDA_PROFILE_ROWS;
-    const dim3 grid(tl_cuda_elem_grid(s->cols), chunks < TL_CUDA_ROW_MAX_GRID
-                                                    ? chunks
-                                                    : TL_CUDA_ROW_MAX_GRID);
+    const dim3 grid(tl_cuda_elem_grid(s->cols),
+                    chunks < TL_CUDA_ROW_MAX_GRID ? chunks : TL_CUDA_ROW_MAX_GRID);
     if (chunks > TL_CUDA_ROW_MAX_GRID)
         return tl_fail(s->eb, TL_EUNSUPPORTED, "centre profiles of more than %u rows",
                        TL_CUDA_ROW_MAX_GRID * TL_CUDA_PROFILE_ROWS);
@@ -84,9 +83,9 @@ tl_status tl_cuda_op_profiles(void *state, const uint32_t *pos, size_t n, float 
     for (size_t i = 0; i < n; i++) {
         if (!s->d_prof || pos[i] >= s->nprof)
             return tl_fail(s->eb, TL_EINTERNAL, "no profile %u", pos[i]);
-        TL_CUDA(s->eb, cudaMemcpyAsync(out + i * s->cols, s->d_prof + (size_t)pos[i] * s->cols,
-                                       s->cols * sizeof(float), cudaMemcpyDeviceToHost,
-                                       s->stream));
+        TL_CUDA(s->eb,
+                cudaMemcpyAsync(out + i * s->cols, s->d_prof + (size_t)pos[i] * s->cols,
+                                s->cols * sizeof(float), cudaMemcpyDeviceToHost, s->stream));
     }
     TL_CUDA(s->eb, cudaStreamSynchronize(s->stream));
     return TL_OK;

@@ -65,8 +65,8 @@ __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
 /* FW: one block per row: the symmetric extension into x (P long), `level` analysis steps
  * keeping the approximations, as many synthesis steps with zero details, est = m − x. */
 __global__ void __launch_bounds__(TL_RINGS_FW_BLOCK)
-    ring_fw_kernel(const float *__restrict__ m, float *__restrict__ est, float *tmp,
-                   uint32_t rows, uint32_t cols, uint32_t P, uint32_t level)
+    ring_fw_kernel(const float *__restrict__ m, float *__restrict__ est, float *tmp, uint32_t rows,
+                   uint32_t cols, uint32_t P, uint32_t level)
 {
     for (uint32_t r = blockIdx.x; r < rows; r += gridDim.x) {
         const float *row = m + (size_t)r * cols;
@@ -230,14 +230,14 @@ tl_status tl_cuda_op_ring_update(void *state, bool *changed)
     const tl_corrections *k = &s->cfg.corr;
     TL_CUDA(s->eb, cudaEventRecord(s->rings_ev[0], s->stream));
     if (k->rings == TL_RINGS_VO) {
-        ring_vo_kernel<<<tl_cuda_row_grid(s->rows, s->cols), TL_CUDA_ELEM_BLOCK, 0,
-                         s->stream>>>(s->ring_m, s->ring_est, s->rows, s->cols,
-                                      (int)k->ring_size);
+        ring_vo_kernel<<<tl_cuda_row_grid(s->rows, s->cols), TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
+            s->ring_m, s->ring_est, s->rows, s->cols, (int)k->ring_size);
         TL_CUDA_LAUNCHED(s->eb, "ring_vo_kernel");
     } else {
         const unsigned blocks = s->rows < TL_CUDA_ROW_MAX_GRID ? s->rows : TL_CUDA_ROW_MAX_GRID;
-        ring_fw_kernel<<<blocks, TL_RINGS_FW_BLOCK, 0, s->stream>>>(
-            s->ring_m, s->ring_est, s->ring_tmp, s->rows, s->cols, fw_length(s), k->ring_level);
+        ring_fw_kernel<<<blocks, TL_RINGS_FW_BLOCK, 0, s->stream>>>(s->ring_m, s->ring_est,
+                                                                    s->ring_tmp, s->rows, s->cols,
+                                                                    fw_length(s), k->ring_level);
         TL_CUDA_LAUNCHED(s->eb, "ring_fw_kernel");
     }
     const size_t npix = (size_t)s->rows * s->cols;
@@ -258,8 +258,7 @@ tl_status tl_cuda_op_ring_update(void *state, bool *changed)
         float *dst = filt ? s->pad : s->ring_fd;
         const size_t stride = filt ? s->padded : s->cols;
         ring_delta_kernel<<<tl_cuda_row_grid(s->rows, s->cols), TL_CUDA_ELEM_BLOCK, 0,
-                            s->stream>>>(s->ring_est, s->ring_c, s->rows, s->cols, dst,
-                                         stride);
+                            s->stream>>>(s->ring_est, s->ring_c, s->rows, s->cols, dst, stride);
         TL_CUDA_LAUNCHED(s->eb, "ring_delta_kernel");
         if (filt) {
             tl_cuda_dsts d = {};
@@ -268,10 +267,11 @@ tl_status tl_cuda_op_ring_update(void *state, bool *changed)
         }
         const size_t pairs = (size_t)s->rows * s->n;
         const dim3 grid = tl_cuda_row_grid(1, s->cols);
-        const dim3 g(grid.x, (unsigned)(pairs < TL_CUDA_ROW_MAX_GRID ? pairs
-                                                                     : TL_CUDA_ROW_MAX_GRID));
-        ring_window_kernel<<<g, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
-            s->window, s->slab_el, s->pitch_el, s->rows, s->n, s->cols, s->ring_fd);
+        const dim3 g(grid.x,
+                     (unsigned)(pairs < TL_CUDA_ROW_MAX_GRID ? pairs : TL_CUDA_ROW_MAX_GRID));
+        ring_window_kernel<<<g, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(s->window, s->slab_el,
+                                                                    s->pitch_el, s->rows, s->n,
+                                                                    s->cols, s->ring_fd);
         TL_CUDA_LAUNCHED(s->eb, "ring_window_kernel");
         *changed = true;
     }

@@ -84,7 +84,8 @@ tl_status tl_cuda_op_stage_times(void *state, tl_stage_time *out, size_t cap, si
             if (!done || *n == cap)
                 return TL_OK; /* in order: later frames are not done either */
             float ms = 0;
-            TL_CUDA(s->eb, cudaEventElapsedTime(&ms, s->stage_ev[k][st][0], s->stage_ev[k][st][1]));
+            TL_CUDA(s->eb,
+                    cudaEventElapsedTime(&ms, s->stage_ev[k][st][0], s->stage_ev[k][st][1]));
             out[(*n)++] = tl_stage_time{(tl_stage)st, ms * 1e-3};
             s->stage_mask[k] &= ~(1u << st);
         }

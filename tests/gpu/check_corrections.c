@@ -41,8 +41,14 @@ int main(void)
 static void submit(tl_engine *e, tl_frame_kind kind, uint64_t index, double angle,
                    const uint16_t *px, uint32_t rows, uint32_t cols, bool more)
 {
-    tl_frame f = {.kind = kind, .index = index, .angle = angle, .dtype = TL_DTYPE_U16,
-                  .rows = rows, .cols = cols, .data = px, .more = more};
+    tl_frame f = {.kind = kind,
+                  .index = index,
+                  .angle = angle,
+                  .dtype = TL_DTYPE_U16,
+                  .rows = rows,
+                  .cols = cols,
+                  .data = px,
+                  .more = more};
     tl_status st = tl_engine_submit(e, &f);
     ck_assert_msg(st == TL_OK, "submit: %s", tl_engine_last_error(e));
 }
@@ -70,8 +76,7 @@ static void frames(uint32_t rows, uint32_t cols, uint32_t zinger_every, double p
     for (uint32_t r = 0; r < rows; r++)
         for (uint32_t c = 0; c < cols; c++) {
             size_t i = (size_t)r * cols + c;
-            double x = (c - cols / 2.0) / cols - 0.1 * sin(phase),
-                   y = (r - rows / 2.0) / rows;
+            double x = (c - cols / 2.0) / cols - 0.1 * sin(phase), y = (r - rows / 2.0) / rows;
             double att = x * x + y * y < 0.1 ? 0.5 : 0.85 - 0.2 * x;
             dark[i] = (uint16_t)(100 + (r + c) % 5);
             flat[i] = (uint16_t)(5000 + 41 * ((r * 7 + c * 3) % 7));
@@ -84,8 +89,8 @@ static void frames(uint32_t rows, uint32_t cols, uint32_t zinger_every, double p
 typedef struct {
     uint32_t rows, cols;
     tl_corrections corr;
-    bool linear;     /* no darks, flats, -log */
-    double max_l2;   /* stored projections, CUDA vs reference */
+    bool linear;   /* no darks, flats, -log */
+    double max_l2; /* stored projections, CUDA vs reference */
 } stored_case;
 
 static void compare_stored(const stored_case *k)
@@ -131,7 +136,10 @@ static void compare_stored(const stored_case *k)
 
 START_TEST(dezinger_counts)
 {
-    stored_case k = {.rows = 37, .cols = 53, .corr = {.dezinger = 1000}, .linear = true,
+    stored_case k = {.rows = 37,
+                     .cols = 53,
+                     .corr = {.dezinger = 1000},
+                     .linear = true,
                      .max_l2 = 1e-7};
     compare_stored(&k);
 }
@@ -146,18 +154,24 @@ END_TEST
 
 START_TEST(paganin_small)
 {
-    stored_case k = {.rows = 45, .cols = 70,
-                     .corr = {.energy_kev = 20, .distance_m = 0.2, .pixel_um = 3, .delta_beta = 200},
-                     .max_l2 = 1e-5};
+    stored_case k =
+        {.rows = 45,
+         .cols = 70,
+         .corr = {.energy_kev = 20, .distance_m = 0.2, .pixel_um = 3, .delta_beta = 200},
+         .max_l2 = 1e-5};
     compare_stored(&k);
 }
 END_TEST
 
 START_TEST(paganin_large)
 {
-    stored_case k = {.rows = 1024, .cols = 1024,
-                     .corr = {.dezinger = 1000, .energy_kev = 30, .distance_m = 0.5,
-                              .pixel_um = 6.5, .delta_beta = 300},
+    stored_case k = {.rows = 1024,
+                     .cols = 1024,
+                     .corr = {.dezinger = 1000,
+                              .energy_kev = 30,
+                              .distance_m = 0.5,
+                              .pixel_um = 6.5,
+                              .delta_beta = 300},
                      .max_l2 = 1e-5};
     compare_stored(&k);
 }
@@ -170,8 +184,11 @@ START_TEST(all_on_batched_slice)
     uint16_t *img = malloc(n * 2), *dark = malloc(n * 2), *flat = malloc(n * 2);
     tl_engine_config c;
     tl_engine_config_init(&c, R, C, N);
-    c.corr = (tl_corrections){.dezinger = 1000, .energy_kev = 25, .distance_m = 0.3,
-                              .pixel_um = 4, .delta_beta = 150};
+    c.corr = (tl_corrections){.dezinger = 1000,
+                              .energy_kev = 25,
+                              .distance_m = 0.3,
+                              .pixel_um = 4,
+                              .delta_beta = 150};
     tl_engine *g = tl_gt_cuda(&c, NULL), *ref = tl_gt_cpu(&c, TL_PRECISION_F64);
     tl_engine *both[2] = {g, ref};
     frames(R, C, 0, 0, img, dark, flat);
@@ -273,8 +290,13 @@ static void rings_case(tl_rings r)
         for (uint32_t row = 0; row < RR; row++)
             for (uint32_t col = 0; col < RC; col++)
                 img[row * RC + col] = (float)(disks(col - (RC - 1) / 2.0, th) + stripe(col));
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = th, .dtype = TL_DTYPE_F32,
-                      .rows = RR, .cols = RC, .data = img};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = th,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = RR,
+                      .cols = RC,
+                      .data = img};
         for (int b = 0; b < 2; b++) {
             ck_assert_msg(tl_engine_submit(both[b], &f) == TL_OK, "%s",
                           tl_engine_last_error(both[b]));
@@ -284,7 +306,8 @@ static void rings_case(tl_rings r)
     }
     for (int b = 0; b < 2; b++)
         ck_assert_int_eq(tl_engine_reconstruct(both[b], &id[b], 1, &out[b], NULL), TL_OK);
-    double l2 = tl_rel_l2(out[0], out[1], RS * RS), mor = tl_max_over_range(out[0], out[1], RS * RS);
+    double l2 = tl_rel_l2(out[0], out[1], RS * RS),
+           mor = tl_max_over_range(out[0], out[1], RS * RS);
     tl_engine_corr_state cg, cr;
     ck_assert_int_eq(tl_engine_corrections(g, &cg), TL_OK);
     ck_assert_int_eq(tl_engine_corrections(ref, &cr), TL_OK);
@@ -353,8 +376,14 @@ START_TEST(center_2048)
         for (uint32_t r = 0; r < R; r++)
             for (uint32_t u = 0; u < C; u++)
                 img[r * C + u] = (float)center_phantom(u, th, axis);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = th, .dtype = TL_DTYPE_F32,
-                      .rows = R, .cols = C, .data = img, .more = k % 3 != 0};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = th,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = R,
+                      .cols = C,
+                      .data = img,
+                      .more = k % 3 != 0};
         for (int b = 0; b < 2; b++)
             ck_assert_msg(tl_engine_submit(both[b], &f) == TL_OK, "%s",
                           tl_engine_last_error(both[b]));
@@ -394,8 +423,14 @@ START_TEST(half_acquisition)
                 p += fabs(d) < 15 ? 0.02 * sqrt(15 * 15 - d * d) : 0;
                 img[r * C + u] = (float)p;
             }
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = th, .dtype = TL_DTYPE_F32,
-                      .rows = R, .cols = C, .data = img, .more = k % 4 != 0};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = th,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = R,
+                      .cols = C,
+                      .data = img,
+                      .more = k % 4 != 0};
         for (int b = 0; b < 2; b++)
             ck_assert_msg(tl_engine_submit(both[b], &f) == TL_OK, "%s",
                           tl_engine_last_error(both[b]));

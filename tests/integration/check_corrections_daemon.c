@@ -40,8 +40,11 @@ START_TEST(scan_keys_to_status)
         flat[i] = 4000;
         img[i] = (uint16_t)(2000 + 5 * (i % COLS));
     }
-    tl_proto_frame h = {.series = 1, .kind = TL_PROTO_DARK, .dtype = TL_PROTO_U16,
-                        .rows = ROWS, .cols = COLS};
+    tl_proto_frame h = {.series = 1,
+                        .kind = TL_PROTO_DARK,
+                        .dtype = TL_PROTO_U16,
+                        .rows = ROWS,
+                        .cols = COLS};
     tl_fx_send_frame(&f, &h, dark, sizeof dark), sent++;
     h.kind = TL_PROTO_FLAT;
     tl_fx_send_frame(&f, &h, flat, sizeof flat), sent++;
@@ -58,20 +61,19 @@ START_TEST(scan_keys_to_status)
     }
     ck_assert(tl_fx_wait_messages(&f, sent, 10));
     ck_assert(tl_fx_wait_status(&f, "frames.accepted.proj", NPROJ, 10));
-    ck_assert_int_eq(tl_fx_status_int(&f, "scan.corrections.dezinger_replaced"),
-                     NPROJ * ZINGERS);
+    ck_assert_int_eq(tl_fx_status_int(&f, "scan.corrections.dezinger_replaced"), NPROJ * ZINGERS);
     ck_assert_int_eq(tl_fx_status_int(&f, "latency_ms.dezinger.count"), NPROJ);
     ck_assert_int_eq(tl_fx_status_int(&f, "latency_ms.paganin.count"), NPROJ);
     /* a window of 8: the ring estimate every projection (8 / 16 rounds up to 1) */
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.corrections.ring_updates"), NPROJ);
     ck_assert_int_eq(tl_fx_status_int(&f, "latency_ms.rings.count"), NPROJ);
     json_t *st = tl_fx_ok(&f, "status", NULL);
-    json_t *pg = json_object_get(json_object_get(json_object_get(st, "scan"), "corrections"),
-                                 "paganin");
+    json_t *pg =
+        json_object_get(json_object_get(json_object_get(st, "scan"), "corrections"), "paganin");
     ck_assert(json_is_array(pg) && json_array_size(pg) == 4);
     ck_assert(fabs(json_real_value(json_array_get(pg, 1)) - 0.05) < 1e-6);
-    const char *rings = json_string_value(json_object_get(
-        json_object_get(json_object_get(st, "scan"), "corrections"), "rings"));
+    const char *rings = json_string_value(
+        json_object_get(json_object_get(json_object_get(st, "scan"), "corrections"), "rings"));
     ck_assert_str_eq(rings, "vo:31,0.001");
     json_decref(st);
 
@@ -138,8 +140,12 @@ START_TEST(auto_center)
     json_t *r = tl_fx_ok(&f, "set_slice", "{\"id\":\"a\",\"kind\":\"row\",\"z\":0,\"pin\":true}");
     json_decref(r);
     float img[CR * CC];
-    tl_proto_frame h = {.series = 1, .kind = TL_PROTO_PROJ, .dtype = TL_PROTO_F32, .rows = CR,
-                        .cols = CC, .has_angle = true};
+    tl_proto_frame h = {.series = 1,
+                        .kind = TL_PROTO_PROJ,
+                        .dtype = TL_PROTO_F32,
+                        .rows = CR,
+                        .cols = CC,
+                        .has_angle = true};
     for (int k = 0; k < 3 * CN; k++) {
         h.index = (uint64_t)k;
         h.angle = M_PI * k / CN;
@@ -155,7 +161,8 @@ START_TEST(auto_center)
     double center = json_real_value(json_object_get(scan, "center"));
     printf("daemon auto_center: estimate %.4f (confidence %.3f), scan centre %.4f, true %.4f\n",
            found, json_real_value(json_object_get(ce, "confidence")), center, axis);
-    ck_assert(json_is_true(json_object_get(ce, "valid")) && json_is_true(json_object_get(ce, "auto")));
+    ck_assert(json_is_true(json_object_get(ce, "valid")) &&
+              json_is_true(json_object_get(ce, "auto")));
     ck_assert(fabs(found - axis) < 0.1 && fabs(center - axis) < 0.1);
     ck_assert_int_ge(json_integer_value(json_object_get(ce, "applied")), 1);
     json_decref(st);

@@ -39,8 +39,8 @@ static void write_stack(const char *name, const uint16_t *frames, uint32_t n)
     tl_tiff_writer w;
     ck_assert_msg(tl_tiff_create(&w, path_in(name), 0, err, sizeof err) == 0, "%s", err);
     for (uint32_t i = 0; i < n; i++)
-        ck_assert_msg(tl_tiff_write_page(&w, TL_DTYPE_U16, frames + (size_t)i * ROWS * COLS,
-                                         ROWS, COLS, err, sizeof err) == 0,
+        ck_assert_msg(tl_tiff_write_page(&w, TL_DTYPE_U16, frames + (size_t)i * ROWS * COLS, ROWS,
+                                         COLS, err, sizeof err) == 0,
                       "%s", err);
     ck_assert_msg(tl_tiff_finish(&w, err, sizeof err) == 0, "%s", err);
 }
@@ -117,7 +117,10 @@ static float *reconstruct_here(const tl_corrections *k, uint32_t row0, uint32_t 
     c.corr = *k;
     tl_engine *e;
     ck_assert_msg(tl_engine_create(&c, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
-    tl_frame f = {.kind = TL_FRAME_DARK, .dtype = TL_DTYPE_U16, .rows = ROWS, .cols = COLS,
+    tl_frame f = {.kind = TL_FRAME_DARK,
+                  .dtype = TL_DTYPE_U16,
+                  .rows = ROWS,
+                  .cols = COLS,
                   .data = dark};
     ck_assert_int_eq(tl_engine_submit(e, &f), TL_OK);
     f.kind = TL_FRAME_FLAT;
@@ -160,15 +163,36 @@ static float *read_output(const char *p, uint32_t pages)
 
 START_TEST(dezinger_and_paganin)
 {
-    const char *args[] = {"recon",     "--input",     path_in("p.tif"),    "--darks",
-                          path_in("d.tif"), "--flats",   path_in("f.tif"),    "--angles-deg",
-                          "0:180:60",  "--backend",   "cpu",               "--rows",
-                          "3:8",       "--dezinger",  "800",               "--paganin",
-                          "20,0.1,2,80", "--rings",   "vo:11",             "--output",
-                          path_in("out.tif"), NULL};
+    const char *args[] = {"recon",
+                          "--input",
+                          path_in("p.tif"),
+                          "--darks",
+                          path_in("d.tif"),
+                          "--flats",
+                          path_in("f.tif"),
+                          "--angles-deg",
+                          "0:180:60",
+                          "--backend",
+                          "cpu",
+                          "--rows",
+                          "3:8",
+                          "--dezinger",
+                          "800",
+                          "--paganin",
+                          "20,0.1,2,80",
+                          "--rings",
+                          "vo:11",
+                          "--output",
+                          path_in("out.tif"),
+                          NULL};
     ck_assert_msg(tomolive(args) == 0, "%s", err_text);
-    tl_corrections k = {.dezinger = 800, .energy_kev = 20, .distance_m = 0.1, .pixel_um = 2,
-                        .delta_beta = 80, .rings = TL_RINGS_VO, .ring_size = 11};
+    tl_corrections k = {.dezinger = 800,
+                        .energy_kev = 20,
+                        .distance_m = 0.1,
+                        .pixel_um = 2,
+                        .delta_beta = 80,
+                        .rings = TL_RINGS_VO,
+                        .ring_size = 11};
     float *want = reconstruct_here(&k, 3, 8), *got = read_output(path_in("out.tif"), 5);
     double err = tl_rel_l2(got, want, 5 * COLS * COLS);
     ck_assert_msg(err <= 1e-6, "recon vs the engine in-process: rel L2 %.3g", err);
@@ -187,11 +211,24 @@ END_TEST
  * reconstruction with --center C (C as printed, rounded to 0.001 px). */
 START_TEST(center_auto)
 {
-    const char *args[] = {"recon",      "--input",   path_in("p.tif"),  "--darks",
-                          path_in("d.tif"), "--flats", path_in("f.tif"), "--angles-deg",
-                          "0:180:60",   "--backend", "cpu",             "--dezinger",
-                          "800",        "--center",  "auto",            "--output",
-                          path_in("auto.tif"), NULL};
+    const char *args[] = {"recon",
+                          "--input",
+                          path_in("p.tif"),
+                          "--darks",
+                          path_in("d.tif"),
+                          "--flats",
+                          path_in("f.tif"),
+                          "--angles-deg",
+                          "0:180:60",
+                          "--backend",
+                          "cpu",
+                          "--dezinger",
+                          "800",
+                          "--center",
+                          "auto",
+                          "--output",
+                          path_in("auto.tif"),
+                          NULL};
     ck_assert_msg(tomolive(args) == 0, "%s", err_text);
     const char *at = strstr(err_text, "center=");
     ck_assert_msg(at, "no center= on stderr: %s", err_text);
@@ -202,13 +239,27 @@ START_TEST(center_auto)
     ck_assert(q > 0.5 && q <= 1);
     char cs[32];
     snprintf(cs, sizeof cs, "%.3f", c);
-    const char *args2[] = {"recon",      "--input",   path_in("p.tif"),  "--darks",
-                           path_in("d.tif"), "--flats", path_in("f.tif"), "--angles-deg",
-                           "0:180:60",   "--backend", "cpu",             "--dezinger",
-                           "800",        "--center",  cs,                "--output",
-                           path_in("fixed.tif"), NULL};
+    const char *args2[] = {"recon",
+                           "--input",
+                           path_in("p.tif"),
+                           "--darks",
+                           path_in("d.tif"),
+                           "--flats",
+                           path_in("f.tif"),
+                           "--angles-deg",
+                           "0:180:60",
+                           "--backend",
+                           "cpu",
+                           "--dezinger",
+                           "800",
+                           "--center",
+                           cs,
+                           "--output",
+                           path_in("fixed.tif"),
+                           NULL};
     ck_assert_msg(tomolive(args2) == 0, "%s", err_text);
-    float *a = read_output(path_in("auto.tif"), ROWS), *b = read_output(path_in("fixed.tif"), ROWS);
+    float *a = read_output(path_in("auto.tif"), ROWS),
+          *b = read_output(path_in("fixed.tif"), ROWS);
     double d = tl_rel_l2(a, b, (size_t)ROWS * COLS * COLS);
     printf("recon --center auto vs --center %s: rel L2 %.3g\n", cs, d);
     ck_assert(d <= 5e-3); /* the printed centre is rounded to 0.001 px */
@@ -254,13 +305,25 @@ START_TEST(half_acquisition)
                                          2, stacks[s].cols, err, sizeof err) == 0);
         ck_assert(tl_tiff_finish(&tw, err, sizeof err) == 0);
     }
-    const char *a1[] = {"recon", "--input", path_in("h.tif"), "--angles-deg", "0:360:120",
-                        "--already-linear", "--backend", "cpu", "--center", "40",
-                        "--half-acquisition", "--output", path_in("ha.tif"), NULL};
-    ck_assert_msg(tomolive(a1) == 0, "%s", err_text);
-    const char *a2[] = {"recon", "--input", path_in("w.tif"), "--angles-deg", "0:180:60",
-                        "--already-linear", "--backend", "cpu", "--output", path_in("wa.tif"),
+    const char *a1[] = {"recon",
+                        "--input",
+                        path_in("h.tif"),
+                        "--angles-deg",
+                        "0:360:120",
+                        "--already-linear",
+                        "--backend",
+                        "cpu",
+                        "--center",
+                        "40",
+                        "--half-acquisition",
+                        "--output",
+                        path_in("ha.tif"),
                         NULL};
+    ck_assert_msg(tomolive(a1) == 0, "%s", err_text);
+    const char *a2[] = {"recon",           "--input",  path_in("w.tif"),
+                        "--angles-deg",    "0:180:60", "--already-linear",
+                        "--backend",       "cpu",      "--output",
+                        path_in("wa.tif"), NULL};
     ck_assert_msg(tomolive(a2) == 0, "%s", err_text);
     char e2[512];
     tl_tiff_reader ra, rb;
@@ -276,8 +339,9 @@ START_TEST(half_acquisition)
     double d = tl_rel_l2(pa, pb, VC * VC);
     printf("recon --half-acquisition vs a wide detector: rel L2 %.3g\n", d);
     ck_assert(d <= 1e-5);
-    const char *a3[] = {"recon", "--input", path_in("h.tif"), "--angles-deg", "0:360:120",
-                        "--half-acquisition", "--output", path_in("bad.tif"), NULL};
+    const char *a3[] = {"recon",        "--input",          path_in("h.tif"),
+                        "--angles-deg", "0:360:120",        "--half-acquisition",
+                        "--output",     path_in("bad.tif"), NULL};
     ck_assert_int_eq(tomolive(a3), 1);
     ck_assert(strstr(err_text, "--half-acquisition needs --center"));
 }
@@ -296,10 +360,9 @@ START_TEST(bad_values)
         {"--rings", "vo:30", "median width 30 must be odd"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        const char *args[] = {"recon",         "--input",    path_in("p.tif"),
-                              "--angles-deg",  "0:180:60",   bad[i].opt,
-                              bad[i].value,    "--output",   path_in("bad.tif"),
-                              NULL};
+        const char *args[] =
+            {"recon",    "--input",    path_in("p.tif"), "--angles-deg",     "0:180:60",
+             bad[i].opt, bad[i].value, "--output",       path_in("bad.tif"), NULL};
         ck_assert_int_eq(tomolive(args), 1);
         ck_assert_msg(strstr(err_text, bad[i].says), "%s %s: %s", bad[i].opt, bad[i].value,
                       err_text);

@@ -64,8 +64,13 @@ static tl_engine *stream(const center_case *k, int *slice)
         for (uint32_t r = 0; r < ROWS; r++)
             for (uint32_t u = 0; u < k->cols; u++)
                 img[r * k->cols + u] = (float)phantom(u, th, axis, 0.45 * k->cols);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = i, .angle = th, .dtype = TL_DTYPE_F32,
-                      .rows = ROWS, .cols = k->cols, .data = img};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = i,
+                      .angle = th,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = ROWS,
+                      .cols = k->cols,
+                      .data = img};
         ck_assert_msg(tl_engine_submit(e, &f) == TL_OK, "%s", tl_engine_last_error(e));
         if (slice && i % 5 == 0) {
             float out[64 * 64], *o = out;
@@ -78,7 +83,10 @@ static tl_engine *stream(const center_case *k, int *slice)
 
 START_TEST(offset_axis_2048)
 {
-    center_case k = {.cols = 2048, .window = 180, .frames = 400, .axis = 1023.5 + 7.31,
+    center_case k = {.cols = 2048,
+                     .window = 180,
+                     .frames = 400,
+                     .axis = 1023.5 + 7.31,
                      .turn = M_PI};
     tl_engine *e = stream(&k, NULL);
     tl_center_estimate est;
@@ -109,7 +117,10 @@ START_TEST(offset_axis_half_turn)
 {
     const double axes[] = {511.5 - 4.77, 511.5 + 0.5, 511.5 + 11.13};
     for (size_t i = 0; i < 3; i++) {
-        center_case k = {.cols = 1024, .window = 1601, .frames = 1601, .axis = axes[i],
+        center_case k = {.cols = 1024,
+                         .window = 1601,
+                         .frames = 1601,
+                         .axis = axes[i],
                          .turn = M_PI};
         tl_engine *e = stream(&k, NULL);
         tl_center_estimate est;
@@ -126,18 +137,22 @@ END_TEST
 START_TEST(drifting_axis_tracked)
 {
     /* 2 px of drift over the stream (0.004 px per frame) */
-    center_case k = {.cols = 512, .window = 120, .frames = 500, .axis = 255.5 + 3,
-                     .drift = 0.004, .turn = M_PI};
+    center_case k = {.cols = 512,
+                     .window = 120,
+                     .frames = 500,
+                     .axis = 255.5 + 3,
+                     .drift = 0.004,
+                     .turn = M_PI};
     tl_engine *e = stream(&k, NULL);
     tl_center_estimate est;
     ck_assert_int_eq(tl_engine_center(e, &est), TL_OK);
     /* each pair measures the mean axis of its two frames, half a turn apart */
     double newest = k.axis + k.drift * (double)est.newest;
     double pair_mean = newest - k.drift * k.window / 2.0;
-    printf("drift: found %.4f, axis now %.4f, mean of the newest pair %.4f\n", est.center,
-           newest, pair_mean);
-    ck_assert_msg(fabs(est.center - pair_mean) <= 0.1, "centre %.4f, pair mean %.4f",
-                  est.center, pair_mean);
+    printf("drift: found %.4f, axis now %.4f, mean of the newest pair %.4f\n", est.center, newest,
+           pair_mean);
+    ck_assert_msg(fabs(est.center - pair_mean) <= 0.1, "centre %.4f, pair mean %.4f", est.center,
+                  pair_mean);
     ck_assert(est.estimates > 10);
     tl_engine_destroy(e);
 }
@@ -145,8 +160,12 @@ END_TEST
 
 START_TEST(auto_center_applies)
 {
-    center_case k = {.cols = 256, .window = 90, .frames = 300, .axis = 127.5 + 5.25,
-                     .turn = M_PI, .automatic = true};
+    center_case k = {.cols = 256,
+                     .window = 90,
+                     .frames = 300,
+                     .axis = 127.5 + 5.25,
+                     .turn = M_PI,
+                     .automatic = true};
     int id;
     tl_engine *e = stream(&k, &id);
     tl_center_estimate est;

@@ -16,7 +16,6 @@
 #include "gpu/engine.h"
 #include "tests/testutil.h"
 
-
 static tl_engine_config config(uint32_t rows, uint32_t cols, tl_precision p)
 {
     tl_engine_config c;
@@ -168,7 +167,8 @@ static void paganin_reference(const double *t, uint32_t rows, uint32_t cols,
                 s += tmp[r * PC + kx] * cexp(-2 * M_PI * I * (double)ky * r / PR);
             double fy = (ky <= PR / 2 ? (double)ky : (double)ky - PR) / (PR * px);
             double fx = (kx <= PC / 2 ? (double)kx : (double)kx - PC) / (PC * px);
-            double H = 1 / (1 + M_PI * lambda * k->distance_m * k->delta_beta * (fx * fx + fy * fy));
+            double H =
+                1 / (1 + M_PI * lambda * k->distance_m * k->delta_beta * (fx * fx + fy * fy));
             spec[ky * PC + kx] = s * H;
         }
     /* inverse, only the frame's pixels */
@@ -202,8 +202,8 @@ static void paganin_frames(uint32_t rows, uint32_t cols, uint16_t *img, uint16_t
             double att = x * x + y * y < 0.12 ? 0.55 : 0.9 - 0.2 * x;
             dark[r * cols + c] = (uint16_t)(100 + (r + c) % 3);
             flat[r * cols + c] = (uint16_t)(4000 + 37 * ((r * 7 + c * 3) % 5));
-            img[r * cols + c] = (uint16_t)(100 + att * (flat[r * cols + c] - 100) +
-                                           (c == cols / 3 ? 300 : 0));
+            img[r * cols + c] =
+                (uint16_t)(100 + att * (flat[r * cols + c] - 100) + (c == cols / 3 ? 300 : 0));
         }
 }
 
@@ -253,7 +253,10 @@ END_TEST
 START_TEST(corrections_compose)
 {
     enum { R = 10, C = 16 };
-    tl_corrections k = {.dezinger = 2000, .energy_kev = 25, .distance_m = 0.1, .pixel_um = 2,
+    tl_corrections k = {.dezinger = 2000,
+                        .energy_kev = 25,
+                        .distance_m = 0.1,
+                        .pixel_um = 2,
                         .delta_beta = 50};
     uint16_t img[R * C], dark[R * C], flat[R * C];
     paganin_frames(R, C, img, dark, flat);
@@ -374,8 +377,13 @@ static void stream_rings(tl_rings r, bool striped, int turns, tl_precision p, fl
             for (uint32_t col = 0; col < RC; col++)
                 img[row * RC + col] =
                     (float)(disks(col - (RC - 1) / 2.0, th) + (striped ? stripe(col) : 0));
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = th, .dtype = TL_DTYPE_F32,
-                      .rows = RR, .cols = RC, .data = img};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = th,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = RR,
+                      .cols = RC,
+                      .data = img};
         ck_assert_msg(tl_engine_submit(e, &f) == TL_OK, "%s", tl_engine_last_error(e));
         if (k % 7 == 0)
             ck_assert_int_eq(tl_engine_reconstruct(e, &id, 1, &tracked, NULL), TL_OK);

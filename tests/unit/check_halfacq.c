@@ -19,7 +19,6 @@
 
 enum { ROWS = 2, COLS = 160, N = 240, S = 256 };
 
-
 /* Line integrals at angle θ, at signed distance t from the axis, of disks of the field. */
 static double field(double t, double th)
 {
@@ -62,8 +61,13 @@ static void scan(uint32_t cols, double axis, bool half, uint32_t nproj, double t
         for (uint32_t r = 0; r < ROWS; r++)
             for (uint32_t u = 0; u < cols; u++)
                 img[r * cols + u] = (float)field(u - axis, th);
-        tl_frame f = {.kind = TL_FRAME_PROJ, .index = k, .angle = th, .dtype = TL_DTYPE_F32,
-                      .rows = ROWS, .cols = cols, .data = img};
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = th,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = ROWS,
+                      .cols = cols,
+                      .data = img};
         ck_assert_msg(tl_engine_submit(e, &f) == TL_OK, "%s", tl_engine_last_error(e));
         if (k % 9 == 0)
             ck_assert_int_eq(tl_engine_reconstruct(e, &id, 1, &out, NULL), TL_OK);
