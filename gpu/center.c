@@ -49,6 +49,7 @@ typedef struct {
 struct tl_center_ctx {
     uint32_t nprof, cols, len; /* ring size, profile length, FFT length (2^k >= 2W) */
     center_entry *entry;       /* per ring position */
+    bool *used;                /* per ring position: taken by a pair (find_pairs) */
     uint64_t stored;           /* projections given a position */
     uint32_t since;            /* projections since the last estimate */
     uint64_t used_newest;      /* newest index of the last estimate's pairs */
@@ -79,6 +80,7 @@ void tl_center_free(tl_engine *e)
     fftw_free(c->sa);
     fftw_free(c->sq);
     free(c->entry);
+    free(c->used);
     free(c->pos);
     free(c->prof);
     free(c);
@@ -102,13 +104,14 @@ tl_status tl_center_init(tl_engine *e)
     while (c->len < 2 * c->cols)
         c->len *= 2;
     c->entry = calloc(c->nprof, sizeof *c->entry);
+    c->used = calloc(c->nprof, sizeof *c->used);
     c->pos = malloc(3 * TL_CENTER_PAIRS * sizeof *c->pos);
     c->prof = malloc(3 * TL_CENTER_PAIRS * (size_t)c->cols * sizeof *c->prof);
     c->fa = fftw_malloc(c->len * sizeof *c->fa);
     c->fq = fftw_malloc(c->len * sizeof *c->fq);
     c->sa = fftw_malloc((c->len / 2 + 1) * sizeof *c->sa);
     c->sq = fftw_malloc((c->len / 2 + 1) * sizeof *c->sq);
-    if (!c->entry || !c->pos || !c->prof || !c->fa || !c->fq || !c->sa || !c->sq)
+    if (!c->entry || !c->used || !c->pos || !c->prof || !c->fa || !c->fq || !c->sa || !c->sq)
         return tl_fail(&e->err, TL_ENOMEM, "out of memory for the centre estimation");
     tl_cpu_fftw_plan_lock();
     c->plan_a = fftw_plan_dft_r2c_1d((int)c->len, c->fa, c->sa, FFTW_ESTIMATE);
@@ -264,9 +267,8 @@ static size_t find_pairs(tl_center_ctx *c, double tol, center_pair *out)
 {
     size_t n = 0;
     uint64_t have = c->stored < c->nprof ? c->stored : c->nprof;
-    bool *used = calloc(c->nprof, sizeof *used);
-    if (!used)
-        return 0;
+    bool *used = c->used; /* no allocation per estimate */
+    memset(used, 0, c->nprof * sizeof *used);
     for (uint64_t back = 1; back <= have && back <= TL_CENTER_SEARCH && n < TL_CENTER_PAIRS;
          back++) {
         uint32_t p = (uint32_t)((c->stored - back) % c->nprof);
@@ -306,7 +308,6 @@ static size_t find_pairs(tl_center_ctx *c, double tol, center_pair *out)
         used[p] = used[partner] = true;
         out[n++] = pr;
     }
-    free(used);
     return n;
 }
 
