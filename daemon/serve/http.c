@@ -673,7 +673,7 @@ static void client_watch(server *s, client *c);
 static bool is_action(const char *cmd)
 {
     return strcmp(cmd, "move") == 0 || strcmp(cmd, "center") == 0 ||
-           strcmp(cmd, "reset_views") == 0;
+           strcmp(cmd, "auto_center") == 0 || strcmp(cmd, "reset_views") == 0;
 }
 
 /* {"cmd": "auth", "token": ...}: makes the page an operator, and a watcher. */
@@ -701,9 +701,10 @@ static json_t *authorize(server *s, client *c, const json_t *msg, char *err, siz
  *   auth   {token}           the operator token: actions, and the views when they are closed
  *   move   {view, position}  moves a preview slice (a row's z, an ortho-slice's position)
  *   center {value}           set_param center (the rotation axis column)
+ *   auto_center {value}      set_param auto_center (the live estimate applied, or not)
  *   bits   {value}           8 or 16: the depth of this page's images
  *   reset_views              the default view again
- * move, center and reset_views need a page that gave the token; refused, the reply has
+ * move, center, auto_center and reset_views need a page that gave the token; refused, the reply has
  * "code": "unauthorized". */
 static void handle_message(server *s, client *c, const char *text, size_t len)
 {
