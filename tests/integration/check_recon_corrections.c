@@ -347,6 +347,53 @@ START_TEST(half_acquisition)
 }
 END_TEST
 
+/* Out of core: a correction over forced slabs of 5 rows (5, 5, 2) equals one slab of all 12
+ * rows bit for bit. Dezinger and Paganin see neighbouring rows: the engine holds whole frames
+ * and the slabs only cut the output, so no slab edge has a seam. Ring removal is per row,
+ * from a new engine per slab (the ring profile outlives a reset); a tolerance of 1e-12
+ * applies every change of the estimate, so no slab skips a rebuild that one tall engine
+ * makes. */
+START_TEST(slabs_equal_one_slab)
+{
+    static const struct {
+        const char *opt, *value;
+    } corr[] = {{"--dezinger", "800"}, {"--paganin", "20,0.1,2,80"}, {"--rings", "vo:11,1e-12"}};
+    for (size_t i = 0; i < sizeof corr / sizeof *corr; i++) {
+        float *vol[2];
+        for (int k = 0; k < 2; k++) {
+            const char *out = path_in(k ? "slabs.tif" : "one.tif");
+            const char *args[] = {"recon",        "--input",   path_in("p.tif"),
+                                  "--darks",      path_in("d.tif"), "--flats",
+                                  path_in("f.tif"), "--angles-deg", "0:180:60",
+                                  "--backend",    "cpu",       corr[i].opt,
+                                  corr[i].value,  "--slab-rows", k ? "5" : "12",
+                                  "--output",     out,         NULL};
+            ck_assert_msg(tomolive(args) == 0, "%s %s: %s", corr[i].opt, corr[i].value, err_text);
+            vol[k] = read_output(out, ROWS);
+        }
+        ck_assert_msg(memcmp(vol[0], vol[1], (size_t)ROWS * COLS * COLS * sizeof(float)) == 0,
+                      "%s %s: 3 slabs differ from 1 (rel L2 %.3g)", corr[i].opt, corr[i].value,
+                      tl_rel_l2(vol[1], vol[0], (size_t)ROWS * COLS * COLS));
+        free(vol[0]);
+        free(vol[1]);
+    }
+}
+END_TEST
+
+/* --paganin whose whole frames do not fit the GPU budget: refused, naming both numbers. */
+START_TEST(whole_frames_over_budget)
+{
+    const char *args[] = {"recon",          "--input",     path_in("p.tif"), "--angles-deg",
+                          "0:180:60",       "--backend",   "cpu",            "--paganin",
+                          "20,0.1,2,80",    "--gpu-memory", "1K",            "--output",
+                          path_in("bad.tif"), NULL};
+    ck_assert_int_eq(tomolive(args), 1);
+    ck_assert_msg(strstr(err_text, "need whole frames") && strstr(err_text, "over the budget"),
+                  "%s", err_text);
+    ck_assert(access(path_in("bad.tif"), F_OK) != 0);
+}
+END_TEST
+
 START_TEST(bad_values)
 {
     static const struct {
@@ -380,6 +427,8 @@ static Suite *suite(void)
     tcase_add_test(t, dezinger_and_paganin);
     tcase_add_test(t, center_auto);
     tcase_add_test(t, half_acquisition);
+    tcase_add_test(t, slabs_equal_one_slab);
+    tcase_add_test(t, whole_frames_over_budget);
     tcase_add_test(t, bad_values);
     suite_add_tcase(s, t);
     return s;
