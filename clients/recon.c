@@ -28,6 +28,7 @@
 #include "clients/angles.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
+#include "clients/corr_opts.h"
 #include "clients/hdf5.h"
 #include "clients/tiff.h"
 #include "clients/volume_output.h"
@@ -37,20 +38,24 @@
 #include "gpu/engine.h"
 
 #define ME "tomolive recon"
+#define CENTER_ROWS 64 /* --center auto: rows in the middle of --rows it is estimated from */
 
 typedef struct {
     const char *input, *darks, *flats, *angles_deg, *angles_file, *output;
     const char *filter, *rows, *backend, *center, *size, *window, *indices;
     const char *gpu_memory, *host_memory, *slab_rows, *output_dtype, *compress, *range, *kernel;
-    bool already_linear, verbose, plan_only, resume;
+    const char *dezinger, *paganin, *rings; /* per-frame corrections (corr_opts.h) */
+    bool already_linear, verbose, plan_only, resume, half_acquisition;
 } options;
 
 static const char usage_text[] =
     "usage: tomolive recon --input P.tif|SCAN.h5 [--darks D.tif] [--flats F.tif]\n"
     "                      (--angles-deg START:STOP:COUNT | --angles FILE)\n"
-    "                      [--center C] [--filter NAME] [--rows A:B] [--already-linear]\n"
+    "                      [--center C|auto] [--filter NAME] [--rows A:B] [--already-linear]\n"
     "                      [--backend cpu|cuda|auto] [--size N] [--window N]\n"
-    "                      [--indices FILE] [-v] --output OUT.tif|OUT.h5|DIR/\n"
+    "                      [--indices FILE] [--dezinger T] [--paganin E,D,P,R]\n"
+    "                      [--rings vo|fw[:PARAM[,TOL]]] [--half-acquisition]\n"
+    "                      [-v] --output OUT.tif|OUT.h5|DIR/\n"
     "                      [--gpu-memory SIZE] [--host-memory SIZE] [--slab-rows N] [--plan]\n"
     "                      [--resume] [--output-dtype float32|uint16|float16]\n"
     "                      [--output-range LO:HI] [--compress deflate[:LEVEL]]\n"
@@ -71,7 +76,11 @@ static const char usage_text[] =
     "      --angles-deg S:E:N  N angles START + i (STOP - START) / N in degrees, i < N\n"
     "      --angles FILE     one angle in degrees per line (# comments, blank lines ignored);\n"
     "                        non-uniform angles are weighted by their angular spacing\n"
-    "      --center C        rotation axis column (default (cols - 1) / 2)\n"
+    "      --center C|auto   rotation axis column (default (cols - 1) / 2); auto: found\n"
+    "                        from opposite projections (angles 180 degrees apart, or one\n"
+    "                        step short), printed as center=C confidence=Q on stderr\n"
+    "                        once, before the slabs: from whole frames with --dezinger or\n"
+    "                        --paganin, else from the middle 64 rows of --rows\n"
     "      --filter NAME     ram-lak (default), shepp-logan, cosine, hamming, hann, parzen,\n"
     "                        none\n"
     "      --rows A:B        reconstruct detector rows A .. B-1 (default all)\n"
@@ -86,6 +95,13 @@ static const char usage_text[] =
     "                        0 .. pages-1); all within N of the largest. The angles are then\n"
     "                        one per page, or one per frame index (e.g. --angles-deg\n"
     "                        0:180:N, the whole scan's schedule)\n"
+    TL_CORR_OPTS_HELP
+    "                        (dezinger and Paganin see neighbouring rows: the engine then\n"
+    "                        holds whole frames, read once; --rows and the slabs only\n"
+    "                        select the slices)\n"
+    "      --half-acquisition  a 360-degree scan with the axis (--center C) off the middle:\n"
+    "                        opposite projections stitched (overlap weighted) into a field\n"
+    "                        of view twice as wide; --size defaults to its width\n"
     "  -o, --output PATH     OUT.tif: a multi-page TIFF, one page per row; OUT.h5 (.hdf5,\n"
     "                        .nxs): a chunked HDF5 dataset /volume [z, y, x]; DIR/ (or an\n"
     "                        existing directory): a TIFF stack DIR/slice_00000.tif, ...\n"
@@ -219,7 +235,11 @@ static int parse_options(int argc, char **argv, options *o)
         O_OUTPUT_DTYPE,
         O_RANGE,
         O_COMPRESS,
-        O_KERNEL
+        O_KERNEL,
+        O_DEZINGER,
+        O_PAGANIN,
+        O_RINGS,
+        O_HALF
     };
     static const struct option longopts[] = {
         {"input", required_argument, NULL, 'i'},
@@ -244,6 +264,10 @@ static int parse_options(int argc, char **argv, options *o)
         {"output-range", required_argument, NULL, O_RANGE},
         {"compress", required_argument, NULL, O_COMPRESS},
         {"kernel", required_argument, NULL, O_KERNEL},
+        {"dezinger", required_argument, NULL, O_DEZINGER},
+        {"paganin", required_argument, NULL, O_PAGANIN},
+        {"rings", required_argument, NULL, O_RINGS},
+        {"half-acquisition", no_argument, NULL, O_HALF},
         {"output", required_argument, NULL, 'o'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -280,6 +304,10 @@ static int parse_options(int argc, char **argv, options *o)
             case O_RANGE: o->range = optarg; break;
             case O_COMPRESS: o->compress = optarg; break;
             case O_KERNEL: o->kernel = optarg; break;
+            case O_DEZINGER: o->dezinger = optarg; break;
+            case O_PAGANIN: o->paganin = optarg; break;
+            case O_RINGS: o->rings = optarg; break;
+            case O_HALF: o->half_acquisition = true; break;
             default:
                 fprintf(stderr, ME ": %s '%s' (see tomolive recon --help)\n",
                         c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
@@ -374,9 +402,10 @@ static int run(const options *o, resources *R)
         return fail("unknown backend '%s' (cpu, cuda, auto)", o->backend);
     char *end;
     double center = NAN;
-    if (o->center &&
+    bool center_auto = o->center && strcmp(o->center, "auto") == 0; /* gpu/center.c */
+    if (o->center && !center_auto &&
         (center = strtod(o->center, &end), end == o->center || *end || !isfinite(center)))
-        return fail("bad --center '%s': not a number", o->center);
+        return fail("bad --center '%s': not a number (or auto)", o->center);
     long long size = 0;
     if (o->size &&
         (size = strtoll(o->size, &end, 10), end == o->size || *end || size < 1 || size > 65536))
@@ -401,6 +430,14 @@ static int run(const options *o, resources *R)
 
     uint32_t nangles = 0, nindices = 0;
     char err[1024];
+    tl_corrections corr = {0};
+    if ((o->dezinger && !tl_corr_opt_dezinger(o->dezinger, &corr, err, sizeof err)) ||
+        (o->paganin && !tl_corr_opt_paganin(o->paganin, &corr, err, sizeof err)) ||
+        (o->rings && !tl_corr_opt_rings(o->rings, &corr, err, sizeof err)))
+        return fail("%s", err);
+    /* corrections see neighbouring rows (dezinger) or the whole frame (Paganin): the
+     * engine then holds whole frames (volume_pipeline.h) */
+    bool whole_frames = corr.dezinger > 0 || corr.delta_beta > 0;
     if (o->angles_deg && !tl_angles_parse_deg(o->angles_deg, 0, &R->angles, &nangles))
         return fail("bad --angles-deg '%s': need START:STOP:COUNT in degrees, COUNT >= 1",
                     o->angles_deg);
@@ -475,17 +512,25 @@ static int run(const options *o, resources *R)
                     "rows; B is excluded)",
                     o->rows, P->rows, P->rows);
     uint32_t n = size ? (uint32_t)size : P->cols, nrows = row1 - row0;
+    if (o->half_acquisition && (!o->center || center_auto))
+        return fail("--half-acquisition needs --center C (the axis column on the detector)");
+    if (o->half_acquisition && !size && center >= 0 && center <= P->cols - 1)
+        n = (uint32_t)(2 * fmax(center, P->cols - 1 - center) + 1); /* the stitched field */
 
     /* one dtype for the engine: the files' own, or float32 when they differ */
     tl_dtype dtype = P->dtype;
     if ((have_darks && R->darks.dtype != dtype) || (have_flats && R->flats.dtype != dtype))
         dtype = TL_DTYPE_F32;
 
+    uint32_t erows = whole_frames ? P->rows : nrows; /* the engine's rows (volume_pipeline.h) */
     tl_engine_config c;
-    tl_engine_config_init(&c, nrows, P->cols, nwin);
+    tl_engine_config_init(&c, erows, P->cols, nwin);
+    c.corr = corr;
     c.backend = backend;
     c.dtype = dtype;
-    c.center = o->center ? center : (P->cols - 1) / 2.0;
+    c.center = o->center && !center_auto ? center : (P->cols - 1) / 2.0;
+    c.center_estimate = center_auto;
+    c.half_acquisition = o->half_acquisition;
     c.filter = filter;
     /* equally spaced angles weigh pi / N each; a file may hold any angles, unless --window
      * says the scan was N equally spaced ones (some lost) */
@@ -497,9 +542,9 @@ static int run(const options *o, resources *R)
     /* the plan: budgets default to what is free, less a margin */
     tl_volume_engine_cost ec = {.c = c};
     tl_memory_estimate m1;
-    c.rows = 1;
+    c.rows = whole_frames ? erows : 1;
     tl_status st = tl_engine_estimate(&c, &m1);
-    c.rows = nrows;
+    c.rows = erows;
     if (st != TL_OK)
         return fail("cannot create the engine: %s (%s)", tl_engine_last_error(NULL),
                     tl_status_name(st));
@@ -517,6 +562,8 @@ static int run(const options *o, resources *R)
                               .in_sample = tl_dtype_size(dtype),
                               .out_sample = tl_out_dtype_size(spec.dtype),
                               .read_rows = read_rows,
+                              .frame_rows = whole_frames ? P->rows : 0,
+                              .chunk_frames = TL_VOLUME_READ_FRAMES,
                               .engine_bytes = tl_volume_engine_bytes,
                               .ctx = &ec};
     tl_volume_plan plan;
@@ -528,33 +575,10 @@ static int run(const options *o, resources *R)
     if (o->plan_only)
         return 0;
     /* a scratch band for the float32 conversion */
-    size_t scratch = (size_t)TL_VOLUME_READ_FRAMES * plan.slab_rows * P->cols * sizeof(uint32_t);
+    size_t scratch = (size_t)TL_VOLUME_READ_FRAMES * (whole_frames ? P->rows : plan.slab_rows) *
+                     P->cols * sizeof(uint32_t);
     if (dtype == TL_DTYPE_F32 && !(R->scratch = malloc(scratch)))
         return fail("out of memory for a read buffer of %zu MiB", scratch >> 20);
-
-    /* the output is created before the long part, so a bad path fails at once; creating it
-     * truncates, so it must not be one of the inputs */
-    const char *inputs[] = {o->input, o->darks, o->flats, o->angles_file, o->indices};
-    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
-        if (inputs[i] && same_file(inputs[i], o->output))
-            return fail("the output '%s' is also an input: refusing to overwrite it", o->output);
-    char job[2048];
-    snprintf(job, sizeof job,
-             "input=%s rows=%u:%u size=%u center=%.17g filter=%s projections=%u window=%u "
-             "dtype=%s linear=%d",
-             o->input, row0, row1, n, c.center, tl_filter_name(filter), P->frames, nwin,
-             o->output_dtype ? o->output_dtype : "float32", o->already_linear);
-    spec.rows = nrows;
-    spec.size = n;
-    spec.job = job;
-    if (tl_volume_output_open(&R->out, &spec, err, sizeof err) != 0) {
-        if (!o->resume)
-            tl_volume_output_close(&R->out, TL_OUTPUT_REMOVE, NULL, 0);
-        return fail("%s", err);
-    }
-    R->writing = true;
-    if (o->resume)
-        fprintf(stderr, ME ": resuming at row %u of %u\n", R->out.rows_done, nrows);
 
     band_reader br = {{&R->darks, &R->flats, &R->proj}, dtype, R->scratch};
     tl_volume_job jb = {
@@ -566,22 +590,65 @@ static int run(const options *o, resources *R)
         .row0 = row0,
         .rows = nrows,
         .size = n,
-        .first_row = R->out.rows_done,
         .engine = c,
+        .whole_frames = whole_frames,
         .plan = &plan,
-        .out = &R->out,
         .progress = tl_progress_auto(),
         .stop = &stop_requested,
         .verbose = o->verbose,
     };
-    struct sigaction sa = {.sa_handler = on_stop}, old_int, old_term;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+    if (center_auto) {
+        /* once, before the slabs, for all of them (and the same again on --resume): from
+         * whole frames when the engine takes them, else from the middle CENTER_ROWS rows */
+        uint32_t band = nrows < CENTER_ROWS ? nrows : CENTER_ROWS;
+        band = band < plan.slab_rows ? band : plan.slab_rows;
+        tl_center_estimate est;
+        int crc = tl_volume_center(&jb, row0 + (nrows - band) / 2, band, &est, err, sizeof err);
+        if (crc != 0) {
+            if (crc > 0) {
+                fprintf(stderr, ME ": interrupted\n");
+                return 130;
+            }
+            return fail("--center auto: %s", err);
+        }
+        fprintf(stderr, "center=%.3f confidence=%.3f\n", est.center, est.confidence);
+        jb.engine.center = c.center = est.center;
+        jb.engine.center_estimate = false; /* done: the slabs need not keep estimating */
+    }
+
+    /* the output is created before the long part, so a bad path fails at once; creating it
+     * truncates, so it must not be one of the inputs */
+    const char *inputs[] = {o->input, o->darks, o->flats, o->angles_file, o->indices};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+        if (inputs[i] && same_file(inputs[i], o->output))
+            return fail("the output '%s' is also an input: refusing to overwrite it", o->output);
+    char job[2048];
+    int jn = snprintf(job, sizeof job,
+                      "input=%s rows=%u:%u size=%u center=%.17g filter=%s projections=%u "
+                      "window=%u dtype=%s linear=%d",
+                      o->input, row0, row1, n, c.center, tl_filter_name(filter), P->frames,
+                      nwin, o->output_dtype ? o->output_dtype : "float32", o->already_linear);
+    if (corr.dezinger > 0 || corr.delta_beta > 0 || corr.rings || o->half_acquisition)
+        snprintf(job + jn, sizeof job - (size_t)jn,
+                 " dezinger=%.17g paganin=%.17g,%.17g,%.17g,%.17g rings=%s:%u,%u,%.17g half=%d",
+                 corr.dezinger, corr.energy_kev, corr.distance_m, corr.pixel_um,
+                 corr.delta_beta, tl_rings_name(corr.rings), corr.ring_size, corr.ring_level,
+                 corr.ring_tolerance, o->half_acquisition);
+    spec.rows = nrows;
+    spec.size = n;
+    spec.job = job;
+    if (tl_volume_output_open(&R->out, &spec, err, sizeof err) != 0) {
+        if (!o->resume)
+            tl_volume_output_close(&R->out, TL_OUTPUT_REMOVE, NULL, 0);
+        return fail("%s", err);
+    }
+    R->writing = true;
+    if (o->resume)
+        fprintf(stderr, ME ": resuming at row %u of %u\n", R->out.rows_done, nrows);
+    jb.first_row = R->out.rows_done;
+    jb.out = &R->out;
     tl_volume_times t;
     tl_volume_result res = tl_volume_run(&jb, &t, err, sizeof err);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
     if (o->verbose) {
         fprintf(stderr,
                 ME ": backend %s, %u projections of rows %u..%u x %u cols, slices %u x %u, "
@@ -622,7 +689,14 @@ int tl_cmd_recon(int argc, char **argv)
     memset(&R, 0, sizeof R);
     stop_requested = 0;
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error, not a kill */
+    /* a stop request is a flag, acted on by the long parts (the centre's pass, the slabs) */
+    struct sigaction sa = {.sa_handler = on_stop}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
     rc = run(&o, &R);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     if (R.writing) /* failed after the output was created, before any slab */
         tl_volume_output_close(&R.out, o.resume ? TL_OUTPUT_KEEP : TL_OUTPUT_REMOVE, NULL, 0);
     release(&R);

@@ -53,6 +53,7 @@
 
 #include "clients/cli.h"
 #include "clients/commands.h"
+#include "clients/corr_opts.h"
 #include "clients/push_ipc.h"
 #include "protocol/protocol.h"
 #include "protocol/pixels.h"
@@ -94,6 +95,8 @@ typedef struct {
     uint32_t ring;       /* --cuda-ipc: slots */
     const char *gpus;    /* --gpus: the daemon's daemon.gpus, or NULL */
     bool prefilled;      /* --cuda-ipc --prefilled: slots written once, lent as they are */
+    tl_corrections corr; /* --dezinger, --paganin: the scan's per-frame corrections */
+    const char *rings;   /* --rings, as the scan sends it */
 } options;
 
 /* One timed slice: its latency, and where it went, from the slice header's times (ms).
@@ -346,7 +349,10 @@ static void print_stages(void *ctl, tl_proto_decoder *dec, bool incremental)
                                         "submit",
                                         "reconstruct",
                                         "frame_to_publish",
-                                        "acquisition_to_publish"};
+                                        "acquisition_to_publish",
+                                        "dezinger",
+                                        "paganin",
+                                        "rings"};
     zmq_msg_t parts[4];
     tl_proto_msg m;
     tl_proto_error err;
@@ -357,7 +363,9 @@ static void print_stages(void *ctl, tl_proto_decoder *dec, bool incremental)
     for (size_t i = 0; lat && i < sizeof stage / sizeof *stage; i++) {
         const msgpack_object *h = tl_proto_map_get(lat, stage[i]);
         double p50, p99, max;
-        if (h && tl_proto_get_double(h, "p50", true, &p50, &err) == TL_PROTO_OK &&
+        uint64_t count = 1;
+        if (h && tl_proto_get_u64(h, "count", false, &count, &err) == TL_PROTO_OK && count &&
+            tl_proto_get_double(h, "p50", true, &p50, &err) == TL_PROTO_OK &&
             tl_proto_get_double(h, "p99", true, &p99, &err) == TL_PROTO_OK &&
             tl_proto_get_double(h, "max", true, &max, &err) == TL_PROTO_OK)
             printf("%-11s | daemon stage %-22s p50 %8.3f  p99 %8.3f  max %8.3f ms\n",
@@ -1006,7 +1014,12 @@ static int run_mode(const options *o, bool incremental)
                           .rows = o->rows,
                           .cols = o->cols,
                           .dtype = TL_PROTO_U16,
-                          .window = o->window};
+                          .window = o->window,
+                          .dezinger = o->corr.dezinger,
+                          .has_paganin = o->corr.delta_beta > 0,
+                          .paganin = {(float)o->corr.energy_kev, (float)o->corr.distance_m,
+                                      (float)o->corr.pixel_um, (float)o->corr.delta_beta},
+                          .rings = {o->rings, o->rings ? strlen(o->rings) : 0}};
     if (r.ring) /* where the daemon hands the ring's slots back */
         scan.release =
             (tl_proto_str){tl_push_ipc_endpoint(r.ring), strlen(tl_push_ipc_endpoint(r.ring))};
@@ -1104,7 +1117,8 @@ static const char usage_text[] =
     "                      [--port P] [--delivery tcp|shm] [--daemon PATH]\n"
     "                      [--slices N] [--encoding f32|f16|q16] [--lz4]\n"
     "                      [--cuda-ipc [--device N] [--ring SLOTS] [--prefilled]]\n"
-    "                      [--gpus LIST]\n"
+    "                      [--gpus LIST] [--dezinger T] [--paganin E,D,P,R]\n"
+    "                      [--rings vo|fw[:PARAM[,TOL]]]\n"
     "\n"
     "Starts tomolived (ingest.overflow = drop) on 127.0.0.1 ports P, P+1, P+2 (default\n"
     "57600), defines a row slice and three ortho-slices, subscribes to them, and pushes\n"
@@ -1142,7 +1156,10 @@ static const char usage_text[] =
     "with --cuda-ipc). Every band carries the frame's t_acq, its slot of the schedule.\n"
     "Sent, lost and late count frames (late: the send of one of its bands blocked for more\n"
     "than a frame period); dropped counts the frames the daemon dropped because their\n"
-    "bands did not all get in (status.frames.rejected.incomplete).\n";
+    "bands did not all get in (status.frames.rejected.incomplete).\n"
+    "--dezinger T, --paganin E,D,P,R, --rings M: the scan asks for these corrections\n"
+    "(ARCHITECTURE.md 3.11; as tomolive recon); each correction's own time per frame is\n"
+    "printed with the daemon's stages. Compare with a run without them for their cost.\n";
 
 int tl_cmd_stream_bench(int argc, char **argv)
 {
@@ -1198,7 +1215,10 @@ int tl_cmd_stream_bench(int argc, char **argv)
         O_REPEAT,
         O_SLICES,
         O_ENCODING,
-        O_LZ4
+        O_LZ4,
+        O_DEZINGER,
+        O_PAGANIN,
+        O_RINGS
     };
     static const struct option opts[] = {{"stream", no_argument, NULL, O_STREAM},
                                          {"backend", required_argument, NULL, O_BACKEND},
@@ -1225,6 +1245,9 @@ int tl_cmd_stream_bench(int argc, char **argv)
                                          {"slices", required_argument, NULL, O_SLICES},
                                          {"encoding", required_argument, NULL, O_ENCODING},
                                          {"lz4", no_argument, NULL, O_LZ4},
+                                         {"dezinger", required_argument, NULL, O_DEZINGER},
+                                         {"paganin", required_argument, NULL, O_PAGANIN},
+                                         {"rings", required_argument, NULL, O_RINGS},
                                          {NULL, 0, NULL, 0}};
     bool device_or_ring = false, has_bands = false;
     long v;
@@ -1296,6 +1319,19 @@ int tl_cmd_stream_bench(int argc, char **argv)
                     return fail(2, "bad --encoding '%s': f32, f16 or q16", optarg);
                 break;
             case O_LZ4: o.lz4 = true; break;
+            case O_DEZINGER:
+            case O_PAGANIN:
+            case O_RINGS: {
+                char why[256];
+                bool ok = c == O_DEZINGER  ? tl_corr_opt_dezinger(optarg, &o.corr, why, sizeof why)
+                          : c == O_PAGANIN ? tl_corr_opt_paganin(optarg, &o.corr, why, sizeof why)
+                                           : tl_corr_opt_rings(optarg, &o.corr, why, sizeof why);
+                if (!ok)
+                    return fail(2, "%s", why);
+                if (c == O_RINGS)
+                    o.rings = optarg;
+                break;
+            }
             case 'h': fputs(usage_text, stdout); return 0;
             default: fputs(usage_text, stderr); return 2;
         }

@@ -27,6 +27,9 @@ typedef struct {
 typedef struct {
     const tl_volume_job *job;
     tl_engine *engine;
+    tl_engine_config cfg; /* the engine's (rows: H, or the frame's with whole) */
+    bool whole;           /* whole frames: filled once, the slabs cut the output */
+    bool fresh;           /* a new engine per slab (ring removal: volume_pipeline.h) */
     uint32_t H, nslabs, frames;
     size_t frame_bytes; /* H rows of one frame, in the engine's dtype */
     size_t ds;
@@ -170,13 +173,102 @@ static int engine_fail(pipeline *p, const char *what, tl_status st)
     return -1;
 }
 
+static const char *kind_name(int kind)
+{
+    return kind == TL_FRAME_DARK ? "dark" : kind == TL_FRAME_FLAT ? "flat" : "projection";
+}
+
+/* Slices z_first .. z_first + h - 1 of the engine into ids. */
+static tl_status add_slices(tl_engine *e, uint32_t z_first, uint32_t h, uint32_t size, int *ids)
+{
+    tl_status st = TL_OK;
+    for (uint32_t z = 0; st == TL_OK && z < h; z++) {
+        tl_slice_spec s;
+        tl_slice_spec_row(&s, (double)(z_first + z), size, size);
+        st = tl_engine_add_slice(e, &s, &ids[z]);
+    }
+    return st;
+}
+
+/* Reads and submits rows [row0, row0 + rows) of every frame through buf (READ_FRAMES frames
+ * of rows x cols), a chunk at a time, flushed after each so buf can be refilled: the
+ * whole-frame fill and the centre's pass. 0 done, 1 stopped, -1 failed (err). */
+static int fill_engine(tl_engine *e, const tl_volume_job *j, uint32_t row0, uint32_t rows,
+                       void *buf, tl_volume_times *t, char *err, size_t errlen)
+{
+    size_t frame = (size_t)rows * j->engine.cols * tl_dtype_size(j->engine.dtype);
+    tl_status st;
+    for (int kind = 0; kind < 3; kind++)
+        for (uint32_t f = 0; f < j->count[kind]; f += READ_FRAMES) {
+            uint32_t n = j->count[kind] - f < READ_FRAMES ? j->count[kind] - f : READ_FRAMES;
+            if (j->stop && *j->stop)
+                return 1;
+            double t0 = tl_cli_now();
+            if (j->read(j->ctx, (tl_frame_kind)kind, f, n, row0, rows, buf, err, errlen) != 0)
+                return -1;
+            double t1 = tl_cli_now();
+            t->read += t1 - t0;
+            t->bytes_read += n * frame;
+            for (uint32_t i = 0; i < n; i++) {
+                bool proj = kind == TL_FRAME_PROJ;
+                uint32_t q = f + i;
+                tl_frame fr = {
+                    .kind = (tl_frame_kind)kind,
+                    .index = proj ? (j->indices ? j->indices[q] : q) : 0,
+                    .angle = proj && j->angles ? j->angles[q] : 0.0,
+                    .dtype = j->engine.dtype,
+                    .rows = rows,
+                    .cols = j->engine.cols,
+                    .pitch = (size_t)j->engine.cols * tl_dtype_size(j->engine.dtype),
+                    .data = (const uint8_t *)buf + i * frame,
+                    .memory = TL_MEMORY_HOST,
+                    .pinned = true,
+                    .more = proj && i + 1 < n,
+                };
+                if ((st = tl_engine_submit(e, &fr)) != TL_OK) {
+                    snprintf(err, errlen, "%s %u: %s (%s)", kind_name(kind), q,
+                             tl_engine_last_error(e), tl_status_name(st));
+                    return -1;
+                }
+            }
+            if ((st = tl_engine_flush(e)) != TL_OK) { /* buf is free again */
+                snprintf(err, errlen, "flush: %s (%s)", tl_engine_last_error(e),
+                         tl_status_name(st));
+                return -1;
+            }
+            t->submit += tl_cli_now() - t1;
+        }
+    return 0;
+}
+
+/* Empties the engine for slab k: a reset, or a new engine with its slices (fresh). */
+static int renew_engine(pipeline *p, uint32_t k, int *ids)
+{
+    tl_status st;
+    if (!p->fresh || k == 0) {
+        if ((st = tl_engine_reset(p->engine)) != TL_OK)
+            return engine_fail(p, "reset", st);
+        return 0;
+    }
+    tl_engine_destroy(p->engine);
+    p->engine = NULL;
+    if ((st = tl_engine_create(&p->cfg, &p->engine)) != TL_OK) {
+        set_error(p, "slab %u: cannot create the engine: %s (%s)", k, tl_engine_last_error(NULL),
+                  tl_status_name(st));
+        return -1;
+    }
+    if ((st = add_slices(p->engine, 0, p->H, p->job->size, ids)) != TL_OK)
+        return engine_fail(p, "slices", st);
+    return 0;
+}
+
 /* Submits slab k's frames (darks, flats, projections) from input buffer k % 2. */
-static int submit_slab(pipeline *p, uint32_t k, uint32_t h)
+static int submit_slab(pipeline *p, uint32_t k, uint32_t h, int *ids)
 {
     const tl_volume_job *j = p->job;
-    tl_status st = tl_engine_reset(p->engine);
-    if (st != TL_OK)
-        return engine_fail(p, "reset", st);
+    tl_status st;
+    if (renew_engine(p, k, ids) != 0)
+        return -1;
     const uint8_t *src = p->in[k % 2];
     size_t band = (size_t)h * j->engine.cols * p->ds;
     uint32_t left = p->frames;
@@ -200,11 +292,7 @@ static int submit_slab(pipeline *p, uint32_t k, uint32_t h)
             };
             if ((st = tl_engine_submit(p->engine, &f)) != TL_OK) {
                 char what[64];
-                snprintf(what, sizeof what, "slab %u, %s %u", k,
-                         kind == TL_FRAME_DARK   ? "dark"
-                         : kind == TL_FRAME_FLAT ? "flat"
-                                                 : "projection",
-                         i);
+                snprintf(what, sizeof what, "slab %u, %s %u", k, kind_name(kind), i);
                 return engine_fail(p, what, st);
             }
         }
@@ -237,23 +325,33 @@ static int backproject_slab(pipeline *p, uint32_t k, uint32_t h, const int *ids)
     return 0;
 }
 
-static void run_engine(pipeline *p, const int *ids)
+static void run_engine(pipeline *p, int *ids)
 {
+    const tl_volume_job *j = p->job;
     for (uint32_t k = 0; k < p->nslabs; k++) {
         uint32_t z0, h;
         slab_rows(p, k, &z0, &h);
-        if (!wait_slot(p, &p->ins[k % 2], (int)k))
-            return;
-        double t0 = tl_cli_now();
-        if (submit_slab(p, k, h) != 0)
-            return;
-        double t1 = tl_cli_now();
-        p->t->submit += t1 - t0;
-        set_slot(p, &p->ins[k % 2], -1); /* the engine holds the frames now */
+        if (!p->whole) { /* whole frames: the engine was filled once, before the slabs */
+            if (!wait_slot(p, &p->ins[k % 2], (int)k))
+                return;
+            double t0 = tl_cli_now();
+            if (submit_slab(p, k, h, ids) != 0)
+                return;
+            p->t->submit += tl_cli_now() - t0;
+            set_slot(p, &p->ins[k % 2], -1); /* the engine holds the frames now */
+        }
         if (!wait_slot(p, &p->outs[k % 2], -1))
             return;
-        t1 = tl_cli_now();
-        if (backproject_slab(p, k, h, ids) != 0)
+        double t1 = tl_cli_now();
+        tl_status st;
+        if (p->whole && (st = add_slices(p->engine, j->row0 + z0, h, j->size, ids)) != TL_OK) {
+            engine_fail(p, "slices", st);
+            return;
+        }
+        int rc = backproject_slab(p, k, h, ids);
+        for (uint32_t z = 0; p->whole && z < h; z++)
+            tl_engine_remove_slice(p->engine, ids[z]);
+        if (rc != 0)
             return;
         p->t->backproject += tl_cli_now() - t1;
         set_slot(p, &p->outs[k % 2], (int)k);
@@ -290,6 +388,43 @@ size_t tl_volume_host_available(void)
     return (size_t)kb * 1024;
 }
 
+/* ---- the centre, before the run -------------------------------------------------------- */
+
+int tl_volume_center(const tl_volume_job *j, uint32_t row0, uint32_t rows,
+                     tl_center_estimate *out, char *err, size_t errlen)
+{
+    tl_engine_config c = j->engine;
+    if (j->whole_frames)
+        row0 = 0, rows = c.rows;
+    c.rows = rows;
+    c.center_estimate = true;
+    c.center_auto = false;
+    tl_engine *e = NULL;
+    void *buf = NULL;
+    char why[256];
+    size_t bytes = (size_t)READ_FRAMES * rows * c.cols * tl_dtype_size(c.dtype);
+    tl_volume_times t;
+    memset(&t, 0, sizeof t);
+    int rc = -1;
+    tl_status st = tl_engine_create(&c, &e);
+    if (st != TL_OK)
+        snprintf(err, errlen, "cannot create the engine: %s (%s)", tl_engine_last_error(NULL),
+                 tl_status_name(st));
+    else if ((st = tl_host_alloc(c.backend, bytes, &buf, why, sizeof why)) != TL_OK)
+        snprintf(err, errlen, "cannot allocate %zu MiB of host buffers: %s", bytes >> 20, why);
+    else if ((rc = fill_engine(e, j, row0, rows, buf, &t, err, errlen)) == 0 &&
+             (st = tl_engine_center_estimate_now(e, out)) != TL_OK) {
+        snprintf(err, errlen, "%s (%s)", tl_engine_last_error(e), tl_status_name(st));
+        rc = -1;
+    }
+    if (rc > 0)
+        snprintf(err, errlen, "interrupted");
+    if (buf)
+        tl_host_free(c.backend, buf);
+    tl_engine_destroy(e);
+    return rc;
+}
+
 /* ---- setup ---------------------------------------------------------------------------- */
 
 tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char *err,
@@ -305,16 +440,22 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
     p.nslabs = j->first_row >= j->rows ? 0 : (j->rows - j->first_row + p.H - 1) / p.H;
     p.frames = j->count[0] + j->count[1] + j->count[2];
     p.ds = tl_dtype_size(j->engine.dtype);
-    p.frame_bytes = (size_t)p.H * j->engine.cols * p.ds;
+    p.whole = j->whole_frames;
+    p.fresh = !p.whole && j->engine.corr.rings != TL_RINGS_NONE;
+    uint32_t erows = p.whole ? j->engine.rows : p.H; /* the engine's rows */
+    p.frame_bytes = (size_t)erows * j->engine.cols * p.ds;
     p.ins[0].slab = p.ins[1].slab = p.outs[0].slab = p.outs[1].slab = -1;
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
 
     tl_engine_config c = j->engine;
-    c.rows = p.H;
+    c.rows = erows;
+    p.cfg = c;
     tl_status st = tl_engine_create(&c, &p.engine);
     int *ids = calloc(p.H, sizeof *ids);
-    size_t in_bytes = p.frames * p.frame_bytes + p.frame_bytes; /* + one frame of slack */
+    /* a slab's band of every frame + one frame of slack; whole frames: one read's chunk */
+    size_t in_bytes = p.whole ? READ_FRAMES * p.frame_bytes
+                              : p.frames * p.frame_bytes + p.frame_bytes;
     size_t out_bytes = (size_t)p.H * j->size * j->size * sizeof(float);
     char why[256] = "";
     if (st != TL_OK)
@@ -324,20 +465,19 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
         snprintf(p.err, sizeof p.err, "out of memory");
     for (int b = 0; b < 2 && st == TL_OK && ids; b++) {
         void *o = NULL;
-        if ((st = tl_host_alloc(c.backend, in_bytes, &p.in[b], why, sizeof why)) != TL_OK ||
-            (st = tl_host_alloc(c.backend, out_bytes, &o, why, sizeof why)) != TL_OK)
+        if ((!p.whole || b == 0) &&
+            (st = tl_host_alloc(c.backend, in_bytes, &p.in[b], why, sizeof why)) != TL_OK)
             snprintf(p.err, sizeof p.err, "cannot allocate %zu MiB of host buffers: %s",
                      (2 * (in_bytes + out_bytes)) >> 20, why);
-        else
+        else if ((st = tl_host_alloc(c.backend, out_bytes, &o, why, sizeof why)) != TL_OK)
+            snprintf(p.err, sizeof p.err, "cannot allocate %zu MiB of host buffers: %s",
+                     (2 * (in_bytes + out_bytes)) >> 20, why);
+        else if (p.in[b])
             memset(p.in[b], 0, in_bytes); /* rows past a short slab's end stay finite */
         p.out[b] = o;
     }
-    for (uint32_t z = 0; st == TL_OK && ids && z < p.H; z++) {
-        tl_slice_spec s;
-        tl_slice_spec_row(&s, (double)z, j->size, j->size);
-        if ((st = tl_engine_add_slice(p.engine, &s, &ids[z])) != TL_OK)
-            snprintf(p.err, sizeof p.err, "slice %u: %s", z, tl_engine_last_error(p.engine));
-    }
+    if (st == TL_OK && ids && !p.whole && (st = add_slices(p.engine, 0, p.H, j->size, ids)) != TL_OK)
+        snprintf(p.err, sizeof p.err, "slices: %s", tl_engine_last_error(p.engine));
     tl_volume_result result = TL_VOLUME_FAILED;
     if (st == TL_OK && ids) {
         tl_engine_state es;
@@ -349,12 +489,18 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
         t->setup = tl_cli_now() - t0;
         double w0 = tl_cli_now();
         tl_progress_start(&p.progress, j->progress, p.nslabs, j->rows);
+        int filled = p.whole && p.nslabs > 0
+                         ? fill_engine(p.engine, j, 0, erows, p.in[0], t, p.err, sizeof p.err)
+                         : 0;
+        p.failed = filled < 0;
+        p.stopped = filled > 0;
         pthread_t rt, wt;
-        bool have_r = pthread_create(&rt, NULL, reader, &p) == 0;
-        bool have_w = have_r && pthread_create(&wt, NULL, writer, &p) == 0;
+        bool have_r = !p.whole && filled == 0 && pthread_create(&rt, NULL, reader, &p) == 0;
+        bool have_w = (have_r || (p.whole && filled == 0)) &&
+                      pthread_create(&wt, NULL, writer, &p) == 0;
         if (have_w)
             run_engine(&p, ids);
-        else
+        else if (filled == 0)
             set_error(&p, "cannot start the reader and writer threads");
         if (have_r)
             pthread_join(rt, NULL);

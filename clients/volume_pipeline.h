@@ -15,6 +15,20 @@
  * parallel-beam row is its own sinogram). Each slab starts from an empty window
  * (tl_engine_reset), so slab edges see exactly what the in-core run sees: no seams.
  *
+ * Per-frame corrections (gpu/base/types.h, tl_corrections):
+ *   whole_frames (dezinger, Paganin: they see neighbouring rows or the whole frame): the
+ *           engine holds every detector row (engine.rows = the frame's) and is filled once,
+ *           before the slabs, TL_VOLUME_READ_FRAMES whole frames per read; the slabs then
+ *           only cut the output (slice z = row0 + z0 + i of the one window): the same
+ *           window for every slab, so no seams and no halo to get right. No reader thread.
+ *   rings   per detector row (a column profile, filtered across the row's columns), so a
+ *           row band works as it is; but the profile outlives tl_engine_reset, so each slab
+ *           gets a new engine. The rebuild decision (an estimate that moved by more than
+ *           the tolerance somewhere) is taken over the engine's rows: a slab may skip one
+ *           that a taller engine makes (differences below the tolerance; none at 0).
+ *   centre  tl_volume_center estimates it once, before the run, from a band of rows (whole
+ *           frames with whole_frames); the caller puts it in engine.center.
+ *
  * Stopping: *stop (set by a SIGINT handler) is polled between reads, frames and batches;
  * the slab in flight is dropped, what the writer has recorded stays (resumable).
  */
@@ -49,7 +63,8 @@ typedef struct {
     uint32_t rows;           /* the volume's height */
     uint32_t size;           /* slices of size x size */
     uint32_t first_row;      /* start here (resume): a slab boundary of this run */
-    tl_engine_config engine; /* rows is set to plan.slab_rows */
+    tl_engine_config engine; /* rows is set to plan.slab_rows, unless whole_frames */
+    bool whole_frames;       /* the engine holds whole frames of engine.rows rows (above) */
     const tl_volume_plan *plan;
     tl_volume_output *out;   /* NULL: slabs are discarded (benchmarks) */
     tl_progress_mode progress;
@@ -80,6 +95,12 @@ size_t tl_volume_engine_bytes(void *ctx, uint32_t rows);
 
 /* The host's MemAvailable (/proc/meminfo), bytes; 0 if unknown. */
 size_t tl_volume_host_available(void);
+
+/* The centre of rotation from opposite projections (gpu/center.c), from detector rows
+ * [row0, row0 + rows) (whole frames with job->whole_frames), through an engine of its own,
+ * before the run; 0, or -1 with err. The job's engine.center is not changed. */
+int tl_volume_center(const tl_volume_job *job, uint32_t row0, uint32_t rows,
+                     tl_center_estimate *out, char *err, size_t errlen);
 
 tl_volume_result tl_volume_run(const tl_volume_job *job, tl_volume_times *t, char *err,
                                size_t errlen);

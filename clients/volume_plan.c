@@ -37,14 +37,28 @@ uint32_t tl_volume_plan_batch(const tl_volume_problem *p, uint32_t h)
 
 size_t tl_volume_plan_gpu_bytes(const tl_volume_problem *p, uint32_t h, uint32_t batch)
 {
-    return p->engine_bytes(p->ctx, h) + (size_t)batch * slice_bytes(p);
+    return p->engine_bytes(p->ctx, p->frame_rows ? p->frame_rows : h) +
+           (size_t)batch * slice_bytes(p);
 }
 
 size_t tl_volume_plan_host_bytes(const tl_volume_problem *p, uint32_t h)
 {
     size_t frames = (size_t)p->projections + p->darks + p->flats;
-    return 2 * frames * h * p->cols * p->in_sample + 2 * (size_t)h * slice_bytes(p) +
-           (size_t)p->size * p->size * p->out_sample;
+    size_t in = p->frame_rows
+                    ? (size_t)p->chunk_frames * p->frame_rows * p->cols * p->in_sample
+                    : 2 * frames * h * p->cols * p->in_sample;
+    return in + 2 * (size_t)h * slice_bytes(p) + (size_t)p->size * p->size * p->out_sample;
+}
+
+/* Whole frames that the device cannot hold whatever the slab: the message names both. */
+static int whole_frames_fail(const tl_volume_problem *p, const tl_volume_budget *b, char *err,
+                             size_t errlen)
+{
+    return failf(err, errlen,
+                 "dezinger and Paganin need whole frames in the engine: %u frames of %u x %u "
+                 "need %zu MiB of GPU memory, over the budget of %zu MiB",
+                 p->projections + p->darks + p->flats, p->frame_rows, p->cols,
+                 tl_volume_plan_gpu_bytes(p, 1, 1) >> 20, b->gpu >> 20);
 }
 
 const char *tl_volume_filtered_name(tl_volume_filtered f)
@@ -77,6 +91,8 @@ int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, u
     if (p->rows == 0 || p->cols == 0 || p->size == 0 || p->projections == 0)
         return failf(err, errlen, "empty problem: %u rows, %u cols, %u projections, size %u",
                      p->rows, p->cols, p->projections, p->size);
+    if (p->frame_rows && tl_volume_plan_gpu_bytes(p, 1, 1) > b->gpu)
+        return whole_frames_fail(p, b, err, errlen);
     uint32_t h = 0;
     if (slab_rows > 0) {
         h = slab_rows < p->rows ? slab_rows : p->rows;
@@ -116,11 +132,14 @@ int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, u
     out->gpu_bytes = tl_volume_plan_gpu_bytes(p, h, out->batch);
     out->host_bytes = tl_volume_plan_host_bytes(p, h);
     uint64_t frames = (uint64_t)p->projections + p->darks + p->flats;
-    for (uint32_t k = 0; k < out->slabs; k++) {
+    for (uint32_t k = 0; k < out->slabs && !p->frame_rows; k++) {
         uint32_t r0 = k * h, n = k + 1 < out->slabs ? h : out->last_rows;
         out->bytes_read += frames * rows_touched(p, r0, n) * p->cols * p->in_sample;
     }
-    out->bytes_uploaded = frames * p->rows * p->cols * p->in_sample;
+    uint32_t up_rows = p->frame_rows ? p->frame_rows : p->rows; /* whole frames: read once */
+    if (p->frame_rows)
+        out->bytes_read = frames * up_rows * p->cols * p->in_sample;
+    out->bytes_uploaded = frames * up_rows * p->cols * p->in_sample;
     out->bytes_downloaded = (uint64_t)p->rows * slice_bytes(p);
     out->bytes_written = (uint64_t)p->rows * p->size * p->size * p->out_sample;
     return 0;
@@ -150,6 +169,11 @@ void tl_volume_plan_print(const tl_volume_plan *plan, const tl_volume_problem *p
             "call; filtered projections %s\n",
             plan->slabs, plan->slabs == 1 ? "" : "s", plan->slab_rows, plan->last_rows,
             plan->passes, plan->batch, tl_volume_filtered_name(plan->filtered));
+    if (p->frame_rows)
+        fprintf(f,
+                "plan: whole frames of %u rows in the engine (dezinger, Paganin), read once, "
+                "%u frames at a time; the slabs cut the output\n",
+                p->frame_rows, p->chunk_frames);
     fprintf(f, "plan: memory GPU %s of %s, host %s of %s\n", bytes(plan->gpu_bytes),
             bytes(b->gpu), bytes(plan->host_bytes), bytes(b->host));
     fprintf(f, "plan: bytes read %s, uploaded %s, downloaded %s, written %s\n",

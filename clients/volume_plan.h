@@ -18,6 +18,11 @@
  * Where filtered projections live: parallel beam maps slice z to detector row z, so a
  * slab's rows are its own and no row is needed by two slabs: every projection row is read,
  * uploaded and filtered once and stays on the GPU for its slab (TL_VOLUME_FILTERED_GPU).
+ * Whole frames (frame_rows > 0): per-frame corrections that see neighbouring rows (dezinger:
+ * a 3 x 3 median; Paganin: a 2-D transform of the frame) need every detector row in the
+ * engine, so the engine holds whole frames, filled once from reads of chunk_frames frames,
+ * and the slabs only cut the output: device = engine(frame_rows) + batch x size^2 x 4,
+ * host = chunk_frames x frame_rows x cols x in_sample + the slab terms above.
  * Cone beam plugs in through row_range (v = D z / w, seed-002-004.md §2.2): slabs then need
  * overlapping bands and the planner would choose between keeping filtered rows on the host
  * and re-filtering them; that choice is not made here yet (only parallel beam exists).
@@ -51,6 +56,8 @@ typedef struct {
     size_t in_sample;  /* bytes per input sample as the engine takes it */
     size_t out_sample; /* bytes per voxel in the output file */
     uint32_t read_rows; /* the reader's row granularity (HDF5 chunk height); 0 or 1: any */
+    uint32_t frame_rows;   /* > 0: whole frames of this many rows in the engine (above) */
+    uint32_t chunk_frames; /* ... read and submitted this many frames at a time */
     /* device bytes of an engine holding `rows` detector rows of every projection */
     size_t (*engine_bytes)(void *ctx, uint32_t rows);
     void *ctx;

@@ -15,6 +15,8 @@
 
 #include "gpu/engine_impl.h"
 #include "gpu/method/filter.h"
+#include "gpu/method/paganin.h"
+#include "gpu/base/rings.h"
 
 static _Thread_local tl_errbuf create_error;
 
@@ -42,6 +44,56 @@ void tl_engine_config_init(tl_engine_config *c, uint32_t rows, uint32_t cols, ui
     c->weights = TL_WEIGHTS_UNIFORM;
     c->quality = TL_QUALITY_EXACT;
     c->precision = TL_PRECISION_F32;
+}
+
+/* Per-frame corrections (types.h, tl_corrections). They need whole frames (neighbouring
+ * rows, a 2-D transform), which a split engine's parts do not have. */
+static tl_status check_corrections(const tl_engine_config *c, tl_errbuf *eb)
+{
+    const tl_corrections *k = &c->corr;
+    if ((unsigned)k->rings > TL_RINGS_FW)
+        return tl_fail(eb, TL_EINVAL, "unknown ring removal method %d", (int)k->rings);
+    if (k->ring_size && (k->ring_size % 2 == 0 || k->ring_size < 3 ||
+                         k->ring_size > TL_RINGS_MAX_SIZE))
+        return tl_fail(eb, TL_EINVAL, "rings vo: median width %u must be odd, 3..%d",
+                       k->ring_size, TL_RINGS_MAX_SIZE);
+    if (k->ring_level > TL_RINGS_MAX_LEVEL)
+        return tl_fail(eb, TL_EINVAL, "rings fw: %u wavelet levels, at most %d", k->ring_level,
+                       TL_RINGS_MAX_LEVEL);
+    if (!(k->ring_tolerance >= 0) || !isfinite(k->ring_tolerance))
+        return tl_fail(eb, TL_EINVAL, "rings: tolerance must be >= 0, not %g", k->ring_tolerance);
+    if (!(k->dezinger >= 0) || !isfinite(k->dezinger))
+        return tl_fail(eb, TL_EINVAL, "dezinger threshold must be >= 0 (0: off), not %g",
+                       k->dezinger);
+    bool phase = tl_phase_on(k);
+    if (phase) {
+        tl_phase_filter f;
+        tl_status st = tl_phase_shape(k, c->rows, c->cols, &f, eb);
+        if (st != TL_OK)
+            return st;
+        if (c->already_linear)
+            return tl_fail(eb, TL_EINVAL,
+                           "paganin needs transmission images, not already linear input");
+    }
+    if ((phase || k->dezinger > 0 || k->rings) && c->ndevices >= 2)
+        return tl_fail(eb, TL_EUNSUPPORTED,
+                       "per-frame corrections (dezinger, paganin, rings) need whole frames: "
+                       "not on an engine split over %u devices",
+                       c->ndevices);
+    return TL_OK;
+}
+
+/* Ring removal's parameters left 0: their defaults (gpu/base/rings.h). */
+static void ring_defaults(tl_corrections *k)
+{
+    if (!k->rings)
+        return;
+    if (!k->ring_size)
+        k->ring_size = TL_RINGS_DEFAULT_SIZE;
+    if (!k->ring_level)
+        k->ring_level = TL_RINGS_DEFAULT_LEVEL;
+    if (!k->ring_tolerance)
+        k->ring_tolerance = TL_RINGS_DEFAULT_TOLERANCE;
 }
 
 /* The checks every geometry and backend share, then the geometry's own. */
@@ -79,6 +131,9 @@ static tl_status check_config(const tl_engine_config *c, tl_errbuf *eb)
         return tl_fail(eb, TL_EINVAL,
                        "%u devices for %u detector rows: each device needs a row of its own",
                        c->ndevices, c->rows);
+    st = check_corrections(c, eb);
+    if (st != TL_OK)
+        return st;
     return geometry->check(c, eb);
 }
 
@@ -86,12 +141,17 @@ tl_status tl_engine_estimate(const tl_engine_config *c, tl_memory_estimate *m)
 {
     const tl_backend_ops *ops;
     const char *kind;
-    tl_engine_config rc;
+    tl_engine_config rc, dc = *c;
     tl_status st = check_config(c, &create_error);
+    ring_defaults(&dc.corr);
+    tl_halfacq *h = NULL; /* the virtual detector's needs */
     if (st == TL_OK)
-        st = tl_engine_pick_backend(c, &create_error, &rc, &ops, &kind);
+        st = tl_halfacq_setup(&dc, &create_error, &h);
+    tl_halfacq_free(h);
     if (st == TL_OK)
-        st = ops->estimate(&rc, tl_filter_padded_length(c->cols), m, &create_error);
+        st = tl_engine_pick_backend(&dc, &create_error, &rc, &ops, &kind);
+    if (st == TL_OK)
+        st = ops->estimate(&rc, tl_filter_padded_length(dc.cols), m, &create_error);
     return st;
 }
 
@@ -104,6 +164,32 @@ static tl_status apply_filter(tl_engine *e, tl_filter f)
     if (st != TL_OK)
         return tl_fail(&e->err, st, "cannot design filter %s", tl_filter_name(f));
     return e->ops->set_filter(e->be, response);
+}
+
+/* The Paganin filter, designed here for every backend (gpu/method/paganin.h). */
+static tl_status apply_phase(tl_engine *e)
+{
+    const tl_corrections *k = &e->cfg.corr;
+    if (!tl_phase_on(k) && !(k->dezinger > 0) && !k->rings)
+        return TL_OK;
+    if (!e->ops->set_phase || !e->ops->corr_counts || !e->ops->ring_update)
+        return tl_fail(&e->err, TL_EUNSUPPORTED, "the %s backend has no per-frame corrections",
+                       e->backend);
+    if (!tl_phase_on(k))
+        return TL_OK;
+    tl_phase_filter f;
+    tl_status st = tl_phase_shape(k, e->cfg.rows, e->cfg.cols, &f, &e->err);
+    if (st != TL_OK)
+        return st;
+    double *h = malloc((size_t)f.prow * (f.pcol / 2 + 1) * sizeof *h);
+    if (!h)
+        return tl_fail(&e->err, TL_ENOMEM, "out of memory for the %u x %u Paganin filter",
+                       f.prow, f.pcol);
+    tl_paganin_response(k, &f, h);
+    f.response = h;
+    st = e->ops->set_phase(e->be, &f);
+    free(h);
+    return st;
 }
 
 /* The whole memory need is checked before anything large is allocated, so a scan that
@@ -149,11 +235,16 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
     if (!e)
         return tl_fail(eb, TL_ENOMEM, "out of memory for the engine");
     e->cfg = *c;
-    e->padded = tl_filter_padded_length(c->cols);
+    ring_defaults(&e->cfg.corr);
+    st = tl_halfacq_setup(&e->cfg, eb, &e->halfacq); /* from here on the virtual detector */
+    if (st != TL_OK)
+        goto fail;
+    e->padded = tl_filter_padded_length(e->cfg.cols);
     (void)tl_geometry_find(c->geometry, NULL, &e->geometry); /* check_config found it */
     e->method = tl_method_find(c);
     tl_engine_config rc; /* what the backend gets */
-    st = tl_engine_pick_backend(c, eb, &rc, &e->ops, &e->backend);
+    e->cfg.center_estimate |= e->cfg.center_auto;
+    st = tl_engine_pick_backend(&e->cfg, eb, &rc, &e->ops, &e->backend);
     if (st == TL_OK)
         st = check_memory(e, &rc, eb);
     if (st == TL_OK)
@@ -163,6 +254,12 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
     st = e->ops->create(&rc, e->padded, &e->err, &e->be);
     if (st == TL_OK)
         st = apply_filter(e, c->filter);
+    if (st == TL_OK)
+        st = apply_phase(e);
+    if (st == TL_OK)
+        st = tl_center_init(e);
+    if (st == TL_OK && e->halfacq)
+        st = tl_halfacq_weights(e->halfacq, &e->cfg, e->ops, e->be, &e->err);
     if (st != TL_OK) {
         tl_fail(eb, st, "%s", e->err.msg);
         goto fail;
@@ -183,6 +280,8 @@ void tl_engine_destroy(tl_engine *e)
 {
     if (!e)
         return;
+    tl_center_free(e);
+    tl_halfacq_free(e->halfacq);
     if (e->be)
         e->ops->destroy(e->be);
     tl_window_free(&e->win);
@@ -271,4 +370,21 @@ size_t tl_engine_missing(const tl_engine *e, uint64_t *out, size_t cap)
 const tl_engine_config *tl_engine_get_config(const tl_engine *e)
 {
     return &e->cfg;
+}
+
+tl_status tl_engine_corrections(tl_engine *e, tl_engine_corr_state *out)
+{
+    memset(out, 0, sizeof *out);
+    out->corr = e->cfg.corr;
+    out->ring_updates = e->ring_updates;
+    out->ring_rebuilds = e->ring_rebuilds;
+    if (!e->ops->corr_counts || !(e->cfg.corr.dezinger > 0))
+        return TL_OK;
+    return e->ops->corr_counts(e->be, &out->dezinger_replaced);
+}
+
+tl_status tl_engine_stage_times(tl_engine *e, tl_stage_time *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    return e->ops->stage_times ? e->ops->stage_times(e->be, out, cap, n) : TL_OK;
 }

@@ -193,6 +193,48 @@ typedef struct {
 } tl_engine_state;
 void tl_engine_get_state(const tl_engine *e, tl_engine_state *st);
 
+/* The per-frame corrections (tl_corrections, gpu/base/types.h) and what they have done in
+ * the frames whose work is complete (never waits: a GPU's count lags its queued frames;
+ * after tl_engine_frames_done or a reconstruction it is exact). */
+typedef struct {
+    tl_corrections corr;        /* as configured (ring defaults filled in) */
+    uint64_t dezinger_replaced; /* pixels replaced by the dezinger since creation */
+    uint64_t ring_updates;      /* ring estimates computed */
+    uint64_t ring_rebuilds;     /* ... that moved beyond the tolerance: window corrected,
+                                   tracked slices rebuilt */
+} tl_engine_corr_state;
+tl_status tl_engine_corrections(tl_engine *e, tl_engine_corr_state *out);
+/* Per-frame times of the correction stages (tl_stage_time, gpu/base/types.h) of frames
+ * done since the last call, oldest first; at most cap, *n of them. Never waits: a frame
+ * whose work is still queued on the GPU is reported by a later call. The backend keeps the
+ * last TL_STAGE_RING (64) frames' times; older unread ones are dropped (they are samples:
+ * read them every few frames). */
+tl_status tl_engine_stage_times(tl_engine *e, tl_stage_time *out, size_t cap, size_t *n);
+
+/* The centre of rotation estimated from opposite projections (gpu/center.c; config
+ * center_estimate or center_auto): the axis column, its confidence (0..1: the median
+ * normalised correlation of each pair's mirrored profile gradients; 1 for exact mirror
+ * images), the pairs' spread (median absolute deviation, pixels), how many pairs and the
+ * newest index used, how many estimates there were and how many center_auto applied. */
+typedef struct {
+    bool estimating; /* the engine estimates the centre */
+    bool auto_on;    /* ... and applies it */
+    bool valid;      /* an estimate exists */
+    double center, confidence, spread;
+    uint32_t pairs;
+    uint64_t newest, estimates, applied;
+} tl_center_estimate;
+/* The last estimate (made every window/16 projections when a new pair has come). */
+tl_status tl_engine_center(const tl_engine *e, tl_center_estimate *out);
+/* An estimate now from the newest pairs (waits for queued work); TL_ENOTFOUND when no two
+ * projections are opposite (pi apart, or one angular step short of it for a window of
+ * half a turn). Does not apply it. */
+tl_status tl_engine_center_estimate_now(tl_engine *e, tl_center_estimate *out);
+/* center_auto on or off (TL_EINVAL for an engine without estimation): when on, each
+ * estimate of confidence >= 0.5 that moves the axis by >= 0.02 px is applied as
+ * tl_engine_set_center (tracked slices are rebuilt). */
+tl_status tl_engine_set_center_auto(tl_engine *e, bool on);
+
 /* Indices of the window that are not held, ascending; writes at most cap, returns the count
  * of missing indices (which may exceed cap). */
 size_t tl_engine_missing(const tl_engine *e, uint64_t *out, size_t cap);

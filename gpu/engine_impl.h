@@ -15,6 +15,7 @@
 #define TL_ENGINE_IMPL_H
 
 #include "gpu/base/backend.h"
+#include "gpu/base/rings.h"
 #include "gpu/engine.h"
 #include "gpu/geometry/geometry.h"
 #include "gpu/method/method.h"
@@ -104,6 +105,10 @@ struct tl_engine {
     tl_track_state track;
 
     uint64_t accepted[3], stale, duplicate, shape;
+    struct tl_center_ctx *center;         /* centre estimation (center.c), or NULL */
+    struct tl_halfacq *halfacq;           /* half acquisition (halfacq.c), or NULL */
+    uint32_t ring_since;                  /* projections since the last ring estimate */
+    uint64_t ring_updates, ring_rebuilds; /* tl_engine_corr_state */
     uint64_t frames_queued, frames_done; /* fences (tl_engine_frames_done) */
 
     tl_kernel_choice choices[TL_ENGINE_MAX_CHOICES]; /* tuned kernels by slice size */
@@ -147,6 +152,24 @@ const char *tl_track_kernel(const tl_engine *e);
  * buffers) over the held projections, weighed by the method. */
 tl_status tl_engine_prepare_job(tl_engine *e, const int *ids, size_t n, float *const *out,
                                 tl_bp_job *job);
+
+/* halfacq.c: 360-degree scans with an offset axis. setup turns c into the virtual
+ * detector's configuration (NULL *out without half acquisition); weights hands the
+ * column weights to the backend; embed makes a real frame a virtual one (out->data is
+ * the context's buffer, valid until the next call). */
+typedef struct tl_halfacq tl_halfacq;
+tl_status tl_halfacq_setup(tl_engine_config *c, tl_errbuf *eb, tl_halfacq **out);
+void tl_halfacq_free(tl_halfacq *h);
+tl_status tl_halfacq_weights(const tl_halfacq *h, const tl_engine_config *c,
+                             const tl_backend_ops *ops, void *be, tl_errbuf *eb);
+tl_status tl_halfacq_embed(tl_halfacq *h, const tl_frame *f, tl_frame *out, tl_errbuf *eb);
+
+/* center.c: the centre estimation's state, and its hooks around a projection's store */
+typedef struct tl_center_ctx tl_center_ctx;
+tl_status tl_center_init(tl_engine *e);
+void tl_center_free(tl_engine *e);
+tl_status tl_center_before_store(tl_engine *e);
+tl_status tl_center_after_store(tl_engine *e, const tl_frame *f);
 
 /* choices.c: whether the backend has a kernel of this name. */
 bool tl_engine_has_kernel(const tl_engine *e, const char *name);

@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "gpu/base/rings.h"
 #include "gpu/engine_impl.h"
 
 tl_status tl_engine_check_frame(tl_engine *e, const tl_frame *f)
@@ -107,8 +108,39 @@ static void on_evict(void *ctx, uint32_t slot)
     tl_track_evicted(ctx, slot);
 }
 
+/* Ring removal (gpu/base/rings.h): the estimate every window/16 projections; when the
+ * backend moved the whole window to a new one, every tracked slice is rebuilt (the
+ * incremental sums no longer describe the window). */
+static tl_status ring_cadence(tl_engine *e)
+{
+    if (!e->cfg.corr.rings || ++e->ring_since < tl_rings_interval(e->cfg.window))
+        return TL_OK;
+    e->ring_since = 0;
+    bool changed = false;
+    tl_status st = e->ops->ring_update(e->be, &changed);
+    if (st != TL_OK)
+        return st;
+    e->ring_updates++;
+    if (changed) {
+        e->ring_rebuilds++;
+        tl_track_invalidate(e);
+    }
+    return TL_OK;
+}
+
 tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
 {
+    tl_frame virt;
+    if (e->halfacq) { /* into the virtual detector (halfacq.c) */
+        if (!f || !f->data)
+            return tl_fail(&e->err, TL_EINVAL, "frame without data");
+        tl_status st = tl_halfacq_embed(e->halfacq, f, &virt, &e->err);
+        if (st == TL_ESHAPE)
+            e->shape++;
+        if (st != TL_OK)
+            return st;
+        f = &virt;
+    }
     tl_status st = tl_engine_check_frame(e, f);
     if (st != TL_OK)
         return st;
@@ -130,7 +162,9 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
                        (unsigned long long)f->index);
     }
     tl_track_before_store(e, slot);
-    st = fence_frame(e, f, e->ops->store(e->be, f, slot));
+    st = tl_center_before_store(e);
+    if (st == TL_OK)
+        st = fence_frame(e, f, e->ops->store(e->be, f, slot));
     if (st != TL_OK)
         return st;
     tl_window_hold(&e->win, slot, f->index);
@@ -141,5 +175,6 @@ tl_status tl_engine_submit(tl_engine *e, const tl_frame *f)
     tl_track_added(e, slot);
     e->proj_since[0] = e->proj_since[1] = true;
     e->accepted[TL_FRAME_PROJ]++;
-    return TL_OK;
+    st = ring_cadence(e);
+    return st == TL_OK ? tl_center_after_store(e, f) : st;
 }

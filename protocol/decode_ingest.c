@@ -76,6 +76,18 @@ tl_proto_err tlp_decode_scan(const msgpack_object *h, tl_proto_scan *m, tl_proto
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"filter\": %zu bytes, expected 1..%d",
                              m->filter.len, TLP_MAX_FILTER);
     TLP_TRY(tl_proto_get_bool(h, "already_linear", false, &m->already_linear, err));
+    TLP_TRY(tl_proto_get_double(h, "dezinger", false, &m->dezinger, err));
+    if (m->dezinger < 0)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"dezinger\": %g is negative", m->dezinger);
+    TLP_TRY(tl_proto_get_floats(h, "paganin", false, m->paganin, 4, err));
+    m->has_paganin = tl_proto_map_get(h, "paganin") != NULL;
+    TLP_TRY(tl_proto_get_bool(h, "half_acquisition", false, &m->half_acquisition, err));
+    TLP_TRY(tl_proto_get_bool(h, "auto_center", false, &m->auto_center, err));
+    m->has_auto_center = tl_proto_map_get(h, "auto_center") != NULL;
+    TLP_TRY(tl_proto_get_str(h, "rings", false, &m->rings, err));
+    if (tl_proto_map_get(h, "rings") && (m->rings.len < 1 || m->rings.len > TLP_MAX_FILTER))
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"rings\": %zu bytes, expected 1..%d",
+                             m->rings.len, TLP_MAX_FILTER);
     TLP_TRY(tl_proto_get_str(h, "release", false, &m->release, err));
     if (tl_proto_map_get(h, "release") &&
         (m->release.len < 1 || m->release.len > TL_PROTO_MAX_ENDPOINT))

@@ -77,7 +77,8 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
     size_t n = 7 + (m->darks != 0) + (m->flats != 0) + (m->first_index != 0) + m->has_center +
                2 * m->has_angles + (m->filter.len != 0) + m->already_linear +
-               (m->release.len != 0);
+               (m->release.len != 0) + (m->dezinger != 0) + m->has_paganin +
+               (m->rings.len != 0) + m->has_auto_center + m->half_acquisition;
     P(envelope(&pk, n, TL_MSG_SCAN));
     P(tl_proto_pack_kv_u64(&pk, "series", m->series));
     P(tl_proto_pack_kv_str(&pk, "geometry", tl_proto_geometry_name(m->geometry)));
@@ -106,6 +107,22 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
         P(tl_proto_pack_cstr(&pk, "release"));
         P(pack_pstr(&pk, m->release));
     }
+    if (m->dezinger != 0)
+        P(tl_proto_pack_kv_double(&pk, "dezinger", m->dezinger));
+    if (m->has_paganin) {
+        P(tl_proto_pack_cstr(&pk, "paganin"));
+        P(msgpack_pack_array(&pk, 4));
+        for (int i = 0; i < 4; i++)
+            P(msgpack_pack_float(&pk, m->paganin[i]));
+    }
+    if (m->rings.len) {
+        P(tl_proto_pack_cstr(&pk, "rings"));
+        P(pack_pstr(&pk, m->rings));
+    }
+    if (m->has_auto_center)
+        P(tl_proto_pack_kv_bool(&pk, "auto_center", m->auto_center));
+    if (m->half_acquisition)
+        P(tl_proto_pack_kv_bool(&pk, "half_acquisition", true));
     return 0;
 }
 

@@ -151,6 +151,16 @@ typedef struct {
     bool already_linear;  /* optional, default false: skip -log */
     tl_proto_str release; /* optional endpoint (len 0 = absent) where the producer of
                                    frames in GPU memory receives "release" messages */
+    double dezinger;      /* optional, default 0 (off): zinger threshold, counts >= 0 */
+    bool has_paganin;     /* optional "paganin": [energy keV, distance m, pixel um,
+                             delta/beta], finite (the engine checks they are positive) */
+    float paganin[4];
+    bool half_acquisition; /* optional, default false: 360-degree scan, offset axis */
+    bool has_auto_center; /* optional "auto_center": the centre is estimated from opposite
+                             projections (present), and applied (true) */
+    bool auto_center;
+    tl_proto_str rings; /* optional ring removal "vo[:SIZE[,TOL]]" | "fw[:LEVEL[,TOL]]" |
+                           "none" (len 0 = absent); the engine validates it */
 } tl_proto_scan;
 
 /* Where a frame in another process's GPU memory is (CUDA IPC, PROTOCOL.md §8.4): the frame

@@ -121,3 +121,10 @@ TESTS += tests/integration/check_security
 tests_integration_check_security_SOURCES = tests/integration/check_security.c
 tests_integration_check_security_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 tests_integration_check_security_LDADD = $(FIXTURE_LIBS) $(TEST_LIBS)
+
+# per-frame corrections through the daemon: scan keys, status, latency histograms
+check_PROGRAMS += tests/integration/check_corrections_daemon
+TESTS += tests/integration/check_corrections_daemon
+tests_integration_check_corrections_daemon_SOURCES = tests/integration/check_corrections_daemon.c
+tests_integration_check_corrections_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_corrections_daemon_LDADD = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)

@@ -34,3 +34,21 @@ TESTS += tests/unit/check_split
 tests_unit_check_split_SOURCES = tests/unit/check_split.c
 tests_unit_check_split_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_split_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# per-frame corrections (dezinger, Paganin) on the CPU backend, against their definitions
+check_PROGRAMS += tests/unit/check_corrections
+TESTS += tests/unit/check_corrections
+tests_unit_check_corrections_SOURCES = tests/unit/check_corrections.c
+tests_unit_check_corrections_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_corrections_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# the centre of rotation from opposite projections (CPU backend)
+check_PROGRAMS += tests/unit/check_center
+TESTS += tests/unit/check_center
+tests_unit_check_center_SOURCES = tests/unit/check_center.c
+tests_unit_check_center_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_center_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# 360-degree scans with an offset axis (half acquisition)
+check_PROGRAMS += tests/unit/check_halfacq
+TESTS += tests/unit/check_halfacq
+tests_unit_check_halfacq_SOURCES = tests/unit/check_halfacq.c
+tests_unit_check_halfacq_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_halfacq_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)

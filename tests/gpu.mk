@@ -38,3 +38,10 @@ TESTS += tests/gpu/check_ipc
 tests_gpu_check_ipc_SOURCES = tests/gpu/check_ipc.c
 tests_gpu_check_ipc_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 tests_gpu_check_ipc_LDADD = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+# the per-frame corrections (dezinger, Paganin) against the float64 CPU reference
+check_PROGRAMS += tests/gpu/check_corrections
+TESTS += tests/gpu/check_corrections
+tests_gpu_check_corrections_SOURCES = tests/gpu/check_corrections.c
+tests_gpu_check_corrections_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_gpu_check_corrections_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_gpu_check_corrections_LDADD = $(GPU_TEST_LIBS)

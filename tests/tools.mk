@@ -28,3 +28,10 @@ TESTS += tests/integration/check_recon_volume
 tests_integration_check_recon_volume_SOURCES = tests/integration/check_recon_volume.c
 tests_integration_check_recon_volume_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS) $(HDF5_CFLAGS) $(ZMQ_CFLAGS)
 tests_integration_check_recon_volume_LDADD = tests/libtlclients.a $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS) $(HDF5_LIBS) $(ZMQ_LIBS)
+
+# `tomolive recon` with per-frame corrections
+check_PROGRAMS += tests/integration/check_recon_corrections
+TESTS += tests/integration/check_recon_corrections
+tests_integration_check_recon_corrections_SOURCES = tests/integration/check_recon_corrections.c
+tests_integration_check_recon_corrections_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_recon_corrections_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)

@@ -41,6 +41,7 @@ typedef struct {
         tl_proto_end end;
     };
     char filter[33];                         /* scan: the filter name (the header part is gone) */
+    char rings[33];                          /* scan: ring removal, as sent */
     char release[TL_PROTO_MAX_ENDPOINT + 1]; /* scan: its release endpoint, or "" */
     char release_refused[TL_PROTO_MAX_ENDPOINT + 192]; /* scan: why release is not allowed */
     char producer_key[41]; /* scan: its sender's CURVE public key (Z85), or "" */

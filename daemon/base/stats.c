@@ -23,6 +23,9 @@ const char *tl_latency_name(tl_latency l)
         "frame_to_publish",
         "acquisition_to_publish",
         "acquisition_to_receive",
+        "dezinger",
+        "paganin",
+        "rings",
     };
     return (unsigned)l < TL_LAT_COUNT ? names[l] : "?";
 }

@@ -45,6 +45,9 @@ typedef enum {
     TL_LAT_FRAME_TO_PUB, /* newest frame in a slice received -> slice published */
     TL_LAT_ACQ_TO_PUB,   /* newest frame's t_acq -> slice published */
     TL_LAT_ACQ_TO_RECV,  /* a frame's t_acq -> received: the camera's link to the daemon */
+    TL_LAT_DEZINGER,     /* per-frame corrections (ARCHITECTURE.md §3.11), each on its */
+    TL_LAT_PAGANIN,      /* device: GPU time by CUDA events, CPU time on the CPU; rings: */
+    TL_LAT_RINGS,        /* each update of the estimate (every window/16 frames) */
     TL_LAT_COUNT
 } tl_latency;
 const char *tl_latency_name(tl_latency l);

@@ -100,6 +100,21 @@ int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen)
     return 0;
 }
 
+/* The correction stages of the frames the engine has finished since the last call, into
+ * their latency histograms (never waits; the engine keeps the last 64 frames' times). */
+static void record_stage_times(tl_daemon *d, tl_engine *e)
+{
+    static const tl_latency lat[TL_STAGE_COUNT] = {[TL_STAGE_DEZINGER] = TL_LAT_DEZINGER,
+                                                   [TL_STAGE_PAGANIN] = TL_LAT_PAGANIN,
+                                                   [TL_STAGE_RINGS] = TL_LAT_RINGS};
+    tl_stage_time t[2 * TL_STAGE_COUNT];
+    size_t n = 0;
+    if (tl_engine_stage_times(e, t, sizeof t / sizeof *t, &n) != TL_OK)
+        return; /* a failing device shows in the frames' own errors */
+    for (size_t i = 0; i < n; i++)
+        tl_hist_add(&d->stats.latency[lat[t[i].stage]], t[i].seconds);
+}
+
 static void open_scan(tl_daemon *d, tl_item *it)
 {
     tl_scan *s = &d->scan;
@@ -142,6 +157,21 @@ static void open_scan(tl_daemon *d, tl_item *it)
     }
     if (m->geometry == TL_PROTO_CONE)
         ec.geometry = TL_GEOMETRY_CONE; /* the engine refuses it with its own message */
+    ec.half_acquisition = m->half_acquisition;
+    ec.center_estimate = m->has_auto_center;
+    ec.center_auto = m->auto_center;
+    /* per-frame corrections: the engine checks the values and names a bad one */
+    ec.corr.dezinger = m->dezinger;
+    if (m->has_paganin)
+        ec.corr = (tl_corrections){.dezinger = m->dezinger,
+                                   .energy_kev = m->paganin[0],
+                                   .distance_m = m->paganin[1],
+                                   .pixel_um = m->paganin[2],
+                                   .delta_beta = m->paganin[3]};
+    if (it->rings[0] && !tl_rings_parse(it->rings, &ec.corr) && !why[0])
+        snprintf(why, sizeof why,
+                 "unknown ring removal \"%s\" (none, vo[:SIZE[,TOL]], fw[:LEVEL[,TOL]])",
+                 it->rings);
 
     /* The old scan goes first: its window may hold the memory the new one needs. */
     tl_scan_close(d);
@@ -282,8 +312,16 @@ static void submit_frame(tl_daemon *d, tl_item *it, const void *data, bool pinne
         fr.pitch = f->ipc.pitch;
     }
     uint64_t t0 = tl_clock_ns();
+    double center = tl_engine_get_config(s->engine)->center;
     tl_status st = tl_engine_submit(s->engine, &fr);
+    if (tl_engine_get_config(s->engine)->center != center) { /* auto_center moved the axis */
+        tl_log(TL_LOG_INFO, "center_auto", "center=%.4f was=%.4f",
+               tl_engine_get_config(s->engine)->center, center);
+        for (int i = 0; i < d->slices.n; i++)
+            d->slices.v[i].want_param = true;
+    }
     tl_hist_add(&d->stats.latency[TL_LAT_SUBMIT], (tl_clock_ns() - t0) / 1e9);
+    record_stage_times(d, s->engine);
     if (st != TL_OK) {
         tl_reject why = st == TL_ESTALE       ? TL_REJ_STALE
                         : st == TL_EDUPLICATE ? TL_REJ_DUPLICATE

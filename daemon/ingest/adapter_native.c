@@ -41,6 +41,7 @@ static int native_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *it,
     if (m.type == TL_MSG_SCAN) {
         it->scan = m.scan;
         copy_str(it->filter, sizeof it->filter, m.scan.filter);
+        copy_str(it->rings, sizeof it->rings, m.scan.rings);
         copy_str(it->release, sizeof it->release, m.scan.release);
         it->scan.filter = (tl_proto_str){NULL, 0}; /* the header part is about to go */
         it->scan.release = (tl_proto_str){NULL, 0};

@@ -394,6 +394,46 @@ static void cmd_list_slices(request *r)
     pthread_mutex_unlock(&d->lock);
 }
 
+/* set_param auto_center: the live centre estimate applied, or no longer. */
+static void set_auto_center(request *r)
+{
+    tl_daemon *d = r->d;
+    tl_proto_error e;
+    bool on;
+    if (tl_proto_get_bool(r->args, "value", true, &on, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    tl_center_estimate c = {0};
+    if (d->scan.open)
+        (void)tl_engine_center(d->scan.engine, &c);
+    if (!c.estimating) {
+        pthread_mutex_unlock(&d->lock);
+        fail(r, TL_PROTO_E_STATE,
+             d->scan.open ? "the scan was opened without centre estimation (scan key "
+                            "auto_center)"
+                          : "no scan is open");
+        return;
+    }
+    double before = tl_engine_get_config(d->scan.engine)->center;
+    tl_status st = tl_engine_set_center_auto(d->scan.engine, on);
+    bool moved = tl_engine_get_config(d->scan.engine)->center != before;
+    for (int i = 0; moved && i < d->slices.n; i++) /* an estimate applied at once */
+        d->slices.v[i].want_param = true;
+    pthread_mutex_unlock(&d->lock);
+    if (st != TL_OK) {
+        fail(r, TL_PROTO_E_INTERNAL, "%s", tl_engine_last_error(d->scan.engine));
+        return;
+    }
+    tl_proto_begin_rep_ok(r->pk, r->id);
+    msgpack_pack_map(r->pk, 2);
+    tl_proto_pack_kv_str(r->pk, "name", "auto_center");
+    tl_proto_pack_kv_bool(r->pk, "value", on);
+    tl_log(TL_LOG_INFO, "param_set", "name=auto_center value=%s", on ? "true" : "false");
+    tl_worker_poke(d);
+}
+
 static void cmd_set_param(request *r)
 {
     tl_daemon *d = r->d;
@@ -404,9 +444,13 @@ static void cmd_set_param(request *r)
         return;
     }
     bool center = tl_proto_str_eq(name, "center"), filter = tl_proto_str_eq(name, "filter");
+    if (tl_proto_str_eq(name, "auto_center")) {
+        set_auto_center(r);
+        return;
+    }
     if (!center && !filter) {
-        fail(r, TL_PROTO_E_BAD_ARG, "unknown parameter \"%.*s\" (center, filter)", (int)name.len,
-             name.ptr);
+        fail(r, TL_PROTO_E_BAD_ARG, "unknown parameter \"%.*s\" (center, filter, auto_center)",
+             (int)name.len, name.ptr);
         return;
     }
     double c = 0;
@@ -564,6 +608,58 @@ static void cmd_tune(request *r)
 
 /* ---- status ------------------------------------------------------------------------------- */
 
+/* "corrections": {dezinger, dezinger_replaced, rings ("vo:31,0.001", "none"),
+ * ring_updates, ring_rebuilds, paganin: [energy keV, distance m, pixel um, delta/beta] or
+ * nil} (ARCHITECTURE.md §3.11). */
+static void pack_corrections(tl_engine *e, msgpack_packer *pk)
+{
+    tl_engine_corr_state cs;
+    (void)tl_engine_corrections(e, &cs); /* never fails: it reads a counter */
+    pack_key(pk, "corrections");
+    msgpack_pack_map(pk, 6);
+    tl_proto_pack_kv_double(pk, "dezinger", cs.corr.dezinger);
+    tl_proto_pack_kv_u64(pk, "dezinger_replaced", cs.dezinger_replaced);
+    char rings[64];
+    const tl_corrections *k = &cs.corr;
+    snprintf(rings, sizeof rings, "%s:%u,%g", tl_rings_name(k->rings),
+             k->rings == TL_RINGS_VO ? k->ring_size : k->ring_level, k->ring_tolerance);
+    tl_proto_pack_kv_str(pk, "rings", k->rings ? rings : "none");
+    tl_proto_pack_kv_u64(pk, "ring_updates", cs.ring_updates);
+    tl_proto_pack_kv_u64(pk, "ring_rebuilds", cs.ring_rebuilds);
+    pack_key(pk, "paganin");
+    if (cs.corr.delta_beta <= 0) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    const double p[4] = {cs.corr.energy_kev, cs.corr.distance_m, cs.corr.pixel_um,
+                         cs.corr.delta_beta};
+    msgpack_pack_array(pk, 4);
+    for (int i = 0; i < 4; i++)
+        msgpack_pack_double(pk, p[i]);
+}
+
+/* "center_estimate": nil, or the live centre estimate (ARCHITECTURE.md §3.12). */
+static void pack_center(const tl_engine *e, msgpack_packer *pk)
+{
+    tl_center_estimate c;
+    (void)tl_engine_center(e, &c); /* reads the last estimate */
+    pack_key(pk, "center_estimate");
+    if (!c.estimating) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_map(pk, 9);
+    tl_proto_pack_kv_bool(pk, "auto", c.auto_on);
+    tl_proto_pack_kv_bool(pk, "valid", c.valid);
+    tl_proto_pack_kv_double(pk, "center", c.center);
+    tl_proto_pack_kv_double(pk, "confidence", c.confidence);
+    tl_proto_pack_kv_double(pk, "spread", c.spread);
+    tl_proto_pack_kv_u64(pk, "pairs", c.pairs);
+    tl_proto_pack_kv_u64(pk, "newest", c.newest);
+    tl_proto_pack_kv_u64(pk, "estimates", c.estimates);
+    tl_proto_pack_kv_u64(pk, "applied", c.applied);
+}
+
 static void pack_scan(tl_daemon *d, msgpack_packer *pk)
 {
     tl_scan *s = &d->scan;
@@ -573,7 +669,7 @@ static void pack_scan(tl_daemon *d, msgpack_packer *pk)
     }
     tl_engine_state st;
     tl_engine_get_state(s->engine, &st);
-    msgpack_pack_map(pk, 19);
+    msgpack_pack_map(pk, 21);
     tl_proto_pack_kv_u64(pk, "series", s->series);
     pack_key(pk, "shape");
     pack_dims(pk, s->msg.rows, s->msg.cols);
@@ -593,6 +689,8 @@ static void pack_scan(tl_daemon *d, msgpack_packer *pk)
     tl_proto_pack_kv_u64(pk, "memory_bytes", st.memory_bytes);
     tl_proto_pack_kv_double(pk, "center", st.center);
     tl_proto_pack_kv_str(pk, "filter", tl_filter_name(st.filter));
+    pack_corrections(s->engine, pk);
+    pack_center(s->engine, pk);
     pack_key(pk, "detector"); /* what a detector said it did to the frames (DECTRIS start) */
     if (!s->detector.told) {
         msgpack_pack_nil(pk);

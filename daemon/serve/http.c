@@ -413,6 +413,7 @@ typedef struct {
     uint64_t memory_bytes;
     double center;
     char backend[16], device[128], filter[24];
+    tl_center_estimate cor; /* the live centre estimate (gpu/engine.h) */
 } scan_view;
 
 /* With wait false, gives up (false) when the worker holds the lock, e.g. through a long
@@ -437,6 +438,7 @@ static bool read_scan(tl_daemon *d, scan_view *v, bool wait)
         v->missing = st.missing;
         v->memory_bytes = st.memory_bytes;
         v->center = st.center;
+        (void)tl_engine_center(d->scan.engine, &v->cor);
         snprintf(v->backend, sizeof v->backend, "%s", st.backend);
         snprintf(v->device, sizeof v->device, "%s", st.device_name);
         snprintf(v->filter, sizeof v->filter, "%s", tl_filter_name(st.filter));
@@ -498,15 +500,23 @@ static json_t *state_json(server *s, const scan_view *v)
                                                             views[i].axis, "position", s->pos[i])
                                                 : json_pack("{s:s, s:s, s:f}", "id", views[i].id,
                                                             "kind", "row", "z", s->pos[i]));
+    json_t *cor = v->open && v->cor.estimating
+                      ? json_pack("{s:b, s:b, s:f, s:f}", "auto", v->cor.auto_on, "valid",
+                                  v->cor.valid, "center", v->cor.center, "confidence",
+                                  v->cor.confidence)
+                      : json_null();
     json_t *scan =
         v->open
-            ? json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:f, s:b, s:f, s:s, s:s, s:s}", "series",
+            ? json_pack("{s:I, s:i, s:i, s:i, s:i, s:i, s:f, s:b, s:f, s:s, s:s, s:s, s:o}",
+                        "series",
                         (json_int_t)v->series, "rows", (int)v->rows, "cols", (int)v->cols,
                         "window", (int)v->window, "held", (int)v->held, "missing", (int)v->missing,
                         "fill", v->window ? (double)v->held / v->window : 0.0, "finished",
                         v->finished, "center", v->center, "filter", v->filter, "backend",
-                        v->backend, "device", v->device)
+                        v->backend, "device", v->device, "center_estimate", cor)
             : json_null();
+    if (!v->open)
+        json_decref(cor);
     return json_pack("{s:s, s:s, s:o, s:o, s:i, s:i, s:I}", "type", "state", "version",
                      PACKAGE_VERSION, "scan", scan, "views", vs, "preview_size",
                      s->d->cfg.http_preview_size, "clients", s->nclients, "dropped",
@@ -663,7 +673,7 @@ static void client_watch(server *s, client *c);
 static bool is_action(const char *cmd)
 {
     return strcmp(cmd, "move") == 0 || strcmp(cmd, "center") == 0 ||
-           strcmp(cmd, "reset_views") == 0;
+           strcmp(cmd, "auto_center") == 0 || strcmp(cmd, "reset_views") == 0;
 }
 
 /* {"cmd": "auth", "token": ...}: makes the page an operator, and a watcher. */
@@ -691,9 +701,10 @@ static json_t *authorize(server *s, client *c, const json_t *msg, char *err, siz
  *   auth   {token}           the operator token: actions, and the views when they are closed
  *   move   {view, position}  moves a preview slice (a row's z, an ortho-slice's position)
  *   center {value}           set_param center (the rotation axis column)
+ *   auto_center {value}      set_param auto_center (the live estimate applied, or not)
  *   bits   {value}           8 or 16: the depth of this page's images
  *   reset_views              the default view again
- * move, center and reset_views need a page that gave the token; refused, the reply has
+ * move, center, auto_center and reset_views need a page that gave the token; refused, the reply has
  * "code": "unauthorized". */
 static void handle_message(server *s, client *c, const char *text, size_t len)
 {
@@ -740,6 +751,12 @@ static void handle_message(server *s, client *c, const char *text, size_t len)
                       json_object_get(msg, "value") ? json_object_get(msg, "value") : json_null());
         res = a ? run_command(s, "set_param", a, err, sizeof err) : NULL;
         json_decref(a);
+    } else if (strcmp(cmd, "auto_center") == 0) {
+        json_t *a = json_pack("{s:s, s:O}", "name", "auto_center", "value",
+                              json_object_get(msg, "value") ? json_object_get(msg, "value")
+                                                            : json_null());
+        res = a ? run_command(s, "set_param", a, err, sizeof err) : NULL;
+        json_decref(a);
     } else if (strcmp(cmd, "bits") == 0) {
         json_int_t b = json_integer_value(json_object_get(msg, "value"));
         if (b != 8 && b != 16)
@@ -758,7 +775,9 @@ static void handle_message(server *s, client *c, const char *text, size_t len)
         }
     } else {
         snprintf(err, sizeof err,
-                 "unknown command \"%s\" (auth, move, center, bits, reset_views)", cmd);
+                 "unknown command \"%s\" (auth, move, center, auto_center, bits, "
+                 "reset_views)",
+                 cmd);
     }
     if (!res && !err[0])
         snprintf(err, sizeof err, "failed");

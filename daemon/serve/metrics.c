@@ -233,6 +233,15 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
               &st->latency[TL_LAT_RECON]);
     histogram(&o, "tomolive_stage_latency_seconds", "stage", "transport",
               &st->latency[TL_LAT_ACQ_TO_RECV]);
+    family(&o, "tomolive_correction_latency_seconds", "histogram",
+           "Time per frame of each per-frame correction (GPU time on the GPU): dezinger, "
+           "paganin; rings: each update of the ring estimate. Empty without corrections.");
+    histogram(&o, "tomolive_correction_latency_seconds", "stage", "dezinger",
+              &st->latency[TL_LAT_DEZINGER]);
+    histogram(&o, "tomolive_correction_latency_seconds", "stage", "paganin",
+              &st->latency[TL_LAT_PAGANIN]);
+    histogram(&o, "tomolive_correction_latency_seconds", "stage", "rings",
+              &st->latency[TL_LAT_RINGS]);
     family(&o, "tomolive_slice_latency_seconds", "histogram",
            "Newest frame in a slice to the slice published: since the daemon received it "
            "(received) or since the camera acquired it (acquired, t_acq).");

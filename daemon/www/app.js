@@ -827,6 +827,10 @@
     $('scan').textContent = `series ${s.series} · ${s.rows}×${s.cols} · window ${s.held}/${s.window}` +
       ` (${(100 * s.fill).toFixed(0)} %)` + (s.finished ? ' · ended' : '') + ` · ${s.device}`;
     if (document.activeElement !== $('center')) $('center').value = (+s.center).toFixed(2);
+    const e = s.center_estimate;
+    $('autocenter').disabled = !e;
+    $('autocenter').checked = !!(e && e.auto);
+    $('cor').textContent = e && e.valid ? `est ${(+e.center).toFixed(2)} (${(+e.confidence).toFixed(2)})` : '';
     $('rowz').max = Math.max(0, s.rows - 1);
     if (!('preview-row' in state.local) && state.positions['preview-row'] !== undefined)
       $('rowz').value = state.positions['preview-row'];
@@ -866,6 +870,8 @@
     $('wmax').onchange = (e) => { ui.max = +e.target.value; renderAll(); };
     $('bits').onchange = (e) => { ui.bits = +e.target.value; send({cmd: 'bits', value: ui.bits}).catch(() => {}); };
     $('center').onchange = (e) => setCenter(e.target.value).catch(() => {});
+    $('autocenter').onchange = (e) => send({cmd: 'auto_center', value: e.target.checked})
+      .catch((x) => message('auto centre: ' + x));
     for (const b of document.querySelectorAll('[data-dc]'))
       b.onclick = () => {
         const c = (+$('center').value || 0) + +b.dataset.dc;

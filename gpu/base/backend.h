@@ -18,6 +18,7 @@
 #define TL_BACKEND_H
 
 #include "gpu/base/fail.h"
+#include "gpu/base/phase.h"
 #include "gpu/base/types.h"
 
 #ifdef __cplusplus
@@ -110,7 +111,44 @@ typedef struct tl_backend_ops {
      * operation that needs them done, and a fence asked for while frames are held is
      * reached only after them (fence_done with wait runs them). */
     tl_status (*flush)(void *state);
+    /* Per-frame corrections (types.h, tl_corrections; the dezinger threshold comes with the
+     * configuration). set_phase hands over the phase filter the engine designed
+     * (gpu/method/paganin.h), once after create; corr_counts says how many pixels the
+     * dezinger has replaced in the frames done so far, without waiting. NULL where a
+     * backend has no corrections: the engine refuses them there. */
+    tl_status (*set_phase)(void *state, const tl_phase_filter *f);
+    tl_status (*corr_counts)(void *state, uint64_t *replaced);
+    /* Times of the correction stages of frames whose work has completed since the last
+     * call, oldest first, at most cap (*n of them); never waits. */
+    tl_status (*stage_times)(void *state, tl_stage_time *out, size_t cap, size_t *n);
+    /* Ring removal (types.h, tl_rings; gpu/base/rings.h): recomputes the stripe estimate
+     * from the column profile; when it moved by more than the tolerance, every slot of the
+     * window is brought to the new estimate (*changed true: the engine rebuilds tracked
+     * slices). Ordered with store() like everything else. */
+    tl_status (*ring_update)(void *state, bool *changed);
+    /* Centre estimation (gpu/center.c): with config center_estimate the backend keeps, for
+     * each projection, its column profile (the mean over the detector rows of what is
+     * stored, before the filter) at position `pos` of a ring of TL_CENTER_PROFILES; set
+     * where the next projection's goes (before its store; -1: nowhere), and copy n of
+     * them (cols floats each) into out, after the work queued before (this waits). */
+    /* Half acquisition (gpu/halfacq.c): each projection, after -log and the ring
+     * correction, is multiplied column by column by w (cols values), once given. */
+    tl_status (*set_column_weights)(void *state, const double *w);
+    tl_status (*profile_slot)(void *state, int32_t pos);
+    tl_status (*profiles)(void *state, const uint32_t *pos, size_t n, float *out);
 } tl_backend_ops;
+
+/* Profiles kept for the centre estimation: 2 windows + 2 (every projection and the one
+ * half a turn before it), at most this many. */
+#define TL_CENTER_PROFILES_MAX 4096u
+static inline uint32_t tl_center_profiles(uint32_t window)
+{
+    uint64_t n = 2ull * window + 2;
+    return n < TL_CENTER_PROFILES_MAX ? (uint32_t)n : TL_CENTER_PROFILES_MAX;
+}
+
+/* Frames whose stage times a backend keeps until they are read (stage_times). */
+#define TL_STAGE_RING 64
 
 #define TL_BACKEND_FENCES 64 /* frames whose work may be outstanding at once */
 #define TL_ACC_BATCH 8       /* projections of one incremental update (acc_update, add) */

@@ -2,6 +2,7 @@
  * files, on the wire and in logs (ARCHITECTURE.md §3.5 spells the filter names). */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/base/types.h"
@@ -83,4 +84,59 @@ bool tl_quality_parse(const char *name, tl_quality *out)
             return true;
         }
     return false;
+}
+
+const char *tl_stage_name(tl_stage s)
+{
+    static const char *const names[TL_STAGE_COUNT] = {"dezinger", "paganin", "rings"};
+    return (unsigned)s < TL_STAGE_COUNT ? names[s] : "?";
+}
+
+const char *tl_rings_name(tl_rings r)
+{
+    static const char *const names[] = {"none", "vo", "fw"};
+    return (unsigned)r <= TL_RINGS_FW ? names[r] : "?";
+}
+
+bool tl_rings_parse(const char *s, tl_corrections *k)
+{
+    tl_rings r;
+    size_t len;
+    if (strncmp(s, "none", 4) == 0 && !s[4]) {
+        k->rings = TL_RINGS_NONE;
+        return true;
+    }
+    if (strncmp(s, "vo", 2) == 0)
+        r = TL_RINGS_VO;
+    else if (strncmp(s, "fw", 2) == 0)
+        r = TL_RINGS_FW;
+    else
+        return false;
+    len = 2;
+    unsigned long param = 0;
+    double tol = 0;
+    if (s[len] == ':') {
+        char *end;
+        const char *p = s + len + 1;
+        if (*p < '0' || *p > '9')
+            return false;
+        param = strtoul(p, &end, 10);
+        if (param > 1000000)
+            return false;
+        if (*end == ',') {
+            const char *q = end + 1;
+            tol = strtod(q, &end);
+            if (end == q || !(tol >= 0))
+                return false;
+        }
+        if (*end)
+            return false;
+    } else if (s[len]) {
+        return false;
+    }
+    k->rings = r;
+    k->ring_size = r == TL_RINGS_VO ? (uint32_t)param : 0;
+    k->ring_level = r == TL_RINGS_FW ? (uint32_t)param : 0;
+    k->ring_tolerance = tol;
+    return true;
 }

@@ -72,6 +72,56 @@ typedef enum { TL_PRECISION_F32 = 0, TL_PRECISION_F64 } tl_precision;
 
 #define TL_ENGINE_MAX_DEVICES 16 /* GPUs (row partitions) one engine may span */
 
+/* Per-frame corrections (issue 26), applied to each projection in this order:
+ * convert ▸ dezinger ▸ dark/flat ▸ Paganin ▸ −log ▸ filter (ARCHITECTURE.md §3.11).
+ * All zero (the default) is the plain pipeline of §3.4.
+ *   dezinger  > 0: a raw pixel more than this many counts above the median of its 3 x 3
+ *             neighbourhood is replaced by that median (a zinger is a bright outlier;
+ *             tomopy's remove_outlier rule); 0 = off. The neighbourhood is mirrored at the
+ *             frame's edges without repeating the edge pixel (index -1 is 1, n is n - 2:
+ *             TL_MIRROR_BELOW/ABOVE), so a zinger on an edge counts once in its median.
+ *   Paganin (single distance, Paganin et al. 2002, Eq. 10) when delta_beta > 0: energy
+ *             in keV, distance sample–detector in metres, pixel size in micrometres, all
+ *             > 0; applied to the flat-field-corrected transmission, with tomopy's edge
+ *             padding to a power of two (gpu/method/paganin.h). Not with already_linear. */
+/* The correction stages, each timed per frame (tl_engine_stage_times): on the GPU by CUDA
+ * events around its kernels (and FFTs), on the CPU by the monotonic clock. */
+typedef enum { TL_STAGE_DEZINGER = 0, TL_STAGE_PAGANIN, TL_STAGE_RINGS, TL_STAGE_COUNT } tl_stage;
+const char *tl_stage_name(tl_stage s); /* "dezinger", "paganin", "rings" */
+typedef struct {
+    tl_stage stage;
+    double seconds;
+} tl_stage_time;
+
+#define TL_MIRROR_BELOW(i, n) ((i) > 0 ? (i) - 1 : (n) > 1 ? 1u : 0u)
+#define TL_MIRROR_ABOVE(i, n) ((i) + 1 < (n) ? (i) + 1 : (n) > 1 ? (n) - 2 : 0u)
+/* Ring removal (rings != NONE) works on the rolling sinograms as a per-column correction
+ * that keeps incremental updates exact (ARCHITECTURE.md §3.11): every projection is
+ * corrected, after −log and before the filter, by subtracting the current stripe
+ * estimate c(row, col); the estimate comes from a running column profile (the mean of
+ * each detector pixel over the last ~window projections), filtered across columns by
+ * Vo et al. 2018 (VO: median of `ring_size` columns) or Münch et al. 2009 (FW: the
+ * detail coefficients of `ring_level` levels of a db5 wavelet decomposition, i.e. the
+ * zero angular frequency that Münch's damping removes). Every window/16 projections the
+ * estimate is recomputed; when it moved by more than ring_tolerance somewhere, the whole
+ * window is brought to the new estimate (the filtered difference subtracted from every
+ * slot) and tracked slices are rebuilt, as after a centre change. Full stripes (constant
+ * over the scan) are what it removes; 0 for a parameter means its default. */
+typedef enum { TL_RINGS_NONE = 0, TL_RINGS_VO, TL_RINGS_FW } tl_rings;
+const char *tl_rings_name(tl_rings r); /* "none", "vo", "fw" */
+
+typedef struct {
+    double dezinger;
+    double energy_kev, distance_m, pixel_um, delta_beta;
+    tl_rings rings;
+    uint32_t ring_size;    /* VO: median width in columns, odd (default 31) */
+    uint32_t ring_level;   /* FW: wavelet levels (default 3) */
+    double ring_tolerance; /* rebuild beyond this change, in -log units (default 1e-3) */
+} tl_corrections;
+/* "none", "vo[:SIZE[,TOLERANCE]]" or "fw[:LEVEL[,TOLERANCE]]" into k's ring fields (0 for
+ * what is not given: the defaults); false for anything else. The engine checks ranges. */
+bool tl_rings_parse(const char *s, tl_corrections *k);
+
 typedef struct {
     tl_backend_kind backend;
     tl_geometry geometry;   /* only PARALLEL is implemented; CONE is TL_EUNSUPPORTED */
@@ -104,6 +154,19 @@ typedef struct {
     int devices[TL_ENGINE_MAX_DEVICES];
     char kernel[32];  /* force a back-projection kernel by name (tests, benchmarks);
                                  "" = the fastest kernel of an allowed quality mode */
+    tl_corrections corr; /* per-frame corrections; zero = none (above) */
+    /* Centre of rotation from opposite projections (gpu/center.c): center_estimate keeps
+     * each projection's column profile and estimates the axis every window/16
+     * projections; center_auto also applies it (tl_engine_set_center_auto). */
+    bool center_estimate, center_auto;
+    /* 360-degree scan with the axis off the detector's middle (half acquisition,
+     * gpu/halfacq.c): frames of cols columns are embedded in a virtual detector twice as
+     * wide as the axis' distance to the far edge, each projection weighted so that it and
+     * its opposite add up to one full projection (a smooth ramp over their overlap), and
+     * back-projected over the whole turn: the field of view of the stitched sinogram,
+     * exactly, and live. Needs `center` (the axis column on the detector), host frames;
+     * the window should be a whole turn. */
+    bool half_acquisition;
     uint32_t refresh; /* tracked slices: full recomputation after this many
                                  incremental updates; 0 (default) = never: the
                                  accumulators are float64, so float drift stays bounded */

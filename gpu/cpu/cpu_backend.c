@@ -18,7 +18,7 @@
 #include "gpu/cpu/cpu_state.h"
 
 /* FFTW's planner is not thread-safe; engines may be created on several threads. */
-static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t tl_cpu_planner_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t available_ram(void)
 {
@@ -47,6 +47,10 @@ static tl_status cpu_estimate(const tl_engine_config *c, size_t padded, tl_memor
     m->window_bytes = npix * c->window * rs;
     /* batch sums (double), dark/flat averages and gain, per-thread FFT buffers */
     m->buffer_bytes = 2 * npix * sizeof(double) + 3 * npix * rs + 64 * padded * 2 * rs;
+    m->buffer_bytes += tl_cpu_corr_estimate(c);
+    if (c->center_estimate)
+        m->buffer_bytes += (size_t)tl_center_profiles(c->window) * c->cols * sizeof(float) +
+                           64 * (size_t)c->cols * sizeof(double);
     m->total_bytes = m->window_bytes + m->buffer_bytes;
     m->available_bytes = available_ram();
     return TL_OK;
@@ -59,7 +63,9 @@ static void cpu_destroy(void *state)
         return;
     if (s->pool)
         tl_pool_destroy(s->pool);
-    pthread_mutex_lock(&planner_lock);
+    tl_cpu_corr_destroy(s);
+    tl_cpu_profile_destroy(s);
+    pthread_mutex_lock(&tl_cpu_planner_lock);
     if (s->r2c_f)
         fftwf_destroy_plan(s->r2c_f);
     if (s->c2r_f)
@@ -68,7 +74,7 @@ static void cpu_destroy(void *state)
         fftw_destroy_plan(s->r2c_d);
     if (s->c2r_d)
         fftw_destroy_plan(s->c2r_d);
-    pthread_mutex_unlock(&planner_lock);
+    pthread_mutex_unlock(&tl_cpu_planner_lock);
     for (int i = 0; i < s->nthreads; i++) {
         if (s->pad)
             fftw_free(s->pad[i]);
@@ -155,7 +161,7 @@ static tl_status cpu_create(const tl_engine_config *c, size_t padded, tl_errbuf 
 
     /* Plans are made on thread 0's buffers and executed on every thread's own buffers with
      * the new-array interface (same size and fftw_malloc alignment). */
-    pthread_mutex_lock(&planner_lock);
+    pthread_mutex_lock(&tl_cpu_planner_lock);
     if (s->f64) {
         s->r2c_d = fftw_plan_dft_r2c_1d((int)padded, s->pad[0], s->spec[0], FFTW_ESTIMATE);
         s->c2r_d = fftw_plan_dft_c2r_1d((int)padded, s->spec[0], s->pad[0], FFTW_ESTIMATE);
@@ -163,10 +169,17 @@ static tl_status cpu_create(const tl_engine_config *c, size_t padded, tl_errbuf 
         s->r2c_f = fftwf_plan_dft_r2c_1d((int)padded, s->pad[0], s->spec[0], FFTW_ESTIMATE);
         s->c2r_f = fftwf_plan_dft_c2r_1d((int)padded, s->spec[0], s->pad[0], FFTW_ESTIMATE);
     }
-    pthread_mutex_unlock(&planner_lock);
+    pthread_mutex_unlock(&tl_cpu_planner_lock);
     if (s->f64 ? !s->r2c_d || !s->c2r_d : !s->r2c_f || !s->c2r_f) {
         cpu_destroy(s);
         return tl_fail(eb, TL_EINTERNAL, "FFTW could not plan a %zu-point transform", padded);
+    }
+    tl_status st = tl_cpu_corr_create(s);
+    if (st == TL_OK)
+        st = tl_cpu_profile_create(s);
+    if (st != TL_OK) {
+        cpu_destroy(s);
+        return st;
     }
     *state = s;
     return TL_OK;
@@ -218,7 +231,7 @@ typedef struct {
  * than an incremental update of a small slice or a small frame is worth. */
 #define TL_CPU_INLINE_WORK 200000.0 /* operations, roughly */
 
-static void run_jobs(tl_cpu_state *s, size_t njobs, double work, tl_pool_fn fn, void *ctx)
+void tl_cpu_run_jobs(tl_cpu_state *s, size_t njobs, double work, tl_pool_fn fn, void *ctx)
 {
     if (work < TL_CPU_INLINE_WORK) {
         for (size_t j = 0; j < njobs; j++)
@@ -244,7 +257,7 @@ static tl_status cpu_calib_add(void *state, const tl_frame *f, uint32_t count)
     if (st != TL_OK)
         return st;
     job_ctx j = {.s = s, .f = f, .kind = f->kind == TL_FRAME_DARK ? 0 : 1, .count = count};
-    run_jobs(s, s->rows, (double)s->rows * s->cols, calib_job, &j);
+    tl_cpu_run_jobs(s, s->rows, (double)s->rows * s->cols, calib_job, &j);
     s->have[j.kind] = true;
     return TL_OK;
 }
@@ -264,9 +277,14 @@ static tl_status cpu_store(void *state, const tl_frame *f, uint32_t slot)
     tl_status st = check_host(s, f);
     if (st != TL_OK)
         return st;
-    job_ctx j = {.s = s, .f = f, .slot = slot};
-    run_jobs(s, s->rows, (double)s->rows * s->padded * 8, store_job, &j);
-    return TL_OK;
+    if (s->corr_on)
+        st = tl_cpu_corr_store(s, f, slot);
+    else {
+        job_ctx j = {.s = s, .f = f, .slot = slot};
+        tl_cpu_run_jobs(s, s->rows, (double)s->rows * s->padded * 8, store_job, &j);
+    }
+    tl_cpu_profile_finish(s);
+    return st;
 }
 
 /* Job k is output row r of slice i, with k running over the rows of all slices. */
@@ -307,7 +325,7 @@ static tl_status run_bp(tl_cpu_state *s, tl_bp_job *job, tl_cpu_dst dst, const i
         s->row_cap = width;
     }
     job_ctx j = {.s = s, .job = job, .dst = dst, .ids = ids};
-    run_jobs(s, rows, (double)width * rows * job->nproj, bp_job, &j);
+    tl_cpu_run_jobs(s, rows, (double)width * rows * job->nproj, bp_job, &j);
     job->kernel = dst == TL_CPU_ACC_ADD ? (s->f64 ? "cpu-f64-incremental" : "cpu-f32-incremental")
                                         : (s->f64 ? "cpu-f64" : "cpu-f32");
     return TL_OK;
@@ -519,6 +537,16 @@ static void cpu_device_id(const void *state, tl_device_id *id)
     id->sm_count = s->nthreads;
 }
 
+void tl_cpu_fftw_plan_lock(void)
+{
+    pthread_mutex_lock(&tl_cpu_planner_lock);
+}
+
+void tl_cpu_fftw_plan_unlock(void)
+{
+    pthread_mutex_unlock(&tl_cpu_planner_lock);
+}
+
 const tl_backend_ops tl_cpu_backend = {
     .name = "cpu",
     .estimate = cpu_estimate,
@@ -540,4 +568,11 @@ const tl_backend_ops tl_cpu_backend = {
     .bench_store = cpu_bench_store,
     .device_id = cpu_device_id,
     .hw_rates = NULL, /* the micro-benchmarks are of GPU units */
+    .set_phase = tl_cpu_set_phase,
+    .corr_counts = tl_cpu_corr_counts,
+    .stage_times = tl_cpu_stage_times,
+    .ring_update = tl_cpu_ring_update,
+    .set_column_weights = tl_cpu_set_column_weights,
+    .profile_slot = tl_cpu_profile_slot,
+    .profiles = tl_cpu_profiles,
 };

@@ -12,6 +12,11 @@ extern "C" {
 
 extern const tl_backend_ops tl_cpu_backend;
 
+/* FFTW's planner is not thread-safe: whoever else in the engine plans a transform (the
+ * centre estimation, gpu/center.c) takes the lock the backend plans under. */
+void tl_cpu_fftw_plan_lock(void);
+void tl_cpu_fftw_plan_unlock(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -62,6 +62,23 @@ void FN(tl_cpu_calib_row)(tl_cpu_state *s, const tl_frame *f, int kind, uint32_t
     }
 }
 
+/* Dark/flat correction of one value (dark and gain NULL when there is no average). */
+static inline REAL FN(flatfield)(REAL t, const REAL *dark, const REAL *gain, uint32_t c)
+{
+    if (dark)
+        t -= dark[c];
+    if (gain)
+        t *= gain[c];
+    return t;
+}
+
+static inline REAL FN(minus_log)(REAL t)
+{
+    return -LOG(t > (REAL)TL_CPU_MIN_RATIO ? t : (REAL)TL_CPU_MIN_RATIO);
+}
+
+static void FN(filter_into)(tl_cpu_state *s, REAL *pad, uint32_t slot, uint32_t r, int thread);
+
 /* Converts, corrects, linearises and filters row r of a projection into the window. */
 void FN(tl_cpu_store_row)(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uint32_t r,
                           int thread)
@@ -74,16 +91,152 @@ void FN(tl_cpu_store_row)(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uin
     bool linear = s->cfg.already_linear;
     REAL *pad = s->pad[thread];
     for (uint32_t c = 0; c < W; c++) {
-        REAL t = FN(pixel)(src, f->dtype, c);
-        if (dark)
-            t -= dark[c];
-        if (gain)
-            t *= gain[c];
-        if (!linear)
-            t = -LOG(t > (REAL)TL_CPU_MIN_RATIO ? t : (REAL)TL_CPU_MIN_RATIO);
-        pad[c] = t;
+        REAL t = FN(flatfield)(FN(pixel)(src, f->dtype, c), dark, gain, c);
+        pad[c] = linear ? t : FN(minus_log)(t);
     }
-    REAL *dst = (REAL *)s->window + ((size_t)r * s->n + slot) * W;
+    if (s->prof_pos >= 0)
+        FN(tl_cpu_profile_add)(s, pad, thread);
+    FN(filter_into)(s, pad, slot, r, thread);
+}
+
+/* ---- the corrected path (corrections.c): whole-frame stages, row by row ---------------- */
+
+/* Row r of the raw frame as counts into s->frame[0]. */
+void FN(tl_cpu_convert_row)(tl_cpu_state *s, const tl_frame *f, uint32_t r)
+{
+    const void *src = FN(frame_row)(f, r);
+    REAL *out = (REAL *)s->frame[0] + (size_t)r * s->cols;
+    for (uint32_t c = 0; c < s->cols; c++)
+        out[c] = FN(pixel)(src, f->dtype, c);
+}
+
+/* Median of nine values: sorted in place by insertion (the result is a value of the
+ * set, so any exact method agrees with the GPU's sorting network). */
+static inline REAL FN(median9)(REAL *v)
+{
+    for (int i = 1; i < 9; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            REAL x = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = x;
+        }
+    return v[4];
+}
+
+/* Dezinger of row r, s->frame[0] into s->frame[1]: a pixel more than the threshold above
+ * the median of its 3 x 3 neighbourhood (mirrored at the edges, TL_MIRROR_*) becomes that
+ * median. Returns
+ * how many pixels of the row were replaced. */
+uint64_t FN(tl_cpu_dezinger_row)(tl_cpu_state *s, uint32_t r)
+{
+    const REAL *in = s->frame[0];
+    REAL *out = (REAL *)s->frame[1] + (size_t)r * s->cols;
+    uint32_t W = s->cols, H = s->rows;
+    REAL thr = (REAL)s->cfg.corr.dezinger;
+    uint32_t rows[3] = {TL_MIRROR_BELOW(r, H), r, TL_MIRROR_ABOVE(r, H)};
+    uint64_t replaced = 0;
+    for (uint32_t c = 0; c < W; c++) {
+        uint32_t cols[3] = {TL_MIRROR_BELOW(c, W), c, TL_MIRROR_ABOVE(c, W)};
+        REAL v[9];
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                v[3 * i + j] = in[(size_t)rows[i] * W + cols[j]];
+        REAL x = in[(size_t)r * W + c], med = FN(median9)(v);
+        bool zinger = x - med > thr;
+        out[c] = zinger ? med : x;
+        replaced += zinger;
+    }
+    return replaced;
+}
+
+/* Dark/flat correction of row r of `in` (cols values) into out, without -log (the
+ * Paganin filter works on transmission). */
+void FN(tl_cpu_flat_row)(tl_cpu_state *s, const void *in, void *out, uint32_t r)
+{
+    size_t o = (size_t)r * s->cols;
+    const REAL *dark = s->have[0] ? (const REAL *)s->avg[0] + o : NULL;
+    const REAL *gain = s->have[1] ? (const REAL *)s->gain + o : NULL;
+    const REAL *src = in;
+    REAL *dst = out;
+    for (uint32_t c = 0; c < s->cols; c++)
+        dst[c] = FN(flatfield)(src[c], dark, gain, c);
+}
+
+/* The last stages of row r from `in` (cols values): dark/flat correction when `correct`,
+ * -log unless already_linear, the filter, into the window. */
+void FN(tl_cpu_finish_row)(tl_cpu_state *s, const void *in, bool correct, uint32_t slot,
+                           uint32_t r, int thread)
+{
+    size_t o = (size_t)r * s->cols;
+    const REAL *dark = correct && s->have[0] ? (const REAL *)s->avg[0] + o : NULL;
+    const REAL *gain = correct && s->have[1] ? (const REAL *)s->gain + o : NULL;
+    bool linear = s->cfg.already_linear;
+    const REAL *src = in;
+    REAL *pad = s->pad[thread];
+    for (uint32_t c = 0; c < s->cols; c++) {
+        REAL t = FN(flatfield)(src[c], dark, gain, c);
+        pad[c] = linear ? t : FN(minus_log)(t);
+    }
+    if (s->rings_on) { /* the column profile learns the frame, then its stripes go */
+        double *m = s->ring_m + o, w = s->ring_weight;
+        const REAL *cc = (const REAL *)s->ring_c + o;
+        for (uint32_t c = 0; c < s->cols; c++) {
+            m[c] += w * ((double)pad[c] - m[c]);
+            pad[c] -= cc[c];
+        }
+    }
+    if (s->colw) { /* half acquisition: this projection's share of the stitched one */
+        const REAL *w = s->colw;
+        for (uint32_t c = 0; c < s->cols; c++)
+            pad[c] *= w[c];
+    }
+    if (s->prof_pos >= 0)
+        FN(tl_cpu_profile_add)(s, pad, thread);
+    FN(filter_into)(s, pad, slot, r, thread);
+}
+
+/* Replicates the frame's edge pixels into the padding of the phase buffer (tomopy's
+ * retrieve_phase padding, gpu/base/phase.h): row r of the padded buffer. */
+void FN(tl_cpu_phase_pad_row)(tl_cpu_state *s, uint32_t r)
+{
+    const tl_phase_filter *f = &s->phase;
+    REAL *buf = s->phase_buf;
+    uint32_t src_row = r < f->top ? f->top : r >= f->top + f->rows ? f->top + f->rows - 1 : r;
+    REAL *row = buf + (size_t)r * f->pcol;
+    if (src_row != r) /* above or below the frame: a copy of its first or last row */
+        memcpy(row + f->left, buf + (size_t)src_row * f->pcol + f->left, f->cols * sizeof *row);
+    REAL first = row[f->left], last = row[f->left + f->cols - 1];
+    for (uint32_t c = 0; c < f->left; c++)
+        row[c] = first;
+    for (uint32_t c = f->left + f->cols; c < f->pcol; c++)
+        row[c] = last;
+}
+
+/* The phase filter over the padded buffer: rfft2, times H / (prow pcol), irfft2. */
+void FN(tl_cpu_phase_filter)(tl_cpu_state *s)
+{
+    FFTW(complex) *spec = s->phase_spec;
+    const REAL *H = s->phase_resp;
+    size_t n = (size_t)s->phase.prow * (s->phase.pcol / 2 + 1);
+    FFTW(execute)(CAT(s->phase_r2c, PSFX));
+    for (size_t k = 0; k < n; k++) {
+        spec[k][0] *= H[k];
+        spec[k][1] *= H[k];
+    }
+    FFTW(execute)(CAT(s->phase_c2r, PSFX));
+}
+
+/* Zero padding to P, the filter, and the first W values into the window's slot. */
+static void FN(filter_into)(tl_cpu_state *s, REAL *pad, uint32_t slot, uint32_t r, int thread)
+{
+    FN(tl_cpu_filter_values)(s, pad, (REAL *)s->window + ((size_t)r * s->n + slot) * s->cols,
+                             thread);
+}
+
+void FN(tl_cpu_filter_values)(tl_cpu_state *s, void *pad_, void *dst_, int thread)
+{
+    uint32_t W = s->cols;
+    REAL *pad = pad_, *dst = dst_;
     if (!s->filter_on) {
         memcpy(dst, pad, W * sizeof *dst);
         return;

@@ -6,6 +6,11 @@ CUDA_SOURCES = \
 	gpu/cuda/cuda_backend.cu \
 	gpu/cuda/store.cu \
 	gpu/cuda/preprocess.cu \
+	gpu/cuda/dezinger.cu \
+	gpu/cuda/paganin.cu \
+	gpu/cuda/stages.cu \
+	gpu/cuda/rings.cu \
+	gpu/cuda/profile.cu \
 	gpu/cuda/filter.cu \
 	gpu/cuda/backproject.cu \
 	gpu/cuda/bp_texture.cu \

@@ -226,6 +226,33 @@ static void compute_sizes(const tl_engine_config *c, size_t P, const device_limi
 
 /* ---- estimate, create, destroy ----------------------------------------------------------- */
 
+/* What create_corrections allocates. */
+static tl_status corrections_size(const tl_engine_config *c, tl_errbuf *eb, tl_cuda_sizes *z)
+{
+    const size_t frame = (size_t)c->rows * c->cols * sizeof(float);
+    z->buffers += tl_cuda_rings_bytes(c);
+    if (c->half_acquisition)
+        z->buffers += (size_t)c->cols * sizeof(float) + (c->corr.rings || c->corr.dezinger > 0 ||
+                                                          tl_phase_on(&c->corr)
+                                                      ? 0
+                                                      : frame);
+    if (c->corr.rings && !(c->corr.dezinger > 0))
+        z->buffers += frame; /* the staged path's frame */
+    if (c->corr.dezinger > 0)
+        z->buffers += 2 * frame + sizeof(unsigned long long);
+    if (!tl_phase_on(&c->corr))
+        return TL_OK;
+    if (!(c->corr.dezinger > 0))
+        z->buffers += frame;
+    tl_phase_filter f;
+    TL_TRY(tl_phase_shape(&c->corr, c->rows, c->cols, &f, eb));
+    size_t work = 0, nspec = (size_t)f.prow * (f.pcol / 2 + 1);
+    TL_TRY(tl_cuda_phase_work_estimate(&f, &work));
+    z->buffers += (size_t)f.prow * f.pcol * sizeof(float) + nspec * sizeof(cufftComplex) +
+                  nspec * sizeof(float) + work;
+    return TL_OK;
+}
+
 static tl_status cuda_estimate(const tl_engine_config *c, size_t padded, tl_memory_estimate *m,
                                tl_errbuf *eb)
 {
@@ -237,6 +264,8 @@ static tl_status cuda_estimate(const tl_engine_config *c, size_t padded, tl_memo
     TL_TRY(tl_cuda_fft_work_estimate(c->rows * tl_cuda_batch_frames(c->rows), padded, &work));
     tl_cuda_sizes z;
     compute_sizes(c, padded, &d, work, &z);
+    TL_TRY(corrections_size(c, eb, &z));
+    z.buffers += tl_cuda_profile_bytes(c);
     size_t free_b = 0, total_b = 0;
     TL_CUDA(eb, cudaMemGetInfo(&free_b, &total_b));
     m->window_bytes = z.window;
@@ -257,10 +286,14 @@ static void cuda_destroy(void *state)
         cudaStreamSynchronize(s->stream);
     tl_cuda_tex_destroy(s);
     tl_cuda_fft_destroy(s);
+    tl_cuda_phase_destroy(s);
+    tl_cuda_stages_destroy(s);
+    tl_cuda_rings_destroy(s);
     tl_cuda_acc_destroy(s);
     void *dev[] = {s->window,  s->sum[0], s->sum[1],   s->avg[0],  s->avg[1],   s->gain,   s->raw,
                    s->pad,     s->spec,   s->response, s->d_par,   s->d_slot,   s->d_texy, s->out,
-                   s->scratch, s->pack,   s->d_maxabs, s->d_scale, s->d_tickets};
+                   s->scratch, s->pack,   s->d_maxabs, s->d_scale, s->d_tickets,
+                   s->frame[0], s->frame[1], s->d_replaced, s->d_prof, s->colw};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -268,7 +301,7 @@ static void cuda_destroy(void *state)
         if (s->peer[i])
             cudaFree(s->peer[i]);
     void *host[] = {s->pinned[0], s->pinned[1], s->pinned[2], s->pinned[3],
-                    s->h_par,     s->h_slot,    s->h_texy};
+                    s->h_par,     s->h_slot,    s->h_texy,    s->h_replaced};
     static_assert(TL_CUDA_RING == 4, "list every ring buffer above");
     for (size_t i = 0; i < sizeof host / sizeof *host; i++)
         if (host[i])
@@ -338,6 +371,31 @@ static void enable_peers(int device)
         cudaDeviceEnablePeerAccess(p, 0);
     }
     cudaGetLastError(); /* none of these failures is sticky or ours to report */
+}
+
+/* Per-frame corrections (types.h, tl_corrections): the frame buffers of the staged path,
+ * the dezinger's counter, the phase filter's buffers and plans (paganin.cu). */
+static tl_status create_corrections(tl_cuda_state *s)
+{
+    const tl_corrections *k = &s->cfg.corr;
+    s->corr_on = k->dezinger > 0 || tl_phase_on(k) || k->rings || s->cfg.half_acquisition;
+    if (!s->corr_on)
+        return TL_OK;
+    const size_t frame = (size_t)s->rows * s->cols * sizeof(float);
+    TL_TRY(tl_cuda_alloc(s, (void **)&s->frame[0], frame, "correction frame"));
+    if (k->dezinger > 0) {
+        TL_TRY(tl_cuda_alloc(s, (void **)&s->frame[1], frame, "dezingered frame"));
+        TL_TRY(tl_cuda_alloc(s, (void **)&s->d_replaced, sizeof *s->d_replaced,
+                             "dezinger counter"));
+        TL_CUDA(s->eb, cudaMemsetAsync(s->d_replaced, 0, sizeof *s->d_replaced, s->stream));
+        TL_TRY(host_alloc(s, (void **)&s->h_replaced, sizeof *s->h_replaced, "dezinger count"));
+        *s->h_replaced = 0;
+    }
+    TL_TRY(tl_cuda_stages_create(s));
+    TL_TRY(tl_cuda_rings_create(s));
+    if (s->cfg.half_acquisition)
+        TL_TRY(tl_cuda_alloc(s, (void **)&s->colw, s->cols * sizeof(float), "column weights"));
+    return tl_cuda_phase_create(s);
 }
 
 static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
@@ -417,6 +475,8 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
         return tl_fail(eb, TL_ENOMEM, "out of host memory for the filter response");
 
     TL_TRY(tl_cuda_fft_create(s));
+    TL_TRY(create_corrections(s));
+    TL_TRY(tl_cuda_profile_create(s));
     TL_TRY(tl_cuda_tex_create(s));
     TL_TRY(tl_cuda_bp_create(s));
     /* the memsets above must be done before the first frame can be trusted */
@@ -546,6 +606,24 @@ static void cuda_device_id(const void *state, tl_device_id *id)
         snprintf(id->runtime, sizeof id->runtime, "%d.%d", rt / 1000, rt % 1000 / 10);
 }
 
+/* Half acquisition's column weights (gpu/halfacq.c), once per engine. */
+static tl_status cuda_set_column_weights(void *state, const double *w)
+{
+    tl_cuda_state *s = (tl_cuda_state *)state;
+    if (!s->colw)
+        return tl_fail(s->eb, TL_EINTERNAL, "column weights without half acquisition");
+    TL_TRY(tl_cuda_use_device(s));
+    float *h = (float *)malloc(s->cols * sizeof *h);
+    if (!h)
+        return tl_fail(s->eb, TL_ENOMEM, "out of host memory for the column weights");
+    for (uint32_t c = 0; c < s->cols; c++)
+        h[c] = (float)w[c];
+    cudaError_t e = cudaMemcpy(s->colw, h, s->cols * sizeof *h, cudaMemcpyHostToDevice);
+    free(h);
+    TL_CUDA(s->eb, e);
+    return TL_OK;
+}
+
 /* Positional, in the order of tl_backend_ops (C++17 has no designated initialisers). */
 extern "C" const tl_backend_ops tl_cuda_backend = {
     "cuda",                 /* name */
@@ -571,4 +649,11 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_fence,       /* fence (store.cu) */
     tl_cuda_op_fence_done,  /* fence_done (store.cu) */
     tl_cuda_op_flush,       /* flush (store.cu) */
+    tl_cuda_op_set_phase,   /* set_phase (paganin.cu) */
+    tl_cuda_op_corr_counts, /* corr_counts (dezinger.cu) */
+    tl_cuda_op_stage_times, /* stage_times (stages.cu) */
+    tl_cuda_op_ring_update, /* ring_update (rings.cu) */
+    cuda_set_column_weights, /* set_column_weights */
+    tl_cuda_op_profile_slot, /* profile_slot (profile.cu) */
+    tl_cuda_op_profiles,    /* profiles (profile.cu) */
 };

@@ -224,6 +224,40 @@ typedef struct {
     size_t out_cap; /* floats */
     float *scratch; /* bench_store target: rows x pitch */
 
+    /* per-frame corrections (types.h, tl_corrections), allocated when configured */
+    bool corr_on;                   /* frames take the staged path (store.cu) */
+    float *frame[2];                /* rows x cols: counts, dezingered counts */
+    unsigned long long *d_replaced; /* pixels the dezinger replaced (dezinger.cu) */
+    unsigned long long *h_replaced; /* pinned: its copy after each frame (read without
+                                       waiting) */
+    tl_phase_filter phase;          /* phase retrieval's shape (paganin.cu) */
+    float *phase_buf;               /* prow x pcol: padded transmission */
+    cufftComplex *phase_spec;       /* prow x (pcol/2 + 1) */
+    float *phase_resp;              /* H / (prow pcol) */
+    void *phase_work;
+    cufftHandle phase_r2c, phase_c2r;
+    int phase_plans; /* made so far (destroy) */
+    /* ring removal (rings.cu): profile, correction in use, new estimate, filtered change,
+     * FW scratch rows; the largest change (device and pinned host); update timing */
+    float *ring_m, *ring_c, *ring_est, *ring_fd, *ring_tmp;
+    unsigned *d_ringmax, *h_ringmax;
+    uint64_t ring_frames;
+    cudaEvent_t rings_ev[2];
+    int ring_events;
+    double ring_update_s; /* the last update's GPU time, not yet read (< 0: none) */
+    float *colw; /* half acquisition's column weights (NULL: none) */
+    /* centre estimation (profile.cu): the profiles ring, nprof x cols; where the
+     * projection being stored puts its profile (-1: nowhere) */
+    float *d_prof;
+    uint32_t nprof;
+    int32_t prof_pos;
+    /* stage timing (stages.cu): frame k's events in ring entry k % TL_STAGE_RING, a start
+     * and an end event per stage; frames [stage_read, stage_written) not read yet */
+    cudaEvent_t stage_ev[TL_STAGE_RING][TL_STAGE_COUNT][2];
+    int stage_events; /* created so far (destroy) */
+    unsigned stage_mask[TL_STAGE_RING]; /* bit s: stage s was recorded */
+    uint64_t stage_read, stage_written;
+
     /* accumulators of tracked slices (accumulate.cu), indexed by engine slice id: the sum
      * in double, and the float buffer each read-out converts it into before the copy out */
     double **acc;
@@ -282,6 +316,55 @@ tl_status tl_cuda_preprocess(tl_cuda_state *s, const char *src, size_t pitch, tl
                              float *dst, size_t dst_stride);
 tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
                                    int kind, uint32_t count);
+
+/* preprocess.cu: the corrected path's stages */
+/* Raw pixels as float counts into dst (rows x cols). */
+tl_status tl_cuda_convert(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst);
+/* Float rows through dark/flat (when flat) and -log (when log) into dst; with ring,
+ * then the ring removal's per-frame part (rings.cu): the profile learns the value, the
+ * correction in use is subtracted. */
+tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, bool flat,
+                          bool log, bool ring, float *dst, size_t dst_stride);
+
+/* dezinger.cu: frame counts in -> out, replaced pixels counted in d_replaced */
+tl_status tl_cuda_dezinger(tl_cuda_state *s, const float *in, float *out);
+tl_status tl_cuda_op_corr_counts(void *state, uint64_t *replaced);
+
+/* stages.cu: per-frame timing of the correction stages */
+tl_status tl_cuda_stages_create(tl_cuda_state *s);
+void tl_cuda_stages_destroy(tl_cuda_state *s);
+/* Records the start (end false) or end of stage st of the frame being stored. */
+tl_status tl_cuda_stage_mark(tl_cuda_state *s, tl_stage st, bool end);
+/* After a frame's stages are enqueued: the next frame gets the next ring entry. */
+void tl_cuda_stage_next(tl_cuda_state *s);
+tl_status tl_cuda_op_stage_times(void *state, tl_stage_time *out, size_t cap, size_t *n);
+
+/* profile.cu */
+tl_status tl_cuda_profile_create(tl_cuda_state *s);
+size_t tl_cuda_profile_bytes(const tl_engine_config *c);
+/* The column means of rows x cols values at src (rows stride apart) into the profile of
+ * the projection being stored, if it has a position. */
+tl_status tl_cuda_profile_add(tl_cuda_state *s, const float *src, size_t stride);
+tl_status tl_cuda_op_profile_slot(void *state, int32_t pos);
+tl_status tl_cuda_op_profiles(void *state, const uint32_t *pos, size_t n, float *out);
+
+/* rings.cu */
+size_t tl_cuda_rings_bytes(const tl_engine_config *c);
+tl_status tl_cuda_rings_create(tl_cuda_state *s);
+void tl_cuda_rings_destroy(tl_cuda_state *s);
+/* The weight of the frame being stored in the column profile (gpu/base/rings.h). */
+float tl_cuda_ring_next_weight(tl_cuda_state *s);
+tl_status tl_cuda_op_ring_update(void *state, bool *changed);
+
+/* paganin.cu */
+tl_status tl_cuda_phase_work_estimate(const tl_phase_filter *f, size_t *bytes);
+tl_status tl_cuda_phase_create(tl_cuda_state *s);
+void tl_cuda_phase_destroy(tl_cuda_state *s);
+tl_status tl_cuda_op_set_phase(void *state, const tl_phase_filter *f);
+/* Where the frame sits in the padded buffer (its rows phase.pcol floats apart). */
+float *tl_cuda_phase_frame(tl_cuda_state *s);
+/* Pads, filters and transforms back the frame in the phase buffer, in place. */
+tl_status tl_cuda_phase(tl_cuda_state *s);
 
 /* filter.cu */
 /* The work area of the largest plan: `rows` transforms of length padded. */

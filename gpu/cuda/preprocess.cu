@@ -88,6 +88,90 @@ tl_status tl_cuda_preprocess(tl_cuda_state *s, const char *src, size_t pitch, tl
     return TL_OK;
 }
 
+/* ---- the corrected path (types.h, tl_corrections): the same operations in stages ---------- */
+
+/* Raw pixels as float counts into dst (rows x cols, packed), for the dezinger. */
+template <typename T>
+__global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
+    convert_kernel(const char *__restrict__ src, size_t src_pitch, uint32_t rows, uint32_t cols,
+                   float *__restrict__ dst)
+{
+    for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        const char *in = src + (size_t)r * src_pitch;
+        float *out = dst + (size_t)r * cols;
+#pragma unroll tl_cuda_row_ilp
+        for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < cols;
+             c += gridDim.x * blockDim.x)
+            out[c] = load_pixel<T>(in, c);
+    }
+}
+
+tl_status tl_cuda_convert(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst)
+{
+    const dim3 grid = tl_cuda_row_grid(s->rows, s->cols);
+#define TL_CONVERT_LAUNCH(T) \
+    convert_kernel<T><<<grid, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(src, pitch, s->rows, s->cols, dst)
+    switch (dt) {
+        case TL_DTYPE_U8: TL_CONVERT_LAUNCH(uint8_t); break;
+        case TL_DTYPE_U16: TL_CONVERT_LAUNCH(uint16_t); break;
+        case TL_DTYPE_U32: TL_CONVERT_LAUNCH(uint32_t); break;
+        case TL_DTYPE_F32: TL_CONVERT_LAUNCH(float); break;
+        default: return tl_fail(s->eb, TL_EINVAL, "unknown dtype %d", (int)dt);
+    }
+#undef TL_CONVERT_LAUNCH
+    TL_CUDA_LAUNCHED(s->eb, "convert_kernel");
+    return TL_OK;
+}
+
+/* Float rows (in_stride apart) through the dark/flat correction (dark and gain NULL: none)
+ * and -log (when log), into dst: preprocess_kernel's operations in the same order, on
+ * counts that were converted (and dezingered) before. */
+__global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
+    correct_kernel(const float *__restrict__ in, size_t in_stride, uint32_t rows, uint32_t cols,
+                   const float *__restrict__ dark, const float *__restrict__ gain, int log,
+                   float *ring_m, const float *__restrict__ ring_c, float ring_w,
+                   const float *__restrict__ colw, float *__restrict__ dst, size_t dst_stride)
+{
+    for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        const float *row = in + (size_t)r * in_stride;
+        const size_t o = (size_t)r * cols;
+        float *out = dst + (size_t)r * dst_stride;
+#pragma unroll tl_cuda_row_ilp
+        for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < cols;
+             c += gridDim.x * blockDim.x) {
+            float t = row[c];
+            if (dark)
+                t -= dark[o + c];
+            if (gain)
+                t *= gain[o + c];
+            if (log)
+                t = -logf(t > TL_CUDA_MIN_RATIO ? t : TL_CUDA_MIN_RATIO);
+            if (ring_m) { /* rings.cu: the profile learns the frame, its stripes go */
+                float m = ring_m[o + c];
+                ring_m[o + c] = m + ring_w * (t - m);
+                t -= ring_c[o + c];
+            }
+            if (colw) /* half acquisition (gpu/halfacq.c): this projection's share */
+                t *= colw[c];
+            out[c] = t;
+        }
+    }
+}
+
+tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, bool flat,
+                          bool log, bool ring, float *dst, size_t dst_stride)
+{
+    const float *dark = flat && s->have[0] ? s->avg[0] : NULL;
+    const float *gain = flat && s->have[1] ? s->gain : NULL;
+    float *ring_m = ring ? s->ring_m : NULL;
+    const float w = ring_m ? tl_cuda_ring_next_weight(s) : 0.f;
+    correct_kernel<<<tl_cuda_row_grid(s->rows, s->cols), TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
+        in, in_stride, s->rows, s->cols, dark, gain, log ? 1 : 0, ring_m, s->ring_c, w,
+        ring ? s->colw : NULL, dst, dst_stride);
+    TL_CUDA_LAUNCHED(s->eb, "correct_kernel");
+    return TL_OK;
+}
+
 /* Adds a frame to the batch sum of `kind` (0 dark, 1 flat), refreshes that average and,
  * where a flat average exists (or this is a flat), the gain. The new average is used from
  * the register it was computed in, so the kernel never reads what it just wrote.

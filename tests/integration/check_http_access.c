@@ -222,13 +222,14 @@ START_TEST(token_closed_views)
     assert_unauthorized(ask(&w, 1, "\"cmd\":\"center\",\"value\":2"));
     assert_unauthorized(ask(&w, 2, "\"cmd\":\"move\",\"view\":\"preview-x\",\"position\":1"));
     assert_unauthorized(ask(&w, 3, "\"cmd\":\"reset_views\""));
+    assert_unauthorized(ask(&w, 9, "\"cmd\":\"auto_center\",\"value\":true"));
     assert_unauthorized(ask(&w, 4, "\"cmd\":\"auth\",\"token\":\"wrong-token-0123456789\""));
     assert_unauthorized(ask(&w, 5, "\"cmd\":\"auth\",\"token\":\"" TL_HC_TOKEN "x\""));
     assert_unauthorized(ask(&w, 6, "\"cmd\":\"auth\",\"token\":17"));
     ck_assert_double_eq(center(&f), c0);
     ck_assert_double_eq(metric(port, "tomolive_preview_clients"), 0); /* not watching */
-    /* 2 x 2 HTTP refusals, 3 actions and 3 wrong tokens */
-    ck_assert_double_eq(metric(port, "tomolive_http_refused_total{reason=\"token\"}"), 10);
+    /* 2 x 2 HTTP refusals, 4 actions and 3 wrong tokens */
+    ck_assert_double_eq(metric(port, "tomolive_http_refused_total{reason=\"token\"}"), 11);
 
     /* the token: the state comes, the page watches, and may act */
     json_t *ok = ask(&w, 7, "\"cmd\":\"auth\",\"token\":\"" TL_HC_TOKEN "\"");

@@ -87,6 +87,17 @@ static void check_scan(const tl_proto_scan *in)
     if (in->filter.len)
         ck_assert_mem_eq(o->filter.ptr, in->filter.ptr, in->filter.len);
     ck_assert_int_eq(o->already_linear, in->already_linear);
+    ck_assert(o->dezinger == in->dezinger);
+    ck_assert_int_eq(o->has_paganin, in->has_paganin);
+    if (in->has_paganin)
+        for (int i = 0; i < 4; i++)
+            ck_assert(o->paganin[i] == in->paganin[i]);
+    ck_assert_int_eq(o->half_acquisition, in->half_acquisition);
+    ck_assert_int_eq(o->has_auto_center, in->has_auto_center);
+    ck_assert_int_eq(o->auto_center, in->auto_center);
+    ck_assert_uint_eq(o->rings.len, in->rings.len);
+    if (in->rings.len)
+        ck_assert_mem_eq(o->rings.ptr, in->rings.ptr, in->rings.len);
 }
 
 START_TEST(scan_required_only)
@@ -119,7 +130,14 @@ START_TEST(scan_all_optional)
                        .angle_start = -M_PI / 3,
                        .angle_step = M_PI / 1800,
                        .filter = {filt, strlen(filt)},
-                       .already_linear = true};
+                       .already_linear = true,
+                       .dezinger = 250.5,
+                       .has_paganin = true,
+                       .paganin = {30.0f, 0.25f, 6.5f, 300.0f},
+                       .rings = {"fw:4,0.002", 10},
+                       .half_acquisition = true,
+                       .has_auto_center = true,
+                       .auto_center = false};
     check_scan(&s);
 }
 END_TEST

@@ -109,8 +109,9 @@ class Control:
         return self.request("resend", {"id": id} if id is not None else None)["messages"]
 
     def set_param(self, name: str, value: Any) -> Dict[str, Any]:
-        """Changes ``center`` (float) or ``filter`` (name) of the open scan; StateError
-        without one."""
+        """Changes ``center`` (float), ``filter`` (name) or ``auto_center`` (bool: apply
+        the live centre estimate; scans opened with the auto_center key) of the open
+        scan; StateError without one."""
         return self.request("set_param", {"name": name, "value": value})
 
     def reset(self) -> bool:
