@@ -12,7 +12,8 @@
 #
 # Per target, tests/fuzz/run/NAME/ holds corpus/ (new inputs, kept between runs), log
 # (libFuzzer's output) and crash-*, leak-*, timeout-*, oom-* (inputs that failed). Exits 1
-# if any target crashed or could not run.
+# if any target crashed or could not run. Leaks inside system libraries that are not ours
+# are suppressed, each with its reason, in tests/sanitizers.supp.
 set -u
 src=${top_srcdir:-.}
 seconds=${FUZZ_SECONDS:-600}
@@ -46,7 +47,8 @@ run_one() {
     local opts
     opts=$(options "$name") || { echo "unknown target $name" >"$dir/log"; return 1; }
     # shellcheck disable=SC2086 # opts is a list of words
-    top_srcdir=$src ./tests/fuzz/fuzz_"$name" -max_total_time="$seconds" -print_final_stats=1 \
+    top_srcdir=$src LSAN_OPTIONS=suppressions=$src/tests/sanitizers.supp \
+        ./tests/fuzz/fuzz_"$name" -max_total_time="$seconds" -print_final_stats=1 \
         -artifact_prefix="$dir/" "$dir/corpus" $opts >"$dir/log" 2>&1
     echo $? >"$dir/status"
 }

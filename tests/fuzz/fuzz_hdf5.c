@@ -7,7 +7,8 @@
  * opened scan has projections, a shape and a sample type, an angle per projection when it
  * has angles, and the first and last frame of each kind read into a buffer of exactly rows x cols
  * samples, or fail with a message: never a write past it (ASan); a frame past the count is
- * refused. Scans whose frame would exceed 16 MiB are opened but not read.
+ * refused; after close (or a failed open) no HDF5 object of ours is left open (recon and
+ * push open file after file). Scans whose frame would exceed 16 MiB are opened but not read.
  *
  * Only clients/hdf5.c is instrumented: a crash inside libhdf5 on a malformed file is
  * libhdf5's (Debian's build), and shows as a crash in its frames.
@@ -19,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <hdf5.h>
 
 #include "clients/hdf5.h"
 
@@ -63,6 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512] = "";
     if (tl_hdf5_open(&r, path, err, sizeof err) != 0) {
         check_message(err, sizeof err);
+        CHECK(H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL) == 0); /* nothing left open */
         return 0;
     }
     CHECK(r.count[TL_FRAME_PROJ] >= 1);
@@ -89,5 +93,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(buf);
     }
     tl_hdf5_close(&r);
+    CHECK(H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL) == 0);
     return 0;
 }
