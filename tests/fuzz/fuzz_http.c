@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/lifecycle.h"
@@ -170,6 +171,48 @@ static void at_end(void)
     fprintf(stderr, "fuzz_http: %lu inputs, daemon alive and serving\n", inputs);
 }
 
+#ifdef TLT_FUZZ_WS
+/* A scan is open while pages send their messages, so that moving a view defines and pins
+ * its slice (without one, the daemon answers "no scan is open" and goes no further). The
+ * scan message goes to the ingest socket like a producer's; then the loop runs until the
+ * daemon has the scan (a deadline, no sleep for it). */
+static void open_scan(const char *dir)
+{
+    void *ctx = zmq_ctx_new();
+    void *push = zmq_socket(ctx, ZMQ_PUSH);
+    char ep[1200];
+    snprintf(ep, sizeof ep, "ipc://%s/ingest", dir);
+    CHECK(push && zmq_connect(push, ep) == 0);
+    tl_proto_scan scan = {.series = 1,
+                          .geometry = TL_PROTO_PARALLEL,
+                          .rows = 16,
+                          .cols = 32,
+                          .dtype = TL_PROTO_U16,
+                          .window = 8};
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    CHECK(tl_proto_encode_scan(&sb, &scan) == 0);
+    CHECK(zmq_send(push, sb.data, sb.size, 0) == (int)sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (bool open = false; !open;) {
+        turn();
+        pthread_mutex_lock(&daemon_.lock);
+        open = daemon_.scan.open;
+        pthread_mutex_unlock(&daemon_.lock);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        CHECK(open || now.tv_sec - t0.tv_sec < 30);
+        if (!open)
+            poll(NULL, 0, 1); /* the ingest thread's turn */
+    }
+    int linger = 0;
+    zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(push);
+    zmq_ctx_term(ctx);
+}
+#endif
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
@@ -210,6 +253,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         exit(1);
     }
     probe();
+#ifdef TLT_FUZZ_WS
+    open_scan(dir);
+#endif
     atexit(at_end);
     return 0;
 }
@@ -243,7 +289,8 @@ static bool ws_send(int fd, int opcode, bool fin, const uint8_t *p, size_t n)
     return ok;
 }
 
-/* The preview page's WebSocket (daemon/www/app.js), then the input as its messages: the
+/* The preview page's WebSocket (daemon/www/app.js), then the input as its messages (a scan
+ * is open: open_scan): the
  * first byte chooses how (bit 0: each message in two fragments; bit 1: the first message
  * as a binary frame, which the daemon must ignore; bit 2: a close frame before closing),
  * the rest is split at 0xff bytes (never in UTF-8 text) into text messages. The handshake
