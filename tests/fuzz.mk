@@ -17,7 +17,9 @@
 # adapters-corpus, the header's is tests/fuzz/corpus; gen_fuzz_seeds writes control, ws,
 # http-route, settings, tiff and hdf5: `make fuzz-seeds`). What a run finds goes to
 # tests/fuzz/run/NAME/corpus in the build tree (ignored by git), crashes to
-# tests/fuzz/run/NAME/crash-*.
+# tests/fuzz/run/NAME/crash-*. With shared/data, DECTRIS's recorded Stream V2 messages are
+# seeds of the adapters too (wrapped into inputs at run time: tests/fuzz/adapters-recorded).
+# Leaks inside system libraries are suppressed, each with its reason, in tests/sanitizers.supp.
 #
 #   make fuzz [FUZZ_SECONDS=600] [FUZZ_JOBS=1] [FUZZ_TARGETS="header control ..."]
 #       builds and runs the targets, FUZZ_JOBS at a time, then prints one table: target,
