@@ -17,6 +17,7 @@
 #include "protocol/proto_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define TL_HAVE_F16C_PATH 1
 #endif
@@ -102,8 +103,11 @@ __attribute__((target("avx,f16c"))) static void from_f16_f16c(const uint16_t *sr
 static bool have_f16c(void)
 {
     static int have = -1; /* a benign race: every thread computes the same answer */
+    unsigned eax, ebx, ecx, edx;
+    /* F16C from CPUID itself: clang 14's __builtin_cpu_supports does not know "f16c" */
     if (have < 0)
-        have = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+        have = __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+               (ecx & bit_F16C) != 0;
     return have;
 }
 #endif

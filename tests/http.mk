@@ -64,32 +64,3 @@ tests_integration_check_http_hostile_LDADD = $(HTTP_CLIENT_LIBS) $(HTTP_CORE_LIB
 TESTS += tests/integration/check_http_browser.py
 EXTRA_DIST += tests/integration/check_http_browser.py
 CLEANFILES += tests/integration/check_http_browser.png tests/integration/check_http_browser-moved.png
-
-# ---- fuzzing the HTTP server: `make fuzz-http [FUZZ_SECONDS=600]` ----------------------------
-# A whole daemon in the fuzzer's process (tests/fuzz/fuzz_http.c says how); only http.c and
-# the harness are built by clang with libFuzzer and the sanitizers, the rest of the daemon is
-# linked from the normal build. Seeds: tests/fuzz/http-corpus (the triggers of issue 31);
-# what the fuzzer finds goes to tests/fuzz/http-run-corpus in the build directory.
-FUZZ_HTTP_SRCS = tests/fuzz/fuzz_http.c daemon/serve/http.c
-EXTRA_DIST += tests/fuzz/fuzz_http.c tests/fuzz/http-corpus
-CLEANFILES += tests/fuzz/fuzz_http
-
-tests/fuzz/fuzz_http: $(FUZZ_HTTP_SRCS:%=$(srcdir)/%) $(srcdir)/daemon/serve/http.h \
-	$(srcdir)/daemon/lifecycle.h $(srcdir)/daemon/core/daemon.h $(DAEMON_LIBS) $(HTTP_CORE_LIBS) \
-	$(DAEMON_CORE_LIBS) daemon/libtldaemon.a
-	@if test -z "$(FUZZ_CC)" || test "x$(FUZZ_CC)" = xno; then \
-	  echo "make fuzz-http needs clang with libFuzzer: configure FUZZ_CC=clang" >&2; exit 1; fi
-	@$(MKDIR_P) tests/fuzz
-	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_FLAGS) -I$(top_srcdir) -I$(top_builddir) \
-	  -DTL_WWW_DIR='"$(wwwdir)"' $(PROTO_CFLAGS) $(UV_CFLAGS) $(LWS_CFLAGS) $(JANSSON_CFLAGS) \
-	  -o $@ $(FUZZ_HTTP_SRCS:%=$(srcdir)/%) $(DAEMON_LIBS) $(HTTP_CORE_LIBS) \
-	  $(DAEMON_CORE_LIBS) $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) $(JSONPACK_LIBS) $(ENGINE_LIBS) \
-	  $(UV_LIBS) $(LWS_LIBS) $(CBOR_LIBS) $(LZ4_LIBS) $(JANSSON_LIBS) -lstdc++
-
-fuzz-http: tests/fuzz/fuzz_http
-	@$(MKDIR_P) tests/fuzz/http-run-corpus
-	top_srcdir=$(abs_top_srcdir) ./tests/fuzz/fuzz_http -max_total_time=$(FUZZ_SECONDS) \
-	  -max_len=12000 -timeout=20 -print_final_stats=1 \
-	  tests/fuzz/http-run-corpus $(srcdir)/tests/fuzz/http-corpus
-
-.PHONY: fuzz-http

@@ -1,4 +1,4 @@
-# protocol tests and fuzz target
+# protocol tests (the fuzz target of the header decoder is in tests/fuzz.mk)
 #
 # Unit tests (Check): round trips (check_proto), malformed input with one code per defect
 # (check_proto_bad), map getters (check_proto_args), real ZeroMQ sockets (check_proto_zmq),
@@ -46,40 +46,6 @@ tests_fuzz_gen_corpus_LDADD = $(PROTO_LIBS)
 # the golden headers are byte for byte what gen_corpus writes now
 TESTS += tests/fuzz/check_corpus.sh
 EXTRA_DIST += tests/fuzz/check_corpus.sh
-
-# ---- fuzzing: `make fuzz [FUZZ_SECONDS=600]` -----------------------------------------------
-# libFuzzer needs clang; the target is built straight from the protocol sources (not from
-# libtlproto.a, which gcc compiled without coverage instrumentation). New inputs go to
-# tests/fuzz/run-corpus in the build directory; the checked-in seeds are only read.
-FUZZ_SECONDS = 600
-FUZZ_FLAGS = -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
-FUZZ_PROTO_SRCS = $(filter %.c,$(protocol_libtlproto_a_SOURCES))
-FUZZ_HEADER_SRCS = tests/fuzz/fuzz_header.c $(FUZZ_PROTO_SRCS)
-EXTRA_DIST += tests/fuzz/fuzz_header.c tests/fuzz/corpus
-CLEANFILES += tests/fuzz/fuzz_header
-
-tests/fuzz/fuzz_header: $(FUZZ_HEADER_SRCS:%=$(srcdir)/%) $(srcdir)/protocol/protocol.h \
-		$(srcdir)/protocol/proto_internal.h config.h
-	@if test -z "$(FUZZ_CC)" || test "x$(FUZZ_CC)" = xno; then \
-	  echo "make fuzz needs clang with libFuzzer: configure FUZZ_CC=clang" >&2; exit 1; fi
-	@$(MKDIR_P) tests/fuzz
-	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_FLAGS) -I$(top_srcdir) -I$(top_builddir) $(MSGPACK_CFLAGS) \
-	  $(ZMQ_CFLAGS) -o $@ $(FUZZ_HEADER_SRCS:%=$(srcdir)/%) $(MSGPACK_LIBS) $(ZMQ_LIBS)
-
-fuzz: tests/fuzz/fuzz_header
-	@$(MKDIR_P) tests/fuzz/run-corpus
-	./tests/fuzz/fuzz_header -max_total_time=$(FUZZ_SECONDS) -max_len=70000 \
-	  -rss_limit_mb=512 -timeout=5 -print_final_stats=1 \
-	  tests/fuzz/run-corpus $(srcdir)/tests/fuzz/corpus
-
-# Rewrites the checked-in seed corpus (the only rule that writes into the source tree).
-fuzz-corpus: tests/fuzz/gen_corpus$(EXEEXT)
-	./tests/fuzz/gen_corpus$(EXEEXT) $(srcdir)/tests/fuzz/corpus
-
-clean-fuzz:
-	rm -rf tests/fuzz/run-corpus tests/fuzz/fuzz_header tests/fuzz/http-run-corpus tests/fuzz/fuzz_http crash-* leak-* timeout-* oom-*
-
-.PHONY: fuzz fuzz-corpus clean-fuzz
 
 # CURVE key files (protocol/zcert.h): read, written, malformed, used in a handshake
 check_PROGRAMS += tests/unit/check_zcert

@@ -14,7 +14,9 @@
  *     frame into the scan they opened last: its series, shape and dtype; an end ends it;
  *   - next stops: a message produces at most a handful of items.
  * The replay driver (check_adapters_corpus.c, `make check`) runs the same checks over the
- * seed corpus with a plain build; `make fuzz-adapters` runs this target.
+ * seed corpus with a plain build. tests/fuzz.mk builds this target once per format
+ * (TLT_FZ_ONLY: the selector's format bits are ignored), so each format has its own
+ * executions and coverage: `make fuzz-adapters` runs the seven.
  */
 #include "config.h"
 
@@ -216,12 +218,16 @@ void tlt_fz_run(const uint8_t *data, size_t size, tlt_fz_result *res)
     memset(res, 0, sizeof *res);
     if (size < 1)
         return;
-    const tl_adapter_ops *ops = tl_adapter_find(tlt_fz_format(data[0]));
+    uint8_t selector = data[0];
+#ifdef TLT_FZ_ONLY /* a target of one format (tests/fuzz.mk): the byte picks the variant */
+    selector = (uint8_t)((selector & ~7) | TLT_FZ_ONLY);
+#endif
+    const tl_adapter_ops *ops = tl_adapter_find(tlt_fz_format(selector));
     CHECK(ops != NULL);
     char why[256] = "";
-    void *state = ops->create(settings(data[0]), why, sizeof why);
+    void *state = ops->create(settings(selector), why, sizeof why);
     CHECK(state != NULL);
-    scan_track track = {.foreign = (data[0] & 7) != TLT_FZ_NATIVE};
+    scan_track track = {.foreign = (selector & 7) != TLT_FZ_NATIVE};
     tl_item it;
     memset(&it, 0, sizeof it); /* as the ingest thread: once, then reused */
     zmq_msg_init(&it.payload);

@@ -7,7 +7,10 @@
  *     fields (the codec is its own oracle);
  *   - the map getters accept or reject every key of req args / rep results with a valid code
  *     and never write their output on failure;
- *   - tl_proto_decode_parts agrees with tl_proto_decode on a one-part message.
+ *   - tl_proto_decode_parts agrees with tl_proto_decode on a one-part message: the same
+ *     error, or the layout the type asks for (a slice never has one part, whether its topic
+ *     is slice/ or shm/; a frame has one only when its pixels are in GPU memory; a part
+ *     that starts like a topic, slice/ or shm/, is one, and a topic needs a header after it).
  * Run with `make fuzz`; state (decoders, buffers) is reused across inputs, as in the daemon.
  */
 #include "config.h"
@@ -18,7 +21,9 @@
 
 #include "protocol/protocol.h"
 
-#define ALL (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE)
+#define ALL                                                                                \
+    (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE | \
+     TL_MSG_RELEASE)
 #define CHECK(c)                                                              \
     do {                                                                      \
         if (!(c)) {                                                           \
@@ -114,6 +119,11 @@ static bool reencode(const tl_proto_msg *m)
         case TL_MSG_FRAME: return tl_proto_encode_frame(&sb, &m->frame) == 0;
         case TL_MSG_END: return tl_proto_encode_end(&sb, &m->end) == 0;
         case TL_MSG_SLICE: return tl_proto_encode_slice(&sb, &m->slice) == 0;
+        case TL_MSG_RELEASE:
+            if (!m->release.ok && m->release.message.len &&
+                memchr(m->release.message.ptr, '\0', m->release.message.len))
+                return false;
+            return tl_proto_encode_release(&sb, &m->release) == 0;
         case TL_MSG_REQ:
             if (memchr(m->req.cmd.ptr, '\0', m->req.cmd.len))
                 return false;
@@ -182,6 +192,18 @@ static void compare(const tl_proto_msg *x, const tl_proto_msg *y)
             break;
         }
         case TL_MSG_END: CHECK(x->end.series == y->end.series); break;
+        case TL_MSG_RELEASE: {
+            const tl_proto_release *a = &x->release, *b = &y->release;
+            SAME(series);
+            SAME(index);
+            SAME(slot);
+            SAME(ok);
+            if (!a->ok) {
+                SAME(code);
+                CHECK(str_same(a->message, b->message));
+            }
+            break;
+        }
         case TL_MSG_REQ: {
             const tl_proto_req *a = &x->req, *b = &y->req;
             SAME(id);
@@ -243,17 +265,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tl_proto_err prc = tl_proto_decode_parts(dec2, &part, 1, ALL, &pm, &perr);
     zmq_msg_close(&part);
 
+    /* a part starting with a topic prefix is a topic to decode_parts (never a header: a
+     * header starts with a map byte), and a topic alone lacks its header */
+    bool topic = (size >= 6 && memcmp(data, "slice/", 6) == 0) ||
+                 (size >= 4 && memcmp(data, "shm/", 4) == 0);
     if (rc != TL_PROTO_OK) {
         check_err(rc, &err);
-        /* a header starting with "slice/" is taken as a topic by decode_parts */
-        if (!(size >= 6 && memcmp(data, "slice/", 6) == 0))
-            CHECK(prc == rc);
+        CHECK(prc == (topic ? TL_PROTO_E_PARTS : rc));
         return 0;
     }
-    if (m.type == TL_MSG_FRAME || m.type == TL_MSG_SLICE)
-        CHECK(prc == TL_PROTO_E_PARTS);
-    else
-        CHECK(prc == TL_PROTO_OK);
+    CHECK(!topic);
+    bool one_part = m.type != TL_MSG_SLICE && (m.type != TL_MSG_FRAME || m.frame.has_ipc);
+    if (prc != (one_part ? TL_PROTO_OK : TL_PROTO_E_PARTS))
+        fprintf(stderr, "decode_parts: %s: %s\n", tl_proto_err_name(prc), perr.message);
+    CHECK(prc == (one_part ? TL_PROTO_OK : TL_PROTO_E_PARTS));
 
     if (m.type == TL_MSG_REQ)
         poke_getters(m.req.args);

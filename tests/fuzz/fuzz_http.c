@@ -17,6 +17,9 @@
  *
  * Only http.c and this file are instrumented (ASan, UBSan, coverage): the rest of the
  * daemon comes from the normal build. Run with `make fuzz-http [FUZZ_SECONDS=600]`.
+ *
+ * Built with TLT_FUZZ_WS (the target ws, `make fuzz-ws`), each input is a page instead: the
+ * WebSocket handshake of daemon/www/app.js, then the input as its messages (see below).
  */
 #include "config.h"
 
@@ -28,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/lifecycle.h"
@@ -167,6 +171,48 @@ static void at_end(void)
     fprintf(stderr, "fuzz_http: %lu inputs, daemon alive and serving\n", inputs);
 }
 
+#ifdef TLT_FUZZ_WS
+/* A scan is open while pages send their messages, so that moving a view defines and pins
+ * its slice (without one, the daemon answers "no scan is open" and goes no further). The
+ * scan message goes to the ingest socket like a producer's; then the loop runs until the
+ * daemon has the scan (a deadline, no sleep for it). */
+static void open_scan(const char *dir)
+{
+    void *ctx = zmq_ctx_new();
+    void *push = zmq_socket(ctx, ZMQ_PUSH);
+    char ep[1200];
+    snprintf(ep, sizeof ep, "ipc://%s/ingest", dir);
+    CHECK(push && zmq_connect(push, ep) == 0);
+    tl_proto_scan scan = {.series = 1,
+                          .geometry = TL_PROTO_PARALLEL,
+                          .rows = 16,
+                          .cols = 32,
+                          .dtype = TL_PROTO_U16,
+                          .window = 8};
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    CHECK(tl_proto_encode_scan(&sb, &scan) == 0);
+    CHECK(zmq_send(push, sb.data, sb.size, 0) == (int)sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (bool open = false; !open;) {
+        turn();
+        pthread_mutex_lock(&daemon_.lock);
+        open = daemon_.scan.open;
+        pthread_mutex_unlock(&daemon_.lock);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        CHECK(open || now.tv_sec - t0.tv_sec < 30);
+        if (!open)
+            poll(NULL, 0, 1); /* the ingest thread's turn */
+    }
+    int linger = 0;
+    zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close(push);
+    zmq_ctx_term(ctx);
+}
+#endif
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
@@ -207,10 +253,97 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         exit(1);
     }
     probe();
+#ifdef TLT_FUZZ_WS
+    open_scan(dir);
+#endif
     atexit(at_end);
     return 0;
 }
 
+#ifdef TLT_FUZZ_WS
+/* One WebSocket frame from a client (masked, as RFC 6455 requires of clients). */
+static bool ws_send(int fd, int opcode, bool fin, const uint8_t *p, size_t n)
+{
+    static const uint8_t mask[4] = {0x37, 0xfa, 0x21, 0x3d};
+    uint8_t *f = malloc(n + 14);
+    CHECK(f != NULL);
+    size_t h = 0;
+    f[h++] = (uint8_t)((fin ? 0x80 : 0) | opcode);
+    if (n < 126) {
+        f[h++] = (uint8_t)(0x80 | n);
+    } else if (n < 65536) {
+        f[h++] = 0x80 | 126;
+        f[h++] = (uint8_t)(n >> 8);
+        f[h++] = (uint8_t)n;
+    } else {
+        f[h++] = 0x80 | 127;
+        for (int i = 7; i >= 0; i--)
+            f[h++] = (uint8_t)((uint64_t)n >> (8 * i));
+    }
+    memcpy(f + h, mask, 4);
+    h += 4;
+    for (size_t i = 0; i < n; i++)
+        f[h + i] = p[i] ^ mask[i & 3];
+    bool ok = send_all(fd, f, h + n);
+    free(f);
+    return ok;
+}
+
+/* The preview page's WebSocket (daemon/www/app.js), then the input as its messages (a scan
+ * is open: open_scan): the
+ * first byte chooses how (bit 0: each message in two fragments; bit 1: the first message
+ * as a binary frame, which the daemon must ignore; bit 2: a close frame before closing),
+ * the rest is split at 0xff bytes (never in UTF-8 text) into text messages. The handshake
+ * must succeed for every input: a page can always connect. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    unsigned how = size ? data[0] : 0;
+    if (size) {
+        data++;
+        size--;
+    }
+    char upgrade[512], head[4096] = "";
+    size_t headlen = 0;
+    snprintf(upgrade, sizeof upgrade,
+             "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nOrigin: http://127.0.0.1:%d\r\n"
+             "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+             "Sec-WebSocket-Protocol: tomolive-preview\r\n\r\n",
+             port, port);
+    int fd = peer_connect();
+    CHECK(send_all(fd, (const uint8_t *)upgrade, strlen(upgrade)));
+    for (int turns = 0; turns < MAX_TURNS && !strstr(head, "\r\n\r\n"); turns++) {
+        turn();
+        CHECK(drain(fd, head, sizeof head, &headlen) >= 0);
+    }
+    if (strncmp(head, "HTTP/1.1 101", 12) != 0)
+        fprintf(stderr, "fuzz_ws: the handshake got: %.200s\n", head);
+    CHECK(strncmp(head, "HTTP/1.1 101", 12) == 0);
+    bool open = true;
+    for (size_t at = 0, nmsg = 0; open && at <= size && nmsg < 64; nmsg++) {
+        const uint8_t *end = memchr(data + at, 0xff, size - at);
+        size_t n = (end ? (size_t)(end - data) : size) - at;
+        int opcode = nmsg == 0 && (how & 2) ? 2 : 1;
+        if (how & 1) {
+            open = ws_send(fd, opcode, false, data + at, n / 2) &&
+                   ws_send(fd, 0, true, data + at + n / 2, n - n / 2);
+        } else {
+            open = ws_send(fd, opcode, true, data + at, n);
+        }
+        if (open)
+            serve(fd, NULL, 0, NULL);
+        at += n + 1;
+    }
+    if (open && (how & 4))
+        open = ws_send(fd, 8, true, (const uint8_t *)"\x03\xe8", 2);
+    if (open)
+        serve(fd, NULL, 0, NULL);
+    peer_close(fd, how & 4);
+    if (++inputs % PROBE_EVERY == 0)
+        probe();
+    return 0;
+}
+#else
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     unsigned how = size ? data[0] : 0;
@@ -234,3 +367,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         probe();
     return 0;
 }
+#endif
