@@ -40,6 +40,7 @@
 #define MAX_TURNS 4096  /* turns per input in all, so a trickling answer ends too */
 #define CLOSE_TURNS 4   /* turns after our close, for the daemon to see it */
 #define PROBE_EVERY 256 /* inputs between liveness probes */
+#define FUZZ_TOKEN "fuzz-operator-token-0123456789" /* http.token_file's */
 
 #define CHECK(c)                                                               \
     do {                                                                       \
@@ -218,7 +219,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     static char dir[] = "/tmp/tl-fuzz-http-XXXXXX";
-    static char set[6][1200];
+    static char set[7][1200];
     CHECK(mkdtemp(dir) != NULL);
     const char *src = getenv("top_srcdir");
     port = free_port();
@@ -228,12 +229,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(set[3], sizeof set[3], "http.listen=127.0.0.1:%d", port);
     snprintf(set[4], sizeof set[4], "http.root=%s/daemon/www", src && *src ? src : ".");
     snprintf(set[5], sizeof set[5], "engine.tune_cache=%s/tune.json", dir);
+    /* the page's actions need the operator token, and the probe reads /metrics without it */
+    snprintf(set[6], sizeof set[6], "http.token_file=%s/token", dir);
+    char token_path[1200];
+    snprintf(token_path, sizeof token_path, "%s/token", dir);
+    FILE *tf = fopen(token_path, "w");
+    CHECK(tf != NULL && fprintf(tf, "%s\n", FUZZ_TOKEN) > 0 && fclose(tf) == 0);
     static char *overrides[] = {set[0],
                                 set[1],
                                 set[2],
                                 set[3],
                                 set[4],
                                 set[5],
+                                set[6],
+                                "http.open_views=true",
                                 "daemon.backend=cpu",
                                 "daemon.log_level=error",
                                 "engine.tune=off"};
@@ -292,8 +301,8 @@ static bool ws_send(int fd, int opcode, bool fin, const uint8_t *p, size_t n)
 /* The preview page's WebSocket (daemon/www/app.js), then the input as its messages (a scan
  * is open: open_scan): the
  * first byte chooses how (bit 0: each message in two fragments; bit 1: the first message
- * as a binary frame, which the daemon must ignore; bit 2: a close frame before closing),
- * the rest is split at 0xff bytes (never in UTF-8 text) into text messages. The handshake
+ * as a binary frame, which the daemon must ignore; bit 2: a close frame before closing;
+ * bit 3: no operator token first, so actions are refused), the rest is split at 0xff bytes (never in UTF-8 text) into text messages. The handshake
  * must succeed for every input: a page can always connect. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -320,6 +329,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "fuzz_ws: the handshake got: %.200s\n", head);
     CHECK(strncmp(head, "HTTP/1.1 101", 12) == 0);
     bool open = true;
+    if (!(how & 8)) { /* as an operator (the page's first message), else as a mere viewer */
+        static const char auth[] = "{\"cmd\":\"auth\",\"token\":\"" FUZZ_TOKEN "\"}";
+        open = ws_send(fd, 1, true, (const uint8_t *)auth, sizeof auth - 1);
+        if (open)
+            serve(fd, NULL, 0, NULL);
+    }
     for (size_t at = 0, nmsg = 0; open && at <= size && nmsg < 64; nmsg++) {
         const uint8_t *end = memchr(data + at, 0xff, size - at);
         size_t n = (end ? (size_t)(end - data) : size) - at;
