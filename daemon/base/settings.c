@@ -314,6 +314,25 @@ int tl_settings_check_endpoint(const char *ep, char *err, size_t errlen)
 
 /* Parses v into k's field of c; on error writes "dotted: why" to msg. */
 
+/* What every text value must be to survive being written out and read back (the writer
+ * puts "key = value"): no control characters, and no ';' or '#' first, which inih would
+ * then read as the start of a comment (found by the settings fuzz target: "listen =;x:80"
+ * loaded as ";x:80" and came back empty). */
+static int check_chars(const char *v, char *why, size_t n)
+{
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            snprintf(why, n, "a control character (0x%02x) at offset %zu", *p,
+                     (size_t)(p - (const unsigned char *)v));
+            return -1;
+        }
+    if (*v == ';' || *v == '#') {
+        snprintf(why, n, "\"%s\" starts with '%c', which reads as a comment", v, *v);
+        return -1;
+    }
+    return 0;
+}
+
 /* HOST:PORT for a listening socket, or empty (off). */
 static int check_listen(const char *v, char *why, size_t n)
 {
@@ -362,8 +381,8 @@ static int check_origins(const char *v, char *why, size_t n)
 {
     for (const char *p = v; *p;) {
         size_t len = strcspn(p, ","), scheme = strncmp(p, "http://", 7) == 0    ? 7
-                                                 : strncmp(p, "https://", 8) == 0 ? 8
-                                                                                   : 0;
+                                               : strncmp(p, "https://", 8) == 0 ? 8
+                                                                                : 0;
         if (!scheme || len == scheme ||
             strspn(p + scheme, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                "0123456789.-:[]") < len - scheme) {
@@ -392,13 +411,14 @@ static int parse_value(const key *k, const char *v, tl_settings *c, char *msg, s
                 snprintf(msg, n, "%s: longer than %zu characters", k->dotted, k->size - 1);
                 return -1;
             }
-            int bad = k->type == K_STRING   ? tl_settings_check_endpoint(v, why, sizeof why)
-                      : k->type == K_LISTEN ? check_listen(v, why, sizeof why)
-                      : k->type == K_TEXT   ? check_text(v, why, sizeof why)
-                      : k->type == K_PATH   ? check_path(v, why, sizeof why)
+            int bad = check_chars(v, why, sizeof why) != 0 ? -1
+                      : k->type == K_STRING  ? tl_settings_check_endpoint(v, why, sizeof why)
+                      : k->type == K_LISTEN  ? check_listen(v, why, sizeof why)
+                      : k->type == K_TEXT    ? check_text(v, why, sizeof why)
+                      : k->type == K_PATH    ? check_path(v, why, sizeof why)
                       : k->type == K_ORIGINS ? check_origins(v, why, sizeof why)
-                      : *v                  ? tl_settings_check_endpoint(v, why, sizeof why)
-                                            : 0;
+                      : *v                   ? tl_settings_check_endpoint(v, why, sizeof why)
+                                             : 0;
             if (bad < 0) {
                 snprintf(msg, n, "%s: %s", k->dotted, why);
                 return -1;
@@ -565,14 +585,17 @@ static int check_security(const tl_settings *c, char *err, size_t errlen, const 
 {
     *k1 = *k2 = "security.curve";
     if (c->curve && (!c->server_key[0] || !c->clients_dir[0])) {
-        snprintf(err, errlen, "security.curve = true needs security.server_key (the daemon's "
+        snprintf(err, errlen,
+                 "security.curve = true needs security.server_key (the daemon's "
                  "NAME.key_secret) and security.clients (a directory of clients' NAME.key)");
         *k2 = c->server_key[0] ? "security.clients" : "security.server_key";
         return -1;
     }
     if (c->plain[0] && !c->curve) {
-        snprintf(err, errlen, "security.plain = %s means something only with security.curve = "
-                 "true (without it, every socket is plain)", c->plain);
+        snprintf(err, errlen,
+                 "security.plain = %s means something only with security.curve = "
+                 "true (without it, every socket is plain)",
+                 c->plain);
         *k2 = "security.plain";
         return -1;
     }
@@ -581,13 +604,16 @@ static int check_security(const tl_settings *c, char *err, size_t errlen, const 
     char *save = NULL;
     for (char *w = strtok_r(words, ",", &save); w; w = strtok_r(NULL, ",", &save))
         if (strcmp(w, "ingest") != 0 && strcmp(w, "control") != 0 && strcmp(w, "slices") != 0) {
-            snprintf(err, errlen, "security.plain \"%s\": \"%s\" is not ingest, control or "
-                     "slices", c->plain, w);
+            snprintf(err, errlen,
+                     "security.plain \"%s\": \"%s\" is not ingest, control or "
+                     "slices",
+                     c->plain, w);
             *k1 = *k2 = "security.plain";
             return -1;
         }
     if (c->curve && !c->ingest_bind && !tl_settings_plain(c, "ingest")) {
-        snprintf(err, errlen, "ingest.bind = false connects to a detector, which cannot be "
+        snprintf(err, errlen,
+                 "ingest.bind = false connects to a detector, which cannot be "
                  "authenticated with security.clients: add ingest to security.plain");
         *k2 = "ingest.bind";
         return -1;
@@ -679,8 +705,8 @@ static int check_rules(const tl_settings *c, char *err, size_t errlen, const cha
                     snprintf(err, errlen, "%s and %s are both \"%s\"", names[i], names[j],
                              bound[i]);
                 else
-                    snprintf(err, errlen, "%s \"%s\" and %s \"%s\" bind the same port",
-                             names[i], bound[i], names[j], bound[j]);
+                    snprintf(err, errlen, "%s \"%s\" and %s \"%s\" bind the same port", names[i],
+                             bound[i], names[j], bound[j]);
                 *k1 = names[i];
                 *k2 = names[j];
                 return -1;

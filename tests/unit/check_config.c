@@ -195,6 +195,11 @@ START_TEST(test_errors)
                  "control.endpoint: \"udp://*:5601\" is not a ZeroMQ endpoint: expected");
     expect_error("[slices]\nendpoint = \"tcp://*:5602\"\n", 2,
                  "slices.endpoint: \"\"tcp://*:5602\"\" is not a ZeroMQ endpoint");
+    /* values that would not read back the same once written as "key = value" (fuzz) */
+    expect_error("\n\n[http]\nlisten =;\001.:80\n", 4,
+                 "http.listen: a control character (0x01) at offset 1");
+    expect_error("[http]\nlisten =;x:80\n", 2,
+                 "http.listen: \";x:80\" starts with ';', which reads as a comment");
     expect_error("[daemon]\nthreads = 2\nthis line has no equals sign\n", 3, "syntax error");
     expect_error("[daemon\nthreads = 2\n", 1, "syntax error: missing ']'");
     expect_error("threads = 2\n[daemon]\n", 1, "key \"threads\" comes before any [section]");
