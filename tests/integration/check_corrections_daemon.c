@@ -101,6 +101,7 @@ START_TEST(scan_keys_to_status)
                   why ? why : "(none)");
     json_decref(st);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
 }
 END_TEST
 
@@ -178,6 +179,7 @@ START_TEST(auto_center)
     ck_assert_str_eq(json_string_value(json_object_get(r, "name")), "E_STATE");
     json_decref(r);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
 }
 END_TEST
 
