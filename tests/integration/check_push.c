@@ -87,18 +87,24 @@ static bool keep_msg(stream *s, size_t *cap, rmsg *r, zmq_msg_t *parts, int np)
 }
 
 /* Receives what the pusher pid sends until `end`, or until it has exited and nothing
- * came for half a second. Every message must decode. */
+ * came for two seconds after both its exit and the last message. The pusher's exit means
+ * its frames were handed to the network (ZMQ_LINGER -1), not that our socket's I/O thread
+ * has read them: on a loaded machine that comes later, so the quiet time counts from the
+ * exit, not from the start. Every message must decode. */
 static stream collect(pid_t pid)
 {
     stream s = {NULL, 0};
     size_t cap = 0;
     tl_proto_decoder *d = tl_proto_decoder_new();
     double quiet_since = tl_now_s(), start = tl_now_s();
+    bool exited = false;
     for (;;) {
         ck_assert_msg(tl_now_s() - start < 60, "no end after 60 s (%zu messages)", s.n);
         zmq_pollitem_t it = {pull, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(&it, 1, 50) <= 0) {
-            if (!tl_client_running(pid) && tl_now_s() - quiet_since > 0.5)
+            if (!exited && !tl_client_running(pid))
+                exited = true, quiet_since = tl_now_s();
+            else if (exited && tl_now_s() - quiet_since > 2.0)
                 break;
             continue;
         }

@@ -527,8 +527,10 @@ START_TEST(frames_served_while_tuning)
         ck_assert_int_eq(tl_fx_send_frame(&f, &h, img, sizeof img), 0);
     }
     ck_assert_int_eq(tl_fx_send_end(&f, 3), 0);
-    char *k = final_slice(sub, 40);
-    ck_assert_msg(k != NULL, "no final slice within 40 s of the scan's end");
+    /* 55 s: inside the 60 s timing, so a final that had waited for it would not come; the
+     * margin is for a loaded 2-core machine (40 s was once too short there) */
+    char *k = final_slice(sub, 55);
+    ck_assert_msg(k != NULL, "no final slice within 55 s of the scan's end");
     ck_assert_str_eq(k, "cpu-f32"); /* the built-in rule's kernel */
     free(k);
     zmq_close(sub);
