@@ -94,14 +94,13 @@ static const char usage_text[] =
     "      --indices FILE    frame index of each page, one per line in page order (default\n"
     "                        0 .. pages-1); all within N of the largest. The angles are then\n"
     "                        one per page, or one per frame index (e.g. --angles-deg\n"
-    "                        0:180:N, the whole scan's schedule)\n"
-    TL_CORR_OPTS_HELP
+    "                        0:180:N, the whole scan's schedule)\n" TL_CORR_OPTS_HELP
     "                        (dezinger and Paganin see neighbouring rows: the engine then\n"
     "                        holds whole frames, read once; --rows and the slabs only\n"
     "                        select the slices)\n"
-    "      --half-acquisition  a 360-degree scan with the axis (--center C) off the middle:\n"
-    "                        opposite projections stitched (overlap weighted) into a field\n"
-    "                        of view twice as wide; --size defaults to its width\n"
+    "      --half-acquisition  a 360-degree scan with the axis off the middle (--center C\n"
+    "                        or auto): opposite projections stitched (overlap weighted)\n"
+    "                        into a field of view twice as wide; --size defaults to its width\n"
     "  -o, --output PATH     OUT.tif: a multi-page TIFF, one page per row; OUT.h5 (.hdf5,\n"
     "                        .nxs): a chunked HDF5 dataset /volume [z, y, x]; DIR/ (or an\n"
     "                        existing directory): a TIFF stack DIR/slice_00000.tif, ...\n"
@@ -137,6 +136,12 @@ static const char usage_text[] =
 /* ---- option values ------------------------------------------------------------------- */
 
 /* "A:B", either side may be empty (0 and rows). */
+/* Half acquisition: the stitched field of an axis at column c of a detector of cols. */
+static uint32_t stitched_size(double c, uint32_t cols)
+{
+    return (uint32_t)(2 * fmax(c, cols - 1 - c) + 1);
+}
+
 static bool parse_rows(const char *s, uint32_t rows, uint32_t *a, uint32_t *b)
 {
     const char *colon = strchr(s, ':');
@@ -373,8 +378,10 @@ static int output_options(const options *o, tl_volume_output_spec *spec)
     if (o->compress) {
         long level = 4;
         if (strncmp(o->compress, "deflate", 7) != 0 ||
-            (o->compress[7] && (o->compress[7] != ':' || !tl_cli_long(o->compress + 8, 1, 9, &level))))
-            return fail("bad --compress '%s': need deflate or deflate:LEVEL (1 .. 9)", o->compress);
+            (o->compress[7] &&
+             (o->compress[7] != ':' || !tl_cli_long(o->compress + 8, 1, 9, &level))))
+            return fail("bad --compress '%s': need deflate or deflate:LEVEL (1 .. 9)",
+                        o->compress);
         spec->deflate = (int)level;
     }
     return 0;
@@ -512,10 +519,14 @@ static int run(const options *o, resources *R)
                     "rows; B is excluded)",
                     o->rows, P->rows, P->rows);
     uint32_t n = size ? (uint32_t)size : P->cols, nrows = row1 - row0;
-    if (o->half_acquisition && (!o->center || center_auto))
-        return fail("--half-acquisition needs --center C (the axis column on the detector)");
-    if (o->half_acquisition && !size && center >= 0 && center <= P->cols - 1)
-        n = (uint32_t)(2 * fmax(center, P->cols - 1 - center) + 1); /* the stitched field */
+    if (o->half_acquisition && !o->center)
+        return fail("--half-acquisition needs --center C (the axis column on the detector) or "
+                    "--center auto");
+    if (o->half_acquisition && !size && center_auto)
+        n = 2 * P->cols - 1; /* planned for the widest field (the axis at an edge) until the
+                                estimate below gives the stitched one */
+    else if (o->half_acquisition && !size && center >= 0 && center <= P->cols - 1)
+        n = stitched_size(center, P->cols);
 
     /* one dtype for the engine: the files' own, or float32 when they differ */
     tl_dtype dtype = P->dtype;
@@ -612,6 +623,12 @@ static int run(const options *o, resources *R)
             return fail("--center auto: %s", err);
         }
         fprintf(stderr, "center=%.3f confidence=%.3f\n", est.center, est.confidence);
+        if (o->half_acquisition && !(est.center >= 0 && est.center <= P->cols - 1))
+            return fail("--center auto: the estimated axis %.3f is not a column of the detector "
+                        "(0..%u): give --center C",
+                        est.center, P->cols - 1);
+        if (o->half_acquisition && !size)
+            n = jb.size = stitched_size(est.center, P->cols);
         jb.engine.center = c.center = est.center;
         jb.engine.center_estimate = false; /* done: the slabs need not keep estimating */
     }
@@ -626,14 +643,14 @@ static int run(const options *o, resources *R)
     int jn = snprintf(job, sizeof job,
                       "input=%s rows=%u:%u size=%u center=%.17g filter=%s projections=%u "
                       "window=%u dtype=%s linear=%d",
-                      o->input, row0, row1, n, c.center, tl_filter_name(filter), P->frames,
-                      nwin, o->output_dtype ? o->output_dtype : "float32", o->already_linear);
+                      o->input, row0, row1, n, c.center, tl_filter_name(filter), P->frames, nwin,
+                      o->output_dtype ? o->output_dtype : "float32", o->already_linear);
     if (corr.dezinger > 0 || corr.delta_beta > 0 || corr.rings || o->half_acquisition)
         snprintf(job + jn, sizeof job - (size_t)jn,
                  " dezinger=%.17g paganin=%.17g,%.17g,%.17g,%.17g rings=%s:%u,%u,%.17g half=%d",
-                 corr.dezinger, corr.energy_kev, corr.distance_m, corr.pixel_um,
-                 corr.delta_beta, tl_rings_name(corr.rings), corr.ring_size, corr.ring_level,
-                 corr.ring_tolerance, o->half_acquisition);
+                 corr.dezinger, corr.energy_kev, corr.distance_m, corr.pixel_um, corr.delta_beta,
+                 tl_rings_name(corr.rings), corr.ring_size, corr.ring_level, corr.ring_tolerance,
+                 o->half_acquisition);
     spec.rows = nrows;
     spec.size = n;
     spec.job = job;

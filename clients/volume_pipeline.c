@@ -398,7 +398,8 @@ int tl_volume_center(const tl_volume_job *j, uint32_t row0, uint32_t rows,
         row0 = 0, rows = c.rows;
     c.rows = rows;
     c.center_estimate = true;
-    c.center_auto = false;
+    c.center_auto = false; /* with half acquisition, c.center (the middle) is a first guess:
+                              the estimator reads the real detector's columns only */
     tl_engine *e = NULL;
     void *buf = NULL;
     char why[256];

@@ -22,6 +22,16 @@
  * projections). With center_auto the engine moves its centre to the estimate when the
  * confidence is at least TL_CENTER_MIN_CONFIDENCE and the change at least
  * TL_CENTER_APPLY_PX: as set_center, every tracked slice is rebuilt.
+ *
+ * With half acquisition (halfacq.c) the profiles are of the virtual detector, the real
+ * one embedded at an offset with zeros around it, and weighed column by column for the
+ * overlap (a projection and its opposite weighed complementarily, so they would not
+ * match): the weights of the axis at the time are divided out (unweigh), only the real
+ * columns are correlated
+ * (a gradient taken across the embedding's edge would be a step that is no feature of
+ * the object), and the estimate is given on the real detector, as set_center takes it.
+ * A 360-degree scan has exact pairs; their overlap is only the columns both projections
+ * see, which is why the peak is searched over every shift.
  */
 #include "config.h"
 
@@ -38,16 +48,23 @@
 #define TL_CENTER_MIN_CONFIDENCE 0.5 /* center_auto applies estimates at least this sure */
 #define TL_CENTER_APPLY_PX 0.02      /* ... that move the axis at least this far */
 #define TL_CENTER_NEWTON_STEPS 8
-#define TL_CENTER_SEARCH 64 /* newest projections a pair is looked for from */
+#define TL_CENTER_GOLDEN_STEPS 40 /* half acquisition: 2 px to 2e-8 px */
+#define TL_CENTER_REFINE_MARGIN 2 /* ... columns kept off the overlap's ends */
+#define TL_CENTER_SEARCH 64       /* newest projections a pair is looked for from */
+/* half acquisition: shifts whose overlap has fewer real columns than this (and than
+ * 1/32 of the detector) are not candidates: a few columns match anything */
+#define TL_CENTER_MIN_OVERLAP 16
 
 typedef struct {
     double angle, offset;
+    double weighed_at; /* half acquisition: the virtual axis its column weights were for */
     uint64_t index;
     bool valid;
 } center_entry;
 
 struct tl_center_ctx {
     uint32_t nprof, cols, len; /* ring size, profile length, FFT length (2^k >= 2W) */
+    uint32_t first, last;      /* the columns of the real detector in the profile */
     center_entry *entry;       /* per ring position */
     bool *used;                /* per ring position: taken by a pair (find_pairs) */
     uint64_t stored;           /* projections given a position */
@@ -58,6 +75,9 @@ struct tl_center_ctx {
     float *prof;                      /* ... their profiles */
     double *fa, *fq;                  /* FFT inputs */
     fftw_complex *sa, *sq;            /* spectra */
+    bool partial;                     /* half acquisition: the peak by normalised match */
+    double *r1, *r2, *r3, *r4;        /* ... its FFT inputs and outputs */
+    fftw_complex *s1, *s2;            /* ... and spectra */
     fftw_plan plan_a, plan_q, plan_c; /* r2c of fa, of fq; c2r of sa into fa */
     tl_center_estimate est;
 };
@@ -79,6 +99,12 @@ void tl_center_free(tl_engine *e)
     fftw_free(c->fq);
     fftw_free(c->sa);
     fftw_free(c->sq);
+    fftw_free(c->r1);
+    fftw_free(c->r2);
+    fftw_free(c->r3);
+    fftw_free(c->r4);
+    fftw_free(c->s1);
+    fftw_free(c->s2);
     free(c->entry);
     free(c->used);
     free(c->pos);
@@ -100,6 +126,13 @@ tl_status tl_center_init(tl_engine *e)
     e->center = c;
     c->nprof = tl_center_profiles(e->cfg.window);
     c->cols = e->cfg.cols;
+    c->first = 0;
+    c->last = c->cols - 1;
+    if (e->halfacq) {
+        uint32_t real;
+        tl_halfacq_span(e->halfacq, &c->first, &real);
+        c->last = c->first + real - 1;
+    }
     c->len = 2;
     while (c->len < 2 * c->cols)
         c->len *= 2;
@@ -113,6 +146,17 @@ tl_status tl_center_init(tl_engine *e)
     c->sq = fftw_malloc((c->len / 2 + 1) * sizeof *c->sq);
     if (!c->entry || !c->used || !c->pos || !c->prof || !c->fa || !c->fq || !c->sa || !c->sq)
         return tl_fail(&e->err, TL_ENOMEM, "out of memory for the centre estimation");
+    c->partial = e->halfacq != NULL;
+    if (c->partial) {
+        c->r1 = fftw_malloc(c->len * sizeof *c->r1);
+        c->r2 = fftw_malloc(c->len * sizeof *c->r2);
+        c->r3 = fftw_malloc(c->len * sizeof *c->r3);
+        c->r4 = fftw_malloc(c->len * sizeof *c->r4);
+        c->s1 = fftw_malloc((c->len / 2 + 1) * sizeof *c->s1);
+        c->s2 = fftw_malloc((c->len / 2 + 1) * sizeof *c->s2);
+        if (!c->r1 || !c->r2 || !c->r3 || !c->r4 || !c->s1 || !c->s2)
+            return tl_fail(&e->err, TL_ENOMEM, "out of memory for the centre estimation");
+    }
     tl_cpu_fftw_plan_lock();
     c->plan_a = fftw_plan_dft_r2c_1d((int)c->len, c->fa, c->sa, FFTW_ESTIMATE);
     c->plan_q = fftw_plan_dft_r2c_1d((int)c->len, c->fq, c->sq, FFTW_ESTIMATE);
@@ -137,12 +181,16 @@ tl_status tl_center_before_store(tl_engine *e)
 
 /* ---- one pair -------------------------------------------------------------------------- */
 
-/* The central-difference gradient of a profile into the FFT input, zero-padded. */
-static void gradient(const float *p, uint32_t W, double *out, uint32_t len, bool mirrored)
+/* The central-difference gradient of a profile into the FFT input, zero-padded, and zero
+ * where it would reach beyond the real detector's columns. */
+static void gradient(const tl_center_ctx *c, const float *p, double *out, bool mirrored)
 {
-    memset(out, 0, len * sizeof *out);
+    const uint32_t W = c->cols;
+    memset(out, 0, c->len * sizeof *out);
     for (uint32_t u = 1; u + 1 < W; u++) {
         uint32_t k = mirrored ? W - 1 - u : u;
+        if (k <= c->first || k >= c->last)
+            continue;
         /* mirroring negates the gradient: q(u) = b(W−1−u), q'(u) = −b'(W−1−u) */
         double g = 0.5 * ((double)p[k + 1] - (double)p[k - 1]);
         out[u] = mirrored ? -g : g;
@@ -170,14 +218,16 @@ static void corr_at(const fftw_complex *X, uint32_t L, double s, double *C, doub
     *d2 = c2 / L;
 }
 
-/* Normalised correlation of a(u + s) (linear interpolation) with q over their overlap. */
-static double normalised(const double *a, const double *q, uint32_t W, double s)
+/* Normalised correlation of a(u + s) (linear interpolation) with q over their overlap:
+ * where both are within the real detector's columns [lo, hi] (a unmirrored, q mirrored). */
+static double normalised(const double *a, const double *q, uint32_t W, double s, double lo,
+                         double hi)
 {
     double sa = 0, sq = 0, saa = 0, sqq = 0, saq = 0;
     size_t n = 0;
     for (uint32_t u = 0; u < W; u++) {
-        double x = u + s;
-        if (x < 0 || x > W - 1)
+        double x = u + s, m = W - 1.0 - u;
+        if (x < lo || x > hi || m < lo || m > hi)
             continue;
         uint32_t i = (uint32_t)x;
         double f = x - i, va = i + 1 < W ? a[i] + f * (a[i + 1] - a[i]) : a[i], vq = q[u];
@@ -194,13 +244,134 @@ static double normalised(const double *a, const double *q, uint32_t W, double s)
     return va > 0 && vq > 0 ? cov / sqrt(va * vq) : 0;
 }
 
+/* out[s mod L] = sum_u x(u + s) y(u), x and y zero-padded to L (kept: an out-of-place
+ * r2c preserves its input). The plans are the context's, run on these arrays. */
+static void xcorr(tl_center_ctx *c, double *x, double *y, double *out)
+{
+    const uint32_t L = c->len;
+    fftw_execute_dft_r2c(c->plan_a, x, c->s1);
+    fftw_execute_dft_r2c(c->plan_a, y, c->s2);
+    for (uint32_t k = 0; k <= L / 2; k++) {
+        double xr = c->s1[k][0], xi = c->s1[k][1], yr = c->s2[k][0], yi = c->s2[k][1];
+        c->s1[k][0] = (xr * yr + xi * yi) / L;
+        c->s1[k][1] = (xi * yr - xr * yi) / L;
+    }
+    fftw_execute_dft_c2r(c->plan_c, c->s1, out);
+}
+
+/* Half acquisition: the opposite projections share only the columns both see, so the
+ * plain correlation (the integer shifts' values in `corr`, times L) favours shifts of a
+ * larger overlap. Instead the shift of the best normalised match,
+ *   C(s) / sqrt(Ea(s) Eq(s)),  Ea(s) = sum over the overlap of a(u + s)^2, Eq likewise,
+ * each sum a correlation with the other's mask of real columns (by FFT, as C), among
+ * the shifts whose overlap is wide enough. ga: a's gradient; gq: q's (mirrored). */
+static long partial_peak(tl_center_ctx *c, const double *corr, const double *ga, const double *gq)
+{
+    const long W = c->cols, L = c->len, lo = c->first + 1, hi = (long)c->last - 1;
+    long need = (hi - lo + 1) / 32;
+    need = need > TL_CENTER_MIN_OVERLAP ? need : TL_CENTER_MIN_OVERLAP;
+    memset(c->r2, 0, L * sizeof *c->r2);
+    for (long u = W - 1 - hi; u <= W - 1 - lo; u++) /* q's real columns (mirrored) */
+        c->r2[u] = 1;
+    for (long u = 0; u < L; u++)
+        c->r1[u] = ga[u] * ga[u];
+    xcorr(c, c->r1, c->r2, c->r3); /* Ea */
+    memset(c->r1, 0, L * sizeof *c->r1);
+    for (long u = lo; u <= hi; u++) /* a's real columns */
+        c->r1[u] = 1;
+    for (long u = 0; u < L; u++)
+        c->r2[u] = gq[u] * gq[u];
+    xcorr(c, c->r1, c->r2, c->r4); /* Eq */
+    long best = 0;
+    double top = -INFINITY;
+    for (long s = -W + 2; s <= W - 2; s++) {
+        long from = lo - s > W - 1 - hi ? lo - s : W - 1 - hi,
+             to = hi - s < W - 1 - lo ? hi - s : W - 1 - lo;
+        if (to - from + 1 < need)
+            continue;
+        long i = (s + L) % L;
+        double ea = c->r3[i], eq = c->r4[i];
+        if (!(ea > 0 && eq > 0))
+            continue;
+        double v = corr[i] / L / sqrt(ea * eq);
+        if (v > top) {
+            top = v;
+            best = s;
+        }
+    }
+    return best;
+}
+
+/* out = X Y* (unnormalised: corr_at divides by L), the spectrum of sum_u x(u + s) y(u);
+ * x, y kept, s1 used. */
+static void xspectrum(tl_center_ctx *c, double *x, double *y, fftw_complex *out)
+{
+    fftw_execute_dft_r2c(c->plan_a, x, out);
+    fftw_execute_dft_r2c(c->plan_a, y, c->s1);
+    for (uint32_t k = 0; k <= c->len / 2; k++) {
+        double xr = out[k][0], xi = out[k][1], yr = c->s1[k][0], yi = c->s1[k][1];
+        out[k][0] = xr * yr + xi * yi;
+        out[k][1] = xi * yr - xr * yi;
+    }
+}
+
+/* Half acquisition, between samples. The overlap's ends move with the shift, so the
+ * normalised match of partial_peak has kinks at whole shifts (its maximum snaps to
+ * one). Instead q is cut to a fixed window, the overlap at the best whole shift less
+ * TL_CENTER_REFINE_MARGIN columns at each end (so a is real all over it for every
+ * shift searched), and the match C_w(s) / sqrt(E_w(s)), C_w = sum_window a(u + s) q(u),
+ * E_w = sum_window a(u + s)^2 (q's energy is constant), is maximised: both are
+ * correlations, interpolated trigonometrically from their spectra alike. Mirror images
+ * give 1 at the true shift. ga: a's gradient (kept); gq: q's. */
+static double partial_refine(tl_center_ctx *c, double *ga, const double *gq, long best)
+{
+    const long W = c->cols, L = c->len, lo = c->first + 1, hi = (long)c->last - 1,
+               m = TL_CENTER_REFINE_MARGIN;
+    long from = lo - best > W - 1 - hi ? lo - best : W - 1 - hi,
+         to = hi - best < W - 1 - lo ? hi - best : W - 1 - lo;
+    from += m, to -= m;
+    if (to - from < 2 * m)
+        return (double)best; /* too narrow to refine: the whole shift */
+    memset(c->r2, 0, L * sizeof *c->r2);
+    memset(c->r3, 0, L * sizeof *c->r3);
+    for (long u = from; u <= to; u++)
+        c->r2[u] = gq[u], c->r3[u] = 1;
+    xspectrum(c, ga, c->r2, c->sa); /* C_w */
+    for (long u = 0; u < L; u++)
+        c->r1[u] = ga[u] * ga[u];
+    xspectrum(c, c->r1, c->r3, c->s2); /* E_w */
+    const double g = 0.5 * (sqrt(5.0) - 1);
+    double a = best - 1.0, b = best + 1.0, x[2] = {b - g * (b - a), a + g * (b - a)}, f[2];
+    for (int k = 0; k < 2; k++) {
+        double C, E, d1, d2;
+        corr_at(c->sa, c->len, x[k], &C, &d1, &d2);
+        corr_at(c->s2, c->len, x[k], &E, &d1, &d2);
+        f[k] = E > 0 ? C / sqrt(E) : -INFINITY;
+    }
+    for (int it = 0; it < TL_CENTER_GOLDEN_STEPS; it++) {
+        int k; /* the point to evaluate anew */
+        if (f[0] < f[1]) {
+            a = x[0], x[0] = x[1], f[0] = f[1];
+            x[1] = a + g * (b - a), k = 1;
+        } else {
+            b = x[1], x[1] = x[0], f[1] = f[0];
+            x[0] = b - g * (b - a), k = 0;
+        }
+        double C, E, d1, d2;
+        corr_at(c->sa, c->len, x[k], &C, &d1, &d2);
+        corr_at(c->s2, c->len, x[k], &E, &d1, &d2);
+        f[k] = E > 0 ? C / sqrt(E) : -INFINITY;
+    }
+    return 0.5 * (a + b);
+}
+
 /* The axis column from profiles pa (angle θ) and pb (θ + π), and the match's quality. */
 static void pair_center(tl_center_ctx *c, const float *pa, const float *pb, double *center,
                         double *quality)
 {
     const uint32_t W = c->cols, L = c->len;
-    gradient(pa, W, c->fa, L, false);
-    gradient(pb, W, c->fq, L, true);
+    gradient(c, pa, c->fa, false);
+    gradient(c, pb, c->fq, true);
     fftw_execute(c->plan_a);
     fftw_execute(c->plan_q);
     for (uint32_t k = 0; k <= L / 2; k++) { /* X = A conj(Q), into sa */
@@ -214,15 +385,19 @@ static void pair_center(tl_center_ctx *c, const float *pa, const float *pb, doub
     fftw_execute(c->plan_c);
     long best = 0;
     double top = -INFINITY;
-    for (long s = -(long)W + 2; s <= (long)W - 2; s++) {
-        double v = c->fa[(s + (long)L) % L];
-        if (v > top) {
-            top = v;
-            best = s;
+    if (c->partial) {
+        gradient(c, pa, c->r4, false); /* partial_peak reads it before it writes r4 */
+        best = partial_peak(c, c->fa, c->r4, c->fq);
+    } else
+        for (long s = -(long)W + 2; s <= (long)W - 2; s++) {
+            double v = c->fa[(s + (long)L) % L];
+            if (v > top) {
+                top = v;
+                best = s;
+            }
         }
-    }
     double s = (double)best, C, d1, d2;
-    for (int it = 0; it < TL_CENTER_NEWTON_STEPS; it++) {
+    for (int it = 0; !c->partial && it < TL_CENTER_NEWTON_STEPS; it++) {
         corr_at(X, L, s, &C, &d1, &d2);
         if (!(d2 < 0))
             break; /* not at a maximum's cap: keep the sample */
@@ -232,12 +407,16 @@ static void pair_center(tl_center_ctx *c, const float *pa, const float *pb, doub
         if (fabs(step) < 1e-9)
             break;
     }
+    if (c->partial) {
+        gradient(c, pa, c->r4, false); /* partial_peak overwrote it */
+        s = partial_refine(c, c->r4, c->fq, best);
+    }
     if (fabs(s - best) > 1)
         s = (double)best;
-    *center = (W - 1 + s) / 2.0;
-    gradient(pa, W, c->fa, L, false);
-    gradient(pb, W, c->fq, L, true);
-    *quality = normalised(c->fa, c->fq, W, s);
+    *center = (W - 1 + s) / 2.0 - c->first; /* on the real detector */
+    gradient(c, pa, c->fa, false);
+    gradient(c, pb, c->fq, true);
+    *quality = normalised(c->fa, c->fq, W, s, c->first + 1.0, c->last - 1.0);
 }
 
 /* ---- pairs, estimates ------------------------------------------------------------------- */
@@ -323,6 +502,17 @@ static double median(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Half acquisition: a profile as it was before the column weights for the axis cv. The
+ * weights near the overlap's far end are tiny but not 0 (a cos^2 ramp): the float product
+ * and the division keep the relative precision; a column of weight 0 reads 0. */
+static void unweigh(const tl_engine *e, float *p, double cv)
+{
+    for (uint32_t v = e->center->first; v <= e->center->last; v++) {
+        double w = tl_halfacq_weight(e->halfacq, cv, v);
+        p[v] = w > 0 ? (float)(p[v] / w) : 0.f;
+    }
+}
+
 /* Estimates from the newest pairs; *none when there is no pair (or none new, unless
  * force). Waits for the backend's queued work (the profiles). */
 static tl_status estimate(tl_engine *e, bool force, bool *none)
@@ -353,6 +543,9 @@ static tl_status estimate(tl_engine *e, bool force, bool *none)
     tl_status st = e->ops->profiles(e->be, c->pos, 3 * n, c->prof);
     if (st != TL_OK)
         return st;
+    if (e->halfacq)
+        for (size_t i = 0; i < 3 * n; i++)
+            unweigh(e, c->prof + i * c->cols, c->entry[c->pos[i]].weighed_at);
     double centers[TL_CENTER_PAIRS], quality[TL_CENTER_PAIRS], dev[TL_CENTER_PAIRS];
     for (size_t i = 0; i < n; i++) {
         const center_entry *ea = &c->entry[pairs[i].a], *eb = &c->entry[pairs[i].b];
@@ -387,10 +580,12 @@ static tl_status maybe_apply(tl_engine *e)
 {
     tl_center_estimate *est = &e->center->est;
     if (!est->auto_on || !est->valid || est->confidence < TL_CENTER_MIN_CONFIDENCE ||
-        fabs(est->center - e->cfg.center) < TL_CENTER_APPLY_PX)
+        fabs(est->center - e->given.center) < TL_CENTER_APPLY_PX)
         return TL_OK;
-    if (est->center < -0.5 || est->center > e->cfg.cols - 0.5)
+    if (est->center < -0.5 || est->center > e->given.cols - 0.5)
         return TL_OK; /* no column of the detector: not applied */
+    if (e->halfacq && !tl_halfacq_fits(e->halfacq, est->center))
+        return TL_OK; /* beyond the virtual detector's margin: shown, not applied */
     tl_status st = tl_engine_set_center(e, est->center);
     if (st == TL_OK)
         est->applied++;
@@ -405,6 +600,7 @@ tl_status tl_center_after_store(tl_engine *e, const tl_frame *f)
     uint32_t p = (uint32_t)(c->stored % c->nprof);
     c->entry[p] = (center_entry){.angle = f->angle,
                                  .offset = f->center_offset,
+                                 .weighed_at = e->cfg.center,
                                  .index = f->index,
                                  .valid = true};
     c->stored++;
@@ -452,6 +648,6 @@ tl_status tl_engine_set_center_auto(tl_engine *e, bool on)
         return tl_fail(&e->err, TL_EINVAL,
                        "the engine was created without centre estimation (center_estimate)");
     e->center->est.auto_on = on;
-    e->cfg.center_auto = on;
+    e->cfg.center_auto = e->given.center_auto = on;
     return on ? maybe_apply(e) : TL_OK;
 }

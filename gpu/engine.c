@@ -53,10 +53,10 @@ static tl_status check_corrections(const tl_engine_config *c, tl_errbuf *eb)
     const tl_corrections *k = &c->corr;
     if ((unsigned)k->rings > TL_RINGS_FW)
         return tl_fail(eb, TL_EINVAL, "unknown ring removal method %d", (int)k->rings);
-    if (k->ring_size && (k->ring_size % 2 == 0 || k->ring_size < 3 ||
-                         k->ring_size > TL_RINGS_MAX_SIZE))
-        return tl_fail(eb, TL_EINVAL, "rings vo: median width %u must be odd, 3..%d",
-                       k->ring_size, TL_RINGS_MAX_SIZE);
+    if (k->ring_size &&
+        (k->ring_size % 2 == 0 || k->ring_size < 3 || k->ring_size > TL_RINGS_MAX_SIZE))
+        return tl_fail(eb, TL_EINVAL, "rings vo: median width %u must be odd, 3..%d", k->ring_size,
+                       TL_RINGS_MAX_SIZE);
     if (k->ring_level > TL_RINGS_MAX_LEVEL)
         return tl_fail(eb, TL_EINVAL, "rings fw: %u wavelet levels, at most %d", k->ring_level,
                        TL_RINGS_MAX_LEVEL);
@@ -183,8 +183,8 @@ static tl_status apply_phase(tl_engine *e)
         return st;
     double *h = malloc((size_t)f.prow * (f.pcol / 2 + 1) * sizeof *h);
     if (!h)
-        return tl_fail(&e->err, TL_ENOMEM, "out of memory for the %u x %u Paganin filter",
-                       f.prow, f.pcol);
+        return tl_fail(&e->err, TL_ENOMEM, "out of memory for the %u x %u Paganin filter", f.prow,
+                       f.pcol);
     tl_paganin_response(k, &f, h);
     f.response = h;
     st = e->ops->set_phase(e->be, &f);
@@ -236,6 +236,8 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         return tl_fail(eb, TL_ENOMEM, "out of memory for the engine");
     e->cfg = *c;
     ring_defaults(&e->cfg.corr);
+    e->cfg.center_estimate |= e->cfg.center_auto;
+    e->given = e->cfg;
     st = tl_halfacq_setup(&e->cfg, eb, &e->halfacq); /* from here on the virtual detector */
     if (st != TL_OK)
         goto fail;
@@ -243,7 +245,6 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
     (void)tl_geometry_find(c->geometry, NULL, &e->geometry); /* check_config found it */
     e->method = tl_method_find(c);
     tl_engine_config rc; /* what the backend gets */
-    e->cfg.center_estimate |= e->cfg.center_auto;
     st = tl_engine_pick_backend(&e->cfg, eb, &rc, &e->ops, &e->backend);
     if (st == TL_OK)
         st = check_memory(e, &rc, eb);
@@ -307,10 +308,24 @@ void tl_engine_destroy(tl_engine *e)
 
 tl_status tl_engine_set_center(tl_engine *e, double center)
 {
-    if (!isfinite(center) || center < -0.5 || center > e->cfg.cols - 0.5)
+    double cv = center; /* on the engine's detector: the virtual one with half acquisition */
+    if (e->halfacq) {
+        tl_status st = tl_halfacq_center(e->halfacq, center, &cv, &e->err);
+        if (st != TL_OK)
+            return st;
+    } else if (!isfinite(center) || center < -0.5 || center > e->cfg.cols - 0.5)
         return tl_fail(&e->err, TL_EINVAL, "center %g is not a column of the detector (0..%u)",
                        center, e->cfg.cols - 1);
-    e->cfg.center = center;
+    double was = e->cfg.center;
+    e->cfg.center = cv;
+    if (e->halfacq) { /* the overlap's weights follow the axis */
+        tl_status st = tl_halfacq_weights(e->halfacq, &e->cfg, e->ops, e->be, &e->err);
+        if (st != TL_OK) {
+            e->cfg.center = was;
+            return st;
+        }
+    }
+    e->given.center = center;
     tl_track_invalidate(e); /* every projection moved */
     return TL_OK;
 }
@@ -321,7 +336,7 @@ tl_status tl_engine_set_filter(tl_engine *e, tl_filter f)
         return tl_fail(&e->err, TL_EINVAL, "unknown filter %d", (int)f);
     tl_status st = apply_filter(e, f);
     if (st == TL_OK)
-        e->cfg.filter = f;
+        e->cfg.filter = e->given.filter = f;
     return st;
 }
 
@@ -357,7 +372,7 @@ void tl_engine_get_state(const tl_engine *e, tl_engine_state *st)
     st->duplicate = e->duplicate;
     st->shape = e->shape;
     st->memory_bytes = e->ops->memory_used(e->be);
-    st->center = e->cfg.center;
+    st->center = e->given.center;
     st->filter = e->cfg.filter;
     st->slices = e->live_slices;
 }
@@ -369,7 +384,7 @@ size_t tl_engine_missing(const tl_engine *e, uint64_t *out, size_t cap)
 
 const tl_engine_config *tl_engine_get_config(const tl_engine *e)
 {
-    return &e->cfg;
+    return &e->given;
 }
 
 tl_status tl_engine_corrections(tl_engine *e, tl_engine_corr_state *out)

@@ -165,7 +165,8 @@ void tl_engine_device_id(const tl_engine *e, tl_device_id *id);
 /* ---- parameters and state -------------------------------------------------------------- */
 
 /* Moves the rotation axis; applies to every later reconstruction (it is used at back
- * projection, so the whole window follows at once). */
+ * projection, so the whole window follows at once). Always a column of the real
+ * detector; with half acquisition TL_EINVAL beyond the virtual detector's margin. */
 tl_status tl_engine_set_center(tl_engine *e, double center);
 /* Changes the filter for projections that arrive from now on; projections already in the
  * window keep the filter they were stored with, so the window is consistent again after
@@ -239,7 +240,8 @@ tl_status tl_engine_set_center_auto(tl_engine *e, bool on);
  * of missing indices (which may exceed cap). */
 size_t tl_engine_missing(const tl_engine *e, uint64_t *out, size_t cap);
 
-/* The engine's configuration (center and filter as currently set). */
+/* The engine's configuration as given (center and filter as currently set): with half
+ * acquisition still the real detector's columns and axis, not the virtual detector's. */
 const tl_engine_config *tl_engine_get_config(const tl_engine *e);
 
 /* Last error message for e, or, with e == NULL, of the last failed tl_engine_create on this

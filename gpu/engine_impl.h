@@ -107,6 +107,7 @@ struct tl_engine {
     uint64_t accepted[3], stale, duplicate, shape;
     struct tl_center_ctx *center;         /* centre estimation (center.c), or NULL */
     struct tl_halfacq *halfacq;           /* half acquisition (halfacq.c), or NULL */
+    tl_engine_config given; /* cfg as the caller sees it: the real detector (halfacq) */
     uint32_t ring_since;                  /* projections since the last ring estimate */
     uint64_t ring_updates, ring_rebuilds; /* tl_engine_corr_state */
     uint64_t frames_queued, frames_done; /* fences (tl_engine_frames_done) */
@@ -155,11 +156,19 @@ tl_status tl_engine_prepare_job(tl_engine *e, const int *ids, size_t n, float *c
 
 /* halfacq.c: 360-degree scans with an offset axis. setup turns c into the virtual
  * detector's configuration (NULL *out without half acquisition); weights hands the
- * column weights to the backend; embed makes a real frame a virtual one (out->data is
- * the context's buffer, valid until the next call). */
+ * column weights to the backend (for c->center, virtual); embed makes a real frame a
+ * virtual one (out->data is the context's buffer, valid until the next call); span is
+ * where the real detector lies in the virtual one; center turns an axis column of the
+ * real detector into the virtual one, TL_EINVAL where the stitched field would leave
+ * the virtual detector (fits says whether it would). */
 typedef struct tl_halfacq tl_halfacq;
 tl_status tl_halfacq_setup(tl_engine_config *c, tl_errbuf *eb, tl_halfacq **out);
+void tl_halfacq_span(const tl_halfacq *h, uint32_t *first, uint32_t *cols);
+bool tl_halfacq_fits(const tl_halfacq *h, double center);
+tl_status tl_halfacq_center(const tl_halfacq *h, double center, double *virt, tl_errbuf *eb);
 void tl_halfacq_free(tl_halfacq *h);
+/* the weight of virtual column v for the virtual axis cv (2 w(v), 0 off the detector) */
+double tl_halfacq_weight(const tl_halfacq *h, double cv, uint32_t v);
 tl_status tl_halfacq_weights(const tl_halfacq *h, const tl_engine_config *c,
                              const tl_backend_ops *ops, void *be, tl_errbuf *eb);
 tl_status tl_halfacq_embed(tl_halfacq *h, const tl_frame *f, tl_frame *out, tl_errbuf *eb);

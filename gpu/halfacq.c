@@ -20,6 +20,17 @@
  * frames of the real detector are embedded here, on the host, into float32 rows (darks
  * pad with 0, flats and projections with 1: open beam). Frames in GPU memory are not
  * supported (they would need the embedding on the device).
+ *
+ * The axis may move after the start (set_center, or center_auto from the estimate of
+ * center.c, which correlates only the real detector's columns: tl_halfacq_span). The
+ * embedding does not depend on the axis, only the weights do (tl_halfacq_center), and
+ * they apply to the projections that come after the move. Inwards the axis may always
+ * move; outwards, with the centre estimated, the virtual detector has TL_HALFACQ_MARGIN
+ * spare columns beyond the stitched field's far edge, for a move of up to half of them.
+ * Not without estimation: there the filtered projection's tails would reach into the
+ * spare columns and show in the corners of the slices, outside the field of view, which
+ * would no longer equal a wide detector's. A move beyond needs the scan started again
+ * with the new centre.
  */
 #include "config.h"
 
@@ -28,6 +39,9 @@
 #include <string.h>
 
 #include "gpu/engine_impl.h"
+
+/* spare virtual columns beyond the stitched field: the axis may move by half of them */
+#define TL_HALFACQ_MARGIN 32
 
 struct tl_halfacq {
     uint32_t rows, cols; /* the real detector */
@@ -47,15 +61,14 @@ tl_status tl_halfacq_setup(tl_engine_config *c, tl_errbuf *eb, tl_halfacq **out)
         return tl_fail(eb, TL_EINVAL,
                        "half acquisition: the axis column %g must be on the detector (0..%u)", cen,
                        c->cols - 1);
-    if (c->center_estimate || c->center_auto)
-        return tl_fail(eb, TL_EUNSUPPORTED,
-                       "half acquisition: give the axis column; it is not estimated (yet)");
     /* axis right of the middle: the far edge is column 0, whose mirror 2c must fit: the
      * detector at offset 0 of floor(2c) + 1 columns; left of it: the far edge is W − 1,
-     * mirrored to 2c − (W − 1) < 0, so the detector moves right by the difference */
+     * mirrored to 2c − (W − 1) < 0, so the detector moves right by the difference; the
+     * margin beyond either */
     bool right = cen >= (w - 1) / 2;
-    uint32_t off = right ? 0 : (uint32_t)ceil(w - 1 - 2 * cen);
-    uint64_t vcols = right ? (uint64_t)floor(2 * cen) + 1 : (uint64_t)off + c->cols;
+    uint32_t margin = c->center_estimate || c->center_auto ? TL_HALFACQ_MARGIN : 0;
+    uint32_t off = right ? 0 : (uint32_t)ceil(w - 1 - 2 * cen) + margin;
+    uint64_t vcols = right ? (uint64_t)floor(2 * cen) + 1 + margin : (uint64_t)off + c->cols;
     if (vcols < c->cols)
         vcols = c->cols;
     if (vcols > 65536)
@@ -82,6 +95,40 @@ tl_status tl_halfacq_setup(tl_engine_config *c, tl_errbuf *eb, tl_halfacq **out)
     return TL_OK;
 }
 
+void tl_halfacq_span(const tl_halfacq *h, uint32_t *first, uint32_t *cols)
+{
+    *first = h->off;
+    *cols = h->cols;
+}
+
+/* The mirror of the real detector about the virtual axis cv must stay on the virtual
+ * detector (half a column of rounding allowed, as at setup). */
+static bool fits(const tl_halfacq *h, double cv)
+{
+    double lo = 2 * cv - (h->off + h->cols - 1.0), hi = 2 * cv - h->off;
+    return lo >= -0.5 && hi <= h->vcols - 0.5;
+}
+
+bool tl_halfacq_fits(const tl_halfacq *h, double center)
+{
+    return isfinite(center) && center >= 0 && center <= h->cols - 1.0 && fits(h, center + h->off);
+}
+
+tl_status tl_halfacq_center(const tl_halfacq *h, double center, double *virt, tl_errbuf *eb)
+{
+    if (!(isfinite(center) && center >= 0 && center <= h->cols - 1.0))
+        return tl_fail(eb, TL_EINVAL,
+                       "half acquisition: the axis column %g must be on the detector (0..%u)",
+                       center, h->cols - 1);
+    if (!fits(h, center + h->off))
+        return tl_fail(eb, TL_EINVAL,
+                       "half acquisition: the axis moved from %g to %g, beyond the virtual "
+                       "detector's margin (%d columns): start the scan again with this centre",
+                       h->center, center, TL_HALFACQ_MARGIN);
+    *virt = center + h->off;
+    return TL_OK;
+}
+
 void tl_halfacq_free(tl_halfacq *h)
 {
     if (!h)
@@ -90,26 +137,31 @@ void tl_halfacq_free(tl_halfacq *h)
     free(h);
 }
 
+double tl_halfacq_weight(const tl_halfacq *h, double cv, uint32_t v)
+{
+    double first = h->off, last = h->off + h->cols - 1.0, x = v, wt;
+    if (x < first || x > last)
+        return 0;
+    /* the overlap: columns seen by this projection and, mirrored, by its opposite */
+    double a = fmax(first, 2 * cv - last), b = fmin(last, 2 * cv - first);
+    bool sees_left = first < a;   /* the detector's own part is left of the overlap */
+    if (b <= a || x < a || x > b) /* no overlap, or this view alone */
+        wt = 1;
+    else {
+        double t = (x - a) / (b - a);
+        wt = sees_left ? cos(M_PI_2 * t) * cos(M_PI_2 * t) : sin(M_PI_2 * t) * sin(M_PI_2 * t);
+    }
+    return 2 * wt; /* a whole turn counts each stitched projection twice */
+}
+
 tl_status tl_halfacq_weights(const tl_halfacq *h, const tl_engine_config *c,
                              const tl_backend_ops *ops, void *be, tl_errbuf *eb)
 {
     double *w = calloc(h->vcols, sizeof *w);
     if (!w)
         return tl_fail(eb, TL_ENOMEM, "out of memory for the column weights");
-    double cv = c->center, first = h->off, last = h->off + h->cols - 1.0;
-    /* the overlap: columns seen by this projection and, mirrored, by its opposite */
-    double a = fmax(first, 2 * cv - last), b = fmin(last, 2 * cv - first);
-    bool sees_left = first < a; /* the detector's own part is left of the overlap */
-    for (uint32_t v = h->off; v < h->off + h->cols; v++) {
-        double x = v, wt;
-        if (b <= a || x < a || x > b) /* no overlap, or this view alone */
-            wt = 1;
-        else {
-            double t = (x - a) / (b - a);
-            wt = sees_left ? cos(M_PI_2 * t) * cos(M_PI_2 * t) : sin(M_PI_2 * t) * sin(M_PI_2 * t);
-        }
-        w[v] = 2 * wt; /* a whole turn counts each stitched projection twice */
-    }
+    for (uint32_t v = h->off; v < h->off + h->cols; v++)
+        w[v] = tl_halfacq_weight(h, c->center, v);
     tl_status st = ops->set_column_weights
                        ? ops->set_column_weights(be, w)
                        : tl_fail(eb, TL_EUNSUPPORTED, "backend without column weights");

@@ -164,8 +164,10 @@ typedef struct {
      * wide as the axis' distance to the far edge, each projection weighted so that it and
      * its opposite add up to one full projection (a smooth ramp over their overlap), and
      * back-projected over the whole turn: the field of view of the stitched sinogram,
-     * exactly, and live. Needs `center` (the axis column on the detector), host frames;
-     * the window should be a whole turn. */
+     * exactly, and live. Needs `center` (the axis column on the detector; with
+     * center_estimate / center_auto a first guess, estimated from the real detector's
+     * columns), host frames; the window should be a whole turn. The axis may later move
+     * inwards (set_center), and with estimation outwards by up to 16 columns too. */
     bool half_acquisition;
     uint32_t refresh; /* tracked slices: full recomputation after this many
                                  incremental updates; 0 (default) = never: the
