@@ -54,7 +54,6 @@ static void v1_destroy(void *state)
 {
     v1 *a = state;
     tl_adapter_stream_destroy(&a->st);
-    tl_json_arena_free();
     free(a->scratch);
     free(a);
 }

@@ -64,7 +64,6 @@ static void destroy(void *state)
 {
     jad *a = state;
     tl_adapter_stream_destroy(&a->st);
-    tl_json_arena_free();
     free(a);
 }
 

@@ -35,19 +35,36 @@ static void arena_free(void *p)
 }
 
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
+static pthread_key_t arena_key;
+static bool arena_key_ok;
+
+/* A thread's arena lives as long as the thread, not as an adapter: an adapter made and
+ * destroyed per input (the fuzz harness) would otherwise map and unmap 1 MiB per input,
+ * which under ASan is nearly all of the fuzzer's time. */
+static void arena_thread_exit(void *base)
+{
+    free(base);
+}
 
 static void arena_install(void)
 {
     /* process-wide, but only this thread's arena is ever active: other threads' jansson
      * calls fall through to malloc and free */
     json_set_alloc_funcs(arena_alloc, arena_free);
+    arena_key_ok = pthread_key_create(&arena_key, arena_thread_exit) == 0;
 }
 
 json_t *tl_json_parse(const void *data, size_t len, const char *what, tl_proto_error *err)
 {
     pthread_once(&arena_once, arena_install);
-    if (!arena.base)
-        arena.base = malloc(ARENA_BYTES);
+    if (!arena.base) {
+        /* without the key no destructor would free it: then no arena, headers use malloc */
+        arena.base = arena_key_ok ? malloc(ARENA_BYTES) : NULL;
+        if (arena.base && pthread_setspecific(arena_key, arena.base) != 0) {
+            free(arena.base);
+            arena.base = NULL;
+        }
+    }
     json_error_t je;
     json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
     if (j)
@@ -74,13 +91,6 @@ void tl_json_done(json_t *j)
         arena.depth = 0;
         arena.used = 0;
     }
-}
-
-void tl_json_arena_free(void)
-{
-    free(arena.base);
-    arena.base = NULL;
-    arena.used = 0;
 }
 
 static json_t *lookup(json_t *o, const char *path)

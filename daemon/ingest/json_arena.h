@@ -2,8 +2,9 @@
  *
  * The JSON formats (DECTRIS Stream V1, the JSON header + blob presets) parse every message
  * header; the arena is reset when the last parse of a message is released, so headers
- * allocate nothing in the steady state. The typed getters turn missing keys, wrong types
- * and out-of-range values into the protocol's error codes.
+ * allocate nothing in the steady state; a thread's arena (1 MiB) is freed when the thread
+ * exits. The typed getters turn missing keys, wrong types and out-of-range values into the
+ * protocol's error codes.
  *
  *   json_t *h = tl_json_parse(data, len, "header", &err);
  *   if (!h) reject(err);
@@ -25,8 +26,6 @@
  * with tl_json_done (nested parses too); the arena is reset when the last one is done. */
 json_t *tl_json_parse(const void *data, size_t len, const char *what, tl_proto_error *err);
 void tl_json_done(json_t *j);
-/* Frees this thread's arena (adapter destroy). */
-void tl_json_arena_free(void);
 
 /* Typed getters: absent -> 0 (out untouched), wrong type or range -> -1 with err
  * (E_KEY_TYPE, E_RANGE), present -> 1. Dotted paths look into nested objects. */
