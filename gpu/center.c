@@ -48,8 +48,7 @@
 #define TL_CENTER_MIN_CONFIDENCE 0.5 /* center_auto applies estimates at least this sure */
 #define TL_CENTER_APPLY_PX 0.02      /* ... that move the axis at least this far */
 #define TL_CENTER_NEWTON_STEPS 8
-#define TL_CENTER_GOLDEN_STEPS 40 /* half acquisition: 2 px to 2e-8 px */
-#define TL_CENTER_REFINE_MARGIN 2 /* ... columns kept off the overlap's ends */
+#define TL_CENTER_REFINE_MARGIN 2 /* half acquisition: columns kept off the overlap's ends */
 #define TL_CENTER_SEARCH 64       /* newest projections a pair is looked for from */
 /* half acquisition: shifts whose overlap has fewer real columns than this (and than
  * 1/32 of the detector) are not candidates: a few columns match anything */
@@ -302,28 +301,15 @@ static long partial_peak(tl_center_ctx *c, const double *corr, const double *ga,
     return best;
 }
 
-/* out = X Y* (unnormalised: corr_at divides by L), the spectrum of sum_u x(u + s) y(u);
- * x, y kept, s1 used. */
-static void xspectrum(tl_center_ctx *c, double *x, double *y, fftw_complex *out)
-{
-    fftw_execute_dft_r2c(c->plan_a, x, out);
-    fftw_execute_dft_r2c(c->plan_a, y, c->s1);
-    for (uint32_t k = 0; k <= c->len / 2; k++) {
-        double xr = out[k][0], xi = out[k][1], yr = c->s1[k][0], yi = c->s1[k][1];
-        out[k][0] = xr * yr + xi * yi;
-        out[k][1] = xi * yr - xr * yi;
-    }
-}
-
 /* Half acquisition, between samples. The overlap's ends move with the shift, so the
- * normalised match of partial_peak has kinks at whole shifts (its maximum snaps to
- * one). Instead q is cut to a fixed window, the overlap at the best whole shift less
- * TL_CENTER_REFINE_MARGIN columns at each end (so a is real all over it for every
- * shift searched), and the match C_w(s) / sqrt(E_w(s)), C_w = sum_window a(u + s) q(u),
- * E_w = sum_window a(u + s)^2 (q's energy is constant), is maximised: both are
- * correlations, interpolated trigonometrically from their spectra alike. Mirror images
- * give 1 at the true shift. ga: a's gradient (kept); gq: q's. */
-static double partial_refine(tl_center_ctx *c, double *ga, const double *gq, long best)
+ * normalised match of partial_peak has kinks at whole shifts (its maximum snaps to one).
+ * Instead q is cut to a fixed window, the overlap at the best whole shift less
+ * TL_CENTER_REFINE_MARGIN columns at each end (so that a is real all over it for every
+ * shift within a sample), and the plain correlation with that window, a spectrum
+ * written to X, is refined as in the whole-detector case. False (X unset) where the
+ * window would be too narrow: the whole shift stands. ga: a's gradient; gq: q's. */
+static bool partial_window(tl_center_ctx *c, double *ga, const double *gq, long best,
+                           fftw_complex *X)
 {
     const long W = c->cols, L = c->len, lo = c->first + 1, hi = (long)c->last - 1,
                m = TL_CENTER_REFINE_MARGIN;
@@ -331,38 +317,18 @@ static double partial_refine(tl_center_ctx *c, double *ga, const double *gq, lon
          to = hi - best < W - 1 - lo ? hi - best : W - 1 - lo;
     from += m, to -= m;
     if (to - from < 2 * m)
-        return (double)best; /* too narrow to refine: the whole shift */
+        return false;
     memset(c->r2, 0, L * sizeof *c->r2);
-    memset(c->r3, 0, L * sizeof *c->r3);
     for (long u = from; u <= to; u++)
-        c->r2[u] = gq[u], c->r3[u] = 1;
-    xspectrum(c, ga, c->r2, c->sa); /* C_w */
-    for (long u = 0; u < L; u++)
-        c->r1[u] = ga[u] * ga[u];
-    xspectrum(c, c->r1, c->r3, c->s2); /* E_w */
-    const double g = 0.5 * (sqrt(5.0) - 1);
-    double a = best - 1.0, b = best + 1.0, x[2] = {b - g * (b - a), a + g * (b - a)}, f[2];
-    for (int k = 0; k < 2; k++) {
-        double C, E, d1, d2;
-        corr_at(c->sa, c->len, x[k], &C, &d1, &d2);
-        corr_at(c->s2, c->len, x[k], &E, &d1, &d2);
-        f[k] = E > 0 ? C / sqrt(E) : -INFINITY;
+        c->r2[u] = gq[u];
+    fftw_execute_dft_r2c(c->plan_a, ga, X);
+    fftw_execute_dft_r2c(c->plan_a, c->r2, c->s1);
+    for (long k = 0; k <= L / 2; k++) { /* X = A conj(Q_window) */
+        double xr = X[k][0], xi = X[k][1], yr = c->s1[k][0], yi = c->s1[k][1];
+        X[k][0] = xr * yr + xi * yi;
+        X[k][1] = xi * yr - xr * yi;
     }
-    for (int it = 0; it < TL_CENTER_GOLDEN_STEPS; it++) {
-        int k; /* the point to evaluate anew */
-        if (f[0] < f[1]) {
-            a = x[0], x[0] = x[1], f[0] = f[1];
-            x[1] = a + g * (b - a), k = 1;
-        } else {
-            b = x[1], x[1] = x[0], f[1] = f[0];
-            x[0] = b - g * (b - a), k = 0;
-        }
-        double C, E, d1, d2;
-        corr_at(c->sa, c->len, x[k], &C, &d1, &d2);
-        corr_at(c->s2, c->len, x[k], &E, &d1, &d2);
-        f[k] = E > 0 ? C / sqrt(E) : -INFINITY;
-    }
-    return 0.5 * (a + b);
+    return true;
 }
 
 /* The axis column from profiles pa (angle θ) and pb (θ + π), and the match's quality. */
@@ -397,7 +363,12 @@ static void pair_center(tl_center_ctx *c, const float *pa, const float *pb, doub
             }
         }
     double s = (double)best, C, d1, d2;
-    for (int it = 0; !c->partial && it < TL_CENTER_NEWTON_STEPS; it++) {
+    bool refine = true;
+    if (c->partial) {
+        gradient(c, pa, c->r4, false); /* partial_peak overwrote it */
+        refine = partial_window(c, c->r4, c->fq, best, X);
+    }
+    for (int it = 0; refine && it < TL_CENTER_NEWTON_STEPS; it++) {
         corr_at(X, L, s, &C, &d1, &d2);
         if (!(d2 < 0))
             break; /* not at a maximum's cap: keep the sample */
@@ -406,10 +377,6 @@ static void pair_center(tl_center_ctx *c, const float *pa, const float *pb, doub
         s += step;
         if (fabs(step) < 1e-9)
             break;
-    }
-    if (c->partial) {
-        gradient(c, pa, c->r4, false); /* partial_peak overwrote it */
-        s = partial_refine(c, c->r4, c->fq, best);
     }
     if (fabs(s - best) > 1)
         s = (double)best;

@@ -347,6 +347,88 @@ START_TEST(half_acquisition)
 }
 END_TEST
 
+/* --center auto --half-acquisition: 256 columns, the axis at 200.3, a whole turn of 360
+ * projections of disks with small ones near the axis (where opposite projections
+ * overlap: 111 columns): the axis printed within 0.1 px, the slices sized from it
+ * (2 x 200.3 + 1 = 401 columns), and the volume equal to that of --center with the
+ * printed value. */
+START_TEST(half_acquisition_center_auto)
+{
+    enum { AN = 360, AC = 256 };
+    const double axis = 200.3;
+    static float h[AN * 2 * AC];
+    for (int k = 0; k < AN; k++)
+        for (int r = 0; r < 2; r++)
+            for (int u = 0; u < AC; u++) {
+                double th = 2 * M_PI * k / AN, t = u - axis, p = 0;
+                if (fabs(t) < 190)
+                    p += 0.002 * sqrt(190 * 190 - t * t);
+                for (int j = 0; j < 12; j++) { /* small disks 10..120 px from the axis */
+                    double d = t - (10 + 10 * j) * cos(th + 2.4 * j), rad = 2 + j % 4;
+                    if (fabs(d) < rad)
+                        p += 0.05 * sqrt(rad * rad - d * d);
+                }
+                h[(k * 2 + r) * AC + u] = (float)p;
+            }
+    char err[512], e2[512];
+    tl_tiff_writer tw;
+    ck_assert(tl_tiff_create(&tw, path_in("hw.tif"), 0, err, sizeof err) == 0);
+    for (int k = 0; k < AN; k++)
+        ck_assert(tl_tiff_write_page(&tw, TL_DTYPE_F32, h + k * 2 * AC, 2, AC, err, sizeof err) ==
+                  0);
+    ck_assert(tl_tiff_finish(&tw, err, sizeof err) == 0);
+    const char *a1[] = {"recon",
+                        "--input",
+                        path_in("hw.tif"),
+                        "--angles-deg",
+                        "0:360:360",
+                        "--already-linear",
+                        "--backend",
+                        "cpu",
+                        "--center",
+                        "auto",
+                        "--half-acquisition",
+                        "--output",
+                        path_in("hwa.tif"),
+                        NULL};
+    ck_assert_msg(tomolive(a1) == 0, "%s", err_text);
+    const char *at = strstr(err_text, "center=");
+    ck_assert_ptr_nonnull(at);
+    char found[32];
+    snprintf(found, sizeof found, "%.3f", atof(at + 7));
+    printf("recon --center auto --half-acquisition: center=%s (true %.1f)\n", found, axis);
+    ck_assert_msg(fabs(atof(found) - axis) <= 0.1, "%s", err_text);
+    const char *a2[] = {"recon",
+                        "--input",
+                        path_in("hw.tif"),
+                        "--angles-deg",
+                        "0:360:360",
+                        "--already-linear",
+                        "--backend",
+                        "cpu",
+                        "--center",
+                        found,
+                        "--half-acquisition",
+                        "--output",
+                        path_in("hwc.tif"),
+                        NULL};
+    ck_assert_msg(tomolive(a2) == 0, "%s", err_text);
+    tl_tiff_reader ra, rb;
+    ck_assert(tl_tiff_open(&ra, path_in("hwa.tif"), e2, sizeof e2) == 0);
+    ck_assert(tl_tiff_open(&rb, path_in("hwc.tif"), e2, sizeof e2) == 0);
+    ck_assert_uint_eq(ra.rows, 401);
+    ck_assert_uint_eq(rb.rows, 401);
+    static float pa[401 * 401], pb[401 * 401];
+    ck_assert(tl_tiff_read_page(&ra, 0, pa, e2, sizeof e2) == 0);
+    ck_assert(tl_tiff_read_page(&rb, 0, pb, e2, sizeof e2) == 0);
+    tl_tiff_close(&ra);
+    tl_tiff_close(&rb);
+    double d = tl_rel_l2(pa, pb, 401 * 401);
+    printf("  vs --center %s: rel L2 %.3g\n", found, d);
+    ck_assert(d <= 1e-3); /* the printed centre is rounded to 0.001 px */
+}
+END_TEST
+
 /* Out of core: a correction over forced slabs of 5 rows (5, 5, 2) equals one slab of all 12
  * rows bit for bit. Dezinger and Paganin see neighbouring rows: the engine holds whole frames
  * and the slabs only cut the output, so no slab edge has a seam. Ring removal is per row,
@@ -362,12 +444,24 @@ START_TEST(slabs_equal_one_slab)
         float *vol[2];
         for (int k = 0; k < 2; k++) {
             const char *out = path_in(k ? "slabs.tif" : "one.tif");
-            const char *args[] = {"recon",        "--input",   path_in("p.tif"),
-                                  "--darks",      path_in("d.tif"), "--flats",
-                                  path_in("f.tif"), "--angles-deg", "0:180:60",
-                                  "--backend",    "cpu",       corr[i].opt,
-                                  corr[i].value,  "--slab-rows", k ? "5" : "12",
-                                  "--output",     out,         NULL};
+            const char *args[] = {"recon",
+                                  "--input",
+                                  path_in("p.tif"),
+                                  "--darks",
+                                  path_in("d.tif"),
+                                  "--flats",
+                                  path_in("f.tif"),
+                                  "--angles-deg",
+                                  "0:180:60",
+                                  "--backend",
+                                  "cpu",
+                                  corr[i].opt,
+                                  corr[i].value,
+                                  "--slab-rows",
+                                  k ? "5" : "12",
+                                  "--output",
+                                  out,
+                                  NULL};
             ck_assert_msg(tomolive(args) == 0, "%s %s: %s", corr[i].opt, corr[i].value, err_text);
             vol[k] = read_output(out, ROWS);
         }
@@ -383,10 +477,20 @@ END_TEST
 /* --paganin whose whole frames do not fit the GPU budget: refused, naming both numbers. */
 START_TEST(whole_frames_over_budget)
 {
-    const char *args[] = {"recon",          "--input",     path_in("p.tif"), "--angles-deg",
-                          "0:180:60",       "--backend",   "cpu",            "--paganin",
-                          "20,0.1,2,80",    "--gpu-memory", "1K",            "--output",
-                          path_in("bad.tif"), NULL};
+    const char *args[] = {"recon",
+                          "--input",
+                          path_in("p.tif"),
+                          "--angles-deg",
+                          "0:180:60",
+                          "--backend",
+                          "cpu",
+                          "--paganin",
+                          "20,0.1,2,80",
+                          "--gpu-memory",
+                          "1K",
+                          "--output",
+                          path_in("bad.tif"),
+                          NULL};
     ck_assert_int_eq(tomolive(args), 1);
     ck_assert_msg(strstr(err_text, "need whole frames") && strstr(err_text, "over the budget"),
                   "%s", err_text);
@@ -427,6 +531,7 @@ static Suite *suite(void)
     tcase_add_test(t, dezinger_and_paganin);
     tcase_add_test(t, center_auto);
     tcase_add_test(t, half_acquisition);
+    tcase_add_test(t, half_acquisition_center_auto);
     tcase_add_test(t, slabs_equal_one_slab);
     tcase_add_test(t, whole_frames_over_budget);
     tcase_add_test(t, bad_values);

@@ -115,12 +115,26 @@ END_TEST
 
 /* Streams a whole turn and a half (exact opposite pairs) of a 2048-column detector with
  * the axis 300 px from its right edge and an object 1400 px in radius (so the detector
- * sees less than half of it), into an engine started with the axis guessed `guess` px
+ * sees less than half of it; small detail near the axis: texture), into an engine started with the axis guessed `guess` px
  * off, center_auto on, a 64 x 64 slice tracked; returns the engine and the slice. */
 enum { WIDE = 2048, TURN = 360, WIDE_FRAMES = 540, SMALL = 64 };
 static const double WIDE_AXIS = WIDE - 1 - 300 + 0.37, WIDE_SCALE = 11.2;
 
 static void wide_frames(tl_engine *e, int *id, uint32_t from, uint32_t to);
+
+/* Small disks (radius 3-9 px) within 280 px of the axis, where a projection and its
+ * opposite overlap: the detail a sample has there and the smooth disks of field lack. */
+static double texture(double t, double th)
+{
+    double p = 0;
+    for (int k = 0; k < 24; k++) {
+        double rr = 20 + 11 * k, ang = 2.39996 * k, r = 3 + (k * 7) % 7;
+        double d = t - rr * cos(th + ang);
+        if (fabs(d) < r)
+            p += 0.02 * sqrt(r * r - d * d);
+    }
+    return p;
+}
 
 static tl_engine *wide_scan(double axis_at_start, bool automatic, int *id)
 {
@@ -153,7 +167,8 @@ static void wide_frames(tl_engine *e, int *id, uint32_t from, uint32_t to)
         double th = 2 * M_PI * k / TURN;
         for (uint32_t r = 0; r < ROWS; r++)
             for (uint32_t u = 0; u < WIDE; u++)
-                img[r * WIDE + u] = (float)(WIDE_SCALE * field((u - WIDE_AXIS) / WIDE_SCALE, th));
+                img[r * WIDE + u] = (float)(WIDE_SCALE * field((u - WIDE_AXIS) / WIDE_SCALE, th) +
+                                            texture(u - WIDE_AXIS, th));
         tl_frame f = {.kind = TL_FRAME_PROJ,
                       .index = k,
                       .angle = th,
