@@ -26,12 +26,12 @@
  * With half acquisition (halfacq.c) the profiles are of the virtual detector, the real
  * one embedded at an offset with zeros around it, and weighed column by column for the
  * overlap (a projection and its opposite weighed complementarily, so they would not
- * match): the weights of the axis at the time are divided out (unweigh), only the real
- * columns are correlated
- * (a gradient taken across the embedding's edge would be a step that is no feature of
- * the object), and the estimate is given on the real detector, as set_center takes it.
- * A 360-degree scan has exact pairs; their overlap is only the columns both projections
- * see, which is why the peak is searched over every shift.
+ * match): the weights of the axis at the time are divided out (unweigh); only the real
+ * columns are correlated (a gradient taken across the embedding's edge would be a step
+ * that is no feature of the object); the estimate is given on the real detector, as
+ * set_center takes it. Opposite projections overlap only in the columns both see, a
+ * share that changes with the shift: the peak is that of the normalised match
+ * (partial_peak), refined with a fixed window (partial_window).
  */
 #include "config.h"
 
