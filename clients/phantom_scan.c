@@ -28,6 +28,7 @@
 #define ME "tomolive phantom --scan"
 #define DARK 100.0
 #define FLAT 4000.0
+#define CALIB 4 /* darks, and flats, in the file */
 #define CHUNK_ROWS 64
 
 static const char usage_text[] =
@@ -114,7 +115,11 @@ int tl_cmd_phantom_scan(int argc, char **argv)
             case 't':
                 if (!tl_cli_long(optarg, 1, 65536, v))
                     return tl_cli_fail(ME, 1, "bad value '%s' for --%s", optarg,
-                                       opts[c == 'n' ? 1 : c == 's' ? 2 : c == 'r' ? 3 : 5].name);
+                                       opts[c == 'n'   ? 1
+                                            : c == 's' ? 2
+                                            : c == 'r' ? 3
+                                                       : 5]
+                                           .name);
                 break;
             case 'h': fputs(usage_text, stdout); return 0;
             default: return tl_cli_fail(ME, 2, "bad option '%s' (see --help)", argv[optind - 1]);
@@ -129,7 +134,9 @@ int tl_cmd_phantom_scan(int argc, char **argv)
     uint32_t T = threads ? (uint32_t)threads : (uint32_t)sysconf(_SC_NPROCESSORS_ONLN);
     T = T ? T : 1;
     size_t npix = (size_t)R * W, ss = u16 ? 2 : 4;
-    uint32_t batch = 2 * T;
+    /* frames per write: two per thread, and at least the CALIB darks (flats) written
+     * from the same buffer */
+    uint32_t batch = 2 * T > CALIB ? 2 * T : CALIB;
     tl_phantom ph;
     if (tl_phantom_shepp_logan(&ph, 0.45 * W, (R - 1) / 2.0, 0.45 * R) != 0)
         return tl_cli_fail(ME, 1, "out of memory");
@@ -144,24 +151,25 @@ int tl_cmd_phantom_scan(int argc, char **argv)
     int rc = buf && tmp && w && tid ? 0 : tl_cli_fail(ME, 1, "out of memory");
     if (rc == 0 && f < 0)
         rc = tl_cli_fail(ME, 1, "cannot create '%s'", out);
-    hid_t ft = u16 ? H5T_STD_U16LE : H5T_IEEE_F32LE, mt = u16 ? H5T_NATIVE_UINT16 : H5T_NATIVE_FLOAT;
+    hid_t ft = u16 ? H5T_STD_U16LE : H5T_IEEE_F32LE,
+          mt = u16 ? H5T_NATIVE_UINT16 : H5T_NATIVE_FLOAT;
     hid_t g = -1, dp = -1, dd = -1, dw = -1;
     if (rc == 0) {
         g = H5Gcreate2(f, "/exchange", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         dp = make_set(f, "/exchange/data", ft, N, R, W);
-        dd = make_set(f, "/exchange/data_dark", ft, 4, R, W);
-        dw = make_set(f, "/exchange/data_white", ft, 4, R, W);
+        dd = make_set(f, "/exchange/data_dark", ft, CALIB, R, W);
+        dw = make_set(f, "/exchange/data_white", ft, CALIB, R, W);
         if (g < 0 || dp < 0 || dd < 0 || dw < 0)
             rc = tl_cli_fail(ME, 1, "'%s': cannot create the datasets", out);
     }
     /* darks and flats: uniform (float32: zeros and ones, harmless with --already-linear) */
     for (int k = 0; rc == 0 && k < 2; k++) {
-        for (size_t p = 0; p < 4 * npix; p++)
+        for (size_t p = 0; p < CALIB * npix; p++)
             if (u16)
                 ((uint16_t *)buf)[p] = k ? (uint16_t)FLAT : (uint16_t)DARK;
             else
                 ((float *)buf)[p] = k ? 1.0f : 0.0f;
-        if (write_frames(k ? dw : dd, mt, 0, 4, R, W, buf) != 0)
+        if (write_frames(k ? dw : dd, mt, 0, CALIB, R, W, buf) != 0)
             rc = tl_cli_fail(ME, 1, "'%s': cannot write (disk full?)", out);
     }
     double t0 = tl_cli_now();
@@ -187,7 +195,8 @@ int tl_cmd_phantom_scan(int argc, char **argv)
                              H5P_DEFAULT);
         for (uint32_t i = 0; theta && i < N; i++)
             theta[i] = 180.0 * i / N;
-        if (!theta || d < 0 || H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, theta) < 0)
+        if (!theta || d < 0 ||
+            H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, theta) < 0)
             rc = tl_cli_fail(ME, 1, "'%s': cannot write /exchange/theta", out);
         if (d >= 0)
             H5Dclose(d);

@@ -199,8 +199,8 @@ START_TEST(test_out_of_core_equals_in_core)
     ck_assert_int_eq(tl_count_lines(tl_client_out(), "progress slab=1/1 "), 1);
     /* the plan with a GPU budget too small for one slab: several, printed */
     ck_assert_int_eq(RECON("--input", H5, "--backend", "cpu", "--gpu-memory", "6M", "--plan"), 0);
-    ck_assert_msg(strstr(tl_client_out(), "plan: ") && strstr(tl_client_out(), "slabs of"),
-                  "%s", tl_client_out());
+    ck_assert_msg(strstr(tl_client_out(), "plan: ") && strstr(tl_client_out(), "slabs of"), "%s",
+                  tl_client_out());
     ck_assert(access(path_in("ooc.h5"), F_OK) != 0);
     ck_assert_int_eq(RECON("--input", H5, "--backend", "cpu", "--gpu-memory", "6M",
                            "--host-memory", "64M", "-v", "--output", path_in("ooc.h5")),
@@ -270,7 +270,8 @@ START_TEST(test_out_of_core_equals_in_core)
     H5Dclose(d);
     H5Fclose(f);
     ck_assert(scale > 0);
-    for (size_t i = 0; i < (size_t)5 * COLS * COLS; i++) /* the first slab (5 rows) sets the range */
+    for (size_t i = 0; i < (size_t)5 * COLS * COLS;
+         i++) /* the first slab (5 rows) sets the range */
         ck_assert_msg(fabs(u[i] / scale + offset - vin[i]) <= 1.0 / scale, "%zu", i);
     free(u);
     free(vin);
@@ -280,9 +281,9 @@ END_TEST
 START_TEST(test_resume_after_kill)
 {
     /* slow enough to kill half-way: big slices, one row per slab */
-    const char *args[] = {"recon", "--input", H5, "--backend", "cpu", "--size", "384",
-                          "--slab-rows", "1", "--rows", "0:12", "--output", path_in("k.h5"),
-                          NULL};
+    const char *args[] = {"recon",         "--input",     H5,  "--backend", "cpu",  "--size",
+                          "384",           "--slab-rows", "1", "--rows",    "0:12", "--output",
+                          path_in("k.h5"), NULL};
     unlink(path_in("stdout.txt")); /* the last run's lines are not this one's */
     pid_t pid = tl_client_start(dir, args);
     ck_assert_msg(tl_client_wait_out(pid, "progress slab=1/", 60), "no first slab");
@@ -302,8 +303,8 @@ START_TEST(test_resume_after_kill)
                      0);
     uint32_t ra, rb;
     uint64_t da, db;
-    float *va = read_volume(path_in("k.h5"), &ra, &da), *vb = read_volume(path_in("k_ref.h5"),
-                                                                          &rb, &db);
+    float *va = read_volume(path_in("k.h5"), &ra, &da),
+          *vb = read_volume(path_in("k_ref.h5"), &rb, &db);
     ck_assert_uint_eq(da, 12);
     ck_assert(memcmp(va, vb, (size_t)12 * 384 * 384 * 4) == 0);
     free(va);
@@ -356,8 +357,8 @@ START_TEST(test_failures)
     ck_assert_int_eq(stat(H5, &st), 0);
     /* truncated HDF5: the data ends early */
     copy_truncated(H5, path_in("trunc.h5"), st.st_size * 2 / 3);
-    int rc = RECON("--input", path_in("trunc.h5"), "--backend", "cpu", "--output",
-                   path_in("t.h5"));
+    int rc =
+        RECON("--input", path_in("trunc.h5"), "--backend", "cpu", "--output", path_in("t.h5"));
     ck_assert_int_eq(rc, 1);
     ck_assert_msg(strstr(tl_client_err(), "trunc.h5"), "%s", tl_client_err());
     ck_assert_int_eq(tl_count_lines(tl_client_out(), "progress"), 0);
@@ -387,7 +388,8 @@ START_TEST(test_failures)
     ck_assert_int_eq(RECON("--input", H5, "--backend", "cpu", "--gpu-memory", "1K", "--output",
                            path_in("n.h5")),
                      1);
-    ck_assert_msg(strstr(tl_client_err(), "nothing fits") && strstr(tl_client_err(), "budget 0 MiB"),
+    ck_assert_msg(strstr(tl_client_err(), "nothing fits") &&
+                      strstr(tl_client_err(), "budget 0 MiB"),
                   "%s", tl_client_err());
     ck_assert(access(path_in("n.h5"), F_OK) != 0);
     /* a full disk: files may not pass 200 KiB (the volume is 640 KiB) */
@@ -437,6 +439,44 @@ START_TEST(test_bench_end_to_end)
 }
 END_TEST
 
+/* phantom --scan with one thread: its frame buffer (two frames per thread) once held
+ * fewer than the 4 darks and flats written from it (a heap overflow: ASan). The darks and
+ * flats read back uniform, the projections not all zero. */
+START_TEST(test_phantom_one_thread)
+{
+    const char *p = path_in("one.h5");
+    ck_assert_int_eq(tl_client_run(dir,
+                                   (const char *const[]){"phantom", "--scan", p, "--projections",
+                                                         "6", "--size", "16", "--rows", "3",
+                                                         "--threads", "1", NULL},
+                                   60),
+                     0);
+    hid_t f = H5Fopen(p, H5F_ACC_RDONLY, H5P_DEFAULT);
+    ck_assert(f >= 0);
+    static const struct {
+        const char *name;
+        int frames, value; /* value < 0: any, not all zero */
+    } sets[] = {{"/exchange/data_dark", 4, 100},
+                {"/exchange/data_white", 4, 4000},
+                {"/exchange/data", 6, -1}};
+    for (size_t i = 0; i < 3; i++) {
+        uint16_t v[6 * 3 * 16];
+        hid_t d = H5Dopen2(f, sets[i].name, H5P_DEFAULT);
+        ck_assert(d >= 0);
+        ck_assert(H5Dread(d, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+        H5Dclose(d);
+        size_t n = (size_t)sets[i].frames * 3 * 16, nonzero = 0;
+        for (size_t k = 0; k < n; k++) {
+            if (sets[i].value >= 0)
+                ck_assert_msg(v[k] == sets[i].value, "%s[%zu] = %u", sets[i].name, k, v[k]);
+            nonzero += v[k] != 0;
+        }
+        ck_assert(nonzero > 0);
+    }
+    H5Fclose(f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("recon_volume");
@@ -447,6 +487,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_resume_after_kill);
     tcase_add_test(tc, test_failures);
     tcase_add_test(tc, test_bench_end_to_end);
+    tcase_add_test(tc, test_phantom_one_thread);
     suite_add_tcase(s, tc);
     return s;
 }
