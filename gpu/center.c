@@ -243,6 +243,17 @@ static double normalised(const double *a, const double *q, uint32_t W, double s,
     return va > 0 && vq > 0 ? cov / sqrt(va * vq) : 0;
 }
 
+/* x[k] = x[k] conj(y[k]) scale: the spectrum of a cross-correlation (scale 1/L makes the
+ * c2r give the correlation itself). L is a power of two, so 1/L is exact. */
+static void times_conj(fftw_complex *x, const fftw_complex *y, uint32_t n, double scale)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        double xr = x[k][0], xi = x[k][1], yr = y[k][0], yi = y[k][1];
+        x[k][0] = (xr * yr + xi * yi) * scale;
+        x[k][1] = (xi * yr - xr * yi) * scale;
+    }
+}
+
 /* out[s mod L] = sum_u x(u + s) y(u), x and y zero-padded to L (kept: an out-of-place
  * r2c preserves its input). The plans are the context's, run on these arrays. */
 static void xcorr(tl_center_ctx *c, double *x, double *y, double *out)
@@ -250,11 +261,7 @@ static void xcorr(tl_center_ctx *c, double *x, double *y, double *out)
     const uint32_t L = c->len;
     fftw_execute_dft_r2c(c->plan_a, x, c->s1);
     fftw_execute_dft_r2c(c->plan_a, y, c->s2);
-    for (uint32_t k = 0; k <= L / 2; k++) {
-        double xr = c->s1[k][0], xi = c->s1[k][1], yr = c->s2[k][0], yi = c->s2[k][1];
-        c->s1[k][0] = (xr * yr + xi * yi) / L;
-        c->s1[k][1] = (xi * yr - xr * yi) / L;
-    }
+    times_conj(c->s1, c->s2, L / 2 + 1, 1.0 / L);
     fftw_execute_dft_c2r(c->plan_c, c->s1, out);
 }
 
@@ -323,11 +330,7 @@ static bool partial_window(tl_center_ctx *c, double *ga, const double *gq, long 
         c->r2[u] = gq[u];
     fftw_execute_dft_r2c(c->plan_a, ga, X);
     fftw_execute_dft_r2c(c->plan_a, c->r2, c->s1);
-    for (long k = 0; k <= L / 2; k++) { /* X = A conj(Q_window) */
-        double xr = X[k][0], xi = X[k][1], yr = c->s1[k][0], yi = c->s1[k][1];
-        X[k][0] = xr * yr + xi * yi;
-        X[k][1] = xi * yr - xr * yi;
-    }
+    times_conj(X, c->s1, L / 2 + 1, 1); /* X = A conj(Q_window) */
     return true;
 }
 
@@ -340,11 +343,7 @@ static void pair_center(tl_center_ctx *c, const float *pa, const float *pb, doub
     gradient(c, pb, c->fq, true);
     fftw_execute(c->plan_a);
     fftw_execute(c->plan_q);
-    for (uint32_t k = 0; k <= L / 2; k++) { /* X = A conj(Q), into sa */
-        double ar = c->sa[k][0], ai = c->sa[k][1], qr = c->sq[k][0], qi = c->sq[k][1];
-        c->sa[k][0] = ar * qr + ai * qi;
-        c->sa[k][1] = ai * qr - ar * qi;
-    }
+    times_conj(c->sa, c->sq, L / 2 + 1, 1); /* X = A conj(Q), into sa */
     /* keep X (sa is overwritten by the c2r), the correlation at integer shifts into fa */
     fftw_complex *X = c->sq;
     memcpy(X, c->sa, (L / 2 + 1) * sizeof *X);
