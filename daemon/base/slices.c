@@ -71,16 +71,17 @@ void tl_slice_touch(tl_slice *sl)
     sl->dirty = true;
 }
 
-void tl_slice_note_wanted(tl_slice *sl, bool wanted)
+void tl_slice_note_wanted(tl_slice *sl, bool tcp, bool shm)
 {
-    if (wanted && !sl->was_wanted)
+    if ((tcp && !sl->was_tcp) || (shm && !sl->was_shm))
         sl->want_new = true;
-    sl->was_wanted = wanted;
+    sl->was_tcp = tcp;
+    sl->was_shm = shm;
 }
 
 bool tl_slice_due(tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns, uint64_t *wake_ns)
 {
-    tl_slice_note_wanted(sl, wanted);
+    tl_slice_note_wanted(sl, wanted, false);
     return tl_slice_due_now(sl, wanted, have_data, now_ns, wake_ns);
 }
 

@@ -50,7 +50,7 @@ typedef struct {
     bool want_complete, want_param, want_new, want_final;
     uint64_t last_ns; /* monotonic time of the last computation, 0 = never */
     uint64_t cost_ns; /* moving average of its share of a read-out's time (pacing.h) */
-    bool was_wanted;
+    bool was_tcp, was_shm; /* wanted over each channel at the last turn */
 } tl_slice;
 
 typedef struct {
@@ -72,14 +72,17 @@ bool tl_slice_id_valid(const char *id, size_t len);
 /* Records one new projection in the window (or a window change of another kind). */
 void tl_slice_touch(tl_slice *sl);
 
-/* Records whether the slice is wanted (pinned or subscribed) this turn: one that becomes
- * wanted is due at once (want_new). */
-void tl_slice_note_wanted(tl_slice *sl, bool wanted);
+/* Records over which channels the slice is wanted this turn (tcp: pinned or subscribed to
+ * "slice/<id>/"; shm: subscribed to "shm/<id>/"). One that becomes wanted over a channel is
+ * due at once (want_new), even when the other channel wanted it already: what was published
+ * before went over that other channel only, and a scan that has ended publishes nothing
+ * more by itself, so the newcomer would get nothing. */
+void tl_slice_note_wanted(tl_slice *sl, bool tcp, bool shm);
 /* Whether the slice should be computed now; changes nothing but *wake_ns, which is lowered
  * to when it will be due when only its maximum rate holds it back. */
 bool tl_slice_due_now(const tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns,
                       uint64_t *wake_ns);
-/* Both: tl_slice_note_wanted, then tl_slice_due_now. */
+/* Both: tl_slice_note_wanted (wanted over TCP), then tl_slice_due_now. */
 bool tl_slice_due(tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns, uint64_t *wake_ns);
 /* Whether it is due for more than its routine policy: a new subscriber, a parameter
  * change, the window's completion or the scan's end. */

@@ -41,7 +41,7 @@
  * the watched ones (the others cost nothing), shared-memory slots for those wanted through
  * shm (made when the slice is wanted, not when frames already flow behind its first
  * read-out; a failure is logged, counted and tried again a little later), and whether it
- * became wanted (a new subscriber: due at once). */
+ * became wanted over a channel (a new subscriber: due at once). */
 static void refresh_slices(tl_daemon *d)
 {
     for (int i = 0; i < d->slices.n; i++) {
@@ -54,7 +54,7 @@ static void refresh_slices(tl_daemon *d)
             sl->tracked = track;
         if (shm)
             tl_slice_shm_prepare(d, sl);
-        tl_slice_note_wanted(sl, wanted);
+        tl_slice_note_wanted(sl, tcp, shm);
     }
 }
 

@@ -9,7 +9,9 @@
  *   - `tomolive sub --shm` and `tomolive sub` side by side on one scan: the same lines
  *     (but the latency) and the same TIFF files for every seq both received;
  *   - a daemon without slices.shm: a subscriber of "shm/<id>/" gets nothing and does not
- *     make the slice wanted (nothing computed), while "slice/<id>/" still works.
+ *     make the slice wanted (nothing computed), while "slice/<id>/" still works;
+ *   - a subscriber that joins over one channel after the scan ended, while the other
+ *     channel wants the slice, gets it at once (no resend needed).
  *
  * Object names carry the test's pid, so parallel runs never meet in /dev/shm.
  */
@@ -487,6 +489,79 @@ START_TEST(shm_off)
 }
 END_TEST
 
+/* A subscriber joining over one channel after the scan has ended, while the slice is
+ * wanted over the other already, gets the slice at once, with no resend: the newest read-out
+ * went over the other channel only, and the ended scan publishes nothing more by itself.
+ * (A shared-memory viewer restarted near a scan's end used to wait for the next scan.) The
+ * late read-out has the final's pixels: the window has not changed since. */
+START_TEST(late_channel)
+{
+    char prefix[64], set[96];
+    prefix_for(prefix, sizeof prefix, "late");
+    snprintf(set, sizeof set, "slices.shm=%s", prefix);
+    const char *args[] = {"--set", set, NULL};
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "shmlate", args), 0);
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"a\",\"kind\":\"row\",\"z\":0,"
+                         "\"update\":{\"max_rate\":1000}}"));
+    json_decref(tl_fx_ok(&f, "set_slice",
+                         "{\"id\":\"b\",\"kind\":\"row\",\"z\":1,"
+                         "\"update\":{\"max_rate\":1000}}"));
+    receiver rc = {.tcp = subscribe(&f, "slice/a/"), .prefix = prefix,
+                   .dec = tl_proto_decoder_new()};
+    void *shm_b = subscribe(&f, "shm/b/");
+    wait_wanted(&f, 2, 2);
+    restart(&rc);
+    send_disk_scan(&f, 1, 2, 32, 40, 8, NULL, 0);
+    zmq_pollitem_t it = {rc.tcp, 0, ZMQ_POLLIN, 0};
+    for (double t0 = tl_fx_seconds(); !rc.gt->final_seq && tl_fx_seconds() - t0 < 30;)
+        if (zmq_poll(&it, 1, 200) > 0)
+            take(rc.tcp, false, prefix, &rc.rd, rc.dec, rc.gt);
+    ck_assert_uint_ne(rc.gt->final_seq, 0);
+    got *gb = calloc(1, sizeof *gb); /* b's final goes out through shared memory */
+    ck_assert_ptr_nonnull(gb);
+    it.socket = shm_b;
+    for (double t0 = tl_fx_seconds(); !gb->final_seq && tl_fx_seconds() - t0 < 30;)
+        if (zmq_poll(&it, 1, 200) > 0)
+            take(shm_b, true, prefix, &rc.rd, rc.dec, gb);
+    ck_assert_uint_ne(gb->final_seq, 0);
+
+    rc.shm = subscribe(&f, "shm/a/");
+    wait_wanted(&f, 2, 3);
+    it.socket = rc.shm;
+    ck_assert_msg(zmq_poll(&it, 1, 10000) == 1, "the late shared-memory subscriber got nothing");
+    take(rc.shm, true, prefix, &rc.rd, rc.dec, rc.gs);
+    uint64_t late = rc.gs->final_seq ? rc.gs->final_seq : 0;
+    for (int i = 0; i < MAXSEQ && !late; i++)
+        if (rc.gs->px[i])
+            late = (uint64_t)i;
+    ck_assert_uint_gt(late, rc.gt->final_seq);
+    ck_assert_mem_eq(rc.gs->px[late], rc.gt->px[rc.gt->final_seq], 32 * 32 * sizeof(float));
+
+    /* and the other way round: b, wanted through shared memory only during the scan, gets
+     * a TCP subscriber after its end */
+    void *tcp_b = subscribe(&f, "slice/b/");
+    wait_wanted(&f, 2, 4);
+    it.socket = tcp_b;
+    ck_assert_msg(zmq_poll(&it, 1, 10000) == 1, "the late TCP subscriber got nothing");
+    zmq_close(tcp_b);
+    zmq_close(shm_b);
+    zmq_close(rc.tcp);
+    zmq_close(rc.shm);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_shm_reader_close(&rc.rd);
+    tl_proto_decoder_free(rc.dec);
+    got_free(rc.gt);
+    got_free(rc.gs);
+    free(rc.gt);
+    free(rc.gs);
+    got_free(gb);
+    free(gb);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("shm_slices");
@@ -495,6 +570,7 @@ static Suite *suite(void)
     tcase_add_test(t, shm_equals_tcp);
     tcase_add_test(t, sub_shm_tool);
     tcase_add_test(t, shm_off);
+    tcase_add_test(t, late_channel);
     suite_add_tcase(s, t);
     return s;
 }

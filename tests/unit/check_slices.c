@@ -63,6 +63,27 @@ START_TEST(policy_triggers)
 }
 END_TEST
 
+/* A slice wanted over one channel that becomes wanted over the other is due at once: what
+ * was published went over the first only (a shared-memory subscriber restarted after the
+ * scan's end would otherwise get nothing). */
+START_TEST(new_channel_is_new)
+{
+    tl_slice sl = {0};
+    tl_slice_note_wanted(&sl, true, false);
+    ck_assert(sl.want_new);
+    tl_slice_computed(&sl, 1);
+    tl_slice_note_wanted(&sl, true, false);
+    ck_assert(!sl.want_new);
+    tl_slice_note_wanted(&sl, true, true); /* a shared-memory subscriber joins */
+    ck_assert(sl.want_new);
+    tl_slice_computed(&sl, 2);
+    tl_slice_note_wanted(&sl, false, true); /* the TCP one leaves: nothing new */
+    ck_assert(!sl.want_new);
+    tl_slice_note_wanted(&sl, true, true); /* and comes back */
+    ck_assert(sl.want_new);
+}
+END_TEST
+
 /* Urgent slices first, then the one computed longest ago. */
 START_TEST(served_order)
 {
@@ -115,6 +136,7 @@ static Suite *suite(void)
     tcase_add_test(t, policy_every_k_and_rate);
     tcase_add_test(t, policy_triggers);
     tcase_add_test(t, slice_ids_and_registry);
+    tcase_add_test(t, new_channel_is_new);
     tcase_add_test(t, served_order);
     suite_add_tcase(s, t);
     return s;
