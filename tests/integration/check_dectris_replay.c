@@ -191,6 +191,8 @@ START_TEST(replayed)
                   "%lld of %d images accepted", tl_fx_status_int(&f, "frames.accepted.proj"),
                   IMAGES);
     ck_assert(tl_fx_wait_status(&f, "frames.messages", 1 + IMAGES + 1, 30));
+    /* received is not applied: the worker logs the end once the scan is finished */
+    ck_assert(tl_fx_wait_log(&f, "scan_ended", 30));
     assert_none_refused(&f);
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.detector.masked_pixels"), (long long)NMASKED);
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.detector.masked_filled"),
