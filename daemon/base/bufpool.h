@@ -4,7 +4,12 @@
  * reconstructs into it and posts it; the publisher sends the pixels zero-copy, and ZeroMQ
  * hands the buffer back from its I/O thread once every subscriber has it. Returned buffers
  * are kept for reuse, so steady streaming allocates nothing; a bounded number is kept so a
- * burst does not pin memory forever. A buffer may have several holders (ZeroMQ sending it,
+ * burst does not pin memory forever. A get takes the smallest kept buffer that is large
+ * enough (best fit), and allocates a new one when none is: growing any kept buffer to the
+ * largest slice would, over a long run with slices of several sizes, make every buffer the
+ * largest size. Buffers nobody took between two tl_bufpool_trim calls are freed there (the
+ * publisher trims every few seconds), so memory follows what the slices of now need, not
+ * the high-water mark of a burst or of an earlier scan's geometry. A buffer may have several holders (ZeroMQ sending it,
  * the publisher keeping it to repeat after a stall): tl_bufpool_hold adds one, and the
  * buffer goes back when the last one puts it. The pixels live in the engine backend's host memory
  * (tl_host_alloc: page-locked with CUDA), so the read-out from the GPU runs at bus speed.
@@ -50,6 +55,7 @@ typedef struct tl_slicebuf {
     unsigned unsent; /* TL_SLICEBUF_SHM | TL_SLICEBUF_TCP: messages not sent yet */
     bool shown;      /* the publisher's taps have seen it */
     bool counted;    /* counted as published */
+    bool taken;      /* handed out since the last tl_bufpool_trim */
 } tl_slicebuf;
 
 #define TL_SLICEBUF_SHM 1u /* the announcement on "shm/<id>/" */
@@ -60,6 +66,7 @@ struct tl_bufpool {
     tl_slicebuf *free;
     size_t nfree, max_free;
     size_t live;            /* handed out and not yet returned */
+    size_t buffers, bytes;  /* allocated, kept or handed out: their count and pixel bytes */
     tl_backend_kind memory; /* whose host memory the pixels are in */
     char error[256];        /* why the last get failed */
 };
@@ -74,6 +81,11 @@ void tl_bufpool_hold(tl_slicebuf *b);
 /* Gives a buffer back (any thread), once its last holder puts it. */
 void tl_bufpool_put(tl_slicebuf *b);
 size_t tl_bufpool_live(tl_bufpool *p);
+/* Frees the kept buffers not handed out since the previous trim (any thread). Returns how
+ * many it freed. */
+size_t tl_bufpool_trim(tl_bufpool *p);
+/* How many buffers exist (kept or handed out) and their pixel bytes (any thread). */
+void tl_bufpool_usage(tl_bufpool *p, size_t *buffers, size_t *bytes);
 /* zmq_free_fn for a payload whose hint is its tl_slicebuf. */
 void tl_bufpool_zmq_free(void *data, void *hint);
 

@@ -16,6 +16,10 @@
 /* While a slice waits for a full queue, the flush runs again this often: how late a reader
  * that drains its queue gets the next slice. */
 #define TL_PUBLISHER_RETRY_MS 1
+/* How often the pool's buffers that nobody took meanwhile are freed: long enough that a
+ * slice read a few times a second keeps its buffers, short enough that a burst or an
+ * earlier scan's larger slices give their memory back soon. */
+#define TL_PUBLISHER_TRIM_MS 10000
 
 /* Subscription messages from subscribers. */
 static void on_readable(tl_zwatch *w)
@@ -51,6 +55,12 @@ static void on_async(uv_async_t *h)
 static void on_retry(uv_timer_t *h)
 {
     tl_publisher_flush(h->data);
+}
+
+static void on_trim(uv_timer_t *h)
+{
+    tl_publisher *p = h->data;
+    tl_bufpool_trim(&p->pool);
 }
 
 int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const tl_publisher_opts *opts,
@@ -107,6 +117,9 @@ int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const tl_publisher_opts 
     p->async.data = p;
     uv_timer_init(loop, &p->retry);
     p->retry.data = p;
+    uv_timer_init(loop, &p->trim);
+    p->trim.data = p;
+    uv_timer_start(&p->trim, on_trim, TL_PUBLISHER_TRIM_MS, TL_PUBLISHER_TRIM_MS);
     p->open = true;
     return 0;
 }
@@ -416,6 +429,7 @@ void tl_publisher_close(tl_publisher *p, int linger_ms)
     tl_zwatch_stop(&p->watch);
     uv_close((uv_handle_t *)&p->async, NULL);
     uv_close((uv_handle_t *)&p->retry, NULL);
+    uv_close((uv_handle_t *)&p->trim, NULL);
     zmq_setsockopt(p->sock, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
     zmq_close(p->sock);
     p->sock = NULL;

@@ -63,6 +63,7 @@ typedef struct {
     tl_zwatch watch;
     uv_async_t async;
     uv_timer_t retry; /* runs the flush again while slices wait for room */
+    uv_timer_t trim;  /* frees the pool's idle buffers now and then (bufpool.h) */
     pthread_mutex_t mu;
     tl_outbox outbox;       /* posted, not yet sent (mu) */
     tl_slicebuf *current;   /* taken from the outbox, being sent (loop) */

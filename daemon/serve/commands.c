@@ -785,8 +785,10 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_u64(pk, "capacity", d->queue.cap);
     tl_proto_pack_kv_str(pk, "overflow",
                          tl_settings_enum_name("ingest.overflow", atomic_load(&d->overflow)));
+    size_t buffers, buffer_bytes;
+    tl_bufpool_usage(&d->pub.pool, &buffers, &buffer_bytes);
     pack_key(pk, "slices");
-    msgpack_pack_map(pk, 11);
+    msgpack_pack_map(pk, 13);
     tl_proto_pack_kv_u64(pk, "defined", (uint64_t)defined);
     tl_proto_pack_kv_u64(pk, "wanted", (uint64_t)wanted);
     tl_proto_pack_kv_u64(pk, "subscriptions", tl_subs_count(&d->pub.subs));
@@ -798,6 +800,8 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_u64(pk, "finals_lost", tl_stats_get(&st->finals_lost));
     tl_proto_pack_kv_u64(pk, "shared_memory", tl_stats_get(&st->slices_shm));
     tl_proto_pack_kv_u64(pk, "shm_failed", tl_stats_get(&st->shm_failed));
+    tl_proto_pack_kv_u64(pk, "buffers", buffers); /* slice buffers in host memory (bufpool.h) */
+    tl_proto_pack_kv_u64(pk, "buffer_bytes", buffer_bytes);
     pack_key(pk, "gpu_frames"); /* frames read from producers' GPU memory (CUDA IPC) */
     msgpack_pack_map(pk, 7);
     tl_proto_pack_kv_u64(pk, "frames", tl_stats_get(&st->ipc_frames));

@@ -2,7 +2,8 @@
  * real tomolived on the CPU backend:
  *
  *   - one subscriber of "slice/" watching many slices, reading all along, gets every
- *     slice's final of every scan, and each slice's seqs only ever grow;
+ *     slice's final of every scan, and each slice's seqs only ever grow; once the slices
+ *     are removed, their buffers are freed (status.slices.buffers drops to 0);
  *   - a subscriber that pauses (its receive high-water mark 1) and then reads again ends
  *     with the newest of each slice, its final, not the oldest: on its own while the daemon
  *     waits for it (a pause shorter than slices.stall_ms), and after it was taken as
@@ -206,8 +207,22 @@ START_TEST(every_final_to_one_subscriber)
     ck_assert_int_eq(tl_fx_status_int(&f, "slices.finals_lost"), 0);
     printf("one subscriber, %d slices, 3 scans: every final; superseded %lld\n", NSLICES,
            tl_fx_status_int(&f, "slices.superseded"));
-    tl_proto_decoder_free(dec);
+    /* the buffers: at least the final kept for each slice (resend), then, the slices
+     * removed and nobody subscribed, every one freed by the pool's trim (bufpool.h) */
+    long long buffers = tl_fx_status_int(&f, "slices.buffers");
+    ck_assert_int_ge(buffers, NSLICES);
+    ck_assert_int_ge(tl_fx_status_int(&f, "slices.buffer_bytes"), NSLICES * 64 * 64 * 4);
     zmq_close(sub);
+    for (int k = 0; k < NSLICES; k++) {
+        char args[64];
+        snprintf(args, sizeof args, "{\"id\":\"s%d\"}", k);
+        json_decref(tl_fx_ok(&f, "remove_slice", args));
+    }
+    ck_assert_msg(tl_fx_wait_status(&f, "slices.buffers", 0, 40),
+                  "%lld of %lld slice buffers still there 40 s after the slices went",
+                  tl_fx_status_int(&f, "slices.buffers"), buffers);
+    ck_assert_int_eq(tl_fx_status_int(&f, "slices.buffer_bytes"), 0);
+    tl_proto_decoder_free(dec);
     ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
     tl_fx_cleanup(&f);
 }
