@@ -96,6 +96,13 @@ static void on_watchdog(uv_timer_t *t)
         tl_log(TL_LOG_ERROR, "worker_stalled", "seconds=%.1f", (tl_clock_ns() - beat) / 1e9);
 }
 
+static void on_heap(uv_timer_t *t)
+{
+    tl_daemon *d = t->data;
+    if (tl_heap_idle_check(&d->heap, tl_stats_get(&d->stats.messages), tl_clock_ns()))
+        tl_log(TL_LOG_DEBUG, "heap_trimmed", "trims=%llu", (unsigned long long)d->heap.trims);
+}
+
 static void start_status_timer(tl_daemon *d)
 {
     uint64_t ms = (uint64_t)(d->cfg.status_interval * 1000);
@@ -169,6 +176,7 @@ void tl_daemon_shutdown(tl_daemon *d)
     close_handle((uv_handle_t *)&d->sighup);
     close_handle((uv_handle_t *)&d->status_timer);
     close_handle((uv_handle_t *)&d->watchdog_timer);
+    close_handle((uv_handle_t *)&d->heap_timer);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -249,6 +257,9 @@ int tl_daemon_start(tl_daemon *d, char *err, size_t errlen)
     uv_timer_init(&d->loop, &d->status_timer);
     d->status_timer.data = d;
     start_status_timer(d);
+    uv_timer_init(&d->loop, &d->heap_timer);
+    d->heap_timer.data = d;
+    uv_timer_start(&d->heap_timer, on_heap, TL_HEAP_CHECK_MS, TL_HEAP_CHECK_MS);
     uv_timer_init(&d->loop, &d->watchdog_timer);
     d->watchdog_timer.data = d;
     d->watchdog_usec = tl_notify_watchdog_usec();

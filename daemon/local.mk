@@ -34,6 +34,7 @@ daemon_libtlcore_a_SOURCES = \
 	daemon/base/slices.h daemon/base/slices.c \
 	daemon/base/pacing.h daemon/base/pacing.c \
 	daemon/base/bufpool.h daemon/base/bufpool.c \
+	daemon/base/heap.h daemon/base/heap.c \
 	daemon/base/outbox.h daemon/base/outbox.c \
 	daemon/base/zwatch.h daemon/base/zwatch.c \
 	daemon/base/zbind.h daemon/base/zbind.c \

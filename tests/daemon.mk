@@ -34,7 +34,7 @@ EXTRA_DIST += tests/integration/verify_unit.sh
 # the daemon's pieces that need no sockets, one test program per module (daemon/base/,
 # daemon/ingest/bands.h)
 DAEMON_CORE_TESTS = tests/unit/check_slices tests/unit/check_pacing tests/unit/check_subs \
-	tests/unit/check_queue tests/unit/check_bufpool tests/unit/check_outbox tests/unit/check_stats \
+	tests/unit/check_queue tests/unit/check_bufpool tests/unit/check_heap tests/unit/check_outbox tests/unit/check_stats \
 	tests/unit/check_bands
 check_PROGRAMS += $(DAEMON_CORE_TESTS)
 TESTS += $(DAEMON_CORE_TESTS)
@@ -55,6 +55,9 @@ tests_unit_check_subs_LDADD = $(DAEMON_CORE_TEST_LIBS)
 tests_unit_check_queue_SOURCES = tests/unit/check_queue.c
 tests_unit_check_queue_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
 tests_unit_check_queue_LDADD = $(DAEMON_CORE_TEST_LIBS)
+tests_unit_check_heap_SOURCES = tests/unit/check_heap.c
+tests_unit_check_heap_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
+tests_unit_check_heap_LDADD = $(DAEMON_CORE_TEST_LIBS)
 tests_unit_check_bufpool_SOURCES = tests/unit/check_bufpool.c
 tests_unit_check_bufpool_CFLAGS = $(DAEMON_CORE_TEST_CFLAGS)
 tests_unit_check_bufpool_LDADD = $(DAEMON_CORE_TEST_LIBS)

@@ -30,6 +30,7 @@
 #include "daemon/base/auth.h"
 #include "daemon/ingest/adapter.h"
 #include "daemon/ingest/bands.h"
+#include "daemon/base/heap.h"
 #include "daemon/base/settings.h"
 #include "daemon/ingest/ipc_frames.h"
 #include "daemon/base/log.h"
@@ -193,6 +194,8 @@ typedef struct tl_daemon {
     msgpack_sbuffer reply;
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t watchdog_timer, status_timer;
+    uv_timer_t heap_timer; /* trims the heap once ingest is idle (heap.h) */
+    tl_heap heap;          /* loop thread */
     uint64_t watchdog_usec;
     bool stopping;
 } tl_daemon;

@@ -752,7 +752,7 @@ static void cmd_status(request *r)
     tl_stats *st = &d->stats;
     msgpack_packer *pk = r->pk;
     tl_proto_begin_rep_ok(pk, r->id);
-    msgpack_pack_map(pk, 14);
+    msgpack_pack_map(pk, 15);
     tl_proto_pack_kv_str(pk, "version", PACKAGE_VERSION);
     tl_proto_pack_kv_u64(pk, "protocol", TL_PROTO_VERSION);
     tl_proto_pack_kv_double(pk, "uptime_s", (tl_clock_ns() - d->started_ns) / 1e9);
@@ -817,6 +817,14 @@ static void cmd_status(request *r)
     tl_proto_pack_kv_u64(pk, "errors", tl_stats_get(&st->request_errors));
     pack_key(pk, "latency_ms");
     pack_latency(d, pk);
+    size_t heap_in_use, heap_free;
+    tl_heap_usage(&heap_in_use, &heap_free);
+    pack_key(pk, "memory"); /* the host heap (heap.h) */
+    msgpack_pack_map(pk, 4);
+    tl_proto_pack_kv_u64(pk, "heap_in_use", heap_in_use);
+    tl_proto_pack_kv_u64(pk, "heap_free", heap_free);
+    tl_proto_pack_kv_u64(pk, "heap_trims", d->heap.trims);
+    tl_proto_pack_kv_bool(pk, "heap_trimmed", d->heap.trimmed);
     pack_key(pk, "security"); /* [security]: per socket curve or plain, refusals (auth.h) */
     tl_auth_pack_status(&d->auth, pk);
 }

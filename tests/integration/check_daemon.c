@@ -570,6 +570,24 @@ END_TEST
  * at most slices.stall_ms, then counts a stall), the reading subscriber gets the final
  * slice, and the stalled one shows the slices it missed in its seq numbers. More of this
  * in check_publishing. */
+/* Once ingest is idle the daemon gives its free heap back (heap.h), once per idle spell:
+ * at start (nothing has come), and again after a scan's frames stop. */
+START_TEST(heap_trimmed_when_idle)
+{
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "heap", NULL), 0);
+    ck_assert(tl_fx_wait_status(&f, "memory.heap_trims", 1, 20));
+    send_disk_scan(&f, 1, 8, 256, 60, 60, 100);
+    ck_assert(tl_fx_wait_messages(&f, 61, 30));
+    ck_assert_msg(tl_fx_wait_status(&f, "memory.heap_trims", 2, 20), "heap_trims %lld",
+                  tl_fx_status_int(&f, "memory.heap_trims"));
+    ck_assert_int_ge(tl_fx_status_int(&f, "memory.heap_in_use"), 0);
+    ck_assert_int_ge(tl_fx_status_int(&f, "memory.heap_free"), 0);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
 START_TEST(slow_subscriber)
 {
     tl_fixture f;
@@ -901,6 +919,7 @@ static Suite *suite(void)
     tcase_add_test(t, malformed_barrage);
     tcase_add_test(t, computed_only_when_wanted);
     tcase_add_test(t, slow_subscriber);
+    tcase_add_test(t, heap_trimmed_when_idle);
     tcase_add_test(t, frames_in_bands);
     tcase_add_test(t, systemd_reload_and_stop);
     tcase_add_test(t, sigterm_under_load);
