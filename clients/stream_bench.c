@@ -371,6 +371,17 @@ static void print_stages(void *ctl, tl_proto_decoder *dec, bool incremental)
             printf("%-11s | daemon stage %-22s p50 %8.3f  p99 %8.3f  max %8.3f ms\n",
                    incremental ? "incremental" : "recompute", stage[i], p50, p99, max);
     }
+    /* ring removal's estimate updates, and how many moved the window (each rebuilds the
+     * tracked slices: a latency spike), of the last scan */
+    const msgpack_object *scan = tl_proto_map_get(m.rep.result, "scan");
+    const msgpack_object *corr = scan ? tl_proto_map_get(scan, "corrections") : NULL;
+    uint64_t updates, rebuilds;
+    if (corr && tl_proto_get_u64(corr, "ring_updates", false, &updates, &err) == TL_PROTO_OK &&
+        tl_proto_get_u64(corr, "ring_rebuilds", false, &rebuilds, &err) == TL_PROTO_OK &&
+        updates)
+        printf("%-11s | daemon rings: %llu estimate updates, %llu moved the window\n",
+               incremental ? "incremental" : "recompute", (unsigned long long)updates,
+               (unsigned long long)rebuilds);
     tl_proto_close(parts, n);
 }
 
