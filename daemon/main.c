@@ -30,12 +30,18 @@ static void usage(FILE *f)
 /* ZeroMQ allocates every received frame (8 MB for a 2048² uint16 camera) and the worker
  * frees it after the upload. By default glibc serves such sizes with mmap and gives them
  * back with munmap, so every frame page-faults 2,000 fresh pages (~1 ms of an I/O thread)
- * and the kernel zeroes them. Raised thresholds keep freed frames in the heap for the next. */
+ * and the kernel zeroes them. Raised thresholds keep freed frames in the heap for the next;
+ * heap.h gives them back once ingest is idle. One arena for all threads: malloc_trim gives
+ * back the top of the main arena only, so frames that ZeroMQ's I/O threads had allocated
+ * in arenas of their own stayed resident after every trim (the H100 soak: +14 MiB in one
+ * thread arena, the heap in use flat). The threads allocate a few blocks per frame, and
+ * glibc's per-thread cache serves the small ones without the arena's lock. */
 static void keep_frame_memory(void)
 {
 #ifdef M_MMAP_THRESHOLD
     mallopt(M_MMAP_THRESHOLD, TL_FRAME_HEAP_MAX);
     mallopt(M_TRIM_THRESHOLD, 8 * TL_FRAME_HEAP_MAX);
+    mallopt(M_ARENA_MAX, 1);
 #endif
 }
 
