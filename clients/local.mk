@@ -20,7 +20,8 @@ clients_tomolive_SOURCES = \
 	clients/sub.c clients/ctl.c clients/keygen.c clients/recon.c clients/bench.c clients/phantom.c \
 	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c \
 	clients/volume_plan.h clients/volume_plan.c clients/volume_stack.h clients/volume_stack.c \
-	clients/volume_output.h clients/volume_output.c clients/volume_progress.h \
+	clients/volume_output.h clients/volume_output.c clients/volume_convert.h \
+	clients/volume_convert.c clients/volume_progress.h \
 	clients/volume_progress.c clients/volume_pipeline.h clients/volume_pipeline.c \
 	clients/phantom_scan.c clients/bench_volume_e2e.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clients/volume_convert.h"
 #include "clients/volume_output.h"
 
 #define DSET "/volume"
@@ -59,34 +60,6 @@ tl_out_form tl_out_form_of(const char *path)
 
 /* ---- samples -------------------------------------------------------------------------- */
 
-/* IEEE half, round to nearest even; overflow to infinity, NaN kept. */
-static uint16_t half_of(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xff, m = x & 0x7fffffu;
-    if (e == 0xff)
-        return (uint16_t)(sign | 0x7c00u | (m ? 0x200u : 0));
-    int32_t he = (int32_t)e - 127 + 15;
-    if (he >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (he <= 0) { /* subnormal or zero */
-        if (he < -10)
-            return (uint16_t)sign;
-        m |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - he), hm = m >> shift, rem = m & ((1u << shift) - 1),
-                 halfway = 1u << (shift - 1);
-        if (rem > halfway || (rem == halfway && (hm & 1)))
-            hm++;
-        return (uint16_t)(sign | hm);
-    }
-    uint32_t hm = m >> 13, rem = m & 0x1fffu;
-    uint32_t h = sign | ((uint32_t)he << 10) | hm;
-    if (rem > 0x1000u || (rem == 0x1000u && (hm & 1)))
-        h++; /* may carry into the exponent: correct, up to infinity */
-    return (uint16_t)h;
-}
-
 static void set_range(tl_volume_output *o, double lo, double hi)
 {
     o->offset = lo;
@@ -101,15 +74,10 @@ static const void *convert(tl_volume_output *o, const float *v)
     if (o->spec.dtype == TL_OUT_F32)
         return v;
     uint16_t *d = o->conv;
-    if (o->spec.dtype == TL_OUT_F16) {
-        for (size_t i = 0; i < n; i++)
-            d[i] = half_of(v[i]);
-        return d;
-    }
-    for (size_t i = 0; i < n; i++) {
-        double s = nearbyint(((double)v[i] - o->offset) * o->scale);
-        d[i] = s >= 0 ? s <= 65535 ? (uint16_t)s : 65535 : 0; /* NaN -> 0 */
-    }
+    if (o->spec.dtype == TL_OUT_F16)
+        tl_half_of_floats_scalar(d, v, n);
+    else
+        tl_u16_of_floats_scalar(d, v, n, o->offset, o->scale);
     return d;
 }
 

@@ -22,6 +22,13 @@ tests_unit_check_volume_plan_SOURCES = tests/unit/check_volume_plan.c clients/vo
 tests_unit_check_volume_plan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_volume_plan_LDADD = $(TEST_LIBS)
 
+# the volume output's conversions: the vector paths equal the scalar definitions, bit for bit
+check_PROGRAMS += tests/unit/check_volume_convert
+TESTS += tests/unit/check_volume_convert
+tests_unit_check_volume_convert_SOURCES = tests/unit/check_volume_convert.c clients/volume_convert.c
+tests_unit_check_volume_convert_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_volume_convert_LDADD = $(TEST_LIBS) -lm
+
 # tomolive recon out of core: slabs equal the in-core volume, resume, failures (CPU backend)
 check_PROGRAMS += tests/integration/check_recon_volume
 TESTS += tests/integration/check_recon_volume
