@@ -29,6 +29,13 @@ tests_unit_check_volume_convert_SOURCES = tests/unit/check_volume_convert.c clie
 tests_unit_check_volume_convert_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_volume_convert_LDADD = $(TEST_LIBS) -lm
 
+# the volume output's thread pool: each task once, concurrently, submit without waiting
+check_PROGRAMS += tests/unit/check_volume_pool
+TESTS += tests/unit/check_volume_pool
+tests_unit_check_volume_pool_SOURCES = tests/unit/check_volume_pool.c clients/volume_pool.c
+tests_unit_check_volume_pool_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_volume_pool_LDADD = $(TEST_LIBS) -lpthread
+
 # tomolive recon out of core: slabs equal the in-core volume, resume, failures (CPU backend)
 check_PROGRAMS += tests/integration/check_recon_volume
 TESTS += tests/integration/check_recon_volume
