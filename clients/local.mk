@@ -21,7 +21,8 @@ clients_tomolive_SOURCES = \
 	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c \
 	clients/volume_plan.h clients/volume_plan.c clients/volume_stack.h clients/volume_stack.c \
 	clients/volume_output.h clients/volume_output.c clients/volume_convert.h \
-	clients/volume_convert.c clients/volume_progress.h \
+	clients/volume_convert.c clients/volume_pool.h clients/volume_pool.c \
+	clients/volume_slab.h clients/volume_slab.c clients/volume_progress.h \
 	clients/volume_progress.c clients/volume_pipeline.h clients/volume_pipeline.c \
 	clients/phantom_scan.c clients/bench_volume_e2e.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
@@ -34,5 +35,5 @@ dist_man1_MANS = clients/tomolive.1
 
 # HDF5 scans (APS Data Exchange, NeXus NXtomo) for `tomolive recon` and `tomolive push --file`
 clients_tomolive_SOURCES += clients/hdf5.h clients/hdf5.c
-clients_tomolive_CFLAGS += $(HDF5_CFLAGS)
-clients_tomolive_LDADD += $(HDF5_LIBS)
+clients_tomolive_CFLAGS += $(HDF5_CFLAGS) $(ZLIB_CFLAGS)
+clients_tomolive_LDADD += $(HDF5_LIBS) $(ZLIB_LIBS)

@@ -44,6 +44,7 @@ typedef struct {
     const char *input, *darks, *flats, *angles_deg, *angles_file, *output;
     const char *filter, *rows, *backend, *center, *size, *window, *indices;
     const char *gpu_memory, *host_memory, *slab_rows, *output_dtype, *compress, *range, *kernel;
+    const char *write_threads;
     const char *dezinger, *paganin, *rings; /* per-frame corrections (corr_opts.h) */
     bool already_linear, verbose, plan_only, resume, half_acquisition;
 } options;
@@ -59,6 +60,7 @@ static const char usage_text[] =
     "                      [--gpu-memory SIZE] [--host-memory SIZE] [--slab-rows N] [--plan]\n"
     "                      [--resume] [--output-dtype float32|uint16|float16]\n"
     "                      [--output-range LO:HI] [--compress deflate[:LEVEL]]\n"
+    "                      [--write-threads N]\n"
     "\n"
     "Reconstructs horizontal slices from a multi-page TIFF of projections (one page per\n"
     "projection; uint8/16/32 or float32) by filtered back projection, or from an HDF5\n"
@@ -122,6 +124,9 @@ static const char usage_text[] =
     "      --output-range LO:HI  uint16: the values mapped to 0 .. 65535 (default: the\n"
     "                        first slab's minimum .. maximum)\n"
     "      --compress deflate[:LEVEL]  HDF5 output compressed with deflate (default level 4)\n"
+    "      --write-threads N  threads that convert, compress and write the slabs (1 .. 64;\n"
+    "                        default: the CPUs less 2, 2 .. 16); the file is the same for\n"
+    "                        any N\n"
     "      --kernel NAME     force a back-projection kernel (tests, benchmarks)\n"
     "\n"
     "Progress: a bar on a terminal, else one line per slab on stdout:\n"
@@ -240,6 +245,7 @@ static int parse_options(int argc, char **argv, options *o)
         O_OUTPUT_DTYPE,
         O_RANGE,
         O_COMPRESS,
+        O_WRITE_THREADS,
         O_KERNEL,
         O_DEZINGER,
         O_PAGANIN,
@@ -268,6 +274,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"output-dtype", required_argument, NULL, O_OUTPUT_DTYPE},
         {"output-range", required_argument, NULL, O_RANGE},
         {"compress", required_argument, NULL, O_COMPRESS},
+        {"write-threads", required_argument, NULL, O_WRITE_THREADS},
         {"kernel", required_argument, NULL, O_KERNEL},
         {"dezinger", required_argument, NULL, O_DEZINGER},
         {"paganin", required_argument, NULL, O_PAGANIN},
@@ -308,6 +315,7 @@ static int parse_options(int argc, char **argv, options *o)
             case O_OUTPUT_DTYPE: o->output_dtype = optarg; break;
             case O_RANGE: o->range = optarg; break;
             case O_COMPRESS: o->compress = optarg; break;
+            case O_WRITE_THREADS: o->write_threads = optarg; break;
             case O_KERNEL: o->kernel = optarg; break;
             case O_DEZINGER: o->dezinger = optarg; break;
             case O_PAGANIN: o->paganin = optarg; break;
@@ -363,7 +371,7 @@ static int open_stack(tl_volume_stack *r, const char *path, const char *what,
     return 0;
 }
 
-/* The output options: dtype, range, compression. */
+/* The output options: dtype, range, compression, threads. */
 static int output_options(const options *o, tl_volume_output_spec *spec)
 {
     if (o->output_dtype && !tl_out_dtype_parse(o->output_dtype, &spec->dtype))
@@ -384,6 +392,10 @@ static int output_options(const options *o, tl_volume_output_spec *spec)
                         o->compress);
         spec->deflate = (int)level;
     }
+    long threads = 0;
+    if (o->write_threads && !tl_cli_long(o->write_threads, 1, 64, &threads))
+        return fail("bad --write-threads '%s': need 1 .. 64", o->write_threads);
+    spec->threads = (unsigned)threads;
     return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,10 +40,18 @@ static void on_warning(const char *module, const char *fmt, va_list ap)
     (void)ap;
 }
 
-static void install_handlers(void)
+static void set_handlers(void)
 {
     TIFFSetErrorHandler(on_error);
     TIFFSetWarningHandler(on_warning);
+}
+
+/* The handlers are libtiff's globals: set once, as several threads may write files at once
+ * (the volume output's TIFF stacks); each thread keeps its own last message. */
+static void install_handlers(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, set_handlers);
     last_tiff_error[0] = '\0';
 }
 
@@ -328,6 +337,11 @@ int tl_tiff_write_page(tl_tiff_writer *w, tl_dtype dtype, const void *data, uint
                     tiff_reason());
     w->pages++;
     return 0;
+}
+
+int tl_tiff_writer_fd(const tl_tiff_writer *w)
+{
+    return w->tif ? TIFFFileno(w->tif) : -1;
 }
 
 int tl_tiff_finish(tl_tiff_writer *w, char *err, size_t errlen)

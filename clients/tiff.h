@@ -52,6 +52,8 @@ int tl_tiff_create(tl_tiff_writer *w, const char *path, uint64_t expected_bytes,
 /* Appends one page of rows x cols samples (u8, u16, u32 or f32), uncompressed. */
 int tl_tiff_write_page(tl_tiff_writer *w, tl_dtype dtype, const void *data, uint32_t rows,
                        uint32_t cols, char *err, size_t errlen);
+/* The file's descriptor while it is open (-1 when not): for writeback hints and syncs. */
+int tl_tiff_writer_fd(const tl_tiff_writer *w);
 /* Finishes the file; reports a failure to flush it. Always releases w. */
 int tl_tiff_finish(tl_tiff_writer *w, char *err, size_t errlen);
 

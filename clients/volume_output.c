@@ -1,5 +1,9 @@
-/* volume_output.c — see volume_output.h. Durability: data, then fsync, then the progress
- * record, then fsync, so the record never counts a slab whose data could still be lost. */
+/* volume_output.c — see volume_output.h. Durability: data, then a sync, then the progress
+ * record, then a sync, so the record never counts a slab whose data could still be lost.
+ * The sync is fdatasync (the data and what reading it back needs: the size, the blocks; a
+ * timestamp is not worth a journal commit); the serial writer keeps the fsync it had.
+ * The slab's samples are converted and written by volume_slab.c; the syncs and the records
+ * are here. */
 #include "config.h"
 
 #include <errno.h>
@@ -15,6 +19,7 @@
 
 #include "clients/volume_convert.h"
 #include "clients/volume_output.h"
+#include "clients/volume_slab.h"
 
 #define DSET "/volume"
 #define ATTR_DONE "tomolive_rows_done"
@@ -67,7 +72,7 @@ static void set_range(tl_volume_output *o, double lo, double hi)
     o->scaled = true;
 }
 
-/* One slice in the file's dtype (o->conv), or the floats themselves. */
+/* Serial: one slice in the file's dtype (o->conv), or the floats themselves. */
 static const void *convert(tl_volume_output *o, const float *v)
 {
     size_t n = (size_t)o->spec.size * o->spec.size;
@@ -100,13 +105,26 @@ static hid_t file_type(tl_out_dtype t)
     return h;
 }
 
-static int fsync_h5(tl_volume_output *o, char *err, size_t errlen)
+static int sync_fd(const tl_volume_output *o, int fd)
+{
+    return o->spec.serial ? fsync(fd) : fdatasync(fd);
+}
+
+/* The file's descriptor (the sec2 driver's), for the syncs and the writeback. */
+static int h5_fd(tl_volume_output *o, char *err, size_t errlen)
 {
     void *handle = NULL;
-    if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0 ||
-        H5Fget_vfd_handle(o->file, H5P_DEFAULT, &handle) < 0 || !handle)
+    if (H5Fget_vfd_handle(o->file, H5P_DEFAULT, &handle) < 0 || !handle)
+        return FAIL("'%s': the HDF5 file has no descriptor", o->spec.path);
+    o->fd = *(int *)handle;
+    return 0;
+}
+
+static int fsync_h5(tl_volume_output *o, char *err, size_t errlen)
+{
+    if (H5Fflush(o->file, H5F_SCOPE_GLOBAL) < 0)
         return FAIL("'%s': cannot flush the volume to disk", o->spec.path);
-    if (fsync(*(int *)handle) != 0)
+    if (sync_fd(o, o->fd) != 0)
         return FAIL("'%s': cannot flush the volume to disk: %s", o->spec.path, strerror(errno));
     return 0;
 }
@@ -157,6 +175,8 @@ static int resume_h5(tl_volume_output *o, char *err, size_t errlen)
     o->dset = H5Dopen2(o->file, DSET, H5P_DEFAULT);
     if (o->dset < 0)
         return FAIL("--resume: '%s' has no dataset " DSET, s->path);
+    if (h5_fd(o, err, errlen) != 0)
+        return -1;
     char job[4096] = "";
     uint64_t done = 0;
     hid_t st = string_type(sizeof job);
@@ -208,6 +228,8 @@ static int create_h5(tl_volume_output *o, char *err, size_t errlen)
     if (rc != 0 || o->dset < 0)
         return FAIL("'%s': cannot create dataset " DSET " of %u x %u x %u (out of disk space?)",
                     s->path, s->rows, s->size, s->size);
+    if (h5_fd(o, err, errlen) != 0)
+        return -1;
     uint64_t zero = 0;
     hid_t st = string_type(strlen(s->job) + 1);
     rc = write_attr(o->dset, ATTR_JOB, st, s->job) ||
@@ -221,8 +243,10 @@ static int create_h5(tl_volume_output *o, char *err, size_t errlen)
     return 0;
 }
 
-static int write_h5(tl_volume_output *o, uint32_t z0, uint32_t h, const float *slab, char *err,
-                    size_t errlen)
+/* Serial: an H5Dwrite of a hyperslab per slice, through libhdf5's type conversion and
+ * filters. */
+static int write_h5_serial(tl_volume_output *o, uint32_t z0, uint32_t h, const float *slab,
+                           char *err, size_t errlen)
 {
     const tl_volume_output_spec *s = &o->spec;
     size_t npx = (size_t)s->size * s->size;
@@ -247,7 +271,16 @@ static int write_h5(tl_volume_output *o, uint32_t z0, uint32_t h, const float *s
     if (st < 0)
         return FAIL("'%s': cannot write slices %u .. %u (%s)", s->path, z0, z0 + h - 1,
                     errno ? strerror(errno) : "disk full?");
-    if (fsync_h5(o, err, errlen) != 0)
+    return 0;
+}
+
+static int write_h5(tl_volume_output *o, uint32_t z0, uint32_t h, const float *slab, char *err,
+                    size_t errlen)
+{
+    const tl_volume_output_spec *s = &o->spec;
+    int rc = s->serial ? write_h5_serial(o, z0, h, slab, err, errlen)
+                       : tl_vslab_ordered(o, z0, h, slab, err, errlen);
+    if (rc != 0 || fsync_h5(o, err, errlen) != 0)
         return -1;
     uint64_t done = (uint64_t)z0 + h;
     if (write_attr(o->dset, ATTR_DONE, H5T_NATIVE_UINT64, &done) != 0)
@@ -257,17 +290,12 @@ static int write_h5(tl_volume_output *o, uint32_t z0, uint32_t h, const float *s
 
 /* ---- TIFF stack ----------------------------------------------------------------------- */
 
-static void slice_path(const tl_volume_output *o, uint32_t z, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s/slice_%05u.tif", o->spec.path, z);
-}
-
-static int fsync_path(const char *path)
+static int fsync_path(const tl_volume_output *o, const char *path)
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         return -1;
-    int rc = fsync(fd);
+    int rc = sync_fd(o, fd);
     close(fd);
     return rc;
 }
@@ -296,7 +324,7 @@ static int write_progress(tl_volume_output *o, uint32_t done, char *err, size_t 
         unlink(tmp);
         return FAIL("cannot write '%s': %s", o->progress, strerror(e));
     }
-    fsync_path(o->spec.path); /* the rename itself */
+    fsync_path(o, o->spec.path); /* the rename itself */
     return 0;
 }
 
@@ -331,11 +359,19 @@ static int write_files(tl_volume_output *o, uint32_t z0, uint32_t h, const float
                        char *err, size_t errlen)
 {
     const tl_volume_output_spec *s = &o->spec;
+    if (!s->serial) {
+        if (tl_vslab_files(o, z0, h, slab, err, errlen) != 0)
+            return -1;
+        /* the slices' names are data too: durable before the record counts them */
+        if (fsync_path(o, s->path) != 0)
+            return FAIL("cannot flush '%s' to disk: %s", s->path, strerror(errno));
+        return write_progress(o, z0 + h, err, errlen);
+    }
     size_t npx = (size_t)s->size * s->size;
     tl_dtype dt = s->dtype == TL_OUT_U16 ? TL_DTYPE_U16 : TL_DTYPE_F32;
     for (uint32_t k = 0; k < h; k++) {
         char path[1100];
-        slice_path(o, z0 + k, path, sizeof path);
+        tl_vslab_path(o, z0 + k, path, sizeof path);
         tl_tiff_writer w;
         if (tl_tiff_create(&w, path, npx * tl_out_dtype_size(s->dtype), err, errlen) != 0)
             return -1;
@@ -346,7 +382,7 @@ static int write_files(tl_volume_output *o, uint32_t z0, uint32_t h, const float
         }
         if (tl_tiff_finish(&w, err, errlen) != 0)
             return -1;
-        if (fsync_path(path) != 0)
+        if (fsync_path(o, path) != 0)
             return FAIL("cannot flush '%s' to disk: %s", path, strerror(errno));
     }
     return write_progress(o, z0 + h, err, errlen);
@@ -354,27 +390,16 @@ static int write_files(tl_volume_output *o, uint32_t z0, uint32_t h, const float
 
 /* ---- the module ----------------------------------------------------------------------- */
 
-int tl_volume_output_open(tl_volume_output *o, const tl_volume_output_spec *spec, char *err,
-                          size_t errlen)
+size_t tl_volume_output_buffer_bytes(const tl_volume_output_spec *spec)
 {
-    memset(o, 0, sizeof *o);
-    o->spec = *spec;
-    o->file = o->dset = -1;
-    o->form = tl_out_form_of(spec->path);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    if (spec->dtype == TL_OUT_F16 && o->form != TL_OUT_HDF5)
-        return FAIL("float16 output needs an HDF5 file (.h5)");
-    if (spec->deflate && o->form != TL_OUT_HDF5)
-        return FAIL("--compress needs an HDF5 output file (.h5)");
-    if (spec->resume && o->form == TL_OUT_TIFF_PAGES)
-        return FAIL("--resume needs an HDF5 file (.h5) or a TIFF stack (a directory) as "
-                    "output, not the multi-page TIFF '%s'",
-                    spec->path);
-    if (spec->dtype == TL_OUT_U16 && spec->have_range)
-        set_range(o, spec->lo, spec->hi);
-    if (spec->dtype != TL_OUT_F32 &&
-        !(o->conv = malloc((size_t)spec->size * spec->size * sizeof(uint16_t))))
-        return FAIL("out of memory for a slice");
+    if (spec->serial)
+        return spec->dtype == TL_OUT_F32 ? 0 : (size_t)spec->size * spec->size * sizeof(uint16_t);
+    return tl_vslab_bytes(spec);
+}
+
+static int open_form(tl_volume_output *o, char *err, size_t errlen)
+{
+    const tl_volume_output_spec *spec = &o->spec;
     switch (o->form) {
         case TL_OUT_HDF5:
             return spec->resume ? resume_h5(o, err, errlen) : create_h5(o, err, errlen);
@@ -394,6 +419,40 @@ int tl_volume_output_open(tl_volume_output *o, const tl_volume_output_spec *spec
     }
 }
 
+int tl_volume_output_open(tl_volume_output *o, const tl_volume_output_spec *spec, char *err,
+                          size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    o->spec = *spec;
+    o->file = o->dset = -1;
+    o->fd = -1;
+    o->form = tl_out_form_of(spec->path);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if (spec->dtype == TL_OUT_F16 && o->form != TL_OUT_HDF5)
+        return FAIL("float16 output needs an HDF5 file (.h5)");
+    if (spec->deflate && o->form != TL_OUT_HDF5)
+        return FAIL("--compress needs an HDF5 output file (.h5)");
+    if (spec->resume && o->form == TL_OUT_TIFF_PAGES)
+        return FAIL("--resume needs an HDF5 file (.h5) or a TIFF stack (a directory) as "
+                    "output, not the multi-page TIFF '%s'",
+                    spec->path);
+    if (spec->dtype == TL_OUT_U16 && spec->have_range)
+        set_range(o, spec->lo, spec->hi);
+    if (spec->serial && spec->dtype != TL_OUT_F32 &&
+        !(o->conv = malloc((size_t)spec->size * spec->size * sizeof(uint16_t))))
+        return FAIL("out of memory for a slice");
+    /* the threads first: a volume is not created for a writer that cannot run */
+    int rc = spec->serial ? 0 : tl_vslab_start(o, err, errlen);
+    if (rc == 0)
+        rc = open_form(o, err, errlen);
+    if (rc != 0) { /* the threads go now: a failed --resume is not closed */
+        tl_vslab_stop(o);
+        free(o->conv);
+        o->conv = NULL;
+    }
+    return rc;
+}
+
 int tl_volume_output_write(tl_volume_output *o, uint32_t z0, uint32_t h, const float *slab,
                            char *err, size_t errlen)
 {
@@ -402,13 +461,11 @@ int tl_volume_output_write(tl_volume_output *o, uint32_t z0, uint32_t h, const f
                     o->rows_done);
     if (o->spec.dtype == TL_OUT_U16 && !o->scaled) {
         /* no range given: the first slab's, stated in the file before any data */
-        size_t n = (size_t)h * o->spec.size * o->spec.size;
         float lo = INFINITY, hi = -INFINITY;
-        for (size_t i = 0; i < n; i++)
-            if (isfinite(slab[i])) {
-                lo = slab[i] < lo ? slab[i] : lo;
-                hi = slab[i] > hi ? slab[i] : hi;
-            }
+        if (o->spec.serial)
+            tl_finite_range(slab, (size_t)h * o->spec.size * o->spec.size, &lo, &hi);
+        else
+            tl_vslab_range(o, slab, h, &lo, &hi);
         set_range(o, isfinite(lo) ? lo : 0, isfinite(hi) ? hi : 1);
         if (o->form == TL_OUT_HDF5 && write_scale(o) != 0)
             return FAIL("'%s': cannot write the scale attributes", o->spec.path);
@@ -418,6 +475,8 @@ int tl_volume_output_write(tl_volume_output *o, uint32_t z0, uint32_t h, const f
         rc = write_h5(o, z0, h, slab, err, errlen);
     else if (o->form == TL_OUT_TIFF_FILES)
         rc = write_files(o, z0, h, slab, err, errlen);
+    else if (!o->spec.serial)
+        rc = tl_vslab_ordered(o, z0, h, slab, err, errlen);
     else {
         size_t npx = (size_t)o->spec.size * o->spec.size;
         rc = 0;
@@ -441,24 +500,32 @@ int tl_volume_output_close(tl_volume_output *o, tl_output_end end, char *err, si
         if (o->file >= 0 && H5Fclose(o->file) < 0)
             rc = -1;
         o->dset = o->file = -1;
+        o->fd = -1;
         if (rc != 0 && end == TL_OUTPUT_DONE)
             FAIL("'%s': cannot close the HDF5 file", o->spec.path);
+        else if (end == TL_OUTPUT_DONE && !o->spec.serial && fsync_path(o, o->spec.path) != 0)
+            rc = FAIL("'%s': cannot flush the volume to disk: %s", o->spec.path,
+                      strerror(errno)); /* what closing wrote */
         if (end == TL_OUTPUT_REMOVE)
             unlink(o->spec.path);
     } else if (o->form == TL_OUT_TIFF_PAGES) {
         if (o->pages.tif)
             rc = tl_tiff_finish(&o->pages, end == TL_OUTPUT_DONE ? err : NULL, errlen);
+        if (rc == 0 && end == TL_OUTPUT_DONE && !o->spec.serial &&
+            fsync_path(o, o->spec.path) != 0)
+            rc = FAIL("cannot flush '%s' to disk: %s", o->spec.path, strerror(errno));
         if (end != TL_OUTPUT_DONE)
             unlink(o->spec.path); /* not resumable: a half-written stack is worse than none */
     } else if (end == TL_OUTPUT_REMOVE) {
         for (uint32_t z = 0; z < o->spec.rows; z++) {
             char path[1100];
-            slice_path(o, z, path, sizeof path);
+            tl_vslab_path(o, z, path, sizeof path);
             unlink(path);
         }
         unlink(o->progress);
         rmdir(o->spec.path);
     }
+    tl_vslab_stop(o);
     free(o->conv);
     o->conv = NULL;
     return rc;

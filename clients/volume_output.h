@@ -8,10 +8,10 @@
  *                         clamped to 0 .. 65535; the dataset's attributes `scale` and
  *                         `offset` say so (v = stored / scale + offset).
  *                         Progress: the attribute tomolive_rows_done, rewritten after each
- *                         slab's data is flushed and fsync'ed, then flushed and fsync'ed
- *                         itself. Uncompressed chunks are allocated when the file is created,
- *                         so writing a slab never changes the file's metadata and a killed
- *                         run leaves a readable file.
+ *                         slab's data is flushed and synced (fdatasync), then flushed and
+ *                         synced itself. Uncompressed chunks are allocated when the file is
+ *                         created, so writing a slab never changes the file's metadata and a
+ *                         killed run leaves a readable file.
  *   DIR/ (a directory, or a name ending in /)  a TIFF stack: DIR/slice_00000.tif, one
  *                         file per slice (BigTIFF when one would pass 4 GiB), float32 or
  *                         uint16. Progress: DIR/tomolive-progress, replaced atomically
@@ -21,11 +21,25 @@
  * The progress record also holds a description of the job (input, rows, size, centre,
  * filter, dtype); --resume refuses an output made by a different job.
  *
+ * Speed (issue #22: the disk's, where the CPUs allow): the output has a pool of threads,
+ * started at open (spec.threads, recon --write-threads; volume_pool.h), and buffers
+ * allocated there too; a slab is cut into slices, its tasks (volume_slab.h). Each converts
+ * its slice to the file's type (volume_convert.h: F16C / AVX where the CPU has them, bit
+ * for bit the scalar definitions) and deflates it for a compressed file (zlib, as HDF5's
+ * filter does); the calling thread writes the chunks whole (H5Dwrite_chunk) in slice order,
+ * so libhdf5 is only ever called from it, and starts each one's writeback at once
+ * (sync_file_range), keeping at most 128 MiB of written data waiting for the disk. A TIFF
+ * stack's slices are written as files of their own, in parallel. The files are the same
+ * whatever the thread count, and the same as the single-threaded writer's (spec.serial,
+ * kept as the measure and the reference: bench --volume-write, tests). Syncs per slab:
+ * HDF5 two (data, then the record); a TIFF stack one per slice file (in parallel), the
+ * directory's, then the record's. HDF5 and the multi-page TIFF are synced at close too.
+ *
  *   tl_volume_output o; if (tl_volume_output_open(&o, &spec, err, n) != 0) ...
  *   o.rows_done: where to start (0, or the resumed count)
  *   tl_volume_output_write(&o, z0, h, slab, err, n);   slab: h x size x size floats, z0 = rows_done
  *   tl_volume_output_close(&o, ok ? TL_OUTPUT_DONE : TL_OUTPUT_KEEP);
- * One thread writes.
+ * One thread calls; the output's own threads work only inside tl_volume_output_write.
  */
 #ifndef TL_VOLUME_OUTPUT_H
 #define TL_VOLUME_OUTPUT_H
@@ -53,7 +67,12 @@ typedef struct {
     double lo, hi;
     const char *job;     /* one line describing the job */
     bool resume;
+    unsigned threads;    /* the writer's threads (1 .. 64); 0: tl_vpool_default_threads() */
+    bool serial;         /* the single-threaded writer of before (scalar conversion, an
+                            H5Dwrite per slice, fsync): the baseline and the reference */
 } tl_volume_output_spec;
+
+typedef struct tl_vslab tl_vslab; /* the threads and their buffers (volume_slab.c) */
 
 typedef struct {
     tl_volume_output_spec spec;
@@ -61,11 +80,16 @@ typedef struct {
     uint32_t rows_done; /* durable rows, from the start */
     double scale, offset;
     bool scaled;        /* uint16 scale fixed */
-    void *conv;         /* one converted slice */
+    void *conv;         /* serial: one converted slice */
     int64_t file, dset; /* HDF5 */
+    int fd;             /* HDF5: the file's descriptor (its syncs, writeback) */
     tl_tiff_writer pages;
     char progress[1100]; /* TIFF stack: the progress file */
+    tl_vslab *slab;      /* not serial */
 } tl_volume_output;
+
+/* Host memory the output allocates for spec (its conversion and deflate buffers). */
+size_t tl_volume_output_buffer_bytes(const tl_volume_output_spec *spec);
 
 int tl_volume_output_open(tl_volume_output *o, const tl_volume_output_spec *spec, char *err,
                           size_t errlen);

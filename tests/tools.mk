@@ -36,6 +36,17 @@ tests_unit_check_volume_pool_SOURCES = tests/unit/check_volume_pool.c clients/vo
 tests_unit_check_volume_pool_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_volume_pool_LDADD = $(TEST_LIBS) -lpthread
 
+# the volume output's threaded writer writes what the serial one does: HDF5 (read back
+# by libhdf5, chunk bytes), TIFF stacks and files byte for byte; resume; failures
+check_PROGRAMS += tests/unit/check_volume_output
+TESTS += tests/unit/check_volume_output
+tests_unit_check_volume_output_SOURCES = tests/unit/check_volume_output.c \
+	clients/volume_output.c clients/volume_slab.c clients/volume_pool.c clients/volume_convert.c
+tests_unit_check_volume_output_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS) \
+	$(HDF5_CFLAGS) $(ZLIB_CFLAGS)
+tests_unit_check_volume_output_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS) $(HDF5_LIBS) \
+	$(ZLIB_LIBS) -lm
+
 # tomolive recon out of core: slabs equal the in-core volume, resume, failures (CPU backend)
 check_PROGRAMS += tests/integration/check_recon_volume
 TESTS += tests/integration/check_recon_volume

@@ -1,7 +1,8 @@
 /* check_recon_volume.c — `tomolive recon` out of core (CPU backend): a volume cut into
  * slabs by small --gpu-memory / --host-memory budgets equals the in-core volume (one slab)
  * bit for bit, rows on both sides of every slab edge included; TIFF stacks and HDF5 in and
- * out; --resume after a run killed (SIGKILL) once its first slab was durable, and after
+ * out; the same file for any --write-threads; --resume after a run killed (SIGKILL) once
+ * its first slab was durable, and after
  * SIGINT; and the failures: truncated and inconsistent inputs, a full disk (a file-size
  * limit, RLIMIT_FSIZE, through `ulimit -f`: this machine cannot mount a small tmpfs), an
  * unwritable output, nothing fits.
@@ -275,6 +276,43 @@ START_TEST(test_out_of_core_equals_in_core)
         ck_assert_msg(fabs(u[i] / scale + offset - vin[i]) <= 1.0 / scale, "%zu", i);
     free(u);
     free(vin);
+    /* the writer's thread count changes nothing in the file: chunks deflated in parallel
+     * are stored in slice order, byte for byte, at the same places */
+    const char *threads[2] = {"1", "5"}, *name[2] = {"w1.h5", "w5.h5"};
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(RECON("--input", H5, "--backend", "cpu", "--output-dtype", "float16",
+                               "--compress", "deflate:1", "--slab-rows", "9", "--write-threads",
+                               threads[i], "--output", path_in(name[i])),
+                         0);
+    assert_same(path_in(name[0]), path_in(name[1]), 9);
+    hid_t fw[2], dw[2];
+    for (int i = 0; i < 2; i++) {
+        fw[i] = H5Fopen(path_in(name[i]), H5F_ACC_RDONLY, H5P_DEFAULT);
+        dw[i] = H5Dopen2(fw[i], "/volume", H5P_DEFAULT);
+        ck_assert(fw[i] >= 0 && dw[i] >= 0);
+    }
+    for (hsize_t z = 0; z < ROWS; z++) {
+        hsize_t at[3] = {z, 0, 0}, size[2];
+        haddr_t addr[2];
+        unsigned mask[2];
+        char *c[2];
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_ge(H5Dget_chunk_info_by_coord(dw[i], at, &mask[i], &addr[i], &size[i]),
+                             0);
+            c[i] = malloc(size[i]);
+            uint32_t m;
+            ck_assert_int_ge(H5Dread_chunk(dw[i], H5P_DEFAULT, at, &m, c[i]), 0);
+        }
+        ck_assert_msg(addr[0] == addr[1] && size[0] == size[1] && mask[0] == mask[1] &&
+                          memcmp(c[0], c[1], size[0]) == 0,
+                      "row %llu: the chunks differ", (unsigned long long)z);
+        free(c[0]);
+        free(c[1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        H5Dclose(dw[i]);
+        H5Fclose(fw[i]);
+    }
 }
 END_TEST
 
@@ -380,6 +418,12 @@ START_TEST(test_failures)
                            "cpu", "--output", path_in("b.h5")),
                      1);
     ck_assert_msg(strstr(tl_client_err(), "differ"), "%s", tl_client_err());
+    /* --write-threads out of range */
+    ck_assert_int_eq(RECON("--input", H5, "--backend", "cpu", "--write-threads", "0", "--output",
+                           path_in("w0.h5")),
+                     1);
+    ck_assert_msg(strstr(tl_client_err(), "--write-threads"), "%s", tl_client_err());
+    ck_assert(access(path_in("w0.h5"), F_OK) != 0);
     /* an unwritable output */
     ck_assert_int_eq(RECON("--input", H5, "--backend", "cpu", "--output", path_in("no/dir/x.h5")),
                      1);
