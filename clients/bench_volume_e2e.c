@@ -51,12 +51,15 @@ static int run_once(const char *label, const tl_bench_volume_e2e *o, tl_engine_c
                     synthetic *src, double *wall)
 {
     tl_volume_engine_cost ec = {.c = *c};
+    tl_volume_output_spec spec = {.path = o->output, .rows = o->size, .size = o->size,
+                                  .job = "tomolive bench --volume"};
     tl_volume_problem prob = {.projections = o->proj,
                               .rows = o->size,
                               .cols = o->size,
                               .size = o->size,
                               .in_sample = sizeof(float),
                               .out_sample = sizeof(float),
+                              .writer_bytes = o->output ? tl_volume_output_buffer_bytes(&spec) : 0,
                               .read_rows = 1,
                               .engine_bytes = tl_volume_engine_bytes,
                               .ctx = &ec};
@@ -67,8 +70,6 @@ static int run_once(const char *label, const tl_bench_volume_e2e *o, tl_engine_c
     printf("\n%s:\n", label);
     tl_volume_plan_print(&plan, &prob, b, stdout);
     tl_volume_output out;
-    tl_volume_output_spec spec = {.path = o->output, .rows = o->size, .size = o->size,
-                                  .job = "tomolive bench --volume"};
     if (o->output && tl_volume_output_open(&out, &spec, err, sizeof err) != 0)
         return tl_cli_fail(ME, 1, "%s", err);
     tl_volume_job job = {.count = {0, 0, o->proj},

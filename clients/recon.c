@@ -576,6 +576,7 @@ static int run(const options *o, resources *R)
     if (!o->host_memory)
         budget.host = tl_volume_less_margin(tl_volume_host_available());
     uint32_t read_rows = tl_volume_stack_read_rows(P);
+    spec.size = n; /* what the writer's buffers take */
     tl_volume_problem prob = {.projections = P->frames,
                               .darks = R->darks.frames,
                               .flats = R->flats.frames,
@@ -584,6 +585,7 @@ static int run(const options *o, resources *R)
                               .size = n,
                               .in_sample = tl_dtype_size(dtype),
                               .out_sample = tl_out_dtype_size(spec.dtype),
+                              .writer_bytes = tl_volume_output_buffer_bytes(&spec),
                               .read_rows = read_rows,
                               .frame_rows = whole_frames ? P->rows : 0,
                               .chunk_frames = TL_VOLUME_READ_FRAMES,

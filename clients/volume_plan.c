@@ -47,7 +47,7 @@ size_t tl_volume_plan_host_bytes(const tl_volume_problem *p, uint32_t h)
     size_t in = p->frame_rows
                     ? (size_t)p->chunk_frames * p->frame_rows * p->cols * p->in_sample
                     : 2 * frames * h * p->cols * p->in_sample;
-    return in + 2 * (size_t)h * slice_bytes(p) + (size_t)p->size * p->size * p->out_sample;
+    return in + 2 * (size_t)h * slice_bytes(p) + p->writer_bytes;
 }
 
 /* Whole frames that the device cannot hold whatever the slab: the message names both. */

@@ -9,7 +9,7 @@
  *                                                 slices the engine copies back)
  *   host    2 x (darks + flats + projections) x h x cols x in_sample   (input, double-buffered)
  *         + 2 x h x size^2 x 4                                        (slabs, double-buffered)
- *         + size^2 x out_sample                                       (the writer's conversion)
+ *         + writer_bytes                   (the output's buffers: converted and deflated slices)
  * Rule: the tallest h that fits, a multiple of the reader's granularity (read_rows: an
  * HDF5 chunk's height) where it can be, and, unless the caller fixes h, at most
  * rows / TL_VOLUME_MIN_SLABS, so reading slab k+1 and writing slab k-1 overlap the GPU
@@ -55,6 +55,8 @@ typedef struct {
     uint32_t size;     /* slices are size x size */
     size_t in_sample;  /* bytes per input sample as the engine takes it */
     size_t out_sample; /* bytes per voxel in the output file */
+    size_t writer_bytes; /* host bytes of the output's own buffers
+                            (tl_volume_output_buffer_bytes; 0: no output) */
     uint32_t read_rows; /* the reader's row granularity (HDF5 chunk height); 0 or 1: any */
     uint32_t frame_rows;   /* > 0: whole frames of this many rows in the engine (above) */
     uint32_t chunk_frames; /* ... read and submitted this many frames at a time */

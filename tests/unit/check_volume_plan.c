@@ -36,6 +36,7 @@ static tl_volume_problem problem(uint32_t proj, uint32_t rows, uint32_t cols)
                                .size = cols,
                                .in_sample = 2,
                                .out_sample = 4,
+                               .writer_bytes = (size_t)cols * cols * 4,
                                .read_rows = 1,
                                .engine_bytes = fake_bytes,
                                .ctx = &eng};
