@@ -47,6 +47,8 @@ static const char usage_text[] =
     "                      [--no-pipeline] [--pipeline-shape ROWSxCOLS]\n"
     "       tomolive bench --stream ...   the daemon under a stream (--stream --help)\n"
     "       tomolive bench --volume ...   a whole volume, every row (--volume --help)\n"
+    "       tomolive bench --volume-write ...   recon's volume output alone\n"
+    "                                           (--volume-write --help)\n"
     "\n"
     "Times every back-projection kernel of the backend on SIZE x SIZE row slices from a\n"
     "window of PROJ projections (default 1024x1024 and 2048x2048 on CUDA, 512x720 on the\n"
@@ -596,6 +598,8 @@ int tl_cmd_bench(int argc, char **argv)
             return tl_cmd_stream_bench(argc, argv);
         else if (strcmp(argv[i], "--volume") == 0)
             return tl_cmd_volume_bench(argc, argv);
+        else if (strcmp(argv[i], "--volume-write") == 0)
+            return tl_cmd_volume_write_bench(argc, argv);
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)

@@ -480,6 +480,24 @@ START_TEST(test_bench_end_to_end)
     ck_assert_msg(strstr(out, "baseline") && strstr(out, "slabs of 3 rows") &&
                       strstr(out, "overlap (sum / wall)") && strstr(out, "out-of-core overhead"),
                   "%s", out);
+    /* bench --volume-write: a row per form and dtype (and deflated HDF5), both writers,
+     * its files gone */
+    mkdir(path_in("wb"), 0777);
+    ck_assert_int_eq(tl_client_run(dir,
+                                   (const char *const[]){"bench", "--volume-write", "--size", "24",
+                                                         "--slab-rows", "3", "--slabs", "2",
+                                                         "--reps", "1", "--form",
+                                                         "hdf5,tiff,pages", "--threads", "3",
+                                                         "--dir", path_in("wb"), NULL},
+                                   120),
+                     0);
+    out = tl_client_out();
+    ck_assert_int_eq(tl_count_lines(out, "hdf5  |       0 |"), 3);
+    ck_assert_int_eq(tl_count_lines(out, "hdf5  |       4 |"), 3);
+    ck_assert_int_eq(tl_count_lines(out, "tiff  |       0 |"), 2);
+    ck_assert_int_eq(tl_count_lines(out, "pages |       0 |"), 2);
+    ck_assert_msg(strstr(out, "serial GB/s") && strstr(out, "3 threads GB/s"), "%s", out);
+    ck_assert_int_eq(rmdir(path_in("wb")), 0); /* empty */
 }
 END_TEST
 
