@@ -445,7 +445,12 @@ int tl_volume_output_open(tl_volume_output *o, const tl_volume_output_spec *spec
     int rc = spec->serial ? 0 : tl_vslab_start(o, err, errlen);
     if (rc == 0)
         rc = open_form(o, err, errlen);
-    if (rc != 0) { /* the threads go now: a failed --resume is not closed */
+    if (rc != 0) { /* the threads go now, and the file: a failed --resume is not closed */
+        if (o->dset >= 0)
+            H5Dclose(o->dset);
+        if (o->file >= 0)
+            H5Fclose(o->file);
+        o->dset = o->file = -1;
         tl_vslab_stop(o);
         free(o->conv);
         o->conv = NULL;

@@ -346,6 +346,21 @@ START_TEST(test_resume)
         write_volume(path_in("part/"), k, false, 3, true, ROWS);
         same_stack(path_in("whole"), path_in("part"));
     }
+    /* a resume that fails (another job's file) says so, and leaves nothing of libhdf5
+     * open, nor changes the file */
+    tl_volume_output_spec spec = {.path = path_in("new.h5"),
+                                  .rows = ROWS,
+                                  .size = SIZE,
+                                  .dtype = k.dtype,
+                                  .job = "another job",
+                                  .resume = true,
+                                  .threads = 2};
+    tl_volume_output o;
+    char err[1024];
+    ck_assert_int_eq(tl_volume_output_open(&o, &spec, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "another job"), "%s", err);
+    ck_assert_int_eq(H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL), 0);
+    same_h5(path_in("whole.h5"), path_in("new.h5"), k.deflate == 0);
 }
 END_TEST
 
