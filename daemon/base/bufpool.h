@@ -4,15 +4,19 @@
  * reconstructs into it and posts it; the publisher sends the pixels zero-copy, and ZeroMQ
  * hands the buffer back from its I/O thread once every subscriber has it. Returned buffers
  * are kept for reuse, so steady streaming allocates nothing; a bounded number is kept so a
- * burst does not pin memory forever. A get takes the smallest kept buffer that is large
- * enough (best fit), and allocates a new one when none is: growing any kept buffer to the
- * largest slice would, over a long run with slices of several sizes, make every buffer the
- * largest size. Buffers nobody took between two tl_bufpool_trim calls are freed there (the
- * publisher trims every few seconds), so memory follows what the slices of now need, not
- * the high-water mark of a burst or of an earlier scan's geometry. A buffer may have several holders (ZeroMQ sending it,
- * the publisher keeping it to repeat after a stall): tl_bufpool_hold adds one, and the
- * buffer goes back when the last one puts it. The pixels live in the engine backend's host memory
- * (tl_host_alloc: page-locked with CUDA), so the read-out from the GPU runs at bus speed.
+ * burst does not pin memory forever.
+ *
+ * A get takes the smallest kept buffer that is large enough (best fit), and allocates a
+ * new one when none is: growing any kept buffer to the largest slice would, over a long
+ * run with slices of several sizes, make every buffer the largest size. Buffers nobody
+ * took between two tl_bufpool_trim calls are freed there (the publisher trims every 10 s),
+ * so memory follows what the slices of now need, not the high-water mark of a burst or of
+ * an earlier scan's geometry.
+ *
+ * A buffer may have several holders (ZeroMQ sending it, the publisher keeping it to repeat
+ * after a stall): tl_bufpool_hold adds one, and the buffer goes back when the last one
+ * puts it. The pixels live in the engine backend's host memory (tl_host_alloc:
+ * page-locked with CUDA), so the read-out from the GPU runs at bus speed.
  */
 #ifndef TL_BUFPOOL_H
 #define TL_BUFPOOL_H

@@ -2,11 +2,12 @@
  *
  * main.c raises glibc's thresholds so that received frames are served from the heap and go
  * back to it (no mmap, munmap and 2,000 page faults per 8 MB frame). The price: the heap
- * then keeps, in every malloc arena, the high-water mark of each burst for good, and a
- * long-running daemon's RSS ratchets up with no leak behind it (the soak saw 9 to 14 MiB
- * an hour). So once no ingest message has arrived for TL_HEAP_IDLE_NS, the heap is trimmed
- * (malloc_trim), once per idle spell: while frames stream nothing changes, and the first
- * frames after a pause fault their pages in again (about 1 ms for an 8 MB frame).
+ * then keeps the high-water mark of each burst for good, and a long-running daemon's RSS
+ * ratchets up with no leak behind it (the soak saw 9 to 14 MiB an hour). So once no ingest
+ * message has arrived for TL_HEAP_IDLE_NS, the heap is trimmed (malloc_trim), once per
+ * idle spell: while frames stream nothing changes, and the first frames after a pause
+ * fault their pages in again (about 1 ms for an 8 MB frame). malloc_trim shrinks only the
+ * main arena's top, so main.c keeps every thread in that one arena (M_ARENA_MAX).
  * The loop thread owns one tl_heap and checks it from a timer:
  *
  *   if (tl_heap_idle_check(&h, tl_stats_get(&stats.messages), tl_clock_ns()))
