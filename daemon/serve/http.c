@@ -967,6 +967,14 @@ static int serve_metrics(server *s, struct lws *wsi, session *p)
             d->slices.v[i].pinned ||
             tl_publisher_wanted(&d->pub, d->slices.v[i].topic, d->slices.v[i].topic_len);
     pthread_mutex_unlock(&d->lock);
+    size_t buffers, buffer_bytes, heap_in_use, heap_free;
+    tl_bufpool_usage(&d->pub.pool, &buffers, &buffer_bytes);
+    tl_heap_usage(&heap_in_use, &heap_free);
+    m.slice_buffers = buffers;
+    m.slice_buffer_bytes = buffer_bytes;
+    m.heap_in_use = heap_in_use;
+    m.heap_free = heap_free;
+    m.heap_trims = d->heap.trims;
     size_t cap = 16384;
     for (;;) {
         char *buf = malloc(cap);

@@ -175,6 +175,17 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
     gauge(&o, "tomolive_slices_wanted", "Slices pinned or subscribed to.", s->slices_wanted);
     gauge(&o, "tomolive_subscriptions",
           "Distinct topic prefixes subscribed to on the slices socket.", (double)s->subscriptions);
+    gauge(&o, "tomolive_slice_buffers", "Slice buffers in host memory, kept or in use.",
+          (double)s->slice_buffers);
+    gauge(&o, "tomolive_slice_buffer_bytes", "Pixel bytes of the slice buffers.",
+          (double)s->slice_buffer_bytes);
+    gauge(&o, "tomolive_heap_in_use_bytes", "Host heap handed out by malloc.",
+          (double)s->heap_in_use);
+    gauge(&o, "tomolive_heap_free_bytes", "Host heap freed but kept by the allocator.",
+          (double)s->heap_free);
+    family(&o, "tomolive_heap_trims_total", "counter",
+           "Times the free heap was given back to the system (ingest idle for 1 s).");
+    put(&o, "tomolive_heap_trims_total %llu\n", (unsigned long long)s->heap_trims);
     counter(&o, "tomolive_slices_computed_total", "Slices reconstructed.", &st->slices_computed);
     counter(&o, "tomolive_slices_published_total", "Slices sent on the slices socket.",
             &st->slices_published);

@@ -41,6 +41,9 @@ typedef struct {
     /* slices */
     int slices_defined, slices_wanted;
     uint64_t subscriptions;
+    uint64_t slice_buffers, slice_buffer_bytes; /* the publisher's pool (bufpool.h) */
+    /* host memory: the heap in use and freed but kept, its idle trims (heap.h) */
+    uint64_t heap_in_use, heap_free, heap_trims;
     /* preview page */
     int preview_clients;
     uint64_t preview_sent, preview_dropped;

@@ -33,6 +33,11 @@ static tl_metrics_state sample_state(void)
                               .slices_defined = 4,
                               .slices_wanted = 2,
                               .subscriptions = 1,
+                              .slice_buffers = 6,
+                              .slice_buffer_bytes = 6 * 4096,
+                              .heap_in_use = 30 << 20,
+                              .heap_free = 5 << 20,
+                              .heap_trims = 12,
                               .preview_clients = 1,
                               .preview_sent = 10,
                               .preview_dropped = 2};
@@ -73,6 +78,9 @@ START_TEST(metrics_text_valid)
     ck_assert(tl_expo_value(t, "tomolive_ingest_messages_total", &v) && v == 100);
     ck_assert(tl_expo_value(t, "tomolive_slices_published_total", &v) && v == 42);
     ck_assert(tl_expo_value(t, "tomolive_window_fill_ratio", &v) && v == 0.5);
+    ck_assert(tl_expo_value(t, "tomolive_slice_buffer_bytes", &v) && v == 6 * 4096);
+    ck_assert(tl_expo_value(t, "tomolive_heap_in_use_bytes", &v) && v == 30 << 20);
+    ck_assert(tl_expo_value(t, "tomolive_heap_trims_total", &v) && v == 12);
     ck_assert(tl_expo_value(t, "tomolive_preview_frames_total{outcome=\"dropped\"}", &v) &&
               v == 2);
     ck_assert(tl_expo_value(t, "tomolive_build_info{version=\"0.1.0\"}", &v) && v == 1);
