@@ -214,9 +214,9 @@ START_TEST(every_final_to_one_subscriber)
     ck_assert_int_ge(tl_fx_status_int(&f, "slices.buffer_bytes"), NSLICES * 64 * 64 * 4);
     zmq_close(sub);
     for (int k = 0; k < NSLICES; k++) {
-        char args[64];
-        snprintf(args, sizeof args, "{\"id\":\"s%d\"}", k);
-        json_decref(tl_fx_ok(&f, "remove_slice", args));
+        char which[64];
+        snprintf(which, sizeof which, "{\"id\":\"s%d\"}", k);
+        json_decref(tl_fx_ok(&f, "remove_slice", which));
     }
     ck_assert_msg(tl_fx_wait_status(&f, "slices.buffers", 0, 40),
                   "%lld of %lld slice buffers still there 40 s after the slices went",
