@@ -60,3 +60,10 @@ TESTS += tests/integration/check_recon_corrections
 tests_integration_check_recon_corrections_SOURCES = tests/integration/check_recon_corrections.c
 tests_integration_check_recon_corrections_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS)
 tests_integration_check_recon_corrections_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+
+# cone-beam projection matrices (gpu/geometry/cone.h), issue #21
+check_PROGRAMS += tests/unit/check_cone
+TESTS += tests/unit/check_cone
+tests_unit_check_cone_SOURCES = tests/unit/check_cone.c
+tests_unit_check_cone_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_cone_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
