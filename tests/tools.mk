@@ -67,3 +67,10 @@ TESTS += tests/unit/check_cone
 tests_unit_check_cone_SOURCES = tests/unit/check_cone.c
 tests_unit_check_cone_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_cone_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+
+# exact cone-beam projections of the ellipsoid phantoms (gpu/phantom_cone.h), issue #21
+check_PROGRAMS += tests/unit/check_phantom_cone
+TESTS += tests/unit/check_phantom_cone
+tests_unit_check_phantom_cone_SOURCES = tests/unit/check_phantom_cone.c
+tests_unit_check_phantom_cone_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_phantom_cone_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
