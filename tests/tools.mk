@@ -74,3 +74,10 @@ TESTS += tests/unit/check_phantom_cone
 tests_unit_check_phantom_cone_SOURCES = tests/unit/check_phantom_cone.c
 tests_unit_check_phantom_cone_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_phantom_cone_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+
+# the float64 CPU FDK reference (gpu/fdk_ref.h), issue #21
+check_PROGRAMS += tests/unit/check_fdk_ref
+TESTS += tests/unit/check_fdk_ref
+tests_unit_check_fdk_ref_SOURCES = tests/unit/check_fdk_ref.c
+tests_unit_check_fdk_ref_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_fdk_ref_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
