@@ -1,5 +1,6 @@
-/* fdk_ref.h — a float64 CPU reference of FDK cone-beam reconstruction (Feldkamp, Davis
- * and Kress 1984) for a full circular scan, from per-view projection matrices (issue #21).
+/* fdk_ref.h — a float64 CPU reference of FDK cone-beam reconstruction (L. A. Feldkamp,
+ * L. C. Davis, J. W. Kress, "Practical cone-beam algorithm", JOSA A 1(6):612-619, 1984)
+ * for a full circular scan, from per-view projection matrices (issue #21).
  * It is the yardstick future GPU kernels are measured against, so it favours plain,
  * checkable arithmetic over speed: a direct convolution, one voxel at a time.
  *
@@ -14,9 +15,11 @@
  *   3. voxel-driven back projection: every voxel centre (cone.h placement) projects to
  *      (u, v, w); it adds (d / w)^2 times the bilinear sample of the filtered projection
  *      (floor-based, zero outside the detector: ARCHITECTURE.md §3.1's rule in 2-D).
- * The sum is scaled by pi / n (n views equally spaced over 360 degrees; Kak and Slaney
- * 1988, §3.4.2), so a phantom of density mu per mm reconstructs to mu. FDK is exact only
- * in the mid-plane (z = 0); elsewhere it carries the cone-beam approximation error.
+ * The sum is scaled by pi / n (n views equally spaced over 360 degrees: the 1/2 of a full
+ * turn times 2 pi / n; A. C. Kak, M. Slaney, "Principles of computerized tomographic
+ * imaging", IEEE Press 1988, ch. 3), so a phantom of density mu per mm reconstructs to
+ * mu. FDK is exact only in the mid-plane (z = 0); elsewhere it carries the cone-beam
+ * approximation error.
  *
  *   tl_fdk_volume vol = {64, 64, 64, 1.0};
  *   if (tl_fdk_reference(P, n, proj, rows, cols, TL_FILTER_RAMLAK, &vol, out, eb)) ...

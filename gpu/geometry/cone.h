@@ -19,11 +19,11 @@
  *              r , sad ].
  * - Relation to parallel beam (gpu/geometry/parallel.c, ARCHITECTURE.md §3.1): the axes
  *   are chosen so that the parallel ray direction of angle theta is r and the parallel
- *   detector axis is e_u. In the limit sad -> infinity with sdd = sad and pitch 1 mm, the matrix gives
- *   u = center + x cos(b) - y sin(b) and v = v0 + z: the parallel formula with center = u0,
- *   volume units of one detector pixel, and parallel volume height z_par = v0 + z (the
- *   parallel volume counts z from detector row 0; the cone world counts it from the
- *   principal row, in mm).
+ *   detector axis is e_u. In the limit sad -> infinity with sdd = sad and pitch 1 mm, the
+ *   matrix gives u = center + x cos(b) - y sin(b) and v = v0 + z: the parallel formula
+ *   with center = u0, volume units of one detector pixel, and parallel volume height
+ *   z_par = v0 + z (the parallel volume counts z from detector row 0; the cone world
+ *   counts it from the principal row, in mm).
  * - Voxel placement: an nx x ny x nz volume of isotropic pitch `voxel` mm, centred on the
  *   isocentre, puts voxel (i, j, k) (i fastest) at ((i - (nx-1)/2) voxel,
  *   (j - (ny-1)/2) voxel, (k - (nz-1)/2) voxel) — no axis flips, unlike Chen et al.'s M_0.
