@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,32 @@ double tl_phantom_value(const tl_phantom *p, double x, double y, double z)
     return sum;
 }
 
+/* The line base + s dir (normalised coordinates) against ellipsoid i: false if it misses,
+ * else *sq, *aa and *bb such that it is inside for s in [(-bb - sq) / aa, (-bb + sq) / aa].
+ * In the unit sphere's frame, |w0 + s w1|^2 = 1 has discriminant D = (w0.w1)^2 - |w1|^2
+ * (|w0|^2 - 1) = |w1|^2 - |w0 x w1|^2: the cross-product form does not cancel for a line
+ * far from the ellipsoid (a distant cone-beam source). */
+static bool cut(const tl_phantom *p, size_t i, const double base[3], const double dir[3],
+                double *sq, double *aa, double *bb)
+{
+    const tl_ellipsoid *e = &p->e[i];
+    double v[3] = {base[0] - e->x0, base[1] - e->y0, base[2] - e->z0};
+    double w0[3], w1[3];
+    to_sphere(p, i, v, w0);
+    to_sphere(p, i, dir, w1);
+    double a = w1[0] * w1[0] + w1[1] * w1[1] + w1[2] * w1[2];
+    double cx = w0[1] * w1[2] - w0[2] * w1[1];
+    double cy = w0[2] * w1[0] - w0[0] * w1[2];
+    double cz = w0[0] * w1[1] - w0[1] * w1[0];
+    double D = a - (cx * cx + cy * cy + cz * cz);
+    if (!(D > 0 && a > 0))
+        return false;
+    *sq = sqrt(D);
+    *aa = a;
+    *bb = w0[0] * w1[0] + w0[1] * w1[1] + w0[2] * w1[2];
+    return true;
+}
+
 double tl_phantom_line_integral(const tl_phantom *p, double theta, double t, double z)
 {
     double c = cos(theta), s = sin(theta);
@@ -150,20 +177,36 @@ double tl_phantom_line_integral(const tl_phantom *p, double theta, double t, dou
     double dir[3] = {s / p->radius, c / p->radius, 0.0};
     double sum = 0;
     for (size_t i = 0; i < p->n; i++) {
-        const tl_ellipsoid *e = &p->e[i];
-        double v[3] = {base[0] - e->x0, base[1] - e->y0, base[2] - e->z0};
-        double w0[3], w1[3];
-        to_sphere(p, i, v, w0);
-        to_sphere(p, i, dir, w1);
-        /* |w0 + s w1|^2 = 1 has roots s1, s2 with (s2 - s1) = 2 sqrt(D) / |w1|^2 and
-         * D = (w0.w1)^2 - |w1|^2 (|w0|^2 - 1) = |w1|^2 - |w0 x w1|^2. */
-        double aa = w1[0] * w1[0] + w1[1] * w1[1] + w1[2] * w1[2];
-        double cx = w0[1] * w1[2] - w0[2] * w1[1];
-        double cy = w0[2] * w1[0] - w0[0] * w1[2];
-        double cz = w0[0] * w1[1] - w0[1] * w1[0];
-        double D = aa - (cx * cx + cy * cy + cz * cz);
-        if (D > 0 && aa > 0)
-            sum += e->density * 2.0 * sqrt(D) / aa;
+        double sq, aa, bb;
+        if (cut(p, i, base, dir, &sq, &aa, &bb))
+            sum += p->e[i].density * 2.0 * sq / aa; /* the whole line: the whole chord */
+    }
+    return sum;
+}
+
+double tl_phantom_ray_integral(const tl_phantom *p, const double origin[3], const double dir[3])
+{
+    double len = sqrt(dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2]);
+    if (!(len > 0))
+        return 0.0;
+    /* origin and unit direction in normalised coordinates (the direction keeps the world
+     * length per unit of t, so chords come out in world units) */
+    double base[3] = {origin[0] / p->radius, origin[1] / p->radius,
+                      (origin[2] - p->z_center) / p->radius_z};
+    double d[3] = {dir[0] / len / p->radius, dir[1] / len / p->radius, dir[2] / len / p->radius_z};
+    double sum = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        double sq, aa, bb, chord;
+        if (!cut(p, i, base, d, &sq, &aa, &bb))
+            continue;
+        double t1 = (-bb - sq) / aa, t2 = (-bb + sq) / aa;
+        if (t1 >= 0)
+            chord = 2.0 * sq / aa; /* the whole chord lies ahead of the origin */
+        else if (t2 > 0)
+            chord = t2; /* the origin is inside: from it to the exit */
+        else
+            continue; /* behind the origin */
+        sum += p->e[i].density * chord;
     }
     return sum;
 }

@@ -61,6 +61,12 @@ double tl_phantom_value(const tl_phantom *p, double x, double y, double z);
  * theta, row z. */
 double tl_phantom_line_integral(const tl_phantom *p, double theta, double t, double z);
 
+/* Line integral of the density along origin + t dir for t in [0, infinity), in units of
+ * the phantom's coordinates times density (dir need not be a unit vector: t is scaled by
+ * |dir| so the result is per unit length). 0 for a zero dir. A cone-beam ray starts at
+ * its source (phantom_cone.h). */
+double tl_phantom_ray_integral(const tl_phantom *p, const double origin[3], const double dir[3]);
+
 /* Line integrals of a whole rows x cols projection: out[v * cols + u] for the ray through
  * column u and row v. */
 void tl_phantom_project(const tl_phantom *p, double theta, double center, uint32_t rows,

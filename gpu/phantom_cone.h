@@ -31,11 +31,6 @@
 #include "gpu/base/fail.h"
 #include "gpu/phantom.h"
 
-/* Line integral of the density along origin + t dir for t in [0, infinity), in units of
- * the phantom's coordinates times density (dir need not be a unit vector: t is scaled by
- * |dir| so the result is per unit length). 0 for a zero dir. */
-double tl_phantom_ray_integral(const tl_phantom *p, const double origin[3], const double dir[3]);
-
 /* The line integral seen by detector pixel (u, v) (pixel indices, centre at integers) of
  * the projection with matrix P. TL_EINVAL when P has no finite source (cone.h). */
 tl_status tl_phantom_cone_pixel(const tl_phantom *p, const double P[12], double u, double v,
