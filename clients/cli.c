@@ -21,6 +21,17 @@ int tl_cli_fail(const char *me, int rc, const char *fmt, ...)
     return rc;
 }
 
+int tl_cli_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
 double tl_cli_now(void)
 {
     return (double)tl_clock_ns() * 1e-9;

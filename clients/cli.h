@@ -8,9 +8,16 @@
 #define TL_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Prints "<me>: <message>\n" on stderr and returns rc. */
 int tl_cli_fail(const char *me, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Formats the message into err (errlen bytes; NULL or 0: dropped) and returns -1: the
+ * error convention of the helpers below the subcommands (`return tl_cli_errf(err, errlen,
+ * "cannot open %s", path);`). */
+int tl_cli_errf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* A whole decimal number in [lo, hi] and nothing else ("12", not "12x", "", "1e3"). */

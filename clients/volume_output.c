@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clients/cli.h"
 #include "clients/volume_convert.h"
 #include "clients/volume_output.h"
 #include "clients/volume_slab.h"
@@ -25,16 +26,7 @@
 #define ATTR_DONE "tomolive_rows_done"
 #define ATTR_JOB "tomolive_job"
 
-static int __attribute__((format(printf, 3, 4))) failf(char *err, size_t errlen, const char *fmt,
-                                                       ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-#define FAIL(...) failf(err, errlen, __VA_ARGS__)
+#define FAIL(...) tl_cli_errf(err, errlen, __VA_ARGS__)
 
 static const char *const dtype_names[] = {"float32", "uint16", "float16"};
 

@@ -9,19 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clients/cli.h"
 #include "clients/volume_plan.h"
 
 #define BATCH_BYTES ((size_t)1 << 30) /* 64 slices of 2048^2: long kernel jobs */
 
-static int __attribute__((format(printf, 3, 4))) failf(char *err, size_t errlen, const char *fmt,
-                                                       ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static size_t slice_bytes(const tl_volume_problem *p)
 {
@@ -54,7 +46,7 @@ size_t tl_volume_plan_host_bytes(const tl_volume_problem *p, uint32_t h)
 static int whole_frames_fail(const tl_volume_problem *p, const tl_volume_budget *b, char *err,
                              size_t errlen)
 {
-    return failf(err, errlen,
+    return tl_cli_errf(err, errlen,
                  "dezinger and Paganin need whole frames in the engine: %u frames of %u x %u "
                  "need %zu MiB of GPU memory, over the budget of %zu MiB",
                  p->projections + p->darks + p->flats, p->frame_rows, p->cols,
@@ -89,7 +81,7 @@ int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, u
 {
     memset(out, 0, sizeof *out);
     if (p->rows == 0 || p->cols == 0 || p->size == 0 || p->projections == 0)
-        return failf(err, errlen, "empty problem: %u rows, %u cols, %u projections, size %u",
+        return tl_cli_errf(err, errlen, "empty problem: %u rows, %u cols, %u projections, size %u",
                      p->rows, p->cols, p->projections, p->size);
     if (p->frame_rows && tl_volume_plan_gpu_bytes(p, 1, 1) > b->gpu)
         return whole_frames_fail(p, b, err, errlen);
@@ -98,7 +90,7 @@ int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, u
         h = slab_rows < p->rows ? slab_rows : p->rows;
         if (!fits(p, b, h)) {
             uint32_t batch = tl_volume_plan_batch(p, h);
-            return failf(err, errlen,
+            return tl_cli_errf(err, errlen,
                          "slabs of %u rows do not fit: they need %zu MiB of GPU memory (budget "
                          "%zu MiB) and %zu MiB of host memory (budget %zu MiB)",
                          h, tl_volume_plan_gpu_bytes(p, h, batch) >> 20, b->gpu >> 20,
@@ -117,7 +109,7 @@ int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, u
             if (fits(p, b, c))
                 h = c;
         if (h == 0)
-            return failf(err, errlen,
+            return tl_cli_errf(err, errlen,
                          "nothing fits: one detector row per slab needs %zu MiB of GPU memory "
                          "(budget %zu MiB) and %zu MiB of host memory (budget %zu MiB)",
                          tl_volume_plan_gpu_bytes(p, 1, 1) >> 20, b->gpu >> 20,

@@ -38,6 +38,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "clients/cli.h"
 #include "clients/volume_convert.h"
 #include "clients/volume_pool.h"
 #include "clients/volume_slab.h"
@@ -108,15 +109,6 @@ static bool failed(work *w)
     return f;
 }
 
-static int __attribute__((format(printf, 3, 4))) failf(char *err, size_t errlen, const char *fmt,
-                                                       ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 void tl_vslab_path(const tl_volume_output *o, uint32_t z, char *buf, size_t n)
 {
@@ -221,12 +213,12 @@ static int h5_chunk(tl_volume_output *o, uint32_t z, const void *buf, size_t len
     unsigned mask = 0;
     errno = 0;
     if (H5Dwrite_chunk(o->dset, H5P_DEFAULT, 0, at, len, buf) < 0)
-        return failf(err, errlen, "'%s': cannot write slice %u (%s)", o->spec.path, z,
+        return tl_cli_errf(err, errlen, "'%s': cannot write slice %u (%s)", o->spec.path, z,
                      errno ? strerror(errno) : "disk full?");
     if (H5Dget_chunk_info_by_coord(o->dset, at, &mask, &addr, &size) < 0 || addr == HADDR_UNDEF)
         return 0; /* no range to hint: the slab's sync does it all */
     if (writeback(o->slab, o->fd, (int64_t)addr, (int64_t)size) != 0)
-        return failf(err, errlen, "'%s': cannot write slice %u: %s", o->spec.path, z,
+        return tl_cli_errf(err, errlen, "'%s': cannot write slice %u: %s", o->spec.path, z,
                      strerror(errno));
     return 0;
 }
@@ -246,7 +238,7 @@ static int tiff_page(tl_volume_output *o, uint32_t z, const void *buf, size_t le
     int64_t from = w->pages_end;
     w->pages_end = st.st_size;
     if (writeback(w, fd, from, st.st_size - from) != 0)
-        return failf(err, errlen, "'%s': cannot write slice %u: %s", o->spec.path, z,
+        return tl_cli_errf(err, errlen, "'%s': cannot write slice %u: %s", o->spec.path, z,
                      strerror(errno));
     return 0;
 }
@@ -366,7 +358,7 @@ int tl_vslab_files(tl_volume_output *o, uint32_t z0, uint32_t h, const float *sl
     if (!w->failed)
         tl_vpool_run(&w->pool, h, sync_task, w);
     if (w->failed)
-        return failf(err, errlen, "%s", w->err);
+        return tl_cli_errf(err, errlen, "%s", w->err);
     return 0;
 }
 
@@ -427,7 +419,7 @@ int tl_vslab_start(tl_volume_output *o, char *err, size_t errlen)
 {
     work *w = calloc(1, sizeof *w);
     if (!w)
-        return failf(err, errlen, "out of memory");
+        return tl_cli_errf(err, errlen, "out of memory");
     o->slab = w;
     w->o = o;
     w->npx = (size_t)o->spec.size * o->spec.size;
@@ -436,14 +428,14 @@ int tl_vslab_start(tl_volume_output *o, char *err, size_t errlen)
     pthread_cond_init(&w->ready_cv, NULL);
     pthread_cond_init(&w->free_cv, NULL);
     if (o->spec.dtype != TL_OUT_F32 && !(w->conv = malloc(w->slots * w->npx * sizeof *w->conv)))
-        return failf(err, errlen, "out of memory for %u converted slices", w->slots);
+        return tl_cli_errf(err, errlen, "out of memory for %u converted slices", w->slots);
     if (o->spec.deflate > 0) {
         w->zcap = compressBound(w->npx * tl_out_dtype_size(o->spec.dtype));
         if (!(w->zbuf = malloc(w->slots * w->zcap)))
-            return failf(err, errlen, "out of memory for %u deflated slices", w->slots);
+            return tl_cli_errf(err, errlen, "out of memory for %u deflated slices", w->slots);
     }
     if (!(w->lohi = malloc(2 * MAX_THREADS * sizeof *w->lohi)))
-        return failf(err, errlen, "out of memory");
+        return tl_cli_errf(err, errlen, "out of memory");
     if (tl_vpool_start(&w->pool, tl_vslab_threads(&o->spec), err, errlen) != 0)
         return -1;
     w->pool_started = true;

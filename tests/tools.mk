@@ -18,7 +18,8 @@ tests_integration_check_recon_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 # the out-of-core planner, a pure function (clients/volume_plan.h)
 check_PROGRAMS += tests/unit/check_volume_plan
 TESTS += tests/unit/check_volume_plan
-tests_unit_check_volume_plan_SOURCES = tests/unit/check_volume_plan.c clients/volume_plan.c
+tests_unit_check_volume_plan_SOURCES = tests/unit/check_volume_plan.c clients/volume_plan.c \
+	clients/cli.c
 tests_unit_check_volume_plan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_volume_plan_LDADD = $(TEST_LIBS)
 
@@ -41,7 +42,8 @@ tests_unit_check_volume_pool_LDADD = $(TEST_LIBS) -lpthread
 check_PROGRAMS += tests/unit/check_volume_output
 TESTS += tests/unit/check_volume_output
 tests_unit_check_volume_output_SOURCES = tests/unit/check_volume_output.c \
-	clients/volume_output.c clients/volume_slab.c clients/volume_pool.c clients/volume_convert.c
+	clients/volume_output.c clients/volume_slab.c clients/volume_pool.c clients/volume_convert.c \
+	clients/cli.c
 tests_unit_check_volume_output_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS) \
 	$(HDF5_CFLAGS) $(ZLIB_CFLAGS)
 tests_unit_check_volume_output_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS) $(HDF5_LIBS) \
