@@ -122,9 +122,29 @@ typedef struct {
  * what is not given: the defaults); false for anything else. The engine checks ranges. */
 bool tl_rings_parse(const char *s, tl_corrections *k);
 
+/* A circular cone-beam scan (geometry CONE; gpu/geometry/cone.h, ARCHITECTURE.md §3.10):
+ * the source turns on a circle of radius source_origin around the rotation axis, the flat
+ * detector faces it at source_detector from the source. The engine's `center` is the
+ * principal point's column (where the ray through the axis, perpendicular to the detector,
+ * meets it: the rotation axis' column at the isocentre, as in parallel beam); offset_v puts
+ * the principal row below (+) or above the detector's middle row. Volume coordinates stay
+ * those of parallel beam (gpu/geometry/slice.h), measured in detector pixels scaled to the
+ * axis (pixel_u * source_origin / source_detector in x and y, the same with pixel_v in z),
+ * with z = the detector row the isocentre plane of that height projects to; so row slices,
+ * ortho-slices and planes mean what they mean in parallel beam, and a volume of cols x cols
+ * x rows voxels at scale 1 is what the detector sees at the axis. Distances and pitches in
+ * mm, finite and > 0; angles come with the frames (radians), as in parallel beam. */
+typedef struct {
+    double source_origin;    /* source to rotation axis */
+    double source_detector;  /* source to detector */
+    double pixel_u, pixel_v; /* detector pixel pitch along a row and along a column */
+    double offset_v;         /* principal row minus (rows - 1) / 2, pixels */
+} tl_cone_config;
+
 typedef struct {
     tl_backend_kind backend;
-    tl_geometry geometry;   /* only PARALLEL is implemented; CONE is TL_EUNSUPPORTED */
+    tl_geometry geometry;   /* PARALLEL (default) or CONE (with `cone` below) */
+    tl_cone_config cone;    /* CONE: the circular trajectory (above) */
     uint32_t rows, cols;    /* detector shape */
     tl_dtype dtype;         /* the dtype frames are expected in (others are TL_ESHAPE) */
     uint32_t window;        /* N: projections kept */
