@@ -6,13 +6,13 @@
 
 #include "gpu/engine_impl.h"
 
-/* A full window for benchmarks: every slot, uniform angles over 180 degrees, the engine's
- * centre. */
+/* A full window for benchmarks: every slot, uniform angles over a complete scan of the
+ * geometry (half a turn in parallel beam, a turn in cone beam), the engine's centre. */
 static size_t full_projections(tl_engine *e)
 {
     uint32_t n = e->win.n;
     for (uint32_t s = 0; s < n; s++)
-        e->job.proj[s] = e->geometry->projection(&e->cfg, s, M_PI * s / n, 0.0);
+        e->job.proj[s] = e->geometry->projection(&e->cfg, s, e->geometry->turn * s / n, 0.0);
     return n;
 }
 

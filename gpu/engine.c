@@ -192,6 +192,25 @@ static tl_status apply_phase(tl_engine *e)
     return st;
 }
 
+/* The geometry's per-pixel weights (FDK's cosine weights), computed here for every
+ * backend. */
+static tl_status apply_pixel_weights(tl_engine *e)
+{
+    if (!e->geometry->pixel_weights)
+        return TL_OK;
+    if (!e->ops->set_pixel_weights)
+        return tl_fail(&e->err, TL_EUNSUPPORTED, "the %s backend has no %s-beam weights",
+                       e->backend, e->geometry->name);
+    double *w = malloc((size_t)e->cfg.rows * e->cfg.cols * sizeof *w);
+    if (!w)
+        return tl_fail(&e->err, TL_ENOMEM, "out of memory for %u x %u pixel weights",
+                       e->cfg.rows, e->cfg.cols);
+    e->geometry->pixel_weights(&e->cfg, w);
+    tl_status st = e->ops->set_pixel_weights(e->be, w);
+    free(w);
+    return st;
+}
+
 /* The whole memory need is checked before anything large is allocated, so a scan that
  * does not fit is refused with both numbers instead of failing half-way. */
 static tl_status check_memory(const tl_engine *e, const tl_engine_config *rc, tl_errbuf *eb)
@@ -257,6 +276,8 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         st = apply_filter(e, c->filter);
     if (st == TL_OK)
         st = apply_phase(e);
+    if (st == TL_OK)
+        st = apply_pixel_weights(e);
     if (st == TL_OK)
         st = tl_center_init(e);
     if (st == TL_OK && e->halfacq)

@@ -20,7 +20,7 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/ipc.h gpu/ipc.c \
 	gpu/tune.h gpu/tune.c gpu/tune_cache.c \
 	gpu/geometry/slice.h gpu/geometry/slice.c \
-	gpu/geometry/geometry.h gpu/geometry/geometry.c gpu/geometry/parallel.c \
+	gpu/geometry/geometry.h gpu/geometry/geometry.c gpu/geometry/parallel.c gpu/geometry/cone_beam.c \
 	gpu/geometry/cone.h gpu/geometry/cone.c \
 	gpu/method/method.h gpu/method/method.c gpu/method/fbp.c \
 	gpu/method/filter.h gpu/method/filter.c \

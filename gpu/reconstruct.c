@@ -62,7 +62,8 @@ tl_status tl_engine_prepare_job(tl_engine *e, const int *ids, size_t n, float *c
         b->out = out ? out[k] : NULL;
         e->job.kernel[k] = NULL;
     }
-    *job = (tl_bp_job){.slices = e->job.slices,
+    *job = (tl_bp_job){.geometry = e->cfg.geometry,
+                       .slices = e->job.slices,
                        .nslices = n,
                        .proj = e->job.proj,
                        .force = e->cfg.kernel,

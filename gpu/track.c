@@ -82,7 +82,8 @@ static void flush_set_of(tl_engine *e, flush_set which, const int *ids, size_t n
     int added = 0;
     for (int k = 0; k < t->npending; k++)
         added += t->pending[k].weight > 0;
-    tl_bp_job job = {.slices = t->slices,
+    tl_bp_job job = {.geometry = e->cfg.geometry,
+                     .slices = t->slices,
                      .nslices = (size_t)n,
                      .proj = t->pending,
                      .nproj = (size_t)t->npending,

@@ -39,6 +39,14 @@ tests_gpu_check_ipc_SOURCES = tests/gpu/check_ipc.c
 tests_gpu_check_ipc_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 tests_gpu_check_ipc_LDADD = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 # the per-frame corrections (dezinger, Paganin) against the float64 CPU reference
+# cone beam (FDK) against the float64 references
+check_PROGRAMS += tests/gpu/check_cone_cuda
+TESTS += tests/gpu/check_cone_cuda
+tests_gpu_check_cone_cuda_SOURCES = tests/gpu/check_cone_cuda.c tests/cone_scan.c tests/cone_scan.h
+tests_gpu_check_cone_cuda_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_gpu_check_cone_cuda_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_gpu_check_cone_cuda_LDADD = $(GPU_TEST_LIBS)
+
 check_PROGRAMS += tests/gpu/check_corrections
 TESTS += tests/gpu/check_corrections
 tests_gpu_check_corrections_SOURCES = tests/gpu/check_corrections.c

@@ -78,6 +78,13 @@ tests_unit_check_phantom_cone_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_phantom_cone_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
 
 # the float64 CPU FDK reference (gpu/fdk_ref.h), issue #21
+check_PROGRAMS += tests/unit/check_cone_engine
+TESTS += tests/unit/check_cone_engine
+tests_unit_check_cone_engine_SOURCES = tests/unit/check_cone_engine.c tests/cone_scan.c \
+	tests/cone_scan.h
+tests_unit_check_cone_engine_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_cone_engine_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+
 check_PROGRAMS += tests/unit/check_fdk_ref
 TESTS += tests/unit/check_fdk_ref
 tests_unit_check_fdk_ref_SOURCES = tests/unit/check_fdk_ref.c

@@ -26,12 +26,20 @@ extern "C" {
 #endif
 
 /* One projection of a back-projection job, in the units of ARCHITECTURE.md §3.1:
- * the ray through (x, y) hits column u = center + x cos(theta) - y sin(theta). */
+ * the ray through (x, y) hits column u = center + x cos(theta) - y sin(theta).
+ * In cone beam (tl_bp_job.geometry CONE) `cone` says where a volume point goes instead
+ * (gpu/geometry/cone_beam.c): the 3x4 projection matrix from volume coordinates
+ * (slice.h) to the detector, divided by the isocentre's depth, so that
+ *   (a, b, w) = cone . (x, y, z, 1):   u = a / w, v = b / w (column, row),
+ * and w is the point's depth relative to the isocentre's: FDK weighs the sample
+ * weight / w^2 (Feldkamp et al. 1984), and a point with w <= 0 (at or behind the source)
+ * adds nothing. */
 typedef struct {
     uint32_t slot; /* where the filtered projection lives in the window */
     double cos_t, sin_t;
-    double center; /* engine centre + the projection's own correction */
-    double weight; /* FBP weight (pi / N for uniform angles) */
+    double center;    /* engine centre + the projection's own correction */
+    double weight;    /* FBP weight (pi / N for uniform angles) */
+    double cone[12];  /* cone beam only (above), row-major */
 } tl_bp_proj;
 
 /* One slice of a job: a plane (xaxis, yaxis, base; see engine.h) sampled on h x w pixels. */
@@ -42,6 +50,7 @@ typedef struct {
 } tl_bp_slice;
 
 typedef struct {
+    tl_geometry geometry; /* PARALLEL: proj's (cos, sin, center); CONE: proj's cone matrix */
     const tl_bp_slice *slices;
     size_t nslices;
     const tl_bp_proj *proj;
@@ -134,6 +143,10 @@ typedef struct tl_backend_ops {
     /* Half acquisition (gpu/halfacq.c): each projection, after -log and the ring
      * correction, is multiplied column by column by w (cols values), once given. */
     tl_status (*set_column_weights)(void *state, const double *w);
+    /* Cone beam (gpu/geometry/cone_beam.c): each projection, after the column weights, is
+     * multiplied pixel by pixel by w (rows x cols values, row-major: FDK's cosine weights),
+     * once given. */
+    tl_status (*set_pixel_weights)(void *state, const double *w);
     tl_status (*profile_slot)(void *state, int32_t pos);
     tl_status (*profiles)(void *state, const uint32_t *pos, size_t n, float *out);
 } tl_backend_ops;

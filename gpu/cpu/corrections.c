@@ -24,8 +24,11 @@ size_t tl_cpu_corr_estimate(const tl_engine_config *c)
 {
     size_t rs = c->precision == TL_PRECISION_F64 ? sizeof(double) : sizeof(float);
     size_t bytes = 0;
-    if (dezinger_on(c) || tl_phase_on(&c->corr) || c->corr.rings)
-        bytes += 2 * (size_t)c->rows * c->cols * rs;
+    bool cone = c->geometry == TL_GEOMETRY_CONE;
+    if (dezinger_on(c) || tl_phase_on(&c->corr) || c->corr.rings || c->half_acquisition || cone)
+        bytes += 2 * (size_t)c->rows * c->cols * rs; /* the staged path's frames */
+    if (cone)
+        bytes += (size_t)c->rows * c->cols * rs; /* the pixel weights */
     bytes += tl_cpu_rings_estimate(c);
     tl_phase_filter f;
     if (tl_phase_on(&c->corr) && tl_phase_shape(&c->corr, c->rows, c->cols, &f, NULL) == TL_OK)
@@ -52,6 +55,7 @@ void tl_cpu_corr_destroy(tl_cpu_state *s)
     free(s->frame[1]);
     free(s->replaced);
     free(s->colw);
+    free(s->pixw);
     tl_cpu_rings_destroy(s);
 }
 
@@ -59,13 +63,21 @@ tl_status tl_cpu_corr_create(tl_cpu_state *s)
 {
     const tl_engine_config *c = &s->cfg;
     s->phase_on = tl_phase_on(&c->corr);
-    s->corr_on = dezinger_on(c) || s->phase_on || c->corr.rings || c->half_acquisition;
+    bool cone = c->geometry == TL_GEOMETRY_CONE;
+    s->corr_on = dezinger_on(c) || s->phase_on || c->corr.rings || c->half_acquisition || cone;
     if (!s->corr_on)
         return TL_OK;
     if (c->half_acquisition) {
         if (!(s->colw = calloc(s->cols, s->real_size)))
             return tl_fail(s->eb, TL_ENOMEM, "out of memory for the column weights");
         s->mem += s->cols * s->real_size;
+    }
+    if (cone) {
+        size_t npix = (size_t)s->rows * s->cols;
+        if (!(s->pixw = calloc(npix, s->real_size)))
+            return tl_fail(s->eb, TL_ENOMEM, "out of memory for the %u x %u pixel weights",
+                           s->rows, s->cols);
+        s->mem += npix * s->real_size;
     }
     tl_status st = tl_cpu_rings_create(s);
     if (st != TL_OK)
@@ -251,6 +263,20 @@ tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot)
         s->ring_weight = tl_rings_weight(++s->ring_frames, s->n);
     tl_cpu_run_jobs(s, s->rows, npix * 8, finish_job, &j);
     s->stage_written++;
+    return TL_OK;
+}
+
+tl_status tl_cpu_set_pixel_weights(void *state, const double *w)
+{
+    tl_cpu_state *s = state;
+    if (!s->pixw)
+        return tl_fail(s->eb, TL_EINTERNAL, "pixel weights without cone beam");
+    size_t npix = (size_t)s->rows * s->cols;
+    for (size_t k = 0; k < npix; k++)
+        if (s->f64)
+            ((double *)s->pixw)[k] = w[k];
+        else
+            ((float *)s->pixw)[k] = (float)w[k];
     return TL_OK;
 }
 

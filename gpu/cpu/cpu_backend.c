@@ -296,7 +296,13 @@ static void bp_job(void *ctx, size_t k, int thread)
     while (k >= job->slices[i].height)
         k -= job->slices[i++].height;
     double *acc = j->dst == TL_CPU_OUT ? NULL : j->s->acc[j->ids[i]];
-    if (j->s->f64)
+    if (job->geometry == TL_GEOMETRY_CONE && j->s->f64)
+        tl_cpu_bp_cone_row_f64(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj,
+                               thread, j->dst, acc);
+    else if (job->geometry == TL_GEOMETRY_CONE)
+        tl_cpu_bp_cone_row_f32(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj,
+                               thread, j->dst, acc);
+    else if (j->s->f64)
         tl_cpu_bp_row_f64(j->s, &job->slices[i], (uint32_t)k, job->proj, job->nproj, thread,
                           j->dst, acc);
     else
@@ -573,6 +579,7 @@ const tl_backend_ops tl_cpu_backend = {
     .stage_times = tl_cpu_stage_times,
     .ring_update = tl_cpu_ring_update,
     .set_column_weights = tl_cpu_set_column_weights,
+    .set_pixel_weights = tl_cpu_set_pixel_weights,
     .profile_slot = tl_cpu_profile_slot,
     .profiles = tl_cpu_profiles,
 };

@@ -70,6 +70,7 @@ typedef struct {
     double ring_weight; /* of the frame being stored in the profile */
     double ring_update_s;  /* the last ring_update's time, not yet read (< 0: none) */
     void *colw; /* real[cols]: half acquisition's column weights (NULL: none) */
+    void *pixw; /* real[rows * cols]: cone beam's cosine weights (NULL: none) */
     /* centre estimation (profile.c): the column profiles ring, float[nprof][cols], the
      * position of the projection being stored (-1: none), per-thread column sums */
     float *prof;
@@ -132,6 +133,7 @@ tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot);
 tl_status tl_cpu_set_phase(void *state, const tl_phase_filter *f);
 tl_status tl_cpu_corr_counts(void *state, uint64_t *replaced);
 tl_status tl_cpu_set_column_weights(void *state, const double *w);
+tl_status tl_cpu_set_pixel_weights(void *state, const double *w);
 tl_status tl_cpu_stage_times(void *state, tl_stage_time *out, size_t cap, size_t *n);
 /* profile.c */
 tl_status tl_cpu_profile_create(tl_cpu_state *s);
@@ -169,5 +171,12 @@ void tl_cpu_bp_row_f32(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
 void tl_cpu_bp_row_f64(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
                        const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
                        double *acc);
+/* The same in cone beam (tl_bp_proj.cone). */
+void tl_cpu_bp_cone_row_f32(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
+                            const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
+                            double *acc);
+void tl_cpu_bp_cone_row_f64(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
+                            const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
+                            double *acc);
 
 #endif

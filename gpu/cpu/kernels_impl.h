@@ -190,6 +190,11 @@ void FN(tl_cpu_finish_row)(tl_cpu_state *s, const void *in, bool correct, uint32
         for (uint32_t c = 0; c < s->cols; c++)
             pad[c] *= w[c];
     }
+    if (s->pixw) { /* cone beam: FDK's cosine weights */
+        const REAL *w = (const REAL *)s->pixw + o;
+        for (uint32_t c = 0; c < s->cols; c++)
+            pad[c] *= w[c];
+    }
     if (s->prof_pos >= 0)
         FN(tl_cpu_profile_add)(s, pad, thread);
     FN(filter_into)(s, pad, slot, r, thread);
@@ -267,6 +272,29 @@ static inline REAL FN(lerp)(const REAL *row, uint32_t W, REAL u)
     return a + f * (b - a);
 }
 
+/* A summed output row into its destination (tl_cpu_dst). */
+static void FN(tl_cpu_row_out)(const tl_bp_slice *sl, uint32_t row, const REAL *acc,
+                               tl_cpu_dst dst, double *accum)
+{
+    uint32_t w = sl->width;
+    if (dst == TL_CPU_OUT) {
+        float *out = sl->out + (size_t)row * w;
+        for (uint32_t j = 0; j < w; j++)
+            out[j] = (float)acc[j];
+    } else if (dst == TL_CPU_ACC_SET) {
+        double *a = accum + (size_t)row * w;
+        for (uint32_t j = 0; j < w; j++)
+            a[j] = (double)acc[j];
+    } else {
+        /* The contribution is rounded in real as always, so adding a projection and later
+         * subtracting it cancel exactly; the sum is double (cpu_state.h), so the rounding of
+         * the running sum does not build up over an unbounded stream of updates. */
+        double *a = accum + (size_t)row * w;
+        for (uint32_t j = 0; j < w; j++)
+            a[j] += (double)acc[j];
+    }
+}
+
 /* Output row `row` of slice sl: every pixel summed over the projections. For the common
  * case, the horizontal slice, the detector row is constant along an output row, so each
  * projection reads one sinogram row. Each pixel's volume coordinates are computed exactly
@@ -328,20 +356,53 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
         }
 #undef U
     }
-    if (dst == TL_CPU_OUT) {
-        float *out = sl->out + (size_t)row * w;
-        for (uint32_t j = 0; j < w; j++)
-            out[j] = (float)acc[j];
-    } else if (dst == TL_CPU_ACC_SET) {
-        double *a = accum + (size_t)row * w;
-        for (uint32_t j = 0; j < w; j++)
-            a[j] = (double)acc[j];
-    } else {
-        /* The contribution is rounded in real as always, so adding a projection and later
-         * subtracting it cancel exactly; the sum is double (cpu_state.h), so the rounding of
-         * the running sum does not build up over an unbounded stream of updates. */
-        double *a = accum + (size_t)row * w;
-        for (uint32_t j = 0; j < w; j++)
-            a[j] += (double)acc[j];
+    FN(tl_cpu_row_out)(sl, row, acc, dst, accum);
+}
+
+/* Output row `row` of slice sl in cone beam (backend.h, tl_bp_proj.cone): every pixel's
+ * volume position goes through the projection's matrix to (u, v) and the relative depth
+ * w; the filtered projection is sampled bilinearly there (linear between columns within
+ * the two detector rows around v, then between the rows, zero outside the detector: the
+ * rule of tl_cpu_bp_row in two dimensions) and weighed weight / w^2 (Feldkamp et al.
+ * 1984). The pixel positions are computed as in tl_cpu_bp_row. */
+void FN(tl_cpu_bp_cone_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
+                            const tl_bp_proj *proj, size_t nproj, int thread, tl_cpu_dst dst,
+                            double *accum)
+{
+    const REAL *win = s->window;
+    uint32_t W = s->cols, H = s->rows, n = s->n, w = sl->width;
+    const float *o = sl->plane;
+    double t = 1.0 - (row + 0.5) / sl->height, s0 = 0.5 / w;
+    REAL px = (REAL)(o[6] + s0 * o[0] + t * o[3]), dx = (REAL)(o[0] / (double)w);
+    REAL py = (REAL)(o[7] + s0 * o[1] + t * o[4]), dy = (REAL)(o[1] / (double)w);
+    REAL pz = (REAL)(o[8] + s0 * o[2] + t * o[5]), dz = (REAL)(o[2] / (double)w);
+    REAL *acc = s->rowbuf[thread];
+    memset(acc, 0, w * sizeof *acc);
+
+    for (size_t k = 0; k < nproj; k++) {
+        const tl_bp_proj *p = &proj[k];
+        REAL m[12];
+        for (int i = 0; i < 12; i++)
+            m[i] = (REAL)p->cone[i];
+        REAL wt = (REAL)p->weight;
+        for (uint32_t j = 0; j < w; j++) {
+            REAL x = px + (REAL)j * dx, y = py + (REAL)j * dy, z = pz + (REAL)j * dz;
+            REAL depth = m[8] * x + m[9] * y + m[10] * z + m[11];
+            if (!(depth > 0))
+                continue; /* at or behind the source */
+            REAL u = (m[0] * x + m[1] * y + m[2] * z + m[3]) / depth;
+            REAL v = (m[4] * x + m[5] * y + m[6] * z + m[7]) / depth;
+            if (!(v > (REAL)-1 && v < (REAL)H))
+                continue;
+            REAL fl = FLOOR(v);
+            long r0 = (long)fl;
+            REAL g = v - fl;
+            REAL a = r0 >= 0 ? FN(lerp)(win + ((size_t)r0 * n + p->slot) * W, W, u) : 0;
+            REAL b = g != 0 && r0 + 1 < (long)H
+                         ? FN(lerp)(win + ((size_t)(r0 + 1) * n + p->slot) * W, W, u)
+                         : 0;
+            acc[j] += wt / (depth * depth) * (a + g * (b - a));
+        }
     }
+    FN(tl_cpu_row_out)(sl, row, acc, dst, accum);
 }

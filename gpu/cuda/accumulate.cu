@@ -72,6 +72,57 @@ __global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
     acc[(size_t)i * g.w + j] = v;
 }
 
+/* Cone beam (backend.h, tl_bp_proj.cone): each projection's matrix instead of its
+ * (cos, sin, centre), the signed weights apart. */
+struct acc_cone_batch {
+    float m[TL_ACC_BATCH][12];
+    float weight[TL_ACC_BATCH];
+    int slot[TL_ACC_BATCH];
+    int n;
+};
+
+__global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
+    acc_cone_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W,
+                    int H, acc_cone_batch b, tl_cuda_geom g, double *__restrict__ acc)
+{
+    const int j = blockIdx.x * ACC_BLOCK + threadIdx.x;
+    const int i = blockIdx.y * ACC_BLOCK + threadIdx.y;
+    if (i >= g.h || j >= g.w)
+        return;
+    const float x = tl_geom_x(g, i, j), y = tl_geom_y(g, i, j), z = tl_geom_z(g, i, j);
+    double v = acc[(size_t)i * g.w + j];
+    for (int k = 0; k < b.n; k++) /* each rounded on its own, as in acc_delta_kernel */
+        v += (double)__fmul_rn(
+            b.weight[k], tl_cone_sample(window, pitch_el, slab_el, W, H, b.m[k], b.slot[k], x, y, z));
+    acc[(size_t)i * g.w + j] = v;
+}
+
+/* One incremental pass per slice for the projections [k0, k0 + n) of a cone-beam job. */
+static tl_status acc_cone_pass(tl_cuda_state *s, const tl_bp_job *job, const int *ids, size_t k0,
+                               int n)
+{
+    acc_cone_batch b;
+    b.n = n;
+    for (int k = 0; k < n; k++) {
+        const tl_bp_proj *p = &job->proj[k0 + k];
+        for (int e = 0; e < 12; e++)
+            b.m[k][e] = (float)p->cone[e];
+        b.weight[k] = (float)p->weight;
+        b.slot[k] = (int)p->slot;
+    }
+    for (size_t i = 0; i < job->nslices; i++) {
+        tl_cuda_geom g = tl_cuda_make_geom(&job->slices[i]);
+        const dim3 block(ACC_BLOCK, ACC_BLOCK);
+        const dim3 grid((unsigned)((g.w + ACC_BLOCK - 1) / ACC_BLOCK),
+                        (unsigned)((g.h + ACC_BLOCK - 1) / ACC_BLOCK));
+        acc_cone_kernel<<<grid, block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
+                                                       (int)s->cols, (int)s->rows, b, g,
+                                                       s->acc[ids[i]]);
+        TL_CUDA_LAUNCHED(s->eb, "acc_cone_kernel");
+    }
+    return TL_OK;
+}
+
 /* dst[i] = src[i] converted: float results into an accumulator, an accumulator to float. */
 template <typename S, typename D>
 __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
@@ -187,6 +238,10 @@ tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, boo
     for (size_t k0 = 0; k0 < job->nproj; k0 += TL_ACC_BATCH) { /* one pass per batch */
         acc_batch b;
         b.n = (int)(job->nproj - k0 < TL_ACC_BATCH ? job->nproj - k0 : TL_ACC_BATCH);
+        if (job->geometry == TL_GEOMETRY_CONE) {
+            TL_TRY(acc_cone_pass(s, job, ids, k0, b.n));
+            continue;
+        }
         for (int k = 0; k < b.n; k++) {
             const tl_bp_proj *p = &job->proj[k0 + k];
             /* an evicted projection's weight is negative: -w rounds to exactly -(w rounded) */
@@ -205,7 +260,7 @@ tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, boo
             TL_CUDA_LAUNCHED(s->eb, "acc_delta_kernel");
         }
     }
-    job->kernel = "delta-exact";
+    job->kernel = job->geometry == TL_GEOMETRY_CONE ? "delta-cone-exact" : "delta-exact";
     return TL_OK;
 }
 

@@ -18,7 +18,7 @@
  * slices per pass, in job order.
  *
  * The projection tables (float cos, sin, centre, weight; slot; slot + 0.5 for the texture
- * row) are filled in pinned host memory and uploaded on the engine's stream once per job;
+ * row; in cone beam the 12 floats of each projection's matrix) are filled in pinned host memory and uploaded on the engine's stream once per job;
  * the host copies are rewritten only after the previous upload completed (proj_done).
  * Outputs go to one device buffer, slices back to back; it grows only when a job needs
  * more than ever before. Everything is synchronised before backproject() returns.
@@ -41,7 +41,7 @@ static const struct {
 } families[] = {
     {tl_cuda_tex_kernels, &tl_cuda_tex_nkernels},     {tl_cuda_alu_kernels, &tl_cuda_alu_nkernels},
     {tl_cuda_hyb_kernels, &tl_cuda_hyb_nkernels},     {tl_cuda_os_kernels, &tl_cuda_os_nkernels},
-    {tl_cuda_plane_kernels, &tl_cuda_plane_nkernels},
+    {tl_cuda_plane_kernels, &tl_cuda_plane_nkernels}, {tl_cuda_cone_kernels, &tl_cuda_cone_nkernels},
 };
 #define NFAMILIES (sizeof families / sizeof *families)
 
@@ -79,6 +79,8 @@ static const char *const builtin_single[TL_QUALITY_COUNT][4] = {
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
 };
+/* Cone beam: one kernel so far, for every quality. */
+static const char *const builtin_cone[4] = {"cone-exact", NULL, NULL, NULL};
 static const char *const builtin_batch[TL_QUALITY_COUNT][4] = {
     {"alu2-fr/t64q8s16", "alu-fr/t64q16s16", "alu-exact", "plane-exact"},
     {"alu4h/t64q8s16", "alu2-fr/t64q8s16", "alu-fr/t64q16s16", "plane-exact"},
@@ -144,7 +146,13 @@ bool tl_cuda_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, const tl
                        const tl_bp_job *job, char *why, size_t why_len)
 {
     uint32_t z;
-    if (k->family == TL_KF_PLANE)
+    const bool cone = job->geometry == TL_GEOMETRY_CONE;
+    if (cone != (k->family == TL_KF_CONE)) {
+        snprintf(why, why_len, "%s is a %s-beam kernel; this is a %s-beam scan", k->name,
+                 cone ? "parallel" : "cone", cone ? "cone" : "parallel");
+        return false;
+    }
+    if (k->family == TL_KF_PLANE || k->family == TL_KF_CONE)
         return true;
     if (!tl_cuda_horizontal(sl, s->rows, &z)) {
         snprintf(why, why_len,
@@ -217,17 +225,18 @@ static int choose(const tl_cuda_state *s, const tl_bp_job *job, size_t i, int fo
         return tl_cuda_can_serve(s, tl_cuda_kernel_at(forced), sl, job, why, why_len) ? forced
                                                                                       : -1;
     int q = job->quality < TL_QUALITY_COUNT ? (int)job->quality : TL_QUALITY_PREVIEW;
-    bool batch = has_partners(s, job, i);
+    const bool cone = job->geometry == TL_GEOMETRY_CONE;
+    bool batch = !cone && has_partners(s, job, i);
     const tl_kernel_choice *c = find_choice(job, sl);
     int k = -1;
     if (c && batch)
         k = try_name(s, c->batch[q], sl, job);
     if (k < 0 && c)
         k = try_name(s, c->single[q], sl, job);
-    const char *const *rule = batch ? builtin_batch[q] : builtin_single[q];
+    const char *const *rule = cone ? builtin_cone : batch ? builtin_batch[q] : builtin_single[q];
     for (int r = 0; k < 0 && r < 4 && rule[r]; r++)
         k = try_name(s, rule[r], sl, job);
-    return k >= 0 ? k : tl_cuda_kernel_find("plane-exact");
+    return k >= 0 ? k : tl_cuda_kernel_find(cone ? "cone-exact" : "plane-exact");
 }
 
 /* ---- jobs -------------------------------------------------------------------------------- */
@@ -266,8 +275,16 @@ tl_status tl_cuda_job_prepare(tl_cuda_state *s, const tl_bp_job *job)
             make_float4((float)p->cos_t, (float)p->sin_t, (float)p->center, (float)p->weight);
         s->h_slot[k] = (int)p->slot;
         s->h_texy[k] = (float)p->slot + 0.5f;
+        if (s->h_cone)
+            for (int e = 0; e < 12; e++)
+                s->h_cone[12 * k + e] = (float)p->cone[e];
     }
     size_t n = job->nproj;
+    if (job->geometry == TL_GEOMETRY_CONE && !s->h_cone)
+        return tl_fail(s->eb, TL_EINTERNAL, "a cone-beam job for a parallel-beam engine");
+    if (s->h_cone)
+        TL_CUDA(s->eb, cudaMemcpyAsync(s->d_cone, s->h_cone, n * 12 * sizeof(float),
+                                       cudaMemcpyHostToDevice, s->stream));
     TL_CUDA(s->eb, cudaMemcpyAsync(s->d_par, s->h_par, n * sizeof(float4), cudaMemcpyHostToDevice,
                                    s->stream));
     TL_CUDA(s->eb, cudaMemcpyAsync(s->d_slot, s->h_slot, n * sizeof(int), cudaMemcpyHostToDevice,

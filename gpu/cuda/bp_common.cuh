@@ -68,6 +68,34 @@ __device__ __forceinline__ float tl_sample_row(const float *__restrict__ row, in
     return tl_lerp(a, b, u - fl);
 }
 
+/* Cone beam (backend.h, tl_bp_proj.cone): the filtered projection in `slot` sampled where
+ * the ray from the source through volume point (x, y, z) meets the detector, weighed
+ * 1 / w^2 (w the point's depth relative to the isocentre's; Feldkamp et al. 1984):
+ * bilinear in (u, v) in exact fp32 arithmetic, linearly between bins along u within the two
+ * detector rows around v, then between the rows, zero outside the detector and behind the
+ * source. m is the projection's matrix (12 floats, row-major). The CPU backend's rule
+ * (tl_cpu_bp_cone_row, gpu/cpu/kernels_impl.h). */
+__device__ __forceinline__ float tl_cone_sample(const float *__restrict__ window, size_t pitch_el,
+                                                size_t slab_el, int W, int H, const float *m,
+                                                int slot, float x, float y, float z)
+{
+    const float w = fmaf(m[8], x, fmaf(m[9], y, fmaf(m[10], z, m[11])));
+    if (!(w > 0.f))
+        return 0.f; /* at or behind the source */
+    const float v = fmaf(m[4], x, fmaf(m[5], y, fmaf(m[6], z, m[7]))) / w;
+    if (!(v > -1.f && v < (float)H))
+        return 0.f;
+    const float u = fmaf(m[0], x, fmaf(m[1], y, fmaf(m[2], z, m[3]))) / w;
+    const float fl = floorf(v);
+    const int r0 = (int)fl;
+    const float gv = v - fl;
+    const float *col = window + (size_t)slot * pitch_el;
+    const float a = r0 >= 0 ? tl_sample_row(col + (size_t)r0 * slab_el, W, u) : 0.f;
+    const float b = gv != 0.f && r0 + 1 < H ? tl_sample_row(col + (size_t)(r0 + 1) * slab_el, W, u)
+                                            : 0.f;
+    return tl_lerp(a, b, gv) / (w * w);
+}
+
 /* The texture objects over the window (bp_texture.cu), made in create(). */
 tl_status tl_cuda_tex_create(tl_cuda_state *s);
 void tl_cuda_tex_destroy(tl_cuda_state *s);

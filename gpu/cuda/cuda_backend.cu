@@ -231,6 +231,13 @@ static tl_status corrections_size(const tl_engine_config *c, tl_errbuf *eb, tl_c
 {
     const size_t frame = (size_t)c->rows * c->cols * sizeof(float);
     z->buffers += tl_cuda_rings_bytes(c);
+    if (c->geometry == TL_GEOMETRY_CONE) {
+        /* the pixel weights, the matrices and, unless a correction counts it below, the
+         * staged path's frame */
+        const bool staged = c->half_acquisition || c->corr.rings || c->corr.dezinger > 0 ||
+                            tl_phase_on(&c->corr);
+        z->buffers += frame + (size_t)c->window * 12 * sizeof(float) + (staged ? 0 : frame);
+    }
     if (c->half_acquisition)
         z->buffers += (size_t)c->cols * sizeof(float) + (c->corr.rings || c->corr.dezinger > 0 ||
                                                           tl_phase_on(&c->corr)
@@ -293,7 +300,8 @@ static void cuda_destroy(void *state)
     void *dev[] = {s->window,  s->sum[0], s->sum[1],   s->avg[0],  s->avg[1],   s->gain,   s->raw,
                    s->pad,     s->spec,   s->response, s->d_par,   s->d_slot,   s->d_texy, s->out,
                    s->scratch, s->pack,   s->d_maxabs, s->d_scale, s->d_tickets,
-                   s->frame[0], s->frame[1], s->d_replaced, s->d_prof, s->colw};
+                   s->frame[0], s->frame[1], s->d_replaced, s->d_prof, s->colw, s->pixw,
+                   s->d_cone};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -301,7 +309,7 @@ static void cuda_destroy(void *state)
         if (s->peer[i])
             cudaFree(s->peer[i]);
     void *host[] = {s->pinned[0], s->pinned[1], s->pinned[2], s->pinned[3],
-                    s->h_par,     s->h_slot,    s->h_texy,    s->h_replaced};
+                    s->h_par,     s->h_slot,    s->h_texy,    s->h_replaced, s->h_cone};
     static_assert(TL_CUDA_RING == 4, "list every ring buffer above");
     for (size_t i = 0; i < sizeof host / sizeof *host; i++)
         if (host[i])
@@ -378,7 +386,8 @@ static void enable_peers(int device)
 static tl_status create_corrections(tl_cuda_state *s)
 {
     const tl_corrections *k = &s->cfg.corr;
-    s->corr_on = k->dezinger > 0 || tl_phase_on(k) || k->rings || s->cfg.half_acquisition;
+    const bool cone = s->cfg.geometry == TL_GEOMETRY_CONE;
+    s->corr_on = k->dezinger > 0 || tl_phase_on(k) || k->rings || s->cfg.half_acquisition || cone;
     if (!s->corr_on)
         return TL_OK;
     const size_t frame = (size_t)s->rows * s->cols * sizeof(float);
@@ -395,6 +404,8 @@ static tl_status create_corrections(tl_cuda_state *s)
     TL_TRY(tl_cuda_rings_create(s));
     if (s->cfg.half_acquisition)
         TL_TRY(tl_cuda_alloc(s, (void **)&s->colw, s->cols * sizeof(float), "column weights"));
+    if (cone)
+        TL_TRY(tl_cuda_alloc(s, (void **)&s->pixw, frame, "cone-beam pixel weights"));
     return tl_cuda_phase_create(s);
 }
 
@@ -470,6 +481,11 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     TL_TRY(host_alloc(s, (void **)&s->h_par, (size_t)s->n * sizeof(float4), "projection table"));
     TL_TRY(host_alloc(s, (void **)&s->h_slot, (size_t)s->n * sizeof(int), "projection table"));
     TL_TRY(host_alloc(s, (void **)&s->h_texy, (size_t)s->n * sizeof(float), "projection table"));
+    if (c->geometry == TL_GEOMETRY_CONE) {
+        const size_t cone_bytes = (size_t)s->n * 12 * sizeof(float);
+        TL_TRY(tl_cuda_alloc(s, (void **)&s->d_cone, cone_bytes, "cone-beam matrices"));
+        TL_TRY(host_alloc(s, (void **)&s->h_cone, cone_bytes, "cone-beam matrices"));
+    }
     s->response_host = (float *)malloc(s->sz.response);
     if (!s->response_host)
         return tl_fail(eb, TL_ENOMEM, "out of host memory for the filter response");
@@ -548,18 +564,28 @@ static tl_status cuda_calib_reset(void *state, tl_frame_kind kind)
 
 /* ---- introspection ----------------------------------------------------------------------- */
 
+/* The kernels of the engine's geometry: a parallel-beam engine cannot run a cone-beam
+ * kernel nor the other way round, so neither lists, tunes nor accepts the other's. */
 static size_t cuda_kernels(const void *state, tl_kernel_info *out, size_t cap)
 {
-    int n = tl_cuda_kernel_count();
-    for (int i = 0; i < n && (size_t)i < cap; i++) {
+    const tl_cuda_state *s = (const tl_cuda_state *)state;
+    const bool cone = s->cfg.geometry == TL_GEOMETRY_CONE;
+    size_t n = 0;
+    for (int i = 0; i < tl_cuda_kernel_count(); i++) {
         const tl_cuda_kernel *k = tl_cuda_kernel_at(i);
-        out[i].name = k->name;
-        out[i].quality = k->quality;
-        out[i].planes = k->family == TL_KF_PLANE; /* the others serve horizontal rows only */
-        out[i].slices = (uint32_t)k->slices;
-        out[i].params = k->params;
+        if ((k->family == TL_KF_CONE) != cone)
+            continue;
+        if (n < cap) {
+            out[n].name = k->name;
+            out[n].quality = k->quality;
+            /* the others serve horizontal rows only */
+            out[n].planes = k->family == TL_KF_PLANE || k->family == TL_KF_CONE;
+            out[n].slices = (uint32_t)k->slices;
+            out[n].params = k->params;
+        }
+        n++;
     }
-    return (size_t)n;
+    return n;
 }
 
 static size_t cuda_memory_used(const void *state)
@@ -624,6 +650,25 @@ static tl_status cuda_set_column_weights(void *state, const double *w)
     return TL_OK;
 }
 
+/* Cone beam's cosine weights (gpu/geometry/cone_beam.c), once per engine. */
+static tl_status cuda_set_pixel_weights(void *state, const double *w)
+{
+    tl_cuda_state *s = (tl_cuda_state *)state;
+    if (!s->pixw)
+        return tl_fail(s->eb, TL_EINTERNAL, "pixel weights without cone beam");
+    TL_TRY(tl_cuda_use_device(s));
+    const size_t npix = (size_t)s->rows * s->cols;
+    float *h = (float *)malloc(npix * sizeof *h);
+    if (!h)
+        return tl_fail(s->eb, TL_ENOMEM, "out of host memory for the pixel weights");
+    for (size_t k = 0; k < npix; k++)
+        h[k] = (float)w[k];
+    cudaError_t e = cudaMemcpy(s->pixw, h, npix * sizeof *h, cudaMemcpyHostToDevice);
+    free(h);
+    TL_CUDA(s->eb, e);
+    return TL_OK;
+}
+
 /* Positional, in the order of tl_backend_ops (C++17 has no designated initialisers). */
 extern "C" const tl_backend_ops tl_cuda_backend = {
     "cuda",                 /* name */
@@ -654,6 +699,7 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_stage_times, /* stage_times (stages.cu) */
     tl_cuda_op_ring_update, /* ring_update (rings.cu) */
     cuda_set_column_weights, /* set_column_weights */
+    cuda_set_pixel_weights, /* set_pixel_weights */
     tl_cuda_op_profile_slot, /* profile_slot (profile.cu) */
     tl_cuda_op_profiles,    /* profiles (profile.cu) */
 };

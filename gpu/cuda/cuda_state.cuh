@@ -202,6 +202,7 @@ typedef struct {
     float4 *d_par, *h_par;
     int *d_slot, *h_slot;
     float *d_texy, *h_texy;
+    float *d_cone, *h_cone; /* cone beam: 12 floats per projection (NULL in parallel beam) */
 
     /* multi-slice texture kernels: up to 4 sinograms interleaved per texel (bp_texture.cu),
      * seen as float2 (2 slices) or half4 (4 slices), both linearly filtered */
@@ -246,6 +247,7 @@ typedef struct {
     int ring_events;
     double ring_update_s; /* the last update's GPU time, not yet read (< 0: none) */
     float *colw; /* half acquisition's column weights (NULL: none) */
+    float *pixw; /* cone beam's cosine weights, rows x cols (NULL: none) */
     /* centre estimation (profile.cu): the profiles ring, nprof x cols; where the
      * projection being stored puts its profile (-1: nowhere) */
     float *d_prof;
@@ -320,9 +322,9 @@ tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pit
 /* preprocess.cu: the corrected path's stages */
 /* Raw pixels as float counts into dst (rows x cols). */
 tl_status tl_cuda_convert(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst);
-/* Float rows through dark/flat (when flat) and -log (when log) into dst; with ring,
- * then the ring removal's per-frame part (rings.cu): the profile learns the value, the
- * correction in use is subtracted. */
+/* Float rows through dark/flat (when flat) and -log (when log) into dst; with ring (the
+ * last stage), then the ring removal's per-frame part (rings.cu: the profile learns the
+ * value, the correction in use is subtracted) and the column and pixel weights. */
 tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, bool flat,
                           bool log, bool ring, float *dst, size_t dst_stride);
 

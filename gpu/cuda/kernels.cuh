@@ -12,6 +12,7 @@
  *   bp_hybrid.cu     hyb-*   texture and ALU blocks sharing the card (Sect. 7.1)
  *   bp_oversample.cu os*-*   x4 oversampled caches, nearest-neighbour lookup (Sect. 7.2)
  *   bp_plane.cu      plane-exact  any plane, two detector rows per projection
+ *   bp_cone.cu       cone-*  cone beam (FDK), any plane: the only kernels of a cone job
  * A name is family + "/" + parameters where a family has several parameter sets, e.g.
  * "alu-fr/t64q16s8": tile 64 x 64, 16 pixels per thread, 8 projections cached per pass.
  */
@@ -37,7 +38,8 @@ typedef enum {
     TL_KF_TEX = 0, /* needs the window's textures */
     TL_KF_ALU,     /* needs a cache width that fits (tile, max_cache) */
     TL_KF_HYB,     /* both */
-    TL_KF_PLANE    /* serves anything */
+    TL_KF_PLANE,   /* serves any parallel-beam plane */
+    TL_KF_CONE     /* serves any cone-beam plane (and nothing else) */
 } tl_cuda_family;
 
 struct tl_cuda_kernel;
@@ -74,6 +76,8 @@ extern const tl_cuda_kernel tl_cuda_os_kernels[];
 extern const int tl_cuda_os_nkernels;
 extern const tl_cuda_kernel tl_cuda_plane_kernels[];
 extern const int tl_cuda_plane_nkernels;
+extern const tl_cuda_kernel tl_cuda_cone_kernels[];
+extern const int tl_cuda_cone_nkernels;
 
 /* Bins per projection a tile of side `tile` spans for this slice and job, plus margins;
  * 0 when more than max_cache (the kernel cannot serve the slice). */

@@ -1,5 +1,6 @@
-/* cone.h — cone-beam geometry as 3x4 projection matrices (issue #21, foundation only: the
- * engine does not use it yet; geometry.h still answers TL_EUNSUPPORTED for cone beam).
+/* cone.h — cone-beam geometry as 3x4 projection matrices (issue #21): the arithmetic
+ * under the engine's cone-beam geometry (cone_beam.c), the phantom's exact projections and
+ * the float64 FDK reference.
  *
  * Conventions (ARCHITECTURE.md §3.10; the matrix form of Chen et al. 2019, Eqs. 1-3, with
  * our own axes, chosen to extend the parallel-beam ones of ARCHITECTURE.md §3.1):

@@ -2,7 +2,7 @@
  * serves and how a projection taken at an angle becomes the description a backend
  * back-projects (tl_bp_proj, gpu/base/backend.h). The engine asks the geometry of its
  * configuration (tl_geometry_find) and never switches on the kind itself, so a geometry is
- * added as a file of its own (cone beam next: cone.c) and one line in geometry.c.
+ * a file of its own (parallel.c, cone_beam.c) and one line in geometry.c.
  * What a slice means (a plane through the volume) is the same in every geometry: slice.h.
  *
  *   const tl_geometry_ops *g;
@@ -24,12 +24,18 @@ typedef struct tl_geometry_ops {
      * may replace (gpu/method/method.h). */
     tl_bp_proj (*projection)(const tl_engine_config *c, uint32_t slot, double angle,
                              double center_offset);
+    /* Weights every stored projection is multiplied by before the filter, pixel by pixel
+     * (rows x cols into w), or NULL where there are none. */
+    void (*pixel_weights)(const tl_engine_config *c, double *w);
+    /* The angular range of a complete scan (radians): pi for parallel beam (opposite rays
+     * are the same ray), 2 pi for cone beam. Benchmarks spread their angles over it. */
+    double turn;
 } tl_geometry_ops;
 
 extern const tl_geometry_ops tl_geometry_parallel; /* parallel.c */
+extern const tl_geometry_ops tl_geometry_cone;     /* cone_beam.c */
 
-/* The geometry of kind g: TL_EUNSUPPORTED for one not implemented yet (cone beam),
- * TL_EINVAL for an unknown kind, each with the message in eb. */
+/* The geometry of kind g: TL_EINVAL for an unknown kind, with the message in eb. */
 tl_status tl_geometry_find(tl_geometry g, tl_errbuf *eb, const tl_geometry_ops **out);
 
 #endif

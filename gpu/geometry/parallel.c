@@ -30,4 +30,6 @@ const tl_geometry_ops tl_geometry_parallel = {
     .name = "parallel",
     .check = parallel_check,
     .projection = parallel_projection,
+    .pixel_weights = NULL,
+    .turn = M_PI,
 };

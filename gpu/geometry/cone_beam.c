@@ -1,0 +1,136 @@
+/* cone_beam.c — circular cone-beam geometry (geometry.h) for FDK: L. A. Feldkamp,
+ * L. C. Davis, J. W. Kress, "Practical cone-beam algorithm", JOSA A 1(6):612-619, 1984,
+ * with the projection-matrix form of Chen et al. 2019 (seed 004, §1.2) in the conventions
+ * of cone.h and tl_cone_config (gpu/base/types.h).
+ *
+ * What FDK adds to parallel-beam FBP, and where each part lives:
+ *   - the cosine weight of every detector pixel before the ramp filter: pixel_weights,
+ *     applied by the backend after the other per-frame corrections (set_pixel_weights);
+ *   - the ramp filter along detector rows: unchanged (gpu/method/filter.c);
+ *   - back projection along the rays from the source, weighed (d / depth)^2: the matrix
+ *     `projection` hands to the backend (backend.h, tl_bp_proj.cone).
+ * The matrix maps volume coordinates (slice.h: x, y in pixels at the axis, z the detector
+ * row) to the detector, so slices mean in cone beam what they mean in parallel beam and
+ * the engine's slice registry, tracking and publishing need no change. It is the world
+ * matrix of cone.h times the scaling from volume coordinates to mm, divided by the
+ * isocentre's depth (source_origin), so its third row is the relative depth whose inverse
+ * square is FDK's weight. Values come out, as in parallel beam, as attenuation per volume
+ * unit (per pixel at the axis), and the uniform weight pi / N suits N projections spread
+ * over a full turn, which is what FDK reconstructs from.
+ *
+ * Not served here: several devices (the split by detector rows of gpu/split.c assumes a
+ * horizontal slice reads its own row), half acquisition and centre estimation (both rest
+ * on opposite projections being mirror images, true for parallel rays only).
+ */
+#include "config.h"
+
+#include <math.h>
+
+#include "gpu/geometry/cone.h"
+#include "gpu/geometry/geometry.h"
+
+/* The circular trajectory of configuration c with its axis at column `center`. */
+static tl_cone_circular circular(const tl_engine_config *c, double center, const double *angle)
+{
+    const tl_cone_config *k = &c->cone;
+    return (tl_cone_circular){.sad = k->source_origin,
+                              .sdd = k->source_detector,
+                              .pitch_u = k->pixel_u,
+                              .pitch_v = k->pixel_v,
+                              .offset_u = center - 0.5 * (c->cols - 1.0),
+                              .offset_v = k->offset_v,
+                              .rows = c->rows,
+                              .cols = c->cols,
+                              .n = 1,
+                              .angles = angle};
+}
+
+/* mm per volume unit: along x and y (a detector column at the axis), along z (a row). */
+static void volume_units(const tl_cone_config *k, double *xy, double *z)
+{
+    *xy = k->pixel_u * k->source_origin / k->source_detector;
+    *z = k->pixel_v * k->source_origin / k->source_detector;
+}
+
+static tl_status cone_check(const tl_engine_config *c, tl_errbuf *eb)
+{
+    const tl_cone_config *k = &c->cone;
+    double angle = 0;
+    tl_cone_circular g = circular(c, c->center, &angle);
+    tl_status st = tl_cone_circular_check(&g, eb);
+    if (st != TL_OK)
+        return st;
+    double xy, z;
+    volume_units(k, &xy, &z);
+    /* the corners of the cols x cols volume at the axis must stay in front of the source */
+    double corner = M_SQRT2 * 0.5 * c->cols * xy;
+    if (k->source_origin <= corner)
+        return tl_fail(eb, TL_EINVAL,
+                       "cone geometry: the source (%g mm from the axis) lies inside the volume "
+                       "the detector sees (corners %g mm from the axis): the fan is too wide "
+                       "for FDK",
+                       k->source_origin, corner);
+    if (c->ndevices >= 2)
+        return tl_fail(eb, TL_EUNSUPPORTED,
+                       "cone beam runs on one device (%u asked for): its slices read every "
+                       "detector row",
+                       c->ndevices);
+    if (c->half_acquisition)
+        return tl_fail(eb, TL_EUNSUPPORTED, "half acquisition is parallel beam only");
+    if (c->center_estimate || c->center_auto)
+        return tl_fail(eb, TL_EUNSUPPORTED,
+                       "centre estimation is parallel beam only (it pairs mirror-image "
+                       "projections)");
+    return TL_OK;
+}
+
+static tl_bp_proj cone_projection(const tl_engine_config *c, uint32_t slot, double angle,
+                                  double center_offset)
+{
+    const tl_cone_config *k = &c->cone;
+    double center = c->center + center_offset, P[1][12];
+    tl_cone_circular g = circular(c, center, &angle);
+    (void)tl_cone_circular_matrices(&g, P, NULL); /* cone_check accepted the values */
+    double xy, z, v0 = 0.5 * (c->rows - 1.0) + k->offset_v;
+    volume_units(k, &xy, &z);
+    tl_bp_proj p = {.slot = slot,
+                    .cos_t = cos(angle),
+                    .sin_t = sin(angle),
+                    .center = center,
+                    .weight = M_PI / c->window};
+    /* world (X, Y, Z) = (x xy, y xy, (z - v0) z_mm), then / depth of the isocentre */
+    double d = k->source_origin;
+    for (int r = 0; r < 3; r++) {
+        const double *w = P[0] + 4 * r;
+        double *o = p.cone + 4 * r;
+        o[0] = w[0] * xy / d;
+        o[1] = w[1] * xy / d;
+        o[2] = w[2] * z / d;
+        o[3] = (w[3] - w[2] * v0 * z) / d;
+    }
+    return p;
+}
+
+/* FDK's cosine weight: the cosine of the angle between a pixel's ray and the central ray,
+ * sdd / sqrt(sdd^2 + (u - u0)^2 pu^2 + (v - v0)^2 pv^2). */
+static void cone_pixel_weights(const tl_engine_config *c, double *w)
+{
+    const tl_cone_config *k = &c->cone;
+    double fu = k->source_detector / k->pixel_u, fv = k->source_detector / k->pixel_v;
+    double v0 = 0.5 * (c->rows - 1.0) + k->offset_v;
+    for (uint32_t r = 0; r < c->rows; r++) {
+        double b = (r - v0) / fv;
+        for (uint32_t col = 0; col < c->cols; col++) {
+            double a = (col - c->center) / fu;
+            w[(size_t)r * c->cols + col] = 1.0 / sqrt(1.0 + a * a + b * b);
+        }
+    }
+}
+
+const tl_geometry_ops tl_geometry_cone = {
+    .name = "cone",
+    .check = cone_check,
+    .projection = cone_projection,
+    .pixel_weights = cone_pixel_weights,
+    .turn = 2 * M_PI,
+};
