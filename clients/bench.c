@@ -47,6 +47,7 @@ static const char usage_text[] =
     "                      [--no-pipeline] [--pipeline-shape ROWSxCOLS]\n"
     "       tomolive bench --stream ...   the daemon under a stream (--stream --help)\n"
     "       tomolive bench --volume ...   a whole volume, every row (--volume --help)\n"
+    "       tomolive bench --cone ...     cone-beam back projection (--cone --help)\n"
     "       tomolive bench --volume-write ...   recon's volume output alone\n"
     "                                           (--volume-write --help)\n"
     "\n"
@@ -600,6 +601,8 @@ int tl_cmd_bench(int argc, char **argv)
             return tl_cmd_volume_bench(argc, argv);
         else if (strcmp(argv[i], "--volume-write") == 0)
             return tl_cmd_volume_write_bench(argc, argv);
+        else if (strcmp(argv[i], "--cone") == 0)
+            return tl_cmd_cone_bench(argc, argv);
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)

@@ -1,0 +1,261 @@
+/* bench_cone.c — `tomolive bench --cone`: cone-beam (FDK) back projection, kernel only, on
+ * the problems of Chen et al. 2019 (seed 004, iFDK) Table 4: a D x D detector, P
+ * projections over a full turn, an N^3 output volume (issue #21, §4.4 P1 of
+ * ../shared/notes/seed-002-004.md).
+ *
+ * The window is filled through the normal per-frame path with one smooth projection
+ * submitted P times at uniform angles (a kernel's speed does not depend on the values).
+ * The volume is N row slices of N x N covering the detector's field of view at the axis
+ * (scale D / N volume units per voxel), timed in jobs of --batch slices with
+ * tl_engine_bench_kernel: the median of --reps calls per job after a warm-up, device
+ * outputs only (no copies to the host), summed over the jobs. Rates are updates (voxels x
+ * projections) per second, in 10^9 (GUPS) and in 2^30 (the unit of seed 004's tables).
+ *
+ * The geometry: source 1000 mm from the axis, detector 1500 mm from the source, 540 mm
+ * wide (pixel pitch 540 / D mm), principal point at the detector's centre.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clients/cli.h"
+#include "clients/commands.h"
+#include "gpu/engine.h"
+
+#define ME "tomolive bench --cone"
+#define MAX_SHAPES 16
+#define MAX_KERNELS 16
+#define DEFAULT_BATCH 64
+#define SOURCE_AXIS_MM 1000.0
+#define SOURCE_DETECTOR_MM 1500.0
+#define DETECTOR_MM 540.0
+
+static const char usage_text[] =
+    "usage: tomolive bench --cone [--shape DxPxN ...] [--kernel NAME ...] [--batch N]\n"
+    "                             [--reps R] [--device N] [--backend cuda|cpu]\n"
+    "\n"
+    "Times cone-beam back projection (FDK, kernel only) of an N^3 volume from P\n"
+    "projections of D x D pixels over a full turn, for each shape (default: 512x1024x512,\n"
+    "1024x1024x256, 1024x1024x1024: rows of seed 004's Table 4) and each kernel (default:\n"
+    "every cone-beam kernel of the backend), in jobs of N row slices (default 64), and\n"
+    "prints the volume time and the updates per second.\n";
+
+typedef struct {
+    uint32_t d, p, n;
+} shape;
+
+typedef struct {
+    shape shapes[MAX_SHAPES];
+    int nshapes;
+    const char *kernels[MAX_KERNELS];
+    int nkernels;
+    uint32_t batch;
+    int reps, device;
+    tl_backend_kind backend;
+} options;
+
+static int parse(int argc, char **argv, options *o)
+{
+    static const struct option longopts[] = {
+        {"cone", no_argument, NULL, 'C'},
+        {"shape", required_argument, NULL, 's'},
+        {"kernel", required_argument, NULL, 'k'},
+        {"batch", required_argument, NULL, 'b'},
+        {"reps", required_argument, NULL, 'r'},
+        {"device", required_argument, NULL, 'd'},
+        {"backend", required_argument, NULL, 'B'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->batch = DEFAULT_BATCH;
+    o->reps = 1;
+    o->backend = TL_BACKEND_CUDA;
+    optind = 1;
+    opterr = 0;
+    int c;
+    long v;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+            case 'C': break;
+            case 's': {
+                shape *s = &o->shapes[o->nshapes];
+                if (o->nshapes == MAX_SHAPES)
+                    return tl_cli_fail(ME, 2, "at most %d shapes", MAX_SHAPES);
+                if (sscanf(optarg, "%ux%ux%u", &s->d, &s->p, &s->n) != 3 || s->d < 2 ||
+                    s->p < 1 || s->n < 1 || s->d > 16384 || s->p > 65536 || s->n > 16384)
+                    return tl_cli_fail(ME, 2, "bad --shape '%s': need DxPxN", optarg);
+                o->nshapes++;
+                break;
+            }
+            case 'k':
+                if (o->nkernels == MAX_KERNELS)
+                    return tl_cli_fail(ME, 2, "at most %d kernels", MAX_KERNELS);
+                o->kernels[o->nkernels++] = optarg;
+                break;
+            case 'b':
+            case 'r':
+            case 'd':
+                if (!tl_cli_long(optarg, c == 'd' ? 0 : 1, 65536, &v))
+                    return tl_cli_fail(ME, 2, "bad value '%s' for --%s", optarg,
+                                       c == 'b'   ? "batch"
+                                       : c == 'r' ? "reps"
+                                                  : "device");
+                if (c == 'b')
+                    o->batch = (uint32_t)v;
+                else if (c == 'r')
+                    o->reps = (int)v;
+                else
+                    o->device = (int)v;
+                break;
+            case 'B':
+                if (!tl_backend_parse(optarg, &o->backend) || o->backend == TL_BACKEND_AUTO)
+                    return tl_cli_fail(ME, 2, "bad --backend '%s': cuda or cpu", optarg);
+                break;
+            case 'h': fputs(usage_text, stdout); return 0;
+            default:
+                return tl_cli_fail(ME, 2, "%s '%s' (see tomolive bench --cone --help)",
+                                   c == ':' ? "option needs a value" : "unknown option",
+                                   argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return tl_cli_fail(ME, 2, "unexpected argument '%s'", argv[optind]);
+    if (o->nshapes == 0) {
+        const shape dflt[] = {{512, 1024, 512}, {1024, 1024, 256}, {1024, 1024, 1024}};
+        for (size_t i = 0; i < sizeof dflt / sizeof *dflt; i++)
+            o->shapes[o->nshapes++] = dflt[i];
+    }
+    return -1;
+}
+
+/* The window: one smooth projection (a centred Gaussian) at P angles over a turn. */
+static int fill(tl_engine *e, const shape *s)
+{
+    size_t npix = (size_t)s->d * s->d;
+    float *img = malloc(npix * sizeof *img);
+    if (!img)
+        return tl_cli_fail(ME, 1, "out of memory for a %ux%u projection", s->d, s->d);
+    double c = (s->d - 1) / 2.0, r2 = 0.1 * s->d * s->d;
+    for (uint32_t v = 0; v < s->d; v++)
+        for (uint32_t u = 0; u < s->d; u++)
+            img[(size_t)v * s->d + u] = (float)exp(-((u - c) * (u - c) + (v - c) * (v - c)) / r2);
+    int rc = 0;
+    for (uint32_t k = 0; rc == 0 && k < s->p; k++) {
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = k,
+                      .angle = 2 * M_PI * k / s->p,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = s->d,
+                      .cols = s->d,
+                      .data = img,
+                      .more = k + 1 < s->p};
+        tl_status st = tl_engine_submit(e, &f);
+        if (st != TL_OK)
+            rc = tl_cli_fail(ME, 1, "projection %u: %s (%s)", k, tl_engine_last_error(e),
+                             tl_status_name(st));
+    }
+    if (rc == 0 && tl_engine_flush(e) != TL_OK)
+        rc = tl_cli_fail(ME, 1, "%s", tl_engine_last_error(e));
+    free(img);
+    return rc;
+}
+
+/* Every kernel of the engine (a cone-beam engine lists only cone-beam kernels). */
+static int engine_kernels(const tl_engine *e, const options *o, const char **names)
+{
+    if (o->nkernels > 0) {
+        memcpy(names, o->kernels, (size_t)o->nkernels * sizeof *names);
+        return o->nkernels;
+    }
+    tl_kernel_info k[MAX_KERNELS];
+    size_t n = tl_engine_kernels(e, k, MAX_KERNELS);
+    for (size_t i = 0; i < n && i < MAX_KERNELS; i++)
+        names[i] = k[i].name;
+    return (int)(n < MAX_KERNELS ? n : MAX_KERNELS);
+}
+
+static int bench_shape(const options *o, const shape *s)
+{
+    tl_engine_config c;
+    tl_engine_config_init(&c, s->d, s->d, s->p);
+    c.backend = o->backend;
+    c.device = o->device;
+    c.dtype = TL_DTYPE_F32;
+    c.already_linear = true;
+    c.geometry = TL_GEOMETRY_CONE;
+    c.cone = (tl_cone_config){.source_origin = SOURCE_AXIS_MM,
+                              .source_detector = SOURCE_DETECTOR_MM,
+                              .pixel_u = DETECTOR_MM / s->d,
+                              .pixel_v = DETECTOR_MM / s->d};
+    tl_engine *e = NULL;
+    double t0 = tl_cli_now();
+    tl_status st = tl_engine_create(&c, &e);
+    if (st != TL_OK)
+        return tl_cli_fail(ME, 1, "%ux%ux%u: cannot create the engine: %s (%s)", s->d, s->p, s->n,
+                           tl_engine_last_error(NULL), tl_status_name(st));
+    int *ids = calloc(s->n, sizeof *ids);
+    int rc = ids ? fill(e, s) : tl_cli_fail(ME, 1, "out of memory");
+    double scale = (double)s->d / s->n; /* volume units per voxel: the same field of view */
+    for (uint32_t k = 0; rc == 0 && k < s->n; k++) {
+        tl_slice_spec spec;
+        tl_slice_spec_row(&spec, (k + 0.5) * scale - 0.5, s->n, s->n);
+        spec.scale = scale;
+        if (tl_engine_add_slice(e, &spec, &ids[k]) != TL_OK)
+            rc = tl_cli_fail(ME, 1, "slice %u: %s", k, tl_engine_last_error(e));
+    }
+    const char *names[MAX_KERNELS];
+    int nk = rc == 0 ? engine_kernels(e, o, names) : 0;
+    if (rc == 0) {
+        tl_engine_state es;
+        tl_engine_get_state(e, &es);
+        printf("\n%ux%u detector, %u projections -> %u^3 on %s (window filled in %.1f s, jobs "
+               "of %u slices)\n",
+               s->d, s->d, s->p, s->n, es.device_name, tl_cli_now() - t0, o->batch);
+        printf("%-16s | %-6s | %10s | %12s | %14s\n", "kernel", "mode", "volume s",
+               "GUPS (1e9)", "GUPS (2^30)");
+        printf("-----------------+--------+------------+--------------+---------------\n");
+    }
+    double updates = (double)s->n * s->n * s->n * s->p;
+    for (int k = 0; rc == 0 && k < nk; k++) {
+        double ms = 0;
+        tl_quality q = TL_QUALITY_EXACT;
+        for (uint32_t z = 0; rc == 0 && z < s->n; z += o->batch) {
+            uint32_t n = s->n - z < o->batch ? s->n - z : o->batch;
+            tl_bench_row row;
+            st = tl_engine_bench_kernel(e, ids + z, n, names[k], o->reps, &row);
+            if (st != TL_OK)
+                rc = tl_cli_fail(ME, 1, "%s: %s (%s)", names[k], tl_engine_last_error(e),
+                                 tl_status_name(st));
+            ms += row.ms;
+            q = row.quality;
+        }
+        if (rc == 0)
+            printf("%-16s | %-6s | %10.3f | %12.1f | %14.1f\n", names[k], tl_quality_name(q),
+                   ms / 1e3, updates / (ms * 1e-3) / 1e9,
+                   updates / (ms * 1e-3) / 1073741824.0);
+    }
+    free(ids);
+    tl_engine_destroy(e);
+    return rc;
+}
+
+int tl_cmd_cone_bench(int argc, char **argv)
+{
+    options o;
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    char why[256] = "";
+    if (!tl_backend_available(o.backend, why, sizeof why))
+        return tl_cli_fail(ME, 1, "backend %s is not available: %s", tl_backend_name(o.backend),
+                           why);
+    for (int i = 0; i < o.nshapes; i++)
+        if (bench_shape(&o, &o.shapes[i]) != 0)
+            return 1;
+    return 0;
+}
