@@ -220,6 +220,7 @@ tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, boo
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
     TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
+    TL_TRY(tl_cuda_cone_stack_sync(s));
     for (size_t i = 0; i < job->nslices; i++)
         if (ids[i] < 0 || ids[i] >= s->nacc || !s->acc[ids[i]] ||
             s->acc_size[ids[i]] != (size_t)job->slices[i].height * job->slices[i].width)

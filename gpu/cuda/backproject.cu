@@ -79,8 +79,10 @@ static const char *const builtin_single[TL_QUALITY_COUNT][4] = {
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
 };
-/* Cone beam: one kernel so far, for every quality. */
-static const char *const builtin_cone[4] = {"cone-exact", NULL, NULL, NULL};
+/* Cone beam: the z-batch kernel where it serves (horizontal slices of a circular scan),
+ * else the general one. The texture kernels' `fast` mode is chosen by the tuner only,
+ * until measurements rank them (BENCHMARKS.md). */
+static const char *const builtin_cone[4] = {"cone-zb/8", "cone-exact", NULL, NULL};
 static const char *const builtin_batch[TL_QUALITY_COUNT][4] = {
     {"alu2-fr/t64q8s16", "alu-fr/t64q16s16", "alu-exact", "plane-exact"},
     {"alu4h/t64q8s16", "alu2-fr/t64q8s16", "alu-fr/t64q16s16", "plane-exact"},
@@ -152,7 +154,9 @@ bool tl_cuda_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, const tl
                  cone ? "parallel" : "cone", cone ? "cone" : "parallel");
         return false;
     }
-    if (k->family == TL_KF_PLANE || k->family == TL_KF_CONE)
+    if (k->family == TL_KF_CONE)
+        return tl_cuda_cone_can_serve(s, k, sl, job, why, why_len);
+    if (k->family == TL_KF_PLANE)
         return true;
     if (!tl_cuda_horizontal(sl, s->rows, &z)) {
         snprintf(why, why_len,
@@ -350,6 +354,10 @@ tl_status tl_cuda_job_launch(tl_cuda_state *s, const tl_bp_job *job)
         if (s->job_done[i])
             continue;
         const tl_cuda_kernel *k = tl_cuda_kernel_at(s->job_kernel[i]);
+        if (k->family == TL_KF_CONE) {
+            TL_TRY(tl_cuda_cone_job_launch(s, k, job, i, off));
+            continue;
+        }
         tl_cuda_batch b;
         memset(&b, 0, sizeof b);
         b.g = tl_cuda_make_geom(&job->slices[i]);
@@ -377,6 +385,7 @@ tl_status tl_cuda_op_backproject(void *state, tl_bp_job *job)
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
     TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
+    TL_TRY(tl_cuda_cone_stack_sync(s));
     int forced = tl_cuda_kernel_find(job->force);
     if (job->force && job->force[0] && forced < 0)
         return tl_fail(s->eb, TL_EINVAL, "the cuda backend has no kernel \"%s\"", job->force);

@@ -62,6 +62,7 @@ tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *
     *n = 0;
     TL_TRY(tl_cuda_use_device(s));
     TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
+    TL_TRY(tl_cuda_cone_stack_sync(s));
     if (reps < 1)
         reps = 1;
     double updates = 0;

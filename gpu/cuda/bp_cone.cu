@@ -1,35 +1,79 @@
-/* bp_cone.cu — "cone-exact": cone-beam back projection (FDK) of arbitrary planes, the
- * baseline of the cone-beam kernel family (issue #21). Quality mode `exact`.
+/* bp_cone.cu — cone-beam back projection (FDK), the cone-beam kernel family (issue #21).
  *
- * Pixel-driven, as the voxel-driven back projection of Feldkamp, Davis and Kress (JOSA A
- * 1(6):612, 1984, Eq. 5) and of RTK's kernel_fdk_3Dgrid: every output pixel has a volume
- * position (x, y, z); each projection's 3x4 matrix (backend.h, tl_bp_proj.cone) takes it to
- * detector (u, v) and relative depth w, and the filtered projection is interpolated
- * bilinearly there and weighed 1 / w^2 (tl_cone_sample, bp_common.cuh: the CPU backend's
- * rule in exact fp32 arithmetic). Unlike RTK it reads the rolling window where it lies,
- * through the read-only data cache (__ldg), instead of a layered texture filled per batch,
- * so a projection is back-projected the moment it is stored. One thread per pixel in
- * 16 x 16 blocks; each block stages the matrices of CONE_CHUNK projections at a time in
- * shared memory, as RTK keeps its matrices in constant memory.
+ * Every kernel is pixel-driven, as the voxel-driven back projection of Feldkamp, Davis and
+ * Kress (JOSA A 1(6):612, 1984, Eq. 5): an output pixel has a volume position (x, y, z);
+ * each projection's 3x4 matrix (backend.h, tl_bp_proj.cone) takes it to detector (u, v)
+ * and relative depth w; the filtered projection is interpolated there and weighed 1 / w^2.
+ * The matrices of CONE_CHUNK projections at a time are staged in shared memory by each
+ * block (RTK keeps them in constant memory). The kernels:
+ *   cone-exact     any plane; one pixel per thread; bilinear in exact fp32 arithmetic from
+ *                  the window itself through __ldg (tl_cone_sample, bp_common.cuh: the
+ *                  CPU backend's rule), so a projection is back-projected the moment it
+ *                  is stored. `exact`.
+ *   cone-tex       any plane; the same with the texture unit interpolating the projection
+ *                  stack (cone_stack.cu): RTK's kernel_fdk_3Dgrid, the in-run baseline of
+ *                  the issue. `fast` (8-bit interpolation weights).
+ *   cone-zb/8      up to 8 horizontal slices of one (x, y) grid per pass, for circular
+ *                  scans: Chen et al. 2019 (seed 004, iFDK, §4.2.1 "per-column
+ *                  invariants"): u and w do not depend on z when the matrix's z column
+ *                  has no u or w part (a circular trajectory about z), so a thread
+ *                  computes them once per projection for its (x, y) and then only v, a
+ *                  linear function of z, per slice. `exact`, from the window.
+ *   cone-tex-zb/8  the same reading the projection stack through the texture unit. `fast`.
  */
 #include "config.h"
 
 #include "gpu/base/backend.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "gpu/cuda/kernels.cuh"
 
-#define CONE_BLOCK 16 /* 16 x 16 threads, one pixel each */
+#define CONE_BLOCK 16 /* 16 x 16 threads, one pixel (column of pixels: z-batch) each */
 #define CONE_CHUNK 64 /* projections whose matrices a block holds at once */
+#define CONE_ZB 8     /* slices of a z-batch pass (TL_CUDA_CONE_MAX_NZ) */
 
+static_assert(CONE_ZB <= TL_CUDA_CONE_MAX_NZ, "a z-batch fits the batch");
+
+/* The matrices, weights and slots of projections [p0, p0 + nc), into shared memory. */
+struct cone_chunk {
+    float m[CONE_CHUNK][12];
+    float weight[CONE_CHUNK];
+    int slot[CONE_CHUNK];
+};
+
+__device__ __forceinline__ void stage_chunk(cone_chunk &c, const float *__restrict__ cone,
+                                            const float4 *__restrict__ par,
+                                            const int *__restrict__ slot, int p0, int nc)
+{
+    const int tid = threadIdx.y * CONE_BLOCK + threadIdx.x;
+    __syncthreads(); /* the previous chunk is no longer read */
+    for (int t = tid; t < nc * 12; t += CONE_BLOCK * CONE_BLOCK)
+        c.m[t / 12][t % 12] = __ldg(cone + (size_t)p0 * 12 + t);
+    for (int t = tid; t < nc; t += CONE_BLOCK * CONE_BLOCK) {
+        c.weight[t] = __ldg(par + p0 + t).w;
+        c.slot[t] = __ldg(slot + p0 + t);
+    }
+    __syncthreads();
+}
+
+/* The stack sampled at detector (u, v) of layer `slot`: texel centres at +0.5. */
+__device__ __forceinline__ float stack_sample(cudaTextureObject_t tex, float u, float v, int slot)
+{
+    return tex2DLayered<float>(tex, u + 0.5f, v + 0.5f, slot);
+}
+
+/* One pixel per thread, any plane; TEX: from the stack, else from the window. */
+template <bool TEX>
 __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
     bp_cone_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W, int H,
-                   const float *__restrict__ cone, const float4 *__restrict__ par,
-                   const int *__restrict__ slot, int nproj, tl_cuda_geom g, float *__restrict__ out)
+                   cudaTextureObject_t tex, const float *__restrict__ cone,
+                   const float4 *__restrict__ par, const int *__restrict__ slot, int nproj,
+                   tl_cuda_geom g, float *__restrict__ out)
 {
-    __shared__ float m[CONE_CHUNK][12];
-    __shared__ float weight[CONE_CHUNK];
-    __shared__ int where[CONE_CHUNK];
-    const int tid = threadIdx.y * CONE_BLOCK + threadIdx.x;
+    __shared__ cone_chunk c;
     const int j = blockIdx.x * CONE_BLOCK + threadIdx.x;
     const int i = blockIdx.y * CONE_BLOCK + threadIdx.y;
     const bool inside = i < g.h && j < g.w;
@@ -37,43 +81,259 @@ __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
     float acc = 0.f;
     for (int p0 = 0; p0 < nproj; p0 += CONE_CHUNK) {
         const int nc = nproj - p0 < CONE_CHUNK ? nproj - p0 : CONE_CHUNK;
-        __syncthreads(); /* the previous chunk is no longer read */
-        for (int t = tid; t < nc * 12; t += CONE_BLOCK * CONE_BLOCK)
-            m[t / 12][t % 12] = __ldg(cone + (size_t)p0 * 12 + t);
-        for (int t = tid; t < nc; t += CONE_BLOCK * CONE_BLOCK) {
-            weight[t] = __ldg(par + p0 + t).w;
-            where[t] = __ldg(slot + p0 + t);
-        }
-        __syncthreads();
+        stage_chunk(c, cone, par, slot, p0, nc);
         if (!inside)
             continue;
-        for (int k = 0; k < nc; k++)
-            acc = fmaf(weight[k],
-                       tl_cone_sample(window, pitch_el, slab_el, W, H, m[k], where[k], x, y, z),
-                       acc);
+        for (int k = 0; k < nc; k++) {
+            const float *m = c.m[k];
+            if (!TEX) {
+                acc = fmaf(c.weight[k],
+                           tl_cone_sample(window, pitch_el, slab_el, W, H, m, c.slot[k], x, y, z),
+                           acc);
+                continue;
+            }
+            const float w = fmaf(m[8], x, fmaf(m[9], y, fmaf(m[10], z, m[11])));
+            if (!(w > 0.f))
+                continue; /* at or behind the source */
+            const float iw = 1.f / w;
+            const float u = fmaf(m[0], x, fmaf(m[1], y, fmaf(m[2], z, m[3]))) * iw;
+            const float v = fmaf(m[4], x, fmaf(m[5], y, fmaf(m[6], z, m[7]))) * iw;
+            acc = fmaf(c.weight[k] * iw * iw, stack_sample(tex, u, v, c.slot[k]), acc);
+        }
     }
     if (inside)
         out[(size_t)i * g.w + j] = acc;
 }
 
-static tl_status cone_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_cuda_batch *b,
-                             size_t nproj)
+/* A z-batch: nz horizontal slices of one (x, y) grid at heights z[]. */
+struct cone_zbatch {
+    float z[CONE_ZB];
+    float *out[CONE_ZB];
+    int nz;
+};
+
+/* Row r of slot's projection at column position (iu, fu), zero off the detector. */
+__device__ __forceinline__ float window_row(const float *__restrict__ col, size_t slab_el, int r,
+                                            int iu, float fu, bool lo, bool hi)
 {
-    (void)k;
-    const tl_cuda_geom *g = &b->g;
+    const float *row = col + (size_t)r * slab_el;
+    const float a = lo ? __ldg(row + iu) : 0.f;
+    const float b = hi ? __ldg(row + iu + 1) : 0.f;
+    return tl_lerp(a, b, fu);
+}
+
+template <bool TEX>
+__global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
+    bp_cone_zb_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W,
+                      int H, cudaTextureObject_t tex, const float *__restrict__ cone,
+                      const float4 *__restrict__ par, const int *__restrict__ slot, int nproj,
+                      tl_cuda_geom g, cone_zbatch zb)
+{
+    __shared__ cone_chunk c;
+    const int j = blockIdx.x * CONE_BLOCK + threadIdx.x;
+    const int i = blockIdx.y * CONE_BLOCK + threadIdx.y;
+    const bool inside = i < g.h && j < g.w;
+    const float x = tl_geom_x(g, i, j), y = tl_geom_y(g, i, j);
+    float acc[CONE_ZB];
+#pragma unroll
+    for (int s = 0; s < CONE_ZB; s++)
+        acc[s] = 0.f;
+    for (int p0 = 0; p0 < nproj; p0 += CONE_CHUNK) {
+        const int nc = nproj - p0 < CONE_CHUNK ? nproj - p0 : CONE_CHUNK;
+        stage_chunk(c, cone, par, slot, p0, nc);
+        if (!inside)
+            continue;
+        for (int k = 0; k < nc; k++) {
+            const float *m = c.m[k]; /* m[2] = m[10] = 0: checked on the host */
+            const float w = fmaf(m[8], x, fmaf(m[9], y, m[11]));
+            if (!(w > 0.f))
+                continue;
+            const float iw = 1.f / w;
+            const float u = fmaf(m[0], x, fmaf(m[1], y, m[3])) * iw;
+            const float va = fmaf(m[4], x, fmaf(m[5], y, m[7])) * iw, vb = m[6] * iw;
+            const float wt = c.weight[k] * iw * iw;
+            if (TEX) {
+#pragma unroll
+                for (int s = 0; s < CONE_ZB; s++)
+                    acc[s] = fmaf(wt, stack_sample(tex, u, fmaf(vb, zb.z[s], va), c.slot[k]),
+                                  acc[s]);
+                continue;
+            }
+            if (!(u > -1.f && u < (float)W))
+                continue;
+            const float flu = floorf(u);
+            const int iu = (int)flu;
+            const float fu = u - flu;
+            const bool lo = iu >= 0, hi = iu + 1 < W;
+            const float *col = window + (size_t)c.slot[k] * pitch_el;
+#pragma unroll
+            for (int s = 0; s < CONE_ZB; s++) {
+                const float v = fmaf(vb, zb.z[s], va);
+                if (!(v > -1.f && v < (float)H))
+                    continue;
+                const float flv = floorf(v);
+                const int r0 = (int)flv;
+                const float gv = v - flv;
+                const float a = r0 >= 0 ? window_row(col, slab_el, r0, iu, fu, lo, hi) : 0.f;
+                const float b =
+                    gv != 0.f && r0 + 1 < H ? window_row(col, slab_el, r0 + 1, iu, fu, lo, hi)
+                                            : 0.f;
+                acc[s] = fmaf(wt, tl_lerp(a, b, gv), acc[s]);
+            }
+        }
+    }
+    if (!inside)
+        return;
+#pragma unroll
+    for (int s = 0; s < CONE_ZB; s++)
+        if (s < zb.nz)
+            zb.out[s][(size_t)i * g.w + j] = acc[s];
+}
+
+static dim3 cone_grid(const tl_cuda_geom *g)
+{
+    return dim3((unsigned)((g->w + CONE_BLOCK - 1) / CONE_BLOCK),
+                (unsigned)((g->h + CONE_BLOCK - 1) / CONE_BLOCK));
+}
+
+/* How each entry of tl_cuda_cone_kernels (below, same order) runs. */
+typedef tl_status (*cone_launch_fn)(tl_cuda_state *s, bool stack, const tl_cuda_cone_batch *b,
+                                    size_t nproj);
+struct cone_impl {
+    cone_launch_fn launch;
+    bool stack; /* reads the projection stack (cone_stack.cu) */
+};
+
+static tl_status one_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_batch *b,
+                            size_t nproj)
+{
     const dim3 block(CONE_BLOCK, CONE_BLOCK);
-    const dim3 grid((unsigned)((g->w + CONE_BLOCK - 1) / CONE_BLOCK),
-                    (unsigned)((g->h + CONE_BLOCK - 1) / CONE_BLOCK));
-    bp_cone_kernel<<<grid, block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
-                                                  (int)s->cols, (int)s->rows, s->d_cone, s->d_par,
-                                                  s->d_slot, (int)nproj, *g, b->out[0]);
+    if (stack)
+        bp_cone_kernel<true><<<cone_grid(&b->g), block, 0, s->stream>>>(
+            s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, s->stack_tex,
+            s->d_cone, s->d_par, s->d_slot, (int)nproj, b->g, b->out[0]);
+    else
+        bp_cone_kernel<false><<<cone_grid(&b->g), block, 0, s->stream>>>(
+            s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, 0, s->d_cone,
+            s->d_par, s->d_slot, (int)nproj, b->g, b->out[0]);
     TL_CUDA_LAUNCHED(s->eb, "bp_cone_kernel");
     return TL_OK;
 }
 
+static tl_status zb_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_batch *b,
+                           size_t nproj)
+{
+    cone_zbatch zb;
+    zb.nz = b->nz;
+    for (int i = 0; i < CONE_ZB; i++) { /* missing slices repeat the last, unwritten */
+        zb.z[i] = b->z[i < b->nz ? i : b->nz - 1];
+        zb.out[i] = b->out[i < b->nz ? i : b->nz - 1];
+    }
+    const dim3 block(CONE_BLOCK, CONE_BLOCK);
+    if (stack)
+        bp_cone_zb_kernel<true><<<cone_grid(&b->g), block, 0, s->stream>>>(
+            s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, s->stack_tex,
+            s->d_cone, s->d_par, s->d_slot, (int)nproj, b->g, zb);
+    else
+        bp_cone_zb_kernel<false><<<cone_grid(&b->g), block, 0, s->stream>>>(
+            s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, 0, s->d_cone,
+            s->d_par, s->d_slot, (int)nproj, b->g, zb);
+    TL_CUDA_LAUNCHED(s->eb, "bp_cone_zb_kernel");
+    return TL_OK;
+}
+
+/* ---- the table ------------------------------------------------------------------------- */
+
 const tl_cuda_kernel tl_cuda_cone_kernels[] = {
     {"cone-exact", TL_QUALITY_EXACT, 1, TL_KF_CONE,
-     "16x16 threads, 1 pixel each, matrices in shared memory, bilinear in (u, v), __ldg reads",
-     0, 0, false, false, cone_launch},
+     "16x16 threads, 1 pixel each, bilinear in (u, v) from the window (__ldg)", 0, 0, false,
+     false, NULL},
+    {"cone-tex", TL_QUALITY_FAST, 1, TL_KF_CONE,
+     "16x16 threads, 1 pixel each, texture bilinear from the projection stack", 0, 0, false,
+     false, NULL},
+    {"cone-zb/8", TL_QUALITY_EXACT, CONE_ZB, TL_KF_CONE,
+     "16x16 threads, 8 slices each, u and w once per column, bilinear from the window", 0, 0,
+     false, false, NULL},
+    {"cone-tex-zb/8", TL_QUALITY_FAST, CONE_ZB, TL_KF_CONE,
+     "16x16 threads, 8 slices each, u and w once per column, texture from the stack", 0, 0,
+     false, false, NULL},
 };
-const int tl_cuda_cone_nkernels = 1;
+const int tl_cuda_cone_nkernels = sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels;
+
+static const cone_impl impls[] = {
+    {one_launch, false},
+    {one_launch, true},
+    {zb_launch, false},
+    {zb_launch, true},
+};
+static_assert(sizeof impls / sizeof *impls ==
+                  sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels,
+              "one implementation per kernel");
+
+static const cone_impl *impl_of(const tl_cuda_kernel *k)
+{
+    return &impls[k - tl_cuda_cone_kernels];
+}
+
+/* ---- which slices, in which passes -------------------------------------------------------- */
+
+static bool horizontal(const tl_bp_slice *sl)
+{
+    return sl->plane[2] == 0.f && sl->plane[5] == 0.f;
+}
+
+/* Two horizontal slices of the same (x, y) grid (they may differ in z only). */
+static bool same_grid(const tl_bp_slice *a, const tl_bp_slice *b)
+{
+    const int xy[6] = {0, 1, 3, 4, 6, 7};
+    if (a->height != b->height || a->width != b->width || !horizontal(a) || !horizontal(b))
+        return false;
+    for (int k = 0; k < 6; k++)
+        if (a->plane[xy[k]] != b->plane[xy[k]])
+            return false;
+    return true;
+}
+
+bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k,
+                            const tl_bp_slice *sl, const tl_bp_job *job, char *why, size_t why_len)
+{
+    if (impl_of(k)->stack && !s->stack) {
+        snprintf(why, why_len, "%s needs the projection stack, which this engine has not",
+                 k->name);
+        return false;
+    }
+    if (k->slices == 1)
+        return true;
+    if (!horizontal(sl)) {
+        snprintf(why, why_len, "%s serves horizontal slices only (plane z components %g, %g)",
+                 k->name, sl->plane[2], sl->plane[5]);
+        return false;
+    }
+    for (size_t p = 0; p < job->nproj; p++) /* rounded as the kernel sees them */
+        if ((float)job->proj[p].cone[2] != 0.f || (float)job->proj[p].cone[10] != 0.f) {
+            snprintf(why, why_len,
+                     "%s needs a trajectory about the z axis (projection %zu moves u or w "
+                     "with z)",
+                     k->name, p);
+            return false;
+        }
+    return true;
+}
+
+tl_status tl_cuda_cone_job_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_job *job,
+                                  size_t i, const size_t *off)
+{
+    tl_cuda_cone_batch b;
+    memset(&b, 0, sizeof b);
+    b.g = tl_cuda_make_geom(&job->slices[i]);
+    for (size_t j = i; j < job->nslices && b.nz < k->slices; j++) {
+        if (s->job_done[j] || s->job_kernel[j] != s->job_kernel[i] ||
+            (j != i && !same_grid(&job->slices[i], &job->slices[j])))
+            continue;
+        b.z[b.nz] = job->slices[j].plane[8];
+        b.out[b.nz] = s->out + off[j];
+        b.nz++;
+        s->job_done[j] = true;
+    }
+    return impl_of(k)->launch(s, impl_of(k)->stack, &b, job->nproj);
+}

@@ -236,7 +236,8 @@ static tl_status corrections_size(const tl_engine_config *c, tl_errbuf *eb, tl_c
          * staged path's frame */
         const bool staged = c->half_acquisition || c->corr.rings || c->corr.dezinger > 0 ||
                             tl_phase_on(&c->corr);
-        z->buffers += frame + (size_t)c->window * 12 * sizeof(float) + (staged ? 0 : frame);
+        z->buffers += frame + (size_t)c->window * 12 * sizeof(float) + (staged ? 0 : frame) +
+                      tl_cuda_cone_stack_bytes(c);
     }
     if (c->half_acquisition)
         z->buffers += (size_t)c->cols * sizeof(float) + (c->corr.rings || c->corr.dezinger > 0 ||
@@ -292,6 +293,7 @@ static void cuda_destroy(void *state)
     if (cudaSetDevice(s->device) == cudaSuccess && s->stream)
         cudaStreamSynchronize(s->stream);
     tl_cuda_tex_destroy(s);
+    tl_cuda_cone_stack_destroy(s);
     tl_cuda_fft_destroy(s);
     tl_cuda_phase_destroy(s);
     tl_cuda_stages_destroy(s);
@@ -494,6 +496,7 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     TL_TRY(create_corrections(s));
     TL_TRY(tl_cuda_profile_create(s));
     TL_TRY(tl_cuda_tex_create(s));
+    TL_TRY(tl_cuda_cone_stack_create(s));
     TL_TRY(tl_cuda_bp_create(s));
     /* the memsets above must be done before the first frame can be trusted */
     TL_CUDA(eb, cudaStreamSynchronize(s->stream));
@@ -579,7 +582,8 @@ static size_t cuda_kernels(const void *state, tl_kernel_info *out, size_t cap)
             out[n].name = k->name;
             out[n].quality = k->quality;
             /* the others serve horizontal rows only */
-            out[n].planes = k->family == TL_KF_PLANE || k->family == TL_KF_CONE;
+            out[n].planes =
+                k->family == TL_KF_PLANE || (k->family == TL_KF_CONE && k->slices == 1);
             out[n].slices = (uint32_t)k->slices;
             out[n].params = k->params;
         }

@@ -203,6 +203,10 @@ typedef struct {
     int *d_slot, *h_slot;
     float *d_texy, *h_texy;
     float *d_cone, *h_cone; /* cone beam: 12 floats per projection (NULL in parallel beam) */
+    /* cone beam: the window as a layered array, one projection per layer (cone_stack.cu) */
+    cudaArray_t stack;
+    cudaTextureObject_t stack_tex;
+    bool *stack_stale; /* per slot: the layer is older than the window (NULL: no stack) */
 
     /* multi-slice texture kernels: up to 4 sinograms interleaved per texel (bp_texture.cu),
      * seen as float2 (2 slices) or half4 (4 slices), both linearly filtered */
@@ -352,6 +356,14 @@ tl_status tl_cuda_op_profiles(void *state, const uint32_t *pos, size_t n, float 
 
 /* rings.cu */
 size_t tl_cuda_rings_bytes(const tl_engine_config *c);
+
+/* cone_stack.cu: the cone-beam projection stack (a no-op in parallel beam). mark makes slot
+ * stale (-1: every slot); sync copies the stale slots from the window, on the stream. */
+size_t tl_cuda_cone_stack_bytes(const tl_engine_config *c);
+tl_status tl_cuda_cone_stack_create(tl_cuda_state *s);
+void tl_cuda_cone_stack_destroy(tl_cuda_state *s);
+void tl_cuda_cone_stack_mark(tl_cuda_state *s, int32_t slot);
+tl_status tl_cuda_cone_stack_sync(tl_cuda_state *s);
 tl_status tl_cuda_rings_create(tl_cuda_state *s);
 void tl_cuda_rings_destroy(tl_cuda_state *s);
 /* The weight of the frame being stored in the column profile (gpu/base/rings.h). */

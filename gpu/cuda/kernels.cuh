@@ -42,6 +42,17 @@ typedef enum {
     TL_KF_CONE     /* serves any cone-beam plane (and nothing else) */
 } tl_cuda_family;
 
+/* Cone beam (bp_cone.cu): up to TL_CUDA_CONE_MAX_NZ slices per pass, horizontal planes of
+ * one (x, y) grid at heights z[0..nz-1] for the z-batch kernels, or a single slice (any
+ * plane). */
+#define TL_CUDA_CONE_MAX_NZ 8
+typedef struct {
+    tl_cuda_geom g;
+    int nz;
+    float z[TL_CUDA_CONE_MAX_NZ];
+    float *out[TL_CUDA_CONE_MAX_NZ];
+} tl_cuda_cone_batch;
+
 struct tl_cuda_kernel;
 typedef tl_status (*tl_cuda_launch_fn)(tl_cuda_state *s, const struct tl_cuda_kernel *k,
                                        const tl_cuda_batch *b, size_t nproj);
@@ -56,7 +67,7 @@ typedef struct tl_cuda_kernel {
     int max_cache;      /* ... and the most bins per projection their cache holds */
     bool constant;      /* reads the __constant__ projection table (holds its lock) */
     bool pack;          /* reads the packed multi-slice texture (s->pack) */
-    tl_cuda_launch_fn launch;
+    tl_cuda_launch_fn launch; /* NULL for cone beam's, launched by bp_cone.cu */
 } tl_cuda_kernel;
 
 /* The table, in listing order; tl_cuda_kernel_count() entries. */
@@ -78,6 +89,14 @@ extern const tl_cuda_kernel tl_cuda_plane_kernels[];
 extern const int tl_cuda_plane_nkernels;
 extern const tl_cuda_kernel tl_cuda_cone_kernels[];
 extern const int tl_cuda_cone_nkernels;
+
+/* Cone beam (bp_cone.cu): whether kernel k can serve slice sl of job (why says why not),
+ * and the launch of slice i of the job with the later slices of the same kernel that can
+ * share its pass (marking them in s->job_done; outputs at s->out + off[j]). */
+bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k,
+                            const tl_bp_slice *sl, const tl_bp_job *job, char *why, size_t why_len);
+tl_status tl_cuda_cone_job_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_job *job,
+                                  size_t i, const size_t *off);
 
 /* Bins per projection a tile of side `tile` spans for this slice and job, plus margins;
  * 0 when more than max_cache (the kernel cannot serve the slice). */

@@ -285,6 +285,7 @@ tl_status tl_cuda_op_ring_update(void *state, bool *changed)
                                                                     s->pitch_el, s->rows, s->n,
                                                                     s->cols, s->ring_fd);
         TL_CUDA_LAUNCHED(s->eb, "ring_window_kernel");
+        tl_cuda_cone_stack_mark(s, -1);
         *changed = true;
     }
     TL_CUDA(s->eb, cudaEventRecord(s->rings_ev[1], s->stream));

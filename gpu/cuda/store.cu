@@ -248,6 +248,7 @@ tl_status tl_cuda_op_store(void *state, const tl_frame *f, uint32_t slot)
     TL_TRY(tl_cuda_stage(s, f, &src, &pitch));
     TL_TRY(tl_cuda_process(s, src, pitch, f->dtype, s->window + (size_t)slot * s->pitch_el,
                            s->slab_el, f->more));
+    tl_cuda_cone_stack_mark(s, (int32_t)slot);
     TL_TRY(tl_cuda_staged_read(s));
     return release_frame(s, f);
 }
