@@ -11,17 +11,17 @@
 #include "gpu/phantom_cone.h"
 #include "tests/cone_scan.h"
 
-double tl_cone_scan_unit(void)
+double tl_cone_scan_unit(const tl_cone_scan *s)
 {
-    return TL_CONE_SCAN_PITCH * TL_CONE_SCAN_SAD / TL_CONE_SCAN_SDD;
+    return s->pitch * TL_CONE_SCAN_SAD / TL_CONE_SCAN_SDD;
 }
 
 static tl_cone_circular circular(const tl_cone_scan *s)
 {
     return (tl_cone_circular){.sad = TL_CONE_SCAN_SAD,
                               .sdd = TL_CONE_SCAN_SDD,
-                              .pitch_u = TL_CONE_SCAN_PITCH,
-                              .pitch_v = TL_CONE_SCAN_PITCH,
+                              .pitch_u = s->pitch,
+                              .pitch_v = s->pitch,
                               .offset_u = s->center - 0.5 * (s->cols - 1.0),
                               .offset_v = s->offset_v,
                               .rows = s->rows,
@@ -37,6 +37,7 @@ int tl_cone_scan_make(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv
     s->rows = rows;
     s->cols = cols;
     s->nv = nv;
+    s->pitch = TL_CONE_SCAN_WIDTH / cols;
     s->center = 0.5 * (cols - 1.0) + du;
     s->offset_v = dv;
     size_t npix = (size_t)rows * cols;
@@ -94,8 +95,8 @@ tl_engine_config tl_cone_scan_config(const tl_cone_scan *s, tl_backend_kind b)
     c.geometry = TL_GEOMETRY_CONE;
     c.cone = (tl_cone_config){.source_origin = TL_CONE_SCAN_SAD,
                               .source_detector = TL_CONE_SCAN_SDD,
-                              .pixel_u = TL_CONE_SCAN_PITCH,
-                              .pixel_v = TL_CONE_SCAN_PITCH,
+                              .pixel_u = s->pitch,
+                              .pixel_v = s->pitch,
                               .offset_v = s->offset_v};
     c.center = s->center;
     return c;
@@ -177,7 +178,7 @@ tl_status tl_cone_scan_reference(const tl_cone_scan *s, uint32_t nx, uint32_t ny
         for (size_t k = 0; k < s->nv * npix; k++)
             proj[k] = s->proj[k];
         tl_cone_circular g = circular(s);
-        tl_fdk_volume v = {nx, ny, nz, tl_cone_scan_unit()};
+        tl_fdk_volume v = {nx, ny, nz, tl_cone_scan_unit(s)};
         st = tl_cone_circular_matrices(&g, P, &eb);
         if (st == TL_OK)
             st = tl_fdk_reference((const double(*)[12])P, s->nv, proj, s->rows, s->cols,
@@ -186,7 +187,7 @@ tl_status tl_cone_scan_reference(const tl_cone_scan *s, uint32_t nx, uint32_t ny
     if (st != TL_OK)
         fprintf(stderr, "cone scan reference: %s\n", eb.msg);
     for (size_t k = 0; st == TL_OK && k < nvox; k++) /* 1/mm to 1/unit */
-        vol[k] *= tl_cone_scan_unit();
+        vol[k] *= tl_cone_scan_unit(s);
     free(P);
     free(proj);
     return st;

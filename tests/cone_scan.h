@@ -3,9 +3,10 @@
  * line integrals, and the float64 FDK reference (gpu/fdk_ref.h) of the same data, so a
  * test compares an engine's volume with the reference voxel for voxel.
  *
- * Geometry: source 200 mm from the axis, detector 400 mm from the source, 1.5 mm pixels
- * (0.75 mm at the axis: the volume unit), phantom 30 mm across (inside the field of view
- * of 53 columns and the height of 37 rows: nothing truncated). The engine's volume is a
+ * Geometry: source 200 mm from the axis, detector 400 mm from the source and 79.5 mm
+ * wide whatever its columns (1.5 mm pixels for 53 columns; half the pitch at the axis is
+ * the volume unit), square pixels, phantom 30 mm across (inside the field of view, and
+ * inside the height of 37 rows of 1.5 mm: nothing truncated). The engine's volume is a
  * stack of row slices (gpu/geometry/slice.h) at the rows the reference's voxel planes
  * project to, so voxel (i, j, k) of the reference (x = i - (nx-1)/2 units, y likewise,
  * z = k - (nz-1)/2) is pixel (row ny-1-j, column i) of row slice k.
@@ -24,11 +25,12 @@
 
 #define TL_CONE_SCAN_SAD 200.0
 #define TL_CONE_SCAN_SDD 400.0
-#define TL_CONE_SCAN_PITCH 1.5
+#define TL_CONE_SCAN_WIDTH 79.5 /* mm */
 #define TL_CONE_SCAN_PHANTOM 15.0 /* mm: tl_phantom_shepp_logan's scale (30 mm across) */
 
 typedef struct {
     uint32_t rows, cols, nv;
+    double pitch;            /* mm, TL_CONE_SCAN_WIDTH / cols */
     double center, offset_v; /* the principal point: column, and row minus the middle row */
     double *angles;          /* nv, over a full turn, non-uniform when asked */
     float *proj;             /* nv x rows x cols line integrals */
@@ -45,7 +47,7 @@ void tl_cone_scan_free(tl_cone_scan *s);
 tl_engine_config tl_cone_scan_config(const tl_cone_scan *s, tl_backend_kind b);
 
 /* Volume unit in mm (a detector pixel at the axis). */
-double tl_cone_scan_unit(void);
+double tl_cone_scan_unit(const tl_cone_scan *s);
 
 /* Submits views [first, first + count) (view i at index i, angle angles[i % nv]). */
 tl_status tl_cone_scan_submit(const tl_cone_scan *s, tl_engine *e, uint64_t first, uint32_t count);

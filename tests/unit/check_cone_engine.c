@@ -100,7 +100,7 @@ START_TEST(mid_plane_density)
     ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, 1, vol), TL_OK);
     tl_phantom ph;
     ck_assert_int_eq(tl_phantom_shepp_logan(&ph, TL_CONE_SCAN_PHANTOM, 0.0, TL_CONE_SCAN_PHANTOM), 0);
-    double unit = tl_cone_scan_unit(), got = 0, want = 0;
+    double unit = tl_cone_scan_unit(&s), got = 0, want = 0;
     int n = 0;
     for (int j = 0; j < NY; j++)
         for (int i = 0; i < NX; i++) {
@@ -222,7 +222,7 @@ static void refused(tl_engine_config *c, tl_status want, const char *needle)
 
 START_TEST(bad_configurations)
 {
-    tl_cone_scan s = {.rows = ROWS, .cols = COLS, .nv = NV, .center = 26};
+    tl_cone_scan s = {.rows = ROWS, .cols = COLS, .nv = NV, .center = 26, .pitch = 1.5};
     tl_engine_config base = tl_cone_scan_config(&s, TL_BACKEND_CPU), c;
     c = base;
     c.cone.source_origin = 0;
