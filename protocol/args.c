@@ -236,6 +236,25 @@ tl_proto_err tlp_get_u64_pair(const msgpack_object *map, const char *key, uint64
     return TL_PROTO_OK;
 }
 
+tl_proto_err tlp_get_f64_pair(const msgpack_object *map, const char *key, bool required,
+                              double out[2], tl_proto_error *err)
+{
+    const msgpack_object *o;
+    tl_proto_err rc = find_array(map, key, required, 2, "numbers", &o, err);
+    if (rc || !o)
+        return rc;
+    char ek[80];
+    double v[2];
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(ek, sizeof ek, "%s[%zu]", key, i);
+        if ((rc = as_double(&o->via.array.ptr[i], ek, &v[i], err)))
+            return rc;
+    }
+    out[0] = v[0];
+    out[1] = v[1];
+    return TL_PROTO_OK;
+}
+
 tl_proto_err tlp_get_dtype(const msgpack_object *map, bool slice, tl_proto_dtype *out,
                            tl_proto_error *err)
 {

@@ -93,7 +93,7 @@ tl_proto_err tlp_decode_scan(const msgpack_object *h, tl_proto_scan *m, tl_proto
         (m->release.len < 1 || m->release.len > TL_PROTO_MAX_ENDPOINT))
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"release\": %zu bytes, expected 1..%d",
                              m->release.len, TL_PROTO_MAX_ENDPOINT);
-    return TL_PROTO_OK;
+    return tlp_decode_cone(h, m, err);
 }
 
 /* "GPU-" and 8-4-4-4-12 hexadecimal digits. */

@@ -71,6 +71,28 @@ static int kv_shape(msgpack_packer *pk, uint32_t a, uint32_t b)
     return msgpack_pack_uint64(pk, b);
 }
 
+static int kv_pair(msgpack_packer *pk, const char *key, const double v[2])
+{
+    P(tl_proto_pack_cstr(pk, key));
+    P(msgpack_pack_array(pk, 2));
+    P(msgpack_pack_double(pk, v[0]));
+    return msgpack_pack_double(pk, v[1]);
+}
+
+/* The cone-beam keys (§8.1.1): square pixels as one number, as a person would write them. */
+static int pack_cone(msgpack_packer *pk, const tl_proto_scan *m)
+{
+    P(tl_proto_pack_kv_double(pk, "source_origin", m->source_origin));
+    P(tl_proto_pack_kv_double(pk, "source_detector", m->source_detector));
+    if (m->pixel_size[0] == m->pixel_size[1])
+        P(tl_proto_pack_kv_double(pk, "pixel_size", m->pixel_size[0]));
+    else
+        P(kv_pair(pk, "pixel_size", m->pixel_size));
+    if (m->has_detector_offset)
+        P(kv_pair(pk, "detector_offset", m->detector_offset));
+    return 0;
+}
+
 int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
 {
     msgpack_packer pk;
@@ -79,6 +101,8 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
                2 * m->has_angles + (m->filter.len != 0) + m->already_linear +
                (m->release.len != 0) + (m->dezinger != 0) + m->has_paganin +
                (m->rings.len != 0) + m->has_auto_center + m->half_acquisition;
+    bool cone = m->geometry == TL_PROTO_CONE;
+    n += cone ? 3 + m->has_detector_offset : 0;
     P(envelope(&pk, n, TL_MSG_SCAN));
     P(tl_proto_pack_kv_u64(&pk, "series", m->series));
     P(tl_proto_pack_kv_str(&pk, "geometry", tl_proto_geometry_name(m->geometry)));
@@ -123,7 +147,7 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
         P(tl_proto_pack_kv_bool(&pk, "auto_center", m->auto_center));
     if (m->half_acquisition)
         P(tl_proto_pack_kv_bool(&pk, "half_acquisition", true));
-    return 0;
+    return cone ? pack_cone(&pk, m) : 0;
 }
 
 int tl_proto_encode_frame(msgpack_sbuffer *buf, const tl_proto_frame *m)

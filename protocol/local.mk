@@ -4,7 +4,8 @@ protocol_libtlproto_a_SOURCES = \
 	protocol/protocol.h protocol/proto_internal.h \
 	protocol/error.c protocol/names.c \
 	protocol/precheck.c protocol/keys.c protocol/args.c \
-	protocol/decode.c protocol/decode_ingest.c protocol/decode_control.c \
+	protocol/decode.c protocol/decode_ingest.c protocol/decode_cone.c \
+	protocol/decode_control.c \
 	protocol/decode_slice.c protocol/payload.c protocol/parts.c \
 	protocol/encode.c protocol/multipart.c protocol/topic.c \
 	protocol/shm.h protocol/shm.c protocol/pixels.h protocol/pixels.c \

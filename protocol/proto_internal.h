@@ -55,6 +55,9 @@ bool tlp_geometry_parse(const char *s, size_t n, tl_proto_geometry *out);
 /* 1..TL_PROTO_MAX_ID bytes of [A-Za-z0-9_.-] */
 bool tlp_slice_id_valid(const char *s, size_t n);
 
+/* args.c: an array of exactly 2 finite numbers (no range check beyond finite) */
+tl_proto_err tlp_get_f64_pair(const msgpack_object *map, const char *key, bool required,
+                              double out[2], tl_proto_error *err);
 /* args.c: the required "dtype": a frame's (u8, u16, u32, f32) or a slice's (f32, f16, q16) */
 tl_proto_err tlp_get_dtype(const msgpack_object *map, bool slice, tl_proto_dtype *out,
                            tl_proto_error *err);
@@ -65,6 +68,8 @@ tl_proto_err tlp_get_u64_pair(const msgpack_object *map, const char *key, uint64
 /* decode_*.c: one function per message type; h is the header map, already checked for
  * string keys, duplicates, "v" and "type". */
 tl_proto_err tlp_decode_scan(const msgpack_object *h, tl_proto_scan *m, tl_proto_error *err);
+/* decode_cone.c: the cone-beam keys of a scan whose other keys are decoded */
+tl_proto_err tlp_decode_cone(const msgpack_object *h, tl_proto_scan *m, tl_proto_error *err);
 tl_proto_err tlp_decode_frame(const msgpack_object *h, tl_proto_frame *m, tl_proto_error *err);
 tl_proto_err tlp_decode_end(const msgpack_object *h, tl_proto_end *m, tl_proto_error *err);
 tl_proto_err tlp_decode_req(const msgpack_object *h, msgpack_zone *zone, tl_proto_req *m,

@@ -161,6 +161,15 @@ typedef struct {
     bool auto_center;
     tl_proto_str rings; /* optional ring removal "vo[:SIZE[,TOL]]" | "fw[:LEVEL[,TOL]]" |
                            "none" (len 0 = absent); the engine validates it */
+    /* geometry cone (PROTOCOL.md §8.1.1): the circular trajectory. Required with cone,
+     * refused with parallel; finite, distances and pitches > 0. */
+    double source_origin;      /* mm, source to rotation axis */
+    double source_detector;    /* mm, source to detector */
+    double pixel_size[2];      /* mm, detector pitch [u, v] ("pixel_size": one number = both) */
+    bool has_detector_offset;  /* optional "detector_offset" */
+    double detector_offset[2]; /* [u, v] detector pixels: the principal point minus the
+                                  detector's middle ((cols - 1) / 2, (rows - 1) / 2); a
+                                  non-zero u and "center" together are refused */
 } tl_proto_scan;
 
 /* Where a frame in another process's GPU memory is (CUDA IPC, PROTOCOL.md §8.4): the frame

@@ -70,7 +70,12 @@ int main(int argc, char **argv)
                                                .angle_start = 0,
                                                .angle_step = M_PI / 900,
                                                .filter = S("shepp-logan"),
-                                               .already_linear = true});
+                                               .already_linear = true,
+                                               .source_origin = 400,
+                                               .source_detector = 800,
+                                               .pixel_size = {0.1, 0.125},
+                                               .has_detector_offset = true,
+                                               .detector_offset = {0, 1.5}});
     put("scan-full");
 
     const tl_proto_dtype dt[] = {TL_PROTO_U8, TL_PROTO_U16, TL_PROTO_U32, TL_PROTO_F32};

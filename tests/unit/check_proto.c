@@ -98,6 +98,14 @@ static void check_scan(const tl_proto_scan *in)
     ck_assert_uint_eq(o->rings.len, in->rings.len);
     if (in->rings.len)
         ck_assert_mem_eq(o->rings.ptr, in->rings.ptr, in->rings.len);
+    bool cone = in->geometry == TL_PROTO_CONE; /* the cone keys travel with cone only */
+    ck_assert(o->source_origin == (cone ? in->source_origin : 0));
+    ck_assert(o->source_detector == (cone ? in->source_detector : 0));
+    for (int i = 0; i < 2; i++)
+        ck_assert(o->pixel_size[i] == (cone ? in->pixel_size[i] : 0));
+    ck_assert_int_eq(o->has_detector_offset, cone && in->has_detector_offset);
+    for (int i = 0; cone && in->has_detector_offset && i < 2; i++)
+        ck_assert(o->detector_offset[i] == in->detector_offset[i]);
 }
 
 START_TEST(scan_required_only)
@@ -137,8 +145,48 @@ START_TEST(scan_all_optional)
                        .rings = {"fw:4,0.002", 10},
                        .half_acquisition = true,
                        .has_auto_center = true,
-                       .auto_center = false};
+                       .auto_center = false,
+                       .source_origin = 512.5,
+                       .source_detector = 1024.25,
+                       .pixel_size = {0.075, 0.15},
+                       .has_detector_offset = true,
+                       .detector_offset = {0, -3.25}}; /* u 0: with center */
     check_scan(&s);
+}
+END_TEST
+
+/* Cone beam (PROTOCOL.md 8.1.1): square pixels go as one number, others as [u, v]; the
+ * offset only when set; a parallel scan carries none of the keys, whatever the struct
+ * holds. */
+START_TEST(scan_cone)
+{
+    tl_proto_scan s = {.series = 9,
+                       .geometry = TL_PROTO_CONE,
+                       .rows = 96,
+                       .cols = 128,
+                       .dtype = TL_PROTO_U16,
+                       .window = 360,
+                       .source_origin = 300,
+                       .source_detector = 450,
+                       .pixel_size = {0.2, 0.2}};
+    check_scan(&s);
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_scan(&sb, &s), 0);
+    size_t square = sb.size;
+    s.pixel_size[1] = 0.25;
+    s.has_detector_offset = true;
+    s.detector_offset[0] = 2.5; /* no center: the offset places the principal column */
+    s.detector_offset[1] = -1.75;
+    check_scan(&s);
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_scan(&sb, &s), 0);
+    ck_assert_uint_gt(sb.size, square); /* [u, v] and the offset: more bytes */
+    s.geometry = TL_PROTO_PARALLEL; /* the same struct as parallel: no cone key goes out */
+    check_scan(&s);
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_scan(&sb, &s), 0);
+    ck_assert(!memmem(sb.data, sb.size, "source_origin", 13));
+    ck_assert(!memmem(sb.data, sb.size, "pixel_size", 10));
 }
 END_TEST
 
@@ -715,6 +763,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, scan_required_only);
     tcase_add_test(tc, scan_all_optional);
+    tcase_add_test(tc, scan_cone);
     tcase_add_loop_test(tc, frame_each_kind_dtype, 0, 12);
     tcase_add_test(tc, end_roundtrip);
     tcase_add_test(tc, frame_band_roundtrip);

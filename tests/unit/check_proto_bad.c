@@ -37,6 +37,12 @@
 #define SCAN                                                                     \
     "{\"v\": 1, \"type\": \"scan\", \"series\": 7, \"geometry\": \"parallel\", " \
     "\"shape\": [4, 6], \"dtype\": \"u16\", \"window\": 180}"
+/* SCAN in cone beam (PROTOCOL.md 8.1.1): source 500 mm from the axis, 750 mm from the
+ * detector, 0.2 mm pixels */
+#define CONE_SCAN                                                                    \
+    "{\"v\": 1, \"type\": \"scan\", \"series\": 7, \"geometry\": \"cone\", "         \
+    "\"shape\": [4, 6], \"dtype\": \"u16\", \"window\": 180, \"source_origin\": 500, " \
+    "\"source_detector\": 750.5, \"pixel_size\": 0.2}"
 #define SLICE                                                                         \
     "{\"v\": 1, \"type\": \"slice\", \"id\": \"z0\", \"seq\": 3, \"shape\": [4, 4], " \
     "\"dtype\": \"f32\", \"orientation\": [1, 0, 0, 0, 1, 0, 0, 0, 0.5], "            \
@@ -245,6 +251,52 @@ static const bad_case cases[] = {
     {"already_linear as 1", WITH, SCAN, "already_linear", "1", 0, TL_PROTO_E_KEY_TYPE,
      "already_linear"},
     {"scan overflow", WITH, SCAN, "shape", "[65536, 65536]", 0, TL_PROTO_E_OVERFLOW, NULL},
+    /* cone beam (8.1.1): each key required, typed, finite and > 0; none with parallel */
+    {"cone without source_origin", WITH, CONE_SCAN, "source_origin", NULL, 0, TL_PROTO_E_MISSING,
+     "\"source_origin\""},
+    {"cone without source_detector", WITH, CONE_SCAN, "source_detector", NULL, 0,
+     TL_PROTO_E_MISSING, "\"source_detector\""},
+    {"cone without pixel_size", WITH, CONE_SCAN, "pixel_size", NULL, 0, TL_PROTO_E_MISSING,
+     "\"pixel_size\""},
+    {"cone source_origin 0", WITH, CONE_SCAN, "source_origin", "0", 0, TL_PROTO_E_RANGE,
+     "source_origin"},
+    {"cone source_origin negative", WITH, CONE_SCAN, "source_origin", "-500.0", 0,
+     TL_PROTO_E_RANGE, "source_origin"},
+    {"cone source_origin NaN", WITH, CONE_SCAN, "source_origin", "NaN", 0, TL_PROTO_E_NOT_FINITE,
+     "source_origin"},
+    {"cone source_origin as str", WITH, CONE_SCAN, "source_origin", "\"500\"", 0,
+     TL_PROTO_E_KEY_TYPE, "source_origin"},
+    {"cone source_detector inf", WITH, CONE_SCAN, "source_detector", "Infinity", 0,
+     TL_PROTO_E_NOT_FINITE, "source_detector"},
+    {"cone source_detector 0", WITH, CONE_SCAN, "source_detector", "0.0", 0, TL_PROTO_E_RANGE,
+     "source_detector"},
+    {"cone pixel_size 0", WITH, CONE_SCAN, "pixel_size", "0", 0, TL_PROTO_E_RANGE, "pixel_size"},
+    {"cone pixel_size -inf", WITH, CONE_SCAN, "pixel_size", "-Infinity", 0, TL_PROTO_E_NOT_FINITE,
+     "pixel_size"},
+    {"cone pixel_size v negative", WITH, CONE_SCAN, "pixel_size", "[0.2, -0.1]", 0,
+     TL_PROTO_E_RANGE, "pixel_size[1]"},
+    {"cone pixel_size u NaN", WITH, CONE_SCAN, "pixel_size", "[NaN, 0.1]", 0,
+     TL_PROTO_E_NOT_FINITE, "pixel_size[0]"},
+    {"cone pixel_size of 3", WITH, CONE_SCAN, "pixel_size", "[0.2, 0.2, 0.2]", 0,
+     TL_PROTO_E_RANGE, "pixel_size"},
+    {"cone pixel_size as str", WITH, CONE_SCAN, "pixel_size", "\"0.2\"", 0, TL_PROTO_E_KEY_TYPE,
+     "a number or an array"},
+    {"cone detector_offset of 1", WITH, CONE_SCAN, "detector_offset", "[1.5]", 0,
+     TL_PROTO_E_RANGE, "detector_offset"},
+    {"cone detector_offset NaN", WITH, CONE_SCAN, "detector_offset", "[0, NaN]", 0,
+     TL_PROTO_E_NOT_FINITE, "detector_offset[1]"},
+    {"cone detector_offset as number", WITH, CONE_SCAN, "detector_offset", "2.5", 0,
+     TL_PROTO_E_KEY_TYPE, "detector_offset"},
+    {"cone detector_offset u with center", WITH, CONE_SCAN, "detector_offset",
+     "[1.5, 0], \"center\": 2.5", 0, TL_PROTO_E_UNSUPPORTED, "center"},
+    {"parallel with source_origin", WITH, SCAN, "source_origin", "500", 0, TL_PROTO_E_UNSUPPORTED,
+     "source_origin"},
+    {"parallel with source_detector", WITH, SCAN, "source_detector", "750", 0,
+     TL_PROTO_E_UNSUPPORTED, "source_detector"},
+    {"parallel with pixel_size", WITH, SCAN, "pixel_size", "0.2", 0, TL_PROTO_E_UNSUPPORTED,
+     "pixel_size"},
+    {"parallel with detector_offset", WITH, SCAN, "detector_offset", "[0, 0]", 0,
+     TL_PROTO_E_UNSUPPORTED, "detector_offset"},
     /* end */
     {"end without series", TEXT, "{\"v\": 1, \"type\": \"end\"}", NULL, NULL, 0,
      TL_PROTO_E_MISSING, "series"},
@@ -359,7 +411,7 @@ static void expect(const void *p, size_t n, unsigned accept, tl_proto_err want, 
 /* The base headers themselves are valid, so each case's defect is the only one. */
 START_TEST(bases_are_valid)
 {
-    const char *bases[] = {FRAME, SCAN, SLICE, SHM_SLICE, REQ, REP_ERR};
+    const char *bases[] = {FRAME, SCAN, CONE_SCAN, SLICE, SHM_SLICE, REQ, REP_ERR};
     for (size_t i = 0; i < sizeof bases / sizeof bases[0]; i++) {
         msgpack_sbuffer_clear(&sb);
         tlt_pack_text(&sb, bases[i]);
