@@ -2,9 +2,11 @@
  *
  * A scan message (re)creates the engine from the scan's shape and geometry and the
  * daemon's configuration; every registered slice is added to the new engine. A scan that
- * cannot be served (cone beam, an unknown filter, no GPU or memory for the window) is
- * refused loudly: logged with the engine's reason, counted, kept in status, and its frames
- * are then rejected as belonging to no scan — never reconstructed by something else.
+ * cannot be served (an unknown filter, no GPU or memory for the window, what the engine
+ * cannot do in cone beam) is refused loudly: logged with the engine's reason, counted,
+ * kept in status, and its frames are then rejected as belonging to no scan — never
+ * reconstructed by something else. A cone-beam engine spans one GPU (the first of
+ * daemon.gpus), so a scan is not refused for a configuration made for parallel beam.
  * Frames are checked against the scan and submitted; every refusal has a counted reason.
  */
 #include <config.h>
@@ -115,6 +117,28 @@ static void record_stage_times(tl_daemon *d, tl_engine *e)
         tl_hist_add(&d->stats.latency[lat[t[i].stage]], t[i].seconds);
 }
 
+/* Cone beam (PROTOCOL.md §8.1.1): the trajectory into ec.cone, the principal column into
+ * ec.center (from detector_offset u when the scan gives no center), and one device: the
+ * engine does not split cone-beam rows across GPUs (a row's voxels need other rows). */
+static void cone_config(const tl_proto_scan *m, tl_engine_config *ec)
+{
+    ec->geometry = TL_GEOMETRY_CONE; /* what the engine cannot do it refuses, named */
+    ec->cone = (tl_cone_config){.source_origin = m->source_origin,
+                                .source_detector = m->source_detector,
+                                .pixel_u = m->pixel_size[0],
+                                .pixel_v = m->pixel_size[1],
+                                .offset_v = m->has_detector_offset ? m->detector_offset[1] : 0};
+    if (!m->has_center && m->has_detector_offset)
+        ec->center = (m->cols - 1) / 2.0 + m->detector_offset[0];
+    if (ec->ndevices > 1) {
+        tl_log(TL_LOG_INFO, "cone_one_gpu",
+               "series=%llu gpus=%u device=%d reason=%s", (unsigned long long)m->series,
+               ec->ndevices, ec->devices[0],
+               tl_logq("cone beam is reconstructed on one GPU, the first of daemon.gpus"));
+        ec->ndevices = 1;
+    }
+}
+
 static void open_scan(tl_daemon *d, tl_item *it)
 {
     tl_scan *s = &d->scan;
@@ -156,7 +180,7 @@ static void open_scan(tl_daemon *d, tl_item *it)
             snprintf(why, sizeof why, "unknown filter \"%s\"", it->filter);
     }
     if (m->geometry == TL_PROTO_CONE)
-        ec.geometry = TL_GEOMETRY_CONE; /* the engine refuses it with its own message */
+        cone_config(m, &ec);
     ec.half_acquisition = m->half_acquisition;
     ec.center_estimate = m->has_auto_center;
     ec.center_auto = m->auto_center;
@@ -226,10 +250,11 @@ static void open_scan(tl_daemon *d, tl_item *it)
     s->gpu_frames = strcmp(st.backend, "cuda") == 0;
     tl_log(
         TL_LOG_INFO, "scan_started",
-        "series=%llu rows=%u cols=%u dtype=%s window=%u darks=%u flats=%u filter=%s center=%.3f "
-        "backend=%s device=%s memory_mb=%.1f",
-        (unsigned long long)m->series, m->rows, m->cols, tl_proto_dtype_name(m->dtype), m->window,
-        m->darks, m->flats, tl_filter_name(ec.filter), ec.center, st.backend,
+        "series=%llu geometry=%s rows=%u cols=%u dtype=%s window=%u darks=%u flats=%u filter=%s "
+        "center=%.3f backend=%s device=%s memory_mb=%.1f",
+        (unsigned long long)m->series, tl_proto_geometry_name(m->geometry), m->rows, m->cols,
+        tl_proto_dtype_name(m->dtype), m->window, m->darks, m->flats, tl_filter_name(ec.filter),
+        ec.center, st.backend,
         tl_logq(st.device_name), st.memory_bytes / 1048576.0);
 }
 

@@ -660,6 +660,29 @@ static void pack_center(const tl_engine *e, msgpack_packer *pk)
     tl_proto_pack_kv_u64(pk, "applied", c.applied);
 }
 
+/* "cone": nil for parallel beam, else the trajectory as the scan gave it (PROTOCOL.md
+ * §8.1.1), with detector_offset u following the current centre (set_param center). */
+static void pack_cone(const tl_scan *s, double center, msgpack_packer *pk)
+{
+    const tl_proto_scan *m = &s->msg;
+    pack_key(pk, "cone");
+    if (m->geometry != TL_PROTO_CONE) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_map(pk, 4);
+    tl_proto_pack_kv_double(pk, "source_origin", m->source_origin);
+    tl_proto_pack_kv_double(pk, "source_detector", m->source_detector);
+    pack_key(pk, "pixel_size");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_double(pk, m->pixel_size[0]);
+    msgpack_pack_double(pk, m->pixel_size[1]);
+    pack_key(pk, "detector_offset");
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_double(pk, center - (m->cols - 1) / 2.0);
+    msgpack_pack_double(pk, m->has_detector_offset ? m->detector_offset[1] : 0.0);
+}
+
 static void pack_scan(tl_daemon *d, msgpack_packer *pk)
 {
     tl_scan *s = &d->scan;
@@ -669,8 +692,10 @@ static void pack_scan(tl_daemon *d, msgpack_packer *pk)
     }
     tl_engine_state st;
     tl_engine_get_state(s->engine, &st);
-    msgpack_pack_map(pk, 21);
+    msgpack_pack_map(pk, 23);
     tl_proto_pack_kv_u64(pk, "series", s->series);
+    tl_proto_pack_kv_str(pk, "geometry", tl_proto_geometry_name(s->msg.geometry));
+    pack_cone(s, st.center, pk);
     pack_key(pk, "shape");
     pack_dims(pk, s->msg.rows, s->msg.cols);
     tl_proto_pack_kv_str(pk, "dtype", tl_proto_dtype_name(s->msg.dtype));
