@@ -5,14 +5,29 @@
  *   GeometrySpecification 0x301  scene_id, volume_min[3], volume_max[3]    (noted only)
  *   ScanSettings          0x302  scene_id, darks, flats[, already_linear]
  *   ParallelBeamGeometry  0x303  scene_id, rows, cols, proj_count, angles[] (radians)
+ *   ConeBeamGeometry      0x305  scene_id, rows, cols, proj_count, source_origin,
+ *                                origin_det, detector_size[2], angles[]  (float32, mm)
  *   Projection            0x309  type (0 dark, 1 flat, 2 projection), projection_id,
  *                                shape[2] (rows, cols), data[] (float32)
- * RECAST3D adapters send them in that order. A ParallelBeamGeometry opens a scan (float32
+ * RECAST3D adapters send them in that order. A geometry packet opens a scan (float32
  * frames, window proj_count, the last ScanSettings' counts and already_linear); a
  * projection's angle is angles[projection_id mod proj_count] (the id is cyclic: scan x
  * angles + angle index). Projections before any geometry get a scan synthesised from
  * ingest.window and the configured angle schedule; a projection of another shape than the
- * open scan's is refused. The pixels stay in the received packet and travel zero-copy. Other geometries (vec, cone) are refused as unsupported.
+ * open scan's is refused. The pixels stay in the received packet and travel zero-copy.
+ * The vector geometries (ParallelVec, ConeVec: free vectors per projection) are refused
+ * as unsupported: only circular trajectories are served.
+ *
+ * ConeBeamGeometry is RECAST3D's ASTRA "cone" geometry: source at distance source_origin
+ * from the axis, detector at origin_det beyond it, detector_size[0] and [1] the pixel
+ * pitch along a row (u) and a column (v), principal point at the detector's middle. Its
+ * scan is PROTOCOL.md §8.1.1's with source_detector = source_origin + origin_det. ASTRA
+ * puts the source of angle t at (sin t, -cos t, 0) x source_origin with columns along
+ * (cos t, sin t, 0); tomolive at -(sin b, cos b, 0) x source_origin, columns along
+ * (cos b, -sin b, 0) (gpu/geometry/cone.h): the two agree for b = -t, in the same x, y,
+ * z, so cone-beam angles are negated. (No choice keeps ASTRA's angles here: the mirror
+ * that makes them agree for parallel beam, where a ray's direction does not matter, puts
+ * a cone-beam source on the detector's side.)
  *
  * ScanSettings has two layouts in use: tomopackets 1.0.0-rc2 (the published `master`)
  * packs scene_id, darks, flats (16 bytes with the descriptor); 1.1.0 added the bool
@@ -63,12 +78,44 @@ static int bad_size(tl_proto_error *err, const char *what, size_t got, size_t wa
            -1;
 }
 
-static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_error *err)
+/* The cone-beam numbers of a ConeBeamGeometry (at p + 20), checked, into scan. */
+static int cone_geometry(const uint8_t *p, tl_proto_scan *scan, tl_proto_error *err)
 {
-    if (len < 24)
-        return bad_size(err, "ParallelBeamGeometry", len, 24);
+    static const char *const name[4] = {"source_origin", "origin_det", "detector_size[0]",
+                                        "detector_size[1]"};
+    double v[4];
+    for (int i = 0; i < 4; i++) {
+        v[i] = tl_tomop_f32(p + 20 + 4 * i);
+        if (!isfinite(v[i]))
+            return tl_proto_fail(err, TL_PROTO_E_NOT_FINITE,
+                                 "ConeBeamGeometry: %s is not finite", name[i]),
+                   -1;
+    }
+    if (v[0] <= 0 || v[0] + v[1] <= 0 || v[2] <= 0 || v[3] <= 0)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "ConeBeamGeometry: source_origin %g, source_origin + origin_det "
+                             "%g and detector_size %g x %g mm must all be > 0",
+                             v[0], v[0] + v[1], v[2], v[3]),
+               -1;
+    scan->geometry = TL_PROTO_CONE;
+    scan->source_origin = v[0];
+    scan->source_detector = v[0] + v[1];
+    scan->pixel_size[0] = v[2];
+    scan->pixel_size[1] = v[3];
+    return 0;
+}
+
+/* A ParallelBeamGeometry or (cone) ConeBeamGeometry: rows, cols, proj_count at 8, then,
+ * after the cone's numbers, the angles (a count and proj_count floats). */
+static int geometry(tp *a, const uint8_t *p, size_t len, bool cone, tl_item *out,
+                    tl_proto_error *err)
+{
+    const char *what = cone ? "ConeBeamGeometry" : "ParallelBeamGeometry";
+    size_t at = cone ? 40 : 24; /* the first angle */
+    if (len < at)
+        return bad_size(err, what, len, at);
     int32_t rows = tl_tomop_i32(p + 8), cols = tl_tomop_i32(p + 12), n = tl_tomop_i32(p + 16),
-            count = tl_tomop_i32(p + 20);
+            count = tl_tomop_i32(p + at - 4);
     if (rows < 1 || (uint32_t)rows > TL_PROTO_MAX_DIM || cols < 1 ||
         (uint32_t)cols > TL_PROTO_MAX_DIM)
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "detector %d x %d out of range 1..%u", rows,
@@ -84,11 +131,16 @@ static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_
                -1;
     if (count != n)
         return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%d angles for proj_count %d", count, n), -1;
-    if (len != 24 + 4 * (size_t)n)
-        return bad_size(err, "ParallelBeamGeometry", len, 24 + 4 * (size_t)n);
+    if (len != at + 4 * (size_t)n)
+        return bad_size(err, what, len, at + 4 * (size_t)n);
     for (int32_t i = 0; i < n; i++) /* all checked before any replaces the open scan's */
-        if (!isfinite(tl_tomop_f32(p + 24 + 4 * (size_t)i)))
+        if (!isfinite(tl_tomop_f32(p + at + 4 * (size_t)i)))
             return tl_proto_fail(err, TL_PROTO_E_NOT_FINITE, "angle %d is not finite", i), -1;
+    tl_proto_scan scan;
+    tl_adapter_scan_init(a->st.cfg, &scan, a->st.next_series, (uint32_t)rows, (uint32_t)cols,
+                         TL_PROTO_F32, (uint32_t)n);
+    if (cone && cone_geometry(p, &scan, err) != 0)
+        return -1;
     if ((uint32_t)n > a->cap) { /* once per larger scan, not per frame */
         float *v = realloc(a->angles, (size_t)n * sizeof *v);
         if (!v)
@@ -96,13 +148,11 @@ static int geometry(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_
         a->angles = v;
         a->cap = (uint32_t)n;
     }
-    for (int32_t i = 0; i < n; i++)
-        a->angles[i] = tl_tomop_f32(p + 24 + 4 * (size_t)i);
+    for (int32_t i = 0; i < n; i++) /* cone beam: ASTRA's angles negated (above) */
+        a->angles[i] = (cone ? -1.0f : 1.0f) * tl_tomop_f32(p + at + 4 * (size_t)i);
     a->nangles = (uint32_t)n;
     a->has_geometry = true;
-    tl_proto_scan scan;
-    tl_adapter_scan_init(a->st.cfg, &scan, a->st.next_series++, (uint32_t)rows, (uint32_t)cols,
-                         TL_PROTO_F32, (uint32_t)n);
+    a->st.next_series++;
     scan.darks = (uint32_t)a->darks;
     scan.flats = (uint32_t)a->flats;
     scan.already_linear = a->already_linear;
@@ -220,16 +270,25 @@ static int tp_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl
             a->flats = tl_tomop_i32(p + 12);
             a->already_linear = len == 17 && p[16] == 1;
             return 0;
-        case TL_TOMOP_PARALLEL_BEAM_GEOMETRY: return geometry(a, p, len, out, err);
+        case TL_TOMOP_PARALLEL_BEAM_GEOMETRY: return geometry(a, p, len, false, out, err);
+        case TL_TOMOP_CONE_BEAM_GEOMETRY: return geometry(a, p, len, true, out, err);
         case TL_TOMOP_PROJECTION: return projection(a, &parts[0], out, err);
         case TL_TOMOP_PARALLEL_VEC_GEOMETRY:
-        case TL_TOMOP_CONE_BEAM_GEOMETRY:
         case TL_TOMOP_CONE_VEC_GEOMETRY:
+            return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED,
+                                 "tomopackets %s (0x%x: a vector per projection) is not "
+                                 "supported: only circular scans are served "
+                                 "(ParallelBeamGeometry, ConeBeamGeometry)",
+                                 desc == TL_TOMOP_CONE_VEC_GEOMETRY ? "ConeVecGeometry"
+                                                                    : "ParallelVecGeometry",
+                                 (unsigned)desc),
+                   -1;
         case TL_TOMOP_PROJECTION_DATA:
         case TL_TOMOP_PARTIAL_PROJECTION_DATA:
             return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED,
                                  "tomopackets packet 0x%x is not "
-                                 "supported (parallel beam geometry and Projection packets are)",
+                                 "supported (the circular geometries and Projection packets "
+                                 "are)",
                                  (unsigned)desc),
                    -1;
         default:

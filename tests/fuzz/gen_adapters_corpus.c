@@ -414,6 +414,23 @@ static void tomopackets(void)
     tomop_projection(1, 0);
     tomop_projection(2, 1);
     put("ok-tomopackets-nogeometry");
+
+    /* a circular cone-beam scan (ConeBeamGeometry: distances and pitch in mm) */
+    tlt_fz_begin(&in, TLT_FZ_TOMOPACKETS);
+    uint8_t cone[40 + 3 * 4];
+    memcpy(cone, geom, 20); /* scene_id, rows, cols, proj_count */
+    tl_tomop_put_i32(cone, TL_TOMOP_CONE_BEAM_GEOMETRY);
+    tl_tomop_put_f32(cone + 20, 400.0f); /* source_origin */
+    tl_tomop_put_f32(cone + 24, 200.0f); /* origin_det */
+    tl_tomop_put_f32(cone + 28, 0.1f);   /* detector_size: u, v */
+    tl_tomop_put_f32(cone + 32, 0.1f);
+    tl_tomop_put_i32(cone + 36, 3);
+    for (int i = 0; i < 3; i++)
+        tl_tomop_put_f32(cone + 40 + 4 * i, (float)(i * 2 * M_PI / 3));
+    tlt_fz_msg1(&in, cone, sizeof cone);
+    tomop_projection(2, 0);
+    tomop_projection(2, 2);
+    put("ok-tomopackets-cone");
 }
 
 /* ---- recorded DECTRIS data ---------------------------------------------------------------- */

@@ -748,8 +748,8 @@ START_TEST(tomopackets)
     send1(&f, p, full - 4); /* E_PAYLOAD: short */
     tp_put(p, 0x999);
     send1(&f, p, 32); /* E_TYPE */
-    tp_put(p, 0x305);
-    send1(&f, p, 48); /* E_UNSUPPORTED */
+    tp_put(p, 0x306);
+    send1(&f, p, 48); /* E_UNSUPPORTED: ConeVecGeometry */
     n = 0;
     n += tp_put(p + n, 0x303);
     n += tp_put(p + n, 0);

@@ -541,6 +541,90 @@ START_TEST(tomopackets_bad_angle)
 }
 END_TEST
 
+/* ConeBeamGeometry (RECAST3D's ASTRA "cone"): scene_id, rows, cols, proj_count,
+ * source_origin, origin_det, detector_size[2] (mm), angles. */
+static size_t tp_cone(uint8_t *p, float so, float od, float du, float dv, int nproj)
+{
+    size_t n = 0;
+    n += tp_put(p + n, 0x305);
+    n += tp_put(p + n, 0);
+    n += tp_put(p + n, R);
+    n += tp_put(p + n, W);
+    n += tp_put(p + n, nproj);
+    n += tp_putf(p + n, so);
+    n += tp_putf(p + n, od);
+    n += tp_putf(p + n, du);
+    n += tp_putf(p + n, dv);
+    n += tp_put(p + n, nproj);
+    for (int k = 0; k < nproj; k++)
+        n += tp_putf(p + n, 0.5f + (float)k);
+    return n;
+}
+
+/* A ConeBeamGeometry opens a cone-beam scan (PROTOCOL.md 8.1.1): source_detector is
+ * source_origin + origin_det, the pixel pitch detector_size, and the angles ASTRA's
+ * negated (adapter_tomopackets.c); bad numbers and the vector geometries are refused,
+ * and a refused geometry leaves the open scan's angles alone. */
+START_TEST(tomopackets_cone)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "tomopackets", NULL);
+    uint8_t *p = malloc(64 + NPIX * 4);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_settings(p, 2, 1, -1)), 0);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_cone(p, 200.0f, 100.0f, 0.25f, 0.5f, 3)), 1);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_SCAN);
+    const tl_proto_scan *s = &f.items[0].scan;
+    ck_assert_int_eq(s->geometry, TL_PROTO_CONE);
+    ck_assert_uint_eq(s->rows, R);
+    ck_assert_uint_eq(s->cols, W);
+    ck_assert_uint_eq(s->window, 3);
+    ck_assert_uint_eq(s->darks, 2);
+    ck_assert_double_eq(s->source_origin, 200.0);
+    ck_assert_double_eq(s->source_detector, 300.0);
+    ck_assert_double_eq(s->pixel_size[0], 0.25);
+    ck_assert_double_eq(s->pixel_size[1], 0.5);
+    ck_assert(!s->has_detector_offset && !s->has_center); /* principal point: the middle */
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 4, (int)NPIX)), 1); /* 4 mod 3 */
+    ck_assert(f.items[0].frame.has_angle);
+    ck_assert_double_eq(f.items[0].frame.angle, -1.5);
+
+    /* each number finite and > 0 (origin_det may be negative while the sum stays > 0) */
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_cone(p, NAN, 100, 0.25f, 0.5f, 3)),
+                    TL_PROTO_E_NOT_FINITE);
+    ck_assert(strstr(f.err.message, "source_origin"));
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_cone(p, 200, INFINITY, 0.25f, 0.5f, 3)),
+                    TL_PROTO_E_NOT_FINITE);
+    ck_assert(strstr(f.err.message, "origin_det"));
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_cone(p, 0, 100, 0.25f, 0.5f, 3)),
+                    TL_PROTO_E_RANGE);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_cone(p, 200, -200, 0.25f, 0.5f, 3)),
+                    TL_PROTO_E_RANGE);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_cone(p, 200, 100, 0.25f, -0.5f, 3)),
+                    TL_PROTO_E_RANGE);
+    ck_assert(strstr(f.err.message, "detector_size"));
+    size_t n = tp_cone(p, 200, 100, 0.25f, 0.5f, 3);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, n - 4), TL_PROTO_E_PAYLOAD); /* an angle short */
+    assert_rejected(&f, tlt_afx_feed1(&f, p, 36), TL_PROTO_E_PAYLOAD);    /* no angle count */
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 2, (int)NPIX)), 1);
+    ck_assert_double_eq(f.items[0].frame.angle, -2.5); /* the open scan's, unchanged */
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_cone(p, 200, -50, 0.25f, 0.25f, 2)), 1);
+    ck_assert_double_eq(f.items[0].scan.source_detector, 150.0);
+
+    /* vectors per projection: refused, saying what is served */
+    for (int32_t desc = 0x304; desc <= 0x306; desc += 2) {
+        tp_put(p, desc);
+        assert_rejected(&f, tlt_afx_feed1(&f, p, 64), TL_PROTO_E_UNSUPPORTED);
+        ck_assert_msg(strstr(f.err.message, "only circular"), "%s", f.err.message);
+    }
+    /* a parallel geometry after a cone one opens a parallel scan again */
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_geometry(p)), 1);
+    ck_assert_int_eq(f.items[0].scan.geometry, TL_PROTO_PARALLEL);
+    ck_assert_double_eq(f.items[0].scan.source_origin, 0.0);
+    free(p);
+    tlt_afx_close(&f);
+}
+END_TEST
+
 START_TEST(unknown_format)
 {
     ck_assert_ptr_null(tl_adapter_find("no-such-format"));
@@ -564,6 +648,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tomopackets_shape);
     tcase_add_test(tc, tomopackets_geometry_size);
     tcase_add_test(tc, tomopackets_bad_angle);
+    tcase_add_test(tc, tomopackets_cone);
     tcase_add_test(tc, unknown_format);
     suite_add_tcase(s, tc);
     return s;
