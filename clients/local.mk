@@ -13,6 +13,7 @@ bin_PROGRAMS += clients/tomolive
 clients_tomolive_SOURCES = \
 	clients/tomolive.c clients/commands.h clients/cli.h clients/cli.c \
 	clients/angles.h clients/angles.c clients/corr_opts.h clients/corr_opts.c \
+	clients/cone_opts.h clients/cone_opts.c \
 	clients/push.c clients/push_source.h clients/push_source.c \
 	clients/push_ipc.h clients/push_ipc.c \
 	clients/push_dectris.h clients/push_dectris.c \

@@ -37,6 +37,7 @@
 #include "clients/angles.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
+#include "clients/cone_opts.h"
 #include "clients/hdf5.h"
 #include "clients/push_dectris.h"
 #include "clients/push_ipc.h"
@@ -53,10 +54,13 @@ static const char usage_text[] =
     "                     [--rate FPS] [--shuffle PCT] [--drop PCT] [--seed S] [--drop-list FILE] [--no-end] [--sndhwm N]\n"
     "                     [--buffer-mb MB] [--window N] [--center C] [--bands N] [--quiet]\n"
     "                     [--cuda-ipc [--device N] [--ring SLOTS] [--bank-mb MB] [--pitch B]\n"
-    "                      [--release-endpoint E] [--release-timeout S]] [SOURCE]\n"
+    "                      [--release-endpoint E] [--release-timeout S]]\n"
+    "                     [--geometry cone --source-origin MM --source-detector MM\n"
+    "                      --pixel-size MM[,MM] [--offset U,V]] [SOURCE]\n"
     "SOURCE, the simulated camera (default):\n"
     "       [--rows 64] [--cols 256] [--projections 720] [--darks 10] [--flats 10]\n"
-    "       [--angles-deg START:STOP (0:180)] [--dtype u16|f32] [--flux 10000] [--noise]\n"
+    "       [--angles-deg START:STOP (0:180; cone 0:360)] [--dtype u16|f32] [--flux 10000]\n"
+    "       [--noise]\n"
     "       [--attenuation 2.0] [--turns 1]\n"
     "or TIFF stacks:\n"
     "       --tiff P.tif [--tiff-darks D.tif] [--tiff-flats F.tif] [--already-linear]\n"
@@ -99,6 +103,8 @@ static const char usage_text[] =
     "                         rows, with the frame's header; N <= R (default 1: whole\n"
     "                         frames, no band key); not with --cuda-ipc\n"
     "      --quiet            no progress on stderr\n"
+    "  cone beam (PROTOCOL.md 8.1.1; the scan carries them, and the simulated camera is a\n"
+    "  cone-beam one):\n" TL_CONE_OPTS_HELP
     "  frames in GPU memory (CUDA IPC; the daemon on the same host):\n"
     "      --cuda-ipc         write each frame into a ring of slots on the GPU and send its\n"
     "                         header alone; the daemon's release messages free the slots\n"
@@ -113,7 +119,10 @@ static const char usage_text[] =
     "                         tcp://127.0.0.1 on a free port)\n"
     "      --release-timeout S  seconds to wait for a release before failing (default 10)\n"
     "  phantom: 3-D Shepp-Logan, scaled so the largest line integral is --attenuation;\n"
-    "      camera counts = flux x gain pattern x exp(-line integral) + dark offset 100\n"
+    "      camera counts = flux x gain pattern x exp(-line integral) + dark offset 100;\n"
+    "      in cone beam its line integrals are exact along the rays from the source, and it\n"
+    "      is as large (in mm, centred on the isocentre) as fits 0.9 of the detector from\n"
+    "      every angle\n"
     "      --dtype u16|f32    sample type of the frames (default u16)\n"
     "      --noise            Poisson noise on the counts\n"
     "      --turns N          send the projections N times, indices going on (projection\n"
@@ -151,6 +160,7 @@ typedef struct {
     uint32_t device, ring;
     size_t bank_mb, pitch;
     double release_timeout;
+    tl_cone_opts cone; /* --geometry cone and its options */
 } options;
 
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
@@ -233,6 +243,13 @@ enum {
     O_FILE,
     /* recorded DECTRIS Stream V2 messages */
     O_DECTRIS,
+    /* the geometry: for every source */
+    O_GEOMETRY,
+    O_SOURCE_ORIGIN,
+    O_SOURCE_DETECTOR,
+    O_PIXEL_SIZE,
+    O_OFFSET,
+    O_MATRICES,
     /* CURVE keys (last: the ranges above group options by mode) */
     O_KEY,
     O_SERVER_KEY
@@ -281,6 +298,12 @@ static const struct option longopts[] = {
     {"already-linear", no_argument, NULL, O_LINEAR},
     {"file", required_argument, NULL, O_FILE},
     {"dectris", required_argument, NULL, O_DECTRIS},
+    {"geometry", required_argument, NULL, O_GEOMETRY},
+    {"source-origin", required_argument, NULL, O_SOURCE_ORIGIN},
+    {"source-detector", required_argument, NULL, O_SOURCE_DETECTOR},
+    {"pixel-size", required_argument, NULL, O_PIXEL_SIZE},
+    {"offset", required_argument, NULL, O_OFFSET},
+    {"matrices", required_argument, NULL, O_MATRICES},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -399,7 +422,11 @@ static int parse_options(int argc, char **argv, options *o)
         if (c == '?' || c == ':')
             return fail(2, "%s '%s' (see tomolive push --help)",
                         c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
-        if (!apply(o, c, optarg))
+        char why[256];
+        if (c >= O_GEOMETRY && c <= O_MATRICES) {
+            if (!tl_cone_opt(&o->cone, option_name(c), optarg, why, sizeof why))
+                return fail(2, "%s (see tomolive push --help)", why);
+        } else if (!apply(o, c, optarg))
             return fail(2, "bad --%s '%s' (see tomolive push --help)", option_name(c), optarg);
         if (c >= O_ROWS && c <= O_TURNS)
             o->phantom_opt = option_name(c);
@@ -433,6 +460,9 @@ static int parse_options(int argc, char **argv, options *o)
         return fail(2, "--%s needs --cuda-ipc", o->ipc_opt);
     if (o->has_bands && o->cuda_ipc)
         return fail(2, "--bands is not for --cuda-ipc: a frame in GPU memory is lent whole");
+    char why[256];
+    if (!tl_cone_opts_check(&o->cone, o->has_center, why, sizeof why))
+        return fail(2, "%s", why);
     if (!o->endpoint)
         o->endpoint = o->bind ? "tcp://*:5600" : "tcp://localhost:5600";
     return -1;
@@ -529,14 +559,14 @@ static int open_source(const options *o, push_source **src, scan *sc)
 {
     char err[512];
     uint32_t pages[3];
-    double center = o->has_center ? o->center : (o->cols - 1) / 2.0;
+    double center = tl_cone_opts_center(&o->cone, o->cols, o->has_center, o->center);
     if (o->h5) {
         *src = push_source_hdf5(o->tiff, err, sizeof err);
     } else if (o->tiff) {
         *src = push_source_tiff(o->tiff, o->tiff_darks, o->tiff_flats, err, sizeof err);
     } else {
-        push_phantom_opts po = {o->rows,        o->cols, o->dtype, o->flux,
-                                o->attenuation, center,  o->noise, o->seed};
+        push_phantom_opts po = {o->rows,   o->cols,  o->dtype, o->flux,  o->attenuation,
+                                center,    o->noise, o->seed,  &o->cone};
         *src = push_source_phantom(&po, err, sizeof err);
     }
     if (!*src)
@@ -555,7 +585,11 @@ static int open_source(const options *o, push_source **src, scan *sc)
             return fail(1, "out of memory");
         memcpy(sc->angles, file_angles, n * sizeof *sc->angles);
     }
-    const char *deg = o->angles_deg ? o->angles_deg : o->tiff ? NULL : "0:180";
+    /* the phantom's default: half a turn, or in cone beam (FDK) a whole one */
+    const char *deg = o->angles_deg ? o->angles_deg
+                      : o->tiff     ? NULL
+                      : o->cone.cone ? "0:360"
+                                     : "0:180";
     if (deg && !tl_angles_parse_deg(deg, sc->nproj, &sc->angles, &n))
         return fail(2, "bad --angles-deg '%s': need START:STOP[:COUNT] in degrees", deg);
     if (o->angles_file &&
@@ -928,6 +962,7 @@ static int send_scan(const options *o, const scan *sc, push_source *src, gpu_fra
                        .has_center = o->has_center,
                        .center = o->center,
                        .already_linear = o->already_linear};
+    tl_cone_opts_scan(&o->cone, &s); /* cone beam: the trajectory (PROTOCOL.md 8.1.1) */
     if (g) /* where the daemon sends its releases */
         s.release =
             (tl_proto_str){tl_push_ipc_endpoint(g->ring), strlen(tl_push_ipc_endpoint(g->ring))};

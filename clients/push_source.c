@@ -22,6 +22,7 @@
 #include "clients/push_source.h"
 #include "clients/tiff.h"
 #include "gpu/phantom.h"
+#include "gpu/phantom_cone.h"
 
 #define MAX_WORKERS 16
 
@@ -38,8 +39,9 @@ struct push_source {
     tl_dtype dtype;
     size_t frame_bytes;
     /* phantom */
-    bool is_phantom;
+    bool is_phantom, is_cone;
     push_phantom_opts opts;
+    tl_cone_opts cone; /* is_cone: the trajectory */
     tl_phantom ph;
     tl_camera cam;
     /* TIFF: readers by tl_frame_kind (dark, flat, proj) */
@@ -101,13 +103,26 @@ int push_phantom_build(tl_phantom *ph, uint32_t rows, uint32_t cols, double cent
 push_source *push_source_phantom(const push_phantom_opts *o, char *err, size_t errlen)
 {
     push_source *s = alloc_source();
-    if (!s || push_phantom_build(&s->ph, o->rows, o->cols, o->center, o->attenuation) != 0) {
+    if (!s) {
+        snprintf(err, errlen, "out of memory for the phantom");
+        return NULL;
+    }
+    if (o->cone && o->cone->cone) {
+        s->cone = *o->cone;
+        s->is_cone = true;
+        if (tl_cone_opts_phantom(&s->cone, o->rows, o->cols, o->center, o->attenuation, &s->ph,
+                                 err, errlen) != 0) {
+            free(s);
+            return NULL;
+        }
+    } else if (push_phantom_build(&s->ph, o->rows, o->cols, o->center, o->attenuation) != 0) {
         snprintf(err, errlen, "out of memory for the phantom");
         free(s);
         return NULL;
     }
     s->is_phantom = true;
     s->opts = *o;
+    s->opts.cone = NULL; /* the copy in s->cone is the one used */
     s->rows = o->rows;
     s->cols = o->cols;
     s->dtype = o->dtype;
@@ -126,8 +141,31 @@ static uint64_t splitmix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-static void produce_phantom(push_source *s, const push_item *it, void *out, float *li)
+/* Frame it's line integrals into li (rows x cols); scratch: rows x cols doubles. */
+static int cone_projection(push_source *s, const push_item *it, float *li, double *scratch,
+                           char *err, size_t errlen)
 {
+    double P[12];
+    tl_errbuf eb = {0};
+    size_t npix = (size_t)s->rows * s->cols;
+    if (tl_cone_opts_matrix(&s->cone, s->rows, s->cols, s->opts.center, it->angle, P, &eb) !=
+            TL_OK ||
+        tl_phantom_cone_project(&s->ph, P, s->rows, s->cols, scratch, &eb) != TL_OK) {
+        snprintf(err, errlen, "projection %llu: %.400s", (unsigned long long)it->index,
+                 eb.msg);
+        return -1;
+    }
+    for (size_t k = 0; k < npix; k++)
+        li[k] = (float)scratch[k];
+    return 0;
+}
+
+/* scratch: rows x cols line integrals (float), then in cone beam as many doubles. */
+static int produce_phantom(push_source *s, const push_item *it, void *out, void *scratch,
+                           char *err, size_t errlen)
+{
+    float *li = scratch;
+    double *dl = (double *)scratch + (size_t)s->rows * s->cols / 2 + 1; /* after li, aligned */
     /* noise seeded per frame, so frames do not depend on which worker made them */
     tl_rng rng;
     tl_rng_seed(&rng, splitmix(s->opts.seed ^ splitmix(((uint64_t)it->kind << 56) ^ it->index)));
@@ -135,12 +173,17 @@ static void produce_phantom(push_source *s, const push_item *it, void *out, floa
     tl_sim_kind k = it->kind == TL_FRAME_DARK   ? TL_SIM_DARK
                     : it->kind == TL_FRAME_FLAT ? TL_SIM_FLAT
                                                 : TL_SIM_PROJ;
-    if (k == TL_SIM_PROJ)
+    if (k == TL_SIM_PROJ && s->is_cone) {
+        if (cone_projection(s, it, li, dl, err, errlen) != 0)
+            return -1;
+    } else if (k == TL_SIM_PROJ) {
         tl_phantom_project(&s->ph, it->angle, s->opts.center, s->rows, s->cols, li);
+    }
     if (s->dtype == TL_DTYPE_U16)
         tl_camera_frame_u16(&s->cam, k, li, s->rows, s->cols, r, out);
     else
         tl_camera_frame_f32(&s->cam, k, li, s->rows, s->cols, r, out);
+    return 0;
 }
 
 /* ---- TIFF stacks --------------------------------------------------------------------- */
@@ -254,8 +297,10 @@ static void *worker(void *arg)
 {
     push_source *s = arg;
     size_t npix = (size_t)s->rows * s->cols;
-    /* scratch: line integrals (phantom) or a page in the file's own dtype (TIFF) */
-    void *scratch = malloc(npix * sizeof(uint32_t));
+    /* scratch: line integrals (phantom; in cone beam also their float64 originals) or a
+     * page in the file's own dtype (TIFF) */
+    void *scratch = malloc(s->is_cone ? (npix / 2 + 1 + npix) * sizeof(double)
+                                      : npix * sizeof(uint32_t));
     char err[512] = "out of memory for a worker's scratch frame";
     pthread_mutex_lock(&s->mu);
     if (!scratch) {
@@ -272,7 +317,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&s->mu);
         int rc = 0;
         if (s->is_phantom)
-            produce_phantom(s, &s->items[p], sl->buf, scratch);
+            rc = produce_phantom(s, &s->items[p], sl->buf, scratch, err, sizeof err);
         else
             rc = produce_tiff(s, &s->items[p], sl->buf, scratch, err, sizeof err);
         pthread_mutex_lock(&s->mu);

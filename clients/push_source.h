@@ -1,5 +1,5 @@
 /* push_source.h — where `tomolive push` gets its frames: the simulated camera (analytic
- * Shepp-Logan phantom, gpu/phantom.h), TIFF stacks (clients/tiff.h) or an HDF5 scan
+ * Shepp-Logan phantom, gpu/phantom.h; in cone beam gpu/phantom_cone.h), TIFF stacks (clients/tiff.h) or an HDF5 scan
  * (clients/hdf5.h).
  *
  * Frames are produced ahead of the sender by worker threads into a ring of buffers and
@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clients/cone_opts.h"
 #include "gpu/engine.h"
 #include "gpu/phantom.h"
 
@@ -41,6 +42,7 @@ typedef struct {
     double center;      /* column onto which the rotation axis projects */
     bool noise;         /* Poisson noise; deterministic per frame from seed */
     uint64_t seed;
+    const tl_cone_opts *cone; /* cone beam (--geometry cone), or NULL / parallel beam */
 } push_phantom_opts;
 
 typedef struct push_source push_source;
@@ -51,7 +53,9 @@ typedef struct push_source push_source;
 int push_phantom_build(tl_phantom *ph, uint32_t rows, uint32_t cols, double center,
                        double attenuation);
 
-/* A simulated camera. NULL with a message in err on failure. */
+/* A simulated camera. NULL with a message in err on failure. In cone beam the sample is
+ * tl_cone_opts_phantom's and each projection its exact cone-beam line integrals
+ * (gpu/phantom_cone.h); frames are made the same way (counts, gain, dark, noise). */
 push_source *push_source_phantom(const push_phantom_opts *o, char *err, size_t errlen);
 /* TIFF stacks of projections and optional darks and flats of the same shape; frames are
  * sent in the files' sample type, or as float32 when the files differ. */

@@ -8,7 +8,9 @@
  * projection, then horizontal slices are reconstructed in batches and written as they come
  * (a 2048-row reconstruction does not fit in memory at once). Only the requested detector
  * rows are submitted, through the frame pitch, so a few slices of a large scan need a
- * small window. Every input is checked (files, shapes, angle count) and the output created
+ * small window. Cone beam (--geometry cone, FDK: cone_opts.h) needs every detector row for
+ * any slice, so its engine holds whole frames and the slabs only cut the output, as with
+ * the corrections that see neighbouring rows (volume_pipeline.h). Every input is checked (files, shapes, angle count) and the output created
  * before the engine is, and a failed run removes its partial output.
  */
 #include "config.h"
@@ -28,6 +30,7 @@
 #include "clients/angles.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
+#include "clients/cone_opts.h"
 #include "clients/corr_opts.h"
 #include "clients/hdf5.h"
 #include "clients/tiff.h"
@@ -47,6 +50,8 @@ typedef struct {
     const char *write_threads;
     const char *dezinger, *paganin, *rings; /* per-frame corrections (corr_opts.h) */
     bool already_linear, verbose, plan_only, resume, half_acquisition;
+    tl_cone_opts cone;  /* --geometry cone and its options */
+    char cone_bad[256]; /* the first bad value among them (refused in run) */
 } options;
 
 static const char usage_text[] =
@@ -61,6 +66,8 @@ static const char usage_text[] =
     "                      [--resume] [--output-dtype float32|uint16|float16]\n"
     "                      [--output-range LO:HI] [--compress deflate[:LEVEL]]\n"
     "                      [--write-threads N]\n"
+    "                      [--geometry cone --source-origin MM --source-detector MM\n"
+    "                       --pixel-size MM[,MM] [--offset U,V] [--matrices FILE]]\n"
     "\n"
     "Reconstructs horizontal slices from a multi-page TIFF of projections (one page per\n"
     "projection; uint8/16/32 or float32) by filtered back projection, or from an HDF5\n"
@@ -107,6 +114,12 @@ static const char usage_text[] =
     "                        .nxs): a chunked HDF5 dataset /volume [z, y, x]; DIR/ (or an\n"
     "                        existing directory): a TIFF stack DIR/slice_00000.tif, ...\n"
     "  -v, --verbose         say which backend and kernel ran, and each stage's time\n"
+    "\n"
+    "Cone beam (FDK; PROTOCOL.md 8.1.1 gives the conventions): the volume is measured in\n"
+    "detector pixels at the rotation axis (pitch x source-origin / source-detector mm),\n"
+    "slice z is the detector row its plane projects to at the axis, --rows and --size as\n"
+    "above; the engine holds whole frames (every row of every projection). --center\n"
+    "auto and --half-acquisition are parallel beam only.\n" TL_CONE_OPTS_HELP
     "\n"
     "Out of core: the rows are reconstructed in slabs that fit both memory budgets, reading\n"
     "the next slab and writing the last one while the GPU works on this one.\n"
@@ -250,7 +263,13 @@ static int parse_options(int argc, char **argv, options *o)
         O_DEZINGER,
         O_PAGANIN,
         O_RINGS,
-        O_HALF
+        O_HALF,
+        O_GEOMETRY,
+        O_SOURCE_ORIGIN,
+        O_SOURCE_DETECTOR,
+        O_PIXEL_SIZE,
+        O_OFFSET,
+        O_MATRICES
     };
     static const struct option longopts[] = {
         {"input", required_argument, NULL, 'i'},
@@ -280,6 +299,12 @@ static int parse_options(int argc, char **argv, options *o)
         {"paganin", required_argument, NULL, O_PAGANIN},
         {"rings", required_argument, NULL, O_RINGS},
         {"half-acquisition", no_argument, NULL, O_HALF},
+        {"geometry", required_argument, NULL, O_GEOMETRY},
+        {"source-origin", required_argument, NULL, O_SOURCE_ORIGIN},
+        {"source-detector", required_argument, NULL, O_SOURCE_DETECTOR},
+        {"pixel-size", required_argument, NULL, O_PIXEL_SIZE},
+        {"offset", required_argument, NULL, O_OFFSET},
+        {"matrices", required_argument, NULL, O_MATRICES},
         {"output", required_argument, NULL, 'o'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -321,6 +346,21 @@ static int parse_options(int argc, char **argv, options *o)
             case O_PAGANIN: o->paganin = optarg; break;
             case O_RINGS: o->rings = optarg; break;
             case O_HALF: o->half_acquisition = true; break;
+            case O_GEOMETRY:
+            case O_SOURCE_ORIGIN:
+            case O_SOURCE_DETECTOR:
+            case O_PIXEL_SIZE:
+            case O_OFFSET:
+            case O_MATRICES: {
+                char why[256];
+                const char *name = longopts[0].name;
+                for (const struct option *l = longopts; l->name; l++)
+                    if (l->val == c)
+                        name = l->name;
+                if (!tl_cone_opt(&o->cone, name, optarg, why, sizeof why) && !o->cone_bad[0])
+                    snprintf(o->cone_bad, sizeof o->cone_bad, "%s", why);
+                break;
+            }
             default:
                 fprintf(stderr, ME ": %s '%s' (see tomolive recon --help)\n",
                         c == ':' ? "option needs a value" : "unknown option", argv[optind - 1]);
@@ -416,6 +456,8 @@ static int run(const options *o, resources *R)
         return fail("unknown filter '%s' (ram-lak, shepp-logan, cosine, hamming, hann, "
                     "parzen, none)",
                     o->filter);
+    if (o->cone_bad[0])
+        return fail("%s", o->cone_bad);
     tl_backend_kind backend = TL_BACKEND_AUTO;
     if (o->backend && !tl_backend_parse(o->backend, &backend))
         return fail("unknown backend '%s' (cpu, cuda, auto)", o->backend);
@@ -425,6 +467,10 @@ static int run(const options *o, resources *R)
     if (o->center && !center_auto &&
         (center = strtod(o->center, &end), end == o->center || *end || !isfinite(center)))
         return fail("bad --center '%s': not a number (or auto)", o->center);
+    bool has_center = o->center && !center_auto;
+    char why[256];
+    if (!tl_cone_opts_check(&o->cone, has_center, why, sizeof why))
+        return fail("%s", why);
     long long size = 0;
     if (o->size &&
         (size = strtoll(o->size, &end, 10), end == o->size || *end || size < 1 || size > 65536))
@@ -456,7 +502,7 @@ static int run(const options *o, resources *R)
         return fail("%s", err);
     /* corrections see neighbouring rows (dezinger) or the whole frame (Paganin): the
      * engine then holds whole frames (volume_pipeline.h) */
-    bool whole_frames = corr.dezinger > 0 || corr.delta_beta > 0;
+    bool whole_frames = corr.dezinger > 0 || corr.delta_beta > 0 || o->cone.cone;
     if (o->angles_deg && !tl_angles_parse_deg(o->angles_deg, 0, &R->angles, &nangles))
         return fail("bad --angles-deg '%s': need START:STOP:COUNT in degrees, COUNT >= 1",
                     o->angles_deg);
@@ -551,7 +597,8 @@ static int run(const options *o, resources *R)
     c.corr = corr;
     c.backend = backend;
     c.dtype = dtype;
-    c.center = o->center && !center_auto ? center : (P->cols - 1) / 2.0;
+    c.center = has_center ? center : (P->cols - 1) / 2.0;
+    tl_cone_opts_engine(&o->cone, has_center, center, &c); /* cone beam: FDK */
     c.center_estimate = center_auto;
     c.half_acquisition = o->half_acquisition;
     c.filter = filter;
@@ -654,13 +701,17 @@ static int run(const options *o, resources *R)
         if (inputs[i] && same_file(inputs[i], o->output))
             return fail("the output '%s' is also an input: refusing to overwrite it", o->output);
     char job[2048];
-    int jn = snprintf(job, sizeof job,
-                      "input=%s rows=%u:%u size=%u center=%.17g filter=%s projections=%u "
-                      "window=%u dtype=%s linear=%d",
-                      o->input, row0, row1, n, c.center, tl_filter_name(filter), P->frames, nwin,
-                      o->output_dtype ? o->output_dtype : "float32", o->already_linear);
+    snprintf(job, sizeof job,
+             "input=%s rows=%u:%u size=%u center=%.17g filter=%s projections=%u "
+             "window=%u dtype=%s linear=%d",
+             o->input, row0, row1, n, c.center, tl_filter_name(filter), P->frames, nwin,
+             o->output_dtype ? o->output_dtype : "float32", o->already_linear);
+    /* appended where the text ends: a long input path may have filled the buffer */
+    size_t jn = strlen(job);
+    tl_cone_opts_describe(&o->cone, job + jn, sizeof job - jn);
+    jn = strlen(job);
     if (corr.dezinger > 0 || corr.delta_beta > 0 || corr.rings || o->half_acquisition)
-        snprintf(job + jn, sizeof job - (size_t)jn,
+        snprintf(job + jn, sizeof job - jn,
                  " dezinger=%.17g paganin=%.17g,%.17g,%.17g,%.17g rings=%s:%u,%u,%.17g half=%d",
                  corr.dezinger, corr.energy_kev, corr.distance_m, corr.pixel_um, corr.delta_beta,
                  tl_rings_name(corr.rings), corr.ring_size, corr.ring_level, corr.ring_tolerance,

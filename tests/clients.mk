@@ -41,3 +41,13 @@ tests_integration_check_recon_window_LDADD = $(CLIENT_TEST_LIBS) $(IMAGE_LIBS) $
 # tomolive tune (the autotuner and its cache, CPU backend)
 TESTS += tests/integration/check_tune.sh
 EXTRA_DIST += tests/integration/check_tune.sh
+
+# cone beam through the tools (issue #21): push --geometry cone against the test's socket,
+# recon --geometry cone against the sample's density in the orbit's plane
+check_PROGRAMS += tests/integration/check_cone_tools
+TESTS += tests/integration/check_cone_tools
+tests_integration_check_cone_tools_SOURCES = tests/integration/check_cone_tools.c \
+	tests/integration/cone_truth.h tests/integration/cone_truth.c \
+	clients/cone_opts.h clients/cone_opts.c
+tests_integration_check_cone_tools_CFLAGS = $(CLIENT_TEST_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_cone_tools_LDADD = $(CLIENT_TEST_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS)
