@@ -92,6 +92,18 @@ tests_integration_check_e2e_SOURCES = tests/integration/check_e2e.c
 tests_integration_check_e2e_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(TIFF_CFLAGS)
 tests_integration_check_e2e_LDADD = $(SCAN_LIBS) $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 
+# cone beam through the daemon (issue #21): push --geometry cone, sub, the orbit plane
+# against the sample; one device; a bad cone scan refused by the protocol
+check_PROGRAMS += tests/integration/check_cone_daemon
+TESTS += tests/integration/check_cone_daemon
+tests_integration_check_cone_daemon_SOURCES = tests/integration/check_cone_daemon.c \
+	tests/integration/cone_truth.h tests/integration/cone_truth.c \
+	clients/cone_opts.h clients/cone_opts.c
+tests_integration_check_cone_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) \
+	$(JANSSON_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_cone_daemon_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) \
+	$(TEST_LIBS)
+
 # slices through shared memory (slices.shm): pixels equal to TCP, objects unlinked,
 # `tomolive sub --shm`, and nothing for shm/ subscribers when it is off (CPU backend)
 check_PROGRAMS += tests/integration/check_publishing
