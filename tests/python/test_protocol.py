@@ -135,6 +135,55 @@ class Builders(unittest.TestCase):
         with self.assertRaises(tomolive.PayloadOverflow):
             P.scan_header(1, (65536, 65536), "u8", 10)
 
+    def test_scan_header_cone(self):
+        """Cone beam (section 8.1.1): the keys go out as given, and what the daemon's
+        decoder refuses is refused here with the same code, naming the key."""
+        h = P.scan_header(4, (96, 128), "u16", 360, geometry="cone", source_origin=300,
+                          source_detector=450.5, pixel_size=0.2)
+        self.assertEqual(h, {"v": 1, "type": "scan", "series": 4, "geometry": "cone",
+                             "dtype": "u16", "shape": [96, 128], "window": 360,
+                             "source_origin": 300.0, "source_detector": 450.5,
+                             "pixel_size": 0.2})
+        h = P.scan_header(4, (96, 128), "u16", 360, geometry="cone", source_origin=300,
+                          source_detector=450, pixel_size=(0.2, np.float32(0.25)),
+                          detector_offset=np.array([1.5, -2.0]))
+        self.assertEqual(h["pixel_size"], [0.2, 0.25])
+        self.assertEqual(h["detector_offset"], [1.5, -2.0])
+        self.assertEqual(msgpack.unpackb(P.pack(h), raw=False), h)
+        # with a centre the offset may move the principal row only
+        h = P.scan_header(4, (96, 128), "u16", 360, geometry="cone", source_origin=300,
+                          source_detector=450, pixel_size=0.2, center=60.0,
+                          detector_offset=(0, 3))
+        self.assertEqual((h["center"], h["detector_offset"]), (60.0, [0.0, 3.0]))
+        cone = dict(geometry="cone", source_origin=300, source_detector=450, pixel_size=0.2)
+        bad = [
+            (dict(source_origin=None), tomolive.MissingKey, "source_origin"),
+            (dict(source_detector=None), tomolive.MissingKey, "source_detector"),
+            (dict(pixel_size=None), tomolive.MissingKey, "pixel_size"),
+            (dict(source_origin=0), tomolive.OutOfRange, "source_origin"),
+            (dict(source_detector=-450), tomolive.OutOfRange, "source_detector"),
+            (dict(source_origin=float("nan")), tomolive.NotFinite, "source_origin"),
+            (dict(source_detector=float("inf")), tomolive.NotFinite, "source_detector"),
+            (dict(source_origin="300"), tomolive.KeyTypeError, "source_origin"),
+            (dict(pixel_size=0.0), tomolive.OutOfRange, "pixel_size"),
+            (dict(pixel_size=(0.2, -0.1)), tomolive.OutOfRange, "pixel_size[1]"),
+            (dict(pixel_size=(0.2,)), tomolive.OutOfRange, "pixel_size"),
+            (dict(pixel_size="0.2"), tomolive.KeyTypeError, "pixel_size"),
+            (dict(detector_offset=(0, float("nan"))), tomolive.NotFinite, "detector_offset[1]"),
+            (dict(detector_offset=2.5), tomolive.KeyTypeError, "detector_offset"),
+            (dict(detector_offset=(1.5, 0), center=60.0), tomolive.Unsupported, "center"),
+            (dict(geometry="parallel"), tomolive.Unsupported, "source_origin"),
+        ]
+        for change, exc, says in bad:
+            args = dict(cone)
+            args.update(change)
+            with self.assertRaises(exc, msg=str(change)) as cm:
+                P.scan_header(1, (4, 4), "f32", 10, **{k: v for k, v in args.items()})
+            self.assertIn(says, str(cm.exception), str(change))
+        with self.assertRaises(tomolive.Unsupported) as cm:
+            P.scan_header(1, (4, 4), "f32", 10, detector_offset=(0, 0))
+        self.assertIn("detector_offset", str(cm.exception))
+
     def test_requests(self):
         self.assertEqual(P.req_header(5, "status"), {"v": 1, "type": "req", "id": 5,
                                                      "cmd": "status"})

@@ -123,6 +123,31 @@ def disk_sinogram(rows: int, cols: int, n: int, radius: float, x0: float, y0: fl
     return out
 
 
+def cone_cylinder(rows: int, cols: int, n: int, sad: float, sdd: float, pitch: float,
+                  radius: float, x0: float, y0: float, mu: float) -> np.ndarray:
+    """Exact cone-beam line integrals (PROTOCOL.md §8.1.1) of the cylinder of
+    ``disk_sinogram`` (radius, axis and density in volume units: pixels at the rotation
+    axis, ``pitch * sad / sdd`` mm): ``n`` float32 frames ``rows x cols`` at angles
+    ``2 pi k / n``, the principal point at the detector's middle.  The ray of column u, row
+    v leaves the source ``-sad (sin b, cos b, 0)`` along ``sdd (sin b, cos b, 0) + (u -
+    u0) pitch (cos b, -sin b, 0) + (v - v0) pitch (0, 0, 1)``; its path through the
+    (vertical, endless) cylinder is the chord of its horizontal part, stretched by its
+    slope."""
+    unit = pitch * sad / sdd
+    rho, cx, cy, dens = radius * unit, x0 * unit, y0 * unit, mu / unit
+    b = 2 * np.pi * np.arange(n) / n
+    sb, cb = np.sin(b)[:, None], np.cos(b)[:, None]
+    u = (np.arange(cols) - (cols - 1) / 2.0)[None, :] * pitch
+    v = (np.arange(rows) - (rows - 1) / 2.0) * pitch
+    dx, dy = sdd * sb + u * cb, sdd * cb - u * sb     # horizontal direction, (n, cols)
+    sx, sy = -sad * sb, -sad * cb                      # the source
+    dh = np.hypot(dx, dy)
+    dist = np.abs((cx - sx) * dy - (cy - sy) * dx) / dh
+    chord = 2 * np.sqrt(np.maximum(rho * rho - dist * dist, 0.0))
+    stretch = np.sqrt(dh[:, None, :] ** 2 + v[None, :, None] ** 2) / dh[:, None, :]
+    return (dens * chord[:, None, :] * stretch).astype(np.float32)
+
+
 def disk_image(sl: "tomolive.Slice", radius: float, x0: float, y0: float, mu: float):
     """The true density at each pixel of a received slice, and a mask of the pixels at
     least 2 pixels away from the disk's edge (where FBP's blur does not reach)."""

@@ -23,7 +23,7 @@ import numpy as np
 from .errors import (BadDtype, BadKind, DuplicateKey, ErrorCode, HeaderTooBig,
                      KeyTypeError, LimitExceeded, MalformedHeader, MissingKey, NotAMap,
                      NotFinite, OutOfRange, PartsError, PayloadLength, PayloadOverflow,
-                     ProtocolError, UnsupportedVersion, WrongType)
+                     ProtocolError, Unsupported, UnsupportedVersion, WrongType)
 
 __all__ = [
     "VERSION", "MAX_HEADER", "MAX_DEPTH", "MAX_DIM", "MAX_FRAME_BYTES", "MAX_WINDOW",
@@ -236,12 +236,68 @@ def _check_shm(h: Dict[str, Any]) -> bool:
 
 # ---- builders -----------------------------------------------------------------------------
 
+def _positive(key: str, v: Any) -> float:
+    v = _f64(key, v)
+    if not v > 0:
+        raise OutOfRange("%r: %r mm, must be > 0" % (key, v))
+    return v
+
+
+def _pair(key: str, v: Any) -> Tuple[Any, Any]:
+    if not isinstance(v, (list, tuple, np.ndarray)):
+        raise KeyTypeError("%r: expected an array of 2 numbers, got %s" % (key, type(v).__name__))
+    if len(v) != 2:
+        raise OutOfRange("%r: expected an array of 2 numbers, got %d elements" % (key, len(v)))
+    return v[0], v[1]
+
+
+_CONE_KEYS = ("source_origin", "source_detector", "pixel_size", "detector_offset")
+
+
+def _cone(h: Dict[str, Any], cone: Dict[str, Any]) -> None:
+    """The cone-beam keys (section 8.1.1) into h: required with geometry cone, refused
+    (E_UNSUPPORTED) with parallel, as the daemon's decoder does."""
+    given = [k for k in _CONE_KEYS if cone[k] is not None]
+    if h["geometry"] != "cone":
+        if given:
+            raise Unsupported("%r: a cone-beam key, but 'geometry' is %r"
+                              % (given[0], h["geometry"]))
+        return
+    for k in _CONE_KEYS[:3]:
+        if cone[k] is None:
+            raise MissingKey("missing required key %r: geometry 'cone' needs source_origin, "
+                             "source_detector and pixel_size" % k)
+    h["source_origin"] = _positive("source_origin", cone["source_origin"])
+    h["source_detector"] = _positive("source_detector", cone["source_detector"])
+    px = cone["pixel_size"]
+    if isinstance(px, (int, float, np.integer, np.floating)) and not isinstance(px, bool):
+        h["pixel_size"] = _positive("pixel_size", px)
+    else:
+        u, v = _pair("pixel_size", px)
+        h["pixel_size"] = [_positive("pixel_size[0]", u), _positive("pixel_size[1]", v)]
+    off = cone["detector_offset"]
+    if off is not None:
+        u, v = _pair("detector_offset", off)
+        h["detector_offset"] = [_f64("detector_offset[0]", u), _f64("detector_offset[1]", v)]
+        if "center" in h and h["detector_offset"][0] != 0:
+            raise Unsupported("'detector_offset[0]': %r pixels and 'center' %r both place the "
+                              "principal column: give one of them"
+                              % (h["detector_offset"][0], h["center"]))
+
+
 def scan_header(series: int, shape: Sequence[int], dtype: Any, window: int, *,
                 geometry: str = "parallel", darks: int = 0, flats: int = 0,
                 first_index: int = 0, center: Optional[float] = None,
                 angle_start: Optional[float] = None, angle_step: Optional[float] = None,
-                filter: Optional[str] = None, already_linear: bool = False) -> Dict[str, Any]:
-    """The header of a ``scan`` message (section 8.1), checked."""
+                filter: Optional[str] = None, already_linear: bool = False,
+                source_origin: Optional[float] = None, source_detector: Optional[float] = None,
+                pixel_size: Any = None, detector_offset: Optional[Sequence[float]] = None
+                ) -> Dict[str, Any]:
+    """The header of a ``scan`` message (section 8.1), checked.  Cone beam (section
+    8.1.1): ``geometry="cone"`` with ``source_origin`` and ``source_detector`` (mm),
+    ``pixel_size`` (mm: a number, or ``(u, v)``) and optionally ``detector_offset``
+    (``(u, v)`` pixels: the principal point minus the detector's middle; a non-zero u
+    and ``center`` are refused together)."""
     h: Dict[str, Any] = {"v": VERSION, "type": "scan", "series": _u64("series", series),
                          "geometry": _enum("geometry", geometry, GEOMETRIES),
                          "dtype": dtype_name(dtype)}
@@ -271,6 +327,8 @@ def scan_header(series: int, shape: Sequence[int], dtype: Any, window: int, *,
         h["filter"] = _str("filter", filter, 1, MAX_FILTER)
     if already_linear:
         h["already_linear"] = _bool("already_linear", already_linear)
+    _cone(h, {"source_origin": source_origin, "source_detector": source_detector,
+              "pixel_size": pixel_size, "detector_offset": detector_offset})
     return h
 
 

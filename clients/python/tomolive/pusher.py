@@ -86,7 +86,10 @@ class Pusher:
         protocol name or a NumPy dtype (uint8/16/32, float32); ``window`` the projections
         the daemon keeps.  Other keys of section 8.1 as keyword arguments: ``darks``,
         ``flats``, ``first_index``, ``center``, ``angle_start`` + ``angle_step``,
-        ``filter``, ``already_linear``, ``geometry``.  Returns the header sent."""
+        ``filter``, ``already_linear``, ``geometry``; for ``geometry="cone"`` (section
+        8.1.1) ``source_origin``, ``source_detector`` (mm), ``pixel_size`` (mm, a number
+        or ``(u, v)``) and optionally ``detector_offset`` (``(u, v)`` pixels).  Returns
+        the header sent."""
         h = protocol.scan_header(series, shape, dtype, window, **keys)
         self._send([protocol.pack(h)], timeout, True)
         self.series = series
