@@ -23,9 +23,11 @@
  * engine, so the engine holds whole frames, filled once from reads of chunk_frames frames,
  * and the slabs only cut the output: device = engine(frame_rows) + batch x size^2 x 4,
  * host = chunk_frames x frame_rows x cols x in_sample + the slab terms above.
- * Cone beam plugs in through row_range (v = D z / w, seed-002-004.md §2.2): slabs then need
- * overlapping bands and the planner would choose between keeping filtered rows on the host
- * and re-filtering them; that choice is not made here yet (only parallel beam exists).
+ * Cone beam (recon --geometry cone) is planned as whole frames for now: every slice reads
+ * rows above and below its own, so the engine holds them all. It could plug in through
+ * row_range (v = D z / w, seed-002-004.md §2.2): slabs would then need overlapping bands
+ * and the planner would choose between keeping filtered rows on the host and re-filtering
+ * them; that choice is not made here yet.
  *
  *   tl_volume_problem p = {...}; tl_volume_budget b = {gpu, host};
  *   tl_volume_plan plan; char err[256];
