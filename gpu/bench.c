@@ -12,7 +12,8 @@ static size_t full_projections(tl_engine *e)
 {
     uint32_t n = e->win.n;
     for (uint32_t s = 0; s < n; s++)
-        e->job.proj[s] = e->geometry->projection(&e->cfg, s, e->geometry->turn * s / n, 0.0);
+        e->job.proj[s] = e->geometry->projection(&e->cfg, s, e->cfg.first_index + s,
+                                                 e->geometry->turn * s / n, 0.0);
     return n;
 }
 

@@ -254,6 +254,16 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
     if (!e)
         return tl_fail(eb, TL_ENOMEM, "out of memory for the engine");
     e->cfg = *c;
+    if (c->geometry == TL_GEOMETRY_CONE && c->cone.matrices) { /* the caller's may go */
+        size_t bytes = (size_t)c->cone.nmatrices * sizeof *e->matrices;
+        if (!(e->matrices = malloc(bytes))) {
+            free(e);
+            return tl_fail(eb, TL_ENOMEM, "out of memory for %u cone-beam matrices",
+                           c->cone.nmatrices);
+        }
+        memcpy(e->matrices, c->cone.matrices, bytes);
+        e->cfg.cone.matrices = (const double(*)[12])e->matrices;
+    }
     ring_defaults(&e->cfg.corr);
     e->cfg.center_estimate |= e->cfg.center_auto;
     e->given = e->cfg;
@@ -307,6 +317,7 @@ void tl_engine_destroy(tl_engine *e)
     if (e->be)
         e->ops->destroy(e->be);
     tl_window_free(&e->win);
+    free(e->matrices);
     free(e->response);
     free(e->slot);
     free(e->slices); /* the backend's destroy freed the accumulators */
@@ -330,6 +341,10 @@ void tl_engine_destroy(tl_engine *e)
 tl_status tl_engine_set_center(tl_engine *e, double center)
 {
     double cv = center; /* on the engine's detector: the virtual one with half acquisition */
+    if (e->cfg.cone.matrices)
+        return tl_fail(&e->err, TL_EINVAL,
+                       "the centre does not move given cone-beam matrices (shift a frame's "
+                       "columns with its centre offset instead)");
     if (e->halfacq) {
         tl_status st = tl_halfacq_center(e->halfacq, center, &cv, &e->err);
         if (st != TL_OK)

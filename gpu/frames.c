@@ -25,6 +25,15 @@ tl_status tl_engine_check_frame(tl_engine *e, const tl_frame *f)
     if (f->kind == TL_FRAME_PROJ && (!isfinite(f->angle) || !isfinite(f->center_offset)))
         return tl_fail(&e->err, TL_EINVAL, "projection %llu: angle or centre offset not finite",
                        (unsigned long long)f->index);
+    const tl_cone_config *k = &c->cone;
+    if (f->kind == TL_FRAME_PROJ && k->matrices &&
+        (f->index < c->first_index || f->index - c->first_index >= k->nmatrices))
+        return tl_fail(&e->err, TL_EINVAL,
+                       "projection %llu has no cone-beam matrix (%u given, for projections "
+                       "%llu..%llu)",
+                       (unsigned long long)f->index, k->nmatrices,
+                       (unsigned long long)c->first_index,
+                       (unsigned long long)(c->first_index + k->nmatrices - 1));
     return TL_OK;
 }
 

@@ -20,7 +20,8 @@ static size_t held_projections(tl_engine *e)
         if (!w->held[s])
             continue;
         const tl_slot_info *si = &e->slot[s];
-        e->job.proj[n] = e->geometry->projection(&e->cfg, s, si->angle, si->center_offset);
+        e->job.proj[n] = e->geometry->projection(&e->cfg, s, w->index[s], si->angle,
+                                                 si->center_offset);
         e->job.order[n] = (tl_angle_key){si->angle, (uint32_t)n};
         n++;
     }

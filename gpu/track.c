@@ -120,7 +120,8 @@ static void queue(tl_engine *e, uint32_t slot, double sign)
     if (e->track.npending == TL_ACC_BATCH)
         flush_set_of(e, FLUSH_ALL, NULL, 0);
     const tl_slot_info *si = &e->slot[slot];
-    tl_bp_proj p = e->geometry->projection(&e->cfg, slot, si->angle, si->center_offset);
+    tl_bp_proj p = e->geometry->projection(&e->cfg, slot, e->win.index[slot], si->angle,
+                                           si->center_offset);
     p.weight *= sign;
     e->track.pending[e->track.npending++] = p;
 }

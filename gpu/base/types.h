@@ -139,6 +139,17 @@ typedef struct {
     double source_detector;  /* source to detector */
     double pixel_u, pixel_v; /* detector pixel pitch along a row and along a column */
     double offset_v;         /* principal row minus (rows - 1) / 2, pixels */
+    /* Arbitrary trajectories (NULL: circular): projection first_index + k is taken with
+     * matrices[k], a normalised 3x4 matrix from world mm to detector pixels in the
+     * conventions of gpu/geometry/cone.h, k < nmatrices (a projection beyond is refused,
+     * TL_EINVAL); the frame's angle then only orders the views for angular weights. The
+     * fields above still define the volume unit and the row the isocentre's plane maps to
+     * (volume coordinates, above); the cosine weights take each matrix's own intrinsics,
+     * which must be the same for all (one detector; TL_EUNSUPPORTED otherwise). The
+     * centre does not move a matrix: set_center is TL_EINVAL with matrices. The engine
+     * copies the matrices at creation. */
+    const double (*matrices)[12];
+    uint32_t nmatrices;
 } tl_cone_config;
 
 typedef struct {

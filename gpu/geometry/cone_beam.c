@@ -18,6 +18,11 @@
  * unit (per pixel at the axis), and the uniform weight pi / N suits N projections spread
  * over a full turn, which is what FDK reconstructs from.
  *
+ * Arbitrary trajectories come as one world matrix per projection (tl_cone_config.matrices,
+ * cone.h conventions), taken as they are (a frame's centre correction shifts its columns);
+ * the circular fields still define the volume unit and the isocentre's row, and one
+ * detector (the same intrinsics) serves every view, so the cosine weights stay one map.
+ *
  * Not served here: several devices (the split by detector rows of gpu/split.c assumes a
  * horizontal slice reads its own row), half acquisition and centre estimation (both rest
  * on opposite projections being mirror images, true for parallel rays only).
@@ -25,6 +30,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "gpu/geometry/cone.h"
 #include "gpu/geometry/geometry.h"
@@ -50,6 +56,48 @@ static void volume_units(const tl_cone_config *k, double *xy, double *z)
 {
     *xy = k->pixel_u * k->source_origin / k->source_detector;
     *z = k->pixel_v * k->source_origin / k->source_detector;
+}
+
+/* The volume the detector sees at the axis, in world mm: cols x cols x rows volume units
+ * (volume coordinates, types.h), for the checks of given matrices. */
+static tl_cone_box seen_box(const tl_engine_config *c)
+{
+    double xy, z, v0 = 0.5 * (c->rows - 1.0) + c->cone.offset_v;
+    volume_units(&c->cone, &xy, &z);
+    return (tl_cone_box){{-0.5 * c->cols * xy, -0.5 * c->cols * xy, (-0.5 - v0) * z},
+                         {0.5 * c->cols * xy, 0.5 * c->cols * xy, (c->rows - 0.5 - v0) * z}};
+}
+
+#define INTRINSICS_TOL 1e-6 /* relative: one detector for every view */
+
+/* Given matrices: each usable for the volume (cone.h, tl_cone_matrix_check), all with the
+ * intrinsics of the first (the cosine weights are one map). */
+static tl_status check_matrices(const tl_engine_config *c, tl_errbuf *eb)
+{
+    const tl_cone_config *k = &c->cone;
+    if (!k->matrices || k->nmatrices == 0)
+        return tl_fail(eb, TL_EINVAL, "cone geometry: %u matrices at %p", k->nmatrices,
+                       (const void *)k->matrices);
+    tl_cone_box box = seen_box(c);
+    double ref[4];
+    for (uint32_t i = 0; i < k->nmatrices; i++) {
+        tl_errbuf mb;
+        if (tl_cone_matrix_check(k->matrices[i], &box, &mb) != TL_OK)
+            return tl_fail(eb, TL_EINVAL, "cone geometry: matrix %u (projection %llu): %s", i,
+                           (unsigned long long)(c->first_index + i), mb.msg);
+        double in[4];
+        tl_cone_matrix_intrinsics(k->matrices[i], &in[0], &in[1], &in[2], &in[3]);
+        if (i == 0)
+            memcpy(ref, in, sizeof ref);
+        for (int a = 0; a < 4; a++)
+            if (fabs(in[a] - ref[a]) > INTRINSICS_TOL * (fabs(ref[a]) + 1))
+                return tl_fail(eb, TL_EUNSUPPORTED,
+                               "cone geometry: matrix %u has other detector intrinsics than "
+                               "matrix 0 (fu, fv, u0, v0: %g, %g, %g, %g against %g, %g, %g, "
+                               "%g): one detector is served",
+                               i, in[0], in[1], in[2], in[3], ref[0], ref[1], ref[2], ref[3]);
+    }
+    return TL_OK;
 }
 
 static tl_status cone_check(const tl_engine_config *c, tl_errbuf *eb)
@@ -81,16 +129,31 @@ static tl_status cone_check(const tl_engine_config *c, tl_errbuf *eb)
         return tl_fail(eb, TL_EUNSUPPORTED,
                        "centre estimation is parallel beam only (it pairs mirror-image "
                        "projections)");
-    return TL_OK;
+    return k->matrices || k->nmatrices ? check_matrices(c, eb) : TL_OK;
 }
 
-static tl_bp_proj cone_projection(const tl_engine_config *c, uint32_t slot, double angle,
-                                  double center_offset)
+/* The world matrix of frame `index`: given (its columns shifted by center_offset), or
+ * the circular trajectory's at `angle` with the axis at the engine's centre. */
+static void world_matrix(const tl_engine_config *c, uint64_t index, double angle,
+                         double center_offset, double P[12])
+{
+    const tl_cone_config *k = &c->cone;
+    if (k->matrices) { /* frames.c refuses an index without a matrix */
+        memcpy(P, k->matrices[index - c->first_index], 12 * sizeof *P);
+        for (int col = 0; col < 4; col++) /* u + offset: row 1 += offset row 3 */
+            P[col] += center_offset * P[8 + col];
+        return;
+    }
+    tl_cone_circular g = circular(c, c->center + center_offset, &angle);
+    (void)tl_cone_circular_matrices(&g, (double(*)[12])P, NULL); /* cone_check accepted it */
+}
+
+static tl_bp_proj cone_projection(const tl_engine_config *c, uint32_t slot, uint64_t index,
+                                  double angle, double center_offset)
 {
     const tl_cone_config *k = &c->cone;
     double center = c->center + center_offset, P[1][12];
-    tl_cone_circular g = circular(c, center, &angle);
-    (void)tl_cone_circular_matrices(&g, P, NULL); /* cone_check accepted the values */
+    world_matrix(c, index, angle, center_offset, P[0]);
     double xy, z, v0 = 0.5 * (c->rows - 1.0) + k->offset_v;
     volume_units(k, &xy, &z);
     tl_bp_proj p = {.slot = slot,
@@ -98,8 +161,9 @@ static tl_bp_proj cone_projection(const tl_engine_config *c, uint32_t slot, doub
                     .sin_t = sin(angle),
                     .center = center,
                     .weight = M_PI / c->window};
-    /* world (X, Y, Z) = (x xy, y xy, (z - v0) z_mm), then / depth of the isocentre */
-    double d = k->source_origin;
+    /* world (X, Y, Z) = (x xy, y xy, (z - v0) z_mm), then / depth of the isocentre (of a
+     * normalised matrix: its last entry; source_origin for a circular one) */
+    double d = P[0][11];
     for (int r = 0; r < 3; r++) {
         const double *w = P[0] + 4 * r;
         double *o = p.cone + 4 * r;
@@ -117,11 +181,13 @@ static void cone_pixel_weights(const tl_engine_config *c, double *w)
 {
     const tl_cone_config *k = &c->cone;
     double fu = k->source_detector / k->pixel_u, fv = k->source_detector / k->pixel_v;
-    double v0 = 0.5 * (c->rows - 1.0) + k->offset_v;
+    double u0 = c->center, v0 = 0.5 * (c->rows - 1.0) + k->offset_v;
+    if (k->matrices) /* one detector for all (check_matrices): the first matrix's */
+        tl_cone_matrix_intrinsics(k->matrices[0], &fu, &fv, &u0, &v0);
     for (uint32_t r = 0; r < c->rows; r++) {
         double b = (r - v0) / fv;
         for (uint32_t col = 0; col < c->cols; col++) {
-            double a = (col - c->center) / fu;
+            double a = (col - u0) / fu;
             w[(size_t)r * c->cols + col] = 1.0 / sqrt(1.0 + a * a + b * b);
         }
     }

@@ -7,7 +7,7 @@
  *
  *   const tl_geometry_ops *g;
  *   if (tl_geometry_find(cfg->geometry, eb, &g) != TL_OK) ...
- *   tl_bp_proj p = g->projection(cfg, slot, angle, center_offset);
+ *   tl_bp_proj p = g->projection(cfg, slot, index, angle, center_offset);
  */
 #ifndef TL_GEOMETRY_H
 #define TL_GEOMETRY_H
@@ -19,11 +19,11 @@ typedef struct tl_geometry_ops {
     /* What this geometry asks of a configuration beyond the checks every geometry shares
      * (the engine's check_config). */
     tl_status (*check)(const tl_engine_config *c, tl_errbuf *eb);
-    /* The projection held in `slot`, taken at `angle` (radians) with the axis corrected by
-     * center_offset pixels, weighed pi / window: the uniform FBP weight, which the method
-     * may replace (gpu/method/method.h). */
-    tl_bp_proj (*projection)(const tl_engine_config *c, uint32_t slot, double angle,
-                             double center_offset);
+    /* The projection of frame `index` held in `slot`, taken at `angle` (radians) with the
+     * axis corrected by center_offset pixels, weighed pi / window: the uniform FBP weight,
+     * which the method may replace (gpu/method/method.h). */
+    tl_bp_proj (*projection)(const tl_engine_config *c, uint32_t slot, uint64_t index,
+                             double angle, double center_offset);
     /* Weights every stored projection is multiplied by before the filter, pixel by pixel
      * (rows x cols into w), or NULL where there are none. */
     void (*pixel_weights)(const tl_engine_config *c, double *w);

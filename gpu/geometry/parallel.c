@@ -15,9 +15,10 @@ static tl_status parallel_check(const tl_engine_config *c, tl_errbuf *eb)
     return TL_OK;
 }
 
-static tl_bp_proj parallel_projection(const tl_engine_config *c, uint32_t slot, double angle,
-                                      double center_offset)
+static tl_bp_proj parallel_projection(const tl_engine_config *c, uint32_t slot, uint64_t index,
+                                      double angle, double center_offset)
 {
+    (void)index;
     tl_bp_proj p = {.slot = slot,
                     .cos_t = cos(angle),
                     .sin_t = sin(angle),

@@ -20,7 +20,10 @@
 #include <string.h>
 
 #include "gpu/engine.h"
+#include "gpu/fdk_ref.h"
+#include "gpu/geometry/cone.h"
 #include "gpu/phantom.h"
+#include "gpu/phantom_cone.h"
 #include "tests/cone_scan.h"
 #include "tests/testutil.h"
 
@@ -210,6 +213,96 @@ START_TEST(center_moves_principal_point)
 }
 END_TEST
 
+/* Given matrices equal to the circular trajectory's reconstruct the same volume. */
+START_TEST(matrices_equal_circular)
+{
+    tl_cone_scan s;
+    ck_assert_int_eq(tl_cone_scan_make(&s, ROWS, COLS, NV, 1.5, -1.0, false), 0);
+    size_t nvox = (size_t)NX * NY * NZ;
+    float *a = malloc(nvox * sizeof *a), *b = malloc(nvox * sizeof *b);
+    double(*P)[12] = malloc(NV * sizeof *P);
+    ck_assert(a && b && P);
+    tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CPU);
+    c.precision = TL_PRECISION_F64;
+    ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, NZ, a), TL_OK);
+    tl_cone_circular g = {TL_CONE_SCAN_SAD, TL_CONE_SCAN_SDD, s.pitch, s.pitch,
+                          s.center - (COLS - 1) / 2.0, s.offset_v, ROWS, COLS, NV, s.angles};
+    tl_errbuf eb;
+    ck_assert_int_eq(tl_cone_circular_matrices(&g, P, &eb), TL_OK);
+    c.cone.matrices = (const double(*)[12])P;
+    c.cone.nmatrices = NV;
+    c.center = (COLS - 1) / 2.0; /* the matrices say where the axis is */
+    ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, NZ, b), TL_OK);
+    double e = tl_rel_l2(b, a, nvox);
+    fprintf(stderr, "cone matrices vs circular: relative L2 %.3g\n", e);
+    ck_assert_msg(e <= 1e-9, "relative L2 %g", e);
+    free(a);
+    free(b);
+    free(P);
+    tl_cone_scan_free(&s);
+}
+END_TEST
+
+/* A trajectory that is not a circle: the source and detector bob up and down along the
+ * axis by up to 3 mm from view to view (the matrices of the circle, each composed with a
+ * translation along z), against the float64 reference from the same matrices. */
+START_TEST(matrices_wobble_vs_reference)
+{
+    enum { NVW = 90 };
+    const uint32_t rows = 41, cols = 53;
+    double angles[NVW], pitch = TL_CONE_SCAN_WIDTH / cols;
+    for (int i = 0; i < NVW; i++)
+        angles[i] = 2 * M_PI * i / NVW;
+    tl_cone_circular g = {TL_CONE_SCAN_SAD, TL_CONE_SCAN_SDD, pitch, pitch, 0.5, 0.0, rows, cols,
+                          NVW, angles};
+    double(*P)[12] = malloc(NVW * sizeof *P);
+    size_t npix = (size_t)rows * cols, nvox = (size_t)NX * NY * NZ;
+    double *line = malloc(npix * sizeof *line), *projd = malloc(NVW * npix * sizeof *projd);
+    float *proj = malloc(NVW * npix * sizeof *proj), *vol = malloc(nvox * sizeof *vol);
+    double *ref = malloc(nvox * sizeof *ref);
+    ck_assert(P && line && projd && proj && vol && ref);
+    tl_errbuf eb;
+    ck_assert_int_eq(tl_cone_circular_matrices(&g, P, &eb), TL_OK);
+    for (int i = 0; i < NVW; i++) { /* P T(0, 0, dz): column 4 += dz column 3 */
+        double dz = 3.0 * sin(7.0 * angles[i]);
+        for (int r = 0; r < 3; r++)
+            P[i][4 * r + 3] += dz * P[i][4 * r + 2];
+    }
+    tl_phantom ph;
+    ck_assert_int_eq(tl_phantom_shepp_logan(&ph, TL_CONE_SCAN_PHANTOM, 0.0, TL_CONE_SCAN_PHANTOM),
+                     0);
+    for (int i = 0; i < NVW; i++) {
+        ck_assert_int_eq(tl_phantom_cone_project(&ph, P[i], rows, cols, line, &eb), TL_OK);
+        for (size_t k = 0; k < npix; k++)
+            projd[i * npix + k] = proj[i * npix + k] = (float)line[k];
+    }
+    tl_phantom_free(&ph);
+    double unit = pitch * TL_CONE_SCAN_SAD / TL_CONE_SCAN_SDD;
+    tl_fdk_volume v = {NX, NY, NZ, unit};
+    ck_assert_int_eq(tl_fdk_reference((const double(*)[12])P, NVW, projd, rows, cols,
+                                      TL_FILTER_RAMLAK, &v, ref, &eb),
+                     TL_OK);
+    for (size_t k = 0; k < nvox; k++)
+        ref[k] *= unit;
+    tl_cone_scan s = {.rows = rows, .cols = cols, .nv = NVW, .pitch = pitch,
+                      .center = (cols - 1) / 2.0, .angles = angles, .proj = proj};
+    tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CPU);
+    c.precision = TL_PRECISION_F64;
+    c.cone.matrices = (const double(*)[12])P;
+    c.cone.nmatrices = NVW;
+    ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, NZ, vol), TL_OK);
+    double e = rel_l2(vol, ref, nvox);
+    fprintf(stderr, "cone wobbling matrices vs float64 reference: relative L2 %.3g\n", e);
+    ck_assert_msg(e <= 1e-6, "relative L2 %g", e);
+    free(P);
+    free(line);
+    free(projd);
+    free(proj);
+    free(vol);
+    free(ref);
+}
+END_TEST
+
 static void refused(tl_engine_config *c, tl_status want, const char *needle)
 {
     tl_engine *e = NULL;
@@ -246,6 +339,48 @@ START_TEST(bad_configurations)
     c = base;
     c.ndevices = 2;
     refused(&c, TL_EUNSUPPORTED, "one device");
+
+    /* given matrices: one not normalised, one of another detector; frames and the centre */
+    double angles[4] = {0, 1, 2, 3}, P[4][12];
+    tl_cone_circular g = {TL_CONE_SCAN_SAD, TL_CONE_SCAN_SDD, 1.5, 1.5, 0, 0, ROWS, COLS, 4,
+                          angles};
+    tl_errbuf eb;
+    ck_assert_int_eq(tl_cone_circular_matrices(&g, P, &eb), TL_OK);
+    c = base;
+    c.cone.matrices = (const double(*)[12])P;
+    c.cone.nmatrices = 4;
+    for (int k = 0; k < 12; k++)
+        P[3][k] *= 2;
+    refused(&c, TL_EINVAL, "matrix 3");
+    for (int k = 0; k < 12; k++)
+        P[3][k] /= 2;
+    P[2][3] += 10 * P[2][11]; /* principal point 10 columns over */
+    for (int k = 0; k < 3; k++)
+        P[2][k] += 10 * P[2][8 + k];
+    refused(&c, TL_EUNSUPPORTED, "other detector intrinsics");
+    ck_assert_int_eq(tl_cone_circular_matrices(&g, P, &eb), TL_OK);
+    tl_engine *e;
+    ck_assert_msg(tl_engine_create(&c, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
+    memset(P, 0, sizeof P); /* the engine holds its own copy */
+    float *px = calloc(ROWS * COLS, sizeof *px);
+    ck_assert_ptr_nonnull(px);
+    tl_frame f = {.kind = TL_FRAME_PROJ, .index = 4, .dtype = TL_DTYPE_F32, .rows = ROWS,
+                  .cols = COLS, .data = px};
+    ck_assert_int_eq(tl_engine_submit(e, &f), TL_EINVAL);
+    ck_assert_msg(strstr(tl_engine_last_error(e), "no cone-beam matrix"), "%s",
+                  tl_engine_last_error(e));
+    f.index = 3;
+    ck_assert_int_eq(tl_engine_submit(e, &f), TL_OK);
+    ck_assert_int_eq(tl_engine_set_center(e, 20), TL_EINVAL);
+    tl_slice_spec spec;
+    tl_slice_spec_row(&spec, 18, 8, 8);
+    int id;
+    float out[64];
+    float *po = out;
+    ck_assert_int_eq(tl_engine_add_slice(e, &spec, &id), TL_OK);
+    ck_assert_int_eq(tl_engine_reconstruct(e, &id, 1, &po, NULL), TL_OK);
+    tl_engine_destroy(e);
+    free(px);
 }
 END_TEST
 
@@ -260,6 +395,8 @@ int main(void)
     tcase_add_test(t, mid_plane_density);
     tcase_add_test(t, incremental_equals_scratch);
     tcase_add_test(t, center_moves_principal_point);
+    tcase_add_test(t, matrices_equal_circular);
+    tcase_add_test(t, matrices_wobble_vs_reference);
     tcase_add_test(t, bad_configurations);
     suite_add_tcase(s, t);
     return tl_run_suite(s, false);
