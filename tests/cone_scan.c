@@ -33,6 +33,19 @@ static tl_cone_circular circular(const tl_cone_scan *s)
 int tl_cone_scan_make(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv, double du,
                       double dv, bool jitter)
 {
+    double *angles = malloc(nv * sizeof *angles);
+    if (!angles)
+        return -1;
+    for (uint32_t i = 0; i < nv; i++) /* a deterministic jitter of up to a third of a step */
+        angles[i] = 2 * M_PI * (i + (jitter ? (((i * 7919u) % 13u) / 13.0 - 0.5) / 1.5 : 0)) / nv;
+    int rc = tl_cone_scan_make_angles(s, rows, cols, nv, du, dv, angles);
+    free(angles);
+    return rc;
+}
+
+int tl_cone_scan_make_angles(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv,
+                             double du, double dv, const double *angles)
+{
     memset(s, 0, sizeof *s);
     s->rows = rows;
     s->cols = cols;
@@ -47,10 +60,10 @@ int tl_cone_scan_make(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv
     double *line = malloc(npix * sizeof *line);
     tl_phantom ph;
     int rc = -1;
-    if (!s->angles || !s->proj || !P || !line || tl_phantom_shepp_logan(&ph, TL_CONE_SCAN_PHANTOM, 0.0, TL_CONE_SCAN_PHANTOM) != 0)
+    if (!s->angles || !s->proj || !P || !line ||
+        tl_phantom_shepp_logan(&ph, TL_CONE_SCAN_PHANTOM, 0.0, TL_CONE_SCAN_PHANTOM) != 0)
         goto out;
-    for (uint32_t i = 0; i < nv; i++) /* a deterministic jitter of up to a third of a step */
-        s->angles[i] = 2 * M_PI * (i + (jitter ? (((i * 7919u) % 13u) / 13.0 - 0.5) / 1.5 : 0)) / nv;
+    memcpy(s->angles, angles, nv * sizeof *angles);
     tl_cone_circular g = circular(s);
     tl_errbuf eb;
     if (tl_cone_circular_matrices(&g, P, &eb) != TL_OK) {

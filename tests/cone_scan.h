@@ -41,6 +41,9 @@ typedef struct {
  * Returns 0, or -1 (with a message on stderr). */
 int tl_cone_scan_make(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv, double du,
                       double dv, bool jitter);
+/* The same with the nv view angles given (radians). */
+int tl_cone_scan_make_angles(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv,
+                             double du, double dv, const double *angles);
 void tl_cone_scan_free(tl_cone_scan *s);
 
 /* An engine configuration for the scan (F32 line integrals, window nv, uniform weights). */

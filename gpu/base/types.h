@@ -139,6 +139,11 @@ typedef struct {
     double source_detector;  /* source to detector */
     double pixel_u, pixel_v; /* detector pixel pitch along a row and along a column */
     double offset_v;         /* principal row minus (rows - 1) / 2, pixels */
+    /* A short scan (gpu/base/parker.h): views from scan_start over scan_range radians,
+     * angles increasing, with pi + the fan angle <= scan_range < 2 pi; each projection's
+     * columns are weighed by Parker's weights and a view by scan_range / window (the window
+     * holds the scan). 0 (default): a full turn. Circular trajectories, uniform weights. */
+    double scan_start, scan_range;
     /* Arbitrary trajectories (NULL: circular): projection first_index + k is taken with
      * matrices[k], a normalised 3x4 matrix from world mm to detector pixels in the
      * conventions of gpu/geometry/cone.h, k < nmatrices (a projection beyond is refused,

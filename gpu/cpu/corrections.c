@@ -29,6 +29,8 @@ size_t tl_cpu_corr_estimate(const tl_engine_config *c)
         bytes += 2 * (size_t)c->rows * c->cols * rs; /* the staged path's frames */
     if (cone)
         bytes += (size_t)c->rows * c->cols * rs; /* the pixel weights */
+    if (tl_parker_of(c).on)
+        bytes += (size_t)c->cols * rs;
     bytes += tl_cpu_rings_estimate(c);
     tl_phase_filter f;
     if (tl_phase_on(&c->corr) && tl_phase_shape(&c->corr, c->rows, c->cols, &f, NULL) == TL_OK)
@@ -56,6 +58,7 @@ void tl_cpu_corr_destroy(tl_cpu_state *s)
     free(s->replaced);
     free(s->colw);
     free(s->pixw);
+    free(s->parker_w);
     tl_cpu_rings_destroy(s);
 }
 
@@ -70,6 +73,12 @@ tl_status tl_cpu_corr_create(tl_cpu_state *s)
     if (c->half_acquisition) {
         if (!(s->colw = calloc(s->cols, s->real_size)))
             return tl_fail(s->eb, TL_ENOMEM, "out of memory for the column weights");
+        s->mem += s->cols * s->real_size;
+    }
+    s->parker = tl_parker_of(c);
+    if (s->parker.on) {
+        if (!(s->parker_w = calloc(s->cols, s->real_size)))
+            return tl_fail(s->eb, TL_ENOMEM, "out of memory for the Parker weights");
         s->mem += s->cols * s->real_size;
     }
     if (cone) {
@@ -233,6 +242,13 @@ tl_status tl_cpu_corr_store(tl_cpu_state *s, const tl_frame *f, uint32_t slot)
     s->stage_mask[ring] = 0;
     corr_ctx j =
         {.s = s, .f = f, .slot = slot, .in = s->frame[0], .in_pitch = s->cols, .correct = true};
+    for (uint32_t c = 0; s->parker_w && c < s->cols; c++) { /* this view's (parker.h) */
+        double w = tl_parker_weight(&s->parker, f->angle, c);
+        if (s->f64)
+            ((double *)s->parker_w)[c] = w;
+        else
+            ((float *)s->parker_w)[c] = (float)w;
+    }
     tl_cpu_run_jobs(s, s->rows, npix, convert_job, &j);
     if (dezinger_on(&s->cfg)) {
         uint64_t t0 = tl_clock_ns();

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "gpu/base/backend.h"
+#include "gpu/base/parker.h"
 #include "gpu/base/phase.h"
 #include "gpu/base/pool.h"
 
@@ -71,6 +72,8 @@ typedef struct {
     double ring_update_s;  /* the last ring_update's time, not yet read (< 0: none) */
     void *colw; /* real[cols]: half acquisition's column weights (NULL: none) */
     void *pixw; /* real[rows * cols]: cone beam's cosine weights (NULL: none) */
+    tl_parker parker; /* a short cone-beam scan's weights (gpu/base/parker.h) */
+    void *parker_w;   /* real[cols]: the frame being stored's Parker weights (NULL: none) */
     /* centre estimation (profile.c): the column profiles ring, float[nprof][cols], the
      * position of the projection being stored (-1: none), per-thread column sums */
     float *prof;

@@ -195,6 +195,11 @@ void FN(tl_cpu_finish_row)(tl_cpu_state *s, const void *in, bool correct, uint32
         for (uint32_t c = 0; c < s->cols; c++)
             pad[c] *= w[c];
     }
+    if (s->parker_w) { /* a short cone-beam scan: this view's Parker weights */
+        const REAL *w = s->parker_w;
+        for (uint32_t c = 0; c < s->cols; c++)
+            pad[c] *= w[c];
+    }
     if (s->prof_pos >= 0)
         FN(tl_cpu_profile_add)(s, pad, thread);
     FN(filter_into)(s, pad, slot, r, thread);

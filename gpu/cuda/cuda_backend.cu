@@ -389,6 +389,7 @@ static tl_status create_corrections(tl_cuda_state *s)
 {
     const tl_corrections *k = &s->cfg.corr;
     const bool cone = s->cfg.geometry == TL_GEOMETRY_CONE;
+    s->parker = tl_parker_of(&s->cfg); /* applied in correct_kernel (preprocess.cu) */
     s->corr_on = k->dezinger > 0 || tl_phase_on(k) || k->rings || s->cfg.half_acquisition || cone;
     if (!s->corr_on)
         return TL_OK;

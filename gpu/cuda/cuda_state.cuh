@@ -32,6 +32,7 @@
 #include <cufft.h>
 
 #include "gpu/base/backend.h"
+#include "gpu/base/parker.h"
 #include "gpu/cuda/check.cuh"
 #include "gpu/base/pool.h"
 
@@ -252,6 +253,8 @@ typedef struct {
     double ring_update_s; /* the last update's GPU time, not yet read (< 0: none) */
     float *colw; /* half acquisition's column weights (NULL: none) */
     float *pixw; /* cone beam's cosine weights, rows x cols (NULL: none) */
+    tl_parker parker;  /* a short cone-beam scan's weights (gpu/base/parker.h) */
+    double view_angle; /* the angle of the projection being stored (Parker's weights) */
     /* centre estimation (profile.cu): the profiles ring, nprof x cols; where the
      * projection being stored puts its profile (-1: nowhere) */
     float *d_prof;

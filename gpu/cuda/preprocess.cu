@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
                    const float *__restrict__ dark, const float *__restrict__ gain, int log,
                    float *ring_m, const float *__restrict__ ring_c, float ring_w,
                    const float *__restrict__ colw, const float *__restrict__ pixw,
-                   float *__restrict__ dst, size_t dst_stride)
+                   tl_parker parker, double angle, float *__restrict__ dst, size_t dst_stride)
 {
     for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
         const float *row = in + (size_t)r * in_stride;
@@ -156,6 +156,8 @@ __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
                 t *= colw[c];
             if (pixw) /* cone beam (gpu/geometry/cone_beam.c): FDK's cosine weights */
                 t *= pixw[o + c];
+            if (parker.on) /* a short cone-beam scan: this view's weight of column c */
+                t *= (float)tl_parker_weight(&parker, angle, (double)c);
             out[c] = t;
         }
     }
@@ -168,9 +170,11 @@ tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, b
     const float *gain = flat && s->have[1] ? s->gain : NULL;
     float *ring_m = ring ? s->ring_m : NULL;
     const float w = ring_m ? tl_cuda_ring_next_weight(s) : 0.f;
+    tl_parker parker = s->parker;
+    parker.on = parker.on && ring; /* the last stage, with the other weights */
     correct_kernel<<<tl_cuda_row_grid(s->rows, s->cols), TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
         in, in_stride, s->rows, s->cols, dark, gain, log ? 1 : 0, ring_m, s->ring_c, w,
-        ring ? s->colw : NULL, ring ? s->pixw : NULL, dst, dst_stride);
+        ring ? s->colw : NULL, ring ? s->pixw : NULL, parker, s->view_angle, dst, dst_stride);
     TL_CUDA_LAUNCHED(s->eb, "correct_kernel");
     return TL_OK;
 }

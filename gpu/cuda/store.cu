@@ -246,6 +246,7 @@ tl_status tl_cuda_op_store(void *state, const tl_frame *f, uint32_t slot)
     const char *src = NULL;
     size_t pitch = 0;
     TL_TRY(tl_cuda_stage(s, f, &src, &pitch));
+    s->view_angle = f->angle; /* corrected before process() returns, even when held */
     TL_TRY(tl_cuda_process(s, src, pitch, f->dtype, s->window + (size_t)slot * s->pitch_el,
                            s->slab_el, f->more));
     tl_cuda_cone_stack_mark(s, (int32_t)slot);

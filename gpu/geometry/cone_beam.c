@@ -23,6 +23,10 @@
  * the circular fields still define the volume unit and the isocentre's row, and one
  * detector (the same intrinsics) serves every view, so the cosine weights stay one map.
  *
+ * Short scans (less than a turn, at least half a turn plus the fan): Parker's weights per
+ * column of each view (gpu/base/parker.h, applied by the backends with the other per-frame
+ * weights) and a view weight of scan_range / window.
+ *
  * Not served here: several devices (the split by detector rows of gpu/split.c assumes a
  * horizontal slice reads its own row), half acquisition and centre estimation (both rest
  * on opposite projections being mirror images, true for parallel rays only).
@@ -32,6 +36,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "gpu/base/parker.h"
 #include "gpu/geometry/cone.h"
 #include "gpu/geometry/geometry.h"
 
@@ -100,6 +105,37 @@ static tl_status check_matrices(const tl_engine_config *c, tl_errbuf *eb)
     return TL_OK;
 }
 
+/* A short scan (gpu/base/parker.h): at least pi plus the fan angle, a circle, uniform
+ * weights (the view weight scan_range / window is what a short scan needs). */
+static tl_status check_short_scan(const tl_engine_config *c, tl_errbuf *eb)
+{
+    const tl_cone_config *k = &c->cone;
+    if (!isfinite(k->scan_start) || !isfinite(k->scan_range) || k->scan_range < 0 ||
+        k->scan_range > 2 * M_PI)
+        return tl_fail(eb, TL_EINVAL,
+                       "cone geometry: scan start %g, range %g rad: need finite values and a "
+                       "range in 0..2 pi (0: a full turn)",
+                       k->scan_start, k->scan_range);
+    if (!tl_parker_short(k))
+        return TL_OK;
+    if (k->matrices)
+        return tl_fail(eb, TL_EUNSUPPORTED,
+                       "cone geometry: a short scan (Parker weights) needs a circular "
+                       "trajectory, not given matrices");
+    if (c->weights != TL_WEIGHTS_UNIFORM)
+        return tl_fail(eb, TL_EUNSUPPORTED,
+                       "cone geometry: a short scan weighs views uniformly (scan range / "
+                       "window), not by their angles");
+    tl_parker p = tl_parker_of(c);
+    double fan = fmax(fabs(atan((-0.5 - p.u0) / p.fu)), fabs(atan((c->cols - 0.5 - p.u0) / p.fu)));
+    if (k->scan_range < M_PI + 2 * fan)
+        return tl_fail(eb, TL_EINVAL,
+                       "cone geometry: a short scan of %.2f degrees is less than 180 degrees "
+                       "plus the fan angle (%.2f degrees): some rays are never seen",
+                       k->scan_range * 180 / M_PI, 2 * fan * 180 / M_PI);
+    return TL_OK;
+}
+
 static tl_status cone_check(const tl_engine_config *c, tl_errbuf *eb)
 {
     const tl_cone_config *k = &c->cone;
@@ -129,6 +165,8 @@ static tl_status cone_check(const tl_engine_config *c, tl_errbuf *eb)
         return tl_fail(eb, TL_EUNSUPPORTED,
                        "centre estimation is parallel beam only (it pairs mirror-image "
                        "projections)");
+    if ((st = check_short_scan(c, eb)) != TL_OK)
+        return st;
     return k->matrices || k->nmatrices ? check_matrices(c, eb) : TL_OK;
 }
 
@@ -160,7 +198,10 @@ static tl_bp_proj cone_projection(const tl_engine_config *c, uint32_t slot, uint
                     .cos_t = cos(angle),
                     .sin_t = sin(angle),
                     .center = center,
-                    .weight = M_PI / c->window};
+                    /* a turn: each ray twice, half each; a short scan: Parker's weights
+                     * count each once, and a view stands for its share of the range */
+                    .weight = tl_parker_short(k) ? k->scan_range / c->window
+                                                 : M_PI / c->window};
     /* world (X, Y, Z) = (x xy, y xy, (z - v0) z_mm), then / depth of the isocentre (of a
      * normalised matrix: its last entry; source_origin for a circular one) */
     double d = P[0][11];

@@ -12,7 +12,9 @@
  *   (b) a larger scan (96 x 128, 200 views) against the CPU backend's float64 mode, for
  *       a row, an ortho-slice and an oblique plane: exact mode again;
  *   (c) tracked slices (the incremental path, accumulate.cu) after the window rolled
- *       over the scan more than twice equal the same slices from scratch.
+ *       over the scan more than twice equal the same slices from scratch;
+ *   (d) a short scan (Parker's weights in correct_kernel) against the CPU backend's
+ *       float64 mode, exact.
  * Exit 77 without a usable CUDA device or in builds without CUDA.
  */
 #include "config.h"
@@ -214,6 +216,33 @@ START_TEST(incremental_equals_scratch)
 }
 END_TEST
 
+START_TEST(short_scan_vs_cpu_f64)
+{
+    enum { NS = 150, NX = 181, NY = 181 };
+    tl_cone_scan s;
+    double angles[NS], start = -0.4, range = 4.0; /* 229 degrees; the fan is 11 */
+    for (int i = 0; i < NS; i++)
+        angles[i] = start + range * (i + 0.5) / NS;
+    ck_assert_int_eq(tl_cone_scan_make_angles(&s, 96, 197, NS, -2.0, 1.0, angles), 0);
+    tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CPU);
+    c.cone.scan_start = start;
+    c.cone.scan_range = range;
+    c.precision = TL_PRECISION_F64;
+    c.threads = 0;
+    size_t n = (size_t)NX * NY * 4;
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    ck_assert(a && b);
+    ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, 4, b), TL_OK);
+    c.backend = TL_BACKEND_CUDA;
+    c.precision = TL_PRECISION_F32;
+    ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, 4, a), TL_OK);
+    expect_exact("short scan (Parker) vs cpu f64", a, b, n);
+    free(a);
+    free(b);
+    tl_cone_scan_free(&s);
+}
+END_TEST
+
 int main(void)
 {
     const tl_gt_case cases[] = {
@@ -221,6 +250,7 @@ int main(void)
         {"modes", {kernel_modes, NULL}},
         {"planes", {planes_vs_cpu_f64, NULL}},
         {"incremental", {incremental_equals_scratch, NULL}},
+        {"short", {short_scan_vs_cpu_f64, NULL}},
     };
     return tl_gt_main("cone", cases, sizeof cases / sizeof *cases);
 }
