@@ -6,7 +6,9 @@
  * "cone" and refused with "parallel": a parallel scan that carries a source distance was
  * meant to be something else, and silently reconstructing it as parallel beam would hide
  * that. "center" and a non-zero detector_offset u both say where the principal column is,
- * so they are refused together rather than one winning. The engine checks what needs the
+ * so they are refused together rather than one winning. "short_scan" ([start, range],
+ * radians) declares a scan of less than a turn, which the engine weighs with Parker's
+ * weights. The engine checks what needs the
  * whole configuration (gpu/geometry/cone.h); here only what the header alone proves.
  */
 #include "config.h"
@@ -18,7 +20,7 @@
 #include "protocol/proto_internal.h"
 
 static const char *const cone_keys[] = {"source_origin", "source_detector", "pixel_size",
-                                        "detector_offset"};
+                                        "detector_offset", "short_scan"};
 #define REQUIRED 3 /* the first three */
 
 static tl_proto_err positive(const char *key, double v, const char *unit, tl_proto_error *err)
@@ -73,6 +75,13 @@ tl_proto_err tlp_decode_cone(const msgpack_object *h, tl_proto_scan *m, tl_proto
     TLP_TRY(pixel_size(h, m->pixel_size, err));
     TLP_TRY(tlp_get_f64_pair(h, "detector_offset", false, m->detector_offset, err));
     m->has_detector_offset = tl_proto_map_get(h, "detector_offset") != NULL;
+    TLP_TRY(tlp_get_f64_pair(h, "short_scan", false, m->short_scan, err));
+    m->has_short_scan = tl_proto_map_get(h, "short_scan") != NULL;
+    if (m->has_short_scan && !(m->short_scan[1] > 0 && m->short_scan[1] < 2 * M_PI))
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"short_scan[1]\": a range of %g rad, must be in (0, 2 pi): less "
+                             "than a turn (the engine checks it covers 180 degrees plus the fan)",
+                             m->short_scan[1]);
     if (m->has_detector_offset && m->has_center && m->detector_offset[0] != 0)
         return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED,
                              "\"detector_offset[0]\": %g pixels and \"center\" %g both place "

@@ -90,6 +90,8 @@ static int pack_cone(msgpack_packer *pk, const tl_proto_scan *m)
         P(kv_pair(pk, "pixel_size", m->pixel_size));
     if (m->has_detector_offset)
         P(kv_pair(pk, "detector_offset", m->detector_offset));
+    if (m->has_short_scan)
+        P(kv_pair(pk, "short_scan", m->short_scan));
     return 0;
 }
 
@@ -102,7 +104,7 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
                (m->release.len != 0) + (m->dezinger != 0) + m->has_paganin +
                (m->rings.len != 0) + m->has_auto_center + m->half_acquisition;
     bool cone = m->geometry == TL_PROTO_CONE;
-    n += cone ? 3 + m->has_detector_offset : 0;
+    n += cone ? 3 + m->has_detector_offset + m->has_short_scan : 0;
     P(envelope(&pk, n, TL_MSG_SCAN));
     P(tl_proto_pack_kv_u64(&pk, "series", m->series));
     P(tl_proto_pack_kv_str(&pk, "geometry", tl_proto_geometry_name(m->geometry)));

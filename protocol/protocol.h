@@ -170,6 +170,9 @@ typedef struct {
     double detector_offset[2]; /* [u, v] detector pixels: the principal point minus the
                                   detector's middle ((cols - 1) / 2, (rows - 1) / 2); a
                                   non-zero u and "center" together are refused */
+    bool has_short_scan;   /* optional "short_scan": [start, range] radians, 0 < range < 2 pi:
+                              a circular scan of less than a turn (Parker weights) */
+    double short_scan[2];
 } tl_proto_scan;
 
 /* Where a frame in another process's GPU memory is (CUDA IPC, PROTOCOL.md §8.4): the frame

@@ -127,7 +127,9 @@ static void cone_config(const tl_proto_scan *m, tl_engine_config *ec)
                                 .source_detector = m->source_detector,
                                 .pixel_u = m->pixel_size[0],
                                 .pixel_v = m->pixel_size[1],
-                                .offset_v = m->has_detector_offset ? m->detector_offset[1] : 0};
+                                .offset_v = m->has_detector_offset ? m->detector_offset[1] : 0,
+                                .scan_start = m->has_short_scan ? m->short_scan[0] : 0,
+                                .scan_range = m->has_short_scan ? m->short_scan[1] : 0};
     if (!m->has_center && m->has_detector_offset)
         ec->center = (m->cols - 1) / 2.0 + m->detector_offset[0];
     if (ec->ndevices > 1) {

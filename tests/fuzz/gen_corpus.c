@@ -75,7 +75,9 @@ int main(int argc, char **argv)
                                                .source_detector = 800,
                                                .pixel_size = {0.1, 0.125},
                                                .has_detector_offset = true,
-                                               .detector_offset = {0, 1.5}});
+                                               .detector_offset = {0, 1.5},
+                                               .has_short_scan = true,
+                                               .short_scan = {-0.1, 3.9}});
     put("scan-full");
 
     const tl_proto_dtype dt[] = {TL_PROTO_U8, TL_PROTO_U16, TL_PROTO_U32, TL_PROTO_F32};

@@ -155,6 +155,9 @@ class Builders(unittest.TestCase):
                           source_detector=450, pixel_size=0.2, center=60.0,
                           detector_offset=(0, 3))
         self.assertEqual((h["center"], h["detector_offset"]), (60.0, [0.0, 3.0]))
+        h = P.scan_header(4, (96, 128), "u16", 360, geometry="cone", source_origin=300,
+                          source_detector=450, pixel_size=0.2, short_scan=(-0.25, 3.75))
+        self.assertEqual(h["short_scan"], [-0.25, 3.75])
         cone = dict(geometry="cone", source_origin=300, source_detector=450, pixel_size=0.2)
         bad = [
             (dict(source_origin=None), tomolive.MissingKey, "source_origin"),
@@ -173,6 +176,9 @@ class Builders(unittest.TestCase):
             (dict(detector_offset=2.5), tomolive.KeyTypeError, "detector_offset"),
             (dict(detector_offset=(1.5, 0), center=60.0), tomolive.Unsupported, "center"),
             (dict(geometry="parallel"), tomolive.Unsupported, "source_origin"),
+            (dict(short_scan=(0, 0)), tomolive.OutOfRange, "short_scan[1]"),
+            (dict(short_scan=(0, 7)), tomolive.OutOfRange, "short_scan[1]"),
+            (dict(short_scan=(float("nan"), 4)), tomolive.NotFinite, "short_scan[0]"),
         ]
         for change, exc, says in bad:
             args = dict(cone)

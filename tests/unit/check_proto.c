@@ -106,6 +106,9 @@ static void check_scan(const tl_proto_scan *in)
     ck_assert_int_eq(o->has_detector_offset, cone && in->has_detector_offset);
     for (int i = 0; cone && in->has_detector_offset && i < 2; i++)
         ck_assert(o->detector_offset[i] == in->detector_offset[i]);
+    ck_assert_int_eq(o->has_short_scan, cone && in->has_short_scan);
+    for (int i = 0; cone && in->has_short_scan && i < 2; i++)
+        ck_assert(o->short_scan[i] == in->short_scan[i]);
 }
 
 START_TEST(scan_required_only)
@@ -177,6 +180,9 @@ START_TEST(scan_cone)
     s.has_detector_offset = true;
     s.detector_offset[0] = 2.5; /* no center: the offset places the principal column */
     s.detector_offset[1] = -1.75;
+    s.has_short_scan = true;
+    s.short_scan[0] = -0.25;
+    s.short_scan[1] = 3.75;
     check_scan(&s);
     msgpack_sbuffer_clear(&sb);
     ck_assert_int_eq(tl_proto_encode_scan(&sb, &s), 0);

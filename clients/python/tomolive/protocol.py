@@ -251,7 +251,7 @@ def _pair(key: str, v: Any) -> Tuple[Any, Any]:
     return v[0], v[1]
 
 
-_CONE_KEYS = ("source_origin", "source_detector", "pixel_size", "detector_offset")
+_CONE_KEYS = ("source_origin", "source_detector", "pixel_size", "detector_offset", "short_scan")
 
 
 def _cone(h: Dict[str, Any], cone: Dict[str, Any]) -> None:
@@ -283,6 +283,13 @@ def _cone(h: Dict[str, Any], cone: Dict[str, Any]) -> None:
             raise Unsupported("'detector_offset[0]': %r pixels and 'center' %r both place the "
                               "principal column: give one of them"
                               % (h["detector_offset"][0], h["center"]))
+    short = cone["short_scan"]
+    if short is not None:
+        start, length = _pair("short_scan", short)
+        h["short_scan"] = [_f64("short_scan[0]", start), _f64("short_scan[1]", length)]
+        if not 0 < h["short_scan"][1] < 2 * math.pi:
+            raise OutOfRange("'short_scan[1]': a range of %r rad, must be in (0, 2 pi)"
+                             % h["short_scan"][1])
 
 
 def scan_header(series: int, shape: Sequence[int], dtype: Any, window: int, *,
@@ -291,13 +298,14 @@ def scan_header(series: int, shape: Sequence[int], dtype: Any, window: int, *,
                 angle_start: Optional[float] = None, angle_step: Optional[float] = None,
                 filter: Optional[str] = None, already_linear: bool = False,
                 source_origin: Optional[float] = None, source_detector: Optional[float] = None,
-                pixel_size: Any = None, detector_offset: Optional[Sequence[float]] = None
-                ) -> Dict[str, Any]:
+                pixel_size: Any = None, detector_offset: Optional[Sequence[float]] = None,
+                short_scan: Optional[Sequence[float]] = None) -> Dict[str, Any]:
     """The header of a ``scan`` message (section 8.1), checked.  Cone beam (section
     8.1.1): ``geometry="cone"`` with ``source_origin`` and ``source_detector`` (mm),
     ``pixel_size`` (mm: a number, or ``(u, v)``) and optionally ``detector_offset``
     (``(u, v)`` pixels: the principal point minus the detector's middle; a non-zero u
-    and ``center`` are refused together)."""
+    and ``center`` are refused together), and ``short_scan`` (``(start, range)`` radians:
+    a scan of less than a turn, weighed with Parker's weights)."""
     h: Dict[str, Any] = {"v": VERSION, "type": "scan", "series": _u64("series", series),
                          "geometry": _enum("geometry", geometry, GEOMETRIES),
                          "dtype": dtype_name(dtype)}
@@ -328,7 +336,8 @@ def scan_header(series: int, shape: Sequence[int], dtype: Any, window: int, *,
     if already_linear:
         h["already_linear"] = _bool("already_linear", already_linear)
     _cone(h, {"source_origin": source_origin, "source_detector": source_detector,
-              "pixel_size": pixel_size, "detector_offset": detector_offset})
+              "pixel_size": pixel_size, "detector_offset": detector_offset,
+              "short_scan": short_scan})
     return h
 
 
