@@ -97,6 +97,8 @@ typedef struct {
     bool prefilled;      /* --cuda-ipc --prefilled: slots written once, lent as they are */
     tl_corrections corr; /* --dezinger, --paganin: the scan's per-frame corrections */
     const char *rings;   /* --rings, as the scan sends it */
+    bool cone;           /* --cone: a circular cone-beam scan (PROTOCOL.md 8.1.1) */
+    double cone_mm[3];   /* ... source-axis, source-detector distance, pixel pitch */
 } options;
 
 /* One timed slice: its latency, and where it went, from the slice header's times (ms).
@@ -1031,6 +1033,12 @@ static int run_mode(const options *o, bool incremental)
                           .paganin = {(float)o->corr.energy_kev, (float)o->corr.distance_m,
                                       (float)o->corr.pixel_um, (float)o->corr.delta_beta},
                           .rings = {o->rings, o->rings ? strlen(o->rings) : 0}};
+    if (o->cone) { /* the frames are the same; the daemon back-projects along cone rays */
+        scan.geometry = TL_PROTO_CONE;
+        scan.source_origin = o->cone_mm[0];
+        scan.source_detector = o->cone_mm[1];
+        scan.pixel_size[0] = scan.pixel_size[1] = o->cone_mm[2];
+    }
     if (r.ring) /* where the daemon hands the ring's slots back */
         scan.release =
             (tl_proto_str){tl_push_ipc_endpoint(r.ring), strlen(tl_push_ipc_endpoint(r.ring))};
@@ -1129,7 +1137,7 @@ static const char usage_text[] =
     "                      [--slices N] [--encoding f32|f16|q16] [--lz4]\n"
     "                      [--cuda-ipc [--device N] [--ring SLOTS] [--prefilled]]\n"
     "                      [--gpus LIST] [--dezinger T] [--paganin E,D,P,R]\n"
-    "                      [--rings vo|fw[:PARAM[,TOL]]]\n"
+    "                      [--rings vo|fw[:PARAM[,TOL]]] [--cone SAD,SDD,PITCH]\n"
     "\n"
     "Starts tomolived (ingest.overflow = drop) on 127.0.0.1 ports P, P+1, P+2 (default\n"
     "57600), defines a row slice and three ortho-slices, subscribes to them, and pushes\n"
@@ -1170,7 +1178,10 @@ static const char usage_text[] =
     "bands did not all get in (status.frames.rejected.incomplete).\n"
     "--dezinger T, --paganin E,D,P,R, --rings M: the scan asks for these corrections\n"
     "(ARCHITECTURE.md 3.11; as tomolive recon); each correction's own time per frame is\n"
-    "printed with the daemon's stages. Compare with a run without them for their cost.\n";
+    "printed with the daemon's stages. Compare with a run without them for their cost.\n"
+    "--cone SAD,SDD,PITCH: the scan is a circular cone-beam scan (source-axis and\n"
+    "source-detector distances and the pixel pitch, mm): the same frames, back-projected\n"
+    "along cone rays (FDK), on one GPU.\n";
 
 int tl_cmd_stream_bench(int argc, char **argv)
 {
@@ -1229,7 +1240,8 @@ int tl_cmd_stream_bench(int argc, char **argv)
         O_LZ4,
         O_DEZINGER,
         O_PAGANIN,
-        O_RINGS
+        O_RINGS,
+        O_CONE
     };
     static const struct option opts[] = {{"stream", no_argument, NULL, O_STREAM},
                                          {"backend", required_argument, NULL, O_BACKEND},
@@ -1259,6 +1271,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
                                          {"dezinger", required_argument, NULL, O_DEZINGER},
                                          {"paganin", required_argument, NULL, O_PAGANIN},
                                          {"rings", required_argument, NULL, O_RINGS},
+                                         {"cone", required_argument, NULL, O_CONE},
                                          {NULL, 0, NULL, 0}};
     bool device_or_ring = false, has_bands = false;
     long v;
@@ -1313,6 +1326,13 @@ int tl_cmd_stream_bench(int argc, char **argv)
                     return fail(2, "bad --bands '%s': need 1 to the frames' rows", optarg);
                 o.bands = (uint32_t)v;
                 has_bands = true;
+                break;
+            case O_CONE:
+                if (sscanf(optarg, "%lf,%lf,%lf", &o.cone_mm[0], &o.cone_mm[1], &o.cone_mm[2]) !=
+                        3 ||
+                    !(o.cone_mm[0] > 0 && o.cone_mm[1] > 0 && o.cone_mm[2] > 0))
+                    return fail(2, "bad --cone '%s': need SAD,SDD,PITCH in mm, each > 0", optarg);
+                o.cone = true;
                 break;
             case O_REPEAT:
                 if (!tl_cli_long(optarg, 1, MAX_REPEAT, &v))
