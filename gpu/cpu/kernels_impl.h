@@ -300,6 +300,21 @@ static void FN(tl_cpu_row_out)(const tl_bp_slice *sl, uint32_t row, const REAL *
     }
 }
 
+/* Where output row `row` of slice sl starts in volume coordinates, and the step along it:
+ * pixel j is at p + j d (engine.h's plane convention, computed in double, rounded once). */
+static void FN(row_start)(const tl_bp_slice *sl, uint32_t row, REAL *px, REAL *py, REAL *pz,
+                          REAL *dx, REAL *dy, REAL *dz)
+{
+    const float *o = sl->plane;
+    double w = sl->width, t = 1.0 - (row + 0.5) / sl->height, s0 = 0.5 / w;
+    *px = (REAL)(o[6] + s0 * o[0] + t * o[3]);
+    *py = (REAL)(o[7] + s0 * o[1] + t * o[4]);
+    *pz = (REAL)(o[8] + s0 * o[2] + t * o[5]);
+    *dx = (REAL)(o[0] / w);
+    *dy = (REAL)(o[1] / w);
+    *dz = (REAL)(o[2] / w);
+}
+
 /* Output row `row` of slice sl: every pixel summed over the projections. For the common
  * case, the horizontal slice, the detector row is constant along an output row, so each
  * projection reads one sinogram row. Each pixel's volume coordinates are computed exactly
@@ -312,11 +327,8 @@ void FN(tl_cpu_bp_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row,
 {
     const REAL *win = s->window;
     uint32_t W = s->cols, H = s->rows, n = s->n, w = sl->width;
-    const float *o = sl->plane;
-    double t = 1.0 - (row + 0.5) / sl->height, s0 = 0.5 / w;
-    REAL px = (REAL)(o[6] + s0 * o[0] + t * o[3]), dx = (REAL)(o[0] / (double)w);
-    REAL py = (REAL)(o[7] + s0 * o[1] + t * o[4]), dy = (REAL)(o[1] / (double)w);
-    REAL pz = (REAL)(o[8] + s0 * o[2] + t * o[5]), dz = (REAL)(o[2] / (double)w);
+    REAL px, py, pz, dx, dy, dz;
+    FN(row_start)(sl, row, &px, &py, &pz, &dx, &dy, &dz);
     REAL *acc = s->rowbuf[thread];
     memset(acc, 0, w * sizeof *acc);
 
@@ -376,11 +388,8 @@ void FN(tl_cpu_bp_cone_row)(tl_cpu_state *s, const tl_bp_slice *sl, uint32_t row
 {
     const REAL *win = s->window;
     uint32_t W = s->cols, H = s->rows, n = s->n, w = sl->width;
-    const float *o = sl->plane;
-    double t = 1.0 - (row + 0.5) / sl->height, s0 = 0.5 / w;
-    REAL px = (REAL)(o[6] + s0 * o[0] + t * o[3]), dx = (REAL)(o[0] / (double)w);
-    REAL py = (REAL)(o[7] + s0 * o[1] + t * o[4]), dy = (REAL)(o[1] / (double)w);
-    REAL pz = (REAL)(o[8] + s0 * o[2] + t * o[5]), dz = (REAL)(o[2] / (double)w);
+    REAL px, py, pz, dx, dy, dz;
+    FN(row_start)(sl, row, &px, &py, &pz, &dx, &dy, &dz);
     REAL *acc = s->rowbuf[thread];
     memset(acc, 0, w * sizeof *acc);
 
