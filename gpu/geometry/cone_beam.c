@@ -81,8 +81,9 @@ static tl_status check_matrices(const tl_engine_config *c, tl_errbuf *eb)
 {
     const tl_cone_config *k = &c->cone;
     if (!k->matrices || k->nmatrices == 0)
-        return tl_fail(eb, TL_EINVAL, "cone geometry: %s", k->matrices ? "no matrices given (nmatrices 0)"
-                       : "nmatrices without matrices");
+        return tl_fail(eb, TL_EINVAL, "cone geometry: %s",
+                       k->matrices ? "no matrices given (nmatrices 0)"
+                                   : "nmatrices without matrices");
     tl_cone_box box = seen_box(c);
     double ref[4];
     for (uint32_t i = 0; i < k->nmatrices; i++) {
