@@ -86,8 +86,8 @@ static int parse(int argc, char **argv, options *o)
                 shape *s = &o->shapes[o->nshapes];
                 if (o->nshapes == MAX_SHAPES)
                     return tl_cli_fail(ME, 2, "at most %d shapes", MAX_SHAPES);
-                if (sscanf(optarg, "%ux%ux%u", &s->d, &s->p, &s->n) != 3 || s->d < 2 ||
-                    s->p < 1 || s->n < 1 || s->d > 16384 || s->p > 65536 || s->n > 16384)
+                if (sscanf(optarg, "%ux%ux%u", &s->d, &s->p, &s->n) != 3 || s->d < 2 || s->p < 1 ||
+                    s->n < 1 || s->d > 16384 || s->p > 65536 || s->n > 16384)
                     return tl_cli_fail(ME, 2, "bad --shape '%s': need DxPxN", optarg);
                 o->nshapes++;
                 break;
@@ -216,8 +216,8 @@ static int bench_shape(const options *o, const shape *s)
         printf("\n%ux%u detector, %u projections -> %u^3 on %s (window filled in %.1f s, jobs "
                "of %u slices)\n",
                s->d, s->d, s->p, s->n, es.device_name, tl_cli_now() - t0, o->batch);
-        printf("%-16s | %-6s | %10s | %12s | %14s\n", "kernel", "mode", "volume s",
-               "GUPS (1e9)", "GUPS (2^30)");
+        printf("%-16s | %-6s | %10s | %12s | %14s\n", "kernel", "mode", "volume s", "GUPS (1e9)",
+               "GUPS (2^30)");
         printf("-----------------+--------+------------+--------------+---------------\n");
     }
     double updates = (double)s->n * s->n * s->n * s->p;
@@ -236,8 +236,7 @@ static int bench_shape(const options *o, const shape *s)
         }
         if (rc == 0)
             printf("%-16s | %-6s | %10.3f | %12.1f | %14.1f\n", names[k], tl_quality_name(q),
-                   ms / 1e3, updates / (ms * 1e-3) / 1e9,
-                   updates / (ms * 1e-3) / 1073741824.0);
+                   ms / 1e3, updates / (ms * 1e-3) / 1e9, updates / (ms * 1e-3) / 1073741824.0);
     }
     free(ids);
     tl_engine_destroy(e);

@@ -43,8 +43,8 @@ int tl_cone_scan_make(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv
     return rc;
 }
 
-int tl_cone_scan_make_angles(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv,
-                             double du, double dv, const double *angles)
+int tl_cone_scan_make_angles(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv, double du,
+                             double dv, const double *angles)
 {
     memset(s, 0, sizeof *s);
     s->rows = rows;
@@ -170,7 +170,8 @@ tl_status tl_cone_scan_engine(const tl_cone_scan *s, const tl_engine_config *c, 
         return TL_ENOMEM;
     for (uint32_t k = 0; k < nz && st == TL_OK; k++)
         for (uint32_t i = 0; i < ny / 2; i++) {
-            float *a = vol + ((size_t)k * ny + i) * nx, *b = vol + ((size_t)k * ny + ny - 1 - i) * nx;
+            float *a = vol + ((size_t)k * ny + i) * nx,
+                  *b = vol + ((size_t)k * ny + ny - 1 - i) * nx;
             memcpy(row, a, nx * sizeof *row);
             memcpy(a, b, nx * sizeof *row);
             memcpy(b, row, nx * sizeof *row);

@@ -25,7 +25,7 @@
 
 #define TL_CONE_SCAN_SAD 200.0
 #define TL_CONE_SCAN_SDD 400.0
-#define TL_CONE_SCAN_WIDTH 79.5 /* mm */
+#define TL_CONE_SCAN_WIDTH 79.5   /* mm */
 #define TL_CONE_SCAN_PHANTOM 15.0 /* mm: tl_phantom_shepp_logan's scale (30 mm across) */
 
 typedef struct {
@@ -42,8 +42,8 @@ typedef struct {
 int tl_cone_scan_make(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv, double du,
                       double dv, bool jitter);
 /* The same with the nv view angles given (radians). */
-int tl_cone_scan_make_angles(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv,
-                             double du, double dv, const double *angles);
+int tl_cone_scan_make_angles(tl_cone_scan *s, uint32_t rows, uint32_t cols, uint32_t nv, double du,
+                             double dv, const double *angles);
 void tl_cone_scan_free(tl_cone_scan *s);
 
 /* An engine configuration for the scan (F32 line integrals, window nv, uniform weights). */

@@ -92,8 +92,8 @@ __global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
     const float x = tl_geom_x(g, i, j), y = tl_geom_y(g, i, j), z = tl_geom_z(g, i, j);
     double v = acc[(size_t)i * g.w + j];
     for (int k = 0; k < b.n; k++) /* each rounded on its own, as in acc_delta_kernel */
-        v += (double)__fmul_rn(
-            b.weight[k], tl_cone_sample(window, pitch_el, slab_el, W, H, b.m[k], b.slot[k], x, y, z));
+        v += (double)__fmul_rn(b.weight[k], tl_cone_sample(window, pitch_el, slab_el, W, H, b.m[k],
+                                                           b.slot[k], x, y, z));
     acc[(size_t)i * g.w + j] = v;
 }
 

@@ -155,8 +155,8 @@ __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
             if (TEX) {
 #pragma unroll
                 for (int s = 0; s < CONE_ZB; s++)
-                    acc[s] = fmaf(wt, stack_sample(tex, u, fmaf(vb, zb.z[s], va), c.slot[k]),
-                                  acc[s]);
+                    acc[s] =
+                        fmaf(wt, stack_sample(tex, u, fmaf(vb, zb.z[s], va), c.slot[k]), acc[s]);
                 continue;
             }
             if (!(u > -1.f && u < (float)W))
@@ -175,9 +175,9 @@ __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
                 const int r0 = (int)flv;
                 const float gv = v - flv;
                 const float a = r0 >= 0 ? window_row(col, slab_el, r0, iu, fu, lo, hi) : 0.f;
-                const float b =
-                    gv != 0.f && r0 + 1 < H ? window_row(col, slab_el, r0 + 1, iu, fu, lo, hi)
-                                            : 0.f;
+                const float b = gv != 0.f && r0 + 1 < H
+                                    ? window_row(col, slab_el, r0 + 1, iu, fu, lo, hi)
+                                    : 0.f;
                 acc[s] = fmaf(wt, tl_lerp(a, b, gv), acc[s]);
             }
         }
@@ -209,19 +209,22 @@ static tl_status one_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_bat
 {
     const dim3 block(CONE_BLOCK, CONE_BLOCK);
     if (stack)
-        bp_cone_kernel<true><<<cone_grid(&b->g), block, 0, s->stream>>>(
-            s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, s->stack_tex,
-            s->d_cone, s->d_par, s->d_slot, (int)nproj, b->g, b->out[0]);
+        bp_cone_kernel<true>
+            <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
+                                                        (int)s->cols, (int)s->rows, s->stack_tex,
+                                                        s->d_cone, s->d_par, s->d_slot, (int)nproj,
+                                                        b->g, b->out[0]);
     else
-        bp_cone_kernel<false><<<cone_grid(&b->g), block, 0, s->stream>>>(
-            s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, 0, s->d_cone,
-            s->d_par, s->d_slot, (int)nproj, b->g, b->out[0]);
+        bp_cone_kernel<false>
+            <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
+                                                        (int)s->cols, (int)s->rows, 0, s->d_cone,
+                                                        s->d_par, s->d_slot, (int)nproj, b->g,
+                                                        b->out[0]);
     TL_CUDA_LAUNCHED(s->eb, "bp_cone_kernel");
     return TL_OK;
 }
 
-static tl_status zb_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_batch *b,
-                           size_t nproj)
+static tl_status zb_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_batch *b, size_t nproj)
 {
     cone_zbatch zb;
     zb.nz = b->nz;
@@ -231,13 +234,16 @@ static tl_status zb_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_batc
     }
     const dim3 block(CONE_BLOCK, CONE_BLOCK);
     if (stack)
-        bp_cone_zb_kernel<true><<<cone_grid(&b->g), block, 0, s->stream>>>(
-            s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, s->stack_tex,
-            s->d_cone, s->d_par, s->d_slot, (int)nproj, b->g, zb);
+        bp_cone_zb_kernel<true>
+            <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
+                                                        (int)s->cols, (int)s->rows, s->stack_tex,
+                                                        s->d_cone, s->d_par, s->d_slot, (int)nproj,
+                                                        b->g, zb);
     else
-        bp_cone_zb_kernel<false><<<cone_grid(&b->g), block, 0, s->stream>>>(
-            s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, 0, s->d_cone,
-            s->d_par, s->d_slot, (int)nproj, b->g, zb);
+        bp_cone_zb_kernel<false>
+            <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
+                                                        (int)s->cols, (int)s->rows, 0, s->d_cone,
+                                                        s->d_par, s->d_slot, (int)nproj, b->g, zb);
     TL_CUDA_LAUNCHED(s->eb, "bp_cone_zb_kernel");
     return TL_OK;
 }
@@ -246,17 +252,17 @@ static tl_status zb_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_batc
 
 const tl_cuda_kernel tl_cuda_cone_kernels[] = {
     {"cone-exact", TL_QUALITY_EXACT, 1, TL_KF_CONE,
-     "16x16 threads, 1 pixel each, bilinear in (u, v) from the window (__ldg)", 0, 0, false,
-     false, NULL},
+     "16x16 threads, 1 pixel each, bilinear in (u, v) from the window (__ldg)", 0, 0, false, false,
+     NULL},
     {"cone-tex", TL_QUALITY_FAST, 1, TL_KF_CONE,
-     "16x16 threads, 1 pixel each, texture bilinear from the projection stack", 0, 0, false,
-     false, NULL},
+     "16x16 threads, 1 pixel each, texture bilinear from the projection stack", 0, 0, false, false,
+     NULL},
     {"cone-zb/8", TL_QUALITY_EXACT, CONE_ZB, TL_KF_CONE,
      "16x16 threads, 8 slices each, u and w once per column, bilinear from the window", 0, 0,
      false, false, NULL},
     {"cone-tex-zb/8", TL_QUALITY_FAST, CONE_ZB, TL_KF_CONE,
-     "16x16 threads, 8 slices each, u and w once per column, texture from the stack", 0, 0,
-     false, false, NULL},
+     "16x16 threads, 8 slices each, u and w once per column, texture from the stack", 0, 0, false,
+     false, NULL},
 };
 const int tl_cuda_cone_nkernels = sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels;
 
@@ -294,8 +300,8 @@ static bool same_grid(const tl_bp_slice *a, const tl_bp_slice *b)
     return true;
 }
 
-bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k,
-                            const tl_bp_slice *sl, const tl_bp_job *job, char *why, size_t why_len)
+bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_slice *sl,
+                            const tl_bp_job *job, char *why, size_t why_len)
 {
     if (impl_of(k)->stack && !s->stack) {
         snprintf(why, why_len, "%s needs the projection stack, which this engine has not",

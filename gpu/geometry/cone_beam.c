@@ -201,8 +201,7 @@ static tl_bp_proj cone_projection(const tl_engine_config *c, uint32_t slot, uint
                     .center = center,
                     /* a turn: each ray twice, half each; a short scan: Parker's weights
                      * count each once, and a view stands for its share of the range */
-                    .weight = tl_parker_short(k) ? k->scan_range / c->window
-                                                 : M_PI / c->window};
+                    .weight = tl_parker_short(k) ? k->scan_range / c->window : M_PI / c->window};
     /* world (X, Y, Z) = (x xy, y xy, (z - v0) z_mm), then / depth of the isocentre (of a
      * normalised matrix: its last entry; source_origin for a circular one) */
     double d = P[0][11];

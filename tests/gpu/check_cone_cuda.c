@@ -46,8 +46,12 @@ static bool within_mode(const char *what, tl_quality q, const float *got, const 
                         size_t n)
 {
     double l2 = tl_rel_l2(got, ref, n), mor = tl_max_over_range(got, ref, n);
-    double rel_max = q == TL_QUALITY_EXACT ? EXACT_REL : q == TL_QUALITY_FAST ? FAST_REL : PREVIEW_REL;
-    double mor_max = q == TL_QUALITY_EXACT ? EXACT_MOR : q == TL_QUALITY_FAST ? FAST_MOR : INFINITY;
+    double rel_max = q == TL_QUALITY_EXACT  ? EXACT_REL
+                     : q == TL_QUALITY_FAST ? FAST_REL
+                                            : PREVIEW_REL;
+    double mor_max = q == TL_QUALITY_EXACT  ? EXACT_MOR
+                     : q == TL_QUALITY_FAST ? FAST_MOR
+                                            : INFINITY;
     bool ok = l2 <= rel_max && mor <= mor_max;
     printf("  %s (%s): rel L2 %.3g, max/range %.3g%s\n", what, tl_quality_name(q), l2, mor,
            ok ? "" : "  OUTSIDE ITS MODE");

@@ -106,7 +106,8 @@ START_TEST(mid_plane_density)
     tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CPU);
     ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, 1, vol), TL_OK);
     tl_phantom ph;
-    ck_assert_int_eq(tl_phantom_shepp_logan(&ph, TL_CONE_SCAN_PHANTOM, 0.0, TL_CONE_SCAN_PHANTOM), 0);
+    ck_assert_int_eq(tl_phantom_shepp_logan(&ph, TL_CONE_SCAN_PHANTOM, 0.0, TL_CONE_SCAN_PHANTOM),
+                     0);
     double unit = tl_cone_scan_unit(&s), got = 0, want = 0;
     int n = 0;
     for (int j = 0; j < NY; j++)
@@ -229,8 +230,16 @@ START_TEST(matrices_equal_circular)
     tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CPU);
     c.precision = TL_PRECISION_F64;
     ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, NZ, a), TL_OK);
-    tl_cone_circular g = {TL_CONE_SCAN_SAD, TL_CONE_SCAN_SDD, s.pitch, s.pitch,
-                          s.center - (COLS - 1) / 2.0, s.offset_v, ROWS, COLS, NV, s.angles};
+    tl_cone_circular g = {TL_CONE_SCAN_SAD,
+                          TL_CONE_SCAN_SDD,
+                          s.pitch,
+                          s.pitch,
+                          s.center - (COLS - 1) / 2.0,
+                          s.offset_v,
+                          ROWS,
+                          COLS,
+                          NV,
+                          s.angles};
     tl_errbuf eb;
     ck_assert_int_eq(tl_cone_circular_matrices(&g, P, &eb), TL_OK);
     c.cone.matrices = (const double(*)[12])P;
@@ -257,8 +266,8 @@ START_TEST(matrices_wobble_vs_reference)
     double angles[NVW], pitch = TL_CONE_SCAN_WIDTH / cols;
     for (int i = 0; i < NVW; i++)
         angles[i] = 2 * M_PI * i / NVW;
-    tl_cone_circular g = {TL_CONE_SCAN_SAD, TL_CONE_SCAN_SDD, pitch, pitch, 0.5, 0.0, rows, cols,
-                          NVW, angles};
+    tl_cone_circular g =
+        {TL_CONE_SCAN_SAD, TL_CONE_SCAN_SDD, pitch, pitch, 0.5, 0.0, rows, cols, NVW, angles};
     double(*P)[12] = malloc(NVW * sizeof *P);
     size_t npix = (size_t)rows * cols, nvox = (size_t)NX * NY * NZ;
     double *line = malloc(npix * sizeof *line), *projd = malloc(NVW * npix * sizeof *projd);
@@ -288,8 +297,13 @@ START_TEST(matrices_wobble_vs_reference)
                      TL_OK);
     for (size_t k = 0; k < nvox; k++)
         ref[k] *= unit;
-    tl_cone_scan s = {.rows = rows, .cols = cols, .nv = NVW, .pitch = pitch,
-                      .center = (cols - 1) / 2.0, .angles = angles, .proj = proj};
+    tl_cone_scan s = {.rows = rows,
+                      .cols = cols,
+                      .nv = NVW,
+                      .pitch = pitch,
+                      .center = (cols - 1) / 2.0,
+                      .angles = angles,
+                      .proj = proj};
     tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CPU);
     c.precision = TL_PRECISION_F64;
     c.cone.matrices = (const double(*)[12])P;
@@ -316,8 +330,12 @@ START_TEST(parker_conjugates_sum_to_one)
     tl_engine_config c;
     tl_engine_config_init(&c, ROWS, COLS, 100);
     c.geometry = TL_GEOMETRY_CONE;
-    c.cone = (tl_cone_config){.source_origin = 200, .source_detector = 400, .pixel_u = 1.5,
-                              .pixel_v = 1.5, .scan_start = 0.4, .scan_range = M_PI + 0.5};
+    c.cone = (tl_cone_config){.source_origin = 200,
+                              .source_detector = 400,
+                              .pixel_u = 1.5,
+                              .pixel_v = 1.5,
+                              .scan_start = 0.4,
+                              .scan_range = M_PI + 0.5};
     c.center = 30.5;
     tl_parker p = tl_parker_of(&c);
     ck_assert(p.on);
@@ -329,7 +347,8 @@ START_TEST(parker_conjugates_sum_to_one)
             double beta2 = beta + M_PI + 2 * g, u2 = p.u0 - p.fu * tan(g);
             if (beta2 < 0 || beta2 > M_PI + 0.5)
                 continue;
-            double sum = tl_parker_weight(&p, 0.4 + beta, u) + tl_parker_weight(&p, 0.4 + beta2, u2);
+            double sum =
+                tl_parker_weight(&p, 0.4 + beta, u) + tl_parker_weight(&p, 0.4 + beta2, u2);
             worst = fmax(worst, fabs(sum - 1));
             checked++;
         }
@@ -429,8 +448,8 @@ START_TEST(bad_configurations)
 
     /* given matrices: one not normalised, one of another detector; frames and the centre */
     double angles[4] = {0, 1, 2, 3}, P[4][12];
-    tl_cone_circular g = {TL_CONE_SCAN_SAD, TL_CONE_SCAN_SDD, 1.5, 1.5, 0, 0, ROWS, COLS, 4,
-                          angles};
+    tl_cone_circular g =
+        {TL_CONE_SCAN_SAD, TL_CONE_SCAN_SDD, 1.5, 1.5, 0, 0, ROWS, COLS, 4, angles};
     tl_errbuf eb;
     ck_assert_int_eq(tl_cone_circular_matrices(&g, P, &eb), TL_OK);
     c = base;
@@ -451,8 +470,12 @@ START_TEST(bad_configurations)
     memset(P, 0, sizeof P); /* the engine holds its own copy */
     float *px = calloc(ROWS * COLS, sizeof *px);
     ck_assert_ptr_nonnull(px);
-    tl_frame f = {.kind = TL_FRAME_PROJ, .index = 4, .dtype = TL_DTYPE_F32, .rows = ROWS,
-                  .cols = COLS, .data = px};
+    tl_frame f = {.kind = TL_FRAME_PROJ,
+                  .index = 4,
+                  .dtype = TL_DTYPE_F32,
+                  .rows = ROWS,
+                  .cols = COLS,
+                  .data = px};
     ck_assert_int_eq(tl_engine_submit(e, &f), TL_EINVAL);
     ck_assert_msg(strstr(tl_engine_last_error(e), "no cone-beam matrix"), "%s",
                   tl_engine_last_error(e));
