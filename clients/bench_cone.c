@@ -187,6 +187,7 @@ static int bench_shape(const options *o, const shape *s)
     c.device = o->device;
     c.dtype = TL_DTYPE_F32;
     c.already_linear = true;
+    c.quality = TL_QUALITY_FAST; /* with the texture kernels' projection stack */
     c.geometry = TL_GEOMETRY_CONE;
     c.cone = (tl_cone_config){.source_origin = SOURCE_AXIS_MM,
                               .source_detector = SOURCE_DETECTOR_MM,

@@ -304,7 +304,8 @@ bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, con
                             const tl_bp_job *job, char *why, size_t why_len)
 {
     if (impl_of(k)->stack && !s->stack) {
-        snprintf(why, why_len, "%s needs the projection stack, which this engine has not",
+        snprintf(why, why_len,
+                 "%s needs the projection stack, which an engine of quality exact has not",
                  k->name);
         return false;
     }

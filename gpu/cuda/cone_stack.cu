@@ -12,7 +12,9 @@
  * marked stale, and every stale slot is copied before anything reads the stack (after the
  * held filter passes, tl_cuda_flush), so batched filtering is untouched and a slot is
  * copied once however often it is read. A ring-removal update that rewrote the window
- * marks every slot stale. The stack doubles the window's memory; estimate() counts it.
+ * marks every slot stale. The stack doubles the window's memory, so it is made only for
+ * an engine whose quality mode lets the texture kernels (`fast`) serve it; estimate()
+ * counts it.
  */
 #include "config.h"
 
@@ -23,16 +25,22 @@
 
 #include "gpu/cuda/cuda_state.cuh"
 
+/* Whether an engine of configuration c gets the stack. */
+static bool wants_stack(const tl_engine_config *c)
+{
+    return c->geometry == TL_GEOMETRY_CONE && c->quality >= TL_QUALITY_FAST;
+}
+
 size_t tl_cuda_cone_stack_bytes(const tl_engine_config *c)
 {
-    if (c->geometry != TL_GEOMETRY_CONE)
+    if (!wants_stack(c))
         return 0;
     return (size_t)c->window * c->rows * c->cols * sizeof(float) + c->window; /* + stale flags */
 }
 
 tl_status tl_cuda_cone_stack_create(tl_cuda_state *s)
 {
-    if (s->cfg.geometry != TL_GEOMETRY_CONE)
+    if (!wants_stack(&s->cfg))
         return TL_OK;
     s->stack_stale = (bool *)calloc(s->n, sizeof *s->stack_stale);
     if (!s->stack_stale)

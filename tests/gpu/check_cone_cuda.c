@@ -120,6 +120,7 @@ START_TEST(kernel_modes)
     ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, NZ, ref), TL_OK);
     c.backend = TL_BACKEND_CUDA;
     c.precision = TL_PRECISION_F32;
+    c.quality = TL_QUALITY_FAST; /* the texture kernels' projection stack */
     tl_engine *e = tl_gt_cuda(&c, NULL);
     tl_kernel_info kern[16];
     size_t nk = tl_engine_kernels(e, kern, 16);
