@@ -42,9 +42,12 @@ static bool str_same(tl_proto_str a, tl_proto_str b)
     return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
+/* A decoder's codes: the protocol errors, and E_UNSUPPORTED for well-formed keys that do
+ * not go together (a row band of a CUDA IPC frame, PROTOCOL.md §8.2; a cone-beam key in a
+ * parallel-beam scan, §8.1.1). */
 static bool valid_code(tl_proto_err rc)
 {
-    return rc >= TL_PROTO_E_PARTS && rc <= TL_PROTO_E_PAYLOAD;
+    return (rc >= TL_PROTO_E_PARTS && rc <= TL_PROTO_E_PAYLOAD) || rc == TL_PROTO_E_UNSUPPORTED;
 }
 
 static void check_err(tl_proto_err rc, const tl_proto_error *err)
