@@ -164,6 +164,7 @@ tl_status tl_tune_run(tl_engine *e, const tl_tune_shape *shape, const tl_tune_op
         return st;
     }
     r->shape = *shape;
+    r->shape.geometry = tl_engine_get_config(e)->geometry;
     tl_engine_device_id(e, &r->device);
     r->seconds = (double)(tl_clock_ns() - t0) * 1e-9;
     r->when = (int64_t)time(NULL);

@@ -38,6 +38,9 @@ typedef struct {
     uint32_t height, width; /* slice pixels */
     uint32_t window;        /* projections (the engine's window) */
     uint32_t batch;         /* largest number of slices reconstructed together: 1, 2 or 4 */
+    tl_geometry geometry;   /* the engine's (set by tl_tune_run and the cache from the
+                               engine; callers leave it 0): cone and parallel beam have
+                               kernels of their own, so each has its own entries */
 } tl_tune_shape;
 
 #define TL_TUNE_MAX_ENTRIES 128

@@ -4,6 +4,7 @@
  * One JSON document, so a person can read and edit it:
  *   {"version": 1, "entries": [{"device": ..., "uuid": ..., "driver": ..., "runtime": ...,
  *     "height": ..., "width": ..., "window": ..., "batch": ...,       <- the key
+ *     ["geometry": "cone"],                        <- too, absent for parallel beam
  *     "cc": [9, 0], "sm_count": ..., "when": ..., "reps": ..., "seconds": ...,
  *     "choice": {"single": {"exact": ..., ...}, "batch": {...}},
  *     "entries": [{"kernel": ..., "quality": "exact", "slices": ..., "batch": ...,
@@ -178,10 +179,19 @@ static bool same_str(const json_t *o, const char *key, const char *want)
     return s && strcmp(s, want) == 0;
 }
 
-static bool same_key(const json_t *o, const tl_device_id *d, const tl_tune_shape *sh)
+/* An entry's geometry: "geometry": "cone", or parallel beam where the key is absent (the
+ * entries written before cone beam). */
+static tl_geometry entry_geometry(const json_t *o)
+{
+    return same_str(o, "geometry", "cone") ? TL_GEOMETRY_CONE : TL_GEOMETRY_PARALLEL;
+}
+
+static bool same_key(const json_t *o, const tl_device_id *d, const tl_tune_shape *sh,
+                     tl_geometry geometry)
 {
     tl_tune_shape k;
-    return json_is_object(o) && same_str(o, "device", d->name) && same_str(o, "uuid", d->uuid) &&
+    return json_is_object(o) && entry_geometry(o) == geometry &&
+           same_str(o, "device", d->name) && same_str(o, "uuid", d->uuid) &&
            same_str(o, "driver", d->driver) && same_str(o, "runtime", d->runtime) &&
            get_u32(o, "height", &k.height) && k.height == sh->height &&
            get_u32(o, "width", &k.width) && k.width == sh->width &&
@@ -229,6 +239,7 @@ static const char *parse_result(const json_t *o, tl_tune_result *r)
     if (!get_u32(o, "height", &r->shape.height) || !get_u32(o, "width", &r->shape.width) ||
         !get_u32(o, "window", &r->shape.window) || !get_u32(o, "batch", &r->shape.batch))
         return "shape fields";
+    r->shape.geometry = entry_geometry(o);
     if (!json_is_integer(json_object_get(o, "when")) || !get_int(o, "reps", &r->reps))
         return "\"when\" or \"reps\"";
     when = json_integer_value(json_object_get(o, "when"));
@@ -295,7 +306,7 @@ tl_status tl_tune_cache_lookup(const char *path, const tl_engine *e, const tl_tu
     /* the newest entry of the key wins (store appends, a hand-edited file may repeat) */
     for (size_t i = json_array_size(list); i-- > 0;) {
         const json_t *o = json_array_get(list, i);
-        if (!same_key(o, &d, shape))
+        if (!same_key(o, &d, shape, tl_engine_get_config(e)->geometry))
             continue;
         const char *why = parse_result(o, r), *gone = NULL;
         if (!why && (gone = missing_kernel(e, r)) == NULL) {
@@ -355,7 +366,8 @@ static json_t *result_json(const tl_tune_result *r)
               put(o, "height", json_integer(r->shape.height)) &&
               put(o, "width", json_integer(r->shape.width)) &&
               put(o, "window", json_integer(r->shape.window)) &&
-              put(o, "batch", json_integer(r->shape.batch));
+              put(o, "batch", json_integer(r->shape.batch)) &&
+              (r->shape.geometry != TL_GEOMETRY_CONE || put(o, "geometry", json_string("cone")));
     json_t *cc = ok ? child(o, "cc", json_array()) : NULL;
     ok = cc && append(cc, json_integer(d->cc_major)) && append(cc, json_integer(d->cc_minor)) &&
          put(o, "sm_count", json_integer(d->sm_count)) && put(o, "when", json_integer(r->when)) &&
@@ -476,7 +488,7 @@ tl_status tl_tune_cache_store(const char *path, const tl_tune_result *r)
     }
     json_t *list = json_object_get(root, "entries");
     for (size_t i = json_array_size(list); i-- > 0;)
-        if (same_key(json_array_get(list, i), &r->device, &r->shape))
+        if (same_key(json_array_get(list, i), &r->device, &r->shape, r->shape.geometry))
             json_array_remove(list, i);
     while (json_array_size(list) >= CACHE_MAX_KEYS)
         json_array_remove(list, 0); /* the oldest: entries are appended */

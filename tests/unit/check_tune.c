@@ -237,6 +237,41 @@ START_TEST(cache_round_trip)
 }
 END_TEST
 
+/* Cone and parallel beam keep their own entries for the same device and shape: each has
+ * kernels of its own (a CUDA engine lists only its geometry's), so one's choice must never
+ * be looked up, or overwritten, by the other's. */
+START_TEST(cache_geometry)
+{
+    tl_engine *par = make(ROWS);
+    tl_engine_config c;
+    tl_engine_config_init(&c, ROWS, COLS, WINDOW);
+    c.backend = TL_BACKEND_CPU;
+    c.dtype = TL_DTYPE_F32;
+    c.already_linear = true;
+    c.threads = 2;
+    c.geometry = TL_GEOMETRY_CONE;
+    c.cone = (tl_cone_config){.source_origin = 200, .source_detector = 400, .pixel_u = 1,
+                              .pixel_v = 1};
+    tl_engine *cone = NULL;
+    ck_assert_msg(tl_engine_create(&c, &cone) == TL_OK, "%s", tl_engine_last_error(NULL));
+    static tl_tune_result rp, rc, got;
+    fake(&rp, par, &shape, 2.0);
+    ck_assert_int_eq(tl_tune_cache_store(path, &rp), TL_OK);
+    ck_assert_int_eq(tl_tune_cache_lookup(path, cone, &shape, &got), TL_ENOTFOUND);
+    ck_assert_msg(tl_tune_run(cone, &shape, &quick, &rc) == TL_OK, "%s", tl_tune_last_error());
+    ck_assert_int_eq(rc.shape.geometry, TL_GEOMETRY_CONE);
+    ck_assert_int_eq(tl_tune_cache_store(path, &rc), TL_OK);
+    ck_assert_int_eq(tl_tune_cache_lookup(path, cone, &shape, &got), TL_OK);
+    ck_assert_int_eq(got.shape.geometry, TL_GEOMETRY_CONE);
+    ck_assert(got.when == rc.when);
+    ck_assert_int_eq(tl_tune_cache_lookup(path, par, &shape, &got), TL_OK); /* still there */
+    ck_assert_int_eq(got.shape.geometry, TL_GEOMETRY_PARALLEL);
+    ck_assert(got.when == rp.when);
+    tl_engine_destroy(par);
+    tl_engine_destroy(cone);
+}
+END_TEST
+
 START_TEST(cache_key)
 {
     tl_engine *e = make(ROWS);
@@ -255,10 +290,10 @@ START_TEST(cache_key)
         ck_assert_int_eq(tl_tune_cache_lookup(p2, e, &shape, &got), TL_ENOTFOUND);
     }
     /* another shape: not found; then stored as well, and both are found */
-    const tl_tune_shape others[] = {{COLS + 1, COLS, WINDOW, 4},
-                                    {COLS, COLS + 1, WINDOW, 4},
-                                    {COLS, COLS, WINDOW + 1, 4},
-                                    {COLS, COLS, WINDOW, 2}};
+    const tl_tune_shape others[] = {{COLS + 1, COLS, WINDOW, 4, TL_GEOMETRY_PARALLEL},
+                                    {COLS, COLS + 1, WINDOW, 4, TL_GEOMETRY_PARALLEL},
+                                    {COLS, COLS, WINDOW + 1, 4, TL_GEOMETRY_PARALLEL},
+                                    {COLS, COLS, WINDOW, 2, TL_GEOMETRY_PARALLEL}};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
         ck_assert_int_eq(tl_tune_cache_lookup(path, e, &others[i], &got), TL_ENOTFOUND);
     static tl_tune_result r2;
@@ -453,6 +488,7 @@ static Suite *suite(void)
     tcase_add_test(tc, choose_by_mode);
     tcase_add_test(tc, cache_round_trip);
     tcase_add_test(tc, cache_key);
+    tcase_add_test(tc, cache_geometry);
     tcase_add_test(tc, cache_corrupt);
     tcase_add_test(tc, cache_hostile);
     tcase_add_test(tc, default_path);
