@@ -44,6 +44,20 @@ bool tl_angles_parse_deg(const char *s, uint32_t default_count, double **out, ui
 /* Parses one value (the rest of the line is blank) into dst; false if it is not one. */
 typedef bool (*parse_fn)(const char *tok, void *dst);
 
+bool tl_angles_arc(const double *a, uint32_t n, double *start, double *range, bool *full)
+{
+    if (n < 2)
+        return false;
+    for (uint32_t i = 1; i < n; i++)
+        if (!(a[i] > a[i - 1]))
+            return false;
+    double step = (a[n - 1] - a[0]) / (n - 1);
+    *start = a[0] - 0.5 * step;
+    *range = n * step;
+    *full = *range >= 2 * M_PI - 0.5 * step;
+    return true;
+}
+
 static bool parse_degrees(const char *tok, void *dst)
 {
     char *end;

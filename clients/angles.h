@@ -20,6 +20,13 @@
  * *out is malloc'ed radians. */
 bool tl_angles_parse_deg(const char *s, uint32_t default_count, double **out, uint32_t *n);
 
+/* The arc n increasing, equally spaced angles (radians) cover as a scan: each stands for
+ * one step (their mean spacing), so the arc starts half a step before the first angle and
+ * spans n steps; *full tells whether that is a whole turn (within half a step). False for
+ * fewer than 2 angles or angles that do not increase. Cone beam uses it to tell a short
+ * scan (Parker's weights, PROTOCOL.md 8.1.1 short_scan) from a full turn. */
+bool tl_angles_arc(const double *a, uint32_t n, double *start, double *range, bool *full);
+
 /* One angle in degrees per line; *out is malloc'ed radians. */
 int tl_angles_read_file(const char *path, double **out, uint32_t *n, char *err, size_t errlen);
 

@@ -963,6 +963,10 @@ static int send_scan(const options *o, const scan *sc, push_source *src, gpu_fra
                        .center = o->center,
                        .already_linear = o->already_linear};
     tl_cone_opts_scan(&o->cone, &s); /* cone beam: the trajectory (PROTOCOL.md 8.1.1) */
+    bool full = true; /* cone beam over less than a turn: a short scan (Parker's weights) */
+    if (o->cone.cone && tl_angles_arc(sc->angles, sc->nproj, &s.short_scan[0], &s.short_scan[1],
+                                      &full))
+        s.has_short_scan = !full;
     if (g) /* where the daemon sends its releases */
         s.release =
             (tl_proto_str){tl_push_ipc_endpoint(g->ring), strlen(tl_push_ipc_endpoint(g->ring))};

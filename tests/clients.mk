@@ -51,3 +51,10 @@ tests_integration_check_cone_tools_SOURCES = tests/integration/check_cone_tools.
 	clients/cone_opts.h clients/cone_opts.c
 tests_integration_check_cone_tools_CFLAGS = $(CLIENT_TEST_CFLAGS) $(TIFF_CFLAGS)
 tests_integration_check_cone_tools_LDADD = $(CLIENT_TEST_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS)
+
+# angle lists and the arc they cover (clients/angles.c)
+check_PROGRAMS += tests/unit/check_angles
+TESTS += tests/unit/check_angles
+tests_unit_check_angles_SOURCES = tests/unit/check_angles.c clients/angles.c clients/angles.h
+tests_unit_check_angles_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_angles_LDADD = $(TEST_LIBS) -lm

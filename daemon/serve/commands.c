@@ -661,7 +661,8 @@ static void pack_center(const tl_engine *e, msgpack_packer *pk)
 }
 
 /* "cone": nil for parallel beam, else the trajectory as the scan gave it (PROTOCOL.md
- * §8.1.1), with detector_offset u following the current centre (set_param center). */
+ * §8.1.1), with detector_offset u following the current centre (set_param center), and
+ * short_scan [start, range] (nil: a full turn). */
 static void pack_cone(const tl_scan *s, double center, msgpack_packer *pk)
 {
     const tl_proto_scan *m = &s->msg;
@@ -670,7 +671,7 @@ static void pack_cone(const tl_scan *s, double center, msgpack_packer *pk)
         msgpack_pack_nil(pk);
         return;
     }
-    msgpack_pack_map(pk, 4);
+    msgpack_pack_map(pk, 5);
     tl_proto_pack_kv_double(pk, "source_origin", m->source_origin);
     tl_proto_pack_kv_double(pk, "source_detector", m->source_detector);
     pack_key(pk, "pixel_size");
@@ -681,6 +682,14 @@ static void pack_cone(const tl_scan *s, double center, msgpack_packer *pk)
     msgpack_pack_array(pk, 2);
     msgpack_pack_double(pk, center - (m->cols - 1) / 2.0);
     msgpack_pack_double(pk, m->has_detector_offset ? m->detector_offset[1] : 0.0);
+    pack_key(pk, "short_scan");
+    if (!m->has_short_scan) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_double(pk, m->short_scan[0]);
+    msgpack_pack_double(pk, m->short_scan[1]);
 }
 
 static void pack_scan(tl_daemon *d, msgpack_packer *pk)
