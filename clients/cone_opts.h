@@ -29,7 +29,8 @@
 #define TL_CONE_OPTS_HELP                                                                          \
     "      --geometry parallel|cone  beam geometry (default parallel); cone: a circular\n"       \
     "                        cone-beam scan (FDK), which needs the next three options and a\n"   \
-    "                        full turn of angles (e.g. --angles-deg 0:360:N)\n"                  \
+    "                        full turn of angles (e.g. --angles-deg 0:360:N), or a short\n"      \
+    "                        scan of 180 degrees plus the fan or more (Parker's weights)\n"     \
     "      --source-origin MM  cone: distance from the source to the rotation axis, mm\n"        \
     "      --source-detector MM  cone: distance from the source to the detector, mm\n"           \
     "      --pixel-size MM[,MM]  cone: detector pixel pitch, mm (one number: square; else\n"     \

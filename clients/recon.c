@@ -411,6 +411,35 @@ static int open_stack(tl_volume_stack *r, const char *path, const char *what,
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Cone beam over less than a turn (the n angles, in any order, cover less than 2 pi): a
+ * short scan, weighed with Parker's weights (gpu/base/parker.h), which take the views as
+ * equally spaced, so uniform view weights. */
+static int cone_short_scan(const double *angles, uint32_t n, bool verbose, tl_engine_config *c)
+{
+    double *a = malloc((n ? n : 1) * sizeof *a), start, range;
+    bool full = true;
+    if (!a)
+        return fail("out of memory");
+    memcpy(a, angles, n * sizeof *a);
+    qsort(a, n, sizeof *a, cmp_double);
+    if (tl_angles_arc(a, n, &start, &range, &full) && !full) {
+        c->cone.scan_start = start;
+        c->cone.scan_range = range;
+        c->weights = TL_WEIGHTS_UNIFORM;
+        if (verbose)
+            fprintf(stderr, ME ": a short scan of %.2f degrees from %.2f: Parker's weights\n",
+                    range * 180 / M_PI, start * 180 / M_PI);
+    }
+    free(a);
+    return 0;
+}
+
 /* The output options: dtype, range, compression, threads. */
 static int output_options(const options *o, tl_volume_output_spec *spec)
 {
@@ -606,6 +635,8 @@ static int run(const options *o, resources *R)
      * says the scan was N equally spaced ones (some lost) */
     c.weights = o->angles_file && !o->window ? TL_WEIGHTS_ANGLES : TL_WEIGHTS_UNIFORM;
     c.already_linear = o->already_linear;
+    if (o->cone.cone && cone_short_scan(R->angles, P->frames, o->verbose, &c) != 0)
+        return 1;
     if (o->kernel)
         snprintf(c.kernel, sizeof c.kernel, "%s", o->kernel);
 
