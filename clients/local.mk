@@ -14,6 +14,7 @@ clients_tomolive_SOURCES = \
 	clients/tomolive.c clients/commands.h clients/cli.h clients/cli.c \
 	clients/angles.h clients/angles.c clients/corr_opts.h clients/corr_opts.c \
 	clients/cone_opts.h clients/cone_opts.c \
+	clients/cone_read.h clients/cone_read.c clients/cone_read_rtk.c clients/npy.h clients/npy.c \
 	clients/push.c clients/push_source.h clients/push_source.c \
 	clients/push_ipc.h clients/push_ipc.c \
 	clients/push_dectris.h clients/push_dectris.c \
@@ -28,9 +29,9 @@ clients_tomolive_SOURCES = \
 	clients/phantom_scan.c clients/bench_volume_e2e.c clients/bench_volume_write.c \
 	clients/bench_cone.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
-	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS)
+	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS) $(LIBXML_CFLAGS)
 clients_tomolive_LDADD = clients/libtlimages.a $(JSONPACK_LIBS) $(PROTO_LIBS) \
-	$(ENGINE_LIBS) $(TIFF_LIBS) $(PNG_LIBS) $(JANSSON_LIBS) $(CBOR_LIBS)
+	$(ENGINE_LIBS) $(TIFF_LIBS) $(PNG_LIBS) $(JANSSON_LIBS) $(CBOR_LIBS) $(LIBXML_LIBS)
 
 # man page
 dist_man1_MANS = clients/tomolive.1

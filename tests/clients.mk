@@ -42,6 +42,20 @@ tests_integration_check_recon_window_LDADD = $(CLIENT_TEST_LIBS) $(IMAGE_LIBS) $
 TESTS += tests/integration/check_tune.sh
 EXTRA_DIST += tests/integration/check_tune.sh
 
+# cone-beam matrices from files (clients/cone_read.h): our own as text and .npy, ASTRA's
+# cone_vec rows and RTK's geometry XML against circular scans, RTK's own example and the
+# geometry RTK's documentation describes; the refusals
+check_PROGRAMS += tests/unit/check_cone_read tests/unit/check_cone_read_rtk
+TESTS += tests/unit/check_cone_read tests/unit/check_cone_read_rtk
+CONE_READ_SOURCES = clients/cone_read.h clients/cone_read.c clients/cone_read_rtk.c \
+	clients/npy.h clients/npy.c
+tests_unit_check_cone_read_SOURCES = tests/unit/check_cone_read.c $(CONE_READ_SOURCES)
+tests_unit_check_cone_read_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBXML_CFLAGS)
+tests_unit_check_cone_read_LDADD = $(ENGINE_LIBS) $(TEST_LIBS) $(LIBXML_LIBS)
+tests_unit_check_cone_read_rtk_SOURCES = tests/unit/check_cone_read_rtk.c $(CONE_READ_SOURCES)
+tests_unit_check_cone_read_rtk_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBXML_CFLAGS)
+tests_unit_check_cone_read_rtk_LDADD = $(ENGINE_LIBS) $(TEST_LIBS) $(LIBXML_LIBS)
+
 # cone beam through the tools (issue #21): push --geometry cone against the test's socket,
 # recon --geometry cone against the sample's density in the orbit's plane
 check_PROGRAMS += tests/integration/check_cone_tools
