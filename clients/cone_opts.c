@@ -87,13 +87,6 @@ bool tl_cone_opts_check(const tl_cone_opts *o, bool has_center, char *why, size_
             snprintf(why, why_len, "--%s is for --geometry cone", o->given);
         return !o->given;
     }
-    if (o->matrices) {
-        snprintf(why, why_len,
-                 "--matrices '%s': projection matrices are not yet supported (give the "
-                 "circular geometry: --source-origin, --source-detector, --pixel-size)",
-                 o->matrices);
-        return false;
-    }
     const char *missing = !(o->source_origin > 0)     ? "--source-origin"
                           : !(o->source_detector > 0) ? "--source-detector"
                           : !(o->pixel_u > 0)         ? "--pixel-size"
@@ -103,6 +96,13 @@ bool tl_cone_opts_check(const tl_cone_opts *o, bool has_center, char *why, size_
                  "--geometry cone needs --source-origin, --source-detector and --pixel-size "
                  "(%s is missing)",
                  missing);
+        return false;
+    }
+    if (o->matrices && (has_center || (o->has_offset && o->offset_u != 0))) {
+        snprintf(why, why_len,
+                 "--matrices '%s' places the detector: %s is not for given matrices (--offset "
+                 "0,V may still place the volume's rows)",
+                 o->matrices, has_center ? "--center" : "--offset with U");
         return false;
     }
     if (has_center && o->has_offset && o->offset_u != 0) {
@@ -158,9 +158,10 @@ void tl_cone_opts_describe(const tl_cone_opts *o, char *buf, size_t len)
     }
     snprintf(buf, len,
              " geometry=cone source_origin=%.17g source_detector=%.17g pixel=%.17g,%.17g "
-             "offset_v=%.17g",
+             "offset_v=%.17g%s%s",
              o->source_origin, o->source_detector, o->pixel_u, o->pixel_v,
-             o->has_offset ? o->offset_v : 0.0);
+             o->has_offset ? o->offset_v : 0.0, o->matrices ? " matrices=" : "",
+             o->matrices ? o->matrices : "");
 }
 
 /* ---- the simulated cone-beam sample ------------------------------------------------------ */

@@ -7,12 +7,14 @@
  *   char why[256];
  *   while (getopt_long(...)) ... if (!tl_cone_opt(&k, "source-origin", optarg, why, n)) ...
  *   if (!tl_cone_opts_check(&k, has_center, why, sizeof why)) return fail("%s", why);
- *   tl_cone_opts_engine(&k, cols, has_center, &config);   (recon)
+ *   tl_cone_opts_engine(&k, cols, has_center, &config);   (recon; --matrices: cone_read.h)
  *   tl_cone_opts_scan(&k, has_center, &scan);               (push)
  *
  * Conventions: gpu/geometry/cone.h. --offset U,V is the principal point minus the
  * detector's middle in pixels: U moves the default centre (cols - 1) / 2 (so --center and
- * a non-zero U are refused together), V is tl_cone_config.offset_v.
+ * a non-zero U are refused together), V is tl_cone_config.offset_v. With --matrices the
+ * matrices place the detector: --center and a non-zero U are refused, V still says which
+ * row the isocentre's plane is in volume coordinates (tl_cone_config).
  */
 #ifndef TL_CONE_OPTS_H
 #define TL_CONE_OPTS_H
@@ -37,8 +39,11 @@
     "                        along a row, along a column)\n"                                     \
     "      --offset U,V      cone: principal point minus the detector's middle, pixels (U\n"     \
     "                        moves the axis column, so not with --center; default 0,0)\n"        \
-    "      --matrices FILE   cone: one 3x4 projection matrix per projection: not yet\n"          \
-    "                        supported (refused)\n"
+    "      --matrices FILE[:FORMAT]  cone (recon): one projection matrix per projection,\n"      \
+    "                        an arbitrary trajectory (the three options above still set the\n"   \
+    "                        volume's unit; not with --center or --offset U). FORMAT: p (3x4\n"  \
+    "                        matrices, 12 numbers a line or .npy), astra (cone_vec rows, text\n" \
+    "                        or .npy), rtk (RTK geometry XML); default rtk for .xml, else p\n"
 
 typedef struct {
     bool cone;                             /* --geometry cone */
@@ -47,7 +52,7 @@ typedef struct {
     bool has_offset;
     double offset_u, offset_v; /* pixels */
     const char *given;         /* the last cone-only option given (for messages), or NULL */
-    const char *matrices;      /* --matrices FILE (refused by tl_cone_opts_check) */
+    const char *matrices;      /* --matrices FILE[:FORMAT] (read by the caller) */
 } tl_cone_opts;
 
 /* Whether name (a long option without "--") is one of these options. */
@@ -55,8 +60,8 @@ bool tl_cone_opt_is(const char *name);
 /* Applies option name with value into o; false with why for a bad value. */
 bool tl_cone_opt(tl_cone_opts *o, const char *name, const char *value, char *why,
                  size_t why_len);
-/* After every option: with cone, the three required ones given and --matrices absent;
- * without it, no cone-only option; not --center (has_center) with a non-zero --offset U. */
+/* After every option: with cone, the three required ones given; without it, no cone-only
+ * option; not --center (has_center) with a non-zero --offset U, nor either with --matrices. */
 bool tl_cone_opts_check(const tl_cone_opts *o, bool has_center, char *why, size_t why_len);
 
 /* The principal point's column: the --center given, else (cols - 1) / 2 + U. */
@@ -68,7 +73,8 @@ void tl_cone_opts_engine(const tl_cone_opts *o, bool has_center, double center,
                          tl_engine_config *c);
 /* The scan message's cone keys (the offset only when given); nothing for parallel beam. */
 void tl_cone_opts_scan(const tl_cone_opts *o, tl_proto_scan *s);
-/* The job description's cone part ("" for parallel beam), for --resume's identity. */
+/* The job description's cone part ("" for parallel beam), for --resume's identity (the
+ * matrices' file by name: the caller adds what identifies its content). */
 void tl_cone_opts_describe(const tl_cone_opts *o, char *buf, size_t len);
 
 /* ---- the simulated cone-beam sample ------------------------------------------------------ */

@@ -463,6 +463,12 @@ static int parse_options(int argc, char **argv, options *o)
     char why[256];
     if (!tl_cone_opts_check(&o->cone, o->has_center, why, sizeof why))
         return fail(2, "%s", why);
+    if (o->cone.matrices) /* the daemon would reconstruct another trajectory than sent */
+        return fail(2,
+                    "--matrices '%s': push simulates circular scans only (the scan message "
+                    "carries no matrices: PROTOCOL.md 8.1.1); `tomolive recon --matrices` "
+                    "reads them",
+                    o->cone.matrices);
     if (!o->endpoint)
         o->endpoint = o->bind ? "tcp://*:5600" : "tcp://localhost:5600";
     return -1;

@@ -10,8 +10,11 @@
  * rows are submitted, through the frame pitch, so a few slices of a large scan need a
  * small window. Cone beam (--geometry cone, FDK: cone_opts.h) needs every detector row for
  * any slice, so its engine holds whole frames and the slabs only cut the output, as with
- * the corrections that see neighbouring rows (volume_pipeline.h). Every input is checked (files, shapes, angle count) and the output created
- * before the engine is, and a failed run removes its partial output.
+ * the corrections that see neighbouring rows (volume_pipeline.h); an arbitrary trajectory
+ * comes as one matrix per projection (--matrices, cone_read.h), read once the projections'
+ * shape is known (ASTRA and RTK files need it) and handed to the engine. Every input is
+ * checked (files, shapes, angle and matrix counts) and the output created before the
+ * engine is, and a failed run removes its partial output.
  */
 #include "config.h"
 
@@ -31,6 +34,7 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/cone_opts.h"
+#include "clients/cone_read.h"
 #include "clients/corr_opts.h"
 #include "clients/hdf5.h"
 #include "clients/tiff.h"
@@ -67,7 +71,7 @@ static const char usage_text[] =
     "                      [--output-range LO:HI] [--compress deflate[:LEVEL]]\n"
     "                      [--write-threads N]\n"
     "                      [--geometry cone --source-origin MM --source-detector MM\n"
-    "                       --pixel-size MM[,MM] [--offset U,V] [--matrices FILE]]\n"
+    "                       --pixel-size MM[,MM] [--offset U,V] [--matrices FILE[:FORMAT]]]\n"
     "\n"
     "Reconstructs horizontal slices from a multi-page TIFF of projections (one page per\n"
     "projection; uint8/16/32 or float32) by filtered back projection, or from an HDF5\n"
@@ -119,8 +123,11 @@ static const char usage_text[] =
     "detector pixels at the rotation axis (pitch x source-origin / source-detector mm),\n"
     "slice z is the detector row its plane projects to at the axis, --rows and --size as\n"
     "above; the engine holds whole frames (every row of every projection). --center\n"
-    "auto and --half-acquisition are parallel beam only.\n" TL_CONE_OPTS_HELP
-    "\n"
+    "auto and --half-acquisition are parallel beam only. With --matrices: one matrix per\n"
+    "page (with --indices: per page, or per frame index), world mm with the rotation axis\n"
+    "z (ASTRA's axes as they are; RTK's (x, y, z) taken as (x, z, -y)); the angles are\n"
+    "then optional (default a turn; they order views for --angles weights only).\n"
+    TL_CONE_OPTS_HELP "\n"
     "Out of core: the rows are reconstructed in slabs that fit both memory budgets, reading\n"
     "the next slab and writing the last one while the GPU works on this one.\n"
     "      --gpu-memory SIZE   device memory to use (e.g. 8G, 512M; default: what is free,\n"
@@ -381,6 +388,9 @@ typedef struct {
     bool has_h5;
     double *angles;
     uint64_t *indices;
+    tl_cone_matrix_file mfile; /* --matrices */
+    double (*matrices)[12];    /* one per frame index from 0 (the engine's first_index) */
+    uint32_t nmatrices;
     void *scratch;
     tl_volume_output out;
     bool writing;
@@ -395,6 +405,8 @@ static void release(resources *r)
         tl_hdf5_close(&r->h5);
     free(r->angles);
     free(r->indices);
+    tl_cone_matrix_file_free(&r->mfile);
+    free(r->matrices);
     free(r->scratch);
 }
 
@@ -468,6 +480,54 @@ static int output_options(const options *o, tl_volume_output_spec *spec)
     return 0;
 }
 
+/* --matrices for the projections of P (their frame indices: R->indices, or the pages):
+ * one per page, or with --indices one per frame index up to the newest; per page with
+ * --indices is laid out by frame index (the unused indices repeat the first matrix, so
+ * the engine's checks of every matrix hold). */
+static int load_matrices(const options *o, resources *R, const tl_volume_stack *P, uint64_t newest)
+{
+    char err[1024];
+    tl_cone_detector d = {P->rows, P->cols, o->cone.pixel_u, o->cone.pixel_v};
+    double(*m)[12];
+    uint32_t n;
+    if (tl_cone_read(&R->mfile, &d, &m, &n, err, sizeof err) != 0)
+        return fail("--matrices: %s", err);
+    R->matrices = m;
+    R->nmatrices = n;
+    if (R->indices && n == P->frames) {
+        if (newest >= (1u << 24))
+            return fail("--matrices: frame index %llu is too large to lay the matrices out by "
+                        "frame index (give one per frame index)",
+                        (unsigned long long)newest);
+        double(*e)[12] = malloc((size_t)(newest + 1) * sizeof *e);
+        if (!e)
+            return fail("out of memory for %llu matrices", (unsigned long long)newest + 1);
+        for (uint64_t k = 0; k <= newest; k++)
+            memcpy(e[k], m[0], sizeof e[k]);
+        for (uint32_t i = 0; i < P->frames; i++)
+            memcpy(e[R->indices[i]], m[i], sizeof e[0]);
+        free(m);
+        R->matrices = e;
+        R->nmatrices = (uint32_t)newest + 1;
+    } else if (R->indices ? n <= newest : n != P->frames) {
+        return fail("matrix count mismatch: '%s' has %u projections but '%s' holds %u "
+                    "matrices%s",
+                    P->path, P->frames, R->mfile.path, n,
+                    R->indices ? " (with --indices: one per page, or one per frame index)" : "");
+    }
+    return 0;
+}
+
+/* A fingerprint of the matrices for --resume's job identity (FNV-1a of their bytes). */
+static unsigned long long matrices_hash(const resources *R)
+{
+    unsigned long long h = 1469598103934665603ull;
+    const unsigned char *b = (const unsigned char *)R->matrices;
+    for (size_t i = 0; i < (size_t)R->nmatrices * sizeof *R->matrices; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 static int run(const options *o, resources *R)
 {
     /* required options and their values, before touching any file */
@@ -476,7 +536,8 @@ static int run(const options *o, resources *R)
     if (!o->output && !o->plan_only)
         return fail("missing required option --output (see tomolive recon --help)");
     bool hdf5 = !tl_volume_stack_is_multi(o->input) && tl_hdf5_is_hdf5(o->input);
-    if (!o->angles_deg && !o->angles_file && !hdf5)
+    bool matrices = o->cone.cone && o->cone.matrices; /* the angles only order the views */
+    if (!o->angles_deg && !o->angles_file && !hdf5 && !matrices)
         return fail("missing required option --angles-deg or --angles");
     if (o->angles_deg && o->angles_file)
         return fail("give either --angles-deg or --angles, not both");
@@ -499,6 +560,8 @@ static int run(const options *o, resources *R)
     bool has_center = o->center && !center_auto;
     char why[256];
     if (!tl_cone_opts_check(&o->cone, has_center, why, sizeof why))
+        return fail("%s", why);
+    if (matrices && tl_cone_matrix_spec(o->cone.matrices, &R->mfile, why, sizeof why) != 0)
         return fail("%s", why);
     long long size = 0;
     if (o->size &&
@@ -550,7 +613,7 @@ static int run(const options *o, resources *R)
         tl_volume_stack_hdf5(&R->proj, &R->h5, TL_FRAME_PROJ);
         tl_volume_stack_hdf5(&R->darks, &R->h5, TL_FRAME_DARK);
         tl_volume_stack_hdf5(&R->flats, &R->h5, TL_FRAME_FLAT);
-        if (!o->angles_deg && !o->angles_file) {
+        if (!o->angles_deg && !o->angles_file && !(matrices && !R->h5.angles)) {
             if (!R->h5.angles)
                 return fail("'%s' holds no angles (/exchange/theta, rotation_angle): give "
                             "--angles-deg or --angles",
@@ -584,6 +647,15 @@ static int run(const options *o, resources *R)
         return fail("the frame indices span %llu .. %llu, more than the window of %u "
                     "projections (--window)",
                     (unsigned long long)oldest, (unsigned long long)newest, nwin);
+    if (matrices && load_matrices(o, R, P, newest) != 0)
+        return 1;
+    if (matrices && !R->angles) { /* none given: a turn, in page order */
+        if (!(R->angles = malloc(P->frames * sizeof *R->angles)))
+            return fail("out of memory");
+        for (uint32_t i = 0; i < P->frames; i++)
+            R->angles[i] = 2 * M_PI * i / P->frames;
+        nangles = P->frames;
+    }
     /* one angle per page; with --indices also one per frame index of the whole scan (its
      * schedule, e.g. --angles-deg 0:180:N), from which each page takes its index's angle */
     bool by_index = o->indices && nangles != P->frames && newest < nangles;
@@ -628,6 +700,8 @@ static int run(const options *o, resources *R)
     c.dtype = dtype;
     c.center = has_center ? center : (P->cols - 1) / 2.0;
     tl_cone_opts_engine(&o->cone, has_center, center, &c); /* cone beam: FDK */
+    c.cone.matrices = (const double(*)[12])R->matrices;    /* --matrices (the engine copies) */
+    c.cone.nmatrices = R->nmatrices;
     c.center_estimate = center_auto;
     c.half_acquisition = o->half_acquisition;
     c.filter = filter;
@@ -727,7 +801,8 @@ static int run(const options *o, resources *R)
 
     /* the output is created before the long part, so a bad path fails at once; creating it
      * truncates, so it must not be one of the inputs */
-    const char *inputs[] = {o->input, o->darks, o->flats, o->angles_file, o->indices};
+    const char *inputs[] = {o->input,       o->darks,   o->flats,
+                            o->angles_file, o->indices, R->mfile.path};
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
         if (inputs[i] && same_file(inputs[i], o->output))
             return fail("the output '%s' is also an input: refusing to overwrite it", o->output);
@@ -740,6 +815,10 @@ static int run(const options *o, resources *R)
     /* appended where the text ends: a long input path may have filled the buffer */
     size_t jn = strlen(job);
     tl_cone_opts_describe(&o->cone, job + jn, sizeof job - jn);
+    jn = strlen(job);
+    if (R->matrices) /* their content, not only the file's name */
+        snprintf(job + jn, sizeof job - jn, " nmatrices=%u matrices_fnv=%016llx", R->nmatrices,
+                 matrices_hash(R));
     jn = strlen(job);
     if (corr.dezinger > 0 || corr.delta_beta > 0 || corr.rings || o->half_acquisition)
         snprintf(job + jn, sizeof job - jn,

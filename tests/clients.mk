@@ -72,3 +72,12 @@ TESTS += tests/unit/check_angles
 tests_unit_check_angles_SOURCES = tests/unit/check_angles.c clients/angles.c clients/angles.h
 tests_unit_check_angles_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_angles_LDADD = $(TEST_LIBS) -lm
+
+# recon --matrices FILE[:FORMAT] of a circular scan (our matrices as text and .npy, ASTRA
+# cone_vec rows, RTK XML) gives the volume of the circular options; the refusals
+check_PROGRAMS += tests/integration/check_cone_matrices
+TESTS += tests/integration/check_cone_matrices
+tests_integration_check_cone_matrices_SOURCES = tests/integration/check_cone_matrices.c \
+	clients/cone_opts.h clients/cone_opts.c
+tests_integration_check_cone_matrices_CFLAGS = $(CLIENT_TEST_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_cone_matrices_LDADD = $(CLIENT_TEST_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS)

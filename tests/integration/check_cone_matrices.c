@@ -1,0 +1,397 @@
+/* check_cone_matrices.c — `tomolive recon --geometry cone --matrices FILE[:FORMAT]` end to
+ * end (issue #21, clients/cone_read.h, the engine's tl_cone_config.matrices): a circular
+ * scan of exact cone-beam line integrals, reconstructed whole (every row) with the circular
+ * options and again from its matrices in each format, must give the same volume:
+ *   - p as text (%.17g) and as .npy: the circle's own matrices (tl_cone_circular_matrices);
+ *   - astra: rows made by ASTRA's cone -> cone_vec conversion (astra_geom_2vec.m) at angle
+ *     -b for our angle b (cone_read.h: ASTRA's axes are ours, its angle the negated one);
+ *   - rtk: RTK XML with GantryAngle -b in degrees (RTK's world taken as our (x, z, -y)).
+ * Relative L2 <= 1e-5 over the volume (the matrices go through text and a 3x3 inverse, so
+ * the volumes agree to rounding, far below that). The test can fail: ASTRA rows at +b (the
+ * mirrored trajectory) give a different volume (relative L2 > 0.1), and the circular volume
+ * is not empty. Also: the principal row moved (--offset 0,V with its matrices), no angles
+ * with --matrices, --indices with one matrix per page, and the refusals.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clients/cone_opts.h"
+#include "clients/tiff.h"
+#include "gpu/geometry/cone.h"
+#include "gpu/phantom_cone.h"
+#include "tests/integration/clients_util.h"
+#include "tests/testutil.h"
+
+enum { RR = 25, RW = 48, RN = 120 };
+
+static char *dir;
+static char *paths[64]; /* what at() gave, freed by teardown */
+static int npaths;
+
+static void setup(void)
+{
+    dir = tl_tmpdir("cone-matrices");
+    ck_assert_ptr_nonnull(dir);
+}
+
+static void teardown(void)
+{
+    tl_rm_rf(dir);
+    free(dir);
+    while (npaths > 0)
+        free(paths[--npaths]);
+}
+
+/* dir/name, valid until teardown. */
+static const char *at(const char *name)
+{
+    ck_assert_int_lt(npaths, 64);
+    char *p = malloc(strlen(dir) + strlen(name) + 2);
+    sprintf(p, "%s/%s", dir, name);
+    return paths[npaths++] = p;
+}
+
+static double angle(int i)
+{
+    return 2 * M_PI * i / RN;
+}
+
+/* Exact line integrals of the sample over a turn (angles 2 pi i / RN) as a TIFF stack,
+ * page p holding projection i = p (reversed: RN - 1 - p); page p's matrix into P[p]. */
+static void write_scan(const char *path, const tl_cone_opts *k, double (*P)[12], bool reversed)
+{
+    char why[256];
+    double center = tl_cone_opts_center(k, RW, false, 0);
+    tl_phantom ph;
+    ck_assert_msg(tl_cone_opts_phantom(k, RR, RW, center, 2.0, &ph, why, sizeof why) == 0, "%s",
+                  why);
+    size_t npix = (size_t)RR * RW;
+    double *li = malloc(npix * sizeof *li);
+    float *page = malloc(npix * sizeof *page);
+    tl_tiff_writer w;
+    ck_assert_msg(tl_tiff_create(&w, path, (uint64_t)RN * npix * 4, why, sizeof why) == 0, "%s",
+                  why);
+    for (int i = 0; i < RN; i++) {
+        tl_errbuf eb = {0};
+        double a = angle(reversed ? RN - 1 - i : i);
+        ck_assert_int_eq(tl_cone_opts_matrix(k, RR, RW, center, a, P[i], &eb), TL_OK);
+        ck_assert_int_eq(tl_phantom_cone_project(&ph, P[i], RR, RW, li, &eb), TL_OK);
+        for (size_t p = 0; p < npix; p++)
+            page[p] = (float)li[p];
+        ck_assert_msg(tl_tiff_write_page(&w, TL_DTYPE_F32, page, RR, RW, why, sizeof why) == 0,
+                      "%s", why);
+    }
+    ck_assert_msg(tl_tiff_finish(&w, why, sizeof why) == 0, "%s", why);
+    tl_phantom_free(&ph);
+    free(li);
+    free(page);
+}
+
+static void write_p(const char *path, double (*P)[12])
+{
+    FILE *f = fopen(path, "w");
+    fprintf(f, "# 3x4 matrices, row-major, one projection a line\n");
+    for (int i = 0; i < RN; i++)
+        for (int k = 0; k < 12; k++)
+            fprintf(f, "%.17g%c", P[i][k], k == 11 ? '\n' : ' ');
+    fclose(f);
+}
+
+static void write_npy(const char *path, double (*P)[12])
+{
+    char h[128];
+    int n = snprintf(h, sizeof h,
+                     "{'descr': '<f8', 'fortran_order': False, 'shape': (%d, 3, 4), }", RN);
+    memset(h + n, ' ', sizeof h - n);
+    h[118 - 1] = '\n'; /* 10 + 118 = 128 bytes of header */
+    FILE *f = fopen(path, "wb");
+    fwrite("\x93NUMPY\x01\x00\x76\x00", 1, 10, f);
+    fwrite(h, 1, 118, f);
+    fwrite(P, sizeof *P, RN, f); /* little-endian hosts, as numpy writes '<f8' */
+    fclose(f);
+}
+
+/* ASTRA's circular cone geometry at angles sign x (our angle) (astra_geom_2vec). */
+static void write_astra(const char *path, const tl_cone_opts *k, double sign)
+{
+    double dso = k->source_origin, dod = k->source_detector - k->source_origin;
+    double dv = k->has_offset ? -k->offset_v : 0; /* the detector moves opposite */
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < RN; i++) {
+        double t = sign * angle(i);
+        double v[12] = {sin(t) * dso,
+                        -cos(t) * dso,
+                        0,
+                        -sin(t) * dod,
+                        cos(t) * dod,
+                        dv * k->pixel_v,
+                        cos(t) * k->pixel_u,
+                        sin(t) * k->pixel_u,
+                        0,
+                        0,
+                        0,
+                        k->pixel_v};
+        for (int c = 0; c < 12; c++)
+            fprintf(f, "%.17g%c", v[c], c == 11 ? '\n' : ' ');
+    }
+    fclose(f);
+}
+
+/* RTK's XML of the circle: GantryAngle = -(our angle), principal row by ProjectionOffsetY. */
+static void write_rtk(const char *path, const tl_cone_opts *k)
+{
+    FILE *f = fopen(path, "w");
+    fprintf(f,
+            "<?xml version=\"1.0\"?>\n<!DOCTYPE RTKGEOMETRY>\n"
+            "<RTKThreeDCircularGeometry version=\"3\">\n"
+            "  <SourceToIsocenterDistance>%.17g</SourceToIsocenterDistance>\n"
+            "  <SourceToDetectorDistance>%.17g</SourceToDetectorDistance>\n",
+            k->source_origin, k->source_detector);
+    if (k->has_offset)
+        fprintf(f, "  <ProjectionOffsetY>%.17g</ProjectionOffsetY>\n", -k->offset_v * k->pixel_v);
+    for (int i = 0; i < RN; i++)
+        fprintf(f, "  <Projection><GantryAngle>%.17g</GantryAngle></Projection>\n",
+                fmod(360 - angle(i) * 180 / M_PI, 360));
+    fprintf(f, "</RTKThreeDCircularGeometry>\n");
+    fclose(f);
+}
+
+/* recon of every row of `in` into out; extra arguments (NULL-terminated) appended. */
+static void recon(const char *in, const char *out, const char *const *extra)
+{
+    const char *args[40] = {"recon",
+                            "--input",
+                            in,
+                            "--output",
+                            out,
+                            "--already-linear",
+                            "--backend",
+                            "cpu",
+                            "--geometry",
+                            "cone",
+                            "--source-origin",
+                            "300",
+                            "--source-detector",
+                            "450",
+                            "--pixel-size",
+                            "0.5",
+                            NULL};
+    int n = 16;
+    for (int i = 0; extra[i]; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    int rc = tl_client_run(dir, args, 300);
+    ck_assert_msg(rc == 0, "recon %s: exit %d: %s", extra[0], rc, tl_client_err());
+}
+
+static float *read_volume(const char *path)
+{
+    tl_tiff_reader r;
+    char err[256];
+    ck_assert_msg(tl_tiff_open(&r, path, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(r.pages, RR);
+    ck_assert_uint_eq(r.rows, RW);
+    ck_assert_uint_eq(r.cols, RW);
+    size_t n = (size_t)RW * RW;
+    float *v = malloc(RR * n * sizeof *v);
+    for (uint32_t p = 0; p < RR; p++)
+        ck_assert_msg(tl_tiff_read_page(&r, p, v + p * n, err, sizeof err) == 0, "%s", err);
+    tl_tiff_close(&r);
+    return v;
+}
+
+/* Relative L2 of volume `path` against ref, printed. */
+static double diff(const char *what, const char *path, const float *ref)
+{
+    float *v = read_volume(path);
+    double rel = tl_rel_l2(v, ref, (size_t)RR * RW * RW);
+    fprintf(stderr, "recon --matrices %-28s relative L2 %.3g against the circular options\n", what,
+            rel);
+    free(v);
+    return rel;
+}
+
+START_TEST(same_volume)
+{
+    tl_cone_opts k = {.cone = true,
+                      .source_origin = 300,
+                      .source_detector = 450,
+                      .pixel_u = 0.5,
+                      .pixel_v = 0.5};
+    double(*P)[12] = malloc(RN * sizeof *P);
+    const char *in = at("scan.tif");
+    write_scan(in, &k, P, false);
+    const char *ref_args[] = {"--angles-deg", "0:360:120", NULL};
+    recon(in, at("circle.tif"), ref_args);
+    float *ref = read_volume(at("circle.tif"));
+    double norm = 0;
+    for (size_t i = 0; i < (size_t)RR * RW * RW; i++)
+        norm += (double)ref[i] * ref[i];
+    ck_assert_msg(norm > 1, "the circular volume is empty (sum of squares %g)", norm);
+
+    write_p(at("m.txt"), P);
+    write_npy(at("m.npy"), P);
+    write_astra(at("astra.txt"), &k, -1);
+    write_astra(at("mirror.txt"), &k, +1);
+    write_rtk(at("rtk.xml"), &k);
+    const struct {
+        const char *file, *spec;
+        bool angles;
+    } cases[] = {
+        {"m.txt", "m.txt", true},
+        {"m.npy", "m.npy", true},
+        {"astra.txt", "astra.txt:astra", true},
+        {"rtk.xml", "rtk.xml", true},
+        {"m.txt, no angles", "m.txt", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *extra[] = {"--matrices", at(cases[i].spec), "--angles-deg", "0:360:120", NULL};
+        if (!cases[i].angles)
+            extra[2] = NULL;
+        recon(in, at("m.tif"), extra);
+        double rel = diff(cases[i].file, at("m.tif"), ref);
+        ck_assert_msg(rel <= 1e-5, "%s: relative L2 %g", cases[i].file, rel);
+    }
+    /* the mirrored trajectory (ASTRA's angles not negated) is another volume */
+    const char *mirror[] = {"--matrices", at("mirror.txt:astra"), NULL};
+    recon(in, at("m.tif"), mirror);
+    double rel = diff("mirror.txt:astra (+t)", at("m.tif"), ref);
+    ck_assert_msg(rel > 0.1, "the mirrored trajectory gives the same volume: %g", rel);
+    free(ref);
+    free(P);
+}
+END_TEST
+
+START_TEST(offset_and_indices)
+{
+    /* the principal row 3 below the middle: --offset 0,3 places the volume's rows alike */
+    tl_cone_opts k = {.cone = true,
+                      .source_origin = 300,
+                      .source_detector = 450,
+                      .pixel_u = 0.5,
+                      .pixel_v = 0.5,
+                      .has_offset = true,
+                      .offset_v = 3};
+    double(*P)[12] = malloc(RN * sizeof *P);
+    const char *in = at("scan.tif");
+    write_scan(in, &k, P, false);
+    const char *ref_args[] = {"--angles-deg", "0:360:120", "--offset", "0,3", NULL};
+    recon(in, at("circle.tif"), ref_args);
+    float *ref = read_volume(at("circle.tif"));
+    write_p(at("m.txt"), P);
+    write_astra(at("astra.txt"), &k, -1);
+    write_rtk(at("rtk.xml"), &k);
+    const char *specs[] = {"m.txt", "astra.txt:astra", "rtk.xml"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *extra[] = {"--matrices", at(specs[i]), "--offset", "0,3", NULL};
+        recon(in, at("m.tif"), extra);
+        char what[64];
+        snprintf(what, sizeof what, "%s, offset 0,3", specs[i]);
+        double rel = diff(what, at("m.tif"), ref);
+        ck_assert_msg(rel <= 1e-5, "%s: relative L2 %g", what, rel);
+    }
+    /* --indices: the pages in reverse, their frame indices listed, one matrix per page */
+    const char *rev = at("reversed.tif");
+    write_scan(rev, &k, P, true);
+    write_p(at("rev.txt"), P);
+    FILE *f = fopen(at("idx.txt"), "w");
+    for (int i = 0; i < RN; i++)
+        fprintf(f, "%d\n", RN - 1 - i);
+    fclose(f);
+    const char *extra[] = {"--matrices", at("rev.txt"), "--offset", "0,3",
+                           "--indices",  at("idx.txt"), NULL};
+    recon(rev, at("m.tif"), extra);
+    double rel = diff("reversed pages, --indices", at("m.tif"), ref);
+    ck_assert_msg(rel <= 1e-5, "--indices: relative L2 %g", rel);
+    free(ref);
+    free(P);
+}
+END_TEST
+
+START_TEST(refusals)
+{
+    tl_cone_opts k = {.cone = true,
+                      .source_origin = 300,
+                      .source_detector = 450,
+                      .pixel_u = 0.5,
+                      .pixel_v = 0.5};
+    double(*P)[12] = malloc(RN * sizeof *P);
+    const char *in = at("scan.tif");
+    write_scan(in, &k, P, false);
+    write_p(at("m.txt"), P);
+    FILE *f = fopen(at("short.txt"), "w"); /* one matrix short */
+    for (int i = 0; i < RN - 1; i++)
+        for (int c = 0; c < 12; c++)
+            fprintf(f, "%.17g%c", P[i][c], c == 11 ? '\n' : ' ');
+    fclose(f);
+    f = fopen(at("bad.txt"), "w");
+    fprintf(f, "# header\n1 0 0 0 0 1 0 0 0 0 1 100\n1 0 0 0 0 1 0 0 0 0 1\n");
+    fclose(f);
+    /* a source 5 mm from the axis, inside the volume the detector sees (+-8 mm: 48 columns
+     * of 0.5 mm at magnification 1.5) */
+    tl_cone_circular near = {.sad = 5,
+                             .sdd = 450,
+                             .pitch_u = 0.5,
+                             .pitch_v = 0.5,
+                             .rows = RR,
+                             .cols = RW,
+                             .n = 1,
+                             .angles = (double[]){0}};
+    ck_assert_int_eq(tl_cone_circular_matrices(&near, P, NULL), TL_OK);
+    write_p(at("near.txt"), P);
+    const char *out = at("out.tif");
+#define CONE                                                                         \
+    "recon", "--input", in, "--output", out, "--already-linear", "--backend", "cpu", \
+        "--geometry", "cone", "--source-origin", "300", "--source-detector", "450",  \
+        "--pixel-size", "0.5"
+    const struct {
+        const char *phrase;
+        const char *args[32];
+    } cases[] = {
+        {"matrix count mismatch", {CONE, "--matrices", at("short.txt"), NULL}},
+        {"line 3: 11 numbers, need 12", {CONE, "--matrices", at("bad.txt"), NULL}},
+        {"unknown format 'asta'", {CONE, "--matrices", at("m.txt:asta"), NULL}},
+        {"cannot open matrix file", {CONE, "--matrices", at("none.txt"), NULL}},
+        {"--center is not for given matrices",
+         {CONE, "--matrices", at("m.txt"), "--center", "20", NULL}},
+        {"--offset with U is not for given matrices",
+         {CONE, "--matrices", at("m.txt"), "--offset", "1,0", NULL}},
+        {"--matrices is for --geometry cone",
+         {"recon", "--input", in, "--output", out, "--angles-deg", "0:360:120", "--matrices",
+          at("m.txt"), NULL}},
+        {"matrix 0 (projection 0)", {CONE, "--matrices", at("near.txt"), "--rows", "0:1", NULL}},
+        {"the output '", {CONE, "--matrices", at("m.txt"), "--output", at("m.txt"), NULL}},
+    };
+#undef CONE
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = tl_client_run(dir, cases[i].args, 60);
+        ck_assert_msg(rc == 1, "case %zu: exit %d; stderr: %s", i, rc, tl_client_err());
+        ck_assert_msg(strstr(tl_client_err(), cases[i].phrase) != NULL,
+                      "case %zu: stderr lacks '%s': %s", i, cases[i].phrase, tl_client_err());
+        fprintf(stderr, "  %s", tl_client_err());
+    }
+    free(P);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("cone_matrices");
+    TCase *tc = tcase_create("recon");
+    tcase_set_timeout(tc, 600);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, same_volume);
+    tcase_add_test(tc, offset_and_indices);
+    tcase_add_test(tc, refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tl_run_suite(suite(), false);
+}
