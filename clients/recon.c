@@ -125,7 +125,7 @@ static const char usage_text[] =
     "above; the engine holds whole frames (every row of every projection). --center\n"
     "auto and --half-acquisition are parallel beam only. With --matrices: one matrix per\n"
     "page (with --indices: per page, or per frame index), world mm with the rotation axis\n"
-    "z (ASTRA's axes as they are; RTK's (x, y, z) taken as (x, z, -y)); the angles are\n"
+    "z (ASTRA's axes as they are; a point (x, y, z) is RTK's (x, z, -y)); the angles are\n"
     "then optional (default a turn; they order views for --angles weights only).\n"
     TL_CONE_OPTS_HELP "\n"
     "Out of core: the rows are reconstructed in slabs that fit both memory budgets, reading\n"
