@@ -243,6 +243,21 @@ static int finish(double P[12], char *why, size_t why_len)
         snprintf(why, why_len, "%s", eb.msg);
         return -1;
     }
+    for (int k = 0; k < 12; k++) /* a row 3 of near-zero norm scales the rest past range */
+        if (!isfinite(P[k])) {
+            snprintf(why, why_len,
+                     "projection matrix: P[%d][%d] is not finite once normalised (the depth "
+                     "row is too small against the others)",
+                     k / 4, k % 4);
+            return -1;
+        }
+    if (!(P[11] > 0)) { /* a depth that underflows: the isocentre on the source's plane */
+        snprintf(why, why_len,
+                 "projection matrix: the isocentre's depth is %g mm once normalised (on the "
+                 "source's plane)",
+                 P[11]);
+        return -1;
+    }
     return 0;
 }
 

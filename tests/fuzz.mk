@@ -12,10 +12,12 @@
 #   http-route           the pure HTTP parts: routing, MIME types, http.listen
 #   settings             the configuration file parser (daemon/base/settings.c, inih)
 #   tiff, hdf5           the readers of `tomolive recon` (clients/tiff.c, clients/hdf5.c)
+#   cone-read            recon's --matrices readers (clients/cone_read.h: text, .npy, ASTRA,
+#                        RTK XML through libxml2)
 #
 # Seeds: one checked-in directory per target, tests/fuzz/NAME-corpus (the adapters share
 # adapters-corpus, the header's is tests/fuzz/corpus; gen_fuzz_seeds writes control, ws,
-# http-route, settings, tiff and hdf5: `make fuzz-seeds`). What a run finds goes to
+# http-route, settings, tiff, hdf5 and cone-read: `make fuzz-seeds`). What a run finds goes to
 # tests/fuzz/run/NAME/corpus in the build tree (ignored by git), crashes to
 # tests/fuzz/run/NAME/crash-*. With shared/data, DECTRIS's recorded Stream V2 messages are
 # seeds of the adapters too (wrapped into inputs at run time: tests/fuzz/adapters-recorded).
@@ -37,7 +39,7 @@ FUZZ_SECONDS = 600
 FUZZ_JOBS = 1
 FUZZ_ADAPTER_FORMATS = native dectris2 dectris1 stddaq concert array10 tomopackets
 FUZZ_TARGETS = header control $(FUZZ_ADAPTER_FORMATS:%=adapter-%) http ws http-route \
-	settings tiff hdf5
+	settings tiff hdf5 cone-read
 FUZZ_FLAGS = -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
 FUZZ_PROTO_SRCS = $(filter %.c,$(protocol_libtlproto_a_SOURCES))
 FUZZ_CHECK_CC = @if test -z "$(FUZZ_CC)" || test "x$(FUZZ_CC)" = xno; then \
@@ -48,6 +50,7 @@ FUZZ_COMPILE = $(AM_V_CC)$(FUZZ_CC) $(FUZZ_FLAGS) -I$(top_srcdir) -I$(top_buildd
 EXTRA_DIST += tests/fuzz/fuzz_all.sh tests/fuzz/corpus \
 	tests/fuzz/control-corpus tests/fuzz/ws-corpus tests/fuzz/http-route-corpus \
 	tests/fuzz/settings-corpus tests/fuzz/tiff-corpus tests/fuzz/hdf5-corpus \
+	tests/fuzz/cone-read-corpus \
 	tests/fuzz/http-corpus tests/fuzz/adapters-corpus
 CLEANFILES += $(FUZZ_TARGETS:%=tests/fuzz/fuzz_%)
 
@@ -160,10 +163,17 @@ tests/fuzz/fuzz_hdf5: $(FUZZ_HDF5_SRCS:%=$(srcdir)/%) $(srcdir)/clients/hdf5.h c
 	$(FUZZ_CHECK_CC)
 	$(FUZZ_COMPILE) $(HDF5_CFLAGS) -o $@ $(FUZZ_HDF5_SRCS:%=$(srcdir)/%) $(HDF5_LIBS) -lm
 
+FUZZ_CONE_READ_SRCS = tests/fuzz/fuzz_cone_read.c clients/cone_read.c clients/cone_read_rtk.c \
+	clients/npy.c gpu/geometry/cone.c gpu/base/fail.c
+tests/fuzz/fuzz_cone-read: $(FUZZ_CONE_READ_SRCS:%=$(srcdir)/%) $(srcdir)/clients/cone_read.h \
+		$(srcdir)/clients/npy.h config.h
+	$(FUZZ_CHECK_CC)
+	$(FUZZ_COMPILE) $(LIBXML_CFLAGS) -o $@ $(FUZZ_CONE_READ_SRCS:%=$(srcdir)/%) $(LIBXML_LIBS) -lm
+
 # ---- the harnesses without libFuzzer, over their seeds: `make check` ------------------------
 FUZZ_REPLAYS = tests/fuzz/replay_header tests/fuzz/replay_control tests/fuzz/replay_http \
 	tests/fuzz/replay_ws tests/fuzz/replay_http_route tests/fuzz/replay_settings \
-	tests/fuzz/replay_tiff tests/fuzz/replay_hdf5
+	tests/fuzz/replay_tiff tests/fuzz/replay_hdf5 tests/fuzz/replay_cone_read
 check_PROGRAMS += $(FUZZ_REPLAYS) tests/fuzz/gen_fuzz_seeds
 TESTS += $(FUZZ_REPLAYS)
 tests_fuzz_replay_header_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_header.c
@@ -192,7 +202,12 @@ tests_fuzz_replay_tiff_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS)
 tests_fuzz_replay_hdf5_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_hdf5.c clients/hdf5.c
 tests_fuzz_replay_hdf5_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS) -DTLT_REPLAY_CORPUS='"hdf5-corpus"'
 tests_fuzz_replay_hdf5_LDADD = $(HDF5_LIBS) -lm
-# writes the seeds of control, ws, http-route, settings, tiff and hdf5
+tests_fuzz_replay_cone_read_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_cone_read.c \
+	clients/cone_read.c clients/cone_read_rtk.c clients/npy.c
+tests_fuzz_replay_cone_read_CFLAGS = $(AM_CFLAGS) $(LIBXML_CFLAGS) \
+	-DTLT_REPLAY_CORPUS='"cone-read-corpus"'
+tests_fuzz_replay_cone_read_LDADD = $(ENGINE_LIBS) $(LIBXML_LIBS)
+# writes the seeds of control, ws, http-route, settings, tiff, hdf5 and cone-read
 tests_fuzz_gen_fuzz_seeds_SOURCES = tests/fuzz/gen_fuzz_seeds.c
 tests_fuzz_gen_fuzz_seeds_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(TIFF_CFLAGS) $(HDF5_CFLAGS)
 tests_fuzz_gen_fuzz_seeds_LDADD = $(IMAGE_LIBS) $(ENGINE_LIBS) $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) $(HDF5_LIBS) -lm
@@ -209,7 +224,8 @@ fuzz-smoke:
 	  echo "fuzz-smoke: skipped: no clang with libFuzzer (Debian: clang libclang-rt-14-dev)"; \
 	else $(MAKE) $(AM_MAKEFLAGS) fuzz FUZZ_SECONDS=15 FUZZ_JOBS=2; fi
 
-fuzz-header fuzz-control fuzz-http fuzz-ws fuzz-http-route fuzz-settings fuzz-tiff fuzz-hdf5:
+fuzz-header fuzz-control fuzz-http fuzz-ws fuzz-http-route fuzz-settings fuzz-tiff fuzz-hdf5 \
+		fuzz-cone-read:
 	$(MAKE) $(AM_MAKEFLAGS) fuzz FUZZ_TARGETS=$(@:fuzz-%=%)
 fuzz-adapters:
 	$(MAKE) $(AM_MAKEFLAGS) fuzz FUZZ_TARGETS="$(FUZZ_ADAPTER_FORMATS:%=adapter-%)"
@@ -224,5 +240,5 @@ clean-fuzz:
 	rm -rf tests/fuzz/run tests/fuzz/adapters-recorded $(FUZZ_TARGETS:%=tests/fuzz/fuzz_%)
 
 .PHONY: fuzz fuzz-smoke fuzz-header fuzz-control fuzz-adapters fuzz-http fuzz-ws \
-	fuzz-http-route fuzz-settings fuzz-tiff fuzz-hdf5 fuzz-corpus fuzz-seeds \
+	fuzz-http-route fuzz-settings fuzz-tiff fuzz-hdf5 fuzz-cone-read fuzz-corpus fuzz-seeds \
 	fuzz-adapters-corpus fuzz-adapters-recorded clean-fuzz

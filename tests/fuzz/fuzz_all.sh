@@ -36,6 +36,8 @@ options() {
     settings) echo "$src/tests/fuzz/settings-corpus -max_len=16384 -timeout=5" ;;
     tiff) echo "$src/tests/fuzz/tiff-corpus -max_len=65536 -rss_limit_mb=2048 -timeout=10" ;;
     hdf5) echo "$src/tests/fuzz/hdf5-corpus -max_len=65536 -rss_limit_mb=2048 -timeout=10" ;;
+    cone-read)
+        echo "$src/tests/fuzz/cone-read-corpus -max_len=16384 -rss_limit_mb=2048 -timeout=5" ;;
     *) return 1 ;;
     esac
 }

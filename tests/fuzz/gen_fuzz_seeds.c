@@ -1,12 +1,13 @@
 /* gen_fuzz_seeds.c — writes the checked-in seeds of the fuzz targets control, ws,
- * http-route, settings, tiff and hdf5 (tests/fuzz.mk): `make fuzz-seeds`.
+ * http-route, settings, tiff, hdf5 and cone-read (tests/fuzz.mk): `make fuzz-seeds`.
  *
  *   gen_fuzz_seeds DIR      writes DIR/control-corpus, DIR/ws-corpus, ... (DIR: tests/fuzz)
  *
  * Each seed is small (a few KB at most) and exercises one path of its decoder that random
  * bytes would take long to find: every command's arguments, every message of the preview
  * page, the routes, a whole configuration file, the sample types and layouts of the TIFF
- * and HDF5 readers. The replay tests (`make check`) run the harnesses over them.
+ * and HDF5 readers, each format of the cone-beam matrix readers (a format byte, then the
+ * file). The replay tests (`make check`) run the harnesses over them.
  */
 #include "config.h"
 
@@ -355,6 +356,72 @@ static void hdf5_seeds(void)
     H5Pclose(fapl);
 }
 
+/* ---- cone-beam matrices: a format byte (0 p, 1 astra, 2 rtk), then the file -------------- */
+
+static void cone_seed(const char *name, char format, const void *file, size_t len)
+{
+    char *b = malloc(len + 1);
+    if (!b)
+        die(name);
+    b[0] = format;
+    memcpy(b + 1, file, len);
+    write_seed("cone-read-corpus", name, b, len + 1);
+    free(b);
+}
+
+static void cone_read_seeds(void)
+{
+    const char *p = "# two matrices\n"
+                    "888 0 12 3456, 0 900 10 3000, 0.02 0.9998 0 300\n"
+                    "-888 0 12 3456 0 900 10 3000 -0.02 0.9998 0 300 # scaled\n";
+    cone_seed("p.txt", 0, p, strlen(p));
+    const char *astra = "0 -300 0  0 150 0  0.5 0 0  0 0 0.4\n"
+                        "300 0 1  -150 0 -2  0 0.5 0  0 0 0.4\n";
+    cone_seed("astra.txt", 1, astra, strlen(astra));
+    const char *rtk =
+        "<?xml version=\"1.0\"?>\n<!DOCTYPE RTKGEOMETRY>\n"
+        "<RTKThreeDCircularGeometry version=\"3\">\n"
+        "  <SourceToIsocenterDistance>1000</SourceToIsocenterDistance>\n"
+        "  <SourceToDetectorDistance>1536</SourceToDetectorDistance>\n"
+        "  <InPlaneAngle>2</InPlaneAngle>\n"
+        "  <Projection>\n"
+        "    <GantryAngle>271.847274780273</GantryAngle>\n"
+        "    <ProjectionOffsetX>-117.056503295898</ProjectionOffsetX>\n"
+        "    <SourceOffsetY>3</SourceOffsetY><OutOfPlaneAngle>5</OutOfPlaneAngle>\n"
+        "  </Projection>\n"
+        "  <Projection><Angle>10</Angle><CollimationVSup>5</CollimationVSup></Projection>\n"
+        "  <Projection>\n"
+        "    <GantryAngle>0</GantryAngle><InPlaneAngle>0</InPlaneAngle>\n"
+        "    <OutOfPlaneAngle>0</OutOfPlaneAngle><SourceOffsetY>0</SourceOffsetY>\n"
+        "    <ProjectionOffsetX>0</ProjectionOffsetX>\n"
+        "    <Matrix>-1536 0 0 0  0 -1536 0 0  0 0 1 -1000</Matrix>\n"
+        "  </Projection>\n"
+        "</RTKThreeDCircularGeometry>\n";
+    cone_seed("rtk.xml", 2, rtk, strlen(rtk));
+    /* .npy, version 1, float64, shape (2, 3, 4): the two text matrices above, and the same
+     * as float32 of shape (1, 12) */
+    static const double m[2][12] = {{888, 0, 12, 3456, 0, 900, 10, 3000, 0.02, 0.9998, 0, 300},
+                                    {888, 0, 12, 3456, 0, 900, 10, 3000, 0.02, 0.9998, 0, 300}};
+    unsigned char npy[128 + sizeof m];
+    for (int f32 = 0; f32 < 2; f32++) {
+        char h[118];
+        int n = snprintf(h, sizeof h, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                         f32 ? "<f4" : "<f8", f32 ? "(1, 12)" : "(2, 3, 4)");
+        memset(h + n, ' ', sizeof h - (size_t)n);
+        h[117] = '\n';
+        memcpy(npy, "\x93NUMPY\x01\x00\x76\x00", 10);
+        memcpy(npy + 10, h, 118);
+        size_t len = 128;
+        for (int i = 0; i < (f32 ? 12 : 24); i++) {
+            double v = m[i / 12][i % 12];
+            float x = (float)v;
+            memcpy(npy + len, f32 ? (const void *)&x : (const void *)&v, f32 ? 4 : 8);
+            len += f32 ? 4 : 8; /* little-endian hosts, as numpy writes '<' */
+        }
+        cone_seed(f32 ? "f32.npy" : "f64.npy", (char)(f32 ? 1 : 0), npy, len);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -368,5 +435,6 @@ int main(int argc, char **argv)
     settings_seeds();
     tiff_seeds();
     hdf5_seeds();
+    cone_read_seeds();
     return 0;
 }

@@ -252,6 +252,12 @@ START_TEST(text_refusals)
     /* the isocentre on the source's plane: depth row (0 1 0 0) */
     snprintf(buf, sizeof buf, "1 0 0 0  0 0 1 0  0 1 0 0\n");
     write_file("plane.txt", buf, strlen(buf));
+    /* scales past double's range once normalised: a depth that underflows to 0 (found by
+     * fuzz_cone_read), and entries that overflow */
+    snprintf(buf, sizeof buf, "1 0 0 0  0 1 0 0  0 0 1e150 1e-310\n");
+    write_file("underflow.txt", buf, strlen(buf));
+    snprintf(buf, sizeof buf, "1e154 0 0 0  0 1e154 0 0  0 0 1e-155 1e-155\n");
+    write_file("overflow.txt", buf, strlen(buf));
     ASSERT_ERR("empty.txt", "holds no projections");
     ASSERT_ERR("comments.txt", "holds no projections");
     ASSERT_ERR("short.txt", "line 3: 11 numbers, need 12");
@@ -260,6 +266,8 @@ START_TEST(text_refusals)
     ASSERT_ERR("singular.txt", "line 4 (projection 3, matrix)");
     ASSERT_ERR("singular.txt", "singular");
     ASSERT_ERR("plane.txt", "lies on the source plane");
+    ASSERT_ERR("underflow.txt", "the isocentre's depth is 0 mm once normalised");
+    ASSERT_ERR("overflow.txt", "P[0][0] is not finite once normalised");
     ASSERT_ERR("absent.txt", "cannot open");
 }
 END_TEST
