@@ -364,6 +364,9 @@ START_TEST(refusals)
          {"recon", "--input", in, "--output", out, "--angles-deg", "0:360:120", "--matrices",
           at("m.txt"), NULL}},
         {"matrix 0 (projection 0)", {CONE, "--matrices", at("near.txt"), "--rows", "0:1", NULL}},
+        /* angles over less than a turn make a short scan, which needs a circle */
+        {"a short scan (Parker weights) needs a circular trajectory",
+         {CONE, "--matrices", at("m.txt"), "--angles-deg", "0:240:120", NULL}},
         {"the output '", {CONE, "--matrices", at("m.txt"), "--output", at("m.txt"), NULL}},
     };
 #undef CONE
