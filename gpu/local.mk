@@ -35,7 +35,7 @@ gpu_libtlbase_a_SOURCES = \
 	gpu/base/fail.h gpu/base/fail.c \
 	gpu/base/backend.h \
 	gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c \
-	gpu/base/phase.h gpu/base/phase.c gpu/base/rings.h
+	gpu/base/phase.h gpu/base/phase.c gpu/base/rings.h gpu/base/parker.h
 gpu_libtlbase_a_CFLAGS = $(AM_CFLAGS)
 
 ENGINE_LIBS = gpu/libtlengine.a
