@@ -79,10 +79,16 @@ static const char *const builtin_single[TL_QUALITY_COUNT][4] = {
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
 };
-/* Cone beam: the z-batch kernel where it serves (horizontal slices of a circular scan),
- * else the general one. The texture kernels' `fast` mode is chosen by the tuner only,
- * until measurements rank them (BENCHMARKS.md). */
-static const char *const builtin_cone[4] = {"cone-zb/8", "cone-exact", NULL, NULL};
+/* Cone beam, by measurement (H100, BENCHMARKS.md): where `fast` is allowed, the texture
+ * kernels (cone-tex-zb/8 ~900 GUPS on a 1024^3 volume); in exact mode, for a stack of
+ * horizontal slices of a circular scan (a volume, a sub-volume: at least COLUMN_SLICES of
+ * one grid) the column kernel, which walks 64 of them per pass (~670), for a few the
+ * z-batch kernel (~290); else the general ones. */
+#define COLUMN_SLICES 32
+static const char *const builtin_cone_stack[4] = {"cone-tex-zb/8", "cone-col/64x4", "cone-zb/8",
+                                                  "cone-exact"};
+static const char *const builtin_cone[4] = {"cone-tex-zb/8", "cone-zb/8", "cone-tex",
+                                            "cone-exact"};
 static const char *const builtin_batch[TL_QUALITY_COUNT][4] = {
     {"alu2-fr/t64q8s16", "alu-fr/t64q16s16", "alu-exact", "plane-exact"},
     {"alu4h/t64q8s16", "alu2-fr/t64q8s16", "alu-fr/t64q16s16", "plane-exact"},
@@ -237,7 +243,9 @@ static int choose(const tl_cuda_state *s, const tl_bp_job *job, size_t i, int fo
         k = try_name(s, c->batch[q], sl, job);
     if (k < 0 && c)
         k = try_name(s, c->single[q], sl, job);
-    const char *const *rule = cone ? builtin_cone : batch ? builtin_batch[q] : builtin_single[q];
+    const char *const *rule = !cone  ? (batch ? builtin_batch[q] : builtin_single[q])
+                              : tl_cuda_cone_partners(job, i) >= COLUMN_SLICES ? builtin_cone_stack
+                                                                               : builtin_cone;
     for (int r = 0; k < 0 && r < 4 && rule[r]; r++)
         k = try_name(s, rule[r], sl, job);
     return k >= 0 ? k : tl_cuda_kernel_find(cone ? "cone-exact" : "plane-exact");

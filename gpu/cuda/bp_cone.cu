@@ -20,6 +20,8 @@
  *                  computes them once per projection for its (x, y) and then only v, a
  *                  linear function of z, per slice. `exact`, from the window.
  *   cone-tex-zb/8  the same reading the projection stack through the texture unit. `fast`.
+ *   cone-col/32, cone-col/64  a warp per (x, y) column walking 32 or 64 slices through the
+ *                  transposed stack: iFDK's L1-Tran (bp_cone_column.cu). `exact`.
  */
 #include "config.h"
 
@@ -197,18 +199,25 @@ static dim3 cone_grid(const tl_cuda_geom *g)
 }
 
 /* How each entry of tl_cuda_cone_kernels (below, same order) runs. */
-typedef tl_status (*cone_launch_fn)(tl_cuda_state *s, bool stack, const tl_cuda_cone_batch *b,
-                                    size_t nproj);
+enum cone_source {
+    FROM_WINDOW,     /* the window itself */
+    FROM_TEXTURE,    /* the texture stack (cone_stack.cu) */
+    FROM_TRANSPOSED, /* the transposed stack (cone_stack.cu) */
+};
+struct cone_impl;
+typedef tl_status (*cone_launch_fn)(tl_cuda_state *s, const cone_impl *k,
+                                    const tl_cuda_cone_batch *b, size_t nproj);
 struct cone_impl {
     cone_launch_fn launch;
-    bool stack; /* reads the projection stack (cone_stack.cu) */
+    cone_source source;
+    int per_lane, cols; /* column kernels: slices per lane, columns per warp */
 };
 
-static tl_status one_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_batch *b,
+static tl_status one_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
                             size_t nproj)
 {
     const dim3 block(CONE_BLOCK, CONE_BLOCK);
-    if (stack)
+    if (k->source == FROM_TEXTURE)
         bp_cone_kernel<true>
             <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
                                                         (int)s->cols, (int)s->rows, s->stack_tex,
@@ -224,7 +233,8 @@ static tl_status one_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_bat
     return TL_OK;
 }
 
-static tl_status zb_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_batch *b, size_t nproj)
+static tl_status zb_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
+                           size_t nproj)
 {
     cone_zbatch zb;
     zb.nz = b->nz;
@@ -233,7 +243,7 @@ static tl_status zb_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_batc
         zb.out[i] = b->out[i < b->nz ? i : b->nz - 1];
     }
     const dim3 block(CONE_BLOCK, CONE_BLOCK);
-    if (stack)
+    if (k->source == FROM_TEXTURE)
         bp_cone_zb_kernel<true>
             <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
                                                         (int)s->cols, (int)s->rows, s->stack_tex,
@@ -246,6 +256,12 @@ static tl_status zb_launch(tl_cuda_state *s, bool stack, const tl_cuda_cone_batc
                                                         s->d_par, s->d_slot, (int)nproj, b->g, zb);
     TL_CUDA_LAUNCHED(s->eb, "bp_cone_zb_kernel");
     return TL_OK;
+}
+
+static tl_status column_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
+                               size_t nproj)
+{
+    return tl_cuda_cone_column_launch(s, k->per_lane, k->cols, b, nproj);
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
@@ -263,14 +279,26 @@ const tl_cuda_kernel tl_cuda_cone_kernels[] = {
     {"cone-tex-zb/8", TL_QUALITY_FAST, CONE_ZB, TL_KF_CONE,
      "16x16 threads, 8 slices each, u and w once per column, texture from the stack", 0, 0, false,
      false, NULL},
+    {"cone-col/32", TL_QUALITY_EXACT, 32, TL_KF_CONE,
+     "32x8 threads, a warp per column, 1 slice per lane, bilinear from the transposed stack", 0, 0,
+     false, false, NULL},
+    {"cone-col/64", TL_QUALITY_EXACT, 64, TL_KF_CONE,
+     "32x8 threads, a warp per column, 2 slices per lane, bilinear from the transposed stack", 0,
+     0, false, false, NULL},
+    {"cone-col/32x4", TL_QUALITY_EXACT, 32, TL_KF_CONE,
+     "32x8 threads, a warp per 4 columns, 1 slice per lane, from the transposed stack", 0, 0,
+     false, false, NULL},
+    {"cone-col/64x4", TL_QUALITY_EXACT, 64, TL_KF_CONE,
+     "32x8 threads, a warp per 4 columns, 2 slices per lane, from the transposed stack", 0, 0,
+     false, false, NULL},
 };
 const int tl_cuda_cone_nkernels = sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels;
 
 static const cone_impl impls[] = {
-    {one_launch, false},
-    {one_launch, true},
-    {zb_launch, false},
-    {zb_launch, true},
+    {one_launch, FROM_WINDOW, 0, 0},     {one_launch, FROM_TEXTURE, 0, 0},
+    {zb_launch, FROM_WINDOW, 0, 0},      {zb_launch, FROM_TEXTURE, 0, 0},
+    {column_launch, FROM_TRANSPOSED, 1, 1}, {column_launch, FROM_TRANSPOSED, 2, 1},
+    {column_launch, FROM_TRANSPOSED, 1, 4}, {column_launch, FROM_TRANSPOSED, 2, 4},
 };
 static_assert(sizeof impls / sizeof *impls ==
                   sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels,
@@ -300,10 +328,18 @@ static bool same_grid(const tl_bp_slice *a, const tl_bp_slice *b)
     return true;
 }
 
+size_t tl_cuda_cone_partners(const tl_bp_job *job, size_t i)
+{
+    size_t n = 0;
+    for (size_t j = 0; j < job->nslices; j++)
+        n += j == i || same_grid(&job->slices[i], &job->slices[j]);
+    return n;
+}
+
 bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_slice *sl,
                             const tl_bp_job *job, char *why, size_t why_len)
 {
-    if (impl_of(k)->stack && !s->stack) {
+    if (impl_of(k)->source == FROM_TEXTURE && !s->stack) {
         snprintf(why, why_len,
                  "%s needs the projection stack, which an engine of quality exact has not",
                  k->name);
@@ -342,5 +378,5 @@ tl_status tl_cuda_cone_job_launch(tl_cuda_state *s, const tl_cuda_kernel *k, con
         b.nz++;
         s->job_done[j] = true;
     }
-    return impl_of(k)->launch(s, impl_of(k)->stack, &b, job->nproj);
+    return impl_of(k)->launch(s, impl_of(k), &b, job->nproj);
 }

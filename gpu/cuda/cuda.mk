@@ -17,6 +17,7 @@ CUDA_SOURCES = \
 	gpu/cuda/bp_alu.cu \
 	gpu/cuda/bp_plane.cu \
 	gpu/cuda/bp_cone.cu \
+	gpu/cuda/bp_cone_column.cu \
 	gpu/cuda/cone_stack.cu \
 	gpu/cuda/bp_hybrid.cu \
 	gpu/cuda/bp_oversample.cu \

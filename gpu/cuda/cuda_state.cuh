@@ -204,10 +204,13 @@ typedef struct {
     int *d_slot, *h_slot;
     float *d_texy, *h_texy;
     float *d_cone, *h_cone; /* cone beam: 12 floats per projection (NULL in parallel beam) */
-    /* cone beam: the window as a layered array, one projection per layer (cone_stack.cu) */
+    /* cone beam (cone_stack.cu): the window as a layered array, one projection per layer
+     * (NULL but in `fast` engines), and transposed, one projection after another, column
+     * after column */
     cudaArray_t stack;
     cudaTextureObject_t stack_tex;
-    bool *stack_stale; /* per slot: the layer is older than the window (NULL: no stack) */
+    float *tstack;
+    bool *stack_stale; /* per slot: the stacks are older than the window (NULL: none) */
 
     /* multi-slice texture kernels: up to 4 sinograms interleaved per texel (bp_texture.cu),
      * seen as float2 (2 slices) or half4 (4 slices), both linearly filtered */
@@ -360,9 +363,14 @@ tl_status tl_cuda_op_profiles(void *state, const uint32_t *pos, size_t n, float 
 /* rings.cu */
 size_t tl_cuda_rings_bytes(const tl_engine_config *c);
 
-/* cone_stack.cu: the cone-beam projection stack (a no-op in parallel beam). mark makes slot
+/* cone_stack.cu: the cone-beam projection stacks (a no-op in parallel beam). mark makes slot
  * stale (-1: every slot); sync copies the stale slots from the window, on the stream. */
 size_t tl_cuda_cone_stack_bytes(const tl_engine_config *c);
+/* The transposed stack's zero border: projection p's pixel (row r, column c) is at
+ * tstack[p * (cols + PAD_COLS) * ld + (c + 1) * ld + r + 1], ld = rows + PAD_ROWS; rows
+ * -1, rows and rows + 1 and columns -1 and cols are zero. */
+#define TL_CUDA_TSTACK_PAD_ROWS 3
+#define TL_CUDA_TSTACK_PAD_COLS 2
 tl_status tl_cuda_cone_stack_create(tl_cuda_state *s);
 void tl_cuda_cone_stack_destroy(tl_cuda_state *s);
 void tl_cuda_cone_stack_mark(tl_cuda_state *s, int32_t slot);

@@ -43,9 +43,9 @@ typedef enum {
 } tl_cuda_family;
 
 /* Cone beam (bp_cone.cu): up to TL_CUDA_CONE_MAX_NZ slices per pass, horizontal planes of
- * one (x, y) grid at heights z[0..nz-1] for the z-batch kernels, or a single slice (any
- * plane). */
-#define TL_CUDA_CONE_MAX_NZ 8
+ * one (x, y) grid at heights z[0..nz-1] for the z-batch and column kernels, or a single
+ * slice (any plane). */
+#define TL_CUDA_CONE_MAX_NZ 64
 typedef struct {
     tl_cuda_geom g;
     int nz;
@@ -70,6 +70,11 @@ typedef struct tl_cuda_kernel {
     tl_cuda_launch_fn launch; /* NULL for cone beam's, launched by bp_cone.cu */
 } tl_cuda_kernel;
 
+/* The cone-col kernels (bp_cone_column.cu): 32 x per_lane slices of b (per_lane 1 or 2),
+ * each warp walking cols columns (1 or 4). */
+tl_status tl_cuda_cone_column_launch(tl_cuda_state *s, int per_lane, int cols,
+                                     const tl_cuda_cone_batch *b, size_t nproj);
+
 /* The table, in listing order; tl_cuda_kernel_count() entries. */
 const tl_cuda_kernel *tl_cuda_kernel_at(int i);
 int tl_cuda_kernel_count(void);
@@ -90,9 +95,11 @@ extern const int tl_cuda_plane_nkernels;
 extern const tl_cuda_kernel tl_cuda_cone_kernels[];
 extern const int tl_cuda_cone_nkernels;
 
-/* Cone beam (bp_cone.cu): whether kernel k can serve slice sl of job (why says why not),
+/* Cone beam (bp_cone.cu): how many slices of job (i included) could share a z-batch or
+ * column pass with slice i; whether kernel k can serve slice sl of job (why says why not);
  * and the launch of slice i of the job with the later slices of the same kernel that can
  * share its pass (marking them in s->job_done; outputs at s->out + off[j]). */
+size_t tl_cuda_cone_partners(const tl_bp_job *job, size_t i);
 bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k,
                             const tl_bp_slice *sl, const tl_bp_job *job, char *why, size_t why_len);
 tl_status tl_cuda_cone_job_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_job *job,

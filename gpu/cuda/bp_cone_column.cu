@@ -1,0 +1,184 @@
+/* bp_cone_column.cu — the column kernels of the cone-beam family (the cone-col kernels): Chen et al.
+ * 2019 (seed 004, iFDK, §4.2 and Listing 1, "L1-Tran" of Table 4) adapted to Hopper.
+ *
+ * A warp owns one (x, y) column of the volume and walks it in z: lane l computes the slices
+ * l, l + 32, ... of a batch. On a circular trajectory about z, u and the depth w of a
+ * column do not depend on z (§4.2.1, "per-column invariants"), so each warp computes u, w
+ * and the weight of CONE_COL_CHUNK projections once per column (one projection per lane,
+ * into shared memory), and then every lane needs one multiply-add for v per slice and
+ * projection. The filtered projections are read from a transposed copy (cone_stack.cu,
+ * v the fastest axis: iFDK's Q^T), so the 32 lanes of a warp, walking v along one
+ * detector column, read neighbouring addresses: four coalesced __ldg per update through
+ * L1 instead of the texture unit, whose bilinear rate bounds the cone-tex kernels. The
+ * copy has a border of zeros, so no lane tests whether its taps are on the detector: the
+ * kernels issue instructions at the SM's limit (Nsight Compute, H100: 72 % SM, 93 % L1
+ * hits before the border), and every test saved is throughput. A warp walks several
+ * columns (a tile of 8 x COLS columns per block) so that the block's reads of one
+ * projection overlap in L1.
+ * Bilinear interpolation is exact fp32 arithmetic in the order of tl_cone_sample (the
+ * CPU backend's rule: along u within each row, then between rows), so the kernels are
+ * `exact`. iFDK's z-mirror pairing is not used: it needs a volume symmetric about the
+ * source plane, which a watched batch of slices rarely is.
+ */
+#include "config.h"
+
+#include "gpu/base/backend.h"
+
+#include "gpu/cuda/cuda_state.cuh"
+#include "gpu/cuda/kernels.cuh"
+
+#define CONE_COL_WARPS 8  /* columns per block: 8 warps of 32 lanes */
+#define CONE_COL_CHUNK 64 /* projections whose invariants a warp holds at once */
+
+/* One projection as one column sees it; u < -1 marks "misses the detector". */
+struct col_invariant {
+    float u, va, vb, wt; /* v = va + vb z; wt = weight / w^2 */
+};
+
+struct col_shared {
+    float m[CONE_COL_CHUNK][12];
+    float weight[CONE_COL_CHUNK];
+    int slot[CONE_COL_CHUNK];
+};
+
+/* Slice n of the batch (thread lane has slices lane + 32 t, t < PER_LANE): its height and
+ * its output (NULL past the batch). The lookup by an unrolled compare keeps the batch in
+ * parameter space (a dynamic index would copy it to local memory). */
+__device__ __forceinline__ float lane_z(const tl_cuda_cone_batch &b, int n)
+{
+    float z = 0.f;
+#pragma unroll
+    for (int k = 0; k < TL_CUDA_CONE_MAX_NZ; k++)
+        if (k == n)
+            z = b.z[k];
+    return z;
+}
+__device__ __forceinline__ float *lane_out(const tl_cuda_cone_batch &b, int n)
+{
+    float *out = NULL;
+#pragma unroll
+    for (int k = 0; k < TL_CUDA_CONE_MAX_NZ; k++)
+        if (k == n && k < b.nz)
+            out = b.out[k];
+    return out;
+}
+
+template <int PER_LANE, int COLS>
+__global__ void __launch_bounds__(32 * CONE_COL_WARPS)
+    bp_cone_column_kernel(const float *__restrict__ tstack, int W, int H,
+                          const float *__restrict__ cone, const float4 *__restrict__ par,
+                          const int *__restrict__ slot, int nproj, tl_cuda_geom g,
+                          tl_cuda_cone_batch b)
+{
+    __shared__ col_shared sh;
+    __shared__ col_invariant inv[CONE_COL_WARPS][COLS][CONE_COL_CHUNK];
+    const int lane = threadIdx.x, warp = threadIdx.y;
+    const int tid = warp * 32 + lane;
+    /* the block's tile: CONE_COL_WARPS columns in x by COLS in y, a warp per x */
+    const int tiles_x = (g.w + CONE_COL_WARPS - 1) / CONE_COL_WARPS;
+    const int j = (int)(blockIdx.x % tiles_x) * CONE_COL_WARPS + warp;
+    const int i0 = (int)(blockIdx.x / tiles_x) * COLS;
+    float x[COLS], y[COLS];
+    bool inside[COLS];
+#pragma unroll
+    for (int c = 0; c < COLS; c++) {
+        inside[c] = j < g.w && i0 + c < g.h;
+        x[c] = tl_geom_x(g, i0 + c, j);
+        y[c] = tl_geom_y(g, i0 + c, j);
+    }
+    float z[PER_LANE];
+#pragma unroll
+    for (int t = 0; t < PER_LANE; t++)
+        z[t] = lane_z(b, lane + 32 * t);
+    float acc[COLS][PER_LANE];
+#pragma unroll
+    for (int c = 0; c < COLS; c++)
+#pragma unroll
+        for (int t = 0; t < PER_LANE; t++)
+            acc[c][t] = 0.f;
+    const int ld = H + TL_CUDA_TSTACK_PAD_ROWS; /* cone_stack.cu: the zero border */
+    const size_t proj_el = (size_t)(W + TL_CUDA_TSTACK_PAD_COLS) * ld;
+    for (int p0 = 0; p0 < nproj; p0 += CONE_COL_CHUNK) {
+        const int nc = nproj - p0 < CONE_COL_CHUNK ? nproj - p0 : CONE_COL_CHUNK;
+        __syncthreads(); /* the previous chunk is no longer read */
+        for (int t = tid; t < nc * 12; t += 32 * CONE_COL_WARPS)
+            sh.m[t / 12][t % 12] = __ldg(cone + (size_t)p0 * 12 + t);
+        for (int t = tid; t < nc; t += 32 * CONE_COL_WARPS) {
+            sh.weight[t] = __ldg(par + p0 + t).w;
+            sh.slot[t] = __ldg(slot + p0 + t);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int c = 0; c < COLS; c++)
+            for (int k = lane; k < nc; k += 32) { /* the invariants, a lane per projection */
+                const float *m = sh.m[k]; /* m[2] = m[10] = 0: checked on the host */
+                const float w = fmaf(m[8], x[c], fmaf(m[9], y[c], m[11]));
+                col_invariant v = {-2.f, 0.f, 0.f, 0.f};
+                if (inside[c] && w > 0.f) {
+                    const float iw = 1.f / w;
+                    v.u = fmaf(m[0], x[c], fmaf(m[1], y[c], m[3])) * iw;
+                    v.va = fmaf(m[4], x[c], fmaf(m[5], y[c], m[7])) * iw;
+                    v.vb = m[6] * iw;
+                    v.wt = sh.weight[k] * iw * iw;
+                }
+                inv[warp][c][k] = v;
+            }
+        __syncwarp();
+        for (int k = 0; k < nc; k++) {
+            const float *proj = tstack + (size_t)sh.slot[k] * proj_el;
+#pragma unroll
+            for (int c = 0; c < COLS; c++) {
+                const col_invariant v = inv[warp][c][k]; /* one broadcast read */
+                if (!(v.u > -1.f && v.u < (float)W))
+                    continue; /* the same for the whole warp */
+                const float flu = floorf(v.u);
+                const int iu = (int)flu; /* -1 ... W - 1: the border has columns -1 and W */
+                const float fu = v.u - flu;
+                const float *col0 = proj + (size_t)(iu + 1) * ld + 1, *col1 = col0 + ld;
+#pragma unroll
+                for (int t = 0; t < PER_LANE; t++) {
+                    /* rows -1 ... H + 1 exist (zero outside the detector), so v clamped to
+                     * [-1, H] needs no test: a sample at -1 or H is 0, as off the detector,
+                     * and the row above a zero fraction is read but weighs 0 */
+                    const float vv = fminf(fmaxf(fmaf(v.vb, z[t], v.va), -1.f), (float)H);
+                    const float flv = floorf(vv);
+                    const int r0 = (int)flv;
+                    const float gv = vv - flv;
+                    const float row0 = tl_lerp(__ldg(col0 + r0), __ldg(col1 + r0), fu);
+                    const float row1 = tl_lerp(__ldg(col0 + r0 + 1), __ldg(col1 + r0 + 1), fu);
+                    acc[c][t] = fmaf(v.wt, tl_lerp(row0, row1, gv), acc[c][t]);
+                }
+            }
+        }
+        __syncwarp(); /* inv[warp] is rewritten after the next staging */
+    }
+#pragma unroll
+    for (int t = 0; t < PER_LANE; t++) {
+        float *out = lane_out(b, lane + 32 * t); /* looked up late: registers are dear */
+#pragma unroll
+        for (int c = 0; c < COLS; c++)
+            if (inside[c] && out)
+                out[(size_t)(i0 + c) * g.w + j] = acc[c][t];
+    }
+}
+
+template <int PER_LANE, int COLS>
+static tl_status launch(tl_cuda_state *s, const tl_cuda_cone_batch *b, size_t nproj)
+{
+    const int tiles_x = (b->g.w + CONE_COL_WARPS - 1) / CONE_COL_WARPS;
+    const int tiles_y = (b->g.h + COLS - 1) / COLS;
+    bp_cone_column_kernel<PER_LANE, COLS>
+        <<<(unsigned)tiles_x * tiles_y, dim3(32, CONE_COL_WARPS), 0, s->stream>>>(
+            s->tstack, (int)s->cols, (int)s->rows, s->d_cone, s->d_par, s->d_slot, (int)nproj,
+            b->g, *b);
+    TL_CUDA_LAUNCHED(s->eb, "bp_cone_column_kernel");
+    return TL_OK;
+}
+
+tl_status tl_cuda_cone_column_launch(tl_cuda_state *s, int per_lane, int cols,
+                                     const tl_cuda_cone_batch *b, size_t nproj)
+{
+    if (per_lane == 1)
+        return cols == 1 ? launch<1, 1>(s, b, nproj) : launch<1, 4>(s, b, nproj);
+    return cols == 1 ? launch<2, 1>(s, b, nproj) : launch<2, 4>(s, b, nproj);
+}
