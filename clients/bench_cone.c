@@ -1,12 +1,12 @@
 /* bench_cone.c — `tomolive bench --cone`: cone-beam (FDK) back projection, kernel only, on
  * the problems of Chen et al. 2019 (seed 004, iFDK) Table 4: a D x D detector, P
- * projections over a full turn, an N^3 output volume (issue #21, §4.4 P1 of
+ * projections over a full turn, an N x N x Z output volume (issue #21, §4.4 P1 of
  * ../shared/notes/seed-002-004.md).
  *
  * The window is filled through the normal per-frame path with one smooth projection
  * submitted P times at uniform angles (a kernel's speed does not depend on the values).
- * The volume is N row slices of N x N covering the detector's field of view at the axis
- * (scale D / N volume units per voxel), timed in jobs of --batch slices with
+ * The volume is Z row slices of N x N covering the detector's field of view at the axis
+ * (scale D / N volume units per voxel, D / Z apart), timed in jobs of --batch slices with
  * tl_engine_bench_kernel: the median of --reps calls per job after a warm-up, device
  * outputs only (no copies to the host), summed over the jobs. Rates are updates (voxels x
  * projections) per second, in 10^9 (GUPS) and in 2^30 (the unit of seed 004's tables).
@@ -35,17 +35,18 @@
 #define DETECTOR_MM 540.0
 
 static const char usage_text[] =
-    "usage: tomolive bench --cone [--shape DxPxN ...] [--kernel NAME ...] [--batch N]\n"
+    "usage: tomolive bench --cone [--shape DxPxN[xZ] ...] [--kernel NAME ...] [--batch N]\n"
     "                             [--reps R] [--device N] [--backend cuda|cpu]\n"
     "\n"
-    "Times cone-beam back projection (FDK, kernel only) of an N^3 volume from P\n"
-    "projections of D x D pixels over a full turn, for each shape (default: 512x1024x512,\n"
-    "1024x1024x256, 1024x1024x1024: rows of seed 004's Table 4) and each kernel (default:\n"
-    "every cone-beam kernel of the backend), in jobs of N row slices (default 64), and\n"
-    "prints the volume time and the updates per second.\n";
+    "Times cone-beam back projection (FDK, kernel only) of an N x N x Z volume (Z: N\n"
+    "when left out) from P projections of D x D pixels over a full turn, for each shape\n"
+    "(default: 512x1024x512, 1024x1024x256, 1024x1024x1024: rows of seed 004's Table 4)\n"
+    "and each kernel (default: every cone-beam kernel of the backend), in jobs of --batch row\n"
+    "slices (default 64), and prints the volume time and the updates per second. The\n"
+    "volume spans the detector's field of view at the axis, in x, y and z.\n";
 
 typedef struct {
-    uint32_t d, p, n;
+    uint32_t d, p, n, z; /* detector side, projections, volume side, volume slices */
 } shape;
 
 typedef struct {
@@ -86,9 +87,12 @@ static int parse(int argc, char **argv, options *o)
                 shape *s = &o->shapes[o->nshapes];
                 if (o->nshapes == MAX_SHAPES)
                     return tl_cli_fail(ME, 2, "at most %d shapes", MAX_SHAPES);
-                if (sscanf(optarg, "%ux%ux%u", &s->d, &s->p, &s->n) != 3 || s->d < 2 || s->p < 1 ||
-                    s->n < 1 || s->d > 16384 || s->p > 65536 || s->n > 16384)
-                    return tl_cli_fail(ME, 2, "bad --shape '%s': need DxPxN", optarg);
+                int got = sscanf(optarg, "%ux%ux%ux%u", &s->d, &s->p, &s->n, &s->z);
+                if (got == 3)
+                    s->z = s->n;
+                if ((got != 3 && got != 4) || s->d < 2 || s->p < 1 || s->n < 1 || s->z < 1 ||
+                    s->d > 16384 || s->p > 65536 || s->n > 16384 || s->z > 16384)
+                    return tl_cli_fail(ME, 2, "bad --shape '%s': need DxPxN or DxPxNxZ", optarg);
                 o->nshapes++;
                 break;
             }
@@ -126,7 +130,8 @@ static int parse(int argc, char **argv, options *o)
     if (optind < argc)
         return tl_cli_fail(ME, 2, "unexpected argument '%s'", argv[optind]);
     if (o->nshapes == 0) {
-        const shape dflt[] = {{512, 1024, 512}, {1024, 1024, 256}, {1024, 1024, 1024}};
+        const shape dflt[] = {{512, 1024, 512, 512}, {1024, 1024, 256, 256},
+                              {1024, 1024, 1024, 1024}};
         for (size_t i = 0; i < sizeof dflt / sizeof *dflt; i++)
             o->shapes[o->nshapes++] = dflt[i];
     }
@@ -199,12 +204,13 @@ static int bench_shape(const options *o, const shape *s)
     if (st != TL_OK)
         return tl_cli_fail(ME, 1, "%ux%ux%u: cannot create the engine: %s (%s)", s->d, s->p, s->n,
                            tl_engine_last_error(NULL), tl_status_name(st));
-    int *ids = calloc(s->n, sizeof *ids);
+    int *ids = calloc(s->z, sizeof *ids);
     int rc = ids ? fill(e, s) : tl_cli_fail(ME, 1, "out of memory");
     double scale = (double)s->d / s->n; /* volume units per voxel: the same field of view */
-    for (uint32_t k = 0; rc == 0 && k < s->n; k++) {
+    double dz = (double)s->d / s->z;    /* ... and the detector's height in z */
+    for (uint32_t k = 0; rc == 0 && k < s->z; k++) {
         tl_slice_spec spec;
-        tl_slice_spec_row(&spec, (k + 0.5) * scale - 0.5, s->n, s->n);
+        tl_slice_spec_row(&spec, (k + 0.5) * dz - 0.5, s->n, s->n);
         spec.scale = scale;
         if (tl_engine_add_slice(e, &spec, &ids[k]) != TL_OK)
             rc = tl_cli_fail(ME, 1, "slice %u: %s", k, tl_engine_last_error(e));
@@ -214,19 +220,24 @@ static int bench_shape(const options *o, const shape *s)
     if (rc == 0) {
         tl_engine_state es;
         tl_engine_get_state(e, &es);
-        printf("\n%ux%u detector, %u projections -> %u^3 on %s (window filled in %.1f s, jobs "
+        char volume[48];
+        if (s->z == s->n)
+            snprintf(volume, sizeof volume, "%u^3", s->n);
+        else
+            snprintf(volume, sizeof volume, "%u^2 x %u", s->n, s->z);
+        printf("\n%ux%u detector, %u projections -> %s on %s (window filled in %.1f s, jobs "
                "of %u slices)\n",
-               s->d, s->d, s->p, s->n, es.device_name, tl_cli_now() - t0, o->batch);
+               s->d, s->d, s->p, volume, es.device_name, tl_cli_now() - t0, o->batch);
         printf("%-16s | %-6s | %10s | %12s | %14s\n", "kernel", "mode", "volume s", "GUPS (1e9)",
                "GUPS (2^30)");
         printf("-----------------+--------+------------+--------------+---------------\n");
     }
-    double updates = (double)s->n * s->n * s->n * s->p;
+    double updates = (double)s->n * s->n * s->z * s->p;
     for (int k = 0; rc == 0 && k < nk; k++) {
         double ms = 0;
         tl_quality q = TL_QUALITY_EXACT;
-        for (uint32_t z = 0; rc == 0 && z < s->n; z += o->batch) {
-            uint32_t n = s->n - z < o->batch ? s->n - z : o->batch;
+        for (uint32_t z = 0; rc == 0 && z < s->z; z += o->batch) {
+            uint32_t n = s->z - z < o->batch ? s->z - z : o->batch;
             tl_bench_row row;
             st = tl_engine_bench_kernel(e, ids + z, n, names[k], o->reps, &row);
             if (st != TL_OK)

@@ -80,12 +80,12 @@ static const char *const builtin_single[TL_QUALITY_COUNT][4] = {
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
 };
 /* Cone beam, by measurement (H100, BENCHMARKS.md): where `fast` is allowed, the texture
- * kernels (cone-tex-zb/8 ~900 GUPS on a 1024^3 volume); in exact mode, for a stack of
+ * kernels (cone-tex-zb/16 ~920 GUPS on a 1024^3 volume, /8 ~900); in exact mode, for a stack of
  * horizontal slices of a circular scan (a volume, a sub-volume: at least COLUMN_SLICES of
  * one grid) the column kernel, which walks 64 of them per pass (~670), for a few the
  * z-batch kernel (~290); else the general ones. */
 #define COLUMN_SLICES 32
-static const char *const builtin_cone_stack[4] = {"cone-tex-zb/8", "cone-col/64x4", "cone-zb/8",
+static const char *const builtin_cone_stack[4] = {"cone-tex-zb/16", "cone-col/64x4", "cone-zb/8",
                                                   "cone-exact"};
 static const char *const builtin_cone[4] = {"cone-tex-zb/8", "cone-zb/8", "cone-tex",
                                             "cone-exact"};
@@ -237,15 +237,17 @@ static int choose(const tl_cuda_state *s, const tl_bp_job *job, size_t i, int fo
     int q = job->quality < TL_QUALITY_COUNT ? (int)job->quality : TL_QUALITY_PREVIEW;
     const bool cone = job->geometry == TL_GEOMETRY_CONE;
     bool batch = !cone && has_partners(s, job, i);
-    const tl_kernel_choice *c = find_choice(job, sl);
+    /* the tuner times 1 to 4 slices: its choice does not rank the stack kernels */
+    const bool stack = cone && tl_cuda_cone_partners(job, i) >= COLUMN_SLICES;
+    const tl_kernel_choice *c = stack ? NULL : find_choice(job, sl);
     int k = -1;
     if (c && batch)
         k = try_name(s, c->batch[q], sl, job);
     if (k < 0 && c)
         k = try_name(s, c->single[q], sl, job);
-    const char *const *rule = !cone  ? (batch ? builtin_batch[q] : builtin_single[q])
-                              : tl_cuda_cone_partners(job, i) >= COLUMN_SLICES ? builtin_cone_stack
-                                                                               : builtin_cone;
+    const char *const *rule = !cone   ? (batch ? builtin_batch[q] : builtin_single[q])
+                              : stack ? builtin_cone_stack
+                                      : builtin_cone;
     for (int r = 0; k < 0 && r < 4 && rule[r]; r++)
         k = try_name(s, rule[r], sl, job);
     return k >= 0 ? k : tl_cuda_kernel_find(cone ? "cone-exact" : "plane-exact");

@@ -19,9 +19,11 @@
  *                  has no u or w part (a circular trajectory about z), so a thread
  *                  computes them once per projection for its (x, y) and then only v, a
  *                  linear function of z, per slice. `exact`, from the window.
- *   cone-tex-zb/8  the same reading the projection stack through the texture unit. `fast`.
- *   cone-col/32, cone-col/64  a warp per (x, y) column walking 32 or 64 slices through the
- *                  transposed stack: iFDK's L1-Tran (bp_cone_column.cu). `exact`.
+ *   cone-tex-zb/8, cone-tex-zb/16  the same (8 or 16 slices) reading the projection stack
+ *                  through the texture unit. `fast`.
+ *   cone-col/N, cone-col/NxC  a warp per (x, y) column (per C columns) walking N slices
+ *                  through the transposed stack: iFDK's L1-Tran (bp_cone_column.cu).
+ *                  `exact`.
  */
 #include "config.h"
 
@@ -35,9 +37,9 @@
 
 #define CONE_BLOCK 16 /* 16 x 16 threads, one pixel (column of pixels: z-batch) each */
 #define CONE_CHUNK 64 /* projections whose matrices a block holds at once */
-#define CONE_ZB 8     /* slices of a z-batch pass (TL_CUDA_CONE_MAX_NZ) */
+#define CONE_ZB_MAX 16 /* slices of a z-batch pass, at most (8 or 16) */
 
-static_assert(CONE_ZB <= TL_CUDA_CONE_MAX_NZ, "a z-batch fits the batch");
+static_assert(CONE_ZB_MAX <= TL_CUDA_CONE_MAX_NZ, "a z-batch fits the batch");
 
 /* The matrices, weights and slots of projections [p0, p0 + nc), into shared memory. */
 struct cone_chunk {
@@ -109,8 +111,8 @@ __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
 
 /* A z-batch: nz horizontal slices of one (x, y) grid at heights z[]. */
 struct cone_zbatch {
-    float z[CONE_ZB];
-    float *out[CONE_ZB];
+    float z[CONE_ZB_MAX];
+    float *out[CONE_ZB_MAX];
     int nz;
 };
 
@@ -124,7 +126,7 @@ __device__ __forceinline__ float window_row(const float *__restrict__ col, size_
     return tl_lerp(a, b, fu);
 }
 
-template <bool TEX>
+template <bool TEX, int ZB>
 __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
     bp_cone_zb_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W,
                       int H, cudaTextureObject_t tex, const float *__restrict__ cone,
@@ -136,9 +138,9 @@ __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
     const int i = blockIdx.y * CONE_BLOCK + threadIdx.y;
     const bool inside = i < g.h && j < g.w;
     const float x = tl_geom_x(g, i, j), y = tl_geom_y(g, i, j);
-    float acc[CONE_ZB];
+    float acc[ZB];
 #pragma unroll
-    for (int s = 0; s < CONE_ZB; s++)
+    for (int s = 0; s < ZB; s++)
         acc[s] = 0.f;
     for (int p0 = 0; p0 < nproj; p0 += CONE_CHUNK) {
         const int nc = nproj - p0 < CONE_CHUNK ? nproj - p0 : CONE_CHUNK;
@@ -156,7 +158,7 @@ __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
             const float wt = c.weight[k] * iw * iw;
             if (TEX) {
 #pragma unroll
-                for (int s = 0; s < CONE_ZB; s++)
+                for (int s = 0; s < ZB; s++)
                     acc[s] =
                         fmaf(wt, stack_sample(tex, u, fmaf(vb, zb.z[s], va), c.slot[k]), acc[s]);
                 continue;
@@ -169,7 +171,7 @@ __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
             const bool lo = iu >= 0, hi = iu + 1 < W;
             const float *col = window + (size_t)c.slot[k] * pitch_el;
 #pragma unroll
-            for (int s = 0; s < CONE_ZB; s++) {
+            for (int s = 0; s < ZB; s++) {
                 const float v = fmaf(vb, zb.z[s], va);
                 if (!(v > -1.f && v < (float)H))
                     continue;
@@ -187,7 +189,7 @@ __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
     if (!inside)
         return;
 #pragma unroll
-    for (int s = 0; s < CONE_ZB; s++)
+    for (int s = 0; s < ZB; s++)
         if (s < zb.nz)
             zb.out[s][(size_t)i * g.w + j] = acc[s];
 }
@@ -210,7 +212,8 @@ typedef tl_status (*cone_launch_fn)(tl_cuda_state *s, const cone_impl *k,
 struct cone_impl {
     cone_launch_fn launch;
     cone_source source;
-    int per_lane, cols; /* column kernels: slices per lane, columns per warp */
+    int per_lane, cols; /* column kernels: slices per lane, columns per warp; z-batch
+                         * kernels: slices per thread */
 };
 
 static tl_status one_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
@@ -233,29 +236,36 @@ static tl_status one_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_
     return TL_OK;
 }
 
-static tl_status zb_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
-                           size_t nproj)
+template <int ZB>
+static tl_status zb_launch_n(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
+                             size_t nproj)
 {
     cone_zbatch zb;
     zb.nz = b->nz;
-    for (int i = 0; i < CONE_ZB; i++) { /* missing slices repeat the last, unwritten */
+    for (int i = 0; i < ZB; i++) { /* missing slices repeat the last, unwritten */
         zb.z[i] = b->z[i < b->nz ? i : b->nz - 1];
         zb.out[i] = b->out[i < b->nz ? i : b->nz - 1];
     }
     const dim3 block(CONE_BLOCK, CONE_BLOCK);
     if (k->source == FROM_TEXTURE)
-        bp_cone_zb_kernel<true>
+        bp_cone_zb_kernel<true, ZB>
             <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
                                                         (int)s->cols, (int)s->rows, s->stack_tex,
                                                         s->d_cone, s->d_par, s->d_slot, (int)nproj,
                                                         b->g, zb);
     else
-        bp_cone_zb_kernel<false>
+        bp_cone_zb_kernel<false, ZB>
             <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
                                                         (int)s->cols, (int)s->rows, 0, s->d_cone,
                                                         s->d_par, s->d_slot, (int)nproj, b->g, zb);
     TL_CUDA_LAUNCHED(s->eb, "bp_cone_zb_kernel");
     return TL_OK;
+}
+
+static tl_status zb_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
+                           size_t nproj)
+{
+    return k->per_lane == 16 ? zb_launch_n<16>(s, k, b, nproj) : zb_launch_n<8>(s, k, b, nproj);
 }
 
 static tl_status column_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
@@ -273,10 +283,10 @@ const tl_cuda_kernel tl_cuda_cone_kernels[] = {
     {"cone-tex", TL_QUALITY_FAST, 1, TL_KF_CONE,
      "16x16 threads, 1 pixel each, texture bilinear from the projection stack", 0, 0, false, false,
      NULL},
-    {"cone-zb/8", TL_QUALITY_EXACT, CONE_ZB, TL_KF_CONE,
+    {"cone-zb/8", TL_QUALITY_EXACT, 8, TL_KF_CONE,
      "16x16 threads, 8 slices each, u and w once per column, bilinear from the window", 0, 0,
      false, false, NULL},
-    {"cone-tex-zb/8", TL_QUALITY_FAST, CONE_ZB, TL_KF_CONE,
+    {"cone-tex-zb/8", TL_QUALITY_FAST, 8, TL_KF_CONE,
      "16x16 threads, 8 slices each, u and w once per column, texture from the stack", 0, 0, false,
      false, NULL},
     {"cone-col/32", TL_QUALITY_EXACT, 32, TL_KF_CONE,
@@ -291,14 +301,18 @@ const tl_cuda_kernel tl_cuda_cone_kernels[] = {
     {"cone-col/64x4", TL_QUALITY_EXACT, 64, TL_KF_CONE,
      "32x8 threads, a warp per 4 columns, 2 slices per lane, from the transposed stack", 0, 0,
      false, false, NULL},
+    {"cone-tex-zb/16", TL_QUALITY_FAST, 16, TL_KF_CONE,
+     "16x16 threads, 16 slices each, u and w once per column, texture from the stack", 0, 0,
+     false, false, NULL},
 };
 const int tl_cuda_cone_nkernels = sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels;
 
 static const cone_impl impls[] = {
     {one_launch, FROM_WINDOW, 0, 0},     {one_launch, FROM_TEXTURE, 0, 0},
-    {zb_launch, FROM_WINDOW, 0, 0},      {zb_launch, FROM_TEXTURE, 0, 0},
+    {zb_launch, FROM_WINDOW, 8, 0},      {zb_launch, FROM_TEXTURE, 8, 0},
     {column_launch, FROM_TRANSPOSED, 1, 1}, {column_launch, FROM_TRANSPOSED, 2, 1},
     {column_launch, FROM_TRANSPOSED, 1, 4}, {column_launch, FROM_TRANSPOSED, 2, 4},
+    {zb_launch, FROM_TEXTURE, 16, 0},
 };
 static_assert(sizeof impls / sizeof *impls ==
                   sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels,

@@ -15,8 +15,8 @@
  *       over the scan more than twice equal the same slices from scratch;
  *   (d) a short scan (Parker's weights in correct_kernel) against the CPU backend's
  *       float64 mode, exact;
- *   (e) a stack of 70 rows reconstructed at once (a sub-volume: 64 and 6 slices per
- *       column pass, tiles cut by the volume's edges), against the CPU backend's float64
+ *   (e) a stack of 140 rows reconstructed at once (a sub-volume: column passes of 64, 64
+ *       and 12 slices, tiles cut by the volume's edges), against the CPU backend's float64
  *       mode: the built-in choice is the column kernel, and every column kernel, forced,
  *       is exact.
  * Exit 77 without a usable CUDA device or in builds without CUDA.
@@ -46,7 +46,7 @@ static void stack_rows(const tl_cone_scan *s, tl_engine *e, int nx, int ny, int 
 
 START_TEST(stack_vs_cpu_f64)
 {
-    enum { NX = 45, NY = 38, NZ = 70 }; /* tiles of 8 x 4 columns cut at both edges */
+    enum { NX = 45, NY = 38, NZ = 140 }; /* tiles of 8 x 4 columns cut at both edges */
     tl_cone_scan s;
     ck_assert_int_eq(tl_cone_scan_make(&s, 96, 128, 120, 1.5, -2.5, true), 0);
     tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CUDA);
@@ -69,7 +69,7 @@ START_TEST(stack_vs_cpu_f64)
             for (int z = 0; z < NZ; z++)
                 ck_assert_str_eq(info[z].kernel, "cone-col/64x4");
         char what[80];
-        snprintf(what, sizeof what, "%s, 70 rows at once, vs cpu f64", info[0].kernel);
+        snprintf(what, sizeof what, "%s, 140 rows at once, vs cpu f64", info[0].kernel);
         expect_exact(what, a, b, n);
     }
     free(a);
@@ -329,7 +329,7 @@ static void stack_rows(const tl_cone_scan *s, tl_engine *e, int nx, int ny, int 
 
 START_TEST(stack_vs_cpu_f64)
 {
-    enum { NX = 45, NY = 38, NZ = 70 }; /* tiles of 8 x 4 columns cut at both edges */
+    enum { NX = 45, NY = 38, NZ = 140 }; /* tiles of 8 x 4 columns cut at both edges */
     tl_cone_scan s;
     ck_assert_int_eq(tl_cone_scan_make(&s, 96, 128, 120, 1.5, -2.5, true), 0);
     tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CUDA);
@@ -352,7 +352,7 @@ START_TEST(stack_vs_cpu_f64)
             for (int z = 0; z < NZ; z++)
                 ck_assert_str_eq(info[z].kernel, "cone-col/64x4");
         char what[80];
-        snprintf(what, sizeof what, "%s, 70 rows at once, vs cpu f64", info[0].kernel);
+        snprintf(what, sizeof what, "%s, 140 rows at once, vs cpu f64", info[0].kernel);
         expect_exact(what, a, b, n);
     }
     free(a);
