@@ -130,7 +130,8 @@ static int parse(int argc, char **argv, options *o)
     if (optind < argc)
         return tl_cli_fail(ME, 2, "unexpected argument '%s'", argv[optind]);
     if (o->nshapes == 0) {
-        const shape dflt[] = {{512, 1024, 512, 512}, {1024, 1024, 256, 256},
+        const shape dflt[] = {{512, 1024, 512, 512},
+                              {1024, 1024, 256, 256},
                               {1024, 1024, 1024, 1024}};
         for (size_t i = 0; i < sizeof dflt / sizeof *dflt; i++)
             o->shapes[o->nshapes++] = dflt[i];

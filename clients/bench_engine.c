@@ -9,6 +9,7 @@
 #include "clients/bench_engine.h"
 #include "clients/cli.h"
 #include "gpu/phantom.h"
+#include "gpu/phantom_cone.h"
 
 /* The phantom's outer ellipse, as a share of the detector width. */
 #define PHANTOM_RADIUS 0.45
@@ -61,6 +62,74 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
     for (uint32_t z = 0; ids && rc == 0 && z < rows; z++) {
         tl_slice_spec s;
         tl_slice_spec_row(&s, z, size, size);
+        if ((st = tl_engine_add_slice(*e, &s, &ids[z])) != TL_OK)
+            rc = tl_cli_fail(me, 1, "slice %u: %s (%s)", z, tl_engine_last_error(*e),
+                             tl_status_name(st));
+    }
+    if (rc != 0) {
+        tl_engine_destroy(*e);
+        *e = NULL;
+    }
+    return rc;
+}
+
+int tl_bench_engine_cone(const char *me, tl_backend_kind backend, int device, uint32_t size,
+                         uint32_t proj, uint32_t rows, const tl_cone_opts *k, tl_engine **e,
+                         int *ids, uint32_t nslices)
+{
+    tl_engine_config c;
+    tl_engine_config_init(&c, rows, size, proj);
+    c.backend = backend;
+    c.device = device;
+    c.dtype = TL_DTYPE_F32;
+    c.already_linear = true;
+    c.quality = TL_QUALITY_FAST;
+    const double center = tl_cone_opts_center(k, size, false, 0);
+    tl_cone_opts_engine(k, false, center, &c);
+    tl_status st = tl_engine_create(&c, e);
+    if (st != TL_OK)
+        return tl_cli_fail(me, 1,
+                           "cannot create a cone-beam engine for %ux%u slices from %u "
+                           "projections of %ux%u: %s (%s)",
+                           size, size, proj, rows, size, tl_engine_last_error(NULL),
+                           tl_status_name(st));
+    char why[256];
+    tl_errbuf eb = {0};
+    tl_phantom ph = {0}; /* freed whether made or not */
+    size_t npix = (size_t)rows * size;
+    float *li = malloc(npix * sizeof *li);
+    double *exact = malloc(npix * sizeof *exact); /* the phantom's line integrals */
+    int rc = 0;
+    if (!li || !exact)
+        rc = tl_cli_fail(me, 1, "out of memory for the projections");
+    else if (tl_cone_opts_phantom(k, rows, size, center, 1.0, &ph, why, sizeof why) != 0)
+        rc = tl_cli_fail(me, 1, "%s", why);
+    for (uint32_t p = 0; rc == 0 && p < proj; p++) {
+        double theta = 2 * M_PI * p / proj, P[12];
+        if (tl_cone_opts_matrix(k, rows, size, center, theta, P, &eb) != TL_OK ||
+            tl_phantom_cone_project(&ph, P, rows, size, exact, &eb) != TL_OK) {
+            rc = tl_cli_fail(me, 1, "projection %u: %s", p, eb.msg);
+            break;
+        }
+        for (size_t i = 0; i < npix; i++)
+            li[i] = (float)exact[i];
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = p,
+                      .angle = theta,
+                      .dtype = TL_DTYPE_F32,
+                      .rows = rows,
+                      .cols = size,
+                      .data = li};
+        if ((st = tl_engine_submit(*e, &f)) != TL_OK)
+            rc = tl_cli_fail(me, 1, "projection %u: %s (%s)", p, tl_engine_last_error(*e),
+                             tl_status_name(st));
+    }
+    tl_phantom_free(&ph);
+    free(li);
+    free(exact);
+    for (uint32_t z = 0; ids && rc == 0 && z < nslices; z++) {
+        tl_slice_spec s;
+        tl_slice_spec_row(&s, (z + 0.5) * rows / nslices - 0.5, size, size);
         if ((st = tl_engine_add_slice(*e, &s, &ids[z])) != TL_OK)
             rc = tl_cli_fail(me, 1, "slice %u: %s (%s)", z, tl_engine_last_error(*e),
                              tl_status_name(st));

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clients/cone_opts.h"
 #include "gpu/engine.h"
 
 /* Creates the engine in *e and, when ids is not NULL, one size x size row slice per
@@ -19,6 +20,14 @@
  * message" (then *e is NULL). */
 int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_t size,
                     uint32_t proj, uint32_t rows, tl_engine **e, int *ids);
+
+/* The same for a circular cone-beam scan of geometry k (cone_opts.h, k->cone set and
+ * checked): `rows` x `size` projections of the 3-D Shepp-Logan phantom over a full turn
+ * into an engine of quality `fast` (so that it lists every cone-beam kernel), and, when ids
+ * is not NULL, `nslices` size x size row slices spread over the detector's rows. */
+int tl_bench_engine_cone(const char *me, tl_backend_kind backend, int device, uint32_t size,
+                         uint32_t proj, uint32_t rows, const tl_cone_opts *k, tl_engine **e,
+                         int *ids, uint32_t nslices);
 
 /* What tables say about a kernel: its slices per pass (0) and parameters ("") when the
  * engine does not list it. */

@@ -21,6 +21,7 @@
 #include "clients/bench_engine.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
+#include "clients/cone_opts.h"
 #include "gpu/engine.h"
 #include "gpu/tune.h"
 
@@ -38,12 +39,18 @@ static const char usage_text[] =
     "usage: tomolive tune [--backend auto|cpu|cuda] [--device N] [--size N] [--window N]\n"
     "                     [--batch 1|2|4] [--cache PATH | --no-cache] [--force]\n"
     "                     [--budget SECONDS] [--no-rates]\n"
+    "                     [--geometry cone --source-origin MM --source-detector MM\n"
+    "                      --pixel-size MM[,MM] [--offset U,V] [--rows N]]\n"
     "\n"
     "Times every back-projection kernel of the backend on N x N row slices from a window\n"
     "of projections, for batches of 1, 2 and 4 slices, and prints the ranking and the\n"
     "kernel chosen per quality mode: single (lowest time for one slice) and batch (most\n"
-    "updates/s). The result is cached per device, driver and shape; the daemon reads the\n"
-    "same cache.\n"
+    "updates/s). The result is cached per device, driver, geometry and shape; the daemon\n"
+    "reads the same cache. With --geometry cone, the cone-beam kernels on a circular\n"
+    "cone-beam scan of the 3-D phantom over a full turn (a detector of --rows rows,\n"
+    "default N): the entry a cone-beam scan with N x N slices and that window finds.\n"
+    "(Stacks of 32 and more rows take the built-in choice, which this does not time:\n"
+    "tomolive bench --cone.)\n"
     "\n"
     "      --backend NAME   cpu, cuda or auto (default: cuda when available)\n"
     "      --device N       CUDA device ordinal (default 0)\n"
@@ -58,7 +65,7 @@ static const char usage_text[] =
     "      --force          tune even when the cache has the shape, then store\n"
     "      --budget S       tuning time to aim for, in seconds (default 15)\n"
     "      --no-rates       skip the micro-benchmarks (texture, conversion, shared memory)\n"
-    "\n"
+    "      --rows N         cone: detector rows (default: the size)\n" TL_CONE_OPTS_HELP "\n"
     "Exit status: 0 done, 1 failed (no such backend, cache unreadable, ...), 2 usage error.\n";
 
 typedef struct {
@@ -68,6 +75,8 @@ typedef struct {
     const char *cache;
     bool no_cache, force, rates;
     double budget;
+    tl_cone_opts cone;  /* --geometry cone and its options */
+    uint32_t cone_rows; /* --rows (0: the size) */
 } options;
 
 #define fail(rc, ...) tl_cli_fail(ME, (rc), __VA_ARGS__)
@@ -95,7 +104,9 @@ static int parse_options(int argc, char **argv, options *o)
         O_NOCACHE,
         O_FORCE,
         O_BUDGET,
-        O_NORATES
+        O_NORATES,
+        O_ROWS,
+        O_CONE /* --geometry and the cone-beam options, by name */
     };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
@@ -108,6 +119,12 @@ static int parse_options(int argc, char **argv, options *o)
         {"force", no_argument, NULL, O_FORCE},
         {"budget", required_argument, NULL, O_BUDGET},
         {"no-rates", no_argument, NULL, O_NORATES},
+        {"rows", required_argument, NULL, O_ROWS},
+        {"geometry", required_argument, NULL, O_CONE},
+        {"source-origin", required_argument, NULL, O_CONE},
+        {"source-detector", required_argument, NULL, O_CONE},
+        {"pixel-size", required_argument, NULL, O_CONE},
+        {"offset", required_argument, NULL, O_CONE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -117,10 +134,10 @@ static int parse_options(int argc, char **argv, options *o)
     o->rates = true;
     optind = 1;
     opterr = 0;
-    int c;
-    char *end;
+    int c, li = -1;
+    char *end, why[256];
     long v;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, &li)) != -1) {
         switch (c) {
             case O_BACKEND:
                 if (!tl_backend_parse(optarg, &o->backend))
@@ -155,6 +172,14 @@ static int parse_options(int argc, char **argv, options *o)
                                 optarg, MAX_BUDGET_S);
                 break;
             case O_NORATES: o->rates = false; break;
+            case O_ROWS:
+                if (!parse_u32(optarg, MAX_SIZE, &o->cone_rows))
+                    return fail(2, "bad --rows '%s': need 1..%d", optarg, MAX_SIZE);
+                break;
+            case O_CONE:
+                if (!tl_cone_opt(&o->cone, longopts[li].name, optarg, why, sizeof why))
+                    return fail(2, "%s", why);
+                break;
             case 'h': fputs(usage_text, stdout); return 0;
             default:
                 return fail(2, "%s '%s' (see tomolive tune --help)",
@@ -166,6 +191,11 @@ static int parse_options(int argc, char **argv, options *o)
         return fail(2, "unexpected argument '%s' (see tomolive tune --help)", argv[optind]);
     if (o->cache && o->no_cache)
         return fail(2, "--cache and --no-cache exclude each other");
+    if (!tl_cone_opts_check(&o->cone, false, why, sizeof why))
+        return fail(2, "%s", why);
+    if (o->cone_rows && !o->cone.cone)
+        return fail(2, "--rows is for --geometry cone (parallel beam times %u rows)",
+                    DEFAULT_BATCH);
     return -1;
 }
 
@@ -216,16 +246,20 @@ static void print_ranking(const tl_engine *e, const tl_tune_result *r)
     size_t n = r->nentries < TL_TUNE_MAX_ENTRIES ? r->nentries : TL_TUNE_MAX_ENTRIES;
     memcpy(sorted, r->entries, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, by_batch_then_ms);
-    printf("\nranking (by batch, fastest first; baseline: tex-std at the same batch):\n");
+    /* the standard texture kernel of the geometry (RTK's kernel_fdk_3Dgrid for cone beam) */
+    const char *baseline = r->shape.geometry == TL_GEOMETRY_CONE ? "cone-tex" : "tex-std";
+    char x_base[24];
+    snprintf(x_base, sizeof x_base, "x %s", baseline);
+    printf("\nranking (by batch, fastest first; baseline: %s at the same batch):\n", baseline);
     printf("%-16s | %-7s | %11s | %5s | %11s | %11s | %9s | %s\n", "kernel", "mode", "slices/pass",
-           "batch", "ms (median)", "G updates/s", "x tex-std", "params");
+           "batch", "ms (median)", "G updates/s", x_base, "params");
     printf("-----------------+---------+-------------+-------+-------------+-------------+----"
            "-------+-------\n");
     for (size_t i = 0; i < n; i++) {
         const tl_tune_entry *t = &sorted[i];
         const tl_tune_entry *base = NULL;
         for (size_t j = 0; j < n; j++)
-            if (sorted[j].batch == t->batch && !strcmp(sorted[j].kernel, "tex-std"))
+            if (sorted[j].batch == t->batch && !strcmp(sorted[j].kernel, baseline))
                 base = &sorted[j];
         char ratio[32] = "n/a";
         if (base && t->ms > 0)
@@ -329,7 +363,10 @@ int tl_cmd_tune(int argc, char **argv)
     }
 
     tl_engine *e = NULL;
-    if (tl_bench_engine(ME, o.backend, o.device, o.size, o.window, o.batch, &e, NULL) != 0)
+    if (o.cone.cone
+            ? tl_bench_engine_cone(ME, o.backend, o.device, o.size, o.window,
+                                   o.cone_rows ? o.cone_rows : o.size, &o.cone, &e, NULL, 0)
+            : tl_bench_engine(ME, o.backend, o.device, o.size, o.window, o.batch, &e, NULL))
         return 1;
     tl_engine_state es;
     tl_engine_get_state(e, &es);

@@ -96,12 +96,35 @@ START_TEST(push_cone)
     void *ctx = zmq_ctx_new();
     char ep[256];
     void *pull = tl_bind_loopback(ctx, ZMQ_PULL, ep, sizeof ep);
-    const char *args[] = {"push",          "--endpoint",   ep,       "--quiet",  "--geometry",
-                          "cone",          "--source-origin", "300", "--source-detector", "450",
-                          "--pixel-size",  "0.5,0.4",      "--offset", "1.5,-2", "--rows",
-                          "24",            "--cols",       "64",     "--projections", "36",
-                          "--darks",       "1",            "--flats", "1",       "--dtype",
-                          "f32",           "--attenuation", "2",     NULL};
+    const char *args[] = {"push",
+                          "--endpoint",
+                          ep,
+                          "--quiet",
+                          "--geometry",
+                          "cone",
+                          "--source-origin",
+                          "300",
+                          "--source-detector",
+                          "450",
+                          "--pixel-size",
+                          "0.5,0.4",
+                          "--offset",
+                          "1.5,-2",
+                          "--rows",
+                          "24",
+                          "--cols",
+                          "64",
+                          "--projections",
+                          "36",
+                          "--darks",
+                          "1",
+                          "--flats",
+                          "1",
+                          "--dtype",
+                          "f32",
+                          "--attenuation",
+                          "2",
+                          NULL};
     pid_t pid = tl_client_start(dir, args);
     size_t n;
     rmsg *v = collect(pull, pid, &n);
@@ -161,8 +184,8 @@ START_TEST(push_cone)
         ck_assert_msg(rel <= 1e-4, "projection %llu: relative L2 %.3g vs exact cone-beam",
                       (unsigned long long)f->index, rel);
     }
-    fprintf(stderr, "push cone: largest line integral %.4f (asked 2), on the border %.2g\n",
-            maxli, border);
+    fprintf(stderr, "push cone: largest line integral %.4f (asked 2), on the border %.2g\n", maxli,
+            border);
     ck_assert_msg(maxli > 1.9 && maxli < 2.1, "largest line integral %g", maxli);
     ck_assert_msg(border < 1e-4, "the sample reaches the detector's border: %g", border);
     tl_phantom_free(&ph);
@@ -188,8 +211,7 @@ START_TEST(push_cone_errors)
         {"(--pixel-size is missing)",
          {"push", "--geometry", "cone", "--source-origin", "300", "--source-detector", "450",
           NULL}},
-        {"bad --source-detector",
-         {"push", "--geometry", "cone", "--source-detector", "-4", NULL}},
+        {"bad --source-detector", {"push", "--geometry", "cone", "--source-detector", "-4", NULL}},
         {"bad --pixel-size", {"push", "--geometry", "cone", "--pixel-size", "0.5,0", NULL}},
         {"bad --offset", {"push", "--geometry", "cone", "--offset", "1", NULL}},
         {"both place the axis column",
@@ -275,13 +297,27 @@ static tl_cone_diff recon_arc(const char *in, const tl_phantom *ph, double unit,
     char out[1024], rows[32];
     snprintf(out, sizeof out, "%s/plane.tif", dir);
     snprintf(rows, sizeof rows, "%d:%d", plane, plane + 1);
-    const char *args[32] = {"recon",           "--input",          in,
-                            "--output",        out,                "--angles-deg",
-                            angles,            "--already-linear", "--backend",
-                            "cpu",             "--rows",           rows,
-                            "--geometry",      "cone",             "--source-origin",
-                            "300",             "--source-detector", "450",
-                            "--pixel-size",    "0.5",              NULL};
+    const char *args[32] = {"recon",
+                            "--input",
+                            in,
+                            "--output",
+                            out,
+                            "--angles-deg",
+                            angles,
+                            "--already-linear",
+                            "--backend",
+                            "cpu",
+                            "--rows",
+                            rows,
+                            "--geometry",
+                            "cone",
+                            "--source-origin",
+                            "300",
+                            "--source-detector",
+                            "450",
+                            "--pixel-size",
+                            "0.5",
+                            NULL};
     if (offset) {
         args[20] = "--offset";
         args[21] = offset;
@@ -317,8 +353,8 @@ static tl_cone_diff recon_plane(const char *in, const tl_phantom *ph, double uni
  * (0.52), or of another plane (below). */
 static void assert_plane(tl_cone_diff d)
 {
-    ck_assert_msg(d.rel <= 0.22 && d.corr >= 0.96,
-                  "over the disc: relative L2 %g, correlation %g", d.rel, d.corr);
+    ck_assert_msg(d.rel <= 0.22 && d.corr >= 0.96, "over the disc: relative L2 %g, correlation %g",
+                  d.rel, d.corr);
     ck_assert_msg(d.rel_flat <= 0.05 && fabs(d.scale_flat - 1) <= 0.01,
                   "inside the sample away from edges: relative L2 %g, scale %g", d.rel_flat,
                   d.scale_flat);
@@ -329,8 +365,11 @@ START_TEST(recon_cone)
 {
     char in[1024];
     snprintf(in, sizeof in, "%s/cone.tif", dir);
-    tl_cone_opts k = {.cone = true, .source_origin = 300, .source_detector = 450,
-                      .pixel_u = 0.5, .pixel_v = 0.5};
+    tl_cone_opts k = {.cone = true,
+                      .source_origin = 300,
+                      .source_detector = 450,
+                      .pixel_u = 0.5,
+                      .pixel_v = 0.5};
     tl_phantom ph;
     write_scan(in, &k, &ph);
     double unit = tl_cone_opts_unit(&k);
@@ -360,12 +399,51 @@ START_TEST(recon_cone_short_scan)
 {
     char in[1024];
     snprintf(in, sizeof in, "%s/short.tif", dir);
-    tl_cone_opts k = {.cone = true, .source_origin = 300, .source_detector = 450,
-                      .pixel_u = 0.5, .pixel_v = 0.5};
+    tl_cone_opts k = {.cone = true,
+                      .source_origin = 300,
+                      .source_detector = 450,
+                      .pixel_u = 0.5,
+                      .pixel_v = 0.5};
     tl_phantom ph;
     write_arc(in, &k, 120, 240, &ph);
     assert_plane(recon_arc(in, &ph, tl_cone_opts_unit(&k), 16, NULL, "0:240:120"));
     tl_phantom_free(&ph);
+}
+END_TEST
+
+/* tomolive tune --geometry cone: the cone-beam kernels on a cone scan, ranked against the
+ * RTK-style baseline, stored under the cone geometry and found there again. */
+START_TEST(tune_cone)
+{
+    char cache[1024];
+    snprintf(cache, sizeof cache, "%s/tune.json", dir);
+    const char *args[] = {"tune", "--backend",       "cpu", "--geometry",
+                          "cone", "--source-origin", "300", "--source-detector",
+                          "450",  "--pixel-size",    "0.5", "--size",
+                          "32",   "--rows",          "24",  "--window",
+                          "60",   "--cache",         cache, "--no-rates",
+                          NULL};
+    int rc = tl_client_run(dir, args, 120);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
+    ck_assert_msg(strstr(tl_client_out(), "baseline: cone-tex") != NULL, "%s", tl_client_out());
+    ck_assert_msg(strstr(tl_client_out(), "stored in") != NULL, "%s", tl_client_out());
+    FILE *f = fopen(cache, "r");
+    ck_assert(f != NULL);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    ck_assert_msg(strstr(text, "\"geometry\": \"cone\"") || strstr(text, "\"geometry\":\"cone\""),
+                  "no cone entry: %s", text);
+    rc = tl_client_run(dir, args, 120); /* the same shape and geometry: from the cache */
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
+    ck_assert_msg(strstr(tl_client_out(), "cached result from") != NULL, "%s", tl_client_out());
+    const char *parallel_rows[] = {"tune", "--backend", "cpu", "--rows", "8", "--no-cache", NULL};
+    ck_assert_int_eq(tl_client_run(dir, parallel_rows, 30), 2);
+    ck_assert(strstr(tl_client_err(), "--rows is for --geometry cone") != NULL);
+    const char *missing[] = {"tune", "--backend", "cpu", "--geometry", "cone", "--no-cache", NULL};
+    ck_assert_int_eq(tl_client_run(dir, missing, 30), 2);
+    ck_assert(strstr(tl_client_err(), "--source-origin is missing") != NULL);
 }
 END_TEST
 
@@ -374,13 +452,16 @@ START_TEST(recon_cone_errors)
     char in[1024], out[1024];
     snprintf(in, sizeof in, "%s/cone.tif", dir);
     snprintf(out, sizeof out, "%s/out.tif", dir);
-    tl_cone_opts k = {.cone = true, .source_origin = 300, .source_detector = 450,
-                      .pixel_u = 0.5, .pixel_v = 0.5};
+    tl_cone_opts k = {.cone = true,
+                      .source_origin = 300,
+                      .source_detector = 450,
+                      .pixel_u = 0.5,
+                      .pixel_v = 0.5};
     tl_phantom ph;
     write_scan(in, &k, &ph);
     tl_phantom_free(&ph);
-#define CONE                                                                                      \
-    "recon", "--input", in, "--output", out, "--angles-deg", "0:360:180", "--already-linear",     \
+#define CONE                                                                                     \
+    "recon", "--input", in, "--output", out, "--angles-deg", "0:360:180", "--already-linear",    \
         "--backend", "cpu", "--geometry", "cone", "--source-origin", "300", "--source-detector", \
         "450", "--pixel-size", "0.5"
     const struct {
@@ -429,6 +510,7 @@ static Suite *suite(void)
     tcase_add_test(tc, recon_cone);
     tcase_add_test(tc, recon_cone_short_scan);
     tcase_add_test(tc, recon_cone_errors);
+    tcase_add_test(tc, tune_cone);
     suite_add_tcase(s, tc);
     return s;
 }
