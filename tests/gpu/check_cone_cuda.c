@@ -24,61 +24,6 @@
 #include "config.h"
 
 #ifndef HAVE_CUDA
-/* The NZ rows of an NX x NY volume of scan s, reconstructed by e in one call. */
-static void stack_rows(const tl_cone_scan *s, tl_engine *e, int nx, int ny, int nz, float *vol,
-                       tl_slice_info *info)
-{
-    int *ids = malloc((size_t)nz * sizeof *ids);
-    float **out = malloc((size_t)nz * sizeof *out);
-    ck_assert(ids && out);
-    for (int k = 0; k < nz; k++) {
-        tl_slice_spec spec;
-        tl_cone_scan_slice(s, (uint32_t)nx, (uint32_t)ny, (uint32_t)nz, (uint32_t)k, &spec);
-        ck_assert_int_eq(tl_engine_add_slice(e, &spec, &ids[k]), TL_OK);
-        out[k] = vol + (size_t)k * nx * ny;
-    }
-    ck_assert_int_eq(tl_engine_reconstruct(e, ids, (size_t)nz, out, info), TL_OK);
-    for (int k = 0; k < nz; k++)
-        ck_assert_int_eq(tl_engine_remove_slice(e, ids[k]), TL_OK);
-    free(ids);
-    free(out);
-}
-
-START_TEST(stack_vs_cpu_f64)
-{
-    enum { NX = 45, NY = 38, NZ = 140 }; /* tiles of 8 x 4 columns cut at both edges */
-    tl_cone_scan s;
-    ck_assert_int_eq(tl_cone_scan_make(&s, 96, 128, 120, 1.5, -2.5, true), 0);
-    tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CUDA);
-    size_t n = (size_t)NX * NY * NZ;
-    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-    tl_slice_info *info = malloc(NZ * sizeof *info);
-    ck_assert(a && b && info);
-    tl_engine *r = tl_gt_cpu(&c, TL_PRECISION_F64);
-    ck_assert_int_eq(tl_cone_scan_submit(&s, r, 0, s.nv), TL_OK);
-    stack_rows(&s, r, NX, NY, NZ, b, NULL);
-    tl_engine_destroy(r);
-    const char *kernels[] = {NULL, "cone-col/32", "cone-col/64", "cone-col/32x4", "cone-col/64x4"};
-    for (size_t k = 0; k < sizeof kernels / sizeof *kernels; k++) {
-        tl_engine *g = tl_gt_cuda(&c, kernels[k]);
-        ck_assert_int_eq(tl_cone_scan_submit(&s, g, 0, s.nv), TL_OK);
-        memset(a, 0xff, n * sizeof *a); /* NaN: a slice left unwritten fails */
-        stack_rows(&s, g, NX, NY, NZ, a, info);
-        tl_engine_destroy(g);
-        if (!kernels[k]) /* the built-in choice for a stack of an exact engine */
-            for (int z = 0; z < NZ; z++)
-                ck_assert_str_eq(info[z].kernel, "cone-col/64x4");
-        char what[80];
-        snprintf(what, sizeof what, "%s, 140 rows at once, vs cpu f64", info[0].kernel);
-        expect_exact(what, a, b, n);
-    }
-    free(a);
-    free(b);
-    free(info);
-    tl_cone_scan_free(&s);
-}
-END_TEST
-
 int main(void)
 {
     return 77;
