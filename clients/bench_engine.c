@@ -17,8 +17,9 @@
 #define MAX_KERNELS 128
 #define MAX_RATES 64
 
-int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_t size,
-                    uint32_t proj, uint32_t rows, tl_engine **e, int *ids)
+/* The configuration both engines share: float32 line integrals, rows x size, window proj. */
+static tl_engine_config bench_config(tl_backend_kind backend, int device, uint32_t size,
+                                     uint32_t proj, uint32_t rows)
 {
     tl_engine_config c;
     tl_engine_config_init(&c, rows, size, proj);
@@ -26,6 +27,31 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
     c.device = device;
     c.dtype = TL_DTYPE_F32;
     c.already_linear = true;
+    return c;
+}
+
+/* Submits projection k (rows x cols line integrals li at angle theta); 0 or 1 (printed). */
+static int submit(const char *me, tl_engine *e, uint32_t k, double theta, uint32_t rows,
+                  uint32_t cols, const float *li)
+{
+    tl_frame f = {.kind = TL_FRAME_PROJ,
+                  .index = k,
+                  .angle = theta,
+                  .dtype = TL_DTYPE_F32,
+                  .rows = rows,
+                  .cols = cols,
+                  .data = li};
+    tl_status st = tl_engine_submit(e, &f);
+    if (st == TL_OK)
+        return 0;
+    return tl_cli_fail(me, 1, "projection %u: %s (%s)", k, tl_engine_last_error(e),
+                       tl_status_name(st));
+}
+
+int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_t size,
+                    uint32_t proj, uint32_t rows, tl_engine **e, int *ids)
+{
+    tl_engine_config c = bench_config(backend, device, size, proj, rows);
     tl_status st = tl_engine_create(&c, e);
     if (st != TL_OK)
         return tl_cli_fail(me, 1,
@@ -44,16 +70,7 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
     for (uint32_t k = 0; li && rc == 0 && k < proj; k++) {
         double theta = k * M_PI / proj;
         tl_phantom_project(&ph, theta, c.center, rows, size, li);
-        tl_frame f = {.kind = TL_FRAME_PROJ,
-                      .index = k,
-                      .angle = theta,
-                      .dtype = TL_DTYPE_F32,
-                      .rows = rows,
-                      .cols = size,
-                      .data = li};
-        if ((st = tl_engine_submit(*e, &f)) != TL_OK)
-            rc = tl_cli_fail(me, 1, "projection %u: %s (%s)", k, tl_engine_last_error(*e),
-                             tl_status_name(st));
+        rc = submit(me, *e, k, theta, rows, size, li);
     }
     if (li) {
         tl_phantom_free(&ph);
@@ -74,15 +91,9 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
 }
 
 int tl_bench_engine_cone(const char *me, tl_backend_kind backend, int device, uint32_t size,
-                         uint32_t proj, uint32_t rows, const tl_cone_opts *k, tl_engine **e,
-                         int *ids, uint32_t nslices)
+                         uint32_t proj, uint32_t rows, const tl_cone_opts *k, tl_engine **e)
 {
-    tl_engine_config c;
-    tl_engine_config_init(&c, rows, size, proj);
-    c.backend = backend;
-    c.device = device;
-    c.dtype = TL_DTYPE_F32;
-    c.already_linear = true;
+    tl_engine_config c = bench_config(backend, device, size, proj, rows);
     c.quality = TL_QUALITY_FAST;
     const double center = tl_cone_opts_center(k, size, false, 0);
     tl_cone_opts_engine(k, false, center, &c);
@@ -113,27 +124,11 @@ int tl_bench_engine_cone(const char *me, tl_backend_kind backend, int device, ui
         }
         for (size_t i = 0; i < npix; i++)
             li[i] = (float)exact[i];
-        tl_frame f = {.kind = TL_FRAME_PROJ,
-                      .index = p,
-                      .angle = theta,
-                      .dtype = TL_DTYPE_F32,
-                      .rows = rows,
-                      .cols = size,
-                      .data = li};
-        if ((st = tl_engine_submit(*e, &f)) != TL_OK)
-            rc = tl_cli_fail(me, 1, "projection %u: %s (%s)", p, tl_engine_last_error(*e),
-                             tl_status_name(st));
+        rc = submit(me, *e, p, theta, rows, size, li);
     }
     tl_phantom_free(&ph);
     free(li);
     free(exact);
-    for (uint32_t z = 0; ids && rc == 0 && z < nslices; z++) {
-        tl_slice_spec s;
-        tl_slice_spec_row(&s, (z + 0.5) * rows / nslices - 0.5, size, size);
-        if ((st = tl_engine_add_slice(*e, &s, &ids[z])) != TL_OK)
-            rc = tl_cli_fail(me, 1, "slice %u: %s (%s)", z, tl_engine_last_error(*e),
-                             tl_status_name(st));
-    }
     if (rc != 0) {
         tl_engine_destroy(*e);
         *e = NULL;

@@ -22,12 +22,11 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
                     uint32_t proj, uint32_t rows, tl_engine **e, int *ids);
 
 /* The same for a circular cone-beam scan of geometry k (cone_opts.h, k->cone set and
- * checked): `rows` x `size` projections of the 3-D Shepp-Logan phantom over a full turn
- * into an engine of quality `fast` (so that it lists every cone-beam kernel), and, when ids
- * is not NULL, `nslices` size x size row slices spread over the detector's rows. */
+ * checked), without slices: `rows` x `size` projections of the 3-D Shepp-Logan phantom
+ * over a full turn into an engine of quality `fast` (so that it lists every cone-beam
+ * kernel). */
 int tl_bench_engine_cone(const char *me, tl_backend_kind backend, int device, uint32_t size,
-                         uint32_t proj, uint32_t rows, const tl_cone_opts *k, tl_engine **e,
-                         int *ids, uint32_t nslices);
+                         uint32_t proj, uint32_t rows, const tl_cone_opts *k, tl_engine **e);
 
 /* What tables say about a kernel: its slices per pass (0) and parameters ("") when the
  * engine does not list it. */

@@ -365,7 +365,7 @@ int tl_cmd_tune(int argc, char **argv)
     tl_engine *e = NULL;
     if (o.cone.cone
             ? tl_bench_engine_cone(ME, o.backend, o.device, o.size, o.window,
-                                   o.cone_rows ? o.cone_rows : o.size, &o.cone, &e, NULL, 0)
+                                   o.cone_rows ? o.cone_rows : o.size, &o.cone, &e)
             : tl_bench_engine(ME, o.backend, o.device, o.size, o.window, o.batch, &e, NULL))
         return 1;
     tl_engine_state es;
