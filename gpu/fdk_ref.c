@@ -14,6 +14,7 @@
 #include "gpu/fdk_ref.h"
 #include "gpu/geometry/cone.h"
 #include "gpu/method/filter.h"
+#include "gpu/project_ref.h"
 
 /* k[m] for m = 0 .. padded - 1: the real, even inverse DFT of the half spectrum H. */
 static void spatial_kernel(const double *H, size_t padded, double *k)
@@ -25,24 +26,6 @@ static void spatial_kernel(const double *H, size_t padded, double *k)
             s += 2.0 * H[j] * cos(2.0 * M_PI * (double)j * (double)m / (double)padded);
         k[m] = s / (double)padded;
     }
-}
-
-/* Bilinear sample at (u, v), zero outside the rows x cols detector. */
-static double sample(const double *q, uint32_t rows, uint32_t cols, double u, double v)
-{
-    if (!(u > -1.0 && u < cols && v > -1.0 && v < rows))
-        return 0.0;
-    double fu = floor(u), fv = floor(v);
-    long i = (long)fu, j = (long)fv;
-    double a = u - fu, b = v - fv, s = 0;
-    for (int dj = 0; dj < 2; dj++)
-        for (int di = 0; di < 2; di++) {
-            long ii = i + di, jj = j + dj;
-            if (ii < 0 || jj < 0 || ii >= (long)cols || jj >= (long)rows)
-                continue;
-            s += (di ? a : 1 - a) * (dj ? b : 1 - b) * q[(size_t)jj * cols + ii];
-        }
-    return s;
 }
 
 /* Cosine weight and ramp filter of one projection into q. */
@@ -87,12 +70,13 @@ tl_status tl_fdk_reference(const double (*P)[12], uint32_t n, const double *proj
             return tl_fail(eb, st, "fdk: view %u: %s", s, why);
         }
     }
-    size_t padded = tl_filter_padded_length(cols);
+    size_t padded = tl_filter_padded_length(cols), npix = (size_t)rows * cols;
     double *H = malloc((padded / 2 + 1) * sizeof *H), *k = malloc(padded * sizeof *k);
-    double *row = malloc(cols * sizeof *row), *q = malloc((size_t)rows * cols * sizeof *q);
+    double *row = malloc(cols * sizeof *row), *q = malloc(n * npix * sizeof *q);
     tl_status st = TL_OK;
     if (!H || !k || !row || !q) {
-        st = tl_fail(eb, TL_ENOMEM, "fdk: no memory for %u x %u filtered rows", rows, cols);
+        st = tl_fail(eb, TL_ENOMEM, "fdk: no memory for %u views of %u x %u filtered rows", n,
+                     rows, cols);
         goto done;
     }
     if ((st = tl_filter_response(filter, padded, H)) != TL_OK) {
@@ -100,25 +84,14 @@ tl_status tl_fdk_reference(const double (*P)[12], uint32_t n, const double *proj
         goto done;
     }
     spatial_kernel(H, padded, k);
-
+    for (uint32_t s = 0; s < n; s++)
+        filter_projection(P[s], proj + (size_t)s * npix, rows, cols, k, padded, row,
+                          q + (size_t)s * npix);
+    /* step 3: the voxel-driven back projection, which the matched projector transposes */
+    tl_cb_volume g = {.vol = *vol, .rows = rows, .cols = cols, .n = n, .P = P};
+    if ((st = tl_backproject_cone(&g, TL_PROJECTOR_MATCHED, q, out, eb)) != TL_OK)
+        goto done;
     size_t nvox = (size_t)vol->nx * vol->ny * vol->nz;
-    memset(out, 0, nvox * sizeof *out);
-    double cx = 0.5 * (vol->nx - 1.0), cy = 0.5 * (vol->ny - 1.0), cz = 0.5 * (vol->nz - 1.0);
-    for (uint32_t s = 0; s < n; s++) {
-        filter_projection(P[s], proj + (size_t)s * rows * cols, rows, cols, k, padded, row, q);
-        double d = P[s][11];
-        for (uint32_t kk = 0; kk < vol->nz; kk++)
-            for (uint32_t j = 0; j < vol->ny; j++)
-                for (uint32_t i = 0; i < vol->nx; i++) {
-                    double x[3] = {(i - cx) * vol->voxel, (j - cy) * vol->voxel,
-                                   (kk - cz) * vol->voxel};
-                    double u, v, w;
-                    if (!tl_cone_project(P[s], x, &u, &v, &w))
-                        continue; /* cannot happen: the check put the box in front */
-                    out[((size_t)kk * vol->ny + j) * vol->nx + i] +=
-                        (d / w) * (d / w) * sample(q, rows, cols, u, v);
-                }
-    }
     for (size_t m = 0; m < nvox; m++)
         out[m] *= M_PI / n;
 done:
