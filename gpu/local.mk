@@ -16,7 +16,7 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/window.h gpu/window.c \
 	gpu/split.h gpu/split_impl.h gpu/split.c gpu/split_route.c gpu/split_acc.c gpu/split_bench.c \
 	gpu/phantom.h gpu/phantom.c gpu/phantom_cone.h gpu/phantom_cone.c \
-	gpu/fdk_ref.h gpu/fdk_ref.c gpu/project_ref.h gpu/project_ref.c \
+	gpu/fdk_ref.h gpu/fdk_ref.c gpu/project_ref.h gpu/project_ref.c gpu/iterative_ref.h gpu/iterative_ref.c \
 	gpu/ipc.h gpu/ipc.c \
 	gpu/tune.h gpu/tune.c gpu/tune_cache.c \
 	gpu/geometry/slice.h gpu/geometry/slice.c \

@@ -97,3 +97,10 @@ TESTS += tests/unit/check_project_ref
 tests_unit_check_project_ref_SOURCES = tests/unit/check_project_ref.c
 tests_unit_check_project_ref_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_project_ref_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+
+# the float64 reference iterative methods (gpu/iterative_ref.h), issue #28
+check_PROGRAMS += tests/unit/check_iterative_ref
+TESTS += tests/unit/check_iterative_ref
+tests_unit_check_iterative_ref_SOURCES = tests/unit/check_iterative_ref.c
+tests_unit_check_iterative_ref_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_iterative_ref_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
