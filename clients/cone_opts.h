@@ -8,7 +8,7 @@
  *   while (getopt_long(...)) ... if (!tl_cone_opt(&k, "source-origin", optarg, why, n)) ...
  *   if (!tl_cone_opts_check(&k, has_center, why, sizeof why)) return fail("%s", why);
  *   tl_cone_opts_engine(&k, cols, has_center, &config);   (recon; --matrices: cone_read.h)
- *   tl_cone_opts_scan(&k, has_center, &scan);               (push)
+ *   tl_cone_opts_scan(&k, has_center, &scan);               (push; it adds --matrices' own)
  *
  * Conventions: gpu/geometry/cone.h. --offset U,V is the principal point minus the
  * detector's middle in pixels: U moves the default centre (cols - 1) / 2 (so --center and
@@ -28,22 +28,24 @@
 #include "protocol/protocol.h"
 
 /* Help lines for the options, for usage texts. */
-#define TL_CONE_OPTS_HELP                                                                          \
+#define TL_CONE_OPTS_HELP                                                                        \
     "      --geometry parallel|cone  beam geometry (default parallel); cone: a circular\n"       \
     "                        cone-beam scan (FDK), which needs the next three options and a\n"   \
     "                        full turn of angles (e.g. --angles-deg 0:360:N), or a short\n"      \
-    "                        scan of 180 degrees plus the fan or more (Parker's weights)\n"     \
+    "                        scan of 180 degrees plus the fan or more (Parker's weights)\n"      \
     "      --source-origin MM  cone: distance from the source to the rotation axis, mm\n"        \
     "      --source-detector MM  cone: distance from the source to the detector, mm\n"           \
     "      --pixel-size MM[,MM]  cone: detector pixel pitch, mm (one number: square; else\n"     \
     "                        along a row, along a column)\n"                                     \
     "      --offset U,V      cone: principal point minus the detector's middle, pixels (U\n"     \
     "                        moves the axis column, so not with --center; default 0,0)\n"        \
-    "      --matrices FILE[:FORMAT]  cone (recon): one projection matrix per projection,\n"      \
-    "                        an arbitrary trajectory (the three options above still set the\n"   \
+    "      --matrices FILE[:FORMAT]  cone: one projection matrix per projection, an\n"           \
+    "                        arbitrary trajectory (the three options above still set the\n"      \
     "                        volume's unit; not with --center or --offset U). FORMAT: p (3x4\n"  \
     "                        matrices, 12 numbers a line or .npy), astra (cone_vec rows, text\n" \
-    "                        or .npy), rtk (RTK geometry XML); default rtk for .xml, else p\n"
+    "                        or .npy), rtk (RTK geometry XML); default rtk for .xml, else p.\n"  \
+    "                        push: sends them in the scan (at most 512) and simulates along\n"   \
+    "                        them, one projection per matrix\n"
 
 typedef struct {
     bool cone;                             /* --geometry cone */
@@ -52,21 +54,19 @@ typedef struct {
     bool has_offset;
     double offset_u, offset_v; /* pixels */
     const char *given;         /* the last cone-only option given (for messages), or NULL */
-    const char *matrices;      /* --matrices FILE[:FORMAT] (read by the caller) */
+    const char *matrices;      /* --matrices FILE[:FORMAT] (read by the caller: recon, push) */
 } tl_cone_opts;
 
 /* Whether name (a long option without "--") is one of these options. */
 bool tl_cone_opt_is(const char *name);
 /* Applies option name with value into o; false with why for a bad value. */
-bool tl_cone_opt(tl_cone_opts *o, const char *name, const char *value, char *why,
-                 size_t why_len);
+bool tl_cone_opt(tl_cone_opts *o, const char *name, const char *value, char *why, size_t why_len);
 /* After every option: with cone, the three required ones given; without it, no cone-only
  * option; not --center (has_center) with a non-zero --offset U, nor either with --matrices. */
 bool tl_cone_opts_check(const tl_cone_opts *o, bool has_center, char *why, size_t why_len);
 
 /* The principal point's column: the --center given, else (cols - 1) / 2 + U. */
-double tl_cone_opts_center(const tl_cone_opts *o, uint32_t cols, bool has_center,
-                           double center);
+double tl_cone_opts_center(const tl_cone_opts *o, uint32_t cols, bool has_center, double center);
 /* Geometry, trajectory and centre (as tl_cone_opts_center) into an engine configuration
  * of cols columns; nothing for parallel beam. */
 void tl_cone_opts_engine(const tl_cone_opts *o, bool has_center, double center,

@@ -22,8 +22,6 @@
 #include "clients/npy.h"
 #include "gpu/geometry/cone.h"
 
-#define SINGULAR_EPS 1e-9 /* |det| over the product of the column norms (cone.c's rule) */
-
 static const char *const format_names[] = {"p", "astra", "rtk"};
 
 const char *tl_cone_file_format_name(tl_cone_file_format f)
@@ -220,42 +218,13 @@ int tl_cone_read_rows(const char *path, double (**rows)[12], uint32_t **lines, u
 
 /* ---- conversions --------------------------------------------------------------------- */
 
-static void cross(const double a[3], const double b[3], double c[3])
-{
-    c[0] = a[1] * b[2] - a[2] * b[1];
-    c[1] = a[2] * b[0] - a[0] * b[2];
-    c[2] = a[0] * b[1] - a[1] * b[0];
-}
-
-static double dot(const double a[3], const double b[3])
-{
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-}
-
-/* Normalised with the isocentre in front, and a finite source; 0 or -1 with why. */
+/* Normalised with the isocentre in front, and a finite source (cone.h, shared with the
+ * daemon's "matrices"); 0 or -1 with why. */
 static int finish(double P[12], char *why, size_t why_len)
 {
-    static const double iso[3] = {0, 0, 0};
-    double s[3];
     tl_errbuf eb;
-    if (tl_cone_matrix_source(P, s, &eb) != TL_OK ||
-        tl_cone_matrix_normalize(P, iso, &eb) != TL_OK) {
+    if (tl_cone_matrix_prepare(P, &eb) != TL_OK) {
         snprintf(why, why_len, "%s", eb.msg);
-        return -1;
-    }
-    for (int k = 0; k < 12; k++) /* a row 3 of near-zero norm scales the rest past range */
-        if (!isfinite(P[k])) {
-            snprintf(why, why_len,
-                     "projection matrix: P[%d][%d] is not finite once normalised (the depth "
-                     "row is too small against the others)",
-                     k / 4, k % 4);
-            return -1;
-        }
-    if (!(P[11] > 0)) { /* a depth that underflows: the isocentre on the source's plane */
-        snprintf(why, why_len,
-                 "projection matrix: the isocentre's depth is %g mm once normalised (on the "
-                 "source's plane)",
-                 P[11]);
         return -1;
     }
     return 0;
@@ -264,30 +233,12 @@ static int finish(double P[12], char *why, size_t why_len)
 int tl_cone_from_astra(const double vec[12], const tl_cone_detector *d, double P[12], char *why,
                        size_t why_len)
 {
-    const double *s = vec, *c = vec + 3, *U = vec + 6, *V = vec + 9;
-    double cu = 0.5 * (d->cols - 1.0), cv = 0.5 * (d->rows - 1.0), W[3];
-    for (int k = 0; k < 3; k++) /* from the source to pixel (0,0)'s centre */
-        W[k] = c[k] - cu * U[k] - cv * V[k] - s[k];
-    double vw[3], wu[3], uv[3];
-    cross(V, W, vw);
-    cross(W, U, wu);
-    cross(U, V, uv);
-    double det = dot(U, vw), norms = sqrt(dot(U, U) * dot(V, V) * dot(W, W));
-    if (!(norms > 0) || fabs(det) < SINGULAR_EPS * norms) {
-        snprintf(why, why_len,
-                 "the detector's u (%g, %g, %g) and v (%g, %g, %g) and the source (%g, %g, "
-                 "%g) give no camera (a zero or parallel vector, or the source in the "
-                 "detector's plane)",
-                 U[0], U[1], U[2], V[0], V[1], V[2], s[0], s[1], s[2]);
+    tl_errbuf eb; /* the arithmetic is cone.h's, which the tomopackets adapter shares */
+    if (tl_cone_from_astra_vec(vec, d->rows, d->cols, P, &eb) != TL_OK) {
+        snprintf(why, why_len, "%s", eb.msg);
         return -1;
     }
-    const double *inv[3] = {vw, wu, uv}; /* the rows of M^-1, times det */
-    for (int r = 0; r < 3; r++) {
-        for (int k = 0; k < 3; k++)
-            P[4 * r + k] = inv[r][k] / det;
-        P[4 * r + 3] = -dot(inv[r], s) / det;
-    }
-    return finish(P, why, why_len);
+    return 0;
 }
 
 void tl_cone_rtk_matrix(const tl_rtk_projection *p, double M[12])

@@ -38,6 +38,7 @@
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "clients/cone_opts.h"
+#include "clients/cone_read.h"
 #include "clients/hdf5.h"
 #include "clients/push_dectris.h"
 #include "clients/push_ipc.h"
@@ -51,7 +52,8 @@
 
 static const char usage_text[] =
     "usage: tomolive push [--endpoint E] [--bind] [--key F --server-key F] [--series N]\n"
-    "                     [--rate FPS] [--shuffle PCT] [--drop PCT] [--seed S] [--drop-list FILE] [--no-end] [--sndhwm N]\n"
+    "                     [--rate FPS] [--shuffle PCT] [--drop PCT] [--seed S] [--drop-list FILE] "
+    "[--no-end] [--sndhwm N]\n"
     "                     [--buffer-mb MB] [--window N] [--center C] [--bands N] [--quiet]\n"
     "                     [--cuda-ipc [--device N] [--ring SLOTS] [--bank-mb MB] [--pitch B]\n"
     "                      [--release-endpoint E] [--release-timeout S]]\n"
@@ -463,12 +465,11 @@ static int parse_options(int argc, char **argv, options *o)
     char why[256];
     if (!tl_cone_opts_check(&o->cone, o->has_center, why, sizeof why))
         return fail(2, "%s", why);
-    if (o->cone.matrices) /* the daemon would reconstruct another trajectory than sent */
+    if (o->cone.matrices && o->turns > 1) /* an index past the file has no matrix */
         return fail(2,
-                    "--matrices '%s': push simulates circular scans only (the scan message "
-                    "carries no matrices: PROTOCOL.md 8.1.1); `tomolive recon --matrices` "
-                    "reads them",
-                    o->cone.matrices);
+                    "--matrices with --turns %u: the matrices give one projection each "
+                    "(frame index i has matrix i)",
+                    o->turns);
     if (!o->endpoint)
         o->endpoint = o->bind ? "tcp://*:5600" : "tcp://localhost:5600";
     return -1;
@@ -480,9 +481,10 @@ typedef struct {
     uint32_t rows, cols, ndark, nflat, nproj; /* nproj: of one turn (--turns) */
     uint32_t turns;
     tl_dtype dtype;
-    double *angles;   /* by projection index */
-    push_item *items; /* what is sent, in order */
-    uint64_t *slot;   /* each item's time slot (lost frames keep theirs) */
+    double *angles;         /* by projection index */
+    double (*matrices)[12]; /* --matrices: by projection index (nproj of them), or NULL */
+    push_item *items;       /* what is sent, in order */
+    uint64_t *slot;         /* each item's time slot (lost frames keep theirs) */
     size_t nsent;
     uint32_t dropped;
 } scan;
@@ -560,19 +562,44 @@ static tl_proto_dtype proto_dtype(tl_dtype t)
     }
 }
 
+/* --matrices FILE[:FORMAT] for a rows x cols detector into sc (cone_read.h, as recon
+ * reads them): at most what one scan message carries (PROTOCOL.md 8.1.1). */
+static int read_matrices(const options *o, uint32_t rows, uint32_t cols, scan *sc, uint32_t *n)
+{
+    char err[768];
+    tl_cone_matrix_file mf;
+    if (tl_cone_matrix_spec(o->cone.matrices, &mf, err, sizeof err) != 0)
+        return fail(2, "--matrices: %s", err);
+    tl_cone_detector det = {rows, cols, o->cone.pixel_u, o->cone.pixel_v};
+    int rc = tl_cone_read(&mf, &det, &sc->matrices, n, err, sizeof err);
+    tl_cone_matrix_file_free(&mf);
+    if (rc != 0)
+        return fail(1, "--matrices: %s", err);
+    if (*n > TL_PROTO_MAX_MATRICES)
+        return fail(2,
+                    "--matrices '%s': %u matrices, a scan message carries at most %u "
+                    "(PROTOCOL.md 8.1.1)",
+                    o->cone.matrices, *n, TL_PROTO_MAX_MATRICES);
+    return 0;
+}
+
 /* The source of frames and the scan's shape, counts and angles. */
 static int open_source(const options *o, push_source **src, scan *sc)
 {
     char err[512];
-    uint32_t pages[3];
+    uint32_t pages[3], nmat = 0;
     double center = tl_cone_opts_center(&o->cone, o->cols, o->has_center, o->center);
+    /* the simulated camera projects along them, so they come first; files: their shape */
+    if (o->cone.matrices && !o->tiff && read_matrices(o, o->rows, o->cols, sc, &nmat) != 0)
+        return 1;
     if (o->h5) {
         *src = push_source_hdf5(o->tiff, err, sizeof err);
     } else if (o->tiff) {
         *src = push_source_tiff(o->tiff, o->tiff_darks, o->tiff_flats, err, sizeof err);
     } else {
-        push_phantom_opts po = {o->rows,   o->cols,  o->dtype, o->flux,  o->attenuation,
-                                center,    o->noise, o->seed,  &o->cone};
+        push_phantom_opts po = {o->rows,        o->cols,      o->dtype, o->flux,
+                                o->attenuation, center,       o->noise, o->seed,
+                                &o->cone,       sc->matrices, nmat};
         *src = push_source_phantom(&po, err, sizeof err);
     }
     if (!*src)
@@ -581,6 +608,10 @@ static int open_source(const options *o, push_source **src, scan *sc)
     sc->ndark = o->tiff ? pages[TL_FRAME_DARK] : o->darks;
     sc->nflat = o->tiff ? pages[TL_FRAME_FLAT] : o->flats;
     sc->nproj = o->tiff ? pages[TL_FRAME_PROJ] : o->projections;
+    if (o->cone.matrices && o->tiff && read_matrices(o, sc->rows, sc->cols, sc, &nmat) != 0)
+        return 1;
+    if (o->cone.matrices && !o->tiff && !o->has_projections)
+        sc->nproj = nmat; /* one projection per matrix */
     uint32_t n = 0;
     const double *file_angles = o->h5 ? push_source_angles(*src) : NULL;
     if (o->h5 && !o->angles_deg && !o->angles_file) { /* the file's own */
@@ -592,8 +623,8 @@ static int open_source(const options *o, push_source **src, scan *sc)
         memcpy(sc->angles, file_angles, n * sizeof *sc->angles);
     }
     /* the phantom's default: half a turn, or in cone beam (FDK) a whole one */
-    const char *deg = o->angles_deg ? o->angles_deg
-                      : o->tiff     ? NULL
+    const char *deg = o->angles_deg  ? o->angles_deg
+                      : o->tiff      ? NULL
                       : o->cone.cone ? "0:360"
                                      : "0:180";
     if (deg && !tl_angles_parse_deg(deg, sc->nproj, &sc->angles, &n))
@@ -605,6 +636,9 @@ static int open_source(const options *o, push_source **src, scan *sc)
         return fail(1, "%u angles for %u projections%s%s", n, sc->nproj, o->tiff ? " in " : "",
                     o->tiff ? o->tiff : "");
     sc->nproj = n; /* the phantom takes its projection count from COUNT */
+    if (o->cone.matrices && nmat != n)
+        return fail(1, "--matrices '%s': %u matrices for %u projections (one each)",
+                    o->cone.matrices, nmat, n);
     return 0;
 }
 
@@ -969,9 +1003,11 @@ static int send_scan(const options *o, const scan *sc, push_source *src, gpu_fra
                        .center = o->center,
                        .already_linear = o->already_linear};
     tl_cone_opts_scan(&o->cone, &s); /* cone beam: the trajectory (PROTOCOL.md 8.1.1) */
+    s.matrices = sc->matrices;       /* --matrices: the trajectory instead of the circle's */
+    s.nmatrices = sc->matrices ? sc->nproj : 0;
     bool full = true; /* cone beam over less than a turn: a short scan (Parker's weights) */
-    if (o->cone.cone && tl_angles_arc(sc->angles, sc->nproj, &s.short_scan[0], &s.short_scan[1],
-                                      &full))
+    if (o->cone.cone && !sc->matrices &&
+        tl_angles_arc(sc->angles, sc->nproj, &s.short_scan[0], &s.short_scan[1], &full))
         s.has_short_scan = !full;
     if (g) /* where the daemon sends its releases */
         s.release =
@@ -1077,8 +1113,7 @@ int tl_cmd_push(int argc, char **argv)
     if (rc == 0 && g)
         rc = gpu_open(&o, &sc, g);
     if (rc == 0)
-        rc = tl_push_socket_open(o.endpoint, o.bind, o.sndhwm, o.key, o.server_key, &ctx,
-                                 &sock);
+        rc = tl_push_socket_open(o.endpoint, o.bind, o.sndhwm, o.key, o.server_key, &ctx, &sock);
     size_t frame_bytes = (size_t)sc.rows * sc.cols * tl_dtype_size(sc.dtype);
     size_t nbuf = ahead_buffers(&o, frame_bytes);
     if (rc == 0 && g) {
@@ -1126,6 +1161,7 @@ int tl_cmd_push(int argc, char **argv)
     free(gpu.bank_of);
     push_source_free(src);
     free(sc.angles);
+    free(sc.matrices);
     free(sc.items);
     free(sc.slot);
     return rc;

@@ -148,11 +148,20 @@ static int cone_projection(push_source *s, const push_item *it, float *li, doubl
     double P[12];
     tl_errbuf eb = {0};
     size_t npix = (size_t)s->rows * s->cols;
-    if (tl_cone_opts_matrix(&s->cone, s->rows, s->cols, s->opts.center, it->angle, P, &eb) !=
-            TL_OK ||
-        tl_phantom_cone_project(&s->ph, P, s->rows, s->cols, scratch, &eb) != TL_OK) {
-        snprintf(err, errlen, "projection %llu: %.400s", (unsigned long long)it->index,
-                 eb.msg);
+    if (s->opts.matrices && it->index >= s->opts.nmatrices) { /* push.c matches the counts */
+        snprintf(err, errlen, "projection %llu: no matrix (%u given)",
+                 (unsigned long long)it->index, s->opts.nmatrices);
+        return -1;
+    }
+    if (s->opts.matrices)
+        memcpy(P, s->opts.matrices[it->index], sizeof P);
+    else if (tl_cone_opts_matrix(&s->cone, s->rows, s->cols, s->opts.center, it->angle, P, &eb) !=
+             TL_OK) {
+        snprintf(err, errlen, "projection %llu: %.400s", (unsigned long long)it->index, eb.msg);
+        return -1;
+    }
+    if (tl_phantom_cone_project(&s->ph, P, s->rows, s->cols, scratch, &eb) != TL_OK) {
+        snprintf(err, errlen, "projection %llu: %.400s", (unsigned long long)it->index, eb.msg);
         return -1;
     }
     for (size_t k = 0; k < npix; k++)
@@ -299,8 +308,8 @@ static void *worker(void *arg)
     size_t npix = (size_t)s->rows * s->cols;
     /* scratch: line integrals (phantom; in cone beam also their float64 originals) or a
      * page in the file's own dtype (TIFF) */
-    void *scratch = malloc(s->is_cone ? (npix / 2 + 1 + npix) * sizeof(double)
-                                      : npix * sizeof(uint32_t));
+    void *scratch =
+        malloc(s->is_cone ? (npix / 2 + 1 + npix) * sizeof(double) : npix * sizeof(uint32_t));
     char err[512] = "out of memory for a worker's scratch frame";
     pthread_mutex_lock(&s->mu);
     if (!scratch) {

@@ -42,7 +42,11 @@ typedef struct {
     double center;      /* column onto which the rotation axis projects */
     bool noise;         /* Poisson noise; deterministic per frame from seed */
     uint64_t seed;
-    const tl_cone_opts *cone; /* cone beam (--geometry cone), or NULL / parallel beam */
+    const tl_cone_opts *cone;     /* cone beam (--geometry cone), or NULL / parallel beam */
+    const double (*matrices)[12]; /* cone beam: projection i along matrices[i] (the caller
+                                     keeps them until push_source_free), or NULL: the
+                                     circle of `cone` at each angle */
+    uint32_t nmatrices;
 } push_phantom_opts;
 
 typedef struct push_source push_source;

@@ -54,7 +54,7 @@ daemon_ingest_libtlingest_a_SOURCES = \
 	daemon/ingest/adapter.h daemon/ingest/adapter.c daemon/ingest/adapter_native.c \
 	daemon/ingest/adapter_dectris2.c daemon/ingest/adapter_dectris1.c \
 	daemon/ingest/adapter_json.c daemon/ingest/adapter_tomopackets.c \
-	daemon/ingest/tomopackets.h \
+	daemon/ingest/tomopackets.h daemon/ingest/tomopackets_vec.h daemon/ingest/tomopackets_vec.c \
 	daemon/ingest/adapter_stream.h daemon/ingest/adapter_stream.c \
 	daemon/ingest/framepool.h daemon/ingest/framepool.c \
 	daemon/ingest/json_arena.h daemon/ingest/json_arena.c \
@@ -66,8 +66,10 @@ daemon_ingest_libtlingest_a_SOURCES = \
 	daemon/ingest/release_allow.h daemon/ingest/release_allow.c
 daemon_ingest_libtlingest_a_CFLAGS = $(AM_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS) \
 	$(CBOR_CFLAGS) $(LZ4_CFLAGS)
+# gpu/: the cone-beam matrix arithmetic of RECAST3D's ConeVecGeometry (gpu/geometry/cone.h,
+# its objects alone: no backend, no FFTW)
 ADAPTER_LIBS = daemon/ingest/libtlingest.a $(DAEMON_UTIL_LIBS) $(PROTO_LIBS) $(CBOR_LIBS) \
-	$(LZ4_LIBS) $(JANSSON_LIBS)
+	$(LZ4_LIBS) $(JANSSON_LIBS) gpu/libtlengine.a gpu/libtlbase.a -lm
 
 # ---- core/, serve/ and the top: the daemon ---------------------------------------------------
 

@@ -255,6 +255,27 @@ tl_proto_err tlp_get_f64_pair(const msgpack_object *map, const char *key, bool r
     return TL_PROTO_OK;
 }
 
+tl_proto_err tlp_f64_array(const msgpack_object *o, const char *name, size_t n, double *out,
+                           tl_proto_error *err)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
+                             "\"%s\": expected an array of %zu numbers, got %s", name, n,
+                             tlp_object_type_name(o));
+    if (o->via.array.size != n)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"%s\": expected an array of %zu numbers, got %" PRIu32 " elements",
+                             name, n, o->via.array.size);
+    char ek[80];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(ek, sizeof ek, "%s[%zu]", name, i);
+        tl_proto_err rc = as_double(&o->via.array.ptr[i], ek, &out[i], err);
+        if (rc)
+            return rc;
+    }
+    return TL_PROTO_OK;
+}
+
 tl_proto_err tlp_get_dtype(const msgpack_object *map, bool slice, tl_proto_dtype *out,
                            tl_proto_error *err)
 {

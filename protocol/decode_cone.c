@@ -10,17 +10,29 @@
  * radians) declares a scan of less than a turn, which the engine weighs with Parker's
  * weights. The engine checks what needs the
  * whole configuration (gpu/geometry/cone.h); here only what the header alone proves.
+ *
+ * "matrices" gives an arbitrary trajectory: one 3x4 matrix per projection (row-major, the
+ * convention of `tomolive recon --matrices FILE:p`). The three required keys stay
+ * required, as recon requires them with --matrices: they set the volume's unit (mm per
+ * voxel), which the matrices alone do not fix. The matrices place the detector, so
+ * "center", a non-zero detector_offset u and "short_scan" (Parker's weights assume a
+ * circle) are refused with them rather than silently ignored. Whether a matrix is usable
+ * (a finite source, the volume in front of it, one detector for all) needs the volume, so
+ * the engine says; here only the shape, the count and finiteness. The array is decoded
+ * last, after every other check, so a refused scan never holds memory.
  */
 #include "config.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "protocol/protocol.h"
 #include "protocol/proto_internal.h"
 
-static const char *const cone_keys[] = {"source_origin", "source_detector", "pixel_size",
-                                        "detector_offset", "short_scan"};
+static const char *const cone_keys[] = {"source_origin",   "source_detector", "pixel_size",
+                                        "detector_offset", "short_scan",      "matrices"};
 #define REQUIRED 3 /* the first three */
 
 static tl_proto_err positive(const char *key, double v, const char *unit, tl_proto_error *err)
@@ -42,13 +54,62 @@ static tl_proto_err pixel_size(const msgpack_object *h, double out[2], tl_proto_
     double v;
     tl_proto_err rc = tl_proto_get_double(h, "pixel_size", true, &v, err);
     if (rc == TL_PROTO_E_KEY_TYPE) /* say both forms */
-        return tl_proto_fail(err, rc, "\"pixel_size\": expected a number or an array of 2 "
-                                      "numbers, got %s",
+        return tl_proto_fail(err, rc,
+                             "\"pixel_size\": expected a number or an array of 2 "
+                             "numbers, got %s",
                              tlp_object_type_name(o));
     TLP_TRY(rc);
     TLP_TRY(positive("pixel_size", v, "mm", err));
     out[0] = out[1] = v;
     return TL_PROTO_OK;
+}
+
+/* "matrices": 1..TL_PROTO_MAX_MATRICES arrays of 12 finite numbers, checked in full
+ * before the scan takes the copy it owns. */
+static tl_proto_err matrices(const msgpack_object *h, tl_proto_scan *m, tl_proto_error *err)
+{
+    const msgpack_object *o = tl_proto_map_get(h, "matrices");
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
+                             "\"matrices\": expected an array of arrays of 12 numbers, got %s",
+                             tlp_object_type_name(o));
+    uint32_t n = o->via.array.size;
+    if (n < 1 || n > TL_PROTO_MAX_MATRICES)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"matrices\": %" PRIu32 " matrices, expected 1..%u (what fits "
+                             "a %u-byte header)",
+                             n, TL_PROTO_MAX_MATRICES, TL_PROTO_MAX_HEADER);
+    char name[32];
+    double row[12];
+    for (uint32_t i = 0; i < n; i++) { /* validate everything before allocating */
+        snprintf(name, sizeof name, "matrices[%" PRIu32 "]", i);
+        TLP_TRY(tlp_f64_array(&o->via.array.ptr[i], name, 12, row, err));
+    }
+    double(*P)[12] = malloc(n * sizeof *P);
+    if (!P)
+        return tl_proto_fail(err, TL_PROTO_E_RESOURCE,
+                             "\"matrices\": out of memory for %" PRIu32 " matrices", n);
+    for (uint32_t i = 0; i < n; i++)
+        (void)tlp_f64_array(&o->via.array.ptr[i], "matrices", 12, P[i], NULL); /* checked */
+    m->matrices = P;
+    m->nmatrices = n;
+    return TL_PROTO_OK;
+}
+
+/* With matrices, the keys that would place the detector a second time. */
+static tl_proto_err matrices_alone(const tl_proto_scan *m, tl_proto_error *err)
+{
+    const char *with = m->has_center ? "center"
+                       : m->has_detector_offset && m->detector_offset[0] != 0
+                           ? "detector_offset[0]"
+                       : m->has_short_scan ? "short_scan"
+                                           : NULL;
+    if (!with)
+        return TL_PROTO_OK;
+    return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED,
+                         "\"%s\" with \"matrices\": the matrices place the detector and the "
+                         "trajectory (give the principal point in them)",
+                         with);
 }
 
 tl_proto_err tlp_decode_cone(const msgpack_object *h, tl_proto_scan *m, tl_proto_error *err)
@@ -87,5 +148,17 @@ tl_proto_err tlp_decode_cone(const msgpack_object *h, tl_proto_scan *m, tl_proto
                              "\"detector_offset[0]\": %g pixels and \"center\" %g both place "
                              "the principal column: give one of them",
                              m->detector_offset[0], m->center);
-    return TL_PROTO_OK;
+    if (!tl_proto_map_get(h, "matrices"))
+        return TL_PROTO_OK;
+    TLP_TRY(matrices_alone(m, err));
+    return matrices(h, m, err);
+}
+
+void tl_proto_scan_free(tl_proto_scan *m)
+{
+    if (!m)
+        return;
+    free(m->matrices);
+    m->matrices = NULL;
+    m->nmatrices = 0;
 }

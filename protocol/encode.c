@@ -92,6 +92,15 @@ static int pack_cone(msgpack_packer *pk, const tl_proto_scan *m)
         P(kv_pair(pk, "detector_offset", m->detector_offset));
     if (m->has_short_scan)
         P(kv_pair(pk, "short_scan", m->short_scan));
+    if (m->nmatrices) { /* full float64: a matrix rounded to float32 moves rays by pixels */
+        P(tl_proto_pack_cstr(pk, "matrices"));
+        P(msgpack_pack_array(pk, m->nmatrices));
+        for (uint32_t i = 0; i < m->nmatrices; i++) {
+            P(msgpack_pack_array(pk, 12));
+            for (int k = 0; k < 12; k++)
+                P(msgpack_pack_double(pk, m->matrices[i][k]));
+        }
+    }
     return 0;
 }
 
@@ -101,10 +110,10 @@ int tl_proto_encode_scan(msgpack_sbuffer *buf, const tl_proto_scan *m)
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
     size_t n = 7 + (m->darks != 0) + (m->flats != 0) + (m->first_index != 0) + m->has_center +
                2 * m->has_angles + (m->filter.len != 0) + m->already_linear +
-               (m->release.len != 0) + (m->dezinger != 0) + m->has_paganin +
-               (m->rings.len != 0) + m->has_auto_center + m->half_acquisition;
+               (m->release.len != 0) + (m->dezinger != 0) + m->has_paganin + (m->rings.len != 0) +
+               m->has_auto_center + m->half_acquisition;
     bool cone = m->geometry == TL_PROTO_CONE;
-    n += cone ? 3 + m->has_detector_offset + m->has_short_scan : 0;
+    n += cone ? 3 + m->has_detector_offset + m->has_short_scan + (m->nmatrices != 0) : 0;
     P(envelope(&pk, n, TL_MSG_SCAN));
     P(tl_proto_pack_kv_u64(&pk, "series", m->series));
     P(tl_proto_pack_kv_str(&pk, "geometry", tl_proto_geometry_name(m->geometry)));

@@ -58,6 +58,10 @@ bool tlp_slice_id_valid(const char *s, size_t n);
 /* args.c: an array of exactly 2 finite numbers (no range check beyond finite) */
 tl_proto_err tlp_get_f64_pair(const msgpack_object *map, const char *key, bool required,
                               double out[2], tl_proto_error *err);
+/* args.c: the numbers of array o (exactly n of them, finite) into out; `name` names o in
+ * messages ("matrices[3]") */
+tl_proto_err tlp_f64_array(const msgpack_object *o, const char *name, size_t n, double *out,
+                           tl_proto_error *err);
 /* args.c: the required "dtype": a frame's (u8, u16, u32, f32) or a slice's (f32, f16, q16) */
 tl_proto_err tlp_get_dtype(const msgpack_object *map, bool slice, tl_proto_dtype *out,
                            tl_proto_error *err);

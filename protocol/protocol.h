@@ -45,6 +45,10 @@ extern "C" {
 #define TL_PROTO_SHM_NAME_MAX 255           /* bytes in a shared-memory object name (NAME_MAX) */
 #define TL_PROTO_SHM_ALIGN 64               /* shm_offset is a positive multiple of this */
 #define TL_PROTO_MAX_PARTS 4                /* parts a reader keeps; more is an error */
+/* Projection matrices in a cone-beam scan (§8.1.1): each takes 109 bytes of msgpack (an
+ * array of 12 float64), so 512 take 55.8 KB and leave ~9.7 KB of the 64 KiB header for
+ * every other key (whose strings are bounded far below that). */
+#define TL_PROTO_MAX_MATRICES 512
 
 /* Error codes. Numeric values are part of the wire protocol (error replies carry them). */
 typedef enum {
@@ -156,8 +160,8 @@ typedef struct {
                              delta/beta], finite (the engine checks they are positive) */
     float paganin[4];
     bool half_acquisition; /* optional, default false: 360-degree scan, offset axis */
-    bool has_auto_center; /* optional "auto_center": the centre is estimated from opposite
-                             projections (present), and applied (true) */
+    bool has_auto_center;  /* optional "auto_center": the centre is estimated from opposite
+                              projections (present), and applied (true) */
     bool auto_center;
     tl_proto_str rings; /* optional ring removal "vo[:SIZE[,TOL]]" | "fw[:LEVEL[,TOL]]" |
                            "none" (len 0 = absent); the engine validates it */
@@ -170,10 +174,20 @@ typedef struct {
     double detector_offset[2]; /* [u, v] detector pixels: the principal point minus the
                                   detector's middle ((cols - 1) / 2, (rows - 1) / 2); a
                                   non-zero u and "center" together are refused */
-    bool has_short_scan;   /* optional "short_scan": [start, range] radians, 0 < range < 2 pi:
-                              a circular scan of less than a turn (Parker weights) */
+    bool has_short_scan;       /* optional "short_scan": [start, range] radians, 0 < range
+                                  < 2 pi: a circular scan of less than a turn (Parker) */
     double short_scan[2];
+    /* optional "matrices" (cone only): one 3x4 projection matrix per projection, row-major
+     * (P[4 r + c], gpu/geometry/cone.h), matrices[i] for frame index first_index + i;
+     * 1..TL_PROTO_MAX_MATRICES, every number finite. Owned by the scan: malloc'ed by the
+     * decoder, released with tl_proto_scan_free (NULL and 0 when absent). */
+    double (*matrices)[12];
+    uint32_t nmatrices;
 } tl_proto_scan;
+
+/* Releases what a decoded scan owns (its matrices) and leaves it without them; safe on a
+ * scan without any, and twice. */
+void tl_proto_scan_free(tl_proto_scan *m);
 
 /* Where a frame in another process's GPU memory is (CUDA IPC, PROTOCOL.md §8.4): the frame
  * header's ipc_* keys instead of a payload part. */
@@ -294,7 +308,8 @@ void tl_proto_decoder_free(tl_proto_decoder *d);
  * payload pointer is left NULL; use tl_proto_check_payload to validate a payload length.
  * A "req" that fails after its id was read (cmd, args) leaves out->type == TL_MSG_REQ and
  * out->req.id set, so the error reply can carry the id; on any earlier failure out->type
- * is 0. */
+ * is 0. A "scan" with "matrices" owns them: the caller releases them with
+ * tl_proto_scan_free (the decoder allocates nothing else a message keeps). */
 tl_proto_err tl_proto_decode(tl_proto_decoder *d, const void *hdr, size_t len, unsigned accept,
                              tl_proto_msg *out, tl_proto_error *err);
 

@@ -104,6 +104,28 @@ tests_integration_check_cone_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROT
 tests_integration_check_cone_daemon_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIBS) $(ENGINE_LIBS) \
 	$(TEST_LIBS)
 
+# arbitrary cone-beam trajectories over the wire (PROTOCOL.md 8.1.1 "matrices"): push
+# --matrices of the circle's own matrices equals the circular scan; a singular one refused
+check_PROGRAMS += tests/integration/check_cone_daemon_matrices
+TESTS += tests/integration/check_cone_daemon_matrices
+tests_integration_check_cone_daemon_matrices_SOURCES = \
+	tests/integration/check_cone_daemon_matrices.c clients/cone_opts.h clients/cone_opts.c \
+	clients/angles.h clients/angles.c
+tests_integration_check_cone_daemon_matrices_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
+	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_cone_daemon_matrices_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIBS) \
+	$(ENGINE_LIBS) $(TEST_LIBS)
+
+# RECAST3D's ConeVecGeometry through the daemon equals its ConeBeamGeometry (tomopackets)
+check_PROGRAMS += tests/integration/check_cone_tomopackets
+TESTS += tests/integration/check_cone_tomopackets
+tests_integration_check_cone_tomopackets_SOURCES = \
+	tests/integration/check_cone_tomopackets.c clients/cone_opts.h clients/cone_opts.c
+tests_integration_check_cone_tomopackets_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
+	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(TIFF_CFLAGS)
+tests_integration_check_cone_tomopackets_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIBS) \
+	$(ENGINE_LIBS) $(TEST_LIBS)
+
 # slices through shared memory (slices.shm): pixels equal to TCP, objects unlinked,
 # `tomolive sub --shm`, and nothing for shm/ subscribers when it is off (CPU backend)
 check_PROGRAMS += tests/integration/check_publishing

@@ -87,7 +87,8 @@ tests_fuzz_gen_adapters_corpus_LDADD = $(ADAPTER_LIBS) -lm
 # the formats and what they decode with; not the frame sources (row bands, GPU memory)
 FUZZ_ADAPTER_SRCS = tests/fuzz/fuzz_adapters.c $(FUZZ_PROTO_SRCS) $(filter-out \
 	daemon/ingest/bands.c daemon/ingest/ipc_frames.c, \
-	$(filter %.c,$(daemon_ingest_libtlingest_a_SOURCES)))
+	$(filter %.c,$(daemon_ingest_libtlingest_a_SOURCES))) \
+	gpu/geometry/cone.c gpu/base/fail.c
 FUZZ_FORMAT_native = TLT_FZ_NATIVE
 FUZZ_FORMAT_dectris2 = TLT_FZ_DECTRIS2
 FUZZ_FORMAT_dectris1 = TLT_FZ_DECTRIS1

@@ -28,8 +28,11 @@ void tl_queue_destroy(tl_queue *q)
 {
     if (!q->slots)
         return;
-    for (uint32_t i = 0; i < q->cap; i++)
+    for (uint32_t i = 0; i < q->cap; i++) {
         zmq_msg_close(&q->slots[i].payload);
+        if (q->slots[i].type == TL_MSG_SCAN) /* NULL once popped (move_item) */
+            tl_proto_scan_free(&q->slots[i].scan);
+    }
     free(q->slots);
     q->slots = NULL;
     pthread_mutex_destroy(&q->mu);
@@ -50,6 +53,8 @@ static void move_item(tl_item *dst, tl_item *src)
 {
     memcpy(dst, src, offsetof(tl_item, payload));
     zmq_msg_move(&dst->payload, &src->payload);
+    if (src->type == TL_MSG_SCAN) /* a scan's matrices move too: one owner at a time */
+        src->scan.matrices = NULL;
 }
 
 int tl_queue_push(tl_queue *q, tl_item *item, bool block, const atomic_bool *stop)

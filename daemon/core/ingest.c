@@ -67,8 +67,8 @@ static void *run(void *arg)
     if (rc == 0) /* wake now and then to see the stop flag */
         rc = zmq_setsockopt(sock, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     char aerr[256] = "";
-    bool auth_failed = rc == 0 && tl_auth_socket(&d->auth, sock, TL_AUTH_INGEST, aerr,
-                                                 sizeof aerr) != 0;
+    bool auth_failed =
+        rc == 0 && tl_auth_socket(&d->auth, sock, TL_AUTH_INGEST, aerr, sizeof aerr) != 0;
     if (rc == 0 && !auth_failed)
         rc = d->cfg.ingest_bind ? tl_zbind(sock, d->cfg.ingest_endpoint)
                                 : zmq_connect(sock, d->cfg.ingest_endpoint);
@@ -153,6 +153,8 @@ static void *run(void *arg)
             }
         } while (ad->next && ad->next(as, &it) > 0);
     }
+    if (it.type == TL_MSG_SCAN) /* stopped before it was queued (else NULL: move_item) */
+        tl_proto_scan_free(&it.scan);
     zmq_msg_close(&it.payload);
     if (as)
         ad->destroy(as);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "daemon/core/daemon.h"
+#include "gpu/geometry/cone.h"
 #include "daemon/base/log.h"
 
 _Static_assert(TL_SETTINGS_MAX_GPUS == TL_ENGINE_MAX_DEVICES,
@@ -119,8 +120,11 @@ static void record_stage_times(tl_daemon *d, tl_engine *e)
 
 /* Cone beam (PROTOCOL.md §8.1.1): the trajectory into ec.cone, the principal column into
  * ec.center (from detector_offset u when the scan gives no center), and one device: the
- * engine does not split cone-beam rows across GPUs (a row's voxels need other rows). */
-static void cone_config(const tl_proto_scan *m, tl_engine_config *ec)
+ * engine does not split cone-beam rows across GPUs (a row's voxels need other rows).
+ * Given matrices are normalised in place (the item owns them and the engine copies them),
+ * as `tomolive recon --matrices` does, so one that is no camera refuses the scan with
+ * cone.h's message, naming it; false with why then. */
+static bool cone_config(tl_proto_scan *m, tl_engine_config *ec, char *why, size_t why_len)
 {
     ec->geometry = TL_GEOMETRY_CONE; /* what the engine cannot do it refuses, named */
     ec->cone = (tl_cone_config){.source_origin = m->source_origin,
@@ -133,18 +137,28 @@ static void cone_config(const tl_proto_scan *m, tl_engine_config *ec)
     if (!m->has_center && m->has_detector_offset)
         ec->center = (m->cols - 1) / 2.0 + m->detector_offset[0];
     if (ec->ndevices > 1) {
-        tl_log(TL_LOG_INFO, "cone_one_gpu",
-               "series=%llu gpus=%u device=%d reason=%s", (unsigned long long)m->series,
-               ec->ndevices, ec->devices[0],
+        tl_log(TL_LOG_INFO, "cone_one_gpu", "series=%llu gpus=%u device=%d reason=%s",
+               (unsigned long long)m->series, ec->ndevices, ec->devices[0],
                tl_logq("cone beam is reconstructed on one GPU, the first of daemon.gpus"));
         ec->ndevices = 1;
     }
+    for (uint32_t i = 0; i < m->nmatrices; i++) {
+        tl_errbuf eb;
+        if (tl_cone_matrix_prepare(m->matrices[i], &eb) != TL_OK) {
+            snprintf(why, why_len, "cone geometry: matrix %u (projection %llu): %.400s", i,
+                     (unsigned long long)(m->first_index + i), eb.msg);
+            return false;
+        }
+    }
+    ec->cone.matrices = (const double(*)[12])m->matrices;
+    ec->cone.nmatrices = m->nmatrices;
+    return true;
 }
 
 static void open_scan(tl_daemon *d, tl_item *it)
 {
     tl_scan *s = &d->scan;
-    const tl_proto_scan *m = &it->scan;
+    tl_proto_scan *m = &it->scan; /* cone_config normalises its matrices */
     const tl_settings *c = &d->cfg;
     tl_engine_config ec;
     tl_engine_config_init(&ec, m->rows, m->cols, m->window);
@@ -181,8 +195,9 @@ static void open_scan(tl_daemon *d, tl_item *it)
         else
             snprintf(why, sizeof why, "unknown filter \"%s\"", it->filter);
     }
-    if (m->geometry == TL_PROTO_CONE)
-        cone_config(m, &ec);
+    char cwhy[sizeof why] = "";
+    if (m->geometry == TL_PROTO_CONE && !cone_config(m, &ec, cwhy, sizeof cwhy) && !why[0])
+        snprintf(why, sizeof why, "%s", cwhy);
     ec.half_acquisition = m->half_acquisition;
     ec.center_estimate = m->has_auto_center;
     ec.center_auto = m->auto_center;
@@ -204,6 +219,7 @@ static void open_scan(tl_daemon *d, tl_item *it)
     s->finished = false;
     s->series = m->series;
     s->msg = *m;
+    s->msg.matrices = NULL; /* the worker frees the item's: status reports nmatrices only */
     memcpy(s->filter, it->filter, sizeof s->filter);
     s->was_complete = false;
     s->projections = 0;
@@ -256,8 +272,7 @@ static void open_scan(tl_daemon *d, tl_item *it)
         "center=%.3f backend=%s device=%s memory_mb=%.1f",
         (unsigned long long)m->series, tl_proto_geometry_name(m->geometry), m->rows, m->cols,
         tl_proto_dtype_name(m->dtype), m->window, m->darks, m->flats, tl_filter_name(ec.filter),
-        ec.center, st.backend,
-        tl_logq(st.device_name), st.memory_bytes / 1048576.0);
+        ec.center, st.backend, tl_logq(st.device_name), st.memory_bytes / 1048576.0);
 }
 
 /* A frame not used: counted, logged, and for a frame in GPU memory the protocol code its

@@ -160,6 +160,8 @@ struct tl_tune_task {
     char err[512];       /* why the timing failed */
     char store_err[512]; /* why the cache could not be written ("" = written) */
     tl_tune_result r;
+    double (*matrices)[12]; /* a copy of a cone scan's matrices (cfg points here): the
+                               scan's engine, which owns the original, may close first */
 };
 typedef struct tl_tune_task tune_task;
 
@@ -170,6 +172,7 @@ static void task_release(tune_task *t)
     pthread_mutex_unlock(&t->mu);
     if (left == 0) {
         pthread_mutex_destroy(&t->mu);
+        free(t->matrices);
         free(t);
     }
 }
@@ -229,6 +232,17 @@ static tune_task *start_task(tl_daemon *d, const tl_tune_shape *sh, const tune_c
     t->cfg = *tl_engine_get_config(d->scan.engine);
     t->cfg.rows = sh->batch; /* the rows the batches of horizontal slices need */
     t->cfg.kernel[0] = '\0'; /* every kernel competes */
+    if (t->cfg.cone.matrices) {
+        size_t bytes = (size_t)t->cfg.cone.nmatrices * sizeof *t->matrices;
+        if (!(t->matrices = malloc(bytes))) {
+            pthread_mutex_destroy(&t->mu);
+            free(t);
+            snprintf(err, errlen, "out of memory for a timing's cone-beam matrices");
+            return NULL;
+        }
+        memcpy(t->matrices, t->cfg.cone.matrices, bytes);
+        t->cfg.cone.matrices = (const double(*)[12])t->matrices;
+    }
     t->shape = *sh;
     t->opt = (tl_tune_options){.budget_s = c->budget, .min_reps = 3, .max_reps = 20};
     t->tune = *c;
@@ -248,6 +262,7 @@ static tune_task *start_task(tl_daemon *d, const tl_tune_shape *sh, const tune_c
     if (!started) {
         atomic_fetch_sub(&d->tuning.threads, 1);
         pthread_mutex_destroy(&t->mu);
+        free(t->matrices);
         free(t);
         snprintf(err, errlen, "cannot start a thread");
         return NULL;

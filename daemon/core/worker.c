@@ -285,6 +285,8 @@ static void *run(void *arg)
                 tl_pace_frame(&w->pace, it.t_recv_mono, taken);
                 took_frame = true;
             }
+            if (it.type == TL_MSG_SCAN) /* the engine copied its matrices */
+                tl_proto_scan_free(&it.scan);
             zmq_msg_close(&it.payload); /* the pixels are in the engine now */
             zmq_msg_init(&it.payload);
             tl_scan_releases(d, TL_RELEASE_NOWAIT);
@@ -315,6 +317,8 @@ static void drain(tl_daemon *d, uint64_t deadline)
         pthread_mutex_lock(&d->lock);
         tl_scan_apply(d, &it);
         pthread_mutex_unlock(&d->lock);
+        if (it.type == TL_MSG_SCAN) /* the engine copied its matrices */
+            tl_proto_scan_free(&it.scan);
         zmq_msg_close(&it.payload);
         zmq_msg_init(&it.payload);
     }

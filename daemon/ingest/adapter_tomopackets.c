@@ -7,6 +7,8 @@
  *   ParallelBeamGeometry  0x303  scene_id, rows, cols, proj_count, angles[] (radians)
  *   ConeBeamGeometry      0x305  scene_id, rows, cols, proj_count, source_origin,
  *                                origin_det, detector_size[2], angles[]  (float32, mm)
+ *   ConeVecGeometry       0x306  scene_id, rows, cols, proj_count, vectors[] (float32,
+ *                                12 per projection: ASTRA cone_vec rows, mm)
  *   Projection            0x309  type (0 dark, 1 flat, 2 projection), projection_id,
  *                                shape[2] (rows, cols), data[] (float32)
  * RECAST3D adapters send them in that order. A geometry packet opens a scan (float32
@@ -15,8 +17,15 @@
  * angles + angle index). Projections before any geometry get a scan synthesised from
  * ingest.window and the configured angle schedule; a projection of another shape than the
  * open scan's is refused. The pixels stay in the received packet and travel zero-copy.
- * The vector geometries (ParallelVec, ConeVec: free vectors per projection) are refused
- * as unsupported: only circular trajectories are served.
+ * ParallelVecGeometry is refused as unsupported (parallel beam serves circular scans only).
+ *
+ * ConeVecGeometry is an arbitrary cone-beam trajectory (tomopackets_vec.h): each
+ * projection's ASTRA cone_vec row (source, detector centre, u and v pixel vectors) becomes
+ * its projection matrix (tl_cone_from_astra_vec, gpu/geometry/cone.h: the arithmetic
+ * `tomolive recon --matrices FILE:astra` uses), the scan PROTOCOL.md §8.1.1's with
+ * "matrices". The layout was checked against tomopackets' ConeVecGeometryPacket
+ * (BOOST_HANA_DEFINE_STRUCT: int32 scene_id, rows, cols, proj_count, std::vector<float>
+ * vectors) and SliceRecon's reader, which requires proj_count == vectors.size() / 12.
  *
  * ConeBeamGeometry is RECAST3D's ASTRA "cone" geometry: source at distance source_origin
  * from the axis, detector at origin_det beyond it, detector_size[0] and [1] the pixel
@@ -43,6 +52,7 @@
 
 #include "daemon/ingest/adapter_stream.h"
 #include "daemon/ingest/tomopackets.h"
+#include "daemon/ingest/tomopackets_vec.h"
 
 typedef struct {
     tl_adapter_stream st;
@@ -87,8 +97,8 @@ static int cone_geometry(const uint8_t *p, tl_proto_scan *scan, tl_proto_error *
     for (int i = 0; i < 4; i++) {
         v[i] = tl_tomop_f32(p + 20 + 4 * i);
         if (!isfinite(v[i]))
-            return tl_proto_fail(err, TL_PROTO_E_NOT_FINITE,
-                                 "ConeBeamGeometry: %s is not finite", name[i]),
+            return tl_proto_fail(err, TL_PROTO_E_NOT_FINITE, "ConeBeamGeometry: %s is not finite",
+                                 name[i]),
                    -1;
     }
     if (v[0] <= 0 || v[0] + v[1] <= 0 || v[2] <= 0 || v[3] <= 0)
@@ -116,19 +126,8 @@ static int geometry(tp *a, const uint8_t *p, size_t len, bool cone, tl_item *out
         return bad_size(err, what, len, at);
     int32_t rows = tl_tomop_i32(p + 8), cols = tl_tomop_i32(p + 12), n = tl_tomop_i32(p + 16),
             count = tl_tomop_i32(p + at - 4);
-    if (rows < 1 || (uint32_t)rows > TL_PROTO_MAX_DIM || cols < 1 ||
-        (uint32_t)cols > TL_PROTO_MAX_DIM)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "detector %d x %d out of range 1..%u", rows,
-                             cols, TL_PROTO_MAX_DIM),
-               -1;
-    size_t bytes; /* a frame of that detector within the protocol's limit, as a native scan */
-    if (tl_proto_frame_bytes((uint32_t)rows, (uint32_t)cols, TL_PROTO_F32, &bytes, err) !=
-        TL_PROTO_OK)
+    if (tl_tomop_check_shape(rows, cols, n, err) != 0)
         return -1;
-    if (n < 1 || (uint32_t)n > TL_PROTO_MAX_WINDOW)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE, "proj_count %d out of range 1..%u", n,
-                             TL_PROTO_MAX_WINDOW),
-               -1;
     if (count != n)
         return tl_proto_fail(err, TL_PROTO_E_PAYLOAD, "%d angles for proj_count %d", count, n), -1;
     if (len != at + 4 * (size_t)n)
@@ -162,6 +161,44 @@ static int geometry(tp *a, const uint8_t *p, size_t len, bool cone, tl_item *out
     a->st.open = true;
     a->st.scan = scan;
     a->st.scan_has_proj = false;
+    return 1;
+}
+
+/* A ConeVecGeometry (tomopackets_vec.h): a cone scan with one matrix per projection,
+ * which the item owns (the queue moves it, the worker frees it); the stream's copy of
+ * the scan keeps none. Frame ids past proj_count have no matrix (the engine refuses them,
+ * naming the index): RECAST3D's cyclic ids serve the first turn only here. */
+static int cone_vec(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_error *err)
+{
+    tl_tomop_cone_vec v;
+    if (tl_tomop_cone_vec_read(p, len, &v, err) != 0)
+        return -1;
+    tl_proto_scan scan;
+    tl_adapter_scan_init(a->st.cfg, &scan, a->st.next_series, v.rows, v.cols, TL_PROTO_F32, v.n);
+    scan.geometry = TL_PROTO_CONE;
+    scan.source_origin = v.sad;
+    scan.source_detector = v.sdd;
+    scan.pixel_size[0] = v.pitch[0];
+    scan.pixel_size[1] = v.pitch[1];
+    scan.has_detector_offset = true;
+    scan.detector_offset[0] = 0; /* the matrices place the columns */
+    scan.detector_offset[1] = v.offset_v;
+    free(a->angles); /* this scan's angles, one per matrix */
+    a->angles = v.angles;
+    a->cap = a->nangles = v.n;
+    a->has_geometry = true;
+    a->st.next_series++;
+    scan.darks = (uint32_t)a->darks;
+    scan.flats = (uint32_t)a->flats;
+    scan.already_linear = a->already_linear;
+    a->st.open = true;
+    a->st.scan = scan; /* without matrices: out->scan owns them */
+    a->st.scan_has_proj = false;
+    scan.matrices = v.P;
+    scan.nmatrices = v.n;
+    out->type = TL_MSG_SCAN;
+    out->scan = scan;
+    out->filter[0] = 0;
     return 1;
 }
 
@@ -273,14 +310,12 @@ static int tp_decode(void *state, zmq_msg_t *parts, int nparts, tl_item *out, tl
         case TL_TOMOP_PARALLEL_BEAM_GEOMETRY: return geometry(a, p, len, false, out, err);
         case TL_TOMOP_CONE_BEAM_GEOMETRY: return geometry(a, p, len, true, out, err);
         case TL_TOMOP_PROJECTION: return projection(a, &parts[0], out, err);
+        case TL_TOMOP_CONE_VEC_GEOMETRY: return cone_vec(a, p, len, out, err);
         case TL_TOMOP_PARALLEL_VEC_GEOMETRY:
-        case TL_TOMOP_CONE_VEC_GEOMETRY:
             return tl_proto_fail(err, TL_PROTO_E_UNSUPPORTED,
-                                 "tomopackets %s (0x%x: a vector per projection) is not "
-                                 "supported: only circular scans are served "
-                                 "(ParallelBeamGeometry, ConeBeamGeometry)",
-                                 desc == TL_TOMOP_CONE_VEC_GEOMETRY ? "ConeVecGeometry"
-                                                                    : "ParallelVecGeometry",
+                                 "tomopackets ParallelVecGeometry (0x%x: a vector per "
+                                 "projection) is not supported: parallel beam serves circular "
+                                 "scans only (ParallelBeamGeometry)",
                                  (unsigned)desc),
                    -1;
         case TL_TOMOP_PROJECTION_DATA:

@@ -661,8 +661,9 @@ static void pack_center(const tl_engine *e, msgpack_packer *pk)
 }
 
 /* "cone": nil for parallel beam, else the trajectory as the scan gave it (PROTOCOL.md
- * §8.1.1), with detector_offset u following the current centre (set_param center), and
- * short_scan [start, range] (nil: a full turn). */
+ * §8.1.1), with detector_offset u following the current centre (set_param center),
+ * short_scan [start, range] (nil: a full turn), and matrices: how many projection
+ * matrices the scan gave (nil: the circle), so a sender sees the daemon took them. */
 static void pack_cone(const tl_scan *s, double center, msgpack_packer *pk)
 {
     const tl_proto_scan *m = &s->msg;
@@ -671,7 +672,12 @@ static void pack_cone(const tl_scan *s, double center, msgpack_packer *pk)
         msgpack_pack_nil(pk);
         return;
     }
-    msgpack_pack_map(pk, 5);
+    msgpack_pack_map(pk, 6);
+    pack_key(pk, "matrices");
+    if (m->nmatrices)
+        msgpack_pack_uint32(pk, m->nmatrices);
+    else
+        msgpack_pack_nil(pk);
     tl_proto_pack_kv_double(pk, "source_origin", m->source_origin);
     tl_proto_pack_kv_double(pk, "source_detector", m->source_detector);
     pack_key(pk, "pixel_size");

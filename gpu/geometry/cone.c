@@ -6,6 +6,9 @@
  *   rank(P) < 3     when det(P P^T) / (|p1|^2 |p2|^2 |p3|^2) < RANK_EPS^2 (Gram ratio),
  *   M singular      when |det M| / (|m1| |m2| |m3|) < RANK_EPS (Hadamard ratio),
  * both 1 for orthogonal rows and 0 for dependent ones.
+ *
+ * Matrices from outside (a file, a scan message, a RECAST3D packet) are prepared here, not
+ * by each front end, so `tomolive recon` and the daemon normalise them alike.
  */
 #include "config.h"
 
@@ -233,4 +236,65 @@ void tl_cone_matrix_intrinsics(const double P[12], double *fu, double *fv, doubl
     }
     *fu = norm3(a);
     *fv = norm3(b);
+}
+
+static void cross3(const double a[3], const double b[3], double c[3])
+{
+    c[0] = a[1] * b[2] - a[2] * b[1];
+    c[1] = a[2] * b[0] - a[0] * b[2];
+    c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+static double dot3(const double a[3], const double b[3])
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+tl_status tl_cone_matrix_prepare(double P[12], tl_errbuf *eb)
+{
+    static const double iso[3] = {0, 0, 0};
+    double s[3];
+    tl_status st = tl_cone_matrix_source(P, s, eb);
+    if (st != TL_OK || (st = tl_cone_matrix_normalize(P, iso, eb)) != TL_OK)
+        return st;
+    for (int k = 0; k < 12; k++) /* a row 3 of near-zero norm scales the rest past range */
+        if (!isfinite(P[k]))
+            return tl_fail(eb, TL_EINVAL,
+                           "projection matrix: P[%d][%d] is not finite once normalised (the "
+                           "depth row is too small against the others)",
+                           k / 4, k % 4);
+    if (!(P[11] > 0)) /* a depth that underflows: the isocentre on the source's plane */
+        return tl_fail(eb, TL_EINVAL,
+                       "projection matrix: the isocentre's depth is %g mm once normalised (on "
+                       "the source's plane)",
+                       P[11]);
+    return TL_OK;
+}
+
+tl_status tl_cone_from_astra_vec(const double vec[12], uint32_t rows, uint32_t cols, double P[12],
+                                 tl_errbuf *eb)
+{
+    const double *s = vec, *c = vec + 3, *U = vec + 6, *V = vec + 9;
+    double cu = 0.5 * (cols - 1.0), cv = 0.5 * (rows - 1.0), W[3];
+    for (int k = 0; k < 3; k++) /* from the source to pixel (0,0)'s centre */
+        W[k] = c[k] - cu * U[k] - cv * V[k] - s[k];
+    /* [U V W] maps (u, v, 1) to the ray from the source; P = [M | -M s], M its inverse */
+    double vw[3], wu[3], uv[3];
+    cross3(V, W, vw);
+    cross3(W, U, wu);
+    cross3(U, V, uv);
+    double det = dot3(U, vw), norms = sqrt(dot3(U, U) * dot3(V, V) * dot3(W, W));
+    if (!(norms > 0) || !(fabs(det) >= RANK_EPS * norms))
+        return tl_fail(eb, TL_EINVAL,
+                       "the detector's u (%g, %g, %g) and v (%g, %g, %g) and the "
+                       "source (%g, %g, %g) give no camera (a zero or parallel vector, or the "
+                       "source in the detector's plane)",
+                       U[0], U[1], U[2], V[0], V[1], V[2], s[0], s[1], s[2]);
+    const double *inv[3] = {vw, wu, uv}; /* the rows of M^-1, times det */
+    for (int r = 0; r < 3; r++) {
+        for (int k = 0; k < 3; k++)
+            P[4 * r + k] = inv[r][k] / det;
+        P[4 * r + 3] = -dot3(inv[r], s) / det;
+    }
+    return tl_cone_matrix_prepare(P, eb);
 }

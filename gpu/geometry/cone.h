@@ -92,6 +92,20 @@ tl_status tl_cone_matrix_normalize(double P[12], const double in_front[3], tl_er
  * the box in front of it (w > 0). TL_EINVAL, naming the value, otherwise. */
 tl_status tl_cone_matrix_check(const double P[12], const tl_cone_box *b, tl_errbuf *eb);
 
+/* A matrix as a sender writes it (any non-zero scale, either sign): normalised with the
+ * isocentre in front (tl_cone_matrix_normalize), with a finite source and every entry
+ * finite after. This is what `tomolive recon --matrices FILE:p` and the daemon's "matrices"
+ * (PROTOCOL.md 8.1.1) do to each matrix, so both mean the same. TL_EINVAL saying why. */
+tl_status tl_cone_matrix_prepare(double P[12], tl_errbuf *eb);
+
+/* One ASTRA cone_vec row (srcX, srcY, srcZ, dX, dY, dZ, uX, uY, uZ, vX, vY, vZ: the
+ * source, the detector's centre, the vectors from pixel (0,0) to (0,1) and to (1,0), mm)
+ * of a rows x cols detector to a prepared matrix. ASTRA puts d at the middle of the
+ * detector, pixel ((cols-1)/2, (rows-1)/2) in our index convention, and its world axes
+ * are ours (clients/cone_read.h). TL_EINVAL when the vectors give no camera. */
+tl_status tl_cone_from_astra_vec(const double vec[12], uint32_t rows, uint32_t cols, double P[12],
+                                 tl_errbuf *eb);
+
 /* Intrinsics of a normalised, skew-free matrix (any circular one): focal lengths in pixels
  * fu = sdd / pitch_u, fv = sdd / pitch_v, and the principal point (u0, v0). Valid when the
  * detector axes are orthogonal to the central ray, which circular matrices guarantee. */

@@ -73,7 +73,12 @@ static tl_cone_box seen_box(const tl_engine_config *c)
                          {0.5 * c->cols * xy, 0.5 * c->cols * xy, (c->rows - 0.5 - v0) * z}};
 }
 
-#define INTRINSICS_TOL 1e-6 /* relative: one detector for every view */
+/* Relative: one detector for every view. Matrices from float32 numbers (RECAST3D's
+ * ConeVecGeometry, float32 .npy files) put a circle's principal point ~1e-6 apart (measured
+ * 3.3e-5 px at u0 = 31.5 from vectors of ~300 mm), so 1e-6 refused them; the cosine weights
+ * of matrix 0 are then off by far less than float32 rounding (their slope in u0 is
+ * (u - u0) pitch^2 / sdd^2 per pixel). */
+#define INTRINSICS_TOL 1e-5
 
 /* Given matrices: each usable for the volume (cone.h, tl_cone_matrix_check), all with the
  * intrinsics of the first (the cosine weights are one map). */
@@ -97,11 +102,12 @@ static tl_status check_matrices(const tl_engine_config *c, tl_errbuf *eb)
             memcpy(ref, in, sizeof ref);
         for (int a = 0; a < 4; a++)
             if (fabs(in[a] - ref[a]) > INTRINSICS_TOL * (fabs(ref[a]) + 1))
-                return tl_fail(eb, TL_EUNSUPPORTED,
-                               "cone geometry: matrix %u has other detector intrinsics than "
-                               "matrix 0 (fu, fv, u0, v0: %g, %g, %g, %g against %g, %g, %g, "
-                               "%g): one detector is served",
-                               i, in[0], in[1], in[2], in[3], ref[0], ref[1], ref[2], ref[3]);
+                return tl_fail(
+                    eb, TL_EUNSUPPORTED,
+                    "cone geometry: matrix %u has other detector intrinsics than "
+                    "matrix 0 (fu, fv, u0, v0: %.9g, %.9g, %.9g, %.9g against %.9g, %.9g, %.9g, "
+                    "%.9g): one detector is served",
+                    i, in[0], in[1], in[2], in[3], ref[0], ref[1], ref[2], ref[3]);
     }
     return TL_OK;
 }

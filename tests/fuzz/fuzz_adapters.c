@@ -166,7 +166,11 @@ static void check_frame(tl_item *it, scan_track *t)
 static void check_item(tl_item *it, scan_track *t)
 {
     switch (it->type) {
-        case TL_MSG_SCAN: check_scan(it, t); break;
+        case TL_MSG_SCAN:
+            check_scan(it, t);
+            CHECK((it->scan.matrices != NULL) == (it->scan.nmatrices != 0));
+            tl_proto_scan_free(&it->scan); /* the worker frees them once the engine copied */
+            break;
         case TL_MSG_FRAME: check_frame(it, t); break;
         case TL_MSG_END:
             CHECK(zmq_msg_size(&it->payload) == 0);

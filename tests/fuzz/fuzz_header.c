@@ -21,7 +21,7 @@
 
 #include "protocol/protocol.h"
 
-#define ALL                                                                                \
+#define ALL                                                                             \
     (TL_MSG_SCAN | TL_MSG_FRAME | TL_MSG_END | TL_MSG_REQ | TL_MSG_REP | TL_MSG_SLICE | \
      TL_MSG_RELEASE)
 #define CHECK(c)                                                              \
@@ -154,6 +154,13 @@ static bool reencode(const tl_proto_msg *m)
 
 #define SAME(f) CHECK(a->f == b->f)
 
+/* What a decoded message owns (a scan's matrices). */
+static void release(tl_proto_msg *m)
+{
+    if (m->type == TL_MSG_SCAN)
+        tl_proto_scan_free(&m->scan);
+}
+
 static void compare(const tl_proto_msg *x, const tl_proto_msg *y)
 {
     CHECK(x->type == y->type);
@@ -176,6 +183,9 @@ static void compare(const tl_proto_msg *x, const tl_proto_msg *y)
             SAME(angle_step);
             SAME(already_linear);
             CHECK(str_same(a->filter, b->filter));
+            SAME(nmatrices);
+            for (uint32_t i = 0; i < a->nmatrices; i++) /* float64 both ways: bit for bit */
+                CHECK(memcmp(a->matrices[i], b->matrices[i], sizeof a->matrices[i]) == 0);
             break;
         }
         case TL_MSG_FRAME: {
@@ -267,6 +277,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tl_proto_error perr;
     tl_proto_err prc = tl_proto_decode_parts(dec2, &part, 1, ALL, &pm, &perr);
     zmq_msg_close(&part);
+    if (prc == TL_PROTO_OK) /* else pm may be untouched (a refusal owns nothing) */
+        release(&pm);
 
     /* a part starting with a topic prefix is a topic to decode_parts (never a header: a
      * header starts with a map byte), and a topic alone lacks its header */
@@ -295,12 +307,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (reencode(&m)) {
         tl_proto_msg m2;
         tl_proto_err rc2 = tl_proto_decode(dec2, sb.data, sb.size, ALL, &m2, &err);
-        if (rc2 == TL_PROTO_E_TOO_BIG) /* re-encoding may grow a header near the limit */
+        if (rc2 == TL_PROTO_E_TOO_BIG) { /* re-encoding may grow a header near the limit */
+            release(&m);
             return 0;
+        }
         if (rc2 != TL_PROTO_OK)
             fprintf(stderr, "re-decode: %s: %s\n", tl_proto_err_name(rc2), err.message);
         CHECK(rc2 == TL_PROTO_OK);
         compare(&m, &m2);
+        release(&m2);
     }
+    release(&m);
     return 0;
 }

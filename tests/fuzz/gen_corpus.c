@@ -79,6 +79,38 @@ int main(int argc, char **argv)
                                                .has_short_scan = true,
                                                .short_scan = {-0.1, 3.9}});
     put("scan-full");
+    /* an arbitrary trajectory (8.1.1 "matrices"): 4 matrices shaped like a circular scan's
+     * (the decoder checks the shape and finiteness; the engine the geometry) */
+    double P[4][12];
+    for (int i = 0; i < 4; i++) {
+        double c = cos(i * M_PI / 2), s = sin(i * M_PI / 2);
+        double m[12] = {800 * c / 0.1 + 767.5 * s,
+                        -800 * s / 0.1 + 767.5 * c,
+                        0,
+                        400 * 767.5,
+                        511.5 * s,
+                        511.5 * c,
+                        800 / 0.125,
+                        400 * 511.5,
+                        s,
+                        c,
+                        0,
+                        400};
+        memcpy(P[i], m, sizeof m);
+    }
+    begin();
+    tl_proto_encode_scan(&sb, &(tl_proto_scan){.series = 3,
+                                               .geometry = TL_PROTO_CONE,
+                                               .rows = 1024,
+                                               .cols = 1536,
+                                               .dtype = TL_PROTO_U16,
+                                               .window = 4,
+                                               .source_origin = 400,
+                                               .source_detector = 800,
+                                               .pixel_size = {0.1, 0.125},
+                                               .matrices = P,
+                                               .nmatrices = 4});
+    put("scan-matrices");
 
     const tl_proto_dtype dt[] = {TL_PROTO_U8, TL_PROTO_U16, TL_PROTO_U32, TL_PROTO_F32};
     for (int k = 0; k < 3; k++) {

@@ -217,9 +217,12 @@ START_TEST(push_cone_errors)
         {"both place the axis column",
          {"push", "--geometry", "cone", "--source-origin", "300", "--source-detector", "450",
           "--pixel-size", "0.5", "--center", "30", "--offset", "2,0", NULL}},
-        {"push simulates circular scans only",
+        {"--matrices with --turns 2", /* an index past the matrices has none */
          {"push", "--geometry", "cone", "--source-origin", "300", "--source-detector", "450",
-          "--pixel-size", "0.5", "--matrices", "m.txt", NULL}},
+          "--pixel-size", "0.5", "--matrices", "m.txt", "--turns", "2", NULL}},
+        {"--center is not for given matrices",
+         {"push", "--geometry", "cone", "--source-origin", "300", "--source-detector", "450",
+          "--pixel-size", "0.5", "--matrices", "m.txt", "--center", "30", NULL}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int rc = tl_client_run(dir, cases[i].args, 30);

@@ -748,8 +748,8 @@ START_TEST(tomopackets)
     send1(&f, p, full - 4); /* E_PAYLOAD: short */
     tp_put(p, 0x999);
     send1(&f, p, 32); /* E_TYPE */
-    tp_put(p, 0x306);
-    send1(&f, p, 48); /* E_UNSUPPORTED: ConeVecGeometry */
+    tp_put(p, 0x304);
+    send1(&f, p, 48); /* E_UNSUPPORTED: ParallelVecGeometry (ConeVec: check_adapters.c) */
     n = 0;
     n += tp_put(p + n, 0x303);
     n += tp_put(p + n, 0);

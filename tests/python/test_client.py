@@ -278,7 +278,8 @@ class ConeScan(DaemonCase):
         self.assertEqual(scan["cone"], {"source_origin": sad, "source_detector": sdd,
                                         "pixel_size": [pitch, pitch],
                                         "detector_offset": [0.0, 0.0],
-                                        "short_scan": None})  # a whole turn
+                                        "short_scan": None,  # a whole turn
+                                        "matrices": None})  # a circle
         rel, inside = disk_errors(last)
         rel_flip, _ = disk_errors(last, -X0)
         print("cone cylinder: relative L2 %.4f (mirrored %.3f), mean inside %.5f (true %g)"

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "daemon/ingest/tomopackets.h"
+#include "gpu/geometry/cone.h"
 #include "tests/testutil.h"
 #include "tests/unit/check_adapters_util.h"
 
@@ -610,16 +611,108 @@ START_TEST(tomopackets_cone)
     ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_cone(p, 200, -50, 0.25f, 0.25f, 2)), 1);
     ck_assert_double_eq(f.items[0].scan.source_detector, 150.0);
 
-    /* vectors per projection: refused, saying what is served */
-    for (int32_t desc = 0x304; desc <= 0x306; desc += 2) {
-        tp_put(p, desc);
-        assert_rejected(&f, tlt_afx_feed1(&f, p, 64), TL_PROTO_E_UNSUPPORTED);
-        ck_assert_msg(strstr(f.err.message, "only circular"), "%s", f.err.message);
-    }
+    /* parallel vectors per projection: refused, saying what is served (ConeVec below) */
+    tp_put(p, 0x304);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, 64), TL_PROTO_E_UNSUPPORTED);
+    ck_assert_msg(strstr(f.err.message, "circular scans only"), "%s", f.err.message);
     /* a parallel geometry after a cone one opens a parallel scan again */
     ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_geometry(p)), 1);
     ck_assert_int_eq(f.items[0].scan.geometry, TL_PROTO_PARALLEL);
     ck_assert_double_eq(f.items[0].scan.source_origin, 0.0);
+    free(p);
+    tlt_afx_close(&f);
+}
+END_TEST
+
+/* ConeVecGeometry: scene_id, rows, cols, proj_count, then 12 floats per projection:
+ * ASTRA's cone geometry (so, od, du, dv) at angles 0.5 + k made into cone_vec rows as
+ * astra_geom_2vec does, with row k's number `bad` replaced by `value` (bad < 0: none). */
+static size_t tp_cone_vec(uint8_t *p, float so, float od, float du, float dv, int nproj, int count,
+                          int bad, float value)
+{
+    size_t n = 0;
+    n += tp_put(p + n, 0x306);
+    n += tp_put(p + n, 0);
+    n += tp_put(p + n, R);
+    n += tp_put(p + n, W);
+    n += tp_put(p + n, nproj);
+    n += tp_put(p + n, count);
+    for (int k = 0; k < count / 12; k++) {
+        double t = 0.5 + k;
+        float v[12] = {(float)(sin(t) * so),
+                       (float)(-cos(t) * so),
+                       0,
+                       (float)(-sin(t) * od),
+                       (float)(cos(t) * od),
+                       0,
+                       (float)(cos(t) * du),
+                       (float)(sin(t) * du),
+                       0,
+                       0,
+                       0,
+                       dv};
+        for (int i = 0; i < 12; i++)
+            n += tp_putf(p + n, k * 12 + i == bad ? value : v[i]);
+    }
+    return n;
+}
+
+/* A ConeVecGeometry opens a cone-beam scan with one matrix per projection (PROTOCOL.md
+ * 8.1.1 "matrices"): the vectors of RECAST3D's circular "cone" geometry give the matrices
+ * of our circle at the negated angles (what ConeBeamGeometry opens), the scan's distances
+ * and pitches its numbers, and each frame the negated angle; bad packets are refused. */
+START_TEST(tomopackets_cone_vec)
+{
+    tl_afx f;
+    tlt_afx_open(&f, "tomopackets", NULL);
+    uint8_t *p = malloc(64 + NPIX * 4 + 3 * 48);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_cone_vec(p, 200, 100, 0.25f, 0.5f, 3, 36, -1, 0)), 1);
+    ck_assert_int_eq(f.items[0].type, TL_MSG_SCAN);
+    tl_proto_scan *s = &f.items[0].scan;
+    ck_assert_int_eq(s->geometry, TL_PROTO_CONE);
+    ck_assert_uint_eq(s->window, 3);
+    ck_assert_uint_eq(s->nmatrices, 3);
+    ck_assert_ptr_nonnull(s->matrices);
+    ck_assert_double_eq_tol(s->source_origin, 200.0, 1e-4);
+    ck_assert_double_eq_tol(s->source_detector, 300.0, 1e-4);
+    ck_assert_double_eq_tol(s->pixel_size[0], 0.25, 1e-7);
+    ck_assert_double_eq_tol(s->pixel_size[1], 0.5, 1e-7);
+    ck_assert(s->has_detector_offset && s->detector_offset[0] == 0);
+    ck_assert_double_eq_tol(s->detector_offset[1], 0, 1e-4);
+    double angles[3] = {-0.5, -1.5, -2.5}, want[3][12];
+    tl_cone_circular g = {.sad = 200,
+                          .sdd = 300,
+                          .pitch_u = 0.25,
+                          .pitch_v = 0.5,
+                          .rows = R,
+                          .cols = W,
+                          .n = 3,
+                          .angles = angles};
+    ck_assert_int_eq(tl_cone_circular_matrices(&g, want, NULL), TL_OK);
+    for (int k = 0; k < 3; k++) /* float32 vectors: equal to their rounding */
+        for (int i = 0; i < 12; i++)
+            ck_assert_msg(fabs(s->matrices[k][i] - want[k][i]) <= 1e-5 * (fabs(want[k][i]) + 1),
+                          "matrix %d [%d]: %.9g, the circle's %.9g", k, i, s->matrices[k][i],
+                          want[k][i]);
+    tl_proto_scan_free(s);
+    ck_assert_int_eq(tlt_afx_feed1(&f, p, tp_projection(p, 2, 1, (int)NPIX)), 1);
+    ck_assert(f.items[0].frame.has_angle);
+    ck_assert_double_eq_tol(f.items[0].frame.angle, -1.5, 1e-6);
+
+    /* refused: a count that is not 12 per projection, a short packet, a NaN, no camera */
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_cone_vec(p, 200, 100, 0.25f, 0.5f, 3, 24, -1, 0)),
+                    TL_PROTO_E_PAYLOAD);
+    ck_assert_msg(strstr(f.err.message, "24 numbers for proj_count 3"), "%s", f.err.message);
+    size_t n = tp_cone_vec(p, 200, 100, 0.25f, 0.5f, 3, 36, -1, 0);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, n - 4), TL_PROTO_E_PAYLOAD);
+    assert_rejected(&f,
+                    tlt_afx_feed1(&f, p, tp_cone_vec(p, 200, 100, 0.25f, 0.5f, 3, 36, 17, NAN)),
+                    TL_PROTO_E_NOT_FINITE);
+    ck_assert_msg(strstr(f.err.message, "projection 1, number 5"), "%s", f.err.message);
+    assert_rejected(&f, tlt_afx_feed1(&f, p, tp_cone_vec(p, 200, 100, 0, 0.5f, 3, 36, -1, 0)),
+                    TL_PROTO_E_RANGE); /* u = 0 */
+    ck_assert_msg(strstr(f.err.message, "projection 0") && strstr(f.err.message, "no camera"),
+                  "%s", f.err.message);
     free(p);
     tlt_afx_close(&f);
 }
@@ -649,6 +742,7 @@ static Suite *suite(void)
     tcase_add_test(tc, tomopackets_geometry_size);
     tcase_add_test(tc, tomopackets_bad_angle);
     tcase_add_test(tc, tomopackets_cone);
+    tcase_add_test(tc, tomopackets_cone_vec);
     tcase_add_test(tc, unknown_format);
     suite_add_tcase(s, tc);
     return s;

@@ -109,6 +109,13 @@ static void check_scan(const tl_proto_scan *in)
     ck_assert_int_eq(o->has_short_scan, cone && in->has_short_scan);
     for (int i = 0; cone && in->has_short_scan && i < 2; i++)
         ck_assert(o->short_scan[i] == in->short_scan[i]);
+    ck_assert_uint_eq(o->nmatrices, cone ? in->nmatrices : 0);
+    ck_assert((o->matrices != NULL) == (o->nmatrices != 0));
+    for (uint32_t i = 0; i < o->nmatrices; i++) /* bit for bit: float64 on the wire */
+        ck_assert_mem_eq(o->matrices[i], in->matrices[i], sizeof o->matrices[i]);
+    tl_proto_scan_free(&m.scan);
+    ck_assert_ptr_null(m.scan.matrices);
+    tl_proto_scan_free(&m.scan); /* twice is harmless */
 }
 
 START_TEST(scan_required_only)
@@ -187,12 +194,101 @@ START_TEST(scan_cone)
     msgpack_sbuffer_clear(&sb);
     ck_assert_int_eq(tl_proto_encode_scan(&sb, &s), 0);
     ck_assert_uint_gt(sb.size, square); /* [u, v] and the offset: more bytes */
-    s.geometry = TL_PROTO_PARALLEL; /* the same struct as parallel: no cone key goes out */
+    s.geometry = TL_PROTO_PARALLEL;     /* the same struct as parallel: no cone key goes out */
     check_scan(&s);
     msgpack_sbuffer_clear(&sb);
     ck_assert_int_eq(tl_proto_encode_scan(&sb, &s), 0);
     ck_assert(!memmem(sb.data, sb.size, "source_origin", 13));
     ck_assert(!memmem(sb.data, sb.size, "pixel_size", 10));
+}
+END_TEST
+
+/* n matrices that differ in every number (so a swapped row or matrix shows). */
+static double (*some_matrices(uint32_t n))[12]
+{
+    double(*P)[12] = malloc(n * sizeof *P);
+    ck_assert_ptr_nonnull(P);
+    for (uint32_t i = 0; i < n; i++)
+        for (int k = 0; k < 12; k++)
+            P[i][k] = (k % 5 == 0 ? 700.0 : 0.0) + i * 0.001 + k / 3.0 - 1.0 / (i + 7.0);
+    return P;
+}
+
+/* Arbitrary trajectories (PROTOCOL.md 8.1.1 "matrices"): float64 both ways, the count
+ * kept; a parallel scan carries none even when the struct holds some. */
+START_TEST(scan_matrices)
+{
+    tl_proto_scan s = {.series = 11,
+                       .geometry = TL_PROTO_CONE,
+                       .rows = 96,
+                       .cols = 128,
+                       .dtype = TL_PROTO_U16,
+                       .window = 3,
+                       .first_index = 5,
+                       .source_origin = 300,
+                       .source_detector = 450,
+                       .pixel_size = {0.2, 0.2},
+                       .has_detector_offset = true,
+                       .detector_offset = {0, 1.5}, /* v stays: the isocentre's row */
+                       .nmatrices = 3};
+    s.matrices = some_matrices(3);
+    check_scan(&s);
+    s.geometry = TL_PROTO_PARALLEL;
+    check_scan(&s);
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_scan(&sb, &s), 0);
+    ck_assert(!memmem(sb.data, sb.size, "matrices", 8));
+    free(s.matrices);
+}
+END_TEST
+
+/* The limit: TL_PROTO_MAX_MATRICES fit a header that has every other key at its longest;
+ * one more is refused, naming the count, and the scan then holds nothing. */
+START_TEST(scan_matrices_limit)
+{
+    char release[TL_PROTO_MAX_ENDPOINT + 1], name[33];
+    memset(release, 'r', TL_PROTO_MAX_ENDPOINT);
+    memset(name, 'f', 32);
+    tl_proto_scan s = {.series = UINT64_MAX,
+                       .geometry = TL_PROTO_CONE,
+                       .rows = 65536,
+                       .cols = 8192,
+                       .dtype = TL_PROTO_U16,
+                       .window = TL_PROTO_MAX_WINDOW,
+                       .darks = UINT32_MAX,
+                       .flats = UINT32_MAX,
+                       .first_index = UINT64_MAX - TL_PROTO_MAX_MATRICES,
+                       .has_angles = true,
+                       .angle_start = -M_PI / 3,
+                       .angle_step = M_PI / 1800,
+                       .filter = {name, 32},
+                       .already_linear = true,
+                       .release = {release, TL_PROTO_MAX_ENDPOINT},
+                       .dezinger = 250.5,
+                       .has_paganin = true,
+                       .paganin = {30.0f, 0.25f, 6.5f, 300.0f},
+                       .rings = {name, 32},
+                       .half_acquisition = true,
+                       .has_auto_center = true,
+                       .source_origin = 512.5,
+                       .source_detector = 1024.25,
+                       .pixel_size = {0.075, 0.15},
+                       .has_detector_offset = true,
+                       .detector_offset = {0, -3.25},
+                       .nmatrices = TL_PROTO_MAX_MATRICES};
+    s.matrices = some_matrices(TL_PROTO_MAX_MATRICES + 1);
+    check_scan(&s);
+    ck_assert_uint_le(sb.size, TL_PROTO_MAX_HEADER);
+    s.nmatrices++;
+    msgpack_sbuffer_clear(&sb);
+    ck_assert_int_eq(tl_proto_encode_scan(&sb, &s), 0);
+    tl_proto_msg m;
+    tl_proto_error err;
+    ck_assert_int_eq(tl_proto_decode(dec, sb.data, sb.size, ALL, &m, &err), TL_PROTO_E_RANGE);
+    ck_assert_msg(strstr(err.message, "513") && strstr(err.message, "matrices"), "%s",
+                  err.message);
+    ck_assert_ptr_null(m.scan.matrices);
+    free(s.matrices);
 }
 END_TEST
 
@@ -715,7 +811,7 @@ START_TEST(golden_corpus)
     snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus", top ? top : ".");
     DIR *dp = opendir(dir);
     ck_assert_msg(dp != NULL, "cannot open %s", dir);
-    int files = 0, types = 0, shm = 0;
+    int files = 0, types = 0, shm = 0, matrices = 0;
     struct dirent *e;
     while ((e = readdir(dp))) {
         if (e->d_name[0] == '.')
@@ -735,9 +831,14 @@ START_TEST(golden_corpus)
         types |= m.type;
         files++;
         shm += m.type == TL_MSG_SLICE && m.slice.has_shm;
+        if (m.type == TL_MSG_SCAN) {
+            matrices += m.scan.nmatrices == 4 && m.scan.matrices[3][11] == 400;
+            tl_proto_scan_free(&m.scan);
+        }
     }
     closedir(dp);
     ck_assert_int_ge(files, 6);
+    ck_assert_msg(matrices == 1, "%d golden scans with matrices", matrices);
     ck_assert_msg(shm == 1, "%d golden slices in shared memory", shm);
     ck_assert_int_eq(types, ALL); /* every type has a golden header */
 }
@@ -770,6 +871,8 @@ static Suite *suite(void)
     tcase_add_test(tc, scan_required_only);
     tcase_add_test(tc, scan_all_optional);
     tcase_add_test(tc, scan_cone);
+    tcase_add_test(tc, scan_matrices);
+    tcase_add_test(tc, scan_matrices_limit);
     tcase_add_loop_test(tc, frame_each_kind_dtype, 0, 12);
     tcase_add_test(tc, end_roundtrip);
     tcase_add_test(tc, frame_band_roundtrip);

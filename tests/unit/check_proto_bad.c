@@ -39,10 +39,12 @@
     "\"shape\": [4, 6], \"dtype\": \"u16\", \"window\": 180}"
 /* SCAN in cone beam (PROTOCOL.md 8.1.1): source 500 mm from the axis, 750 mm from the
  * detector, 0.2 mm pixels */
-#define CONE_SCAN                                                                    \
-    "{\"v\": 1, \"type\": \"scan\", \"series\": 7, \"geometry\": \"cone\", "         \
+#define CONE_SCAN                                                                      \
+    "{\"v\": 1, \"type\": \"scan\", \"series\": 7, \"geometry\": \"cone\", "           \
     "\"shape\": [4, 6], \"dtype\": \"u16\", \"window\": 180, \"source_origin\": 500, " \
     "\"source_detector\": 750.5, \"pixel_size\": 0.2}"
+/* one projection matrix (a valid shape; the engine judges the geometry) */
+#define MAT "[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 500]"
 #define SLICE                                                                         \
     "{\"v\": 1, \"type\": \"slice\", \"id\": \"z0\", \"seq\": 3, \"shape\": [4, 4], " \
     "\"dtype\": \"f32\", \"orientation\": [1, 0, 0, 0, 1, 0, 0, 0, 0.5], "            \
@@ -277,12 +279,12 @@ static const bad_case cases[] = {
      TL_PROTO_E_RANGE, "pixel_size[1]"},
     {"cone pixel_size u NaN", WITH, CONE_SCAN, "pixel_size", "[NaN, 0.1]", 0,
      TL_PROTO_E_NOT_FINITE, "pixel_size[0]"},
-    {"cone pixel_size of 3", WITH, CONE_SCAN, "pixel_size", "[0.2, 0.2, 0.2]", 0,
-     TL_PROTO_E_RANGE, "pixel_size"},
+    {"cone pixel_size of 3", WITH, CONE_SCAN, "pixel_size", "[0.2, 0.2, 0.2]", 0, TL_PROTO_E_RANGE,
+     "pixel_size"},
     {"cone pixel_size as str", WITH, CONE_SCAN, "pixel_size", "\"0.2\"", 0, TL_PROTO_E_KEY_TYPE,
      "a number or an array"},
-    {"cone detector_offset of 1", WITH, CONE_SCAN, "detector_offset", "[1.5]", 0,
-     TL_PROTO_E_RANGE, "detector_offset"},
+    {"cone detector_offset of 1", WITH, CONE_SCAN, "detector_offset", "[1.5]", 0, TL_PROTO_E_RANGE,
+     "detector_offset"},
     {"cone detector_offset NaN", WITH, CONE_SCAN, "detector_offset", "[0, NaN]", 0,
      TL_PROTO_E_NOT_FINITE, "detector_offset[1]"},
     {"cone detector_offset as number", WITH, CONE_SCAN, "detector_offset", "2.5", 0,
@@ -307,6 +309,34 @@ static const bad_case cases[] = {
      TL_PROTO_E_NOT_FINITE, "short_scan[0]"},
     {"cone short_scan of 1", WITH, CONE_SCAN, "short_scan", "[4]", 0, TL_PROTO_E_RANGE,
      "short_scan"},
+    /* matrices (8.1.1): arrays of 12 finite numbers, 1..512 of them, cone only, and alone
+     * in placing the detector (the count limit: check_proto.c scan_matrices_limit) */
+    {"parallel with matrices", WITH, SCAN, "matrices", "[" MAT "]", 0, TL_PROTO_E_UNSUPPORTED,
+     "matrices"},
+    {"cone matrices as number", WITH, CONE_SCAN, "matrices", "3", 0, TL_PROTO_E_KEY_TYPE,
+     "matrices"},
+    {"cone matrices empty", WITH, CONE_SCAN, "matrices", "[]", 0, TL_PROTO_E_RANGE, "0 matrices"},
+    {"cone matrices flat", WITH, CONE_SCAN, "matrices", MAT, 0, TL_PROTO_E_KEY_TYPE,
+     "matrices[0]"},
+    {"cone matrix of 11", WITH, CONE_SCAN, "matrices",
+     "[" MAT ", [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]]", 0, TL_PROTO_E_RANGE, "matrices[1]"},
+    {"cone matrix of 13", WITH, CONE_SCAN, "matrices",
+     "[[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 500, 0]]", 0, TL_PROTO_E_RANGE, "got 13 elements"},
+    {"cone matrix NaN", WITH, CONE_SCAN, "matrices",
+     "[" MAT ", " MAT ", [1, 0, 0, 0, NaN, 1, 0, 0, 0, 0, 1, 500]]", 0, TL_PROTO_E_NOT_FINITE,
+     "matrices[2][4]"},
+    {"cone matrix inf", WITH, CONE_SCAN, "matrices",
+     "[[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, "
+     "-Infinity]]",
+     0, TL_PROTO_E_NOT_FINITE, "matrices[0][11]"},
+    {"cone matrix str number", WITH, CONE_SCAN, "matrices",
+     "[[1, 0, 0, \"0\", 0, 1, 0, 0, 0, 0, 1, 500]]", 0, TL_PROTO_E_KEY_TYPE, "matrices[0][3]"},
+    {"cone matrices with center", WITH, CONE_SCAN, "matrices", "[" MAT "], \"center\": 2.5", 0,
+     TL_PROTO_E_UNSUPPORTED, "center"},
+    {"cone matrices with offset u", WITH, CONE_SCAN, "matrices",
+     "[" MAT "], \"detector_offset\": [1, 0]", 0, TL_PROTO_E_UNSUPPORTED, "detector_offset[0]"},
+    {"cone matrices with short_scan", WITH, CONE_SCAN, "matrices",
+     "[" MAT "], \"short_scan\": [0, 4]", 0, TL_PROTO_E_UNSUPPORTED, "short_scan"},
     /* end */
     {"end without series", TEXT, "{\"v\": 1, \"type\": \"end\"}", NULL, NULL, 0,
      TL_PROTO_E_MISSING, "series"},
@@ -411,6 +441,9 @@ static void expect(const void *p, size_t n, unsigned accept, tl_proto_err want, 
     ck_assert_msg(rc == want, "%s: got %s (%s), want %s", name, tl_proto_err_name(rc), err.message,
                   tl_proto_err_name(want));
     ck_assert_int_eq(err.code, rc);
+    if (rc == TL_PROTO_OK && m.type == TL_MSG_SCAN)
+        tl_proto_scan_free(&m.scan);
+    ck_assert_ptr_null(m.type == TL_MSG_SCAN ? m.scan.matrices : NULL); /* a refusal owns none */
     if (rc != TL_PROTO_OK)
         ck_assert_msg(strlen(err.message) > 0, "%s: empty message", name);
     if (says)

@@ -27,6 +27,7 @@ from .errors import (BadDtype, BadKind, DuplicateKey, ErrorCode, HeaderTooBig,
 
 __all__ = [
     "VERSION", "MAX_HEADER", "MAX_DEPTH", "MAX_DIM", "MAX_FRAME_BYTES", "MAX_WINDOW",
+    "MAX_MATRICES",
     "MAX_ID", "MAX_CMD", "MAX_FILTER", "DTYPES", "KINDS", "GEOMETRIES", "FILTERS",
     "ErrorCode", "numpy_dtype", "dtype_name", "frame_bytes", "check_shape", "check_array",
     "MAX_SHM_NAME", "SHM_ALIGN",
@@ -41,6 +42,7 @@ MAX_DEPTH = 8                # nesting of maps/arrays; the header map is depth 1
 MAX_DIM = 65536              # rows, cols, slice h and w
 MAX_FRAME_BYTES = 1 << 31    # rows x cols x size(dtype), exclusive
 MAX_WINDOW = 1 << 20         # projections in a rolling window
+MAX_MATRICES = 512           # cone-beam projection matrices in a scan (section 8.1.1)
 MAX_ID = 64                  # bytes in a slice id
 MAX_CMD = 64                 # bytes in a command name
 MAX_FILTER = 32              # bytes in a filter name
@@ -251,7 +253,37 @@ def _pair(key: str, v: Any) -> Tuple[Any, Any]:
     return v[0], v[1]
 
 
-_CONE_KEYS = ("source_origin", "source_detector", "pixel_size", "detector_offset", "short_scan")
+_CONE_KEYS = ("source_origin", "source_detector", "pixel_size", "detector_offset", "short_scan",
+              "matrices")
+
+
+def _matrices(v: Any) -> list:
+    """'matrices' (section 8.1.1): 1..MAX_MATRICES rows of 12 finite numbers (a 3x4
+    matrix row-major), from a list of 12-sequences or an N x 12 (or N x 3 x 4) array,
+    as float64 lists (msgpack packs Python floats as float64)."""
+    if isinstance(v, np.ndarray):
+        if v.ndim == 3 and v.shape[1:] == (3, 4):
+            v = v.reshape(len(v), 12)
+        if v.ndim != 2:
+            raise KeyTypeError("'matrices': expected an N x 12 array, got shape %s"
+                               % (v.shape,))
+    elif not isinstance(v, (list, tuple)):
+        raise KeyTypeError("'matrices': expected an array of arrays of 12 numbers, got %s"
+                           % type(v).__name__)
+    if not 1 <= len(v) <= MAX_MATRICES:
+        raise OutOfRange("'matrices': %d matrices, expected 1..%d (what fits a %d-byte "
+                         "header)" % (len(v), MAX_MATRICES, MAX_HEADER))
+    out = []
+    for i, row in enumerate(v):
+        key = "matrices[%d]" % i
+        if not isinstance(row, (list, tuple, np.ndarray)):
+            raise KeyTypeError("%r: expected an array of 12 numbers, got %s"
+                               % (key, type(row).__name__))
+        if len(row) != 12:
+            raise OutOfRange("%r: expected an array of 12 numbers, got %d elements"
+                             % (key, len(row)))
+        out.append([_f64("%s[%d]" % (key, k), x) for k, x in enumerate(row)])
+    return out
 
 
 def _cone(h: Dict[str, Any], cone: Dict[str, Any]) -> None:
@@ -290,6 +322,15 @@ def _cone(h: Dict[str, Any], cone: Dict[str, Any]) -> None:
         if not 0 < h["short_scan"][1] < 2 * math.pi:
             raise OutOfRange("'short_scan[1]': a range of %r rad, must be in (0, 2 pi)"
                              % h["short_scan"][1])
+    if cone["matrices"] is not None:
+        # the matrices place the detector and the trajectory: nothing else may
+        other = ("center" if "center" in h else
+                 "detector_offset[0]" if h.get("detector_offset", [0])[0] != 0 else
+                 "short_scan" if "short_scan" in h else None)
+        if other:
+            raise Unsupported("%r with 'matrices': the matrices place the detector and the "
+                              "trajectory (give the principal point in them)" % other)
+        h["matrices"] = _matrices(cone["matrices"])
 
 
 def scan_header(series: int, shape: Sequence[int], dtype: Any, window: int, *,
@@ -299,13 +340,17 @@ def scan_header(series: int, shape: Sequence[int], dtype: Any, window: int, *,
                 filter: Optional[str] = None, already_linear: bool = False,
                 source_origin: Optional[float] = None, source_detector: Optional[float] = None,
                 pixel_size: Any = None, detector_offset: Optional[Sequence[float]] = None,
-                short_scan: Optional[Sequence[float]] = None) -> Dict[str, Any]:
+                short_scan: Optional[Sequence[float]] = None,
+                matrices: Any = None) -> Dict[str, Any]:
     """The header of a ``scan`` message (section 8.1), checked.  Cone beam (section
     8.1.1): ``geometry="cone"`` with ``source_origin`` and ``source_detector`` (mm),
     ``pixel_size`` (mm: a number, or ``(u, v)``) and optionally ``detector_offset``
     (``(u, v)`` pixels: the principal point minus the detector's middle; a non-zero u
     and ``center`` are refused together), and ``short_scan`` (``(start, range)`` radians:
-    a scan of less than a turn, weighed with Parker's weights)."""
+    a scan of less than a turn, weighed with Parker's weights), or ``matrices``: one 3x4
+    projection matrix per projection (a list of 12-number rows, row-major, or an N x 12
+    NumPy array; at most 512), an arbitrary trajectory, with which ``center``, a non-zero
+    ``detector_offset`` u and ``short_scan`` are refused."""
     h: Dict[str, Any] = {"v": VERSION, "type": "scan", "series": _u64("series", series),
                          "geometry": _enum("geometry", geometry, GEOMETRIES),
                          "dtype": dtype_name(dtype)}
@@ -337,7 +382,7 @@ def scan_header(series: int, shape: Sequence[int], dtype: Any, window: int, *,
         h["already_linear"] = _bool("already_linear", already_linear)
     _cone(h, {"source_origin": source_origin, "source_detector": source_detector,
               "pixel_size": pixel_size, "detector_offset": detector_offset,
-              "short_scan": short_scan})
+              "short_scan": short_scan, "matrices": matrices})
     return h
 
 

@@ -88,8 +88,11 @@ class Pusher:
         ``flats``, ``first_index``, ``center``, ``angle_start`` + ``angle_step``,
         ``filter``, ``already_linear``, ``geometry``; for ``geometry="cone"`` (section
         8.1.1) ``source_origin``, ``source_detector`` (mm), ``pixel_size`` (mm, a number
-        or ``(u, v)``) and optionally ``detector_offset`` (``(u, v)`` pixels) and
-        ``short_scan`` (``(start, range)`` radians).  Returns the header sent."""
+        or ``(u, v)``) and optionally ``detector_offset`` (``(u, v)`` pixels),
+        ``short_scan`` (``(start, range)`` radians) or ``matrices`` (one 3x4 projection
+        matrix per projection, row-major: 12-number lists or an N x 12 NumPy array, at
+        most 512; frame index ``first_index + i`` has matrix i).  Returns the header
+        sent."""
         h = protocol.scan_header(series, shape, dtype, window, **keys)
         self._send([protocol.pack(h)], timeout, True)
         self.series = series
