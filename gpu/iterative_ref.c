@@ -255,7 +255,8 @@ tl_status tl_iter_run(const tl_iter_problem *pb, const tl_iter_options *o, doubl
     subset *sub = calloc(m, sizeof *sub);
     double *ones = malloc(scratch * sizeof *ones), *ax = malloc(nb * sizeof *ax);
     double *g = malloc(npix * sizeof *g), *prev = malloc(npix * sizeof *prev);
-    subset all = {0}; /* every view, for the residual (SIRT's one subset is that already) */
+    /* every view, for the residual: the problem's own geometry (forward reads no more) */
+    const subset whole = {.n = pb->nviews, .pb = pb->pb, .cb = pb->cb};
     if (!sub || !ones || !ax || !g || !prev)
         st = tl_fail(eb, TL_ENOMEM, "iterative: no memory for %zu pixels, %zu measurements", npix,
                      nb);
@@ -263,9 +264,6 @@ tl_status tl_iter_run(const tl_iter_problem *pb, const tl_iter_options *o, doubl
         ones[i] = 1.0;
     for (uint32_t t = 0; t < m && st == TL_OK; t++)
         st = make_subset(pb, t, m, &sub[t], ones, eb);
-    if (st == TL_OK && m > 1)
-        st = make_subset(pb, 0, 1, &all, ones, eb);
-    const subset *whole = m > 1 ? &all : &sub[0];
     const double bnorm = norm2(pb->b, nb);
     for (uint32_t it = 0; st == TL_OK && it < o->iterations; it++) {
         memcpy(prev, x, npix * sizeof *x);
@@ -278,7 +276,7 @@ tl_status tl_iter_run(const tl_iter_problem *pb, const tl_iter_options *o, doubl
                 x[i] = x[i] > 0 ? x[i] : 0.0;
         if (o->tv_weight > 0)
             tv_steps(pb, o, x, prev, g);
-        if ((st = forward(pb, whole, x, ax, eb)) != TL_OK)
+        if ((st = forward(pb, &whole, x, ax, eb)) != TL_OK)
             break;
         for (size_t i = 0; i < nb; i++)
             ax[i] = pb->b[i] - ax[i];
@@ -290,7 +288,6 @@ tl_status tl_iter_run(const tl_iter_problem *pb, const tl_iter_options *o, doubl
     for (uint32_t t = 0; sub && t < m; t++)
         free_subset(&sub[t]);
     free(sub);
-    free_subset(&all);
     free(ones);
     free(ax);
     free(g);
