@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clients/bench_engine.h"
 #include "clients/cli.h"
 #include "clients/commands.h"
 #include "gpu/engine.h"
@@ -151,20 +152,8 @@ static int fill(tl_engine *e, const shape *s)
         for (uint32_t u = 0; u < s->d; u++)
             img[(size_t)v * s->d + u] = (float)exp(-((u - c) * (u - c) + (v - c) * (v - c)) / r2);
     int rc = 0;
-    for (uint32_t k = 0; rc == 0 && k < s->p; k++) {
-        tl_frame f = {.kind = TL_FRAME_PROJ,
-                      .index = k,
-                      .angle = 2 * M_PI * k / s->p,
-                      .dtype = TL_DTYPE_F32,
-                      .rows = s->d,
-                      .cols = s->d,
-                      .data = img,
-                      .more = k + 1 < s->p};
-        tl_status st = tl_engine_submit(e, &f);
-        if (st != TL_OK)
-            rc = tl_cli_fail(ME, 1, "projection %u: %s (%s)", k, tl_engine_last_error(e),
-                             tl_status_name(st));
-    }
+    for (uint32_t k = 0; rc == 0 && k < s->p; k++)
+        rc = tl_bench_submit(ME, e, k, 2 * M_PI * k / s->p, s->d, s->d, img, k + 1 < s->p);
     if (rc == 0 && tl_engine_flush(e) != TL_OK)
         rc = tl_cli_fail(ME, 1, "%s", tl_engine_last_error(e));
     free(img);

@@ -30,9 +30,8 @@ static tl_engine_config bench_config(tl_backend_kind backend, int device, uint32
     return c;
 }
 
-/* Submits projection k (rows x cols line integrals li at angle theta); 0 or 1 (printed). */
-static int submit(const char *me, tl_engine *e, uint32_t k, double theta, uint32_t rows,
-                  uint32_t cols, const float *li)
+int tl_bench_submit(const char *me, tl_engine *e, uint32_t k, double theta, uint32_t rows,
+                    uint32_t cols, const float *li, bool more)
 {
     tl_frame f = {.kind = TL_FRAME_PROJ,
                   .index = k,
@@ -40,7 +39,8 @@ static int submit(const char *me, tl_engine *e, uint32_t k, double theta, uint32
                   .dtype = TL_DTYPE_F32,
                   .rows = rows,
                   .cols = cols,
-                  .data = li};
+                  .data = li,
+                  .more = more};
     tl_status st = tl_engine_submit(e, &f);
     if (st == TL_OK)
         return 0;
@@ -70,7 +70,7 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
     for (uint32_t k = 0; li && rc == 0 && k < proj; k++) {
         double theta = k * M_PI / proj;
         tl_phantom_project(&ph, theta, c.center, rows, size, li);
-        rc = submit(me, *e, k, theta, rows, size, li);
+        rc = tl_bench_submit(me, *e, k, theta, rows, size, li, false);
     }
     if (li) {
         tl_phantom_free(&ph);
@@ -124,7 +124,7 @@ int tl_bench_engine_cone(const char *me, tl_backend_kind backend, int device, ui
         }
         for (size_t i = 0; i < npix; i++)
             li[i] = (float)exact[i];
-        rc = submit(me, *e, p, theta, rows, size, li);
+        rc = tl_bench_submit(me, *e, p, theta, rows, size, li, false);
     }
     tl_phantom_free(&ph);
     free(li);

@@ -28,6 +28,11 @@ int tl_bench_engine(const char *me, tl_backend_kind backend, int device, uint32_
 int tl_bench_engine_cone(const char *me, tl_backend_kind backend, int device, uint32_t size,
                          uint32_t proj, uint32_t rows, const tl_cone_opts *k, tl_engine **e);
 
+/* Submits projection k, rows x cols float32 line integrals li at angle theta (more: another
+ * follows at once, engine.h). Returns 0, or 1 after printing the error as "<me>: message". */
+int tl_bench_submit(const char *me, tl_engine *e, uint32_t k, double theta, uint32_t rows,
+                    uint32_t cols, const float *li, bool more);
+
 /* What tables say about a kernel: its slices per pass (0) and parameters ("") when the
  * engine does not list it. */
 void tl_bench_kernel_info(const tl_engine *e, const char *name, uint32_t *slices,

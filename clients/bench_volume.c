@@ -162,19 +162,8 @@ static int fill(tl_engine *e, const options *o)
     tl_phantom_project(&ph, 0.3, (o->size - 1) / 2.0, o->size, o->size, img);
     tl_phantom_free(&ph);
     int rc = 0;
-    for (uint32_t k = 0; rc == 0 && k < o->proj; k++) {
-        tl_frame f = {.kind = TL_FRAME_PROJ,
-                      .index = k,
-                      .angle = M_PI * k / o->proj,
-                      .dtype = TL_DTYPE_F32,
-                      .rows = o->size,
-                      .cols = o->size,
-                      .data = img};
-        tl_status st = tl_engine_submit(e, &f);
-        if (st != TL_OK)
-            rc = tl_cli_fail(ME, 1, "projection %u: %s (%s)", k, tl_engine_last_error(e),
-                             tl_status_name(st));
-    }
+    for (uint32_t k = 0; rc == 0 && k < o->proj; k++)
+        rc = tl_bench_submit(ME, e, k, M_PI * k / o->proj, o->size, o->size, img, false);
     free(img);
     return rc;
 }
