@@ -206,21 +206,22 @@ enum cone_source {
     FROM_TEXTURE,    /* the texture stack (cone_stack.cu) */
     FROM_TRANSPOSED, /* the transposed stack (cone_stack.cu) */
 };
-struct cone_impl;
-typedef tl_status (*cone_launch_fn)(tl_cuda_state *s, const cone_impl *k,
+/* k's slices per pass (tl_cuda_kernel.slices) say the z-batch's length, and the column
+ * kernels' slices per lane (32 lanes). */
+typedef tl_status (*cone_launch_fn)(tl_cuda_state *s, const tl_cuda_kernel *k,
                                     const tl_cuda_cone_batch *b, size_t nproj);
 struct cone_impl {
     cone_launch_fn launch;
     cone_source source;
-    int per_lane, cols; /* column kernels: slices per lane, columns per warp; z-batch
-                         * kernels: slices per thread */
+    int cols; /* column kernels: columns per warp */
 };
+static const cone_impl *impl_of(const tl_cuda_kernel *k);
 
-static tl_status one_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
-                            size_t nproj)
+static tl_status one_launch(tl_cuda_state *s, const tl_cuda_kernel *k,
+                            const tl_cuda_cone_batch *b, size_t nproj)
 {
     const dim3 block(CONE_BLOCK, CONE_BLOCK);
-    if (k->source == FROM_TEXTURE)
+    if (impl_of(k)->source == FROM_TEXTURE)
         bp_cone_kernel<true>
             <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
                                                         (int)s->cols, (int)s->rows, s->stack_tex,
@@ -237,8 +238,8 @@ static tl_status one_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_
 }
 
 template <int ZB>
-static tl_status zb_launch_n(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
-                             size_t nproj)
+static tl_status zb_launch_n(tl_cuda_state *s, const tl_cuda_kernel *k,
+                             const tl_cuda_cone_batch *b, size_t nproj)
 {
     cone_zbatch zb;
     zb.nz = b->nz;
@@ -247,7 +248,7 @@ static tl_status zb_launch_n(tl_cuda_state *s, const cone_impl *k, const tl_cuda
         zb.out[i] = b->out[i < b->nz ? i : b->nz - 1];
     }
     const dim3 block(CONE_BLOCK, CONE_BLOCK);
-    if (k->source == FROM_TEXTURE)
+    if (impl_of(k)->source == FROM_TEXTURE)
         bp_cone_zb_kernel<true, ZB>
             <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
                                                         (int)s->cols, (int)s->rows, s->stack_tex,
@@ -262,16 +263,16 @@ static tl_status zb_launch_n(tl_cuda_state *s, const cone_impl *k, const tl_cuda
     return TL_OK;
 }
 
-static tl_status zb_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
-                           size_t nproj)
+static tl_status zb_launch(tl_cuda_state *s, const tl_cuda_kernel *k,
+                           const tl_cuda_cone_batch *b, size_t nproj)
 {
-    return k->per_lane == 16 ? zb_launch_n<16>(s, k, b, nproj) : zb_launch_n<8>(s, k, b, nproj);
+    return k->slices == 16 ? zb_launch_n<16>(s, k, b, nproj) : zb_launch_n<8>(s, k, b, nproj);
 }
 
-static tl_status column_launch(tl_cuda_state *s, const cone_impl *k, const tl_cuda_cone_batch *b,
-                               size_t nproj)
+static tl_status column_launch(tl_cuda_state *s, const tl_cuda_kernel *k,
+                               const tl_cuda_cone_batch *b, size_t nproj)
 {
-    return tl_cuda_cone_column_launch(s, k->per_lane, k->cols, b, nproj);
+    return tl_cuda_cone_column_launch(s, k->slices / 32, impl_of(k)->cols, b, nproj);
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
@@ -308,11 +309,11 @@ const tl_cuda_kernel tl_cuda_cone_kernels[] = {
 const int tl_cuda_cone_nkernels = sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels;
 
 static const cone_impl impls[] = {
-    {one_launch, FROM_WINDOW, 0, 0},     {one_launch, FROM_TEXTURE, 0, 0},
-    {zb_launch, FROM_WINDOW, 8, 0},      {zb_launch, FROM_TEXTURE, 8, 0},
-    {column_launch, FROM_TRANSPOSED, 1, 1}, {column_launch, FROM_TRANSPOSED, 2, 1},
-    {column_launch, FROM_TRANSPOSED, 1, 4}, {column_launch, FROM_TRANSPOSED, 2, 4},
-    {zb_launch, FROM_TEXTURE, 16, 0},
+    {one_launch, FROM_WINDOW, 0},     {one_launch, FROM_TEXTURE, 0},
+    {zb_launch, FROM_WINDOW, 0},      {zb_launch, FROM_TEXTURE, 0},
+    {column_launch, FROM_TRANSPOSED, 1}, {column_launch, FROM_TRANSPOSED, 1},
+    {column_launch, FROM_TRANSPOSED, 4}, {column_launch, FROM_TRANSPOSED, 4},
+    {zb_launch, FROM_TEXTURE, 0},
 };
 static_assert(sizeof impls / sizeof *impls ==
                   sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels,
@@ -392,5 +393,5 @@ tl_status tl_cuda_cone_job_launch(tl_cuda_state *s, const tl_cuda_kernel *k, con
         b.nz++;
         s->job_done[j] = true;
     }
-    return impl_of(k)->launch(s, impl_of(k), &b, job->nproj);
+    return impl_of(k)->launch(s, k, &b, job->nproj);
 }
