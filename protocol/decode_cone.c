@@ -19,7 +19,8 @@
  * circle) are refused with them rather than silently ignored. Whether a matrix is usable
  * (a finite source, the volume in front of it, one detector for all) needs the volume, so
  * the engine says; here only the shape, the count and finiteness. The array is decoded
- * last, after every other check, so a refused scan never holds memory.
+ * last, after every other check, and freed if one of its rows fails, so a refused scan
+ * never holds memory.
  */
 #include "config.h"
 
@@ -64,8 +65,8 @@ static tl_proto_err pixel_size(const msgpack_object *h, double out[2], tl_proto_
     return TL_PROTO_OK;
 }
 
-/* "matrices": 1..TL_PROTO_MAX_MATRICES arrays of 12 finite numbers, checked in full
- * before the scan takes the copy it owns. */
+/* "matrices": 1..TL_PROTO_MAX_MATRICES arrays of 12 finite numbers, into a copy the scan
+ * owns once every one passed. */
 static tl_proto_err matrices(const msgpack_object *h, tl_proto_scan *m, tl_proto_error *err)
 {
     const msgpack_object *o = tl_proto_map_get(h, "matrices");
@@ -79,18 +80,19 @@ static tl_proto_err matrices(const msgpack_object *h, tl_proto_scan *m, tl_proto
                              "\"matrices\": %" PRIu32 " matrices, expected 1..%u (what fits "
                              "a %u-byte header)",
                              n, TL_PROTO_MAX_MATRICES, TL_PROTO_MAX_HEADER);
-    char name[32];
-    double row[12];
-    for (uint32_t i = 0; i < n; i++) { /* validate everything before allocating */
-        snprintf(name, sizeof name, "matrices[%" PRIu32 "]", i);
-        TLP_TRY(tlp_f64_array(&o->via.array.ptr[i], name, 12, row, err));
-    }
     double(*P)[12] = malloc(n * sizeof *P);
     if (!P)
         return tl_proto_fail(err, TL_PROTO_E_RESOURCE,
                              "\"matrices\": out of memory for %" PRIu32 " matrices", n);
-    for (uint32_t i = 0; i < n; i++)
-        (void)tlp_f64_array(&o->via.array.ptr[i], "matrices", 12, P[i], NULL); /* checked */
+    char name[32];
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "matrices[%" PRIu32 "]", i);
+        tl_proto_err rc = tlp_f64_array(&o->via.array.ptr[i], name, 12, P[i], err);
+        if (rc != TL_PROTO_OK) {
+            free(P); /* a refused scan holds nothing */
+            return rc;
+        }
+    }
     m->matrices = P;
     m->nmatrices = n;
     return TL_PROTO_OK;
