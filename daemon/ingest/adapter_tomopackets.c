@@ -115,6 +115,29 @@ static int cone_geometry(const uint8_t *p, tl_proto_scan *scan, tl_proto_error *
     return 0;
 }
 
+/* Opens the scan of a geometry packet (its angles in a->angles): the counts of the
+ * calibration batches, the next series, and the item; matrices (or NULL) go to the item,
+ * which owns them (the queue moves them, the worker frees them), and the stream's copy of
+ * the scan keeps none. */
+static int open_scan(tp *a, tl_proto_scan *scan, double (*matrices)[12], uint32_t nmatrices,
+                     tl_item *out)
+{
+    a->has_geometry = true;
+    a->st.next_series++;
+    scan->darks = (uint32_t)a->darks;
+    scan->flats = (uint32_t)a->flats;
+    scan->already_linear = a->already_linear;
+    a->st.open = true;
+    a->st.scan = *scan;
+    a->st.scan_has_proj = false;
+    out->type = TL_MSG_SCAN;
+    out->scan = *scan;
+    out->scan.matrices = matrices;
+    out->scan.nmatrices = nmatrices;
+    out->filter[0] = 0;
+    return 1;
+}
+
 /* A ParallelBeamGeometry or (cone) ConeBeamGeometry: rows, cols, proj_count at 8, then,
  * after the cone's numbers, the angles (a count and proj_count floats). */
 static int geometry(tp *a, const uint8_t *p, size_t len, bool cone, tl_item *out,
@@ -150,24 +173,12 @@ static int geometry(tp *a, const uint8_t *p, size_t len, bool cone, tl_item *out
     for (int32_t i = 0; i < n; i++) /* cone beam: ASTRA's angles negated (above) */
         a->angles[i] = (cone ? -1.0f : 1.0f) * tl_tomop_f32(p + at + 4 * (size_t)i);
     a->nangles = (uint32_t)n;
-    a->has_geometry = true;
-    a->st.next_series++;
-    scan.darks = (uint32_t)a->darks;
-    scan.flats = (uint32_t)a->flats;
-    scan.already_linear = a->already_linear;
-    out->type = TL_MSG_SCAN;
-    out->scan = scan;
-    out->filter[0] = 0;
-    a->st.open = true;
-    a->st.scan = scan;
-    a->st.scan_has_proj = false;
-    return 1;
+    return open_scan(a, &scan, NULL, 0, out);
 }
 
-/* A ConeVecGeometry (tomopackets_vec.h): a cone scan with one matrix per projection,
- * which the item owns (the queue moves it, the worker frees it); the stream's copy of
- * the scan keeps none. Frame ids past proj_count have no matrix (the engine refuses them,
- * naming the index): RECAST3D's cyclic ids serve the first turn only here. */
+/* A ConeVecGeometry (tomopackets_vec.h): a cone scan with one matrix per projection
+ * (open_scan says who owns them). Frame ids past proj_count have no matrix (the engine
+ * refuses them, naming the index): RECAST3D's cyclic ids serve the first turn only here. */
 static int cone_vec(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_error *err)
 {
     tl_tomop_cone_vec v;
@@ -186,20 +197,7 @@ static int cone_vec(tp *a, const uint8_t *p, size_t len, tl_item *out, tl_proto_
     free(a->angles); /* this scan's angles, one per matrix */
     a->angles = v.angles;
     a->cap = a->nangles = v.n;
-    a->has_geometry = true;
-    a->st.next_series++;
-    scan.darks = (uint32_t)a->darks;
-    scan.flats = (uint32_t)a->flats;
-    scan.already_linear = a->already_linear;
-    a->st.open = true;
-    a->st.scan = scan; /* without matrices: out->scan owns them */
-    a->st.scan_has_proj = false;
-    scan.matrices = v.P;
-    scan.nmatrices = v.n;
-    out->type = TL_MSG_SCAN;
-    out->scan = scan;
-    out->filter[0] = 0;
-    return 1;
+    return open_scan(a, &scan, v.P, v.n, out);
 }
 
 static int projection(tp *a, zmq_msg_t *part, tl_item *out, tl_proto_error *err)
