@@ -21,7 +21,7 @@ clients_tomolive_SOURCES = \
 	clients/push_socket.h clients/push_socket.c \
 	clients/sub.c clients/ctl.c clients/keygen.c clients/recon.c clients/bench.c clients/phantom.c \
 	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c \
-	clients/volume_plan.h clients/volume_plan.c clients/volume_stack.h clients/volume_stack.c \
+	clients/volume_plan.h clients/volume_plan.c clients/volume_bands.h clients/volume_bands.c clients/volume_stack.h clients/volume_stack.c \
 	clients/volume_output.h clients/volume_output.c clients/volume_convert.h \
 	clients/volume_convert.c clients/volume_pool.h clients/volume_pool.c \
 	clients/volume_slab.h clients/volume_slab.c clients/volume_progress.h \

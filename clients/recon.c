@@ -393,6 +393,7 @@ typedef struct {
     double (*matrices)[12];    /* one per frame index from 0 (the engine's first_index) */
     uint32_t nmatrices;
     void *scratch;
+    tl_volume_bands bands; /* cone beam: the detector rows of each slice */
     tl_volume_output out;
     bool writing;
 } resources;
@@ -409,6 +410,7 @@ static void release(resources *r)
     tl_cone_matrix_file_free(&r->mfile);
     free(r->matrices);
     free(r->scratch);
+    tl_volume_bands_free(&r->bands);
 }
 
 static int open_stack(tl_volume_stack *r, const char *path, const char *what,
@@ -594,8 +596,10 @@ static int run(const options *o, resources *R)
         (o->rings && !tl_corr_opt_rings(o->rings, &corr, err, sizeof err)))
         return fail("%s", err);
     /* corrections see neighbouring rows (dezinger) or the whole frame (Paganin): the
-     * engine then holds whole frames (volume_pipeline.h) */
-    bool whole_frames = corr.dezinger > 0 || corr.delta_beta > 0 || o->cone.cone;
+     * engine then holds whole frames (volume_pipeline.h); so does cone beam where they fit
+     * the GPU, and else bands of rows (volume_bands.h) */
+    bool frame_corr = corr.dezinger > 0 || corr.delta_beta > 0;
+    bool whole_frames = frame_corr || o->cone.cone, cone_bands = o->cone.cone && !frame_corr;
     if (o->angles_deg && !tl_angles_parse_deg(o->angles_deg, 0, &R->angles, &nangles))
         return fail("bad --angles-deg '%s': need START:STOP:COUNT in degrees, COUNT >= 1",
                     o->angles_deg);
@@ -729,6 +733,9 @@ static int run(const options *o, resources *R)
     if (!o->host_memory)
         budget.host = tl_volume_less_margin(tl_volume_host_available());
     uint32_t read_rows = tl_volume_stack_read_rows(P);
+    if (cone_bands && tl_volume_bands_init(&R->bands, &c, P->frames, R->indices, R->angles, n,
+                                           row0, nrows, err, sizeof err) != 0)
+        return fail("%s", err);
     spec.size = n; /* what the writer's buffers take */
     tl_volume_problem prob = {.projections = P->frames,
                               .darks = R->darks.frames,
@@ -742,6 +749,8 @@ static int run(const options *o, resources *R)
                               .read_rows = read_rows,
                               .frame_rows = whole_frames ? P->rows : 0,
                               .chunk_frames = TL_VOLUME_READ_FRAMES,
+                              .band_rows = cone_bands ? tl_volume_bands_rows : NULL,
+                              .band_ctx = &R->bands,
                               .engine_bytes = tl_volume_engine_bytes,
                               .ctx = &ec};
     tl_volume_plan plan;
@@ -753,8 +762,7 @@ static int run(const options *o, resources *R)
     if (o->plan_only)
         return 0;
     /* a scratch band for the float32 conversion */
-    size_t scratch = (size_t)TL_VOLUME_READ_FRAMES * (whole_frames ? P->rows : plan.slab_rows) *
-                     P->cols * sizeof(uint32_t);
+    size_t scratch = (size_t)TL_VOLUME_READ_FRAMES * plan.engine_rows * P->cols * sizeof(uint32_t);
     if (dtype == TL_DTYPE_F32 && !(R->scratch = malloc(scratch)))
         return fail("out of memory for a read buffer of %zu MiB", scratch >> 20);
 
@@ -769,7 +777,8 @@ static int run(const options *o, resources *R)
         .rows = nrows,
         .size = n,
         .engine = c,
-        .whole_frames = whole_frames,
+        .whole_frames = plan.whole,
+        .bands = cone_bands && !plan.whole ? &R->bands : NULL,
         .plan = &plan,
         .progress = tl_progress_auto(),
         .stop = &stop_requested,

@@ -27,11 +27,14 @@ typedef struct {
 typedef struct {
     const tl_volume_job *job;
     tl_engine *engine;
-    tl_engine_config cfg; /* the engine's (rows: H, or the frame's with whole) */
+    tl_engine_config cfg; /* the engine's (rows: E; bands: re-based per slab) */
     bool whole;           /* whole frames: filled once, the slabs cut the output */
-    bool fresh;           /* a new engine per slab (ring removal: volume_pipeline.h) */
+    bool bands;           /* cone beam: each slab's engine holds its band of rows */
+    bool fresh;           /* a new engine per slab (ring removal, bands: volume_pipeline.h) */
     uint32_t H, nslabs, frames;
-    size_t frame_bytes; /* H rows of one frame, in the engine's dtype */
+    uint32_t E;           /* the engine's rows: H, the frame's (whole), or the plan's band */
+    double (*matrices)[12]; /* bands of given cone-beam matrices: the re-based copies */
+    size_t frame_bytes;   /* E rows of one frame, in the engine's dtype */
     size_t ds;
     void *in[2];
     float *out[2];
@@ -103,6 +106,18 @@ static void slab_rows(const pipeline *p, uint32_t k, uint32_t *z0, uint32_t *h)
     *h = left < p->H ? left : p->H;
 }
 
+/* The detector rows read for slab k: [*first, *first + *rows). Parallel beam: the slab's
+ * own (the engine's further rows get what follows in the buffer: nobody reads them);
+ * bands: the engine's E rows where volume_bands.h places them. */
+static void slab_band(const pipeline *p, uint32_t k, uint32_t *first, uint32_t *rows)
+{
+    const tl_volume_job *j = p->job;
+    uint32_t z0, h;
+    slab_rows(p, k, &z0, &h);
+    *first = p->bands ? tl_volume_bands_first(j->bands, z0, h, p->E) : j->row0 + z0;
+    *rows = p->bands ? p->E : h;
+}
+
 /* ---- reader --------------------------------------------------------------------------- */
 
 static void *reader(void *arg)
@@ -113,17 +128,17 @@ static void *reader(void *arg)
     for (uint32_t k = 0; k < p->nslabs; k++) {
         if (!wait_slot(p, &p->ins[k % 2], -1))
             return NULL;
-        uint32_t z0, h;
-        slab_rows(p, k, &z0, &h);
+        uint32_t first, rows;
+        slab_band(p, k, &first, &rows);
         double t0 = tl_cli_now();
         uint8_t *dst = p->in[k % 2];
-        size_t band = (size_t)h * j->engine.cols * p->ds; /* compact: h rows per frame */
+        size_t band = (size_t)rows * j->engine.cols * p->ds; /* compact: the band per frame */
         for (int kind = 0; kind < 3; kind++)
             for (uint32_t f = 0; f < j->count[kind]; f += READ_FRAMES) {
                 uint32_t n = j->count[kind] - f < READ_FRAMES ? j->count[kind] - f : READ_FRAMES;
                 if (!going(p))
                     return NULL;
-                if (j->read(j->ctx, (tl_frame_kind)kind, f, n, j->row0 + z0, h, dst, err,
+                if (j->read(j->ctx, (tl_frame_kind)kind, f, n, first, rows, dst, err,
                             sizeof err) != 0) {
                     set_error(p, "%s", err);
                     return NULL;
@@ -241,6 +256,49 @@ static int fill_engine(tl_engine *e, const tl_volume_job *j, uint32_t row0, uint
     return 0;
 }
 
+/* The configuration of slab k's engine: the run's, or re-based to the slab's band. */
+static tl_status slab_config(pipeline *p, uint32_t k, tl_engine_config *c)
+{
+    if (!p->bands) {
+        *c = p->cfg;
+        return TL_OK;
+    }
+    uint32_t first, rows;
+    slab_band(p, k, &first, &rows);
+    return tl_engine_config_band(&p->job->engine, first, rows, p->matrices, c);
+}
+
+/* Slab k's slices in its engine's heights: the first and how many. Parallel beam: all H
+ * of the engine's rows (made once, reconstructed as far as the slab goes); bands: the
+ * slab's own, re-based to its band. */
+static void slab_slices(const pipeline *p, uint32_t k, uint32_t *z_first, uint32_t *count)
+{
+    uint32_t z0, h, first, rows;
+    slab_rows(p, k, &z0, &h);
+    slab_band(p, k, &first, &rows);
+    *z_first = p->bands ? p->job->row0 + z0 - first : 0;
+    *count = p->bands ? h : p->H;
+}
+
+/* A new engine for slab k with its slices; the first failure is the run's error. */
+static int make_engine(pipeline *p, uint32_t k, int *ids)
+{
+    tl_engine_config c;
+    tl_status st = slab_config(p, k, &c);
+    if (st == TL_OK)
+        st = tl_engine_create(&c, &p->engine);
+    if (st != TL_OK) {
+        set_error(p, "slab %u: cannot create the engine: %s (%s)", k, tl_engine_last_error(NULL),
+                  tl_status_name(st));
+        return -1;
+    }
+    uint32_t z_first, count;
+    slab_slices(p, k, &z_first, &count);
+    if (!p->whole && (st = add_slices(p->engine, z_first, count, p->job->size, ids)) != TL_OK)
+        return engine_fail(p, "slices", st); /* whole frames: each slab adds its own */
+    return 0;
+}
+
 /* Empties the engine for slab k: a reset, or a new engine with its slices (fresh). */
 static int renew_engine(pipeline *p, uint32_t k, int *ids)
 {
@@ -252,25 +310,20 @@ static int renew_engine(pipeline *p, uint32_t k, int *ids)
     }
     tl_engine_destroy(p->engine);
     p->engine = NULL;
-    if ((st = tl_engine_create(&p->cfg, &p->engine)) != TL_OK) {
-        set_error(p, "slab %u: cannot create the engine: %s (%s)", k, tl_engine_last_error(NULL),
-                  tl_status_name(st));
-        return -1;
-    }
-    if ((st = add_slices(p->engine, 0, p->H, p->job->size, ids)) != TL_OK)
-        return engine_fail(p, "slices", st);
-    return 0;
+    return make_engine(p, k, ids);
 }
 
 /* Submits slab k's frames (darks, flats, projections) from input buffer k % 2. */
-static int submit_slab(pipeline *p, uint32_t k, uint32_t h, int *ids)
+static int submit_slab(pipeline *p, uint32_t k, int *ids)
 {
     const tl_volume_job *j = p->job;
     tl_status st;
     if (renew_engine(p, k, ids) != 0)
         return -1;
     const uint8_t *src = p->in[k % 2];
-    size_t band = (size_t)h * j->engine.cols * p->ds;
+    uint32_t first, rows;
+    slab_band(p, k, &first, &rows);
+    size_t band = (size_t)rows * j->engine.cols * p->ds;
     uint32_t left = p->frames;
     for (int kind = 0; kind < 3; kind++)
         for (uint32_t i = 0; i < j->count[kind]; i++, src += band) {
@@ -282,7 +335,7 @@ static int submit_slab(pipeline *p, uint32_t k, uint32_t h, int *ids)
                 .index = proj ? (j->indices ? j->indices[i] : i) : 0,
                 .angle = proj && j->angles ? j->angles[i] : 0.0,
                 .dtype = j->engine.dtype,
-                .rows = p->H, /* past h: the next frames' rows, or the buffer's zeros */
+                .rows = p->E, /* past the band: the next frames' rows, or the buffer's zeros */
                 .cols = j->engine.cols,
                 .pitch = (size_t)j->engine.cols * p->ds,
                 .data = src,
@@ -335,7 +388,7 @@ static void run_engine(pipeline *p, int *ids)
             if (!wait_slot(p, &p->ins[k % 2], (int)k))
                 return;
             double t0 = tl_cli_now();
-            if (submit_slab(p, k, h, ids) != 0)
+            if (submit_slab(p, k, ids) != 0)
                 return;
             p->t->submit += tl_cli_now() - t0;
             set_slot(p, &p->ins[k % 2], -1); /* the engine holds the frames now */
@@ -432,37 +485,41 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
                                size_t errlen)
 {
     memset(t, 0, sizeof *t);
+    if (j->first_row >= j->rows) /* resumed after the last slab: nothing left */
+        return TL_VOLUME_DONE;
     double t0 = tl_cli_now();
     pipeline p;
     memset(&p, 0, sizeof p);
     p.job = j;
     p.t = t;
     p.H = j->plan->slab_rows;
-    p.nslabs = j->first_row >= j->rows ? 0 : (j->rows - j->first_row + p.H - 1) / p.H;
+    p.nslabs = (j->rows - j->first_row + p.H - 1) / p.H;
     p.frames = j->count[0] + j->count[1] + j->count[2];
     p.ds = tl_dtype_size(j->engine.dtype);
     p.whole = j->whole_frames;
-    p.fresh = !p.whole && j->engine.corr.rings != TL_RINGS_NONE;
-    uint32_t erows = p.whole ? j->engine.rows : p.H; /* the engine's rows */
-    p.frame_bytes = (size_t)erows * j->engine.cols * p.ds;
+    p.bands = !p.whole && j->bands;
+    p.fresh = p.bands || (!p.whole && j->engine.corr.rings != TL_RINGS_NONE);
+    p.E = p.whole ? j->engine.rows : p.bands ? j->plan->engine_rows : p.H;
+    p.frame_bytes = (size_t)p.E * j->engine.cols * p.ds;
     p.ins[0].slab = p.ins[1].slab = p.outs[0].slab = p.outs[1].slab = -1;
     pthread_mutex_init(&p.mu, NULL);
     pthread_cond_init(&p.cv, NULL);
 
     tl_engine_config c = j->engine;
-    c.rows = erows;
+    c.rows = p.bands ? j->engine.rows : p.E; /* bands: re-based per slab (slab_config) */
     p.cfg = c;
-    tl_status st = tl_engine_create(&c, &p.engine);
     int *ids = calloc(p.H, sizeof *ids);
+    if (p.bands && c.cone.matrices)
+        p.matrices = malloc(c.cone.nmatrices * sizeof *p.matrices);
+    tl_status st = TL_ENOMEM;
+    if (ids && (!c.cone.matrices || !p.bands || p.matrices)) /* the engine and its slices */
+        st = make_engine(&p, 0, ids) == 0 ? TL_OK : TL_EINVAL;
     /* a slab's band of every frame + one frame of slack; whole frames: one read's chunk */
     size_t in_bytes = p.whole ? READ_FRAMES * p.frame_bytes
                               : p.frames * p.frame_bytes + p.frame_bytes;
     size_t out_bytes = (size_t)p.H * j->size * j->size * sizeof(float);
     char why[256] = "";
-    if (st != TL_OK)
-        snprintf(p.err, sizeof p.err, "cannot create the engine: %s (%s)",
-                 tl_engine_last_error(NULL), tl_status_name(st));
-    else if (!ids)
+    if (st == TL_ENOMEM)
         snprintf(p.err, sizeof p.err, "out of memory");
     for (int b = 0; b < 2 && st == TL_OK && ids; b++) {
         void *o = NULL;
@@ -477,8 +534,6 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
             memset(p.in[b], 0, in_bytes); /* rows past a short slab's end stay finite */
         p.out[b] = o;
     }
-    if (st == TL_OK && ids && !p.whole && (st = add_slices(p.engine, 0, p.H, j->size, ids)) != TL_OK)
-        snprintf(p.err, sizeof p.err, "slices: %s", tl_engine_last_error(p.engine));
     tl_volume_result result = TL_VOLUME_FAILED;
     if (st == TL_OK && ids) {
         tl_engine_state es;
@@ -491,7 +546,7 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
         double w0 = tl_cli_now();
         tl_progress_start(&p.progress, j->progress, p.nslabs, j->rows);
         int filled = p.whole && p.nslabs > 0
-                         ? fill_engine(p.engine, j, 0, erows, p.in[0], t, p.err, sizeof p.err)
+                         ? fill_engine(p.engine, j, 0, p.E, p.in[0], t, p.err, sizeof p.err)
                          : 0;
         p.failed = filled < 0;
         p.stopped = filled > 0;
@@ -522,6 +577,7 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
             tl_host_free(c.backend, p.out[b]);
     }
     free(ids);
+    free(p.matrices);
     tl_engine_destroy(p.engine);
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);

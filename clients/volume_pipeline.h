@@ -26,6 +26,11 @@
  *           gets a new engine. The rebuild decision (an estimate that moved by more than
  *           the tolerance somewhere) is taken over the engine's rows: a slab may skip one
  *           that a taller engine makes (differences below the tolerance; none at 0).
+ *   bands   (cone beam, when whole frames do not fit the GPU) each slab's slices read a
+ *           band of detector rows a little taller than the slab (volume_bands.h): the
+ *           reader reads that band of every frame, and each slab gets a new engine of
+ *           the band's rows, its geometry re-based to the band (tl_engine_config_band);
+ *           rows shared by neighbouring bands are read and filtered once per slab.
  *   centre  tl_volume_center estimates it once, before the run, from a band of rows (whole
  *           frames with whole_frames); the caller puts it in engine.center.
  *
@@ -40,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clients/volume_bands.h"
 #include "clients/volume_output.h"
 #include "clients/volume_plan.h"
 #include "clients/volume_progress.h"
@@ -65,6 +71,10 @@ typedef struct {
     uint32_t first_row;      /* start here (resume): a slab boundary of this run */
     tl_engine_config engine; /* rows is set to plan.slab_rows, unless whole_frames */
     bool whole_frames;       /* the engine holds whole frames of engine.rows rows (above) */
+    /* Cone beam without whole frames: each slab gets a new engine holding the
+     * plan->engine_rows detector rows its slices read (volume_bands.h), engine.rows being
+     * the whole detector's; NULL: parallel beam's slabs of rows. */
+    const tl_volume_bands *bands;
     const tl_volume_plan *plan;
     tl_volume_output *out;   /* NULL: slabs are discarded (benchmarks) */
     tl_progress_mode progress;

@@ -27,10 +27,15 @@ uint32_t tl_volume_plan_batch(const tl_volume_problem *p, uint32_t h)
     return b > h ? h : (uint32_t)b;
 }
 
+/* The engine's detector rows for slabs of h rows: whole frames, a band, or the slab's. */
+static uint32_t engine_rows(const tl_volume_problem *p, uint32_t h)
+{
+    return p->frame_rows ? p->frame_rows : p->band_rows ? p->band_rows(p->band_ctx, h) : h;
+}
+
 size_t tl_volume_plan_gpu_bytes(const tl_volume_problem *p, uint32_t h, uint32_t batch)
 {
-    return p->engine_bytes(p->ctx, p->frame_rows ? p->frame_rows : h) +
-           (size_t)batch * slice_bytes(p);
+    return p->engine_bytes(p->ctx, engine_rows(p, h)) + (size_t)batch * slice_bytes(p);
 }
 
 size_t tl_volume_plan_host_bytes(const tl_volume_problem *p, uint32_t h)
@@ -38,7 +43,7 @@ size_t tl_volume_plan_host_bytes(const tl_volume_problem *p, uint32_t h)
     size_t frames = (size_t)p->projections + p->darks + p->flats;
     size_t in = p->frame_rows
                     ? (size_t)p->chunk_frames * p->frame_rows * p->cols * p->in_sample
-                    : 2 * frames * h * p->cols * p->in_sample;
+                    : 2 * frames * engine_rows(p, h) * p->cols * p->in_sample;
     return in + 2 * (size_t)h * slice_bytes(p) + p->writer_bytes;
 }
 
@@ -76,8 +81,28 @@ static bool fits(const tl_volume_problem *p, const tl_volume_budget *b, uint32_t
            tl_volume_plan_gpu_bytes(p, h, tl_volume_plan_batch(p, h)) <= b->gpu;
 }
 
+/* Whole frames that fit both budgets (with slabs of one row: the least the slabs add). */
+static bool whole_fits(const tl_volume_problem *p, const tl_volume_budget *b)
+{
+    return tl_volume_plan_gpu_bytes(p, 1, 1) <= b->gpu && tl_volume_plan_host_bytes(p, 1) <= b->host;
+}
+
+static int plan_make(const tl_volume_problem *p, const tl_volume_budget *b, uint32_t slab_rows,
+                     tl_volume_plan *out, char *err, size_t errlen);
+
 int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, uint32_t slab_rows,
                         tl_volume_plan *out, char *err, size_t errlen)
+{
+    if (p->frame_rows && p->band_rows && !whole_fits(p, b)) { /* cone beam: bands */
+        tl_volume_problem q = *p;
+        q.frame_rows = 0;
+        return plan_make(&q, b, slab_rows, out, err, errlen);
+    }
+    return plan_make(p, b, slab_rows, out, err, errlen);
+}
+
+static int plan_make(const tl_volume_problem *p, const tl_volume_budget *b, uint32_t slab_rows,
+                     tl_volume_plan *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (p->rows == 0 || p->cols == 0 || p->size == 0 || p->projections == 0)
@@ -121,17 +146,25 @@ int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, u
     out->batch = tl_volume_plan_batch(p, h);
     out->passes = 1;
     out->filtered = TL_VOLUME_FILTERED_GPU;
+    out->whole = p->frame_rows > 0;
+    out->engine_rows = engine_rows(p, h);
     out->gpu_bytes = tl_volume_plan_gpu_bytes(p, h, out->batch);
     out->host_bytes = tl_volume_plan_host_bytes(p, h);
     uint64_t frames = (uint64_t)p->projections + p->darks + p->flats;
-    for (uint32_t k = 0; k < out->slabs && !p->frame_rows; k++) {
-        uint32_t r0 = k * h, n = k + 1 < out->slabs ? h : out->last_rows;
-        out->bytes_read += frames * rows_touched(p, r0, n) * p->cols * p->in_sample;
+    uint64_t row_bytes = frames * p->cols * p->in_sample; /* one detector row of every frame */
+    if (p->frame_rows) { /* whole frames: read and uploaded once */
+        out->bytes_read = out->bytes_uploaded = row_bytes * p->frame_rows;
+    } else if (p->band_rows) { /* a band per slab, each read and uploaded whole */
+        out->bytes_read = out->bytes_uploaded = row_bytes * out->engine_rows * out->slabs;
+        out->passes = (double)out->engine_rows * out->slabs / p->rows;
+        out->filtered = TL_VOLUME_FILTERED_RECOMPUTE;
+    } else { /* parallel beam: each row once, the reader touching whole chunks */
+        for (uint32_t k = 0; k < out->slabs; k++) {
+            uint32_t r0 = k * h, n = k + 1 < out->slabs ? h : out->last_rows;
+            out->bytes_read += row_bytes * rows_touched(p, r0, n);
+        }
+        out->bytes_uploaded = row_bytes * p->rows;
     }
-    uint32_t up_rows = p->frame_rows ? p->frame_rows : p->rows; /* whole frames: read once */
-    if (p->frame_rows)
-        out->bytes_read = frames * up_rows * p->cols * p->in_sample;
-    out->bytes_uploaded = frames * up_rows * p->cols * p->in_sample;
     out->bytes_downloaded = (uint64_t)p->rows * slice_bytes(p);
     out->bytes_written = (uint64_t)p->rows * p->size * p->size * p->out_sample;
     return 0;
@@ -157,15 +190,23 @@ void tl_volume_plan_print(const tl_volume_plan *plan, const tl_volume_problem *p
             "plan: volume %u x %u x %u from %u projections of %u x %u (+%u darks, %u flats)\n",
             p->size, p->size, p->rows, p->projections, p->rows, p->cols, p->darks, p->flats);
     fprintf(f,
-            "plan: %u slab%s of %u rows (last %u), %u pass over the input, %u slices per "
+            "plan: %u slab%s of %u rows (last %u), %.2f pass%s over the input, %u slices per "
             "call; filtered projections %s\n",
             plan->slabs, plan->slabs == 1 ? "" : "s", plan->slab_rows, plan->last_rows,
-            plan->passes, plan->batch, tl_volume_filtered_name(plan->filtered));
-    if (p->frame_rows)
+            plan->passes, plan->passes == 1 ? "" : "es", plan->batch,
+            tl_volume_filtered_name(plan->filtered));
+    if (plan->whole)
         fprintf(f,
-                "plan: whole frames of %u rows in the engine (dezinger, Paganin), read once, "
-                "%u frames at a time; the slabs cut the output\n",
-                p->frame_rows, p->chunk_frames);
+                "plan: whole frames of %u rows in the engine, read once, %u frames at a time; "
+                "the slabs cut the output\n",
+                plan->engine_rows, p->chunk_frames);
+    else if (plan->filtered == TL_VOLUME_FILTERED_RECOMPUTE)
+        fprintf(f,
+                "plan: bands of %u detector rows per slab (the rows its voxels project to), "
+                "read and filtered per slab%s%s%s\n",
+                plan->engine_rows, p->frame_rows ? "; whole frames would need " : "",
+                p->frame_rows ? bytes(tl_volume_plan_gpu_bytes(p, 1, 1)) : "",
+                p->frame_rows ? " of GPU memory" : "");
     fprintf(f, "plan: memory GPU %s of %s, host %s of %s\n", bytes(plan->gpu_bytes),
             bytes(b->gpu), bytes(plan->host_bytes), bytes(b->host));
     fprintf(f, "plan: bytes read %s, uploaded %s, downloaded %s, written %s\n",

@@ -23,11 +23,16 @@
  * engine, so the engine holds whole frames, filled once from reads of chunk_frames frames,
  * and the slabs only cut the output: device = engine(frame_rows) + batch x size^2 x 4,
  * host = chunk_frames x frame_rows x cols x in_sample + the slab terms above.
- * Cone beam (recon --geometry cone) is planned as whole frames for now: every slice reads
- * rows above and below its own, so the engine holds them all. It could plug in through
- * row_range (v = D z / w, seed-002-004.md §2.2): slabs would then need overlapping bands
- * and the planner would choose between keeping filtered rows on the host and re-filtering
- * them; that choice is not made here yet.
+ * Cone beam: every slice reads rows above and below its own. Without those corrections
+ * the caller gives both frame_rows and band_rows (volume_bands.h: the detector rows a slab
+ * of h slices reads, v = D z / w, seed-002-004.md §2): whole frames are planned when they
+ * fit (each row read, uploaded and filtered once, the filtered frames kept on the GPU);
+ * otherwise each slab's engine holds only its band, read and filtered again per slab
+ * (TL_VOLUME_FILTERED_RECOMPUTE; bands of neighbouring slabs overlap, so rows are read
+ * more than once: `passes` counts the mean), and the device and host terms above take
+ * band_rows(h) rows where they take h. Keeping filtered rows in host memory between slabs
+ * (TL_VOLUME_FILTERED_HOST) would need the engine to hand filtered rows out and take them
+ * back; it does not, so the planner never picks it.
  *
  *   tl_volume_problem p = {...}; tl_volume_budget b = {gpu, host};
  *   tl_volume_plan plan; char err[256];
@@ -62,6 +67,9 @@ typedef struct {
     uint32_t read_rows; /* the reader's row granularity (HDF5 chunk height); 0 or 1: any */
     uint32_t frame_rows;   /* > 0: whole frames of this many rows in the engine (above) */
     uint32_t chunk_frames; /* ... read and submitted this many frames at a time */
+    /* cone beam: the engine's rows for slabs of h slices (above); NULL: h */
+    uint32_t (*band_rows)(void *ctx, uint32_t h);
+    void *band_ctx;
     /* device bytes of an engine holding `rows` detector rows of every projection */
     size_t (*engine_bytes)(void *ctx, uint32_t rows);
     void *ctx;
@@ -76,8 +84,10 @@ typedef struct {
     uint32_t slabs;
     uint32_t last_rows; /* rows of the last slab */
     uint32_t batch;     /* slices per reconstruction call */
-    uint32_t passes;    /* passes over the input: 1 (parallel beam reads each row once) */
+    double passes;      /* passes over the input: 1 (each row read once), more with bands */
     tl_volume_filtered filtered;
+    bool whole;           /* the engine holds whole frames (frame_rows), filled once */
+    uint32_t engine_rows; /* detector rows the engine holds: whole frames, a band or h */
     size_t gpu_bytes, host_bytes; /* at h */
     uint64_t bytes_read, bytes_uploaded, bytes_downloaded, bytes_written;
 } tl_volume_plan;
@@ -87,7 +97,8 @@ typedef struct {
 int tl_volume_plan_make(const tl_volume_problem *p, const tl_volume_budget *b, uint32_t slab_rows,
                         tl_volume_plan *out, char *err, size_t errlen);
 
-/* Device and host bytes of a slab of h rows (the two sums above). */
+/* Device and host bytes of a slab of h rows (the two sums above), with whole frames when
+ * p->frame_rows is set, else bands when p->band_rows is. */
 size_t tl_volume_plan_gpu_bytes(const tl_volume_problem *p, uint32_t h, uint32_t batch);
 size_t tl_volume_plan_host_bytes(const tl_volume_problem *p, uint32_t h);
 /* Slices per reconstruction call for slabs of h rows: about 1 GiB of slices, at most h. */

@@ -97,7 +97,7 @@ static void ring_defaults(tl_corrections *k)
 }
 
 /* The checks every geometry and backend share, then the geometry's own. */
-static tl_status check_config(const tl_engine_config *c, tl_errbuf *eb)
+tl_status tl_engine_check_config(const tl_engine_config *c, tl_errbuf *eb)
 {
     if (!c)
         return tl_fail(eb, TL_EINVAL, "no configuration");
@@ -142,7 +142,7 @@ tl_status tl_engine_estimate(const tl_engine_config *c, tl_memory_estimate *m)
     const tl_backend_ops *ops;
     const char *kind;
     tl_engine_config rc, dc = *c;
-    tl_status st = check_config(c, &create_error);
+    tl_status st = tl_engine_check_config(c, &create_error);
     ring_defaults(&dc.corr);
     tl_halfacq *h = NULL; /* the virtual detector's needs */
     if (st == TL_OK)
@@ -247,7 +247,7 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
 {
     *out = NULL;
     tl_errbuf *eb = &create_error;
-    tl_status st = check_config(c, eb);
+    tl_status st = tl_engine_check_config(c, eb);
     if (st != TL_OK)
         return st;
     tl_engine *e = calloc(1, sizeof *e);

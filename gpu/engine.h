@@ -66,6 +66,21 @@ void tl_engine_split_rows(uint32_t rows, uint32_t parts, uint32_t k, uint32_t *f
 
 typedef struct tl_engine tl_engine;
 
+/* Detector row bands, for volumes reconstructed slab by slab (gpu/bands.c). The rows
+ * [first[i], end[i]) that the row slice of size x size (scale 1) at height z0 + i reads
+ * from n projections, i < count (angles in radians; frame indices, or NULL: first_index +
+ * k): its own row in parallel beam, those it projects to in cone beam, with the
+ * interpolation's taps and a row of slack, clipped to the detector. */
+tl_status tl_engine_rows_read(const tl_engine_config *c, uint32_t n, const uint64_t *indices,
+                              const double *angles, uint32_t size, double z0, uint32_t count,
+                              uint32_t *first, uint32_t *end);
+/* The configuration of an engine holding detector rows [row0, row0 + rows) of c's frames:
+ * its slice at height z - row0 is c's slice at z (the same numbers up to rounding: the
+ * geometry is the same, re-based). Given cone-beam matrices are re-based into `matrices`
+ * (room for c->cone.nmatrices; NULL without matrices), which *out then points to. */
+tl_status tl_engine_config_band(const tl_engine_config *c, uint32_t row0, uint32_t rows,
+                                double (*matrices)[12], tl_engine_config *out);
+
 /* Memory the configuration needs (tl_memory_estimate, gpu/base/types.h), before anything is
  * allocated. */
 tl_status tl_engine_estimate(const tl_engine_config *c, tl_memory_estimate *m);

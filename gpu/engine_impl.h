@@ -8,6 +8,7 @@
  *   reconstruct.c  jobs for the backend, and reading slices out
  *   choices.c      the kernel list and the tuned kernel choices
  *   bench.c        benchmarks (engine_bench.h)
+ *   bands.c        detector row bands (out-of-core slabs)
  * The geometry (gpu/geometry/) says what a projection is, the method (gpu/method/) how the
  * window becomes a slice; the backend (gpu/base/backend.h) does the numbers.
  */
@@ -119,6 +120,8 @@ struct tl_engine {
 
 /* The error of the last failed tl_engine_create on this thread (engine.c). */
 tl_errbuf *tl_engine_create_error(void);
+/* Whether a configuration can be served: the shared checks, then the geometry's (engine.c). */
+tl_status tl_engine_check_config(const tl_engine_config *c, tl_errbuf *eb);
 
 /* backends.c: which backend runs an engine of configuration c, and the configuration it
  * gets (*rc: AUTO resolved, the device list applied); *kind names its kind. */

@@ -12,7 +12,7 @@ noinst_LIBRARIES += gpu/libtlengine.a gpu/libtlbase.a
 gpu_libtlengine_a_SOURCES = \
 	gpu/engine.h gpu/engine_bench.h gpu/engine_impl.h \
 	gpu/engine.c gpu/backends.c gpu/host.c gpu/frames.c gpu/slices.c gpu/track.c \
-	gpu/reconstruct.c gpu/choices.c gpu/bench.c gpu/center.c gpu/halfacq.c \
+	gpu/reconstruct.c gpu/choices.c gpu/bench.c gpu/center.c gpu/halfacq.c gpu/bands.c \
 	gpu/window.h gpu/window.c \
 	gpu/split.h gpu/split_impl.h gpu/split.c gpu/split_route.c gpu/split_acc.c gpu/split_bench.c \
 	gpu/phantom.h gpu/phantom.c gpu/phantom_cone.h gpu/phantom_cone.c \

@@ -240,10 +240,53 @@ static void cone_pixel_weights(const tl_engine_config *c, double *w)
     }
 }
 
+/* A perspective projection maps the box to the hull of its corners' images (every corner in
+ * front of the source: p->cone's third row is the positive relative depth there). */
+static void cone_rows_seen(const tl_engine_config *c, const tl_bp_proj *p, const double lo[3],
+                           const double hi[3], double v[2])
+{
+    (void)c;
+    v[0] = INFINITY;
+    v[1] = -INFINITY;
+    for (int corner = 0; corner < 8; corner++) {
+        double x[3] = {corner & 1 ? hi[0] : lo[0], corner & 2 ? hi[1] : lo[1],
+                       corner & 4 ? hi[2] : lo[2]};
+        const double *m = p->cone;
+        double vw = m[4] * x[0] + m[5] * x[1] + m[6] * x[2] + m[7];
+        double w = m[8] * x[0] + m[9] * x[1] + m[10] * x[2] + m[11];
+        if (!(w > 0)) {
+            v[0] = v[1] = NAN;
+            return;
+        }
+        v[0] = fmin(v[0], vw / w);
+        v[1] = fmax(v[1], vw / w);
+    }
+}
+
+/* Rows [row0, ...): the principal row moves up by row0 (offset_v counts from the band's
+ * middle row), and so does every given matrix's v (its row 2 less row0 times its row 3,
+ * which keeps it normalised). Volume z counts rows, so it moves with them. */
+static void cone_band(const tl_engine_config *c, uint32_t row0, tl_engine_config *out,
+                      double (*matrices)[12])
+{
+    const tl_cone_config *k = &c->cone;
+    out->cone.offset_v = k->offset_v + 0.5 * (c->rows - 1.0) - row0 - 0.5 * (out->rows - 1.0);
+    if (!k->matrices)
+        return;
+    for (uint32_t i = 0; i < k->nmatrices; i++) {
+        memcpy(matrices[i], k->matrices[i], sizeof matrices[i]);
+        for (int col = 0; col < 4; col++)
+            matrices[i][4 + col] -= row0 * matrices[i][8 + col];
+    }
+    out->cone.matrices = (const double(*)[12])matrices;
+}
+
 const tl_geometry_ops tl_geometry_cone = {
     .name = "cone",
     .check = cone_check,
     .projection = cone_projection,
     .pixel_weights = cone_pixel_weights,
+    .rows_seen = cone_rows_seen,
+    .band = cone_band,
     .turn = 2 * M_PI,
 };

@@ -27,6 +27,17 @@ typedef struct tl_geometry_ops {
     /* Weights every stored projection is multiplied by before the filter, pixel by pixel
      * (rows x cols into w), or NULL where there are none. */
     void (*pixel_weights)(const tl_engine_config *c, double *w);
+    /* The detector rows where the box lo..hi of volume coordinates lands in projection p
+     * (from `projection` above): v[0] <= v <= v[1] for every point of the box, fractional
+     * (before interpolation). Non-finite when the box reaches behind the source. */
+    void (*rows_seen)(const tl_engine_config *c, const tl_bp_proj *p, const double lo[3],
+                      const double hi[3], double v[2]);
+    /* The scan of c as detector rows [row0, row0 + out->rows) see it (out: a copy of c with
+     * its rows already set): every projection of volume point (x, y, z) of c lands where
+     * out's projection of (x, y, z - row0) does, row0 rows higher. Given cone-beam
+     * matrices are shifted into `matrices` (c's count), which out then points to. */
+    void (*band)(const tl_engine_config *c, uint32_t row0, tl_engine_config *out,
+                 double (*matrices)[12]);
     /* The angular range of a complete scan (radians): pi for parallel beam (opposite rays
      * are the same ray), 2 pi for cone beam. Benchmarks spread their angles over it. */
     double turn;

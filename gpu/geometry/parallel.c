@@ -27,10 +27,28 @@ static tl_bp_proj parallel_projection(const tl_engine_config *c, uint32_t slot, 
     return p;
 }
 
+/* Detector row z sees volume height z. */
+static void parallel_rows_seen(const tl_engine_config *c, const tl_bp_proj *p, const double lo[3],
+                               const double hi[3], double v[2])
+{
+    (void)c, (void)p;
+    v[0] = lo[2];
+    v[1] = hi[2];
+}
+
+/* Nothing but the rows: a row is its own sinogram. */
+static void parallel_band(const tl_engine_config *c, uint32_t row0, tl_engine_config *out,
+                          double (*matrices)[12])
+{
+    (void)c, (void)row0, (void)out, (void)matrices;
+}
+
 const tl_geometry_ops tl_geometry_parallel = {
     .name = "parallel",
     .check = parallel_check,
     .projection = parallel_projection,
     .pixel_weights = NULL,
+    .rows_seen = parallel_rows_seen,
+    .band = parallel_band,
     .turn = M_PI,
 };

@@ -139,6 +139,53 @@ START_TEST(test_nothing_fits)
 }
 END_TEST
 
+/* Cone beam's bands: a slab of h rows reads h + 2 x 40 detector rows (a fake cone), at
+ * most the detector's. */
+static uint32_t fake_band(void *ctx, uint32_t h)
+{
+    (void)ctx;
+    return h + 80 < 2048 ? h + 80 : 2048;
+}
+
+START_TEST(test_cone_bands)
+{
+    tl_volume_problem p = problem(1200, 2048, 2048);
+    p.frame_rows = 2048;
+    p.chunk_frames = 64;
+    p.band_rows = fake_band;
+    tl_volume_plan plan;
+    char err[256];
+    /* whole frames fit 64 GiB (9.4 GiB of window): one pass, kept on the GPU */
+    tl_volume_budget big = {64 * GiB, 512 * GiB};
+    ck_assert_int_eq(tl_volume_plan_make(&p, &big, 0, &plan, err, sizeof err), 0);
+    ck_assert(plan.whole);
+    ck_assert_uint_eq(plan.engine_rows, 2048);
+    ck_assert_int_eq(plan.filtered, TL_VOLUME_FILTERED_GPU);
+    ck_assert_double_eq(plan.passes, 1);
+    /* 4 GiB: bands, the tallest that fit, each read and filtered per slab */
+    tl_volume_budget small = {4 * GiB, 512 * GiB};
+    ck_assert_int_eq(tl_volume_plan_make(&p, &small, 0, &plan, err, sizeof err), 0);
+    ck_assert(!plan.whole);
+    uint32_t h = plan.slab_rows;
+    ck_assert_uint_eq(plan.engine_rows, h + 80);
+    ck_assert_int_eq(plan.filtered, TL_VOLUME_FILTERED_RECOMPUTE);
+    tl_volume_problem q = p;
+    q.frame_rows = 0; /* the byte counts of the band plan */
+    ck_assert_uint_le(tl_volume_plan_gpu_bytes(&q, h, plan.batch), small.gpu);
+    ck_assert_uint_gt(tl_volume_plan_gpu_bytes(&q, h + 1, tl_volume_plan_batch(&q, h + 1)),
+                      small.gpu);
+    uint64_t row = (uint64_t)1220 * 2048 * 2;
+    ck_assert_uint_eq(plan.bytes_read, row * (h + 80) * plan.slabs);
+    ck_assert_uint_eq(plan.bytes_uploaded, plan.bytes_read);
+    ck_assert_double_eq_tol(plan.passes, (double)(h + 80) * plan.slabs / 2048, 1e-12);
+    ck_assert_double_gt(plan.passes, 1);
+    /* dezinger or Paganin (no band_rows): whole frames or nothing */
+    p.band_rows = NULL;
+    ck_assert_int_eq(tl_volume_plan_make(&p, &small, 0, &plan, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "need whole frames"), "%s", err);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("volume_plan");
@@ -148,6 +195,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_host_budget);
     tcase_add_test(tc, test_read_granularity);
     tcase_add_test(tc, test_nothing_fits);
+    tcase_add_test(tc, test_cone_bands);
     suite_add_tcase(s, tc);
     return s;
 }
