@@ -135,7 +135,7 @@ static const char usage_text[] =
     "                        less 10% and 256 MiB)\n"
     "      --host-memory SIZE  host memory for the slab buffers (default: MemAvailable less\n"
     "                        10% and 256 MiB)\n"
-    "      --slab-rows N     rows per slab (default: the tallest that fits, at most 1/8 of\n"
+    "      --slab-rows N     rows per slab (default: the tallest that fits, at most 1/16 of\n"
     "                        the rows so reading and writing overlap the GPU work)\n"
     "      --plan            print the plan (slabs, memory, bytes moved) and exit\n"
     "      --resume          continue an interrupted run of the same job into the same\n"

@@ -13,7 +13,10 @@
  * Rule: the tallest h that fits, a multiple of the reader's granularity (read_rows: an
  * HDF5 chunk's height) where it can be, and, unless the caller fixes h, at most
  * rows / TL_VOLUME_MIN_SLABS, so reading slab k+1 and writing slab k-1 overlap the GPU
- * work on slab k with only 1/8 of the reading and writing left outside the overlap.
+ * work on slab k with only 1/16 of the reading and writing left outside the overlap, and
+ * the pinned buffers (pinning costs ~0.5 s per GiB) stay small: on the H100 host, 2048
+ * projections of 2048^2 into 2048^3 took 2.3 s less to set up and 1.1 s less to run with
+ * 16 slabs of 128 rows than with 8 of 256 (BENCHMARKS.md §7).
  *
  * Where filtered projections live: parallel beam maps slice z to detector row z, so a
  * slab's rows are its own and no row is needed by two slabs: every projection row is read,
@@ -47,7 +50,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define TL_VOLUME_MIN_SLABS 8
+#define TL_VOLUME_MIN_SLABS 16
 
 typedef enum {
     TL_VOLUME_FILTERED_GPU = 0, /* filtered once, kept on the device for the slab */

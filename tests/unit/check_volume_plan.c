@@ -81,8 +81,8 @@ START_TEST(test_gpu_budget)
     ck_assert_uint_le(plan.gpu_bytes, b.gpu);
     ck_assert_uint_eq(plan.gpu_bytes, tl_volume_plan_gpu_bytes(&p, h, plan.batch));
     /* the tallest: one more row would not fit (or the minimum slab count caps it) */
-    ck_assert(h == 256 || tl_volume_plan_gpu_bytes(&p, h + 1, tl_volume_plan_batch(&p, h + 1)) >
-                              b.gpu);
+    ck_assert(h == 2048 / TL_VOLUME_MIN_SLABS ||
+              tl_volume_plan_gpu_bytes(&p, h + 1, tl_volume_plan_batch(&p, h + 1)) > b.gpu);
     ck_assert_uint_eq(plan.slabs, (2048 + h - 1) / h);
     ck_assert_uint_eq((uint64_t)(plan.slabs - 1) * h + plan.last_rows, 2048);
     ck_assert_uint_eq(plan.batch, h < 64 ? h : 64); /* 1 GiB of 16 MiB slices */
@@ -105,14 +105,14 @@ END_TEST
 START_TEST(test_read_granularity)
 {
     /* HDF5 chunks of 16 rows: slabs are multiples of 16, reads cover whole chunks */
-    tl_volume_problem p = problem(100, 200, 64);
+    tl_volume_problem p = problem(100, 400, 64);
     p.read_rows = 16;
     tl_volume_budget b = {64 * GiB, 64 * GiB};
     tl_volume_plan plan;
     char err[256];
     ck_assert_int_eq(tl_volume_plan_make(&p, &b, 0, &plan, err, sizeof err), 0);
     ck_assert_uint_eq(plan.slab_rows % 16, 0);
-    ck_assert_uint_eq(plan.slab_rows, 16); /* 200 / 8 = 25, rounded down to 16 */
+    ck_assert_uint_eq(plan.slab_rows, 16); /* 400 / 16 = 25, rounded down to 16 */
     ck_assert_uint_eq(plan.bytes_read, plan.bytes_uploaded);
     /* unaligned slabs read whole chunks at both ends */
     ck_assert_int_eq(tl_volume_plan_make(&p, &b, 25, &plan, err, sizeof err), 0);
@@ -162,8 +162,8 @@ START_TEST(test_cone_bands)
     ck_assert_uint_eq(plan.engine_rows, 2048);
     ck_assert_int_eq(plan.filtered, TL_VOLUME_FILTERED_GPU);
     ck_assert_double_eq(plan.passes, 1);
-    /* 4 GiB: bands, the tallest that fit, each read and filtered per slab */
-    tl_volume_budget small = {4 * GiB, 512 * GiB};
+    /* 2 GiB: bands, the tallest that fit, each read and filtered per slab */
+    tl_volume_budget small = {2 * GiB, 512 * GiB};
     ck_assert_int_eq(tl_volume_plan_make(&p, &small, 0, &plan, err, sizeof err), 0);
     ck_assert(!plan.whole);
     uint32_t h = plan.slab_rows;
