@@ -182,6 +182,23 @@ tl_status tl_cone_opts_matrix(const tl_cone_opts *o, uint32_t rows, uint32_t col
     return tl_cone_circular_matrices(&g, (double(*)[12])P, eb);
 }
 
+tl_status tl_cone_opts_view(const tl_cone_opts *o, const tl_phantom *ph, uint32_t rows,
+                            uint32_t cols, double center, double angle, const double *P, float *li,
+                            double *scratch, tl_errbuf *eb)
+{
+    double circle[12];
+    if (!P) {
+        tl_status st = tl_cone_opts_matrix(o, rows, cols, center, angle, circle, eb);
+        if (st != TL_OK)
+            return st;
+        P = circle;
+    }
+    tl_status st = tl_phantom_cone_project(ph, P, rows, cols, scratch, eb);
+    for (size_t k = 0; st == TL_OK && k < (size_t)rows * cols; k++)
+        li[k] = (float)scratch[k];
+    return st;
+}
+
 double tl_cone_opts_unit(const tl_cone_opts *o)
 {
     return o->pixel_u * o->source_origin / o->source_detector;

@@ -83,6 +83,14 @@ void tl_cone_opts_describe(const tl_cone_opts *o, char *buf, size_t len);
  * angle (radians): its normalised 3x4 matrix (gpu/geometry/cone.h). */
 tl_status tl_cone_opts_matrix(const tl_cone_opts *o, uint32_t rows, uint32_t cols, double center,
                               double angle, double P[12], tl_errbuf *eb);
+/* One view of the sample ph on a rows x cols detector: its exact cone-beam line
+ * integrals (gpu/phantom_cone.h) as floats into li, along P, or with P NULL along the
+ * circle of o at angle (radians; tl_cone_opts_matrix). scratch: rows x cols doubles. What
+ * `tomolive push --geometry cone` sends and `tomolive phantom --scan --geometry cone`
+ * writes, so both see the same sample. */
+tl_status tl_cone_opts_view(const tl_cone_opts *o, const tl_phantom *ph, uint32_t rows,
+                            uint32_t cols, double center, double angle, const double *P, float *li,
+                            double *scratch, tl_errbuf *eb);
 /* The 3-D Shepp-Logan phantom in world mm (gpu/phantom_cone.h), centred on the isocentre
  * and as large as fits 0.9 of the detector around the principal point from every angle
  * (so no projection is truncated), its densities (1/mm) scaled so that the largest line

@@ -22,7 +22,6 @@
 #include "clients/push_source.h"
 #include "clients/tiff.h"
 #include "gpu/phantom.h"
-#include "gpu/phantom_cone.h"
 
 #define MAX_WORKERS 16
 
@@ -145,27 +144,18 @@ static uint64_t splitmix(uint64_t x)
 static int cone_projection(push_source *s, const push_item *it, float *li, double *scratch,
                            char *err, size_t errlen)
 {
-    double P[12];
     tl_errbuf eb = {0};
-    size_t npix = (size_t)s->rows * s->cols;
     if (s->opts.matrices && it->index >= s->opts.nmatrices) { /* push.c matches the counts */
         snprintf(err, errlen, "projection %llu: no matrix (%u given)",
                  (unsigned long long)it->index, s->opts.nmatrices);
         return -1;
     }
-    if (s->opts.matrices)
-        memcpy(P, s->opts.matrices[it->index], sizeof P);
-    else if (tl_cone_opts_matrix(&s->cone, s->rows, s->cols, s->opts.center, it->angle, P, &eb) !=
-             TL_OK) {
+    const double *P = s->opts.matrices ? s->opts.matrices[it->index] : NULL;
+    if (tl_cone_opts_view(&s->cone, &s->ph, s->rows, s->cols, s->opts.center, it->angle, P, li,
+                          scratch, &eb) != TL_OK) {
         snprintf(err, errlen, "projection %llu: %.400s", (unsigned long long)it->index, eb.msg);
         return -1;
     }
-    if (tl_phantom_cone_project(&s->ph, P, s->rows, s->cols, scratch, &eb) != TL_OK) {
-        snprintf(err, errlen, "projection %llu: %.400s", (unsigned long long)it->index, eb.msg);
-        return -1;
-    }
-    for (size_t k = 0; k < npix; k++)
-        li[k] = (float)scratch[k];
     return 0;
 }
 

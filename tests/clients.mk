@@ -57,7 +57,8 @@ tests_unit_check_cone_read_rtk_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBXML_CF
 tests_unit_check_cone_read_rtk_LDADD = $(ENGINE_LIBS) $(TEST_LIBS) $(LIBXML_LIBS)
 
 # cone beam through the tools (issue #21): push --geometry cone against the test's socket,
-# recon --geometry cone against the sample's density in the orbit's plane
+# recon --geometry cone against the sample's density in the orbit's plane, phantom --scan
+# --geometry cone through recon
 check_PROGRAMS += tests/integration/check_cone_tools
 TESTS += tests/integration/check_cone_tools
 tests_integration_check_cone_tools_SOURCES = tests/integration/check_cone_tools.c \
