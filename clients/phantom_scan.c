@@ -156,6 +156,8 @@ int tl_cmd_phantom_scan(int argc, char **argv)
     }
     if (!out)
         return tl_cli_fail(ME, 2, "missing --scan OUT.h5");
+    if (out[0] == '-') /* `--scan --help` would write gigabytes to a file named --help */
+        return tl_cli_fail(ME, 2, "'%s' is not an output file name (--scan OUT.h5)", out);
     if (!tl_cone_opts_check(&cone, false, why, sizeof why))
         return tl_cli_fail(ME, 2, "%s", why);
     bool u16 = !strcmp(dtype, "uint16");

@@ -206,3 +206,89 @@ tl_status tl_cone_scan_reference(const tl_cone_scan *s, uint32_t nx, uint32_t ny
     free(proj);
     return st;
 }
+
+/* Views of scan s cut to detector rows [first, first + rows), into e. */
+static tl_status submit_band(const tl_cone_scan *s, tl_engine *e, uint32_t first, uint32_t rows)
+{
+    size_t npix = (size_t)s->rows * s->cols;
+    tl_status st = TL_OK;
+    for (uint32_t i = 0; i < s->nv && st == TL_OK; i++) {
+        tl_frame f = {.kind = TL_FRAME_PROJ,
+                      .index = i,
+                      .angle = s->angles[i],
+                      .dtype = TL_DTYPE_F32,
+                      .rows = rows,
+                      .cols = s->cols,
+                      .data = s->proj + i * npix + (size_t)first * s->cols};
+        st = tl_engine_submit(e, &f);
+    }
+    return st;
+}
+
+/* Row slices of n x n at heights z0 + k (k < h) of e, in one call, into out. */
+static tl_status slab_of(tl_engine *e, double z0, uint32_t h, uint32_t n, float *out)
+{
+    int *ids = malloc(h * sizeof *ids);
+    float **outs = malloc(h * sizeof *outs);
+    tl_status st = ids && outs ? TL_OK : TL_ENOMEM;
+    uint32_t added = 0;
+    while (st == TL_OK && added < h) {
+        tl_slice_spec spec;
+        tl_slice_spec_row(&spec, z0 + added, n, n);
+        outs[added] = out + (size_t)added * n * n;
+        if ((st = tl_engine_add_slice(e, &spec, &ids[added])) == TL_OK)
+            added++;
+    }
+    if (st == TL_OK)
+        st = tl_engine_reconstruct(e, ids, h, outs, NULL);
+    for (uint32_t k = 0; k < added; k++)
+        (void)tl_engine_remove_slice(e, ids[k]);
+    free(ids);
+    free(outs);
+    return st;
+}
+
+tl_status tl_cone_scan_bands(const tl_cone_scan *s, const tl_engine_config *c, uint32_t n,
+                             uint32_t nz, uint32_t slab, float *a, float *b, uint32_t *band_rows)
+{
+    tl_engine *whole = NULL, *band = NULL;
+    uint32_t *first = malloc(nz * sizeof *first), *end = malloc(nz * sizeof *end);
+    tl_status st = first && end ? tl_engine_create(c, &whole) : TL_ENOMEM;
+    if (st == TL_OK)
+        st = tl_cone_scan_submit(s, whole, 0, s->nv);
+    tl_slice_spec spec;
+    tl_cone_scan_slice(s, n, n, nz, 0, &spec); /* plane k is row spec.z + k */
+    if (st == TL_OK)
+        st = tl_engine_rows_read(c, s->nv, NULL, s->angles, n, spec.z, nz, first, end);
+    *band_rows = 0;
+    for (uint32_t k0 = 0; st == TL_OK && k0 < nz; k0 += slab) {
+        uint32_t h = nz - k0 < slab ? nz - k0 : slab, lo = s->rows, hi = 0;
+        for (uint32_t k = k0; k < k0 + h; k++) {
+            lo = first[k] < lo ? first[k] : lo;
+            hi = end[k] > hi ? end[k] : hi;
+        }
+        *band_rows = hi - lo > *band_rows ? hi - lo : *band_rows;
+        tl_engine_config bc;
+        st = tl_engine_config_band(c, lo, hi - lo, NULL, &bc);
+        if (st == TL_OK)
+            st = tl_engine_create(&bc, &band);
+        if (st == TL_OK)
+            st = submit_band(s, band, lo, hi - lo);
+        size_t at = (size_t)k0 * n * n;
+        if (st == TL_OK)
+            st = slab_of(whole, spec.z + k0, h, n, a + at);
+        if (st == TL_OK)
+            st = slab_of(band, spec.z + k0 - lo, h, n, b + at);
+        if (st != TL_OK)
+            fprintf(stderr, "cone scan bands, slab at plane %u: %s\n", k0,
+                    tl_engine_last_error(band ? band : whole));
+        tl_engine_destroy(band);
+        band = NULL;
+    }
+    if (st != TL_OK && !whole)
+        fprintf(stderr, "cone scan bands: %s\n", tl_engine_last_error(NULL));
+    tl_engine_destroy(whole);
+    free(first);
+    free(end);
+    return st;
+}

@@ -64,6 +64,14 @@ void tl_cone_scan_slice(const tl_cone_scan *s, uint32_t nx, uint32_t ny, uint32_
 tl_status tl_cone_scan_engine(const tl_cone_scan *s, const tl_engine_config *c, uint32_t nx,
                               uint32_t ny, uint32_t nz, float *vol);
 
+/* Out of core (issue #22): the n x n x nz volume (planes as tl_cone_scan_slice, row slices
+ * of n x n) in slabs of `slab` planes, each reconstructed in one call from the engine of
+ * the whole detector (configuration c) into a, and from an engine of only the detector
+ * rows the slab reads (tl_engine_rows_read, tl_engine_config_band) into b; the tallest
+ * band's rows into *band_rows. */
+tl_status tl_cone_scan_bands(const tl_cone_scan *s, const tl_engine_config *c, uint32_t n,
+                             uint32_t nz, uint32_t slab, float *a, float *b, uint32_t *band_rows);
+
 /* The float64 reference of the same data, in the same units (1/mm times the unit). */
 tl_status tl_cone_scan_reference(const tl_cone_scan *s, uint32_t nx, uint32_t ny, uint32_t nz,
                                  double *vol);

@@ -486,6 +486,8 @@ START_TEST(phantom_scan_cone)
         {"(--pixel-size is missing)",
          {"phantom", "--scan", scan[0], "--geometry", "cone", "--source-origin", "300",
           "--source-detector", "450", NULL}},
+        /* a misplaced --help is no file name (it would get a whole default scan) */
+        {"'--help' is not an output file name", {"phantom", "--scan", "--help", NULL}},
     };
     ck_assert_int_eq(remove(scan[0]), 0);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
