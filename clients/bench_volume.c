@@ -46,12 +46,16 @@ static const char usage_text[] =
     "       tomolive bench --volume --end-to-end [--shape SIZExPROJ] [--gpu-memory SIZE]\n"
     "                               [--host-memory SIZE] [--slab-rows N] [--output PATH]\n"
     "                               [--backend cuda|cpu] [--kernel NAME] [--device N]\n"
+    "                               [--geometry cone --source-origin MM\n"
+    "                                --source-detector MM --pixel-size MM]\n"
     "\n"
     "End to end (implied by --gpu-memory, --host-memory, --slab-rows or --output): the\n"
     "volume through recon's out-of-core pipeline (plan, read, upload + filter, back\n"
     "projection, write), first with the whole device as the baseline, then within the\n"
     "given budgets; each stage's busy time, the wall time, the overlap achieved (sum of\n"
-    "stage times / wall) and the out-of-core overhead (wall / baseline wall).\n";
+    "stage times / wall) and the out-of-core overhead (wall / baseline wall). Cone beam:\n"
+    "views over a turn; the baseline holds whole frames, a budget they do not fit gets\n"
+    "bands of the detector rows each slab reads (recon's plan).\n";
 
 typedef struct {
     bool e2e;
@@ -80,6 +84,11 @@ static int parse(int argc, char **argv, options *o)
         {"slab-rows", required_argument, NULL, 'S'},
         {"output", required_argument, NULL, 'O'},
         {"backend", required_argument, NULL, 'B'},
+        {"geometry", required_argument, NULL, 'C'},
+        {"source-origin", required_argument, NULL, 'C'},
+        {"source-detector", required_argument, NULL, 'C'},
+        {"pixel-size", required_argument, NULL, 'C'},
+        {"offset", required_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -89,11 +98,17 @@ static int parse(int argc, char **argv, options *o)
     o->reps = 1;
     optind = 1;
     opterr = 0;
-    int c;
+    int c, at = 0;
     long v;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    char why[256];
+    while ((c = getopt_long(argc, argv, ":h", longopts, &at)) != -1) {
         switch (c) {
             case 'V': break;
+            case 'C':
+                if (!tl_cone_opt(&o->e.cone, longopts[at].name, optarg, why, sizeof why))
+                    return tl_cli_fail(ME, 2, "%s", why);
+                o->e2e = true;
+                break;
             case 's':
                 if (sscanf(optarg, "%ux%u", &o->size, &o->proj) != 2 || o->size < 1 ||
                     o->proj < 1 || o->size > 65536 || o->proj > 65536)
@@ -145,6 +160,8 @@ static int parse(int argc, char **argv, options *o)
     }
     if (optind < argc)
         return tl_cli_fail(ME, 2, "unexpected argument '%s'", argv[optind]);
+    if (!tl_cone_opts_check(&o->e.cone, false, why, sizeof why))
+        return tl_cli_fail(ME, 2, "%s", why);
     return -1;
 }
 

@@ -10,6 +10,10 @@
  * projection (line integrals, float32) held in memory and handed out as every
  * projection's row band, so "read" is a memory copy; the volume goes to --output (an HDF5
  * file, a TIFF stack directory, ...; written as recon writes it) or nowhere.
+ *
+ * Cone beam (--geometry cone): the same projection at views over a turn, planned as recon
+ * plans it: whole frames where they fit (the baseline), else bands of the detector rows
+ * each slab reads (clients/volume_bands.h), so the overhead is what culling leaves.
  */
 #include "config.h"
 
@@ -45,10 +49,11 @@ static int read_synthetic(void *ctx, tl_frame_kind kind, uint32_t first, uint32_
     return 0;
 }
 
-/* One run: plan within budget (slab_rows 0: the planner's choice), then the pipeline. */
+/* One run: plan within budget (slab_rows 0: the planner's choice), then the pipeline;
+ * bands: cone beam's rows per slice (NULL: parallel beam). */
 static int run_once(const char *label, const tl_bench_volume_e2e *o, tl_engine_config *c,
                     const tl_volume_budget *b, uint32_t slab_rows, const double *angles,
-                    synthetic *src, double *wall)
+                    synthetic *src, tl_volume_bands *bands, double *wall)
 {
     tl_volume_engine_cost ec = {.c = *c};
     tl_volume_output_spec spec = {.path = o->output, .rows = o->size, .size = o->size,
@@ -61,6 +66,10 @@ static int run_once(const char *label, const tl_bench_volume_e2e *o, tl_engine_c
                               .out_sample = sizeof(float),
                               .writer_bytes = o->output ? tl_volume_output_buffer_bytes(&spec) : 0,
                               .read_rows = 1,
+                              .frame_rows = bands ? o->size : 0,
+                              .chunk_frames = TL_VOLUME_READ_FRAMES,
+                              .band_rows = bands ? tl_volume_bands_rows : NULL,
+                              .band_ctx = bands,
                               .engine_bytes = tl_volume_engine_bytes,
                               .ctx = &ec};
     tl_volume_plan plan;
@@ -79,6 +88,8 @@ static int run_once(const char *label, const tl_bench_volume_e2e *o, tl_engine_c
                          .rows = o->size,
                          .size = o->size,
                          .engine = *c,
+                         .whole_frames = plan.whole,
+                         .bands = plan.whole ? NULL : bands,
                          .plan = &plan,
                          .out = o->output ? &out : NULL,
                          .progress = TL_PROGRESS_NONE};
@@ -110,7 +121,8 @@ int tl_bench_volume_e2e_run(const tl_bench_volume_e2e *o)
     if (o->host_memory && !tl_volume_parse_bytes(o->host_memory, &forced.host))
         return tl_cli_fail(ME, 2, "bad --host-memory '%s'", o->host_memory);
     tl_engine_config c;
-    tl_engine_config_init(&c, 1, o->size, o->proj);
+    tl_engine_config_init(&c, o->cone.cone ? o->size : 1, o->size, o->proj);
+    tl_cone_opts_engine(&o->cone, false, 0, &c); /* cone beam: FDK; nothing for parallel */
     c.backend = backend;
     c.device = o->device;
     c.dtype = TL_DTYPE_F32;
@@ -141,22 +153,34 @@ int tl_bench_volume_e2e_run(const tl_bench_volume_e2e *o)
     }
     tl_phantom_project(&ph, 0.3, (o->size - 1) / 2.0, o->size, o->size, proj);
     tl_phantom_free(&ph);
+    double turn = o->cone.cone ? 2 * M_PI : M_PI;
     for (uint32_t k = 0; k < o->proj; k++)
-        angles[k] = M_PI * k / o->proj;
+        angles[k] = turn * k / o->proj;
     synthetic src = {proj, o->size};
-    printf("volume end to end: %u x %u x %u from %u projections of %u x %u (float32 line "
+    tl_volume_bands bands = {0};
+    char err[512];
+    if (o->cone.cone && tl_volume_bands_init(&bands, &c, o->proj, NULL, angles, o->size, 0,
+                                             o->size, err, sizeof err) != 0) {
+        free(proj);
+        free(angles);
+        return tl_cli_fail(ME, 1, "%s", err);
+    }
+    tl_volume_bands *cone_bands = o->cone.cone ? &bands : NULL;
+    printf("volume end to end: %u x %u x %u from %u %sprojections of %u x %u (float32 line "
            "integrals from memory), output %s\n",
-           o->size, o->size, o->size, o->proj, o->size, o->size, o->output ? o->output : "none");
+           o->size, o->size, o->size, o->proj, o->cone.cone ? "cone-beam " : "", o->size,
+           o->size, o->output ? o->output : "none");
     double base = 0, run = 0;
     int rc = run_once("baseline: the whole device (the window fits the GPU)", o, &c, &whole, 0,
-                      angles, &src, &base);
+                      angles, &src, cone_bands, &base);
     if (rc != 0)
         printf("(no baseline: %s)\n", "it does not fit");
     int rc2 = run_once("out of core: the given budgets", o, &c, &forced, o->slab_rows, angles, &src,
-                       &run);
+                       cone_bands, &run);
     if (rc == 0 && rc2 == 0)
         printf("\nout-of-core overhead: %.3f s / %.3f s = %.2fx the baseline\n", run, base,
                run / base);
+    tl_volume_bands_free(&bands);
     free(proj);
     free(angles);
     return rc2;

@@ -21,10 +21,12 @@ int tl_cmd_tune(int argc, char **argv);
 /* tomolive bench --volume end to end (bench_volume_e2e.c): the out-of-core pipeline timed,
  * after a baseline run with the whole device. */
 #include <stdint.h>
+#include "clients/cone_opts.h"
 typedef struct {
     uint32_t size, proj, slab_rows;
     int device;
     const char *backend, *gpu_memory, *host_memory, *output, *kernel;
+    tl_cone_opts cone; /* --geometry cone: FDK over a turn, bands out of core */
 } tl_bench_volume_e2e;
 int tl_bench_volume_e2e_run(const tl_bench_volume_e2e *o);
 int tl_cmd_phantom(int argc, char **argv);

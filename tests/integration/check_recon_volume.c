@@ -481,6 +481,20 @@ START_TEST(test_bench_end_to_end)
     ck_assert_msg(strstr(out, "baseline") && strstr(out, "slabs of 3 rows") &&
                       strstr(out, "overlap (sum / wall)") && strstr(out, "out-of-core overhead"),
                   "%s", out);
+    /* cone beam: whole frames for the baseline, bands where they do not fit the budget */
+    ck_assert_int_eq(tl_client_run(dir,
+                                   (const char *const[]){"bench", "--volume", "--shape", "32x45",
+                                                         "--backend", "cpu", "--geometry", "cone",
+                                                         "--source-origin", "300",
+                                                         "--source-detector", "450",
+                                                         "--pixel-size", "0.5", "--gpu-memory",
+                                                         "200K", NULL},
+                                   120),
+                     0);
+    out = tl_client_out();
+    ck_assert_msg(strstr(out, "cone-beam projections") && strstr(out, "plan: whole frames of 32") &&
+                      strstr(out, "plan: bands of") && strstr(out, "out-of-core overhead"),
+                  "%s", out);
     /* bench --volume-write: a row per form and dtype (and deflated HDF5), both writers,
      * its files gone */
     mkdir(path_in("wb"), 0777);
