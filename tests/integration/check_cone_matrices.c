@@ -56,6 +56,19 @@ static const char *at(const char *name)
     return paths[npaths++] = p;
 }
 
+/* The circle every case scans (recon()'s options), its principal row offset_v below the
+ * middle. */
+static tl_cone_opts trajectory(double offset_v)
+{
+    return (tl_cone_opts){.cone = true,
+                          .source_origin = 300,
+                          .source_detector = 450,
+                          .pixel_u = 0.5,
+                          .pixel_v = 0.5,
+                          .has_offset = offset_v != 0,
+                          .offset_v = offset_v};
+}
+
 static double angle(int i)
 {
     return 2 * M_PI * i / RN;
@@ -218,11 +231,7 @@ static double diff(const char *what, const char *path, const float *ref)
 
 START_TEST(same_volume)
 {
-    tl_cone_opts k = {.cone = true,
-                      .source_origin = 300,
-                      .source_detector = 450,
-                      .pixel_u = 0.5,
-                      .pixel_v = 0.5};
+    tl_cone_opts k = trajectory(0);
     double(*P)[12] = malloc(RN * sizeof *P);
     const char *in = at("scan.tif");
     write_scan(in, &k, P, false);
@@ -270,13 +279,7 @@ END_TEST
 START_TEST(offset_and_indices)
 {
     /* the principal row 3 below the middle: --offset 0,3 places the volume's rows alike */
-    tl_cone_opts k = {.cone = true,
-                      .source_origin = 300,
-                      .source_detector = 450,
-                      .pixel_u = 0.5,
-                      .pixel_v = 0.5,
-                      .has_offset = true,
-                      .offset_v = 3};
+    tl_cone_opts k = trajectory(3);
     double(*P)[12] = malloc(RN * sizeof *P);
     const char *in = at("scan.tif");
     write_scan(in, &k, P, false);
@@ -332,18 +335,11 @@ static double max_diff(const char *path, const float *ref, double *scale)
  * geometry re-based to the band. The volume is the in-core one up to float rounding (the
  * coordinates are computed from re-based matrices: measured 4e-7 of the largest value;
  * bands a row short at each end are off by 1.4e-2 of it, slices not re-based to the band
- * by all of it): for a circle
- * with the principal row off the middle, for given matrices, and with slabs of 4 rows
- * (seams: none, or they would be far above the rounding). */
+ * by all of it): for a circle with the principal row off the middle, for given matrices,
+ * and with slabs of 4 rows (seams: none, or they would be far above the rounding). */
 START_TEST(out_of_core_bands)
 {
-    tl_cone_opts k = {.cone = true,
-                      .source_origin = 300,
-                      .source_detector = 450,
-                      .pixel_u = 0.5,
-                      .pixel_v = 0.5,
-                      .has_offset = true,
-                      .offset_v = 3};
+    tl_cone_opts k = trajectory(3);
     double(*P)[12] = malloc(RN * sizeof *P);
     const char *in = at("scan.tif");
     write_scan(in, &k, P, false);
@@ -387,11 +383,7 @@ END_TEST
 
 START_TEST(refusals)
 {
-    tl_cone_opts k = {.cone = true,
-                      .source_origin = 300,
-                      .source_detector = 450,
-                      .pixel_u = 0.5,
-                      .pixel_v = 0.5};
+    tl_cone_opts k = trajectory(0);
     double(*P)[12] = malloc(RN * sizeof *P);
     const char *in = at("scan.tif");
     write_scan(in, &k, P, false);
