@@ -51,7 +51,7 @@ typedef struct {
     const char *input, *darks, *flats, *angles_deg, *angles_file, *output;
     const char *filter, *rows, *backend, *center, *size, *window, *indices;
     const char *gpu_memory, *host_memory, *slab_rows, *output_dtype, *compress, *range, *kernel;
-    const char *write_threads;
+    const char *write_threads, *quality;
     const char *dezinger, *paganin, *rings; /* per-frame corrections (corr_opts.h) */
     bool already_linear, verbose, plan_only, resume, half_acquisition;
     tl_cone_opts cone;  /* --geometry cone and its options */
@@ -69,7 +69,7 @@ static const char usage_text[] =
     "                      [--gpu-memory SIZE] [--host-memory SIZE] [--slab-rows N] [--plan]\n"
     "                      [--resume] [--output-dtype float32|uint16|float16]\n"
     "                      [--output-range LO:HI] [--compress deflate[:LEVEL]]\n"
-    "                      [--write-threads N]\n"
+    "                      [--write-threads N] [--quality exact|fast]\n"
     "                      [--geometry cone --source-origin MM --source-detector MM\n"
     "                       --pixel-size MM[,MM] [--offset U,V] [--matrices FILE[:FORMAT]]]\n"
     "\n"
@@ -148,6 +148,10 @@ static const char usage_text[] =
     "      --write-threads N  threads that convert, compress and write the slabs (1 .. 64;\n"
     "                        default: the CPUs less 2, 2 .. 16); the file is the same for\n"
     "                        any N\n"
+    "      --quality MODE    exact (default): float32 bilinear interpolation, as the\n"
+    "                        reference; fast: the fastest kernels within 1e-3 of it\n"
+    "                        (hardware texture interpolation, half-precision storage;\n"
+    "                        ARCHITECTURE.md 3.6)\n"
     "      --kernel NAME     force a back-projection kernel (tests, benchmarks)\n"
     "\n"
     "Progress: a bar on a terminal, else one line per slab on stdout:\n"
@@ -268,6 +272,7 @@ static int parse_options(int argc, char **argv, options *o)
         O_COMPRESS,
         O_WRITE_THREADS,
         O_KERNEL,
+        O_QUALITY,
         O_DEZINGER,
         O_PAGANIN,
         O_RINGS,
@@ -303,6 +308,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"compress", required_argument, NULL, O_COMPRESS},
         {"write-threads", required_argument, NULL, O_WRITE_THREADS},
         {"kernel", required_argument, NULL, O_KERNEL},
+        {"quality", required_argument, NULL, O_QUALITY},
         {"dezinger", required_argument, NULL, O_DEZINGER},
         {"paganin", required_argument, NULL, O_PAGANIN},
         {"rings", required_argument, NULL, O_RINGS},
@@ -350,6 +356,7 @@ static int parse_options(int argc, char **argv, options *o)
             case O_COMPRESS: o->compress = optarg; break;
             case O_WRITE_THREADS: o->write_threads = optarg; break;
             case O_KERNEL: o->kernel = optarg; break;
+            case O_QUALITY: o->quality = optarg; break;
             case O_DEZINGER: o->dezinger = optarg; break;
             case O_PAGANIN: o->paganin = optarg; break;
             case O_RINGS: o->rings = optarg; break;
@@ -718,6 +725,9 @@ static int run(const options *o, resources *R)
         return 1;
     if (o->kernel)
         snprintf(c.kernel, sizeof c.kernel, "%s", o->kernel);
+    if (o->quality && (!tl_quality_parse(o->quality, &c.quality) ||
+                       c.quality == TL_QUALITY_PREVIEW)) /* a volume is kept: not previews */
+        return fail("bad --quality '%s' (exact, fast)", o->quality);
 
     /* the plan: budgets default to what is free, less a margin */
     tl_volume_engine_cost ec = {.c = c};
@@ -819,9 +829,10 @@ static int run(const options *o, resources *R)
     char job[2048];
     snprintf(job, sizeof job,
              "input=%s rows=%u:%u size=%u center=%.17g filter=%s projections=%u "
-             "window=%u dtype=%s linear=%d",
+             "window=%u dtype=%s linear=%d quality=%s",
              o->input, row0, row1, n, c.center, tl_filter_name(filter), P->frames, nwin,
-             o->output_dtype ? o->output_dtype : "float32", o->already_linear);
+             o->output_dtype ? o->output_dtype : "float32", o->already_linear,
+             tl_quality_name(c.quality));
     /* appended where the text ends: a long input path may have filled the buffer */
     size_t jn = strlen(job);
     tl_cone_opts_describe(&o->cone, job + jn, sizeof job - jn);

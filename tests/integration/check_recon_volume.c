@@ -213,6 +213,11 @@ START_TEST(test_out_of_core_equals_in_core)
     ck_assert_msg(strstr(tl_client_err(), "overlap"), "-v prints no stage table: %s",
                   tl_client_err());
     assert_same(path_in("in.h5"), path_in("ooc.h5"), slab);
+    /* --quality fast: the CPU backend's kernels are all exact, so the same volume */
+    ck_assert_int_eq(RECON("--input", H5, "--backend", "cpu", "--quality", "fast", "--slab-rows",
+                           "40", "--output", path_in("fast.h5")),
+                     0);
+    assert_same(path_in("in.h5"), path_in("fast.h5"), 40);
     /* a host budget alone, odd slabs (7 rows: the last is shorter) */
     ck_assert_int_eq(RECON("--input", H5, "--backend", "cpu", "--slab-rows", "7", "--output",
                            path_in("s7.h5")),
@@ -425,6 +430,12 @@ START_TEST(test_failures)
                      1);
     ck_assert_msg(strstr(tl_client_err(), "--write-threads"), "%s", tl_client_err());
     ck_assert(access(path_in("w0.h5"), F_OK) != 0);
+    /* --quality: exact or fast; a volume is not a preview */
+    ck_assert_int_eq(RECON("--input", H5, "--backend", "cpu", "--quality", "preview", "--output",
+                           path_in("q.h5")),
+                     1);
+    ck_assert_msg(strstr(tl_client_err(), "bad --quality 'preview' (exact, fast)"), "%s",
+                  tl_client_err());
     /* an unwritable output */
     ck_assert_int_eq(RECON("--input", H5, "--backend", "cpu", "--output", path_in("no/dir/x.h5")),
                      1);
