@@ -199,9 +199,7 @@ static void post(tl_daemon *d, int n, uint64_t t0, uint64_t t1)
         sl->cost_ns =
             tl_pace_average(sl->cost_ns, (uint64_t)((double)(t1 - t0) * ((double)pixels / px)));
         tl_slicebuf *b = r->buf;
-        /* the scan's end made it due, or it comes after the end (added or moved then):
-         * either way it shows the whole scan */
-        bool final = sl->want_final || d->scan.finished;
+        bool final = sl->want_final;
         tl_slice_computed(sl, t0);
         snprintf(b->id, sizeof b->id, "%s", sl->id);
         b->seq = ++sl->seq;
