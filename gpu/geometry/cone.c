@@ -109,22 +109,41 @@ static double det3(const double a[3], const double b[3], const double c[3])
            a[2] * (b[0] * c[1] - b[1] * c[0]);
 }
 
+/* hypot: rows of 1e160 (a matrix scaled by any factor is the same camera) would overflow
+ * a sum of squares and read as zero or infinite norms */
 static double norm3(const double a[3])
 {
-    return sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
+    return hypot(hypot(a[0], a[1]), a[2]);
 }
 
-/* |det M| / (|m1| |m2| |m3|), 0 when a row is zero. */
-static double hadamard_ratio(const double P[12])
+/* P scaled by a power of two (exact) so its largest entry lies in [0.5, 1): the same
+ * camera, with determinants of 3 x 3 blocks far from overflow and underflow. */
+static void unit_scale(const double P[12], double Q[12])
 {
+    double big = 0;
+    for (int k = 0; k < 12; k++)
+        big = fmax(big, fabs(P[k]));
+    int e = 0;
+    if (big > 0)
+        (void)frexp(big, &e);
+    for (int k = 0; k < 12; k++)
+        Q[k] = ldexp(P[k], -e);
+}
+
+/* |det M| / (|m1| |m2| |m3|), 0 when a row is zero; the same for every scale of P. */
+static double hadamard_ratio(const double P_given[12])
+{
+    double P[12];
+    unit_scale(P_given, P);
     double n = norm3(P) * norm3(P + 4) * norm3(P + 8);
     return n > 0 ? fabs(det3(P, P + 4, P + 8)) / n : 0.0;
 }
 
-/* det(P P^T) / (|p1|^2 |p2|^2 |p3|^2), 0 when a row is zero. */
-static double gram_ratio(const double P[12])
+/* det(P P^T) / (|p1|^2 |p2|^2 |p3|^2), 0 when a row is zero; the same for every scale. */
+static double gram_ratio(const double P_given[12])
 {
-    double G[3][3];
+    double P[12], G[3][3];
+    unit_scale(P_given, P);
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
             double s = 0;
@@ -145,11 +164,13 @@ static tl_status finite_entries(const double P[12], tl_errbuf *eb)
     return TL_OK;
 }
 
-tl_status tl_cone_matrix_source(const double P[12], double s[3], tl_errbuf *eb)
+tl_status tl_cone_matrix_source(const double P_given[12], double s[3], tl_errbuf *eb)
 {
-    tl_status st = finite_entries(P, eb);
+    tl_status st = finite_entries(P_given, eb);
     if (st != TL_OK)
         return st;
+    double P[12]; /* the source is the same for every scale of P */
+    unit_scale(P_given, P);
     double hr = hadamard_ratio(P);
     if (hr < RANK_EPS)
         return tl_fail(eb, TL_EINVAL,

@@ -235,6 +235,9 @@ START_TEST(test_bad_matrices)
     for (int k = 0; k < 12; k++)
         Q[k] = 2 * P[3][k];
     expect_error(tl_cone_matrix_check(Q, &box, &eb), &eb, "norm 2,");
+    for (int k = 0; k < 12; k++) /* far enough that squares overflow: still "scaled" */
+        Q[k] = 1e160 * P[3][k];
+    expect_error(tl_cone_matrix_check(Q, &box, &eb), &eb, "norm 1e+160,");
 
     /* the source (at 750 mm) inside a 1600 mm volume */
     tl_cone_box big = tl_cone_volume_box(1600, 1600, 100, 1.0);
@@ -252,6 +255,18 @@ START_TEST(test_bad_matrices)
     expect_error(tl_cone_matrix_normalize(Q, on_plane, &eb), &eb, "source plane");
     Q[8] = Q[9] = Q[10] = 0;
     expect_error(tl_cone_matrix_normalize(Q, (double[3]){0, 0, 0}, &eb), &eb, "is zero");
+
+    /* any scale is the same camera: 1e160 (squares overflow) and 1e-160 (they underflow)
+     * normalise to the matrix itself */
+    for (int e = -1; e <= 1; e += 2) {
+        double R[12];
+        for (int k = 0; k < 12; k++)
+            R[k] = P[3][k] * pow(10.0, 160 * e);
+        ck_assert_msg(tl_cone_matrix_prepare(R, &eb) == TL_OK, "scale 1e%d: %s", 160 * e, eb.msg);
+        for (int k = 0; k < 12; k++)
+            ck_assert_msg(fabs(R[k] - P[3][k]) <= 1e-12 * (fabs(P[3][k]) + 1),
+                          "scale 1e%d: P[%d] %.17g, want %.17g", 160 * e, k, R[k], P[3][k]);
+    }
 
     /* a point behind the source does not project */
     double behind[3] = {2 * on_plane[0], 2 * on_plane[1], 0}, u, v, w;
