@@ -80,12 +80,9 @@ tl_status tl_engine_config_band(const tl_engine_config *c, uint32_t row0, uint32
                        row0 + rows, c->rows);
     if (c->ndevices >= 2)
         return tl_fail(eb, TL_EUNSUPPORTED, "a band of rows runs on one device");
-    if (c->geometry == TL_GEOMETRY_CONE && c->cone.matrices && !matrices)
-        return tl_fail(eb, TL_EINVAL, "a band of given cone-beam matrices needs room for them");
     const tl_geometry_ops *g;
     (void)tl_geometry_find(c->geometry, NULL, &g);
     *out = *c;
     out->rows = rows;
-    g->band(c, row0, out, matrices);
-    return TL_OK;
+    return g->band(c, row0, out, matrices, eb);
 }

@@ -266,19 +266,22 @@ static void cone_rows_seen(const tl_engine_config *c, const tl_bp_proj *p, const
 /* Rows [row0, ...): the principal row moves up by row0 (offset_v counts from the band's
  * middle row), and so does every given matrix's v (its row 2 less row0 times its row 3,
  * which keeps it normalised). Volume z counts rows, so it moves with them. */
-static void cone_band(const tl_engine_config *c, uint32_t row0, tl_engine_config *out,
-                      double (*matrices)[12])
+static tl_status cone_band(const tl_engine_config *c, uint32_t row0, tl_engine_config *out,
+                           double (*matrices)[12], tl_errbuf *eb)
 {
     const tl_cone_config *k = &c->cone;
     out->cone.offset_v = k->offset_v + 0.5 * (c->rows - 1.0) - row0 - 0.5 * (out->rows - 1.0);
     if (!k->matrices)
-        return;
+        return TL_OK;
+    if (!matrices)
+        return tl_fail(eb, TL_EINVAL, "a band of given cone-beam matrices needs room for them");
     for (uint32_t i = 0; i < k->nmatrices; i++) {
         memcpy(matrices[i], k->matrices[i], sizeof matrices[i]);
         for (int col = 0; col < 4; col++)
             matrices[i][4 + col] -= row0 * matrices[i][8 + col];
     }
     out->cone.matrices = (const double(*)[12])matrices;
+    return TL_OK;
 }
 
 const tl_geometry_ops tl_geometry_cone = {

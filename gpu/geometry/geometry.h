@@ -35,9 +35,10 @@ typedef struct tl_geometry_ops {
     /* The scan of c as detector rows [row0, row0 + out->rows) see it (out: a copy of c with
      * its rows already set): every projection of volume point (x, y, z) of c lands where
      * out's projection of (x, y, z - row0) does, row0 rows higher. Given cone-beam
-     * matrices are shifted into `matrices` (c's count), which out then points to. */
-    void (*band)(const tl_engine_config *c, uint32_t row0, tl_engine_config *out,
-                 double (*matrices)[12]);
+     * matrices are shifted into `matrices` (c's count), which out then points to;
+     * TL_EINVAL when there are some and no room for them. */
+    tl_status (*band)(const tl_engine_config *c, uint32_t row0, tl_engine_config *out,
+                      double (*matrices)[12], tl_errbuf *eb);
     /* The angular range of a complete scan (radians): pi for parallel beam (opposite rays
      * are the same ray), 2 pi for cone beam. Benchmarks spread their angles over it. */
     double turn;

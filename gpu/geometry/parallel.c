@@ -37,10 +37,11 @@ static void parallel_rows_seen(const tl_engine_config *c, const tl_bp_proj *p, c
 }
 
 /* Nothing but the rows: a row is its own sinogram. */
-static void parallel_band(const tl_engine_config *c, uint32_t row0, tl_engine_config *out,
-                          double (*matrices)[12])
+static tl_status parallel_band(const tl_engine_config *c, uint32_t row0, tl_engine_config *out,
+                               double (*matrices)[12], tl_errbuf *eb)
 {
-    (void)c, (void)row0, (void)out, (void)matrices;
+    (void)c, (void)row0, (void)out, (void)matrices, (void)eb;
+    return TL_OK;
 }
 
 const tl_geometry_ops tl_geometry_parallel = {
