@@ -110,7 +110,7 @@ check_PROGRAMS += tests/integration/check_cone_daemon_matrices
 TESTS += tests/integration/check_cone_daemon_matrices
 tests_integration_check_cone_daemon_matrices_SOURCES = \
 	tests/integration/check_cone_daemon_matrices.c clients/cone_opts.h clients/cone_opts.c \
-	clients/angles.h clients/angles.c
+	clients/angles.h clients/angles.c tests/integration/cone_truth.h tests/integration/cone_truth.c
 tests_integration_check_cone_daemon_matrices_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
 	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(TIFF_CFLAGS)
 tests_integration_check_cone_daemon_matrices_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIBS) \
@@ -120,7 +120,8 @@ tests_integration_check_cone_daemon_matrices_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIB
 check_PROGRAMS += tests/integration/check_cone_tomopackets
 TESTS += tests/integration/check_cone_tomopackets
 tests_integration_check_cone_tomopackets_SOURCES = \
-	tests/integration/check_cone_tomopackets.c clients/cone_opts.h clients/cone_opts.c
+	tests/integration/check_cone_tomopackets.c clients/cone_opts.h clients/cone_opts.c \
+	tests/integration/cone_truth.h tests/integration/cone_truth.c
 tests_integration_check_cone_tomopackets_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) \
 	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(TIFF_CFLAGS)
 tests_integration_check_cone_tomopackets_LDADD = $(FIXTURE_LIBS) $(IMAGE_LIBS) \

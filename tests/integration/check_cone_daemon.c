@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "clients/cone_opts.h"
-#include "clients/tiff.h"
 #include "tests/daemon_fixture.h"
 #include "tests/integration/cone_truth.h"
 #include "tests/testutil.h"
@@ -29,19 +28,6 @@ enum { R = 33, W = 64, N = 180 };
 #define GEOMETRY                                                                         \
     "--geometry cone --source-origin 300 --source-detector 450 --pixel-size 0.5 --rows " \
     "33 --cols 64 --darks 4 --flats 4"
-
-static float *read_slice(const char *path, uint32_t h, uint32_t w)
-{
-    tl_tiff_reader r;
-    char err[256];
-    ck_assert_msg(tl_tiff_open(&r, path, err, sizeof err) == 0, "%s", err);
-    ck_assert_uint_eq(r.rows, h);
-    ck_assert_uint_eq(r.cols, w);
-    float *px = malloc((size_t)h * w * sizeof *px);
-    ck_assert_msg(tl_tiff_read_page(&r, 0, px, err, sizeof err) == 0, "%s", err);
-    tl_tiff_close(&r);
-    return px;
-}
 
 static double json_num(json_t *o, const char *path)
 {
@@ -99,7 +85,7 @@ static void orbit_plane(const char *angles, uint32_t nviews, bool short_scan, do
     /* the final slice against the sample's density in the orbit's plane */
     char path[700];
     snprintf(path, sizeof path, "%s/views/mid.tif", f.dir);
-    float *rec = read_slice(path, W, W);
+    float *rec = tl_cone_read_slice(path, W, W);
     tl_cone_opts k = {.cone = true,
                       .source_origin = 300,
                       .source_detector = 450,

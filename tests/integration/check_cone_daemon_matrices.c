@@ -24,9 +24,9 @@
 
 #include "clients/angles.h"
 #include "clients/cone_opts.h"
-#include "clients/tiff.h"
 #include "gpu/phantom_cone.h"
 #include "tests/daemon_fixture.h"
+#include "tests/integration/cone_truth.h"
 #include "tests/testutil.h"
 
 enum { R = 33, W = 64, N = 120 };
@@ -71,16 +71,9 @@ static void write_matrices(const char *dir, const char *name, double dv, double 
 
 static float *read_slice(const char *dir, const char *sub)
 {
-    char path[700], err[256];
+    char path[700];
     snprintf(path, sizeof path, "%s/%s/mid.tif", dir, sub);
-    tl_tiff_reader r;
-    ck_assert_msg(tl_tiff_open(&r, path, err, sizeof err) == 0, "%s", err);
-    ck_assert_uint_eq(r.rows, W);
-    ck_assert_uint_eq(r.cols, W);
-    float *px = malloc((size_t)W * W * sizeof *px);
-    ck_assert_msg(tl_tiff_read_page(&r, 0, px, err, sizeof err) == 0, "%s", err);
-    tl_tiff_close(&r);
-    return px;
+    return tl_cone_read_slice(path, W, W);
 }
 
 /* One scan pushed with `extra` options (series `series`), its final row slice into
@@ -114,17 +107,6 @@ static long long push_scan(tl_fixture *f, unsigned series, const char *extra, co
     long long n = json_is_null(m) ? -1 : (long long)json_integer_value(m);
     json_decref(st);
     return n;
-}
-
-static double rel_l2(const float *a, const float *b, double *norm_b)
-{
-    double d = 0, nb = 0;
-    for (size_t i = 0; i < (size_t)W * W; i++) {
-        d += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-        nb += (double)b[i] * b[i];
-    }
-    *norm_b = sqrt(nb);
-    return sqrt(d / nb);
 }
 
 /* How much view 0 of the two trajectories P[0], P[1] differs (relative L2 of the exact
@@ -165,8 +147,11 @@ START_TEST(push_matrices_equal_circle)
     ck_assert_int_eq(push_scan(&f, 3, "--matrices m-moved.txt", "moved"), N);
     float *circ = read_slice(f.dir, "circ"), *mat = read_slice(f.dir, "mat"),
           *moved = read_slice(f.dir, "moved");
-    double norm, norm2;
-    double rel = rel_l2(mat, circ, &norm), rel_moved = rel_l2(moved, circ, &norm2);
+    size_t n = (size_t)W * W;
+    double rel = tl_rel_l2(mat, circ, n), rel_moved = tl_rel_l2(moved, circ, n), norm = 0;
+    for (size_t i = 0; i < n; i++)
+        norm += (double)circ[i] * circ[i];
+    norm = sqrt(norm);
     double views = view_difference(P);
     fprintf(stderr,
             "daemon cone matrices: slice from the circle's matrices against the circular "

@@ -24,10 +24,10 @@
 #include <string.h>
 
 #include "clients/cone_opts.h"
-#include "clients/tiff.h"
 #include "daemon/ingest/tomopackets.h"
 #include "gpu/phantom_cone.h"
 #include "tests/daemon_fixture.h"
+#include "tests/integration/cone_truth.h"
 #include "tests/testutil.h"
 
 enum { R = 33, W = 64, N = 120 };
@@ -145,18 +145,11 @@ static float *slice_of(tl_fixture *f, bool vec, const float *li, const char *out
                      0);
     ck_assert_int_eq(tl_fx_run(NULL, "cd '%s' && kill $(cat %s.pid)", f->dir, out), 0);
     ck_assert(tl_fx_wait_status(f, "slices.subscriptions", 0, 30));
-    char path[700], err[256];
+    char path[700];
     *seq_out = atoll(seq);
     free(seq);
     snprintf(path, sizeof path, "%s/%s/mid-%lld.tif", f->dir, out, *seq_out);
-    tl_tiff_reader r;
-    ck_assert_msg(tl_tiff_open(&r, path, err, sizeof err) == 0, "%s", err);
-    ck_assert_uint_eq(r.rows, W);
-    ck_assert_uint_eq(r.cols, W);
-    float *px = malloc((size_t)W * W * sizeof *px);
-    ck_assert_msg(tl_tiff_read_page(&r, 0, px, err, sizeof err) == 0, "%s", err);
-    tl_tiff_close(&r);
-    return px;
+    return tl_cone_read_slice(path, W, W);
 }
 
 /* status.scan.cone.matrices: the count, or -1 for nil. */
@@ -207,12 +200,9 @@ START_TEST(cone_vec_equals_cone_beam)
     ck_assert_int_gt(seq_b, seq_a); /* the second scan's own slice, not a resend of the first */
     ck_assert_int_eq(tl_fx_status_int(&f, "scan.series"), 2);
     ck_assert_int_eq(tl_fx_status_int(&f, "frames.rejected.protocol"), 0);
-    double diff = 0, norm = 0;
-    for (size_t i = 0; i < (size_t)W * W; i++) {
-        diff += ((double)b[i] - a[i]) * ((double)b[i] - a[i]);
+    double rel = tl_rel_l2(b, a, (size_t)W * W), norm = 0;
+    for (size_t i = 0; i < (size_t)W * W; i++)
         norm += (double)a[i] * a[i];
-    }
-    double rel = sqrt(diff / norm);
     fprintf(stderr,
             "tomopackets: ConeVecGeometry against ConeBeamGeometry, orbit plane: relative L2 "
             "%.3g (|slice| %.3g)\n",

@@ -281,20 +281,6 @@ static void write_scan(const char *path, const tl_cone_opts *k, tl_phantom *ph)
     write_arc(path, k, RN, 360, ph);
 }
 
-static float *read_page(const char *path, uint32_t h, uint32_t w)
-{
-    tl_tiff_reader r;
-    char err[256];
-    ck_assert_msg(tl_tiff_open(&r, path, err, sizeof err) == 0, "%s", err);
-    ck_assert_uint_eq(r.rows, h);
-    ck_assert_uint_eq(r.cols, w);
-    ck_assert_int_eq(r.dtype, TL_DTYPE_F32);
-    float *px = malloc((size_t)h * w * sizeof *px);
-    ck_assert_msg(tl_tiff_read_page(&r, 0, px, err, sizeof err) == 0, "%s", err);
-    tl_tiff_close(&r);
-    return px;
-}
-
 /* recon of detector row `plane` of the trajectory of write_scan (300, 450, 0.5), with
  * `extra` options after those (NULL-terminated: the angles, --already-linear, --offset; a
  * cone option given again replaces it): the RW x RW slice (malloc'ed), `said` the extra
@@ -319,7 +305,7 @@ static float *recon_page(const char *in, int plane, const char *const *extra, ch
     }
     int rc = tl_client_run(dir, args, 120);
     ck_assert_msg(rc == 0, "recon: exit %d: %s", rc, tl_client_err());
-    return read_page(out, RW, RW);
+    return tl_cone_read_slice(out, RW, RW);
 }
 
 /* recon_page against the sample's orbit plane, inside RADIUS. */

@@ -2,8 +2,24 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdlib.h>
 
+#include "clients/tiff.h"
 #include "tests/integration/cone_truth.h"
+#include "tests/testutil.h"
+
+float *tl_cone_read_slice(const char *path, uint32_t h, uint32_t w)
+{
+    tl_tiff_reader r;
+    char err[256];
+    ck_assert_msg(tl_tiff_open(&r, path, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(r.rows, h);
+    ck_assert_uint_eq(r.cols, w);
+    float *px = malloc((size_t)h * w * sizeof *px);
+    ck_assert_msg(px && tl_tiff_read_page(&r, 0, px, err, sizeof err) == 0, "%s", err);
+    tl_tiff_close(&r);
+    return px;
+}
 
 void tl_cone_truth(const tl_phantom *ph, double unit, uint32_t h, uint32_t w, float *out)
 {

@@ -9,6 +9,7 @@
  * a reconstructed pixel stands for an area (sharp phantom edges would otherwise be charged
  * to the reconstruction).
  *
+ *   float *slice = tl_cone_read_slice(path, h, w);
  *   tl_cone_truth(&ph, unit, h, w, truth);
  *   tl_cone_diff d = tl_cone_compare(slice, truth, h, w, radius);
  */
@@ -32,5 +33,9 @@ typedef struct {
 } tl_cone_diff;
 tl_cone_diff tl_cone_compare(const float *rec, const float *truth, uint32_t h, uint32_t w,
                              double radius);
+
+/* The float32 slice a tool wrote (page 0 of the TIFF at path; recon, sub), malloc'ed; the
+ * test fails unless it is h x w. */
+float *tl_cone_read_slice(const char *path, uint32_t h, uint32_t w);
 
 #endif
