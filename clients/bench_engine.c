@@ -9,7 +9,6 @@
 #include "clients/bench_engine.h"
 #include "clients/cli.h"
 #include "gpu/phantom.h"
-#include "gpu/phantom_cone.h"
 
 /* The phantom's outer ellipse, as a share of the detector width. */
 #define PHANTOM_RADIUS 0.45
@@ -109,21 +108,18 @@ int tl_bench_engine_cone(const char *me, tl_backend_kind backend, int device, ui
     tl_phantom ph = {0}; /* freed whether made or not */
     size_t npix = (size_t)rows * size;
     float *li = malloc(npix * sizeof *li);
-    double *exact = malloc(npix * sizeof *exact); /* the phantom's line integrals */
+    double *exact = malloc(npix * sizeof *exact); /* float64 scratch of tl_cone_opts_view */
     int rc = 0;
     if (!li || !exact)
         rc = tl_cli_fail(me, 1, "out of memory for the projections");
     else if (tl_cone_opts_phantom(k, rows, size, center, 1.0, &ph, why, sizeof why) != 0)
         rc = tl_cli_fail(me, 1, "%s", why);
     for (uint32_t p = 0; rc == 0 && p < proj; p++) {
-        double theta = 2 * M_PI * p / proj, P[12];
-        if (tl_cone_opts_matrix(k, rows, size, center, theta, P, &eb) != TL_OK ||
-            tl_phantom_cone_project(&ph, P, rows, size, exact, &eb) != TL_OK) {
+        double theta = 2 * M_PI * p / proj;
+        if (tl_cone_opts_view(k, &ph, rows, size, center, theta, NULL, li, exact, &eb) != TL_OK) {
             rc = tl_cli_fail(me, 1, "projection %u: %s", p, eb.msg);
             break;
         }
-        for (size_t i = 0; i < npix; i++)
-            li[i] = (float)exact[i];
         rc = tl_bench_submit(me, *e, p, theta, rows, size, li, false);
     }
     tl_phantom_free(&ph);

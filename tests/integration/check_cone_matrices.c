@@ -23,7 +23,6 @@
 #include "clients/cone_opts.h"
 #include "clients/tiff.h"
 #include "gpu/geometry/cone.h"
-#include "gpu/phantom_cone.h"
 #include "tests/integration/clients_util.h"
 #include "tests/testutil.h"
 
@@ -93,9 +92,7 @@ static void write_scan(const char *path, const tl_cone_opts *k, double (*P)[12],
         tl_errbuf eb = {0};
         double a = angle(reversed ? RN - 1 - i : i);
         ck_assert_int_eq(tl_cone_opts_matrix(k, RR, RW, center, a, P[i], &eb), TL_OK);
-        ck_assert_int_eq(tl_phantom_cone_project(&ph, P[i], RR, RW, li, &eb), TL_OK);
-        for (size_t p = 0; p < npix; p++)
-            page[p] = (float)li[p];
+        ck_assert_int_eq(tl_cone_opts_view(k, &ph, RR, RW, center, a, P[i], page, li, &eb), TL_OK);
         ck_assert_msg(tl_tiff_write_page(&w, TL_DTYPE_F32, page, RR, RW, why, sizeof why) == 0,
                       "%s", why);
     }

@@ -260,13 +260,10 @@ static void write_arc(const char *path, const tl_cone_opts *k, int n, double arc
     ck_assert_msg(tl_tiff_create(&w, path, (uint64_t)n * npix * 4, why, sizeof why) == 0, "%s",
                   why);
     for (int i = 0; i < n; i++) {
-        double P[12];
         tl_errbuf eb = {0};
-        ck_assert_int_eq(tl_cone_opts_matrix(k, RR, RW, center, arc * M_PI / 180 * i / n, P, &eb),
+        ck_assert_int_eq(tl_cone_opts_view(k, ph, RR, RW, center, arc * M_PI / 180 * i / n, NULL,
+                                           page, li, &eb),
                          TL_OK);
-        ck_assert_int_eq(tl_phantom_cone_project(ph, P, RR, RW, li, &eb), TL_OK);
-        for (size_t p = 0; p < npix; p++)
-            page[p] = (float)li[p];
         ck_assert_msg(tl_tiff_write_page(&w, TL_DTYPE_F32, page, RR, RW, why, sizeof why) == 0,
                       "%s", why);
     }
