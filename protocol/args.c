@@ -149,23 +149,30 @@ tl_proto_err tl_proto_get_str(const msgpack_object *map, const char *key, bool r
 
 /* An array of exactly n elements; E_KEY_TYPE if not an array, E_RANGE if the length differs
  * (the type is right, the value is not). */
+/* Whether o is an array of n elements (named `name`, holding `what`, in messages). */
+static tl_proto_err check_array(const msgpack_object *o, const char *name, size_t n,
+                                const char *what, tl_proto_error *err)
+{
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
+                             "\"%s\": expected an array of %zu %s, "
+                             "got %s",
+                             name, n, what, tlp_object_type_name(o));
+    if (o->via.array.size != n)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"%s\": expected an array of %zu %s, "
+                             "got %" PRIu32 " elements",
+                             name, n, what, o->via.array.size);
+    return TL_PROTO_OK;
+}
+
 static tl_proto_err find_array(const msgpack_object *map, const char *key, bool required, size_t n,
                                const char *what, const msgpack_object **o, tl_proto_error *err)
 {
     tl_proto_err rc = find(map, key, required, o, err);
     if (rc || !*o)
         return rc;
-    if ((*o)->type != MSGPACK_OBJECT_ARRAY)
-        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
-                             "\"%s\": expected an array of %zu %s, "
-                             "got %s",
-                             key, n, what, tlp_object_type_name(*o));
-    if ((*o)->via.array.size != n)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE,
-                             "\"%s\": expected an array of %zu %s, "
-                             "got %" PRIu32 " elements",
-                             key, n, what, (*o)->via.array.size);
-    return TL_PROTO_OK;
+    return check_array(*o, key, n, what, err);
 }
 
 tl_proto_err tl_proto_get_floats(const msgpack_object *map, const char *key, bool required,
@@ -240,16 +247,12 @@ tl_proto_err tlp_get_f64_pair(const msgpack_object *map, const char *key, bool r
                               double out[2], tl_proto_error *err)
 {
     const msgpack_object *o;
-    tl_proto_err rc = find_array(map, key, required, 2, "numbers", &o, err);
+    tl_proto_err rc = find(map, key, required, &o, err);
     if (rc || !o)
         return rc;
-    char ek[80];
-    double v[2];
-    for (size_t i = 0; i < 2; i++) {
-        snprintf(ek, sizeof ek, "%s[%zu]", key, i);
-        if ((rc = as_double(&o->via.array.ptr[i], ek, &v[i], err)))
-            return rc;
-    }
+    double v[2]; /* out stays as it was unless both are good */
+    if ((rc = tlp_f64_array(o, key, 2, v, err)))
+        return rc;
     out[0] = v[0];
     out[1] = v[1];
     return TL_PROTO_OK;
@@ -258,19 +261,13 @@ tl_proto_err tlp_get_f64_pair(const msgpack_object *map, const char *key, bool r
 tl_proto_err tlp_f64_array(const msgpack_object *o, const char *name, size_t n, double *out,
                            tl_proto_error *err)
 {
-    if (o->type != MSGPACK_OBJECT_ARRAY)
-        return tl_proto_fail(err, TL_PROTO_E_KEY_TYPE,
-                             "\"%s\": expected an array of %zu numbers, got %s", name, n,
-                             tlp_object_type_name(o));
-    if (o->via.array.size != n)
-        return tl_proto_fail(err, TL_PROTO_E_RANGE,
-                             "\"%s\": expected an array of %zu numbers, got %" PRIu32 " elements",
-                             name, n, o->via.array.size);
+    tl_proto_err rc = check_array(o, name, n, "numbers", err);
+    if (rc)
+        return rc;
     char ek[80];
     for (size_t i = 0; i < n; i++) {
         snprintf(ek, sizeof ek, "%s[%zu]", name, i);
-        tl_proto_err rc = as_double(&o->via.array.ptr[i], ek, &out[i], err);
-        if (rc)
+        if ((rc = as_double(&o->via.array.ptr[i], ek, &out[i], err)))
             return rc;
     }
     return TL_PROTO_OK;
