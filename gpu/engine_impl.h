@@ -6,6 +6,7 @@
  *   slices.c       the slice registry (ids, specs, planes)
  *   track.c        tracked slices: accumulators updated projection by projection
  *   reconstruct.c  jobs for the backend, and reading slices out
+ *   iterate.c      iterative slices (the method: gpu/method/iterative.c)
  *   choices.c      the kernel list and the tuned kernel choices
  *   bench.c        benchmarks (engine_bench.h)
  *   bands.c        detector row bands (out-of-core slabs)

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "gpu/iterative_ref.h"
+#include "gpu/method/iterative.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -177,17 +178,9 @@ static double norm2(const double *v, size_t n)
 static tl_status check_options(const tl_iter_problem *pb, const tl_iter_options *o,
                                const double *x, tl_errbuf *eb)
 {
-    if ((unsigned)o->method > TL_ITER_OSEM)
-        return tl_fail(eb, TL_EINVAL, "iterative: unknown method %d", (int)o->method);
-    if (o->iterations == 0)
-        return tl_fail(eb, TL_EINVAL, "iterative: iterations 0");
-    bool os = o->method == TL_ITER_OS_SART || o->method == TL_ITER_OSEM;
-    if (os && (o->subsets == 0 || o->subsets > pb->nviews))
-        return tl_fail(eb, TL_EINVAL, "iterative: %u subsets of %u views", o->subsets, pb->nviews);
-    if (o->method != TL_ITER_OSEM && !(o->relaxation > 0 && o->relaxation < 2))
-        return tl_fail(eb, TL_EINVAL, "iterative: relaxation %g outside (0, 2)", o->relaxation);
-    if (!(o->tv_weight >= 0 && isfinite(o->tv_weight)))
-        return tl_fail(eb, TL_EINVAL, "iterative: TV weight %g", o->tv_weight);
+    tl_status st = tl_iter_check_options(o, pb->nviews, eb);
+    if (st != TL_OK)
+        return st;
     if (o->method == TL_ITER_OSEM) {
         for (size_t i = 0; i < pixels(pb); i++)
             if (!(x[i] > 0))

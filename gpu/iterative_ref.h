@@ -32,25 +32,10 @@
 #include <stdint.h>
 
 #include "gpu/base/fail.h"
+#include "gpu/base/types.h"
 #include "gpu/project_ref.h"
 
-typedef enum {
-    TL_ITER_SIRT = 0,
-    TL_ITER_SART,    /* one view per subset */
-    TL_ITER_OS_SART, /* `subsets` subsets */
-    TL_ITER_OSEM,    /* `subsets` subsets (1: MLEM) */
-} tl_iter_method;
-
-typedef struct {
-    tl_iter_method method;
-    uint32_t iterations; /* at most */
-    uint32_t subsets;    /* OS-SART, OS-EM (>= 1, at most the views) */
-    double relaxation;   /* lambda of the SART family, in (0, 2) */
-    bool nonneg;         /* clamp x at 0 after each iteration */
-    double tv_weight;    /* >= 0; 0: no TV steps */
-    uint32_t tv_steps;   /* TV descent steps per iteration (with tv_weight > 0) */
-    double tolerance;    /* stop once the relative residual changes by less (0: never) */
-} tl_iter_options;
+/* tl_iter_method and tl_iter_options: gpu/base/types.h (the engine takes them too). */
 
 /* A linear problem b = A x over views: an image of nx x ny x nz (nz = 1: a slice) and
  * nviews views of view_len measurements each, through a reference projector pair. */

@@ -12,7 +12,7 @@ noinst_LIBRARIES += gpu/libtlengine.a gpu/libtlbase.a
 gpu_libtlengine_a_SOURCES = \
 	gpu/engine.h gpu/engine_bench.h gpu/engine_impl.h \
 	gpu/engine.c gpu/backends.c gpu/host.c gpu/frames.c gpu/slices.c gpu/track.c \
-	gpu/reconstruct.c gpu/choices.c gpu/bench.c gpu/center.c gpu/halfacq.c gpu/bands.c \
+	gpu/reconstruct.c gpu/iterate.c gpu/choices.c gpu/bench.c gpu/center.c gpu/halfacq.c gpu/bands.c \
 	gpu/window.h gpu/window.c \
 	gpu/split.h gpu/split_impl.h gpu/split.c gpu/split_route.c gpu/split_acc.c gpu/split_bench.c \
 	gpu/phantom.h gpu/phantom.c gpu/phantom_cone.h gpu/phantom_cone.c \
@@ -26,9 +26,10 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/method/filter.h gpu/method/filter.c \
 	gpu/method/weights.h gpu/method/weights.c \
 	gpu/method/paganin.h gpu/method/paganin.c \
+	gpu/method/iterative.h gpu/method/iterative.c \
 	gpu/cpu/cpu_backend.h gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
 	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
-	gpu/cpu/corrections.c gpu/cpu/rings.c gpu/cpu/profile.c
+	gpu/cpu/corrections.c gpu/cpu/rings.c gpu/cpu/profile.c gpu/cpu/iterative.c
 gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS) $(JANSSON_CFLAGS)
 gpu_libtlbase_a_SOURCES = \
 	gpu/base/types.h gpu/base/names.c \

@@ -53,3 +53,10 @@ tests_gpu_check_corrections_SOURCES = tests/gpu/check_corrections.c
 tests_gpu_check_corrections_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_gpu_check_corrections_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_gpu_check_corrections_LDADD = $(GPU_TEST_LIBS)
+# iterative slices (tests/unit/check_iterative.c, built for the CUDA backend)
+check_PROGRAMS += tests/gpu/check_iterative_cuda
+TESTS += tests/gpu/check_iterative_cuda
+tests_gpu_check_iterative_cuda_SOURCES = tests/unit/check_iterative.c
+tests_gpu_check_iterative_cuda_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DTL_TEST_CUDA
+tests_gpu_check_iterative_cuda_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_gpu_check_iterative_cuda_LDADD = $(GPU_TEST_LIBS)

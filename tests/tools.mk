@@ -104,3 +104,10 @@ TESTS += tests/unit/check_iterative_ref
 tests_unit_check_iterative_ref_SOURCES = tests/unit/check_iterative_ref.c
 tests_unit_check_iterative_ref_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_iterative_ref_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# iterative slices through the engine against that reference (CPU; the CUDA build of the
+# same file is tests/gpu/check_iterative_cuda)
+check_PROGRAMS += tests/unit/check_iterative
+TESTS += tests/unit/check_iterative
+tests_unit_check_iterative_SOURCES = tests/unit/check_iterative.c
+tests_unit_check_iterative_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_iterative_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)

@@ -65,6 +65,31 @@ typedef struct {
                                   each slice's kernel (static strings) */
 } tl_bp_job;
 
+/* An iterative problem (gpu/method/iterative.c): one horizontal slice (a plane at constant
+ * z, so the slice is a 2-D problem of its own in parallel beam) and the views it is
+ * reconstructed from. The system matrix A is the transpose of the pixel-driven back
+ * projection (project_ref.h's matched pair: pixel (i, j) links to the two bins around its
+ * u = center + x cos - y sin with weights 1 - f and f, zero off the detector), so A^T is
+ * the engine's own back projection, unweighted. The measurements b are the window's rows
+ * at the slice's z (linear between two rows at a fractional z), unfiltered. */
+typedef struct {
+    tl_bp_slice slice;     /* plane (horizontal), height, width; out unused */
+    const tl_bp_proj *proj; /* slot, cos_t, sin_t, center of each view (weight unused) */
+    uint32_t nproj;
+} tl_it_problem;
+
+/* A subset of a problem's views: first, first + stride, ..., count of them. */
+typedef struct {
+    uint32_t first, stride, count;
+} tl_it_views;
+
+/* What it_forward leaves for it_backward in each measurement of a subset's views:
+ *   SART      R (b - A x), R = 1 / (A 1) (0 where a ray links no pixel);
+ *   EM        b / (A x) (0 where A x <= 0);
+ *   RESIDUAL  nothing.
+ * Each sets *sumsq (when not NULL) to the sum of (b - A x)^2 over the subset. */
+typedef enum { TL_IT_SART = 0, TL_IT_EM, TL_IT_RESIDUAL } tl_it_rule;
+
 typedef struct tl_backend_ops {
     const char *name;
     /* Memory the configuration needs; must not allocate. padded is the filter length. */
@@ -149,6 +174,23 @@ typedef struct tl_backend_ops {
     tl_status (*set_pixel_weights)(void *state, const double *w);
     tl_status (*profile_slot)(void *state, int32_t pos);
     tl_status (*profiles)(void *state, const uint32_t *pos, size_t n, float *out);
+    /* Iterative reconstruction (gpu/method/iterative.c runs the method; the backend keeps
+     * one problem, tl_it_problem above, and does the arithmetic on its device). NULL where
+     * a backend has none: the engine refuses iterative methods there.
+     * it_begin gathers b from the window and sets x = 0; stats gets ||b||^2 and min b.
+     * it_image copies `in` (host, height x width; NULL: keep) into x, then x into `out`
+     * (NULL: none). it_forward and it_backward run one subset (tl_it_rule above):
+     * backward sets g = A_S^T r and c = A_S^T 1 and, where c > 0, x += lambda g / c
+     * (SART) or x *= g / c (EM). it_regularise, after an iteration: x = max(x, 0) when
+     * nonneg, then tv_steps steps of iterative_ref.h's TV descent, each of length
+     * tv_weight ||x - x_mark||, x_mark being x as it_mark last saw it. it_end frees it all. */
+    tl_status (*it_begin)(void *state, const tl_it_problem *p, double stats[2]);
+    tl_status (*it_image)(void *state, const float *in, float *out);
+    tl_status (*it_forward)(void *state, tl_it_views v, tl_it_rule rule, double *sumsq);
+    tl_status (*it_backward)(void *state, tl_it_views v, tl_it_rule rule, double lambda);
+    tl_status (*it_mark)(void *state);
+    tl_status (*it_regularise)(void *state, bool nonneg, double tv_weight, uint32_t tv_steps);
+    void (*it_end)(void *state);
 } tl_backend_ops;
 
 /* Profiles kept for the centre estimation: 2 windows + 2 (every projection and the one

@@ -86,6 +86,23 @@ bool tl_quality_parse(const char *name, tl_quality *out)
     return false;
 }
 
+static const char *const iter_names[] = {"sirt", "sart", "os-sart", "osem"};
+
+const char *tl_iter_method_name(tl_iter_method m)
+{
+    return (unsigned)m < 4 ? iter_names[m] : "?";
+}
+
+bool tl_iter_method_parse(const char *name, tl_iter_method *out)
+{
+    for (int i = 0; name && i < 4; i++)
+        if (strcmp(name, iter_names[i]) == 0) {
+            *out = (tl_iter_method)i;
+            return true;
+        }
+    return false;
+}
+
 const char *tl_stage_name(tl_stage s)
 {
     static const char *const names[TL_STAGE_COUNT] = {"dezinger", "paganin", "rings"};

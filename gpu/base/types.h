@@ -70,6 +70,24 @@ bool tl_quality_parse(const char *name, tl_quality *out);
 
 typedef enum { TL_PRECISION_F32 = 0, TL_PRECISION_F64 } tl_precision;
 
+/* Iterative reconstruction (issue #28; engine.h, tl_engine_iterate; the float64 reference is
+ * gpu/iterative_ref.h). SIRT, SART (one view per subset), ordered-subsets SART, and OS-EM
+ * for counts data (one subset: MLEM). */
+typedef enum { TL_ITER_SIRT = 0, TL_ITER_SART, TL_ITER_OS_SART, TL_ITER_OSEM } tl_iter_method;
+const char *tl_iter_method_name(tl_iter_method m); /* "sirt", "sart", "os-sart", "osem" */
+bool tl_iter_method_parse(const char *name, tl_iter_method *out);
+
+typedef struct {
+    tl_iter_method method;
+    uint32_t iterations; /* at most */
+    uint32_t subsets;    /* OS-SART, OS-EM (>= 1, at most the views) */
+    double relaxation;   /* lambda of the SART family, in (0, 2) */
+    bool nonneg;         /* clamp x at 0 after each iteration */
+    double tv_weight;    /* >= 0; 0: no TV steps */
+    uint32_t tv_steps;   /* TV descent steps per iteration (with tv_weight > 0) */
+    double tolerance;    /* stop once the relative residual changes by less (0: never) */
+} tl_iter_options;
+
 #define TL_ENGINE_MAX_DEVICES 16 /* GPUs (row partitions) one engine may span */
 
 /* Per-frame corrections (issue 26), applied to each projection in this order:

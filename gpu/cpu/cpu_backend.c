@@ -63,6 +63,7 @@ static void cpu_destroy(void *state)
         return;
     if (s->pool)
         tl_pool_destroy(s->pool);
+    tl_cpu_it_end(s);
     tl_cpu_corr_destroy(s);
     tl_cpu_profile_destroy(s);
     pthread_mutex_lock(&tl_cpu_planner_lock);
@@ -582,4 +583,11 @@ const tl_backend_ops tl_cpu_backend = {
     .set_pixel_weights = tl_cpu_set_pixel_weights,
     .profile_slot = tl_cpu_profile_slot,
     .profiles = tl_cpu_profiles,
+    .it_begin = tl_cpu_it_begin,
+    .it_image = tl_cpu_it_image,
+    .it_forward = tl_cpu_it_forward,
+    .it_backward = tl_cpu_it_backward,
+    .it_mark = tl_cpu_it_mark,
+    .it_regularise = tl_cpu_it_regularise,
+    .it_end = tl_cpu_it_end,
 };

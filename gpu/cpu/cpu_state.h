@@ -86,6 +86,8 @@ typedef struct {
     unsigned stage_mask[TL_STAGE_RING]; /* bit s: stage s ran */
     uint64_t stage_read, stage_written;
 
+    struct tl_cpu_iter *it; /* the iterative problem (iterative.c; NULL: none) */
+
     size_t mem; /* bytes allocated */
     char device_name[64];
 } tl_cpu_state;
@@ -158,6 +160,15 @@ static inline void tl_cpu_profile_add_f64(tl_cpu_state *s, const double *v, int 
 void tl_cpu_profile_finish(tl_cpu_state *s);
 tl_status tl_cpu_profile_slot(void *state, int32_t pos);
 tl_status tl_cpu_profiles(void *state, const uint32_t *pos, size_t n, float *out);
+
+/* iterative.c: the iterative primitives (backend.h, tl_it_problem) */
+tl_status tl_cpu_it_begin(void *state, const tl_it_problem *p, double stats[2]);
+tl_status tl_cpu_it_image(void *state, const float *in, float *out);
+tl_status tl_cpu_it_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq);
+tl_status tl_cpu_it_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda);
+tl_status tl_cpu_it_mark(void *state);
+tl_status tl_cpu_it_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps);
+void tl_cpu_it_end(void *state);
 
 /* rings.c */
 tl_status tl_cpu_rings_create(tl_cpu_state *s);

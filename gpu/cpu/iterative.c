@@ -1,0 +1,336 @@
+/* iterative.c — the CPU backend's iterative primitives (backend.h, tl_it_problem; the method
+ * itself is gpu/method/iterative.c). Everything is float64, in both precision modes: the
+ * window's values are the only float input, so the result differs from the float64
+ * reference (gpu/iterative_ref.c) by the window's rounding alone.
+ *
+ * The system matrix is the transpose of the back projection, so both directions visit the
+ * same (pixel, bin, weight) links, found by one function (pixel_u) in both: the back
+ * projection walks pixels and reads the two bins around each pixel's u; the forward
+ * projection walks bins and, plane by plane of pixels, finds the few pixels whose u lies
+ * within a bin of it (where the candidates are found by a division, the link itself is
+ * decided by pixel_u, so the pair stays exactly adjoint).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cpu/cpu_state.h"
+
+#define TV_EPS 1e-8 /* iterative_ref.c's smoothing of |grad x| */
+
+typedef struct tl_cpu_iter {
+    uint32_t h, w, cols, nproj;
+    double *x, *mark, *g; /* images, h * w */
+    double *b, *r, *R;    /* nproj * cols: measurements, per-subset values, 1 / (A 1) */
+    /* pixel (i, j) at x = x0 + i xi + j xj, y likewise: the slice's plane */
+    double x0, xi, xj, y0, yi, yj;
+    double *cos_t, *sin_t, *center; /* per view */
+} tl_cpu_iter;
+
+static double pixel_u(const tl_cpu_iter *it, uint32_t k, long i, long j)
+{
+    double x = it->x0 + i * it->xi + j * it->xj, y = it->y0 + i * it->yi + j * it->yj;
+    return it->center[k] + x * it->cos_t[k] - y * it->sin_t[k];
+}
+
+/* The weight pixel (i, j) gives bin `bin` of view k (0 when they are not linked). */
+static double link_weight(const tl_cpu_iter *it, uint32_t k, long i, long j, long bin)
+{
+    double u = pixel_u(it, k, i, j);
+    if (!(u > -1.0 && u < (double)it->cols))
+        return 0;
+    double fl = floor(u);
+    if ((long)fl == bin)
+        return 1.0 - (u - fl);
+    if ((long)fl + 1 == bin)
+        return u - fl;
+    return 0;
+}
+
+static void free_iter(tl_cpu_iter *it)
+{
+    if (!it)
+        return;
+    free(it->x);
+    free(it->mark);
+    free(it->g);
+    free(it->b);
+    free(it->r);
+    free(it->R);
+    free(it->cos_t);
+    free(it->sin_t);
+    free(it->center);
+    free(it);
+}
+
+void tl_cpu_it_end(void *state)
+{
+    tl_cpu_state *s = state;
+    free_iter(s->it);
+    s->it = NULL;
+}
+
+/* Window value at (row r, slot, column c), 0 off the detector's rows. */
+static double window_at(const tl_cpu_state *s, long r, uint32_t slot, uint32_t c)
+{
+    if (r < 0 || r >= (long)s->rows)
+        return 0;
+    size_t at = ((size_t)r * s->n + slot) * s->cols + c;
+    return s->f64 ? ((const double *)s->window)[at] : ((const float *)s->window)[at];
+}
+
+/* ---- forward: y = A x over one view ---------------------------------------------------- */
+
+typedef struct {
+    tl_cpu_iter *it;
+    const double *x;
+    double *y; /* nproj * cols */
+    tl_it_views v;
+} fp_ctx;
+
+/* Bin `bin` of view k: every pixel linked to it, plane by plane along the axis the pixel
+ * grid's u changes least along (so a plane holds at most ceil(2 / |du|) + 1 of them). */
+static double fp_bin(const tl_cpu_iter *it, uint32_t k, long bin, const double *x)
+{
+    const double du_j = it->xj * it->cos_t[k] - it->yj * it->sin_t[k];
+    const double du_i = it->xi * it->cos_t[k] - it->yi * it->sin_t[k];
+    const bool planes_are_rows = fabs(du_j) >= fabs(du_i);
+    const long nplanes = planes_are_rows ? it->h : it->w, nalong = planes_are_rows ? it->w : it->h;
+    const double step = planes_are_rows ? du_j : du_i;
+    double sum = 0;
+    if (step == 0)
+        return 0;
+    for (long p = 0; p < nplanes; p++) {
+        double u0 = planes_are_rows ? pixel_u(it, k, p, 0) : pixel_u(it, k, 0, p);
+        double a = (bin - 1 - u0) / step, b = (bin + 1 - u0) / step;
+        long lo = (long)floor(fmin(a, b)) - 1, hi = (long)ceil(fmax(a, b)) + 1;
+        if (lo < 0)
+            lo = 0;
+        if (hi > nalong - 1)
+            hi = nalong - 1;
+        for (long q = lo; q <= hi; q++) {
+            long i = planes_are_rows ? p : q, j = planes_are_rows ? q : p;
+            double wgt = link_weight(it, k, i, j, bin);
+            if (wgt != 0)
+                sum += wgt * x[(size_t)i * it->w + (size_t)j];
+        }
+    }
+    return sum;
+}
+
+static void fp_job(void *ctx, size_t job, int thread)
+{
+    (void)thread;
+    fp_ctx *c = ctx;
+    uint32_t k = c->v.first + (uint32_t)job * c->v.stride;
+    for (uint32_t u = 0; u < c->it->cols; u++)
+        c->y[(size_t)k * c->it->cols + u] = fp_bin(c->it, k, u, c->x);
+}
+
+static void forward(tl_cpu_state *s, tl_it_views v, const double *x, double *y)
+{
+    tl_cpu_iter *it = s->it;
+    fp_ctx c = {.it = it, .x = x, .y = y, .v = v};
+    tl_cpu_run_jobs(s, v.count, 8.0 * it->h * it->w, fp_job, &c);
+}
+
+/* ---- backward: g = A_S^T r, c = A_S^T 1, and the update -------------------------------- */
+
+typedef struct {
+    tl_cpu_iter *it;
+    tl_it_views v;
+    tl_it_rule rule;
+    double lambda;
+} bp_ctx;
+
+static void bp_job(void *ctx, size_t job, int thread)
+{
+    (void)thread;
+    const bp_ctx *c = ctx;
+    const tl_cpu_iter *it = c->it;
+    const long i = (long)job;
+    for (long j = 0; j < (long)it->w; j++) {
+        double g = 0, norm = 0;
+        for (uint32_t n = 0; n < c->v.count; n++) {
+            uint32_t k = c->v.first + n * c->v.stride;
+            double u = pixel_u(it, k, i, j);
+            if (!(u > -1.0 && u < (double)it->cols))
+                continue;
+            double fl = floor(u), f = u - fl;
+            long b0 = (long)fl;
+            const double *r = it->r + (size_t)k * it->cols;
+            if (b0 >= 0) {
+                g += (1 - f) * r[b0];
+                norm += 1 - f;
+            }
+            if (b0 + 1 < (long)it->cols) {
+                g += f * r[b0 + 1];
+                norm += f;
+            }
+        }
+        if (!(norm > 0))
+            continue; /* a pixel the subset does not see is left alone */
+        double *x = &it->x[(size_t)i * it->w + (size_t)j];
+        *x = c->rule == TL_IT_EM ? *x * (g / norm) : *x + c->lambda * (g / norm);
+    }
+}
+
+tl_status tl_cpu_it_begin(void *state, const tl_it_problem *p, double stats[2])
+{
+    tl_cpu_state *s = state;
+    tl_cpu_it_end(s);
+    const float *o = p->slice.plane;
+    const uint32_t h = p->slice.height, w = p->slice.width, cols = s->cols, n = p->nproj;
+    tl_cpu_iter *it = calloc(1, sizeof *it);
+    size_t npix = (size_t)h * w, nmeas = (size_t)n * cols;
+    if (it) {
+        *it = (tl_cpu_iter){.h = h, .w = w, .cols = cols, .nproj = n};
+        it->x = calloc(npix, sizeof *it->x);
+        it->mark = calloc(npix, sizeof *it->mark);
+        it->g = calloc(npix, sizeof *it->g);
+        it->b = calloc(nmeas, sizeof *it->b);
+        it->r = calloc(nmeas, sizeof *it->r);
+        it->R = calloc(nmeas, sizeof *it->R);
+        it->cos_t = calloc(n, sizeof(double));
+        it->sin_t = calloc(n, sizeof(double));
+        it->center = calloc(n, sizeof(double));
+    }
+    if (!it || !it->x || !it->mark || !it->g || !it->b || !it->r || !it->R || !it->cos_t ||
+        !it->sin_t || !it->center) {
+        free_iter(it);
+        return tl_fail(s->eb, TL_ENOMEM, "iterative: no host memory for %u x %u pixels and %u views",
+                       h, w, n);
+    }
+    s->it = it;
+    /* row_start (kernels_impl.h) in double: pixel (i, j) at base + s xaxis + t yaxis */
+    it->xj = o[0] / (double)w;
+    it->yj = o[1] / (double)w;
+    it->xi = -o[3] / (double)h;
+    it->yi = -o[4] / (double)h;
+    double t0 = 1.0 - 0.5 / h, s0 = 0.5 / w;
+    it->x0 = o[6] + s0 * o[0] + t0 * o[3];
+    it->y0 = o[7] + s0 * o[1] + t0 * o[4];
+    const double z = o[8];
+    const double fl = floor(z), gz = z - fl;
+    const long r0 = (long)fl;
+    double sumsq = 0, bmin = INFINITY;
+    for (uint32_t k = 0; k < n; k++) {
+        it->cos_t[k] = p->proj[k].cos_t;
+        it->sin_t[k] = p->proj[k].sin_t;
+        it->center[k] = p->proj[k].center;
+        for (uint32_t u = 0; u < cols; u++) {
+            double a = window_at(s, r0, p->proj[k].slot, u);
+            double bz = gz != 0 ? window_at(s, r0 + 1, p->proj[k].slot, u) : 0;
+            double v = a + gz * (bz - a);
+            it->b[(size_t)k * cols + u] = v;
+            sumsq += v * v;
+            bmin = fmin(bmin, v);
+        }
+    }
+    /* R = 1 / (A 1), once for every view */
+    for (size_t i = 0; i < npix; i++)
+        it->g[i] = 1.0;
+    forward(s, (tl_it_views){0, 1, n}, it->g, it->R);
+    for (size_t i = 0; i < nmeas; i++)
+        it->R[i] = it->R[i] > 0 ? 1.0 / it->R[i] : 0.0;
+    stats[0] = sumsq;
+    stats[1] = bmin;
+    return TL_OK;
+}
+
+tl_status tl_cpu_it_image(void *state, const float *in, float *out)
+{
+    tl_cpu_iter *it = ((tl_cpu_state *)state)->it;
+    size_t npix = (size_t)it->h * it->w;
+    for (size_t i = 0; in && i < npix; i++)
+        it->x[i] = in[i];
+    for (size_t i = 0; out && i < npix; i++)
+        out[i] = (float)it->x[i];
+    return TL_OK;
+}
+
+tl_status tl_cpu_it_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq)
+{
+    tl_cpu_state *s = state;
+    tl_cpu_iter *it = s->it;
+    forward(s, v, it->x, it->r);
+    double sum = 0;
+    for (uint32_t n = 0; n < v.count; n++) {
+        size_t at = (size_t)(v.first + n * v.stride) * it->cols;
+        for (uint32_t u = 0; u < it->cols; u++, at++) {
+            double ax = it->r[at], b = it->b[at];
+            sum += (b - ax) * (b - ax);
+            if (rule != TL_IT_RESIDUAL)
+                it->r[at] = rule == TL_IT_EM ? (ax > 0 ? b / ax : 0.0) : it->R[at] * (b - ax);
+        }
+    }
+    if (sumsq)
+        *sumsq = sum;
+    return TL_OK;
+}
+
+tl_status tl_cpu_it_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda)
+{
+    tl_cpu_state *s = state;
+    bp_ctx c = {.it = s->it, .v = v, .rule = rule, .lambda = lambda};
+    tl_cpu_run_jobs(s, s->it->h, 4.0 * s->it->w * v.count, bp_job, &c);
+    return TL_OK;
+}
+
+tl_status tl_cpu_it_mark(void *state)
+{
+    tl_cpu_iter *it = ((tl_cpu_state *)state)->it;
+    memcpy(it->mark, it->x, (size_t)it->h * it->w * sizeof *it->x);
+    return TL_OK;
+}
+
+/* The smoothed total variation's gradient of x into g: iterative_ref.c's tv_gradient in
+ * two dimensions, forward differences along +x and +y (image row i - 1: rows run from +y
+ * down), none across the border. */
+static void tv_gradient(const tl_cpu_iter *it, const double *x, double *g)
+{
+    const size_t w = it->w, h = it->h;
+    memset(g, 0, w * h * sizeof *g);
+    for (size_t i = 0; i < h; i++)
+        for (size_t j = 0; j < w; j++) {
+            size_t v = i * w + j;
+            double dx = j + 1 < w ? x[v + 1] - x[v] : 0.0;
+            double dy = i > 0 ? x[v - w] - x[v] : 0.0;
+            double norm = sqrt(dx * dx + dy * dy + TV_EPS * TV_EPS);
+            g[v] -= dx / norm;
+            g[v] -= dy / norm;
+            if (j + 1 < w)
+                g[v + 1] += dx / norm;
+            if (i > 0)
+                g[v - w] += dy / norm;
+        }
+}
+
+tl_status tl_cpu_it_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps)
+{
+    tl_cpu_iter *it = ((tl_cpu_state *)state)->it;
+    const size_t npix = (size_t)it->h * it->w;
+    if (nonneg)
+        for (size_t i = 0; i < npix; i++)
+            it->x[i] = it->x[i] > 0 ? it->x[i] : 0.0;
+    if (!(tv_weight > 0))
+        return TL_OK;
+    double moved = 0;
+    for (size_t i = 0; i < npix; i++)
+        moved += (it->x[i] - it->mark[i]) * (it->x[i] - it->mark[i]);
+    const double step = tv_weight * sqrt(moved);
+    for (uint32_t k = 0; k < tv_steps; k++) {
+        tv_gradient(it, it->x, it->g);
+        double gn = 0;
+        for (size_t i = 0; i < npix; i++)
+            gn += it->g[i] * it->g[i];
+        gn = sqrt(gn);
+        if (!(gn > 0))
+            break;
+        for (size_t i = 0; i < npix; i++)
+            it->x[i] -= step * it->g[i] / gn;
+    }
+    return TL_OK;
+}
