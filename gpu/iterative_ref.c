@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TV_EPS 1e-8 /* smoothing of |grad x| in the TV steps (image values ~0.01 .. 10) */
 
 typedef struct {
     uint32_t n; /* views */
@@ -141,8 +140,8 @@ static tl_status make_subset(const tl_iter_problem *pb, uint32_t t, uint32_t m, 
 }
 
 /* The smoothed total variation's gradient of x (nx x ny x nz, forward differences, none
- * across the border) into g. */
-static void tv_gradient(const tl_iter_problem *pb, const double *x, double *g)
+ * across the border; smoothing eps) into g. */
+static void tv_gradient(const tl_iter_problem *pb, const double *x, double eps, double *g)
 {
     const size_t sx = 1, sy = pb->nx, sz = (size_t)pb->nx * pb->ny;
     const uint32_t dims[3] = {pb->nx, pb->ny, pb->nz};
@@ -153,7 +152,7 @@ static void tv_gradient(const tl_iter_problem *pb, const double *x, double *g)
             for (uint32_t i = 0; i < pb->nx; i++) {
                 const uint32_t at[3] = {i, j, k};
                 const size_t v = k * sz + j * sy + i;
-                double d[3], norm = TV_EPS * TV_EPS;
+                double d[3], norm = eps * eps;
                 for (int a = 0; a < 3; a++) {
                     d[a] = at[a] + 1 < dims[a] ? x[v + strides[a]] - x[v] : 0.0;
                     norm += d[a] * d[a];
@@ -223,8 +222,13 @@ static void tv_steps(const tl_iter_problem *pb, const tl_iter_options *o, double
     for (size_t i = 0; i < npix; i++)
         prev[i] = x[i] - prev[i];
     const double step = o->tv_weight * norm2(prev, npix);
+    double amax = 0;
+    for (size_t i = 0; i < npix; i++)
+        amax = fmax(amax, fabs(x[i]));
+    if (!(amax > 0))
+        return; /* a zero image: nothing to smooth */
     for (uint32_t k = 0; k < o->tv_steps; k++) {
-        tv_gradient(pb, x, g);
+        tv_gradient(pb, x, TL_TV_SMOOTHING * amax, g);
         double gn = norm2(g, npix);
         if (!(gn > 0))
             return;

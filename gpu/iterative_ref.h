@@ -14,7 +14,8 @@
  * which keeps x >= 0 from a positive start. Subsets interleave the views (view k in subset
  * k mod m), the usual order that keeps each subset spread over the arc.
  * After each iteration: non-negativity (x = max(x, 0)) and, with tv_weight > 0, tv_steps
- * steps of steepest descent on the smoothed total variation sum sqrt(|grad x|^2 + eps^2),
+ * steps of steepest descent on the smoothed total variation sum sqrt(|grad x|^2 + eps^2)
+ * (eps: TL_TV_SMOOTHING of max |x|),
  * each of length tv_weight times the size of that iteration's update (the ASD-POCS rule of
  * E. Y. Sidky, X. Pan, Phys. Med. Biol. 53:4777, 2008, simplified), so the TV step scales
  * with the data step and fades as the iterations converge.

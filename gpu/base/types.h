@@ -87,6 +87,10 @@ typedef struct {
     uint32_t tv_steps;   /* TV descent steps per iteration (with tv_weight > 0) */
     double tolerance;    /* stop once the relative residual changes by less (0: never) */
 } tl_iter_options;
+/* The TV steps' smoothing: |grad x| is taken as sqrt(|grad x|^2 + eps^2) with eps this
+ * fraction of max |x| as the iteration left it. A fixed tiny eps would make the descent
+ * direction in flat regions (where neighbours differ by rounding) depend on rounding. */
+#define TL_TV_SMOOTHING 1e-3
 
 #define TL_ENGINE_MAX_DEVICES 16 /* GPUs (row partitions) one engine may span */
 

@@ -18,7 +18,7 @@
 
 #include "gpu/cpu/cpu_state.h"
 
-#define TV_EPS 1e-8 /* iterative_ref.c's smoothing of |grad x| */
+#define SLACK 0.01 /* pixels: a plane's candidates widened for the division's rounding */
 
 typedef struct tl_cpu_iter {
     uint32_t h, w, cols, nproj;
@@ -105,7 +105,7 @@ static double fp_bin(const tl_cpu_iter *it, uint32_t k, long bin, const double *
     for (long p = 0; p < nplanes; p++) {
         double u0 = planes_are_rows ? pixel_u(it, k, p, 0) : pixel_u(it, k, 0, p);
         double a = (bin - 1 - u0) / step, b = (bin + 1 - u0) / step;
-        long lo = (long)floor(fmin(a, b)) - 1, hi = (long)ceil(fmax(a, b)) + 1;
+        long lo = (long)floor(fmin(a, b) - SLACK), hi = (long)ceil(fmax(a, b) + SLACK);
         if (lo < 0)
             lo = 0;
         if (hi > nalong - 1)
@@ -200,8 +200,8 @@ tl_status tl_cpu_it_begin(void *state, const tl_it_problem *p, double stats[2])
     if (!it || !it->x || !it->mark || !it->g || !it->b || !it->r || !it->R || !it->cos_t ||
         !it->sin_t || !it->center) {
         free_iter(it);
-        return tl_fail(s->eb, TL_ENOMEM, "iterative: no host memory for %u x %u pixels and %u views",
-                       h, w, n);
+        return tl_fail(s->eb, TL_ENOMEM,
+                       "iterative: no host memory for %u x %u pixels and %u views", h, w, n);
     }
     s->it = it;
     /* row_start (kernels_impl.h) in double: pixel (i, j) at base + s xaxis + t yaxis */
@@ -289,7 +289,7 @@ tl_status tl_cpu_it_mark(void *state)
 /* The smoothed total variation's gradient of x into g: iterative_ref.c's tv_gradient in
  * two dimensions, forward differences along +x and +y (image row i - 1: rows run from +y
  * down), none across the border. */
-static void tv_gradient(const tl_cpu_iter *it, const double *x, double *g)
+static void tv_gradient(const tl_cpu_iter *it, const double *x, double eps, double *g)
 {
     const size_t w = it->w, h = it->h;
     memset(g, 0, w * h * sizeof *g);
@@ -298,7 +298,7 @@ static void tv_gradient(const tl_cpu_iter *it, const double *x, double *g)
             size_t v = i * w + j;
             double dx = j + 1 < w ? x[v + 1] - x[v] : 0.0;
             double dy = i > 0 ? x[v - w] - x[v] : 0.0;
-            double norm = sqrt(dx * dx + dy * dy + TV_EPS * TV_EPS);
+            double norm = sqrt(dx * dx + dy * dy + eps * eps);
             g[v] -= dx / norm;
             g[v] -= dy / norm;
             if (j + 1 < w)
@@ -321,8 +321,13 @@ tl_status tl_cpu_it_regularise(void *state, bool nonneg, double tv_weight, uint3
     for (size_t i = 0; i < npix; i++)
         moved += (it->x[i] - it->mark[i]) * (it->x[i] - it->mark[i]);
     const double step = tv_weight * sqrt(moved);
+    double amax = 0;
+    for (size_t i = 0; i < npix; i++)
+        amax = fmax(amax, fabs(it->x[i]));
+    if (!(amax > 0))
+        return TL_OK; /* a zero image: nothing to smooth */
     for (uint32_t k = 0; k < tv_steps; k++) {
-        tv_gradient(it, it->x, it->g);
+        tv_gradient(it, it->x, TL_TV_SMOOTHING * amax, it->g);
         double gn = 0;
         for (size_t i = 0; i < npix; i++)
             gn += it->g[i] * it->g[i];

@@ -25,6 +25,7 @@ CUDA_SOURCES = \
 	gpu/cuda/bench.cu \
 	gpu/cuda/microbench.cu \
 	gpu/cuda/accumulate.cu \
+	gpu/cuda/iterative.cu \
 	gpu/cuda/ipc.cu
 # The headers are listed here, not in CUDA_SOURCES: gpu/local.mk includes
 # $(CUDA_SOURCES:.cu=.d) as nvcc's dependency files, and a header in that list would be

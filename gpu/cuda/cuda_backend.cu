@@ -292,6 +292,7 @@ static void cuda_destroy(void *state)
      * and a sticky device error would make every call below fail anyway). */
     if (cudaSetDevice(s->device) == cudaSuccess && s->stream)
         cudaStreamSynchronize(s->stream);
+    tl_cuda_op_it_end(s);
     tl_cuda_tex_destroy(s);
     tl_cuda_cone_stack_destroy(s);
     tl_cuda_fft_destroy(s);
@@ -707,4 +708,11 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     cuda_set_pixel_weights, /* set_pixel_weights */
     tl_cuda_op_profile_slot, /* profile_slot (profile.cu) */
     tl_cuda_op_profiles,    /* profiles (profile.cu) */
+    tl_cuda_op_it_begin,    /* it_begin (iterative.cu) */
+    tl_cuda_op_it_image,    /* it_image */
+    tl_cuda_op_it_forward,  /* it_forward */
+    tl_cuda_op_it_backward, /* it_backward */
+    tl_cuda_op_it_mark,     /* it_mark */
+    tl_cuda_op_it_regularise, /* it_regularise */
+    tl_cuda_op_it_end,      /* it_end */
 };

@@ -276,6 +276,8 @@ typedef struct {
     float **acc_out;
     size_t *acc_size; /* pixels */
     int nacc;
+
+    struct tl_cuda_iter *it; /* the iterative problem (iterative.cu; NULL: none) */
 } tl_cuda_state;
 
 /* Operations of the table (tl_cuda_backend, cuda_backend.cu) defined in other files. */
@@ -296,6 +298,14 @@ void tl_cuda_op_acc_free(void *state, int id);
 tl_status tl_cuda_op_acc_update(void *state, tl_bp_job *job, const int *ids, bool add);
 tl_status tl_cuda_op_acc_read(void *state, const int *ids, size_t n, float *const *out);
 void tl_cuda_acc_destroy(tl_cuda_state *s);
+/* iterative.cu: the iterative primitives (backend.h, tl_it_problem) */
+tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[2]);
+tl_status tl_cuda_op_it_image(void *state, const float *in, float *out);
+tl_status tl_cuda_op_it_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq);
+tl_status tl_cuda_op_it_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda);
+tl_status tl_cuda_op_it_mark(void *state);
+tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps);
+void tl_cuda_op_it_end(void *state);
 
 /* cuda_backend.cu */
 tl_status tl_cuda_use_device(tl_cuda_state *s);

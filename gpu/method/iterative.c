@@ -41,12 +41,9 @@ tl_status tl_iter_check_options(const tl_iter_options *o, uint32_t nviews, tl_er
 static uint32_t subsets_of(const tl_iter_options *o, uint32_t nviews)
 {
     switch (o->method) {
-    case TL_ITER_SIRT:
-        return 1;
-    case TL_ITER_SART:
-        return nviews;
-    default:
-        return o->subsets;
+        case TL_ITER_SIRT: return 1;
+        case TL_ITER_SART: return nviews;
+        default: return o->subsets;
     }
 }
 
@@ -80,8 +77,9 @@ static tl_status check_start(const tl_iter_options *o, const tl_it_problem *p, c
     size_t npix = (size_t)p->slice.height * p->slice.width;
     for (size_t i = 0; x && i < npix; i++)
         if (!(x[i] > 0))
-            return tl_fail(eb, TL_EINVAL, "iterative: OS-EM needs a start above 0 (pixel %zu is %g)",
-                           i, (double)x[i]);
+            return tl_fail(eb, TL_EINVAL,
+                           "iterative: OS-EM needs a start above 0 (pixel %zu is %g)", i,
+                           (double)x[i]);
     return TL_OK;
 }
 
@@ -131,7 +129,9 @@ tl_status tl_iterative_run(const tl_backend_ops *ops, void *be, const tl_it_prob
         if (tv)
             st = ops->it_mark(be);
         for (uint32_t t = 0; st == TL_OK && t < m; t++) {
-            st = ops->it_forward(be, subset(t, m, p->nproj), rule, &sumsq);
+            /* only one subset's pass sees the residual: the others need no sum (which
+             * would wait for the GPU at every subset) */
+            st = ops->it_forward(be, subset(t, m, p->nproj), rule, m == 1 ? &sumsq : NULL);
             if (st == TL_OK && m == 1 && it > 0) /* A x of the last iteration's x */
                 stop = record(o, sumsq, stats[0], it - 1, residual, &last, done);
             if (st == TL_OK && !stop)

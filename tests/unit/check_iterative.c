@@ -3,7 +3,8 @@
  * projector pair, on exact line integrals of a Shepp-Logan phantom:
  *   reference    SIRT, SART, OS-SART, OS-EM (Poisson counts) and non-negative SIRT with TV
  *                steps each give the reference's image (relative L2 within DESIGN.md §3's
- *                exact mode) and its residual after every iteration. After one SIRT
+ *                exact mode; with TV the fast mode, see against_reference) and its
+ *                residual after every iteration. After one SIRT
  *                iteration from zeros x = lambda C A^T R b and its residual is
  *                ||b - A x||, so the back and the forward projector are each checked
  *                against the reference's pair (whose adjointness check_project_ref tests).
@@ -44,11 +45,12 @@ int main(void)
 #define BACKEND TL_BACKEND_CPU
 #endif
 
-#define N 64      /* slice side */
-#define COLS 96   /* detector bins */
-#define MAXV 64   /* views, at most */
-#define RADIUS 28 /* phantom radius, pixels */
-#define EXACT_REL 2e-5
+#define N 64           /* slice side */
+#define COLS 96        /* detector bins */
+#define MAXV 64        /* views, at most */
+#define RADIUS 28      /* phantom radius, pixels */
+#define EXACT_REL 2e-5 /* DESIGN.md §3's modes */
+#define FAST_REL 1e-3
 #define RESIDUAL_TOL 2e-5 /* relative difference of the residual curves */
 
 typedef struct {
@@ -73,8 +75,13 @@ static void make_scan(scan *s, uint32_t n, double arc)
             s->b[k * COLS + u] = tl_phantom_line_integral(&ph, s->theta[k], u - s->center[k], 0);
     }
     tl_phantom_free(&ph);
-    s->g = (tl_pb_slice){.nx = N, .ny = N, .pixel = 1, .cols = COLS, .n = n,
-                         .theta = s->theta, .center = s->center};
+    s->g = (tl_pb_slice){.nx = N,
+                         .ny = N,
+                         .pixel = 1,
+                         .cols = COLS,
+                         .n = n,
+                         .theta = s->theta,
+                         .center = s->center};
 }
 
 /* An engine on the test's backend holding the scan (frames in reverse order), filter f. */
@@ -94,8 +101,13 @@ static tl_engine *engine_of(const scan *s, tl_filter f)
         uint32_t k = s->n - 1 - i;
         for (uint32_t u = 0; u < COLS; u++)
             row[u] = (float)s->b[k * COLS + u];
-        tl_frame fr = {.kind = TL_FRAME_PROJ, .index = k, .angle = s->theta[k],
-                       .dtype = TL_DTYPE_F32, .rows = 1, .cols = COLS, .data = row};
+        tl_frame fr = {.kind = TL_FRAME_PROJ,
+                       .index = k,
+                       .angle = s->theta[k],
+                       .dtype = TL_DTYPE_F32,
+                       .rows = 1,
+                       .cols = COLS,
+                       .data = row};
         ck_assert_int_eq(tl_engine_submit(e, &fr), TL_OK);
     }
     return e;
@@ -128,7 +140,11 @@ static double rel_l2(const double *a, const double *ref, size_t n)
     return sqrt(num / den);
 }
 
-/* o through the engine and through the reference, from zeros (ones for OS-EM). */
+/* o through the engine and through the reference, from zeros (ones for OS-EM). The image
+ * must be within the exact mode; with TV steps within the fast mode: the smoothed TV's
+ * gradient in flat regions is (difference of neighbours) / eps, so the rounding of a float
+ * image reaches it amplified by 1 / eps (eps = TL_TV_SMOOTHING of the image's maximum;
+ * 1e-4 measured on the CUDA backend, the others 2e-6). */
 static void against_reference(const char *what, scan *s, const tl_iter_options *o)
 {
     tl_engine *e = engine_of(s, TL_FILTER_NONE);
@@ -160,7 +176,8 @@ static void against_reference(const char *what, scan *s, const tl_iter_options *
     printf("  %-28s %2u iterations: image rel L2 %.2e, residual %.4f -> %.4f (worst rel diff "
            "%.1e)\n",
            what, done_got, l2, res_got[0], res_got[done_got - 1], worst);
-    ck_assert_msg(l2 <= EXACT_REL, "%s: image rel L2 %g", what, l2);
+    ck_assert_msg(l2 <= (o->tv_weight > 0 ? FAST_REL : EXACT_REL), "%s: image rel L2 %g", what,
+                  l2);
     ck_assert_msg(worst <= RESIDUAL_TOL, "%s: residual differs by %g", what, worst);
 }
 
@@ -174,11 +191,18 @@ START_TEST(reference)
     against_reference("SIRT", &s, &o);
     o = (tl_iter_options){.method = TL_ITER_SART, .iterations = 3, .relaxation = 0.5};
     against_reference("SART", &s, &o);
-    o = (tl_iter_options){.method = TL_ITER_OS_SART, .iterations = 5, .subsets = 5,
+    o = (tl_iter_options){.method = TL_ITER_OS_SART,
+                          .iterations = 5,
+                          .subsets = 5,
                           .relaxation = 1};
     against_reference("OS-SART (5 subsets)", &s, &o);
-    o = (tl_iter_options){.method = TL_ITER_SIRT, .iterations = 10, .relaxation = 1,
-                          .nonneg = true, .tv_weight = 0.05, .tv_steps = 5};
+    o = (tl_iter_options){.method = TL_ITER_SIRT,
+                          .iterations = 10,
+                          .relaxation = 1,
+                          .nonneg = true};
+    against_reference("SIRT, non-negative", &s, &o);
+    o.tv_weight = 0.05;
+    o.tv_steps = 5;
     against_reference("SIRT, non-negative, TV", &s, &o);
     /* counts: 50 per unit of line integral, Poisson */
     tl_rng r;
@@ -202,8 +226,9 @@ static void few_views(uint32_t n)
     for (uint32_t i = 0; i < N; i++)
         for (uint32_t j = 0; j < N; j++) {
             double x = j - (N - 1) / 2.0, y = (N - 1) / 2.0 - i;
-            truth[i * N + j] =
-                x * x + y * y <= (RADIUS + 2.0) * (RADIUS + 2.0) ? (float)tl_phantom_value(&ph, x, y, 0) : 0;
+            truth[i * N + j] = x * x + y * y <= (RADIUS + 2.0) * (RADIUS + 2.0)
+                                   ? (float)tl_phantom_value(&ph, x, y, 0)
+                                   : 0;
         }
     tl_phantom_free(&ph);
 
@@ -217,15 +242,17 @@ static void few_views(uint32_t n)
     id = row_slice(e);
     double residual[100];
     uint32_t done;
-    tl_iter_options o = {.method = TL_ITER_SIRT, .iterations = 100, .relaxation = 1,
+    tl_iter_options o = {.method = TL_ITER_SIRT,
+                         .iterations = 100,
+                         .relaxation = 1,
                          .nonneg = true};
     ck_assert_msg(tl_engine_iterate(e, id, &o, NULL, sirt, residual, &done) == TL_OK, "%s",
                   tl_engine_last_error(e));
     tl_engine_destroy(e);
     ck_assert_uint_eq(done, 100);
     for (int i = 1; i < 100; i++)
-        ck_assert_msg(residual[i] < residual[i - 1], "%u views: residual rose at %d: %g -> %g",
-                      n, i, residual[i - 1], residual[i]);
+        ck_assert_msg(residual[i] < residual[i - 1], "%u views: residual rose at %d: %g -> %g", n,
+                      i, residual[i - 1], residual[i]);
     for (uint32_t i = 0; i < N * N; i++) /* compare inside the circle only */
         if (truth[i] == 0)
             fbp[i] = sirt[i] = 0;
@@ -253,8 +280,8 @@ static void refused(tl_engine *e, int id, const tl_iter_options *o, const char *
     static float img[N * N];
     uint32_t done;
     ck_assert_int_eq(tl_engine_iterate(e, id, o, NULL, img, NULL, &done), TL_EINVAL);
-    ck_assert_msg(strstr(tl_engine_last_error(e), why), "'%s' lacks '%s'",
-                  tl_engine_last_error(e), why);
+    ck_assert_msg(strstr(tl_engine_last_error(e), why), "'%s' lacks '%s'", tl_engine_last_error(e),
+                  why);
     ck_assert_uint_eq(done, 0);
 }
 
