@@ -22,6 +22,8 @@ int tl_cli_errf(char *err, size_t errlen, const char *fmt, ...)
 
 /* A whole decimal number in [lo, hi] and nothing else ("12", not "12x", "", "1e3"). */
 bool tl_cli_long(const char *s, long lo, long hi, long *out);
+/* A finite decimal number and nothing else ("0.5", "1e-3"; not "0.5x", "", "inf"). */
+bool tl_cli_double(const char *s, double *out);
 
 /* Seconds on the monotonic clock (for timeouts and rates). */
 double tl_cli_now(void);

@@ -38,6 +38,7 @@
 #include "clients/corr_opts.h"
 #include "clients/hdf5.h"
 #include "clients/tiff.h"
+#include "clients/iter_opts.h"
 #include "clients/volume_output.h"
 #include "clients/volume_pipeline.h"
 #include "clients/volume_plan.h"
@@ -56,6 +57,8 @@ typedef struct {
     bool already_linear, verbose, plan_only, resume, half_acquisition;
     tl_cone_opts cone;  /* --geometry cone and its options */
     char cone_bad[256]; /* the first bad value among them (refused in run) */
+    tl_iter_opts iter;  /* --method and its options */
+    char iter_bad[256]; /* likewise */
 } options;
 
 static const char usage_text[] =
@@ -65,6 +68,9 @@ static const char usage_text[] =
     "                      [--backend cpu|cuda|auto] [--size N] [--window N]\n"
     "                      [--indices FILE] [--dezinger T] [--paganin E,D,P,R]\n"
     "                      [--rings vo|fw[:PARAM[,TOL]]] [--half-acquisition]\n"
+    "                      [--method sirt|sart|os-sart|osem [--iterations N] [--subsets M]\n"
+    "                       [--relaxation L] [--nonneg] [--tv W [--tv-steps K]]\n"
+    "                       [--tolerance T]]\n"
     "                      [-v] --output OUT.tif|OUT.h5|DIR/\n"
     "                      [--gpu-memory SIZE] [--host-memory SIZE] [--slab-rows N] [--plan]\n"
     "                      [--resume] [--output-dtype float32|uint16|float16]\n"
@@ -107,7 +113,7 @@ static const char usage_text[] =
     "      --indices FILE    frame index of each page, one per line in page order (default\n"
     "                        0 .. pages-1); all within N of the largest. The angles are then\n"
     "                        one per page, or one per frame index (e.g. --angles-deg\n"
-    "                        0:180:N, the whole scan's schedule)\n" TL_CORR_OPTS_HELP
+    "                        0:180:N, the whole scan's schedule)\n" TL_ITER_OPTS_HELP TL_CORR_OPTS_HELP
     "                        (dezinger and Paganin see neighbouring rows: the engine then\n"
     "                        holds whole frames, read once; --rows and the slabs only\n"
     "                        select the slices)\n"
@@ -282,7 +288,8 @@ static int parse_options(int argc, char **argv, options *o)
         O_SOURCE_DETECTOR,
         O_PIXEL_SIZE,
         O_OFFSET,
-        O_MATRICES
+        O_MATRICES,
+        O_ITERATIVE /* --method and its options: the name says which */
     };
     static const struct option longopts[] = {
         {"input", required_argument, NULL, 'i'},
@@ -319,6 +326,14 @@ static int parse_options(int argc, char **argv, options *o)
         {"pixel-size", required_argument, NULL, O_PIXEL_SIZE},
         {"offset", required_argument, NULL, O_OFFSET},
         {"matrices", required_argument, NULL, O_MATRICES},
+        {"method", required_argument, NULL, O_ITERATIVE},
+        {"iterations", required_argument, NULL, O_ITERATIVE},
+        {"subsets", required_argument, NULL, O_ITERATIVE},
+        {"relaxation", required_argument, NULL, O_ITERATIVE},
+        {"nonneg", no_argument, NULL, O_ITERATIVE},
+        {"tv", required_argument, NULL, O_ITERATIVE},
+        {"tv-steps", required_argument, NULL, O_ITERATIVE},
+        {"tolerance", required_argument, NULL, O_ITERATIVE},
         {"output", required_argument, NULL, 'o'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -328,8 +343,16 @@ static int parse_options(int argc, char **argv, options *o)
     optind = 1;
     opterr = 0; /* our own messages, prefixed like every other error */
     int c;
-    while ((c = getopt_long(argc, argv, ":i:o:vh", longopts, NULL)) != -1) {
+    int at;
+    while ((c = getopt_long(argc, argv, ":i:o:vh", longopts, &at)) != -1) {
         switch (c) {
+            case O_ITERATIVE: {
+                char why[256];
+                if (!tl_iter_opt(&o->iter, longopts[at].name, optarg, why, sizeof why) &&
+                    !o->iter_bad[0])
+                    snprintf(o->iter_bad, sizeof o->iter_bad, "%s", why);
+                break;
+            }
             case 'i': o->input = optarg; break;
             case 'o': o->output = optarg; break;
             case 'v': o->verbose = true; break;
@@ -538,6 +561,25 @@ static unsigned long long matrices_hash(const resources *R)
     return h;
 }
 
+/* What the iterative slices did: iterations and final residuals over the slices, and the
+ * middle row's residual after each iteration. */
+static void print_iterative(const tl_iter_options *o, const tl_volume_iterative *s, uint32_t row0)
+{
+    if (s->slices == 0)
+        return;
+    fprintf(stderr,
+            ME ": %s, %u slices, %u..%u iterations each; relative residual ||b - Ax|| / ||b|| "
+               "at the end: mean %.5f, max %.5f\n",
+            tl_iter_method_name(o->method), s->slices, s->min_iterations, s->max_iterations,
+            s->residual_sum / s->slices, s->residual_max);
+    if (s->ncurve == 0)
+        return;
+    fprintf(stderr, ME ": residual of row %u after each iteration:", row0 + s->middle_row);
+    for (uint32_t i = 0; i < s->ncurve; i++)
+        fprintf(stderr, " %.5f", s->curve[i]);
+    fputc('\n', stderr);
+}
+
 static int run(const options *o, resources *R)
 {
     /* required options and their values, before touching any file */
@@ -558,6 +600,19 @@ static int run(const options *o, resources *R)
                     o->filter);
     if (o->cone_bad[0])
         return fail("%s", o->cone_bad);
+    if (o->iter_bad[0])
+        return fail("%s", o->iter_bad);
+    char why[256];
+    tl_iter_opts iter = o->iter;
+    if (!tl_iter_opts_finish(&iter, why, sizeof why))
+        return fail("%s", why);
+    if (iter.on && o->filter)
+        return fail("--filter is FBP's: --method reconstructs from the unfiltered projections");
+    if (iter.on && (o->cone.cone || o->half_acquisition))
+        return fail("--method: parallel beam, without --half-acquisition, so far (%s)",
+                    o->cone.cone ? "--geometry cone" : "--half-acquisition");
+    if (iter.on)
+        filter = TL_FILTER_NONE;
     tl_backend_kind backend = TL_BACKEND_AUTO;
     if (o->backend && !tl_backend_parse(o->backend, &backend))
         return fail("unknown backend '%s' (cpu, cuda, auto)", o->backend);
@@ -568,7 +623,6 @@ static int run(const options *o, resources *R)
         (center = strtod(o->center, &end), end == o->center || *end || !isfinite(center)))
         return fail("bad --center '%s': not a number (or auto)", o->center);
     bool has_center = o->center && !center_auto;
-    char why[256];
     if (!tl_cone_opts_check(&o->cone, has_center, why, sizeof why))
         return fail("%s", why);
     if (matrices && tl_cone_matrix_spec(o->cone.matrices, &R->mfile, why, sizeof why) != 0)
@@ -790,6 +844,7 @@ static int run(const options *o, resources *R)
         .whole_frames = plan.whole,
         .bands = cone_bands && !plan.whole ? &R->bands : NULL,
         .plan = &plan,
+        .iterative = iter.on ? &iter.o : NULL,
         .progress = tl_progress_auto(),
         .stop = &stop_requested,
         .verbose = o->verbose,
@@ -837,6 +892,8 @@ static int run(const options *o, resources *R)
     size_t jn = strlen(job);
     tl_cone_opts_describe(&o->cone, job + jn, sizeof job - jn);
     jn = strlen(job);
+    tl_iter_opts_describe(&iter, job + jn, sizeof job - jn);
+    jn = strlen(job);
     if (R->matrices) /* their content, not only the file's name */
         snprintf(job + jn, sizeof job - jn, " nmatrices=%u matrices_fnv=%016llx", R->nmatrices,
                  matrices_hash(R));
@@ -870,6 +927,8 @@ static int run(const options *o, resources *R)
                 c.center, t.kernel[0] ? t.kernel : "?");
         tl_volume_times_print(&t, stderr);
     }
+    if (iter.on)
+        print_iterative(&iter.o, &t.iterative, row0);
     if (res != TL_VOLUME_DONE) {
         bool resumable = R->out.form != TL_OUT_TIFF_PAGES && R->out.rows_done > 0;
         tl_volume_output_close(&R->out, resumable ? TL_OUTPUT_KEEP : TL_OUTPUT_REMOVE, NULL, 0);

@@ -354,9 +354,58 @@ static int submit_slab(pipeline *p, uint32_t k, int *ids)
     return 0;
 }
 
+/* Slice ids[i] (volume row `row`) iteratively into out, its residuals into the summary. */
+static int iterate_slice(pipeline *p, uint32_t row, int id, float *out)
+{
+    const tl_volume_job *j = p->job;
+    tl_volume_iterative *s = &p->t->iterative;
+    uint32_t n = j->iterative->iterations, done;
+    double stack[TL_VOLUME_CURVE], *res = n <= TL_VOLUME_CURVE ? stack : malloc(n * sizeof *res);
+    if (!res) {
+        set_error(p, "out of memory for %u residuals", n);
+        return -1;
+    }
+    tl_status st = tl_engine_iterate(p->engine, id, j->iterative, NULL, out, res, &done);
+    if (st == TL_OK && done > 0) {
+        double last = res[done - 1];
+        s->min_iterations = s->slices == 0 || done < s->min_iterations ? done : s->min_iterations;
+        s->max_iterations = done > s->max_iterations ? done : s->max_iterations;
+        s->residual_sum += last;
+        s->residual_max = last > s->residual_max ? last : s->residual_max;
+        s->slices++;
+        if (row == s->middle_row) {
+            s->ncurve = done < TL_VOLUME_CURVE ? done : TL_VOLUME_CURVE;
+            memcpy(s->curve, res, s->ncurve * sizeof *res);
+        }
+    }
+    if (res != stack)
+        free(res);
+    if (st != TL_OK) {
+        char what[64];
+        snprintf(what, sizeof what, "iterative reconstruction of row %u", j->row0 + row);
+        return engine_fail(p, what, st);
+    }
+    return 0;
+}
+
 static int backproject_slab(pipeline *p, uint32_t k, uint32_t h, const int *ids)
 {
     const tl_volume_job *j = p->job;
+    if (j->iterative) {
+        uint32_t z0, rows;
+        slab_rows(p, k, &z0, &rows);
+        size_t npx = (size_t)j->size * j->size;
+        for (uint32_t z = 0; z < h; z++) {
+            if (!going(p))
+                return -1;
+            if (iterate_slice(p, z0 + z, ids[z], p->out[k % 2] + (size_t)z * npx) != 0)
+                return -1;
+        }
+        if (!p->t->kernel[0])
+            snprintf(p->t->kernel, sizeof p->t->kernel, "%s (iterative)",
+                     tl_iter_method_name(j->iterative->method));
+        return 0;
+    }
     size_t npx = (size_t)j->size * j->size;
     uint32_t batch = j->plan->batch;
     float *outs[4096];
@@ -485,6 +534,7 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
                                size_t errlen)
 {
     memset(t, 0, sizeof *t);
+    t->iterative.middle_row = j->rows / 2;
     if (j->first_row >= j->rows) /* resumed after the last slab: nothing left */
         return TL_VOLUME_DONE;
     double t0 = tl_cli_now();

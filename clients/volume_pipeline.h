@@ -76,11 +76,25 @@ typedef struct {
      * the whole detector's; NULL: parallel beam's slabs of rows. */
     const tl_volume_bands *bands;
     const tl_volume_plan *plan;
+    /* NULL: FBP; else every slice by tl_engine_iterate with these options (parallel beam,
+     * engine.filter none) */
+    const tl_iter_options *iterative;
     tl_volume_output *out;   /* NULL: slabs are discarded (benchmarks) */
     tl_progress_mode progress;
     volatile sig_atomic_t *stop;
     bool verbose;
 } tl_volume_job;
+
+#define TL_VOLUME_CURVE 256 /* residuals kept of the middle row's iterations, at most */
+
+/* What the iterative slices did (job->iterative): iterations run per slice, the final
+ * relative residual over the slices, and the middle row's residual after each iteration. */
+typedef struct {
+    uint32_t slices, min_iterations, max_iterations;
+    double residual_sum, residual_max;
+    uint32_t middle_row, ncurve;
+    double curve[TL_VOLUME_CURVE];
+} tl_volume_iterative;
 
 /* Busy seconds of each stage, summed over slabs, and the wall time. */
 typedef struct {
@@ -89,6 +103,7 @@ typedef struct {
     uint32_t slabs, rows;
     char kernel[48];
     char device[160];
+    tl_volume_iterative iterative;
 } tl_volume_times;
 
 typedef enum { TL_VOLUME_DONE = 0, TL_VOLUME_FAILED, TL_VOLUME_STOPPED } tl_volume_result;

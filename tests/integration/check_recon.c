@@ -173,6 +173,7 @@ typedef struct {
     double center;
     tl_filter filter;
     tl_weights weights;
+    const tl_iter_options *iterative; /* NULL: FBP */
 } recon_params;
 
 /* Slices of rows row0 .. row1-1 (size x size each, consecutive in the result). */
@@ -216,8 +217,10 @@ static float *reconstruct_here(const recon_params *p)
         int id;
         ck_assert_int_eq(tl_engine_add_slice(e, &s, &id), TL_OK);
         float *o = out + z * per;
-        ck_assert_msg(tl_engine_reconstruct(e, &id, 1, &o, NULL) == TL_OK, "%s",
-                      tl_engine_last_error(e));
+        uint32_t done;
+        tl_status st = p->iterative ? tl_engine_iterate(e, id, p->iterative, NULL, o, NULL, &done)
+                                    : tl_engine_reconstruct(e, &id, 1, &o, NULL);
+        ck_assert_msg(st == TL_OK, "%s", tl_engine_last_error(e));
         ck_assert_int_eq(tl_engine_remove_slice(e, id), TL_OK);
     }
     tl_engine_destroy(e);
@@ -292,7 +295,7 @@ START_TEST(test_recon_matches_engine_and_phantom)
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     ck_assert_msg(strstr(err_text, "backend cpu") != NULL, "-v says no backend: %s", err_text);
     float *got = read_output(out, 16, COLS);
-    recon_params p = {24, 40, COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_UNIFORM};
+    recon_params p = {24, 40, COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_UNIFORM, NULL};
     float *want = reconstruct_here(&p);
     double worst;
     compare_pages(got, want, 16, COLS, &worst);
@@ -349,7 +352,7 @@ START_TEST(test_recon_options)
     int rc = tomolive(args);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     float *got = read_output(out, 4, 96);
-    recon_params p = {30, 34, 96, 63.2, TL_FILTER_HANN, TL_WEIGHTS_UNIFORM};
+    recon_params p = {30, 34, 96, 63.2, TL_FILTER_HANN, TL_WEIGHTS_UNIFORM, NULL};
     float *want = reconstruct_here(&p);
     double worst;
     compare_pages(got, want, 4, 96, &worst);
@@ -364,6 +367,93 @@ START_TEST(test_recon_options)
     free(read_output(out, ROWS, 16));
     /* stderr is not a terminal here: no progress output */
     ck_assert_str_eq(err_text, "");
+}
+END_TEST
+
+/* --method: each slice by tl_engine_iterate, as the engine in-process gives it; the
+ * residual of the middle row printed after each iteration, falling; the object found; the
+ * iterative options refused without --method, --filter refused with it. */
+START_TEST(test_recon_iterative)
+{
+    const char *out = path_in("sirt.tif");
+    const char *args[] = {"recon",
+                          "-i",
+                          path_in("proj.tif"),
+                          "--darks",
+                          path_in("darks.tif"),
+                          "--flats",
+                          path_in("flats.tif"),
+                          "--angles-deg",
+                          "0:180:180",
+                          "--rows",
+                          "30:33",
+                          "--backend",
+                          "cpu",
+                          "--method",
+                          "os-sart",
+                          "--iterations",
+                          "12",
+                          "--nonneg",
+                          "-o",
+                          out,
+                          NULL};
+    int rc = tomolive(args);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
+    float *got = read_output(out, 3, COLS);
+    tl_iter_options o = {.method = TL_ITER_OS_SART,
+                         .iterations = 12,
+                         .subsets = 8,
+                         .relaxation = 1,
+                         .nonneg = true};
+    recon_params p = {30, 33, COLS, (COLS - 1) / 2.0, TL_FILTER_NONE, TL_WEIGHTS_UNIFORM, &o};
+    float *want = reconstruct_here(&p);
+    double worst;
+    compare_pages(got, want, 3, COLS, &worst);
+    for (uint32_t k = 0; k < 3; k++) {
+        double rel = phantom_rel_l2(got + k * (size_t)COLS * COLS, 30 + k, 1, 1);
+        printf("os-sart row %u: relative L2 vs phantom %.4f\n", 30 + k, rel);
+        ck_assert_msg(rel <= 0.3, "row %u: relative L2 %.3f vs the phantom", 30 + k, rel);
+    }
+    free(got);
+    free(want);
+    const char *curve = strstr(err_text, "residual of row 31 after each iteration:");
+    ck_assert_msg(curve, "no residual curve: %s", err_text);
+    curve = strchr(curve, ':') + 1;
+    double prev = INFINITY, r;
+    int n = 0, used;
+    while (sscanf(curve, "%lf%n", &r, &used) == 1) {
+        ck_assert_msg(r < prev, "residual rose at iteration %d: %g -> %g", n + 1, prev, r);
+        prev = r;
+        curve += used;
+        n++;
+    }
+    ck_assert_int_eq(n, 12);
+    ck_assert_msg(strstr(err_text, "os-sart, 3 slices, 12..12 iterations"), "%s", err_text);
+
+    const char *filtered[] = {"recon",    "-i",   path_in("proj.tif"), "--angles-deg", "0:180:180",
+                              "--method", "sart", "--filter",          "hann",         "-o",
+                              out,        NULL};
+    ck_assert_int_eq(tomolive(filtered), 1);
+    ck_assert_msg(strstr(err_text, "--filter is FBP's"), "%s", err_text);
+    const char *orphan[] =
+        {"recon", "-i", path_in("proj.tif"), "--angles-deg", "0:180:180", "--tv", "0.1", "-o",
+         out,     NULL};
+    ck_assert_int_eq(tomolive(orphan), 1);
+    ck_assert_msg(strstr(err_text, "need --method"), "%s", err_text);
+    const char *bad[] = {"recon",
+                         "-i",
+                         path_in("proj.tif"),
+                         "--angles-deg",
+                         "0:180:180",
+                         "--method",
+                         "sirt",
+                         "--relaxation",
+                         "2",
+                         "-o",
+                         out,
+                         NULL};
+    ck_assert_int_eq(tomolive(bad), 1);
+    ck_assert_msg(strstr(err_text, "bad --relaxation '2'"), "%s", err_text);
 }
 END_TEST
 
@@ -389,7 +479,7 @@ START_TEST(test_recon_angles_file)
     int rc = tomolive(args);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     float *got = read_output(out, 2, COLS);
-    recon_params p = {31, 33, COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_ANGLES};
+    recon_params p = {31, 33, COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_ANGLES, NULL};
     float *want = reconstruct_here(&p);
     double worst;
     compare_pages(got, want, 2, COLS, &worst);
@@ -421,7 +511,7 @@ START_TEST(test_recon_float_and_linear)
     int rc = tomolive(args);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     float *got = read_output(out, 2, COLS);
-    recon_params p = {31, 33, COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_UNIFORM};
+    recon_params p = {31, 33, COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_UNIFORM, NULL};
     float *want = reconstruct_here(&p);
     double worst;
     compare_pages(got, want, 2, COLS, &worst);
@@ -610,6 +700,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_tomolive_program);
     tcase_add_test(tc, test_recon_matches_engine_and_phantom);
     tcase_add_test(tc, test_recon_options);
+    tcase_add_test(tc, test_recon_iterative);
     tcase_add_test(tc, test_recon_angles_file);
     tcase_add_test(tc, test_recon_float_and_linear);
     tcase_add_test(tc, test_recon_errors);
