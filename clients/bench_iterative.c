@@ -30,7 +30,8 @@
 
 static const char usage_text[] =
     "usage: tomolive bench --iterative [--shape SxP ...] [--method sirt|sart|os-sart|osem]\n"
-    "                                  [--iterations N] [--subsets M] [--reps R]\n"
+    "                                  [--projector matched|joseph] [--iterations N]\n"
+    "                                  [--subsets M] [--reps R]\n"
     "                                  [--device N] [--backend cuda|cpu]\n"
     "\n"
     "Times the iterative reconstruction of an S x S slice from P parallel-beam projections\n"
@@ -50,11 +51,17 @@ typedef struct {
 static int parse(int argc, char **argv, options *o)
 {
     static const struct option longopts[] = {
-        {"iterative", no_argument, NULL, 'I'},     {"shape", required_argument, NULL, 's'},
-        {"method", required_argument, NULL, 'm'},  {"iterations", required_argument, NULL, 'n'},
-        {"subsets", required_argument, NULL, 'u'}, {"reps", required_argument, NULL, 'r'},
-        {"device", required_argument, NULL, 'd'},  {"backend", required_argument, NULL, 'B'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"iterative", no_argument, NULL, 'I'},
+        {"shape", required_argument, NULL, 's'},
+        {"method", required_argument, NULL, 'm'},
+        {"iterations", required_argument, NULL, 'n'},
+        {"subsets", required_argument, NULL, 'u'},
+        {"reps", required_argument, NULL, 'r'},
+        {"projector", required_argument, NULL, 'P'},
+        {"device", required_argument, NULL, 'd'},
+        {"backend", required_argument, NULL, 'B'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->it = (tl_iter_options){.method = TL_ITER_SART,
@@ -106,6 +113,10 @@ static int parse(int argc, char **argv, options *o)
                     o->reps = (int)v;
                 else
                     o->device = (int)v;
+                break;
+            case 'P':
+                if (!tl_projector_parse(optarg, &o->it.projector))
+                    return tl_cli_fail(ME, 2, "bad --projector '%s': matched or joseph", optarg);
                 break;
             case 'B':
                 if (!tl_backend_parse(optarg, &o->backend) || o->backend == TL_BACKEND_AUTO)
@@ -224,12 +235,13 @@ static int bench_shape(const options *o, uint32_t size, uint32_t p)
                "set-up ms", "iteration/FBP");
         printf("-----------------------+------------+------------------+------------+--------"
                "------\n");
-        char name[32];
+        char name[40];
         if (o->it.method == TL_ITER_OS_SART || o->it.method == TL_ITER_OSEM)
-            snprintf(name, sizeof name, "%s (%u subsets)", tl_iter_method_name(o->it.method),
-                     o->it.subsets);
+            snprintf(name, sizeof name, "%s/%u, %s", tl_iter_method_name(o->it.method),
+                     o->it.subsets, tl_projector_name(o->it.projector));
         else
-            snprintf(name, sizeof name, "%s", tl_iter_method_name(o->it.method));
+            snprintf(name, sizeof name, "%s, %s", tl_iter_method_name(o->it.method),
+                     tl_projector_name(o->it.projector));
         printf("%-22s | %10.2f | %16.2f | %10.2f | %12.2f\n", name, t_fbp, per, t_one - per,
                per / t_fbp);
     }

@@ -43,6 +43,12 @@ bool tl_iter_opt(tl_iter_opts *it, const char *name, const char *s, char *why, s
         return true;
     }
     it->given_other = true;
+    if (strcmp(name, "projector") == 0) {
+        if (tl_projector_parse(s, &o->projector))
+            return true;
+        snprintf(why, why_len, "bad --projector '%s': matched or joseph", s);
+        return false;
+    }
     if (strcmp(name, "iterations") == 0)
         return count(name, s, 1, &o->iterations, why, why_len);
     if (strcmp(name, "subsets") == 0)
@@ -67,8 +73,8 @@ bool tl_iter_opts_finish(tl_iter_opts *it, char *why, size_t why_len)
 {
     if (!it->on && it->given_other) {
         snprintf(why, why_len,
-                 "--iterations, --subsets, --relaxation, --nonneg, --tv, --tv-steps and "
-                 "--tolerance need --method");
+                 "--projector, --iterations, --subsets, --relaxation, --nonneg, --tv, "
+                 "--tv-steps and --tolerance need --method");
         return false;
     }
     tl_iter_options *o = &it->o;
@@ -88,8 +94,8 @@ void tl_iter_opts_describe(const tl_iter_opts *it, char *buf, size_t len)
     const tl_iter_options *o = &it->o;
     if (it->on && len > 0)
         snprintf(buf, len,
-                 " method=%s iterations=%u subsets=%u relaxation=%.17g nonneg=%d tv=%.17g,%u "
-                 "tolerance=%.17g",
-                 tl_iter_method_name(o->method), o->iterations, o->subsets, o->relaxation,
-                 o->nonneg, o->tv_weight, o->tv_steps, o->tolerance);
+                 " method=%s projector=%s iterations=%u subsets=%u relaxation=%.17g nonneg=%d "
+                 "tv=%.17g,%u tolerance=%.17g",
+                 tl_iter_method_name(o->method), tl_projector_name(o->projector), o->iterations,
+                 o->subsets, o->relaxation, o->nonneg, o->tv_weight, o->tv_steps, o->tolerance);
 }

@@ -35,6 +35,8 @@ typedef struct {
     "      --method M        reconstruct iteratively instead of by FBP: sirt, sart, os-sart,\n" \
     "                        osem (counts data; MLEM with --subsets 1); parallel beam, the\n"   \
     "                        projections unfiltered (no --filter)\n"                            \
+    "      --projector P     matched (default: the transpose of the back projection) or\n" \
+    "                        joseph (ray-driven, Joseph 1982)\n" \
     "      --iterations N    at most N iterations per slice (default 20)\n"                     \
     "      --subsets M       os-sart and osem: M ordered subsets of the views (default 8)\n"    \
     "      --relaxation L    the SART family's step, in (0, 2) (default 1)\n"                   \
@@ -44,8 +46,8 @@ typedef struct {
     "      --tv-steps K      TV steps per iteration (default 10)\n"                             \
     "      --tolerance T     stop once the relative residual changes by less than T\n"
 
-/* The option `name` (without the dashes: method, iterations, subsets, relaxation, nonneg,
- * tv, tv-steps, tolerance) with value s (NULL for nonneg). false with why on a bad value. */
+/* The option `name` (without the dashes: method, projector, iterations, subsets,
+ * relaxation, nonneg, tv, tv-steps, tolerance) with value s (NULL for nonneg). false with why on a bad value. */
 bool tl_iter_opt(tl_iter_opts *it, const char *name, const char *s, char *why, size_t why_len);
 /* Fills the defaults; false when an option needs --method and it was not given. */
 bool tl_iter_opts_finish(tl_iter_opts *it, char *why, size_t why_len);

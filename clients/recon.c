@@ -68,7 +68,8 @@ static const char usage_text[] =
     "                      [--backend cpu|cuda|auto] [--size N] [--window N]\n"
     "                      [--indices FILE] [--dezinger T] [--paganin E,D,P,R]\n"
     "                      [--rings vo|fw[:PARAM[,TOL]]] [--half-acquisition]\n"
-    "                      [--method sirt|sart|os-sart|osem [--iterations N] [--subsets M]\n"
+    "                      [--method sirt|sart|os-sart|osem [--projector matched|joseph]\n"
+    "                       [--iterations N] [--subsets M]\n"
     "                       [--relaxation L] [--nonneg] [--tv W [--tv-steps K]]\n"
     "                       [--tolerance T]]\n"
     "                      [-v] --output OUT.tif|OUT.h5|DIR/\n"
@@ -113,7 +114,7 @@ static const char usage_text[] =
     "      --indices FILE    frame index of each page, one per line in page order (default\n"
     "                        0 .. pages-1); all within N of the largest. The angles are then\n"
     "                        one per page, or one per frame index (e.g. --angles-deg\n"
-    "                        0:180:N, the whole scan's schedule)\n" TL_ITER_OPTS_HELP TL_CORR_OPTS_HELP
+    "                        0:180:N, the whole scan's schedule)\n" TL_CORR_OPTS_HELP
     "                        (dezinger and Paganin see neighbouring rows: the engine then\n"
     "                        holds whole frames, read once; --rows and the slabs only\n"
     "                        select the slices)\n"
@@ -135,6 +136,9 @@ static const char usage_text[] =
     "then optional (default a turn; they order views for --angles weights only; a short\n"
     "scan is refused with matrices).\n"
     TL_CONE_OPTS_HELP "\n"
+    "Iterative reconstruction (few or limited angles; parallel beam): each slice by\n"
+    "SIRT, SART, OS-SART or OS-EM from the unfiltered projections, instead of by FBP.\n"
+    TL_ITER_OPTS_HELP
     "Out of core: the rows are reconstructed in slabs that fit both memory budgets, reading\n"
     "the next slab and writing the last one while the GPU works on this one.\n"
     "      --gpu-memory SIZE   device memory to use (e.g. 8G, 512M; default: what is free,\n"
@@ -327,6 +331,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"offset", required_argument, NULL, O_OFFSET},
         {"matrices", required_argument, NULL, O_MATRICES},
         {"method", required_argument, NULL, O_ITERATIVE},
+        {"projector", required_argument, NULL, O_ITERATIVE},
         {"iterations", required_argument, NULL, O_ITERATIVE},
         {"subsets", required_argument, NULL, O_ITERATIVE},
         {"relaxation", required_argument, NULL, O_ITERATIVE},

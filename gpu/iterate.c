@@ -63,7 +63,10 @@ tl_status tl_engine_iterate(tl_engine *e, int id, const tl_iter_options *o, cons
     qsort(e->job.order, job.nproj, sizeof *e->job.order, by_angle);
     for (size_t k = 0; k < job.nproj; k++)
         views[k] = job.proj[e->job.order[k].k];
-    tl_it_problem p = {.slice = job.slices[0], .proj = views, .nproj = (uint32_t)job.nproj};
+    tl_it_problem p = {.projector = o->projector,
+                       .slice = job.slices[0],
+                       .proj = views,
+                       .nproj = (uint32_t)job.nproj};
     st = tl_iterative_run(e->ops, e->be, &p, o, start, out, residual, done, &e->err);
     free(views);
     return st;

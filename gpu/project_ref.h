@@ -36,12 +36,10 @@
 #include <stdint.h>
 
 #include "gpu/base/fail.h"
+#include "gpu/base/types.h"
 #include "gpu/fdk_ref.h"
 
-typedef enum {
-    TL_PROJECTOR_JOSEPH = 0, /* ray-driven */
-    TL_PROJECTOR_MATCHED,    /* the transpose of the pixel/voxel-driven back projection */
-} tl_projector;
+/* tl_projector: gpu/base/types.h (the engine's iterative methods take it too). */
 
 /* A parallel-beam row slice and its projections. */
 typedef struct {

@@ -73,6 +73,7 @@ typedef struct {
  * the engine's own back projection, unweighted. The measurements b are the window's rows
  * at the slice's z (linear between two rows at a fractional z), unfiltered. */
 typedef struct {
+    tl_projector projector; /* the pair (types.h); MATCHED is the one described above */
     tl_bp_slice slice;     /* plane (horizontal), height, width; out unused */
     const tl_bp_proj *proj; /* slot, cos_t, sin_t, center of each view (weight unused) */
     uint32_t nproj;

@@ -103,6 +103,23 @@ bool tl_iter_method_parse(const char *name, tl_iter_method *out)
     return false;
 }
 
+static const char *const projector_names[] = {"matched", "joseph"};
+
+const char *tl_projector_name(tl_projector p)
+{
+    return (unsigned)p < 2 ? projector_names[p] : "?";
+}
+
+bool tl_projector_parse(const char *name, tl_projector *out)
+{
+    for (int i = 0; name && i < 2; i++)
+        if (strcmp(name, projector_names[i]) == 0) {
+            *out = (tl_projector)i;
+            return true;
+        }
+    return false;
+}
+
 const char *tl_stage_name(tl_stage s)
 {
     static const char *const names[TL_STAGE_COUNT] = {"dezinger", "paganin", "rings"};

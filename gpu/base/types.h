@@ -77,8 +77,19 @@ typedef enum { TL_ITER_SIRT = 0, TL_ITER_SART, TL_ITER_OS_SART, TL_ITER_OSEM } t
 const char *tl_iter_method_name(tl_iter_method m); /* "sirt", "sart", "os-sart", "osem" */
 bool tl_iter_method_parse(const char *name, tl_iter_method *out);
 
+/* The projector pair of an iterative method (gpu/project_ref.h describes both):
+ *   MATCHED  A is the transpose of the engine's pixel-driven back projection (linear
+ *            between bins), so A^T is that back projection: the default;
+ *   JOSEPH   ray-driven (P. M. Joseph, IEEE TMI 1(3):192-196, 1982): each ray steps
+ *            through the planes of pixels it runs most across, linear within each plane,
+ *            times the path length per plane; A^T spreads back with the same weights. */
+typedef enum { TL_PROJECTOR_MATCHED = 0, TL_PROJECTOR_JOSEPH } tl_projector;
+const char *tl_projector_name(tl_projector p); /* "matched", "joseph" */
+bool tl_projector_parse(const char *name, tl_projector *out);
+
 typedef struct {
     tl_iter_method method;
+    tl_projector projector;
     uint32_t iterations; /* at most */
     uint32_t subsets;    /* OS-SART, OS-EM (>= 1, at most the views) */
     double relaxation;   /* lambda of the SART family, in (0, 2) */

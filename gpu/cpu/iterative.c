@@ -3,12 +3,15 @@
  * window's values are the only float input, so the result differs from the float64
  * reference (gpu/iterative_ref.c) by the window's rounding alone.
  *
- * The system matrix is the transpose of the back projection, so both directions visit the
- * same (pixel, bin, weight) links, found by one function (pixel_u) in both: the back
- * projection walks pixels and reads the two bins around each pixel's u; the forward
- * projection walks bins and, plane by plane of pixels, finds the few pixels whose u lies
- * within a bin of it (where the candidates are found by a division, the link itself is
- * decided by pixel_u, so the pair stays exactly adjoint).
+ * Each pair visits the same (pixel, bin, weight) links in both directions, decided by one
+ * function in both, so it is exactly adjoint (candidates may be found by a division; the
+ * link is decided by that function):
+ *   matched  the back projection walks pixels and reads the two bins around each pixel's
+ *            u (pixel_u); the forward projection walks bins and, plane by plane of pixels,
+ *            finds the few pixels whose u lies within a bin of it;
+ *   joseph   the forward projection walks each bin's ray plane by plane and reads the two
+ *            pixels around its crossing (joseph_pos); the back projection walks pixels and
+ *            finds the few rays that cross its plane within a pixel of it.
  */
 #include "config.h"
 
@@ -21,6 +24,7 @@
 #define SLACK 0.01 /* pixels: a plane's candidates widened for the division's rounding */
 
 typedef struct tl_cpu_iter {
+    tl_projector projector;
     uint32_t h, w, cols, nproj;
     double *x, *mark, *g; /* images, h * w */
     double *b, *r, *R;    /* nproj * cols: measurements, per-subset values, 1 / (A 1) */
@@ -47,6 +51,94 @@ static double link_weight(const tl_cpu_iter *it, uint32_t k, long i, long j, lon
     if ((long)fl + 1 == bin)
         return u - fl;
     return 0;
+}
+
+/* Joseph's view k: the planes are rows of pixels when u changes faster along a row, else
+ * columns; `along` is u's change per pixel along a plane, `across` per plane, and `len` the
+ * path length per plane (volume units). */
+typedef struct {
+    bool rows;
+    double along, across, len;
+} joseph_view;
+
+static joseph_view joseph_of(const tl_cpu_iter *it, uint32_t k)
+{
+    const double du_j = it->xj * it->cos_t[k] - it->yj * it->sin_t[k];
+    const double du_i = it->xi * it->cos_t[k] - it->yi * it->sin_t[k];
+    joseph_view v = {.rows = fabs(du_j) >= fabs(du_i)};
+    v.along = v.rows ? du_j : du_i;
+    v.across = v.rows ? du_i : du_j;
+    double d = v.along != 0 ? -v.across / v.along : 0; /* along-steps per plane on the ray */
+    double dx = v.rows ? it->xi + d * it->xj : it->xj + d * it->xi;
+    double dy = v.rows ? it->yi + d * it->yj : it->yj + d * it->yi;
+    v.len = hypot(dx, dy);
+    return v;
+}
+
+/* Where the ray of view k through bin `bin` crosses plane p: the position along the plane,
+ * in pixels (the same expression in both directions). */
+static double joseph_pos(const tl_cpu_iter *it, uint32_t k, const joseph_view *v, long bin, long p)
+{
+    double u0 = v->rows ? pixel_u(it, k, p, 0) : pixel_u(it, k, 0, p);
+    return (bin - u0) / v->along;
+}
+
+/* The weight of pixel `a` of plane p on the ray of bin `bin` (0 when not linked). */
+static double joseph_weight(const tl_cpu_iter *it, uint32_t k, const joseph_view *v, long bin,
+                            long p, long a)
+{
+    long nalong = v->rows ? it->w : it->h;
+    double pos = joseph_pos(it, k, v, bin, p);
+    if (!(pos > -1.0 && pos < (double)nalong))
+        return 0;
+    double fl = floor(pos);
+    if ((long)fl == a)
+        return v->len * (1.0 - (pos - fl));
+    if ((long)fl + 1 == a)
+        return v->len * (pos - fl);
+    return 0;
+}
+
+static double joseph_bin(const tl_cpu_iter *it, uint32_t k, long bin, const double *x)
+{
+    const joseph_view v = joseph_of(it, k);
+    if (v.along == 0)
+        return 0;
+    const long nplanes = v.rows ? it->h : it->w, nalong = v.rows ? it->w : it->h;
+    double sum = 0;
+    for (long p = 0; p < nplanes; p++) {
+        double pos = joseph_pos(it, k, &v, bin, p);
+        if (!(pos > -1.0 && pos < (double)nalong))
+            continue;
+        long a0 = (long)floor(pos);
+        for (long a = a0; a <= a0 + 1; a++) {
+            if (a < 0 || a >= nalong)
+                continue;
+            long i = v.rows ? p : a, j = v.rows ? a : p;
+            sum += joseph_weight(it, k, &v, bin, p, a) * x[(size_t)i * it->w + (size_t)j];
+        }
+    }
+    return sum;
+}
+
+/* A^T r (and A^T 1) at pixel (i, j) over view k, Joseph's pair: the rays within a pixel of
+ * it in its plane. */
+static void joseph_pixel(const tl_cpu_iter *it, uint32_t k, long i, long j, const double *r,
+                         double *g, double *norm)
+{
+    const joseph_view v = joseph_of(it, k);
+    if (v.along == 0)
+        return;
+    const long p = v.rows ? i : j, a = v.rows ? j : i;
+    const double u = pixel_u(it, k, i, j), reach = fabs(v.along) + SLACK;
+    long lo = (long)floor(u - reach), hi = (long)ceil(u + reach);
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > (long)it->cols - 1 ? (long)it->cols - 1 : hi;
+    for (long bin = lo; bin <= hi; bin++) {
+        double wgt = joseph_weight(it, k, &v, bin, p, a);
+        *g += wgt * r[bin];
+        *norm += wgt;
+    }
 }
 
 static void free_iter(tl_cpu_iter *it)
@@ -125,8 +217,10 @@ static void fp_job(void *ctx, size_t job, int thread)
     (void)thread;
     fp_ctx *c = ctx;
     uint32_t k = c->v.first + (uint32_t)job * c->v.stride;
+    const bool joseph = c->it->projector == TL_PROJECTOR_JOSEPH;
     for (uint32_t u = 0; u < c->it->cols; u++)
-        c->y[(size_t)k * c->it->cols + u] = fp_bin(c->it, k, u, c->x);
+        c->y[(size_t)k * c->it->cols + u] =
+            joseph ? joseph_bin(c->it, k, u, c->x) : fp_bin(c->it, k, u, c->x);
 }
 
 static void forward(tl_cpu_state *s, tl_it_views v, const double *x, double *y)
@@ -155,6 +249,10 @@ static void bp_job(void *ctx, size_t job, int thread)
         double g = 0, norm = 0;
         for (uint32_t n = 0; n < c->v.count; n++) {
             uint32_t k = c->v.first + n * c->v.stride;
+            if (it->projector == TL_PROJECTOR_JOSEPH) {
+                joseph_pixel(it, k, i, j, it->r + (size_t)k * it->cols, &g, &norm);
+                continue;
+            }
             double u = pixel_u(it, k, i, j);
             if (!(u > -1.0 && u < (double)it->cols))
                 continue;
@@ -186,7 +284,7 @@ tl_status tl_cpu_it_begin(void *state, const tl_it_problem *p, double stats[2])
     tl_cpu_iter *it = calloc(1, sizeof *it);
     size_t npix = (size_t)h * w, nmeas = (size_t)n * cols;
     if (it) {
-        *it = (tl_cpu_iter){.h = h, .w = w, .cols = cols, .nproj = n};
+        *it = (tl_cpu_iter){.projector = p->projector, .h = h, .w = w, .cols = cols, .nproj = n};
         it->x = calloc(npix, sizeof *it->x);
         it->mark = calloc(npix, sizeof *it->mark);
         it->g = calloc(npix, sizeof *it->g);

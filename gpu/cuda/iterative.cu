@@ -2,17 +2,24 @@
  * method is gpu/method/iterative.c, the CPU's twin gpu/cpu/iterative.c). Float arithmetic,
  * double sums for the norms.
  *
- * The system matrix A is the transpose of the pixel-driven back projection with linear
- * interpolation between bins (ARCHITECTURE.md §3.1); the matched pair of project_ref.h.
- * Both directions decide a (pixel, bin) link with one function, pixel_u, whose rounding
- * is fixed by explicit fused multiply-adds, so the forward and the backward kernel see
- * bit-identical u and the pair stays adjoint to float rounding of the sums:
- *   backward  a thread per pixel reads the two bins around its u in each view;
- *   forward   a thread per (view, bin) walks the planes of pixels (rows or columns, the
- *             axis along which u changes least), finds the few pixels of each plane whose
- *             u lies within a bin (a division gives candidates, pixel_u decides), and
- *             sums them. When a subset has too few (view, bin) pairs to fill the GPU (SART:
- *             one view), the planes are split into chunks whose sums meet by atomicAdd.
+ * Two projector pairs (gpu/base/types.h, tl_projector; project_ref.h is their float64
+ * reference). Each decides a (pixel, bin) link with one function in both directions,
+ * whose rounding is fixed by explicit intrinsics (no contraction), so the forward and the
+ * backward kernel see bit-identical weights and the pair stays adjoint to the rounding of
+ * the sums:
+ *   matched  A is the transpose of the pixel-driven back projection with linear
+ *            interpolation between bins (ARCHITECTURE.md §3.1); the link function is
+ *            pixel_u. backward: a thread per pixel reads the two bins around its u in each
+ *            view; forward: a thread per (view, bin) walks the planes of pixels (rows or
+ *            columns, the axis along which u changes least), finds the few pixels of each
+ *            plane whose u lies within a bin (an estimate gives candidates, pixel_u
+ *            decides), and sums them;
+ *   joseph   ray-driven (Joseph 1982); the link function is joseph_pos, where a bin's ray
+ *            crosses a plane. forward: a thread per (view, bin) reads the two pixels around
+ *            each crossing; backward: a thread per pixel finds the few rays that cross its
+ *            plane within a pixel of it.
+ * When a subset has too few (view, bin) pairs to fill the GPU (SART: one view), the
+ * forward pass splits the planes into chunks whose sums meet by atomicAdd.
  */
 #include "config.h"
 
@@ -44,6 +51,7 @@ typedef struct {
 } it_grid;
 
 struct tl_cuda_iter {
+    tl_projector projector;
     it_grid grid;
     uint32_t nproj;
     float4 *views;         /* cos, sin, centre per view */
@@ -74,6 +82,52 @@ __device__ __forceinline__ float view_u(float4 v, float x, float y)
 __device__ __forceinline__ float pixel_u(const it_grid &g, float4 v, int i, int j)
 {
     return view_u(v, pixel_x(g, i, j), pixel_y(g, i, j));
+}
+
+/* Joseph's view: the planes are rows when u changes faster along a row, else columns;
+ * `along` is u's change per pixel along a plane, `len` the path length per plane. */
+struct joseph_view {
+    bool rows;
+    float along, len;
+};
+
+__device__ __forceinline__ joseph_view joseph_of(const it_grid &g, float4 v)
+{
+    float du_j = __fmaf_rn(g.xj, v.x, -__fmul_rn(g.yj, v.y));
+    float du_i = __fmaf_rn(g.xi, v.x, -__fmul_rn(g.yi, v.y));
+    joseph_view j;
+    j.rows = fabsf(du_j) >= fabsf(du_i);
+    j.along = j.rows ? du_j : du_i;
+    float across = j.rows ? du_i : du_j;
+    float d = j.along != 0.0f ? -__fdiv_rn(across, j.along) : 0.0f; /* along-steps per plane */
+    float dx = j.rows ? __fmaf_rn(d, g.xj, g.xi) : __fmaf_rn(d, g.xi, g.xj);
+    float dy = j.rows ? __fmaf_rn(d, g.yj, g.yi) : __fmaf_rn(d, g.yi, g.yj);
+    j.len = hypotf(dx, dy);
+    return j;
+}
+
+/* Where the ray of bin `bin` crosses plane p, in pixels along the plane. */
+__device__ __forceinline__ float joseph_pos(const it_grid &g, float4 v, const joseph_view &j,
+                                            int bin, int p)
+{
+    float u0 = j.rows ? pixel_u(g, v, p, 0) : pixel_u(g, v, 0, p);
+    return __fdiv_rn(__fsub_rn((float)bin, u0), j.along);
+}
+
+/* The weight of pixel `a` of plane p on the ray of bin `bin` (0: not linked). */
+__device__ __forceinline__ float joseph_weight(const it_grid &g, float4 v, const joseph_view &j,
+                                               int bin, int p, int a)
+{
+    int nalong = j.rows ? g.w : g.h;
+    float pos = joseph_pos(g, v, j, bin, p);
+    if (!(pos > -1.0f && pos < (float)nalong))
+        return 0.0f;
+    float fl = floorf(pos), f = __fsub_rn(pos, fl);
+    if ((int)fl == a)
+        return __fmul_rn(j.len, __fsub_rn(1.0f, f));
+    if ((int)fl + 1 == a)
+        return __fmul_rn(j.len, f);
+    return 0.0f;
 }
 
 /* Adds a block's values into *out (double): one atomic per block. */
@@ -117,6 +171,7 @@ __global__ void gather_kernel(const float *__restrict__ window, size_t slab, siz
  * each bin's walk; added atomically when `add` (chunked passes), stored otherwise. A warp
  * is 32 neighbouring bins, whose pixels in a plane are neighbours along the plane: along a
  * row of x, or along a column, read from xt (x transposed) so that both are coalesced. */
+template <tl_projector P>
 __global__ void forward_kernel(it_grid g, const float4 *__restrict__ views, uint32_t first,
                                uint32_t stride, uint32_t count, uint32_t chunk,
                                const float *__restrict__ x, const float *__restrict__ xt,
@@ -127,6 +182,31 @@ __global__ void forward_kernel(it_grid g, const float4 *__restrict__ views, uint
         return;
     uint32_t k = first + n * stride;
     float4 v = views[k];
+    size_t at = (size_t)k * g.cols + bin;
+    if constexpr (P == TL_PROJECTOR_JOSEPH) {
+        const joseph_view j = joseph_of(g, v);
+        int nplanes = j.rows ? g.h : g.w, nalong = j.rows ? g.w : g.h;
+        int p0 = blockIdx.z * chunk, p1 = min(nplanes, (int)(p0 + chunk));
+        float sum = 0.0f;
+        for (int p = p0; j.along != 0.0f && p < p1; p++) {
+            float pos = joseph_pos(g, v, j, (int)bin, p);
+            if (!(pos > -1.0f && pos < (float)nalong))
+                continue;
+            int a0 = (int)floorf(pos);
+            for (int a = max(a0, 0); a <= min(a0 + 1, nalong - 1); a++) {
+                int i = j.rows ? p : a, jj = j.rows ? a : p;
+                float wgt = joseph_weight(g, v, j, (int)bin, p, a);
+                sum += wgt * (!x              ? 1.0f
+                              : j.rows || !xt ? x[(size_t)i * g.w + jj]
+                                              : xt[(size_t)jj * g.h + i]);
+            }
+        }
+        if (add)
+            atomicAdd(&ax[at], sum);
+        else
+            ax[at] = sum;
+        return;
+    }
     float du_j = g.xj * v.x - g.yj * v.y, du_i = g.xi * v.x - g.yi * v.y;
     bool rows = fabsf(du_j) >= fabsf(du_i);
     int nplanes = rows ? g.h : g.w, nalong = rows ? g.w : g.h;
@@ -159,7 +239,6 @@ __global__ void forward_kernel(it_grid g, const float4 *__restrict__ views, uint
                                             : xt[(size_t)j * g.h + i]);
             }
         }
-    size_t at = (size_t)k * g.cols + bin;
     if (add)
         atomicAdd(&ax[at], sum);
     else
@@ -222,6 +301,7 @@ __global__ void invert_kernel(float *v, size_t n)
 }
 
 /* g = A_S^T r and c = A_S^T 1 per pixel, then the update where c > 0. */
+template <tl_projector P>
 __global__ void backward_kernel(it_grid g, const float4 *__restrict__ views, uint32_t first,
                                 uint32_t stride, uint32_t count, tl_it_rule rule, float lambda,
                                 const float *__restrict__ r, float *__restrict__ x)
@@ -233,12 +313,26 @@ __global__ void backward_kernel(it_grid g, const float4 *__restrict__ views, uin
     const float px = pixel_x(g, i, j), py = pixel_y(g, i, j); /* pixel_u's, hoisted */
     for (uint32_t n = 0; n < count; n++) {
         uint32_t k = first + n * stride;
+        const float *row = r + (size_t)k * g.cols;
+        if constexpr (P == TL_PROJECTOR_JOSEPH) { /* the rays within a pixel, in its plane */
+            const joseph_view jv = joseph_of(g, views[k]);
+            if (jv.along == 0.0f)
+                continue;
+            float u = view_u(views[k], px, py), reach = fabsf(jv.along) + IT_SLACK;
+            int lo = max(0, (int)floorf(u - reach)),
+                hi = min((int)g.cols - 1, (int)ceilf(u + reach));
+            for (int bin = lo; bin <= hi; bin++) {
+                float wgt = joseph_weight(g, views[k], jv, bin, jv.rows ? i : j, jv.rows ? j : i);
+                sum += wgt * row[bin];
+                norm += wgt;
+            }
+            continue;
+        }
         float u = view_u(views[k], px, py);
         if (!(u > -1.0f && u < (float)g.cols))
             continue;
         float fl = floorf(u), f = u - fl;
         int b0 = (int)fl;
-        const float *row = r + (size_t)k * g.cols;
         if (b0 >= 0) {
             sum += (1.0f - f) * row[b0];
             norm += 1.0f - f;
@@ -375,9 +469,10 @@ static tl_status forward(tl_cuda_state *s, tl_it_views v, const float *x)
         TL_CUDA_LAUNCHED(s->eb, "transpose_kernel");
     }
     dim3 grid((g.cols + IT_BLOCK - 1) / IT_BLOCK, v.count, chunks);
-    forward_kernel<<<grid, IT_BLOCK, 0, s->stream>>>(g, it->views, v.first, v.stride, v.count,
-                                                     chunk, x, transpose ? it->xt : NULL, it->ax,
-                                                     chunks > 1);
+    auto kernel = it->projector == TL_PROJECTOR_JOSEPH ? forward_kernel<TL_PROJECTOR_JOSEPH>
+                                                       : forward_kernel<TL_PROJECTOR_MATCHED>;
+    kernel<<<grid, IT_BLOCK, 0, s->stream>>>(g, it->views, v.first, v.stride, v.count, chunk, x,
+                                             transpose ? it->xt : NULL, it->ax, chunks > 1);
     TL_CUDA_LAUNCHED(s->eb, "forward_kernel");
     return TL_OK;
 }
@@ -432,6 +527,7 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
     const float *o = p->slice.plane;
     const uint32_t h = p->slice.height, w = p->slice.width, n = p->nproj;
     it->nproj = n;
+    it->projector = p->projector;
     double t0 = 1.0 - 0.5 / h, s0 = 0.5 / w;
     it->grid = (it_grid){.x0 = (float)(o[6] + s0 * o[0] + t0 * o[3]),
                          .xi = (float)(-o[3] / (double)h),
@@ -548,8 +644,13 @@ tl_status tl_cuda_op_it_backward(void *state, tl_it_views v, tl_it_rule rule, do
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     tl_cuda_iter *it = s->it;
-    backward_kernel<<<pixel_grid(it->grid), dim3(IT_TILE_X, IT_TILE_Y), 0, s->stream>>>(
-        it->grid, it->views, v.first, v.stride, v.count, rule, (float)lambda, it->r, it->x);
+    auto kernel = it->projector == TL_PROJECTOR_JOSEPH ? backward_kernel<TL_PROJECTOR_JOSEPH>
+                                                       : backward_kernel<TL_PROJECTOR_MATCHED>;
+    kernel<<<pixel_grid(it->grid), dim3(IT_TILE_X, IT_TILE_Y), 0, s->stream>>>(it->grid, it->views,
+                                                                               v.first, v.stride,
+                                                                               v.count, rule,
+                                                                               (float)lambda,
+                                                                               it->r, it->x);
     TL_CUDA_LAUNCHED(s->eb, "backward_kernel");
     return TL_OK;
 }

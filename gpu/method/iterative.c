@@ -22,6 +22,8 @@ tl_status tl_iter_check_options(const tl_iter_options *o, uint32_t nviews, tl_er
 {
     if ((unsigned)o->method > TL_ITER_OSEM)
         return tl_fail(eb, TL_EINVAL, "iterative: unknown method %d", (int)o->method);
+    if ((unsigned)o->projector > TL_PROJECTOR_JOSEPH)
+        return tl_fail(eb, TL_EINVAL, "iterative: unknown projector %d", (int)o->projector);
     if (o->iterations == 0)
         return tl_fail(eb, TL_EINVAL, "iterative: iterations 0");
     if (nviews == 0)
