@@ -44,17 +44,23 @@
  * image costs more than their pass (SART: one view). */
 #define IT_TRANSPOSE_MIN_VIEWS 16u
 
-/* The slice's plane: pixel (i, j) at x = x0 + i xi + j xj, y likewise. */
+/* The slice's size; where a pixel lands in each view is the view's own (it_view). */
 typedef struct {
-    float x0, xi, xj, y0, yi, yj;
     uint32_t h, w, cols;
 } it_grid;
+
+/* A view, as the kernels use it: pixel (i, j) lands at u = u00 + i du_i + j du_j (the
+ * plane's pixel positions through the view's cos, sin and centre, computed in double on the
+ * host and rounded once), and Joseph's path length per plane. */
+typedef struct {
+    float u00, du_i, du_j, len;
+} it_view;
 
 struct tl_cuda_iter {
     tl_projector projector;
     it_grid grid;
     uint32_t nproj;
-    float4 *views;         /* cos, sin, centre per view */
+    it_view *views;
     float *x, *mark, *g;   /* images */
     float *xt;             /* x transposed (w x h), for the forward pass */
     float *b, *ax, *r, *R; /* nproj * cols */
@@ -63,70 +69,40 @@ struct tl_cuda_iter {
     size_t bytes;          /* device memory of all the above */
 };
 
-__device__ __forceinline__ float pixel_x(const it_grid &g, int i, int j)
+/* The matched pair's link function: where pixel (i, j) (as floats) lands in view v. */
+__device__ __forceinline__ float pixel_u(const it_view &v, float i, float j)
 {
-    return __fmaf_rn((float)j, g.xj, __fmaf_rn((float)i, g.xi, g.x0));
-}
-
-__device__ __forceinline__ float pixel_y(const it_grid &g, int i, int j)
-{
-    return __fmaf_rn((float)j, g.yj, __fmaf_rn((float)i, g.yi, g.y0));
-}
-
-/* u of the point (x, y) in view v (cos, sin, centre) */
-__device__ __forceinline__ float view_u(float4 v, float x, float y)
-{
-    return __fmaf_rn(x, v.x, __fmaf_rn(-y, v.y, v.z));
-}
-
-__device__ __forceinline__ float pixel_u(const it_grid &g, float4 v, int i, int j)
-{
-    return view_u(v, pixel_x(g, i, j), pixel_y(g, i, j));
+    return __fmaf_rn(j, v.du_j, __fmaf_rn(i, v.du_i, v.u00));
 }
 
 /* Joseph's view: the planes are rows when u changes faster along a row, else columns;
- * `along` is u's change per pixel along a plane, `len` the path length per plane. */
-struct joseph_view {
-    bool rows;
-    float along, len;
-};
-
-__device__ __forceinline__ joseph_view joseph_of(const it_grid &g, float4 v)
+ * `along` is u's change per pixel along a plane. */
+__device__ __forceinline__ bool joseph_rows(const it_view &v)
 {
-    float du_j = __fmaf_rn(g.xj, v.x, -__fmul_rn(g.yj, v.y));
-    float du_i = __fmaf_rn(g.xi, v.x, -__fmul_rn(g.yi, v.y));
-    joseph_view j;
-    j.rows = fabsf(du_j) >= fabsf(du_i);
-    j.along = j.rows ? du_j : du_i;
-    float across = j.rows ? du_i : du_j;
-    float d = j.along != 0.0f ? -__fdiv_rn(across, j.along) : 0.0f; /* along-steps per plane */
-    float dx = j.rows ? __fmaf_rn(d, g.xj, g.xi) : __fmaf_rn(d, g.xi, g.xj);
-    float dy = j.rows ? __fmaf_rn(d, g.yj, g.yi) : __fmaf_rn(d, g.yi, g.yj);
-    j.len = hypotf(dx, dy);
-    return j;
+    return fabsf(v.du_j) >= fabsf(v.du_i);
 }
 
-/* Where the ray of bin `bin` crosses plane p, in pixels along the plane. */
-__device__ __forceinline__ float joseph_pos(const it_grid &g, float4 v, const joseph_view &j,
-                                            int bin, int p)
+/* Joseph's link function: where the ray of bin `bin` crosses plane p, in pixels along
+ * the plane. */
+__device__ __forceinline__ float joseph_pos(const it_view &v, bool rows, float bin, float p)
 {
-    float u0 = j.rows ? pixel_u(g, v, p, 0) : pixel_u(g, v, 0, p);
-    return __fdiv_rn(__fsub_rn((float)bin, u0), j.along);
+    float u0 = rows ? pixel_u(v, p, 0.0f) : pixel_u(v, 0.0f, p);
+    return __fdiv_rn(__fsub_rn(bin, u0), rows ? v.du_j : v.du_i);
 }
 
 /* The weight of pixel `a` of plane p on the ray of bin `bin` (0: not linked). */
-__device__ __forceinline__ float joseph_weight(const it_grid &g, float4 v, const joseph_view &j,
+__device__ __forceinline__ float joseph_weight(const it_grid &g, const it_view &v, bool rows,
                                                int bin, int p, int a)
 {
-    int nalong = j.rows ? g.w : g.h;
-    float pos = joseph_pos(g, v, j, bin, p);
+    int nalong = rows ? g.w : g.h;
+    float pos = joseph_pos(v, rows, (float)bin, (float)p);
     if (!(pos > -1.0f && pos < (float)nalong))
         return 0.0f;
     float fl = floorf(pos), f = __fsub_rn(pos, fl);
     if ((int)fl == a)
-        return __fmul_rn(j.len, __fsub_rn(1.0f, f));
+        return __fmul_rn(v.len, __fsub_rn(1.0f, f));
     if ((int)fl + 1 == a)
-        return __fmul_rn(j.len, f);
+        return __fmul_rn(v.len, f);
     return 0.0f;
 }
 
@@ -172,7 +148,7 @@ __global__ void gather_kernel(const float *__restrict__ window, size_t slab, siz
  * is 32 neighbouring bins, whose pixels in a plane are neighbours along the plane: along a
  * row of x, or along a column, read from xt (x transposed) so that both are coalesced. */
 template <tl_projector P>
-__global__ void forward_kernel(it_grid g, const float4 *__restrict__ views, uint32_t first,
+__global__ void forward_kernel(it_grid g, const it_view *__restrict__ views, uint32_t first,
                                uint32_t stride, uint32_t count, uint32_t chunk,
                                const float *__restrict__ x, const float *__restrict__ xt,
                                float *__restrict__ ax, bool add)
@@ -181,64 +157,55 @@ __global__ void forward_kernel(it_grid g, const float4 *__restrict__ views, uint
     if (bin >= g.cols || n >= count)
         return;
     uint32_t k = first + n * stride;
-    float4 v = views[k];
+    const it_view v = views[k];
     size_t at = (size_t)k * g.cols + bin;
+    const bool rows = joseph_rows(v); /* the planes: rows of pixels, or columns */
+    const int nplanes = rows ? g.h : g.w, nalong = rows ? g.w : g.h;
+    const int p0 = blockIdx.z * chunk, p1 = min(nplanes, (int)(p0 + chunk));
+    const float along = rows ? v.du_j : v.du_i, across = rows ? v.du_i : v.du_j;
+    const float binf = (float)bin;
+    float sum = 0.0f;
     if constexpr (P == TL_PROJECTOR_JOSEPH) {
-        const joseph_view j = joseph_of(g, v);
-        int nplanes = j.rows ? g.h : g.w, nalong = j.rows ? g.w : g.h;
-        int p0 = blockIdx.z * chunk, p1 = min(nplanes, (int)(p0 + chunk));
-        float sum = 0.0f;
-        for (int p = p0; j.along != 0.0f && p < p1; p++) {
-            float pos = joseph_pos(g, v, j, (int)bin, p);
+        for (int p = p0; along != 0.0f && p < p1; p++) {
+            float pos = joseph_pos(v, rows, binf, (float)p);
             if (!(pos > -1.0f && pos < (float)nalong))
                 continue;
             int a0 = (int)floorf(pos);
             for (int a = max(a0, 0); a <= min(a0 + 1, nalong - 1); a++) {
-                int i = j.rows ? p : a, jj = j.rows ? a : p;
-                float wgt = joseph_weight(g, v, j, (int)bin, p, a);
-                sum += wgt * (!x              ? 1.0f
-                              : j.rows || !xt ? x[(size_t)i * g.w + jj]
-                                              : xt[(size_t)jj * g.h + i]);
+                int i = rows ? p : a, jj = rows ? a : p;
+                float wgt = joseph_weight(g, v, rows, (int)bin, p, a);
+                sum += wgt * (!x            ? 1.0f
+                              : rows || !xt ? x[(size_t)i * g.w + jj]
+                                            : xt[(size_t)jj * g.h + i]);
             }
         }
-        if (add)
-            atomicAdd(&ax[at], sum);
-        else
-            ax[at] = sum;
-        return;
-    }
-    float du_j = g.xj * v.x - g.yj * v.y, du_i = g.xi * v.x - g.yi * v.y;
-    bool rows = fabsf(du_j) >= fabsf(du_i);
-    int nplanes = rows ? g.h : g.w, nalong = rows ? g.w : g.h;
-    float step = rows ? du_j : du_i, across = rows ? du_i : du_j;
-    int p0 = blockIdx.z * chunk, p1 = min(nplanes, (int)(p0 + chunk));
-    float sum = 0.0f;
-    /* candidates of plane p: (bin -+ 1 - u(p, 0)) / step, u(p, 0) = u(0, 0) + p across;
-     * the slack absorbs this approximation, pixel_u decides */
-    float inv = step != 0.0f ? 1.0f / step : 0.0f, width = fabsf(inv) + IT_SLACK;
-    float mid0 = ((float)bin - pixel_u(g, v, 0, 0)) * inv, dmid = -across * inv;
-    if (step != 0.0f)
+    } else if (along != 0.0f) {
+        /* candidates of plane p: within 1 / |along| pixels of where u = bin, widened by the
+         * slack; pixel_u decides */
+        const float inv = 1.0f / along, width = fabsf(inv) + IT_SLACK;
+        const float mid0 = (binf - v.u00) * inv, dmid = -across * inv;
         for (int p = p0; p < p1; p++) {
-            float mid = __fmaf_rn((float)p, dmid, mid0);
-            int lo = max(0, (int)floorf(mid - width));
-            int hi = min(nalong - 1, (int)ceilf(mid + width));
-            for (int q = lo; q <= hi; q++) {
-                int i = rows ? p : q, j = rows ? q : p;
-                float u = pixel_u(g, v, i, j);
-                if (!(u > -1.0f && u < (float)g.cols))
-                    continue;
+            const float pf = (float)p;
+            const float mid = __fmaf_rn(pf, dmid, mid0);
+            const int lo = max(0, (int)floorf(mid - width));
+            const int hi = min(nalong - 1, (int)ceilf(mid + width));
+            float qf = (float)lo;
+            for (int q = lo; q <= hi; q++, qf += 1.0f) {
+                float u = rows ? pixel_u(v, pf, qf) : pixel_u(v, qf, pf);
                 float fl = floorf(u), f = u - fl, wgt;
-                if ((int)fl == (int)bin)
+                if (fl == binf) /* bins outside the detector never equal bin */
                     wgt = 1.0f - f;
-                else if ((int)fl + 1 == (int)bin)
+                else if (fl + 1.0f == binf)
                     wgt = f;
                 else
                     continue;
-                sum += wgt * (!x            ? 1.0f
-                              : rows || !xt ? x[(size_t)i * g.w + j]
-                                            : xt[(size_t)j * g.h + i]);
+                sum += wgt * (!x     ? 1.0f
+                              : rows ? x[(size_t)p * g.w + q]
+                              : xt   ? xt[(size_t)p * g.h + q]
+                                     : x[(size_t)q * g.w + p]);
             }
         }
+    }
     if (add)
         atomicAdd(&ax[at], sum);
     else
@@ -302,7 +269,7 @@ __global__ void invert_kernel(float *v, size_t n)
 
 /* g = A_S^T r and c = A_S^T 1 per pixel, then the update where c > 0. */
 template <tl_projector P>
-__global__ void backward_kernel(it_grid g, const float4 *__restrict__ views, uint32_t first,
+__global__ void backward_kernel(it_grid g, const it_view *__restrict__ views, uint32_t first,
                                 uint32_t stride, uint32_t count, tl_it_rule rule, float lambda,
                                 const float *__restrict__ r, float *__restrict__ x)
 {
@@ -310,25 +277,27 @@ __global__ void backward_kernel(it_grid g, const float4 *__restrict__ views, uin
     if (i >= (int)g.h || j >= (int)g.w)
         return;
     float sum = 0.0f, norm = 0.0f;
-    const float px = pixel_x(g, i, j), py = pixel_y(g, i, j); /* pixel_u's, hoisted */
+    const float fi = (float)i, fj = (float)j;
     for (uint32_t n = 0; n < count; n++) {
         uint32_t k = first + n * stride;
+        const it_view v = views[k];
         const float *row = r + (size_t)k * g.cols;
+        const float u = pixel_u(v, fi, fj);
         if constexpr (P == TL_PROJECTOR_JOSEPH) { /* the rays within a pixel, in its plane */
-            const joseph_view jv = joseph_of(g, views[k]);
-            if (jv.along == 0.0f)
+            const bool rows = joseph_rows(v);
+            const float along = rows ? v.du_j : v.du_i;
+            if (along == 0.0f)
                 continue;
-            float u = view_u(views[k], px, py), reach = fabsf(jv.along) + IT_SLACK;
+            const float reach = fabsf(along) + IT_SLACK;
             int lo = max(0, (int)floorf(u - reach)),
                 hi = min((int)g.cols - 1, (int)ceilf(u + reach));
             for (int bin = lo; bin <= hi; bin++) {
-                float wgt = joseph_weight(g, views[k], jv, bin, jv.rows ? i : j, jv.rows ? j : i);
+                float wgt = joseph_weight(g, v, rows, bin, rows ? i : j, rows ? j : i);
                 sum += wgt * row[bin];
                 norm += wgt;
             }
             continue;
         }
-        float u = view_u(views[k], px, py);
         if (!(u > -1.0f && u < (float)g.cols))
             continue;
         float fl = floorf(u), f = u - fl;
@@ -498,11 +467,16 @@ static tl_status alloc_iter(tl_cuda_state *s, const tl_it_problem *p)
         void **p;
         size_t bytes;
     } want[] = {
-        {(void **)&it->views, p->nproj * sizeof(float4)}, {(void **)&it->x, npix * sizeof(float)},
-        {(void **)&it->mark, npix * sizeof(float)},       {(void **)&it->g, npix * sizeof(float)},
-        {(void **)&it->xt, npix * sizeof(float)},         {(void **)&it->b, nmeas * sizeof(float)},
-        {(void **)&it->ax, nmeas * sizeof(float)},        {(void **)&it->r, nmeas * sizeof(float)},
-        {(void **)&it->R, nmeas * sizeof(float)},         {(void **)&it->sums, 2 * sizeof(double)},
+        {(void **)&it->views, p->nproj * sizeof(it_view)},
+        {(void **)&it->x, npix * sizeof(float)},
+        {(void **)&it->mark, npix * sizeof(float)},
+        {(void **)&it->g, npix * sizeof(float)},
+        {(void **)&it->xt, npix * sizeof(float)},
+        {(void **)&it->b, nmeas * sizeof(float)},
+        {(void **)&it->ax, nmeas * sizeof(float)},
+        {(void **)&it->r, nmeas * sizeof(float)},
+        {(void **)&it->R, nmeas * sizeof(float)},
+        {(void **)&it->sums, 2 * sizeof(double)},
         {(void **)&it->amax, sizeof(unsigned)},
     };
     tl_status st = TL_OK;
@@ -528,26 +502,32 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
     const uint32_t h = p->slice.height, w = p->slice.width, n = p->nproj;
     it->nproj = n;
     it->projector = p->projector;
-    double t0 = 1.0 - 0.5 / h, s0 = 0.5 / w;
-    it->grid = (it_grid){.x0 = (float)(o[6] + s0 * o[0] + t0 * o[3]),
-                         .xi = (float)(-o[3] / (double)h),
-                         .xj = (float)(o[0] / (double)w),
-                         .y0 = (float)(o[7] + s0 * o[1] + t0 * o[4]),
-                         .yi = (float)(-o[4] / (double)h),
-                         .yj = (float)(o[1] / (double)w),
-                         .h = h,
-                         .w = w,
-                         .cols = s->cols};
+    it->grid = (it_grid){.h = h, .w = w, .cols = s->cols};
+    /* pixel (i, j) of the plane at (x, y) = xy0 + i xy_i + j xy_j (row_start of the CPU
+     * backend's kernels: s = (j + 0.5) / w, t = 1 - (i + 0.5) / h) */
+    const double t0 = 1.0 - 0.5 / h, s0 = 0.5 / w;
+    const double x0 = o[6] + s0 * o[0] + t0 * o[3], y0 = o[7] + s0 * o[1] + t0 * o[4];
+    const double xi = -o[3] / (double)h, yi = -o[4] / (double)h;
+    const double xj = o[0] / (double)w, yj = o[1] / (double)w;
     /* the views and their slots (host tables, copied before anything reads them) */
-    float4 *hv = (float4 *)malloc(n * sizeof *hv);
+    it_view *hv = (it_view *)malloc(n * sizeof *hv);
     uint32_t *hslot = (uint32_t *)malloc(n * sizeof *hslot);
     float *hb = (float *)malloc((size_t)n * s->cols * sizeof *hb);
     uint32_t *dslot = NULL;
     if (!hv || !hslot || !hb)
         st = tl_fail(s->eb, TL_ENOMEM, "iterative: no host memory for %u views", n);
     for (uint32_t k = 0; st == TL_OK && k < n; k++) {
-        hv[k] = make_float4((float)p->proj[k].cos_t, (float)p->proj[k].sin_t,
-                            (float)p->proj[k].center, 0.0f);
+        const double c = p->proj[k].cos_t, sn = p->proj[k].sin_t;
+        const double du_i = xi * c - yi * sn, du_j = xj * c - yj * sn;
+        /* Joseph: one plane on along the ray, d pixels along the plane */
+        const bool rows = fabs(du_j) >= fabs(du_i);
+        const double d = rows ? (du_j != 0 ? -du_i / du_j : 0) : (du_i != 0 ? -du_j / du_i : 0);
+        const double len =
+            rows ? hypot(xi + d * xj, yi + d * yj) : hypot(xj + d * xi, yj + d * yi);
+        hv[k] = (it_view){.u00 = (float)(p->proj[k].center + x0 * c - y0 * sn),
+                          .du_i = (float)du_i,
+                          .du_j = (float)du_j,
+                          .len = (float)len};
         hslot[k] = p->proj[k].slot;
     }
     if (st == TL_OK)
