@@ -30,8 +30,9 @@ static tl_status check_iterative(tl_engine *e, const tl_slice_entry *se)
         return tl_fail(&e->err, TL_EINVAL,
                        "iterative: the slice must be horizontal (a row slice, or a plane of "
                        "constant z): a tilted plane is not a problem of its own");
-    if (!e->ops->it_begin)
-        return tl_fail(&e->err, TL_EINVAL, "iterative: the %s backend has no iterative methods",
+    if (!e->ops->it_begin) /* the split backend: rows over several GPUs (#29) */
+        return tl_fail(&e->err, TL_EINVAL,
+                       "iterative: one device only so far (this engine is %s over several)",
                        e->backend);
     return TL_OK;
 }
