@@ -184,7 +184,7 @@ typedef struct {
 
 /* Bin `bin` of view k: every pixel linked to it, plane by plane along the axis the pixel
  * grid's u changes least along (so a plane holds at most ceil(2 / |du|) + 1 of them). */
-static double fp_bin(const tl_cpu_iter *it, uint32_t k, long bin, const double *x)
+static double matched_bin(const tl_cpu_iter *it, uint32_t k, long bin, const double *x)
 {
     const double du_j = it->xj * it->cos_t[k] - it->yj * it->sin_t[k];
     const double du_i = it->xi * it->cos_t[k] - it->yi * it->sin_t[k];
@@ -220,7 +220,7 @@ static void fp_job(void *ctx, size_t job, int thread)
     const bool joseph = c->it->projector == TL_PROJECTOR_JOSEPH;
     for (uint32_t u = 0; u < c->it->cols; u++)
         c->y[(size_t)k * c->it->cols + u] =
-            joseph ? joseph_bin(c->it, k, u, c->x) : fp_bin(c->it, k, u, c->x);
+            joseph ? joseph_bin(c->it, k, u, c->x) : matched_bin(c->it, k, u, c->x);
 }
 
 static void forward(tl_cpu_state *s, tl_it_views v, const double *x, double *y)
