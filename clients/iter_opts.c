@@ -61,6 +61,14 @@ bool tl_iter_opt(tl_iter_opts *it, const char *name, const char *s, char *why, s
         return number(name, s, 0, 1e6, &o->tv_weight, why, why_len);
     if (strcmp(name, "tolerance") == 0)
         return number(name, s, 0, 1, &o->tolerance, why, why_len);
+    if (strcmp(name, "start") == 0) {
+        if (strcmp(s, "fbp") == 0 || strcmp(s, "zero") == 0) {
+            it->start_fbp = strcmp(s, "fbp") == 0;
+            return true;
+        }
+        snprintf(why, why_len, "bad --start '%s': fbp or zero", s);
+        return false;
+    }
     if (strcmp(name, "nonneg") == 0) {
         o->nonneg = true;
         return true;
@@ -74,7 +82,13 @@ bool tl_iter_opts_finish(tl_iter_opts *it, char *why, size_t why_len)
     if (!it->on && it->given_other) {
         snprintf(why, why_len,
                  "--projector, --iterations, --subsets, --relaxation, --nonneg, --tv, "
-                 "--tv-steps and --tolerance need --method");
+                 "--tv-steps, --tolerance and --start need --method");
+        return false;
+    }
+    if (it->start_fbp && it->o.method == TL_ITER_OSEM) {
+        snprintf(why, why_len,
+                 "--start fbp: not with osem, which needs a start above 0 (FBP has values "
+                 "at and below 0)");
         return false;
     }
     tl_iter_options *o = &it->o;
@@ -95,7 +109,8 @@ void tl_iter_opts_describe(const tl_iter_opts *it, char *buf, size_t len)
     if (it->on && len > 0)
         snprintf(buf, len,
                  " method=%s projector=%s iterations=%u subsets=%u relaxation=%.17g nonneg=%d "
-                 "tv=%.17g,%u tolerance=%.17g",
+                 "tv=%.17g,%u tolerance=%.17g start=%s",
                  tl_iter_method_name(o->method), tl_projector_name(o->projector), o->iterations,
-                 o->subsets, o->relaxation, o->nonneg, o->tv_weight, o->tv_steps, o->tolerance);
+                 o->subsets, o->relaxation, o->nonneg, o->tv_weight, o->tv_steps, o->tolerance,
+                 it->start_fbp ? "fbp" : "zero");
 }

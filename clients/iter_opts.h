@@ -19,6 +19,7 @@
 typedef struct {
     bool on;          /* --method given: slices are iterative, not FBP */
     bool given_other; /* an iterative option other than --method */
+    bool start_fbp;   /* --start fbp: each slice starts from its FBP (else from zeros) */
     tl_iter_options o;
 } tl_iter_opts;
 
@@ -44,12 +45,15 @@ typedef struct {
     "      --tv W            total-variation steps after each iteration, each W times that\n"   \
     "                        iteration's change (W > 0; e.g. 0.05)\n"                           \
     "      --tv-steps K      TV steps per iteration (default 10)\n"                             \
-    "      --tolerance T     stop once the relative residual changes by less than T\n"
+    "      --tolerance T     stop once the relative residual changes by less than T\n"        \
+    "      --start fbp|zero  start each slice from its FBP (ram-lak; twice the engine\n"      \
+    "                        memory) or from zeros (default; OS-EM: ones)\n"
 
 /* The option `name` (without the dashes: method, projector, iterations, subsets,
- * relaxation, nonneg, tv, tv-steps, tolerance) with value s (NULL for nonneg). false with why on a bad value. */
+ * relaxation, nonneg, tv, tv-steps, tolerance, start) with value s (NULL for nonneg). false with why on a bad value. */
 bool tl_iter_opt(tl_iter_opts *it, const char *name, const char *s, char *why, size_t why_len);
-/* Fills the defaults; false when an option needs --method and it was not given. */
+/* Fills the defaults; false when an option needs --method and it was not given, or for
+ * --start fbp with OS-EM (which needs a start above 0). */
 bool tl_iter_opts_finish(tl_iter_opts *it, char *why, size_t why_len);
 /* " method=... iterations=..." (nothing when off), appended to a job description. */
 void tl_iter_opts_describe(const tl_iter_opts *it, char *buf, size_t len);

@@ -71,7 +71,7 @@ static const char usage_text[] =
     "                      [--method sirt|sart|os-sart|osem [--projector matched|joseph]\n"
     "                       [--iterations N] [--subsets M]\n"
     "                       [--relaxation L] [--nonneg] [--tv W [--tv-steps K]]\n"
-    "                       [--tolerance T]]\n"
+    "                       [--tolerance T] [--start fbp|zero]]\n"
     "                      [-v] --output OUT.tif|OUT.h5|DIR/\n"
     "                      [--gpu-memory SIZE] [--host-memory SIZE] [--slab-rows N] [--plan]\n"
     "                      [--resume] [--output-dtype float32|uint16|float16]\n"
@@ -339,6 +339,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"tv", required_argument, NULL, O_ITERATIVE},
         {"tv-steps", required_argument, NULL, O_ITERATIVE},
         {"tolerance", required_argument, NULL, O_ITERATIVE},
+        {"start", required_argument, NULL, O_ITERATIVE},
         {"output", required_argument, NULL, 'o'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
@@ -789,7 +790,7 @@ static int run(const options *o, resources *R)
         return fail("bad --quality '%s' (exact, fast)", o->quality);
 
     /* the plan: budgets default to what is free, less a margin */
-    tl_volume_engine_cost ec = {.c = c};
+    tl_volume_engine_cost ec = {.c = c, .copies = iter.start_fbp ? 2 : 1};
     tl_memory_estimate m1;
     c.rows = whole_frames ? erows : 1;
     tl_status st = tl_engine_estimate(&c, &m1);
@@ -850,6 +851,7 @@ static int run(const options *o, resources *R)
         .bands = cone_bands && !plan.whole ? &R->bands : NULL,
         .plan = &plan,
         .iterative = iter.on ? &iter.o : NULL,
+        .warm_start = iter.on && iter.start_fbp,
         .progress = tl_progress_auto(),
         .stop = &stop_requested,
         .verbose = o->verbose,

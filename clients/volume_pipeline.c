@@ -27,14 +27,16 @@ typedef struct {
 typedef struct {
     const tl_volume_job *job;
     tl_engine *engine;
+    tl_engine *fbp;       /* job->warm_start: the same frames, filtered (FBP starts) */
+    int *fbp_ids;         /* its slices, as ids are the engine's */
     tl_engine_config cfg; /* the engine's (rows: E; bands: re-based per slab) */
     bool whole;           /* whole frames: filled once, the slabs cut the output */
     bool bands;           /* cone beam: each slab's engine holds its band of rows */
     bool fresh;           /* a new engine per slab (ring removal, bands: volume_pipeline.h) */
     uint32_t H, nslabs, frames;
-    uint32_t E;           /* the engine's rows: H, the frame's (whole), or the plan's band */
+    uint32_t E;             /* the engine's rows: H, the frame's (whole), or the plan's band */
     double (*matrices)[12]; /* bands of given cone-beam matrices: the re-based copies */
-    size_t frame_bytes;   /* E rows of one frame, in the engine's dtype */
+    size_t frame_bytes;     /* E rows of one frame, in the engine's dtype */
     size_t ds;
     void *in[2];
     float *out[2];
@@ -182,10 +184,15 @@ static void *writer(void *arg)
 
 /* ---- the engine's thread -------------------------------------------------------------- */
 
+static int engine_fail_in(pipeline *p, tl_engine *e, const char *what, tl_status st)
+{
+    set_error(p, "%s: %s (%s)", what, tl_engine_last_error(e), tl_status_name(st));
+    return -1;
+}
+
 static int engine_fail(pipeline *p, const char *what, tl_status st)
 {
-    set_error(p, "%s: %s (%s)", what, tl_engine_last_error(p->engine), tl_status_name(st));
-    return -1;
+    return engine_fail_in(p, p->engine, what, st);
 }
 
 static const char *kind_name(int kind)
@@ -206,10 +213,12 @@ static tl_status add_slices(tl_engine *e, uint32_t z_first, uint32_t h, uint32_t
 }
 
 /* Reads and submits rows [row0, row0 + rows) of every frame through buf (READ_FRAMES frames
- * of rows x cols), a chunk at a time, flushed after each so buf can be refilled: the
- * whole-frame fill and the centre's pass. 0 done, 1 stopped, -1 failed (err). */
-static int fill_engine(tl_engine *e, const tl_volume_job *j, uint32_t row0, uint32_t rows,
-                       void *buf, tl_volume_times *t, char *err, size_t errlen)
+ * of rows x cols) to each of the n engines, a chunk at a time, flushed after each so buf
+ * can be refilled: the whole-frame fill and the centre's pass. 0 done, 1 stopped, -1
+ * failed (err). */
+static int fill_engines(tl_engine *const *engines, int n_engines, const tl_volume_job *j,
+                        uint32_t row0, uint32_t rows, void *buf, tl_volume_times *t, char *err,
+                        size_t errlen)
 {
     size_t frame = (size_t)rows * j->engine.cols * tl_dtype_size(j->engine.dtype);
     tl_status st;
@@ -240,17 +249,19 @@ static int fill_engine(tl_engine *e, const tl_volume_job *j, uint32_t row0, uint
                     .pinned = true,
                     .more = proj && i + 1 < n,
                 };
-                if ((st = tl_engine_submit(e, &fr)) != TL_OK) {
-                    snprintf(err, errlen, "%s %u: %s (%s)", kind_name(kind), q,
-                             tl_engine_last_error(e), tl_status_name(st));
+                for (int k = 0; k < n_engines; k++)
+                    if ((st = tl_engine_submit(engines[k], &fr)) != TL_OK) {
+                        snprintf(err, errlen, "%s %u: %s (%s)", kind_name(kind), q,
+                                 tl_engine_last_error(engines[k]), tl_status_name(st));
+                        return -1;
+                    }
+            }
+            for (int k = 0; k < n_engines; k++) /* then buf is free again */
+                if ((st = tl_engine_flush(engines[k])) != TL_OK) {
+                    snprintf(err, errlen, "flush: %s (%s)", tl_engine_last_error(engines[k]),
+                             tl_status_name(st));
                     return -1;
                 }
-            }
-            if ((st = tl_engine_flush(e)) != TL_OK) { /* buf is free again */
-                snprintf(err, errlen, "flush: %s (%s)", tl_engine_last_error(e),
-                         tl_status_name(st));
-                return -1;
-            }
             t->submit += tl_cli_now() - t1;
         }
     return 0;
@@ -280,22 +291,32 @@ static void slab_slices(const pipeline *p, uint32_t k, uint32_t *z_first, uint32
     *count = p->bands ? h : p->H;
 }
 
-/* A new engine for slab k with its slices; the first failure is the run's error. */
+/* A new engine for slab k with its slices (and the FBP engine with its own, for warm
+ * starts); the first failure is the run's error. */
 static int make_engine(pipeline *p, uint32_t k, int *ids)
 {
     tl_engine_config c;
     tl_status st = slab_config(p, k, &c);
     if (st == TL_OK)
         st = tl_engine_create(&c, &p->engine);
+    if (st == TL_OK && p->job->warm_start) { /* the same frames, filtered */
+        c.filter = TL_FILTER_RAMLAK;
+        st = tl_engine_create(&c, &p->fbp);
+    }
     if (st != TL_OK) {
-        set_error(p, "slab %u: cannot create the engine: %s (%s)", k, tl_engine_last_error(NULL),
-                  tl_status_name(st));
+        set_error(p, "slab %u: cannot create the engine%s: %s (%s)", k,
+                  p->engine && p->job->warm_start ? " for the FBP starts" : "",
+                  tl_engine_last_error(NULL), tl_status_name(st));
         return -1;
     }
     uint32_t z_first, count;
     slab_slices(p, k, &z_first, &count);
-    if (!p->whole && (st = add_slices(p->engine, z_first, count, p->job->size, ids)) != TL_OK)
-        return engine_fail(p, "slices", st); /* whole frames: each slab adds its own */
+    if (p->whole) /* whole frames: each slab adds its own */
+        return 0;
+    if ((st = add_slices(p->engine, z_first, count, p->job->size, ids)) != TL_OK)
+        return engine_fail(p, "slices", st);
+    if (p->fbp && (st = add_slices(p->fbp, z_first, count, p->job->size, p->fbp_ids)) != TL_OK)
+        return engine_fail_in(p, p->fbp, "slices", st);
     return 0;
 }
 
@@ -306,10 +327,13 @@ static int renew_engine(pipeline *p, uint32_t k, int *ids)
     if (!p->fresh || k == 0) {
         if ((st = tl_engine_reset(p->engine)) != TL_OK)
             return engine_fail(p, "reset", st);
+        if (p->fbp && (st = tl_engine_reset(p->fbp)) != TL_OK)
+            return engine_fail_in(p, p->fbp, "reset", st);
         return 0;
     }
     tl_engine_destroy(p->engine);
-    p->engine = NULL;
+    tl_engine_destroy(p->fbp);
+    p->engine = p->fbp = NULL;
     return make_engine(p, k, ids);
 }
 
@@ -343,19 +367,27 @@ static int submit_slab(pipeline *p, uint32_t k, int *ids)
                 .pinned = true,
                 .more = --left > 0 && proj,
             };
-            if ((st = tl_engine_submit(p->engine, &f)) != TL_OK) {
+            tl_engine *failed = NULL;
+            if ((st = tl_engine_submit(p->engine, &f)) != TL_OK)
+                failed = p->engine;
+            else if (p->fbp && (st = tl_engine_submit(p->fbp, &f)) != TL_OK)
+                failed = p->fbp;
+            if (failed) {
                 char what[64];
                 snprintf(what, sizeof what, "slab %u, %s %u", k, kind_name(kind), i);
-                return engine_fail(p, what, st);
+                return engine_fail_in(p, failed, what, st);
             }
         }
+    if (p->fbp && (st = tl_engine_flush(p->fbp)) != TL_OK)
+        return engine_fail_in(p, p->fbp, "flush", st);
     if ((st = tl_engine_flush(p->engine)) != TL_OK)
         return engine_fail(p, "flush", st);
     return 0;
 }
 
-/* Slice ids[i] (volume row `row`) iteratively into out, its residuals into the summary. */
-static int iterate_slice(pipeline *p, uint32_t row, int id, float *out)
+/* Slice id (volume row `row`) iteratively into out, from out's image when `start` (its FBP),
+ * else from zeros; its residuals into the summary. */
+static int iterate_slice(pipeline *p, uint32_t row, int id, bool start, float *out)
 {
     const tl_volume_job *j = p->job;
     tl_volume_iterative *s = &p->t->iterative;
@@ -365,7 +397,8 @@ static int iterate_slice(pipeline *p, uint32_t row, int id, float *out)
         set_error(p, "out of memory for %u residuals", n);
         return -1;
     }
-    tl_status st = tl_engine_iterate(p->engine, id, j->iterative, NULL, out, res, &done);
+    tl_status st =
+        tl_engine_iterate(p->engine, id, j->iterative, start ? out : NULL, out, res, &done);
     if (st == TL_OK && done > 0) {
         double last = res[done - 1];
         s->min_iterations = s->slices == 0 || done < s->min_iterations ? done : s->min_iterations;
@@ -398,7 +431,12 @@ static int backproject_slab(pipeline *p, uint32_t k, uint32_t h, const int *ids)
         for (uint32_t z = 0; z < h; z++) {
             if (!going(p))
                 return -1;
-            if (iterate_slice(p, z0 + z, ids[z], p->out[k % 2] + (size_t)z * npx) != 0)
+            float *out = p->out[k % 2] + (size_t)z * npx;
+            tl_status st =
+                p->fbp ? tl_engine_reconstruct(p->fbp, &p->fbp_ids[z], 1, &out, NULL) : TL_OK;
+            if (st != TL_OK)
+                return engine_fail_in(p, p->fbp, "the FBP start", st);
+            if (iterate_slice(p, z0 + z, ids[z], p->fbp != NULL, out) != 0)
                 return -1;
         }
         if (!p->t->kernel[0])
@@ -450,9 +488,17 @@ static void run_engine(pipeline *p, int *ids)
             engine_fail(p, "slices", st);
             return;
         }
+        if (p->whole && p->fbp &&
+            (st = add_slices(p->fbp, j->row0 + z0, h, j->size, p->fbp_ids)) != TL_OK) {
+            engine_fail_in(p, p->fbp, "slices", st);
+            return;
+        }
         int rc = backproject_slab(p, k, h, ids);
-        for (uint32_t z = 0; p->whole && z < h; z++)
+        for (uint32_t z = 0; p->whole && z < h; z++) {
             tl_engine_remove_slice(p->engine, ids[z]);
+            if (p->fbp)
+                tl_engine_remove_slice(p->fbp, p->fbp_ids[z]);
+        }
         if (rc != 0)
             return;
         p->t->backproject += tl_cli_now() - t1;
@@ -474,7 +520,7 @@ size_t tl_volume_engine_bytes(void *ctx, uint32_t rows)
         snprintf(ec->why, sizeof ec->why, "%s (%s)", tl_engine_last_error(NULL),
                  tl_status_name(st));
     }
-    return st == TL_OK ? m.total_bytes : SIZE_MAX / 4;
+    return st == TL_OK ? m.total_bytes * (ec->copies > 1 ? ec->copies : 1) : SIZE_MAX / 4;
 }
 
 size_t tl_volume_host_available(void)
@@ -492,8 +538,8 @@ size_t tl_volume_host_available(void)
 
 /* ---- the centre, before the run -------------------------------------------------------- */
 
-int tl_volume_center(const tl_volume_job *j, uint32_t row0, uint32_t rows,
-                     tl_center_estimate *out, char *err, size_t errlen)
+int tl_volume_center(const tl_volume_job *j, uint32_t row0, uint32_t rows, tl_center_estimate *out,
+                     char *err, size_t errlen)
 {
     tl_engine_config c = j->engine;
     if (j->whole_frames)
@@ -515,7 +561,7 @@ int tl_volume_center(const tl_volume_job *j, uint32_t row0, uint32_t rows,
                  tl_status_name(st));
     else if ((st = tl_host_alloc(c.backend, bytes, &buf, why, sizeof why)) != TL_OK)
         snprintf(err, errlen, "cannot allocate %zu MiB of host buffers: %s", bytes >> 20, why);
-    else if ((rc = fill_engine(e, j, row0, rows, buf, &t, err, errlen)) == 0 &&
+    else if ((rc = fill_engines(&e, 1, j, row0, rows, buf, &t, err, errlen)) == 0 &&
              (st = tl_engine_center_estimate_now(e, out)) != TL_OK) {
         snprintf(err, errlen, "%s (%s)", tl_engine_last_error(e), tl_status_name(st));
         rc = -1;
@@ -559,14 +605,18 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
     c.rows = p.bands ? j->engine.rows : p.E; /* bands: re-based per slab (slab_config) */
     p.cfg = c;
     int *ids = calloc(p.H, sizeof *ids);
+    if (j->warm_start && !(p.fbp_ids = calloc(p.H, sizeof *p.fbp_ids))) {
+        free(ids);
+        ids = NULL;
+    }
     if (p.bands && c.cone.matrices)
         p.matrices = malloc(c.cone.nmatrices * sizeof *p.matrices);
     tl_status st = TL_ENOMEM;
     if (ids && (!c.cone.matrices || !p.bands || p.matrices)) /* the engine and its slices */
         st = make_engine(&p, 0, ids) == 0 ? TL_OK : TL_EINVAL;
     /* a slab's band of every frame + one frame of slack; whole frames: one read's chunk */
-    size_t in_bytes = p.whole ? READ_FRAMES * p.frame_bytes
-                              : p.frames * p.frame_bytes + p.frame_bytes;
+    size_t in_bytes =
+        p.whole ? READ_FRAMES * p.frame_bytes : p.frames * p.frame_bytes + p.frame_bytes;
     size_t out_bytes = (size_t)p.H * j->size * j->size * sizeof(float);
     char why[256] = "";
     if (st == TL_ENOMEM)
@@ -596,14 +646,15 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
         double w0 = tl_cli_now();
         tl_progress_start(&p.progress, j->progress, p.nslabs, j->rows);
         int filled = p.whole && p.nslabs > 0
-                         ? fill_engine(p.engine, j, 0, p.E, p.in[0], t, p.err, sizeof p.err)
+                         ? fill_engines((tl_engine *const[]){p.engine, p.fbp}, p.fbp ? 2 : 1, j, 0,
+                                        p.E, p.in[0], t, p.err, sizeof p.err)
                          : 0;
         p.failed = filled < 0;
         p.stopped = filled > 0;
         pthread_t rt, wt;
         bool have_r = !p.whole && filled == 0 && pthread_create(&rt, NULL, reader, &p) == 0;
-        bool have_w = (have_r || (p.whole && filled == 0)) &&
-                      pthread_create(&wt, NULL, writer, &p) == 0;
+        bool have_w =
+            (have_r || (p.whole && filled == 0)) && pthread_create(&wt, NULL, writer, &p) == 0;
         if (have_w)
             run_engine(&p, ids);
         else if (filled == 0)
@@ -614,9 +665,7 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
             pthread_join(wt, NULL);
         t->wall = tl_cli_now() - w0;
         tl_progress_end(&p.progress);
-        result = p.failed    ? TL_VOLUME_FAILED
-                 : p.stopped ? TL_VOLUME_STOPPED
-                             : TL_VOLUME_DONE;
+        result = p.failed ? TL_VOLUME_FAILED : p.stopped ? TL_VOLUME_STOPPED : TL_VOLUME_DONE;
     }
     if (result != TL_VOLUME_DONE)
         snprintf(err, errlen, "%s", p.failed || !p.stopped ? p.err : "interrupted");
@@ -627,8 +676,10 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
             tl_host_free(c.backend, p.out[b]);
     }
     free(ids);
+    free(p.fbp_ids);
     free(p.matrices);
     tl_engine_destroy(p.engine);
+    tl_engine_destroy(p.fbp);
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
     return result;

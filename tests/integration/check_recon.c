@@ -174,11 +174,19 @@ typedef struct {
     tl_filter filter;
     tl_weights weights;
     const tl_iter_options *iterative; /* NULL: FBP */
+    bool warm;                        /* iterative: each slice from its FBP (ram-lak) */
 } recon_params;
 
 /* Slices of rows row0 .. row1-1 (size x size each, consecutive in the result). */
 static float *reconstruct_here(const recon_params *p)
 {
+    float *start = NULL;
+    if (p->iterative && p->warm) {
+        recon_params fbp = *p;
+        fbp.filter = TL_FILTER_RAMLAK;
+        fbp.iterative = NULL;
+        start = reconstruct_here(&fbp);
+    }
     uint32_t nrows = p->row1 - p->row0;
     tl_engine_config c;
     tl_engine_config_init(&c, nrows, COLS, NPROJ);
@@ -218,12 +226,14 @@ static float *reconstruct_here(const recon_params *p)
         ck_assert_int_eq(tl_engine_add_slice(e, &s, &id), TL_OK);
         float *o = out + z * per;
         uint32_t done;
-        tl_status st = p->iterative ? tl_engine_iterate(e, id, p->iterative, NULL, o, NULL, &done)
+        const float *from = start ? start + z * per : NULL;
+        tl_status st = p->iterative ? tl_engine_iterate(e, id, p->iterative, from, o, NULL, &done)
                                     : tl_engine_reconstruct(e, &id, 1, &o, NULL);
         ck_assert_msg(st == TL_OK, "%s", tl_engine_last_error(e));
         ck_assert_int_eq(tl_engine_remove_slice(e, id), TL_OK);
     }
     tl_engine_destroy(e);
+    free(start);
     return out;
 }
 
@@ -295,7 +305,8 @@ START_TEST(test_recon_matches_engine_and_phantom)
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     ck_assert_msg(strstr(err_text, "backend cpu") != NULL, "-v says no backend: %s", err_text);
     float *got = read_output(out, 16, COLS);
-    recon_params p = {24, 40, COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_UNIFORM, NULL};
+    recon_params p = {24,   40,   COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_UNIFORM,
+                      NULL, false};
     float *want = reconstruct_here(&p);
     double worst;
     compare_pages(got, want, 16, COLS, &worst);
@@ -352,7 +363,7 @@ START_TEST(test_recon_options)
     int rc = tomolive(args);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     float *got = read_output(out, 4, 96);
-    recon_params p = {30, 34, 96, 63.2, TL_FILTER_HANN, TL_WEIGHTS_UNIFORM, NULL};
+    recon_params p = {30, 34, 96, 63.2, TL_FILTER_HANN, TL_WEIGHTS_UNIFORM, NULL, false};
     float *want = reconstruct_here(&p);
     double worst;
     compare_pages(got, want, 4, 96, &worst);
@@ -405,7 +416,8 @@ START_TEST(test_recon_iterative)
                          .subsets = 8,
                          .relaxation = 1,
                          .nonneg = true};
-    recon_params p = {30, 33, COLS, (COLS - 1) / 2.0, TL_FILTER_NONE, TL_WEIGHTS_UNIFORM, &o};
+    recon_params p = {30, 33,   COLS, (COLS - 1) / 2.0, TL_FILTER_NONE, TL_WEIGHTS_UNIFORM,
+                      &o, false};
     float *want = reconstruct_here(&p);
     double worst;
     compare_pages(got, want, 3, COLS, &worst);
@@ -429,6 +441,48 @@ START_TEST(test_recon_iterative)
     }
     ck_assert_int_eq(n, 12);
     ck_assert_msg(strstr(err_text, "os-sart, 3 slices, 12..12 iterations"), "%s", err_text);
+    const char *cold = strstr(err_text, "after each iteration:");
+    double cold_first = cold ? strtod(strchr(cold, ':') + 1, NULL) : 0;
+
+    /* --start fbp: each slice from its FBP, as the in-process engines give it; the first
+     * iteration's residual is below the start from zeros' */
+    const char *warm[] = {"recon",
+                          "-i",
+                          path_in("proj.tif"),
+                          "--darks",
+                          path_in("darks.tif"),
+                          "--flats",
+                          path_in("flats.tif"),
+                          "--angles-deg",
+                          "0:180:180",
+                          "--rows",
+                          "30:33",
+                          "--backend",
+                          "cpu",
+                          "--method",
+                          "os-sart",
+                          "--iterations",
+                          "12",
+                          "--nonneg",
+                          "--start",
+                          "fbp",
+                          "-o",
+                          out,
+                          NULL};
+    rc = tomolive(warm);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
+    got = read_output(out, 3, COLS);
+    p.warm = true;
+    want = reconstruct_here(&p);
+    compare_pages(got, want, 3, COLS, &worst);
+    free(got);
+    free(want);
+    const char *hot = strstr(err_text, "after each iteration:");
+    ck_assert_msg(hot, "no residual curve: %s", err_text);
+    double warm_first = strtod(strchr(hot, ':') + 1, NULL);
+    printf("os-sart, first iteration's residual: from zeros %.4f, from FBP %.4f\n", cold_first,
+           warm_first);
+    ck_assert_msg(warm_first < cold_first, "from FBP %g, from zeros %g", warm_first, cold_first);
 
     const char *filtered[] = {"recon",    "-i",   path_in("proj.tif"), "--angles-deg", "0:180:180",
                               "--method", "sart", "--filter",          "hann",         "-o",
@@ -479,7 +533,8 @@ START_TEST(test_recon_angles_file)
     int rc = tomolive(args);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     float *got = read_output(out, 2, COLS);
-    recon_params p = {31, 33, COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_ANGLES, NULL};
+    recon_params p = {31,   33,   COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_ANGLES,
+                      NULL, false};
     float *want = reconstruct_here(&p);
     double worst;
     compare_pages(got, want, 2, COLS, &worst);
@@ -511,7 +566,8 @@ START_TEST(test_recon_float_and_linear)
     int rc = tomolive(args);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err_text);
     float *got = read_output(out, 2, COLS);
-    recon_params p = {31, 33, COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_UNIFORM, NULL};
+    recon_params p = {31,   33,   COLS, (COLS - 1) / 2.0, TL_FILTER_RAMLAK, TL_WEIGHTS_UNIFORM,
+                      NULL, false};
     float *want = reconstruct_here(&p);
     double worst;
     compare_pages(got, want, 2, COLS, &worst);
