@@ -51,9 +51,12 @@ typedef struct {
 
 /* A view, as the kernels use it: pixel (i, j) lands at u = u00 + i du_i + j du_j (the
  * plane's pixel positions through the view's cos, sin and centre, computed in double on the
- * host and rounded once), and Joseph's path length per plane. */
+ * host and rounded once); for Joseph's pair the path length per plane and 1 / along (u's
+ * change per pixel along a plane), so that a crossing costs a multiplication. */
 typedef struct {
-    float u00, du_i, du_j, len;
+    float u00, du_i, du_j, len, inv_along;
+    int rows; /* the planes are rows of pixels (u changes faster along a row), else columns:
+                 decided once, on the host, so that every kernel walks the same planes */
 } it_view;
 
 struct tl_cuda_iter {
@@ -75,11 +78,9 @@ __device__ __forceinline__ float pixel_u(const it_view &v, float i, float j)
     return __fmaf_rn(j, v.du_j, __fmaf_rn(i, v.du_i, v.u00));
 }
 
-/* Joseph's view: the planes are rows when u changes faster along a row, else columns;
- * `along` is u's change per pixel along a plane. */
-__device__ __forceinline__ bool joseph_rows(const it_view &v)
+__device__ __forceinline__ bool planes_are_rows(const it_view &v)
 {
-    return fabsf(v.du_j) >= fabsf(v.du_i);
+    return v.rows != 0;
 }
 
 /* Joseph's link function: where the ray of bin `bin` crosses plane p, in pixels along
@@ -87,7 +88,7 @@ __device__ __forceinline__ bool joseph_rows(const it_view &v)
 __device__ __forceinline__ float joseph_pos(const it_view &v, bool rows, float bin, float p)
 {
     float u0 = rows ? pixel_u(v, p, 0.0f) : pixel_u(v, 0.0f, p);
-    return __fdiv_rn(__fsub_rn(bin, u0), rows ? v.du_j : v.du_i);
+    return __fmul_rn(__fsub_rn(bin, u0), v.inv_along);
 }
 
 /* The weight of pixel `a` of plane p on the ray of bin `bin` (0: not linked). */
@@ -159,7 +160,7 @@ __global__ void forward_kernel(it_grid g, const it_view *__restrict__ views, uin
     uint32_t k = first + n * stride;
     const it_view v = views[k];
     size_t at = (size_t)k * g.cols + bin;
-    const bool rows = joseph_rows(v); /* the planes: rows of pixels, or columns */
+    const bool rows = planes_are_rows(v); /* the planes: rows of pixels, or columns */
     const int nplanes = rows ? g.h : g.w, nalong = rows ? g.w : g.h;
     const int p0 = blockIdx.z * chunk, p1 = min(nplanes, (int)(p0 + chunk));
     const float along = rows ? v.du_j : v.du_i, across = rows ? v.du_i : v.du_j;
@@ -284,7 +285,7 @@ __global__ void backward_kernel(it_grid g, const it_view *__restrict__ views, ui
         const float *row = r + (size_t)k * g.cols;
         const float u = pixel_u(v, fi, fj);
         if constexpr (P == TL_PROJECTOR_JOSEPH) { /* the rays within a pixel, in its plane */
-            const bool rows = joseph_rows(v);
+            const bool rows = planes_are_rows(v);
             const float along = rows ? v.du_j : v.du_i;
             if (along == 0.0f)
                 continue;
@@ -527,7 +528,10 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
         hv[k] = (it_view){.u00 = (float)(p->proj[k].center + x0 * c - y0 * sn),
                           .du_i = (float)du_i,
                           .du_j = (float)du_j,
-                          .len = (float)len};
+                          .len = (float)len,
+                          .inv_along = (float)(rows ? (du_j != 0 ? 1 / du_j : 0)
+                                                    : (du_i != 0 ? 1 / du_i : 0)),
+                          .rows = rows};
         hslot[k] = p->proj[k].slot;
     }
     if (st == TL_OK)

@@ -16,7 +16,8 @@
  *                circle (the margins are printed), SIRT's residual falling at every
  *                iteration;
  *   OS-EM        Poisson counts: the error falls over the first four iterations, x >= 0;
- *   refusals     a filtered window, a tilted plane, bad options: TL_EINVAL, saying why.
+ *   refusals     a filtered window, a tilted plane, cone beam, bad options: TL_EINVAL,
+ *                saying why.
  * Built twice: for the CPU backend (tests/unit) and, with TL_TEST_CUDA, for the CUDA backend
  * (tests/gpu; skips without a device).
  */
@@ -410,6 +411,24 @@ START_TEST(refusals)
     int ortho;
     ck_assert_int_eq(tl_engine_add_slice(e, &sp, &ortho), TL_OK);
     refused(e, ortho, &o, "horizontal");
+    /* cone beam: not yet */
+    tl_engine_config cc;
+    tl_engine_config_init(&cc, 8, COLS, 15);
+    cc.backend = BACKEND;
+    cc.dtype = TL_DTYPE_F32;
+    cc.filter = TL_FILTER_NONE;
+    cc.geometry = TL_GEOMETRY_CONE;
+    cc.cone = (tl_cone_config){.source_origin = 500,
+                               .source_detector = 1000,
+                               .pixel_u = 0.5,
+                               .pixel_v = 0.5};
+    tl_engine *cone;
+    ck_assert_msg(tl_engine_create(&cc, &cone) == TL_OK, "%s", tl_engine_last_error(NULL));
+    tl_slice_spec_row(&sp, 3.5, N, N);
+    int cid;
+    ck_assert_int_eq(tl_engine_add_slice(cone, &sp, &cid), TL_OK);
+    refused(cone, cid, &o, "parallel beam only");
+    tl_engine_destroy(cone);
     /* after the refusals the engine still iterates */
     static float img[N * N];
     uint32_t done;
