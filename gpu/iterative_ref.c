@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 typedef struct {
     uint32_t n; /* views */
     double *theta, *center;

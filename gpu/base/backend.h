@@ -74,7 +74,7 @@ typedef struct {
  * at the slice's z (linear between two rows at a fractional z), unfiltered. */
 typedef struct {
     tl_projector projector; /* the pair (types.h); MATCHED is the one described above */
-    tl_bp_slice slice;     /* plane (horizontal), height, width; out unused */
+    tl_bp_slice slice;      /* plane (horizontal), height, width; out unused */
     const tl_bp_proj *proj; /* slot, cos_t, sin_t, center of each view (weight unused) */
     uint32_t nproj;
 } tl_it_problem;
@@ -184,7 +184,8 @@ typedef struct tl_backend_ops {
      * backward sets g = A_S^T r and c = A_S^T 1 and, where c > 0, x += lambda g / c
      * (SART) or x *= g / c (EM). it_regularise, after an iteration: x = max(x, 0) when
      * nonneg, then tv_steps steps of iterative_ref.h's TV descent, each of length
-     * tv_weight ||x - x_mark||, x_mark being x as it_mark last saw it. it_end frees it all. */
+     * tv_weight ||x - x_mark||, x_mark being x as it_mark last saw it. it_end ends the
+     * problem (a backend may keep its buffers for the next; they go with the backend). */
     tl_status (*it_begin)(void *state, const tl_it_problem *p, double stats[2]);
     tl_status (*it_image)(void *state, const float *in, float *out);
     tl_status (*it_forward)(void *state, tl_it_views v, tl_it_rule rule, double *sumsq);

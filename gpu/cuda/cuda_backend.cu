@@ -292,7 +292,7 @@ static void cuda_destroy(void *state)
      * and a sticky device error would make every call below fail anyway). */
     if (cudaSetDevice(s->device) == cudaSuccess && s->stream)
         cudaStreamSynchronize(s->stream);
-    tl_cuda_op_it_end(s);
+    tl_cuda_it_free(s);
     tl_cuda_tex_destroy(s);
     tl_cuda_cone_stack_destroy(s);
     tl_cuda_fft_destroy(s);

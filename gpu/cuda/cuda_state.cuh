@@ -306,6 +306,8 @@ tl_status tl_cuda_op_it_backward(void *state, tl_it_views v, tl_it_rule rule, do
 tl_status tl_cuda_op_it_mark(void *state);
 tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps);
 void tl_cuda_op_it_end(void *state);
+/* Frees the iterative buffers (kept from one problem to the next): at destroy. */
+void tl_cuda_it_free(tl_cuda_state *s);
 
 /* cuda_backend.cu */
 tl_status tl_cuda_use_device(tl_cuda_state *s);

@@ -69,7 +69,10 @@ struct tl_cuda_iter {
     float *b, *ax, *r, *R; /* nproj * cols */
     double *sums;          /* reductions, 2 */
     unsigned *amax;        /* max |x|, as float bits */
+    uint32_t *slots;       /* the views' window slots */
     size_t bytes;          /* device memory of all the above */
+    size_t npix_cap;       /* pixels and views the buffers hold: a problem that fits */
+    uint32_t nview_cap;    /* reuses them (a volume's slices, one after another) */
 };
 
 /* The matched pair's link function: where pixel (i, j) (as floats) lands in view v. */
@@ -394,13 +397,13 @@ static dim3 pixel_grid(const it_grid &g)
     return dim3((g.w + IT_TILE_X - 1) / IT_TILE_X, (g.h + IT_TILE_Y - 1) / IT_TILE_Y);
 }
 
-static void free_iter(tl_cuda_state *s)
+void tl_cuda_it_free(tl_cuda_state *s)
 {
     tl_cuda_iter *it = s->it;
     if (!it)
         return;
-    void *bufs[] = {it->views, it->x, it->xt, it->mark, it->g,   it->b,
-                    it->ax,    it->r, it->R,  it->sums, it->amax};
+    void *bufs[] = {it->views, it->x, it->xt, it->mark, it->g,    it->b,
+                    it->ax,    it->r, it->R,  it->sums, it->amax, it->slots};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         cudaFree(bufs[i]); /* teardown: nothing to do about a failure */
     s->mem -= it->bytes;
@@ -408,12 +411,12 @@ static void free_iter(tl_cuda_state *s)
     s->it = NULL;
 }
 
+/* The problem ends; its buffers stay for the next one (tl_cuda_it_free frees them). */
 void tl_cuda_op_it_end(void *state)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     if (s->it && cudaSetDevice(s->device) == cudaSuccess)
         cudaStreamSynchronize(s->stream);
-    free_iter(s);
 }
 
 /* A x of subset v into ax (x NULL: ones). */
@@ -479,11 +482,14 @@ static tl_status alloc_iter(tl_cuda_state *s, const tl_it_problem *p)
         {(void **)&it->R, nmeas * sizeof(float)},
         {(void **)&it->sums, 2 * sizeof(double)},
         {(void **)&it->amax, sizeof(unsigned)},
+        {(void **)&it->slots, p->nproj * sizeof(uint32_t)},
     };
     tl_status st = TL_OK;
     for (size_t i = 0; st == TL_OK && i < sizeof want / sizeof *want; i++)
         st = tl_cuda_alloc(s, want[i].p, want[i].bytes, "iterative reconstruction");
     it->bytes = s->mem - before;
+    it->npix_cap = npix;
+    it->nview_cap = p->nproj;
     return st;
 }
 
@@ -492,10 +498,14 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
     tl_cuda_state *s = (tl_cuda_state *)state;
     TL_TRY(tl_cuda_use_device(s));
     TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
-    tl_cuda_op_it_end(s);
-    tl_status st = alloc_iter(s, p);
+    tl_status st = TL_OK;
+    if (!s->it || s->it->npix_cap < (size_t)p->slice.height * p->slice.width ||
+        s->it->nview_cap < p->nproj) {
+        tl_cuda_it_free(s);
+        st = alloc_iter(s, p);
+    }
     if (st != TL_OK) {
-        free_iter(s);
+        tl_cuda_it_free(s);
         return st;
     }
     tl_cuda_iter *it = s->it;
@@ -514,7 +524,6 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
     it_view *hv = (it_view *)malloc(n * sizeof *hv);
     uint32_t *hslot = (uint32_t *)malloc(n * sizeof *hslot);
     float *hb = (float *)malloc((size_t)n * s->cols * sizeof *hb);
-    uint32_t *dslot = NULL;
     if (!hv || !hslot || !hb)
         st = tl_fail(s->eb, TL_ENOMEM, "iterative: no host memory for %u views", n);
     for (uint32_t k = 0; st == TL_OK && k < n; k++) {
@@ -534,14 +543,12 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
                           .rows = rows};
         hslot[k] = p->proj[k].slot;
     }
-    if (st == TL_OK)
-        st = tl_cuda_alloc(s, (void **)&dslot, n * sizeof *dslot, "iterative slot table");
     const double z = o[8], fl = floor(z);
     if (st == TL_OK) {
         cudaError_t e =
             cudaMemcpyAsync(it->views, hv, n * sizeof *hv, cudaMemcpyHostToDevice, s->stream);
         if (e == cudaSuccess)
-            e = cudaMemcpyAsync(dslot, hslot, n * sizeof *hslot, cudaMemcpyHostToDevice,
+            e = cudaMemcpyAsync(it->slots, hslot, n * sizeof *hslot, cudaMemcpyHostToDevice,
                                 s->stream);
         if (e != cudaSuccess)
             st = tl_cuda_fail_call(s->eb, e, "cudaMemcpyAsync (iterative tables)", __FILE__,
@@ -550,9 +557,9 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
     if (st == TL_OK) {
         size_t nmeas = (size_t)n * s->cols;
         gather_kernel<<<blocks(nmeas), IT_BLOCK, 0, s->stream>>>(s->window, s->slab_el,
-                                                                 s->pitch_el, dslot, n, s->cols,
-                                                                 s->rows, (int)fl, (float)(z - fl),
-                                                                 it->b);
+                                                                 s->pitch_el, it->slots, n,
+                                                                 s->cols, s->rows, (int)fl,
+                                                                 (float)(z - fl), it->b);
         cudaError_t e = cudaGetLastError();
         if (e == cudaSuccess)
             e = cudaMemcpyAsync(hb, it->b, nmeas * sizeof *hb, cudaMemcpyDeviceToHost, s->stream);
@@ -571,10 +578,6 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
         stats[0] = sumsq;
         stats[1] = bmin;
     }
-    if (dslot) {
-        cudaFree(dslot);
-        s->mem -= n * sizeof *dslot;
-    }
     free(hv);
     free(hslot);
     free(hb);
@@ -588,13 +591,14 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
         TL_CUDA_LAUNCHED(s->eb, "invert_kernel");
     }
     if (st != TL_OK)
-        free_iter(s);
+        tl_cuda_it_free(s);
     return st;
 }
 
 tl_status tl_cuda_op_it_image(void *state, const float *in, float *out)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     size_t bytes = (size_t)it->grid.h * it->grid.w * sizeof(float);
     if (in)
@@ -608,6 +612,7 @@ tl_status tl_cuda_op_it_image(void *state, const float *in, float *out)
 tl_status tl_cuda_op_it_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     TL_TRY(forward(s, v, it->x));
     TL_CUDA(s->eb, cudaMemsetAsync(it->sums, 0, 2 * sizeof(double), s->stream));
@@ -627,6 +632,7 @@ tl_status tl_cuda_op_it_forward(void *state, tl_it_views v, tl_it_rule rule, dou
 tl_status tl_cuda_op_it_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     auto kernel = it->projector == TL_PROJECTOR_JOSEPH ? backward_kernel<TL_PROJECTOR_JOSEPH>
                                                        : backward_kernel<TL_PROJECTOR_MATCHED>;
@@ -642,6 +648,7 @@ tl_status tl_cuda_op_it_backward(void *state, tl_it_views v, tl_it_rule rule, do
 tl_status tl_cuda_op_it_mark(void *state)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     TL_CUDA(s->eb,
             cudaMemcpyAsync(it->mark, it->x, (size_t)it->grid.h * it->grid.w * sizeof(float),
@@ -652,6 +659,7 @@ tl_status tl_cuda_op_it_mark(void *state)
 tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     const size_t npix = (size_t)it->grid.h * it->grid.w;
     const bool tv = tv_weight > 0 && tv_steps > 0;
