@@ -68,7 +68,7 @@ struct tl_cuda_iter {
     float *xt;             /* x transposed (w x h), for the forward pass */
     float *b, *ax, *r, *R; /* nproj * cols */
     double *sums;          /* reductions, 2 */
-    unsigned *amax;        /* max |x|, as float bits */
+    unsigned *amax;        /* max |x|, as float bits (it_begin: min b's float_key) */
     uint32_t *slots;       /* the views' window slots */
     size_t bytes;          /* device memory of all the above */
     size_t npix_cap;       /* pixels and views the buffers hold: a problem that fits */
@@ -131,20 +131,58 @@ __device__ void block_sum(double v, double *out)
     }
 }
 
-/* b of view k, bin u: the window's row(s) at z, linear between two rows. */
+/* Combines a warp's keys into *out, the least (MIN) or the greatest: one atomic per warp.
+ * Every lane of a full warp calls it. */
+template <bool MIN> __device__ void warp_extreme(unsigned v, unsigned *out)
+{
+    for (int o = 16; o > 0; o >>= 1) {
+        unsigned w = __shfl_down_sync(0xffffffffu, v, o);
+        v = MIN ? min(v, w) : max(v, w);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (MIN)
+            atomicMin(out, v);
+        else
+            atomicMax(out, v);
+    }
+}
+
+/* A float's bits as a key that orders as the floats do (negative ones too), and back. */
+__host__ __device__ __forceinline__ unsigned float_key(unsigned bits)
+{
+    return bits & 0x80000000u ? ~bits : bits | 0x80000000u;
+}
+static float key_float(unsigned key)
+{
+    unsigned bits = key & 0x80000000u ? key & 0x7fffffffu : ~key;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* b of view k, bin u: the window's row(s) at z, linear between two rows; the sum of b^2
+ * into *sumsq and the least b's key into *least. */
 __global__ void gather_kernel(const float *__restrict__ window, size_t slab, size_t pitch,
                               const uint32_t *__restrict__ slots, uint32_t nproj, uint32_t cols,
-                              uint32_t rows, int r0, float gz, float *__restrict__ b)
+                              uint32_t rows, int r0, float gz, float *__restrict__ b,
+                              double *sumsq, unsigned *least)
 {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= (size_t)nproj * cols)
-        return;
-    uint32_t k = (uint32_t)(t / cols), u = (uint32_t)(t % cols);
-    const float *col = window + (size_t)slots[k] * pitch + u;
-    float a = r0 >= 0 && r0 < (int)rows ? col[(size_t)r0 * slab] : 0.0f;
-    float c =
-        gz != 0.0f && r0 + 1 >= 0 && r0 + 1 < (int)rows ? col[(size_t)(r0 + 1) * slab] : 0.0f;
-    b[t] = a + gz * (c - a);
+    double b2 = 0;
+    unsigned key = 0xffffffffu;
+    if (t < (size_t)nproj * cols) {
+        uint32_t k = (uint32_t)(t / cols), u = (uint32_t)(t % cols);
+        const float *col = window + (size_t)slots[k] * pitch + u;
+        float a = r0 >= 0 && r0 < (int)rows ? col[(size_t)r0 * slab] : 0.0f;
+        float c =
+            gz != 0.0f && r0 + 1 >= 0 && r0 + 1 < (int)rows ? col[(size_t)(r0 + 1) * slab] : 0.0f;
+        float v = a + gz * (c - a);
+        b[t] = v;
+        b2 = (double)v * v;
+        key = float_key(__float_as_uint(v));
+    }
+    warp_extreme<true>(key, least);
+    block_sum(b2, sumsq);
 }
 
 /* A x (ones when x is NULL) of the subset's views into ax, planes [p0, p0 + chunk) of
@@ -217,7 +255,7 @@ __global__ void forward_kernel(it_grid g, const it_view *__restrict__ views, uin
 }
 
 /* The rule (backend.h, tl_it_rule) on the subset's measurements, and the sum of
- * (b - A x)^2 into *sumsq. */
+ * (b - A x)^2 into *sumsq (NULL: not wanted). */
 __global__ void rule_kernel(uint32_t cols, uint32_t first, uint32_t stride, uint32_t count,
                             tl_it_rule rule, const float *__restrict__ b,
                             const float *__restrict__ ax, const float *__restrict__ R,
@@ -234,7 +272,8 @@ __global__ void rule_kernel(uint32_t cols, uint32_t first, uint32_t stride, uint
         else if (rule == TL_IT_EM)
             r[at] = ax[at] > 0.0f ? b[at] / ax[at] : 0.0f;
     }
-    block_sum(d2, sumsq);
+    if (sumsq) /* the same for the whole launch */
+        block_sum(d2, sumsq);
 }
 
 __global__ void transpose_kernel(const float *__restrict__ x, float *__restrict__ xt, uint32_t h,
@@ -328,6 +367,7 @@ __global__ void clamp_kernel(float *x, const float *mark, size_t n, bool nonneg,
 {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     double d2 = 0;
+    unsigned bits = 0;
     if (t < n) {
         float v = x[t];
         if (nonneg && !(v > 0.0f))
@@ -335,11 +375,13 @@ __global__ void clamp_kernel(float *x, const float *mark, size_t n, bool nonneg,
         if (moved) { /* mark is only set when the TV steps need it */
             float d = v - mark[t];
             d2 = (double)d * d;
-            atomicMax(amax, __float_as_uint(fabsf(v)));
+            bits = __float_as_uint(fabsf(v));
         }
     }
-    if (moved)
+    if (moved) { /* the same for the whole launch */
+        warp_extreme<false>(bits, amax);
         block_sum(d2, moved);
+    }
 }
 
 /* The forward differences at pixel (i, j) along +x and +y (row i - 1), and their norm. */
@@ -523,8 +565,7 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
     /* the views and their slots (host tables, copied before anything reads them) */
     it_view *hv = (it_view *)malloc(n * sizeof *hv);
     uint32_t *hslot = (uint32_t *)malloc(n * sizeof *hslot);
-    float *hb = (float *)malloc((size_t)n * s->cols * sizeof *hb);
-    if (!hv || !hslot || !hb)
+    if (!hv || !hslot)
         st = tl_fail(s->eb, TL_ENOMEM, "iterative: no host memory for %u views", n);
     for (uint32_t k = 0; st == TL_OK && k < n; k++) {
         const double c = p->proj[k].cos_t, sn = p->proj[k].sin_t;
@@ -554,15 +595,25 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
             st = tl_cuda_fail_call(s->eb, e, "cudaMemcpyAsync (iterative tables)", __FILE__,
                                    __LINE__);
     }
-    if (st == TL_OK) {
+    if (st == TL_OK) { /* b, with ||b||^2 and min b summed on the device */
         size_t nmeas = (size_t)n * s->cols;
-        gather_kernel<<<blocks(nmeas), IT_BLOCK, 0, s->stream>>>(s->window, s->slab_el,
-                                                                 s->pitch_el, it->slots, n,
-                                                                 s->cols, s->rows, (int)fl,
-                                                                 (float)(z - fl), it->b);
-        cudaError_t e = cudaGetLastError();
+        unsigned least = 0xffffffffu;
+        double sumsq = 0;
+        cudaError_t e = cudaMemsetAsync(it->sums, 0, 2 * sizeof(double), s->stream);
         if (e == cudaSuccess)
-            e = cudaMemcpyAsync(hb, it->b, nmeas * sizeof *hb, cudaMemcpyDeviceToHost, s->stream);
+            e = cudaMemcpyAsync(it->amax, &least, sizeof least, cudaMemcpyHostToDevice, s->stream);
+        if (e == cudaSuccess) {
+            gather_kernel<<<blocks(nmeas), IT_BLOCK, 0, s->stream>>>(s->window, s->slab_el,
+                                                                     s->pitch_el, it->slots, n,
+                                                                     s->cols, s->rows, (int)fl,
+                                                                     (float)(z - fl), it->b,
+                                                                     it->sums, it->amax);
+            e = cudaGetLastError();
+        }
+        if (e == cudaSuccess)
+            e = cudaMemcpyAsync(&sumsq, it->sums, sizeof sumsq, cudaMemcpyDeviceToHost, s->stream);
+        if (e == cudaSuccess)
+            e = cudaMemcpyAsync(&least, it->amax, sizeof least, cudaMemcpyDeviceToHost, s->stream);
         if (e == cudaSuccess)
             e = cudaMemsetAsync(it->x, 0, (size_t)h * w * sizeof(float), s->stream);
         if (e == cudaSuccess)
@@ -570,17 +621,11 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
         if (e != cudaSuccess)
             st = tl_cuda_fail_call(s->eb, e, "gather_kernel (iterative measurements)", __FILE__,
                                    __LINE__);
-        double sumsq = 0, bmin = INFINITY;
-        for (size_t i = 0; st == TL_OK && i < nmeas; i++) {
-            sumsq += (double)hb[i] * hb[i];
-            bmin = fmin(bmin, (double)hb[i]);
-        }
         stats[0] = sumsq;
-        stats[1] = bmin;
+        stats[1] = key_float(least);
     }
     free(hv);
     free(hslot);
-    free(hb);
     if (st == TL_OK) /* R = 1 / (A 1) over every view */
         st = forward(s, (tl_it_views){0, 1, n}, NULL);
     if (st == TL_OK) {
@@ -615,11 +660,12 @@ tl_status tl_cuda_op_it_forward(void *state, tl_it_views v, tl_it_rule rule, dou
     TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     TL_TRY(forward(s, v, it->x));
-    TL_CUDA(s->eb, cudaMemsetAsync(it->sums, 0, 2 * sizeof(double), s->stream));
+    if (sumsq)
+        TL_CUDA(s->eb, cudaMemsetAsync(it->sums, 0, 2 * sizeof(double), s->stream));
     size_t n = (size_t)v.count * it->grid.cols;
     rule_kernel<<<blocks(n), IT_BLOCK, 0, s->stream>>>(it->grid.cols, v.first, v.stride, v.count,
                                                        rule, it->b, it->ax, it->R, it->r,
-                                                       it->sums);
+                                                       sumsq ? it->sums : NULL);
     TL_CUDA_LAUNCHED(s->eb, "rule_kernel");
     if (!sumsq)
         return TL_OK;

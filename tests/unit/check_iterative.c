@@ -16,8 +16,8 @@
  *                circle (the margins are printed), SIRT's residual falling at every
  *                iteration;
  *   OS-EM        Poisson counts: the error falls over the first four iterations, x >= 0;
- *   refusals     a filtered window, a tilted plane, cone beam, bad options: TL_EINVAL,
- *                saying why.
+ *   refusals     a filtered window, a tilted plane, cone beam, bad options, OS-EM on data
+ *                below 0: TL_EINVAL, saying why.
  * Built twice: for the CPU backend (tests/unit) and, with TL_TEST_CUDA, for the CUDA backend
  * (tests/gpu; skips without a device).
  */
@@ -429,6 +429,12 @@ START_TEST(refusals)
     ck_assert_int_eq(tl_engine_add_slice(cone, &sp, &cid), TL_OK);
     refused(cone, cid, &o, "parallel beam only");
     tl_engine_destroy(cone);
+    /* OS-EM on data below 0 (the least measurement is found by the backend) */
+    s.b[7 * COLS + 40] = -1.5;
+    tl_engine *neg = engine_of(&s, TL_FILTER_NONE);
+    tl_iter_options em = {.method = TL_ITER_OSEM, .iterations = 2, .subsets = 3};
+    refused(neg, row_slice(neg), &em, "OS-EM needs counts >= 0 (the least is -1.5)");
+    tl_engine_destroy(neg);
     /* after the refusals the engine still iterates */
     static float img[N * N];
     uint32_t done;
