@@ -163,15 +163,16 @@ tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *c
 
 /* Reconstructs slice id iteratively (issue #28; tl_iter_options, gpu/base/types.h) from the
  * held projections into out (height x width floats), instead of by FBP: the projections
- * are the measurements b, so the engine's filter must be none, and the system matrix A is
- * the transpose of the engine's back projection (the matched pair of gpu/project_ref.h).
- * Parallel beam, one horizontal slice (a row slice, or a plane of constant z), on one
- * device, without half acquisition: anything else is TL_EINVAL, saying why. x starts at
- * `start` (an image of the slice, e.g. its FBP; NULL: zeros, ones for OS-EM). residual
+ * are the measurements b, so the engine's filter must be none or the engine must keep
+ * the measurements (tl_engine_config.keep_measurements), and the system matrix A is the
+ * transpose of the engine's back projection or Joseph's (gpu/project_ref.h). Parallel
+ * beam, one horizontal slice (a row slice, or a plane of constant z), on one device,
+ * without half acquisition: anything else is TL_EINVAL, saying why. x starts at `start`
+ * (an image of the slice, e.g. its FBP; NULL: zeros, ones for OS-EM). residual
  * (o->iterations entries, or NULL) gets ||b - A x|| / ||b|| after each iteration, *done
- * the iterations run. */
+ * the iterations run; info (or NULL) what was used, its kernel the method's name. */
 tl_status tl_engine_iterate(tl_engine *e, int id, const tl_iter_options *o, const float *start,
-                            float *out, double *residual, uint32_t *done);
+                            float *out, double *residual, uint32_t *done, tl_slice_info *info);
 
 /* The back-projection kernels of the engine's backend (tl_kernel_info, gpu/base/types.h).
  * Writes at most cap entries, returns how many kernels there are. */

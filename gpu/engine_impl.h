@@ -159,6 +159,9 @@ const char *tl_track_kernel(const tl_engine *e);
 tl_status tl_engine_prepare_job(tl_engine *e, const int *ids, size_t n, float *const *out,
                                 tl_bp_job *job);
 
+/* reconstruct.c: what a slice read out now uses of the window (info, but its kernel). */
+void tl_engine_describe_window(const tl_engine *e, tl_slice_info *out);
+
 /* halfacq.c: 360-degree scans with an offset axis. setup turns c into the virtual
  * detector's configuration (NULL *out without half acquisition); weights hands the
  * column weights to the backend (for c->center, virtual); embed makes a real frame a

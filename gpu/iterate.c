@@ -18,10 +18,10 @@ static tl_status check_iterative(tl_engine *e, const tl_slice_entry *se)
         return tl_fail(&e->err, TL_EINVAL,
                        "iterative: parallel beam only so far (the cone-beam projector pair "
                        "is gpu/project_ref.c's reference alone)");
-    if (e->cfg.filter != TL_FILTER_NONE)
+    if (e->cfg.filter != TL_FILTER_NONE && !e->cfg.keep_measurements)
         return tl_fail(&e->err, TL_EINVAL,
-                       "iterative: the engine's filter must be none (the window holds the "
-                       "measurements), not %s",
+                       "iterative: the window is filtered (%s) and the measurements are not "
+                       "kept: filter none, or keep_measurements",
                        tl_filter_name(e->cfg.filter));
     if (e->halfacq)
         return tl_fail(&e->err, TL_EINVAL,
@@ -44,7 +44,7 @@ static int by_angle(const void *a, const void *b)
 }
 
 tl_status tl_engine_iterate(tl_engine *e, int id, const tl_iter_options *o, const float *start,
-                            float *out, double *residual, uint32_t *done)
+                            float *out, double *residual, uint32_t *done, tl_slice_info *info)
 {
     *done = 0;
     const tl_slice_entry *se = tl_engine_slice(e, id);
@@ -70,5 +70,9 @@ tl_status tl_engine_iterate(tl_engine *e, int id, const tl_iter_options *o, cons
                        .nproj = (uint32_t)job.nproj};
     st = tl_iterative_run(e->ops, e->be, &p, o, start, out, residual, done, &e->err);
     free(views);
+    if (info) {
+        tl_engine_describe_window(e, info);
+        info->kernel = tl_iter_method_name(o->method);
+    }
     return st;
 }

@@ -199,15 +199,13 @@ static tl_status back_project(tl_engine *e, const tl_slice_list *l, const int *i
     return TL_OK;
 }
 
-/* What the reconstruction used, for every slice of the request. */
-static void describe(const tl_engine *e, size_t n, const char *kernel, tl_slice_info *info)
+void tl_engine_describe_window(const tl_engine *e, tl_slice_info *out)
 {
     tl_slice_info si = {0};
     si.projections_used = e->win.nheld;
     si.missing = tl_window_missing(&e->win);
     si.window_first = e->win.empty ? 0 : tl_window_first(&e->win);
     si.window_last = e->win.last;
-    si.kernel = kernel_name(kernel, NULL, "?");
     /* the newest projection used: the highest index held */
     bool found = false;
     uint64_t newest = 0;
@@ -219,6 +217,15 @@ static void describe(const tl_engine *e, size_t n, const char *kernel, tl_slice_
         si.t_recv = e->slot[s].t_recv;
         found = true;
     }
+    *out = si;
+}
+
+/* What the reconstruction used, for every slice of the request. */
+static void describe(const tl_engine *e, size_t n, const char *kernel, tl_slice_info *info)
+{
+    tl_slice_info si;
+    tl_engine_describe_window(e, &si);
+    si.kernel = kernel_name(kernel, NULL, "?");
     for (size_t k = 0; k < n; k++) {
         info[k] = si;
         info[k].kernel = kernel_name(e->recon.kernel_of[k], NULL, si.kernel);

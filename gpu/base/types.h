@@ -238,6 +238,11 @@ typedef struct {
      * columns), host frames; the window should be a whole turn. The axis may later move
      * inwards (set_center), and with estimation outwards by up to 16 columns too. */
     bool half_acquisition;
+    /* Keep every projection also as the filter takes it (corrected and linearised) in a
+     * second window of the same size, so that tl_engine_iterate serves slices of an engine
+     * that filters for FBP (the daemon's live iterative slices). Twice the window's
+     * memory; not needed with filter none. */
+    bool keep_measurements;
     uint32_t refresh; /* tracked slices: full recomputation after this many
                                  incremental updates; 0 (default) = never: the
                                  accumulators are float64, so float drift stays bounded */

@@ -44,7 +44,7 @@ static tl_status cpu_estimate(const tl_engine_config *c, size_t padded, tl_memor
 {
     size_t rs = real_size(c), npix = (size_t)c->rows * c->cols;
     memset(m, 0, sizeof *m);
-    m->window_bytes = npix * c->window * rs;
+    m->window_bytes = npix * c->window * rs * (c->keep_measurements ? 2 : 1);
     /* batch sums (double), dark/flat averages and gain, per-thread FFT buffers */
     m->buffer_bytes = 2 * npix * sizeof(double) + 3 * npix * rs + 64 * padded * 2 * rs;
     m->buffer_bytes += tl_cpu_corr_estimate(c);
@@ -92,6 +92,7 @@ static void cpu_destroy(void *state)
     free(s->acc);
     free(s->acc_size);
     free(s->window);
+    free(s->meas);
     for (int k = 0; k < 2; k++) {
         free(s->sum[k]);
         free(s->avg[k]);
@@ -134,6 +135,8 @@ static tl_status cpu_create(const tl_engine_config *c, size_t padded, tl_errbuf 
              s->f64 ? ", float64" : "");
 
     s->window = alloc_counted(s, npix * s->n * rs);
+    if (c->keep_measurements)
+        s->meas = alloc_counted(s, npix * s->n * rs);
     for (int k = 0; k < 2; k++) {
         s->sum[k] = alloc_counted(s, npix * sizeof(double));
         s->avg[k] = alloc_counted(s, npix * rs);
@@ -143,9 +146,9 @@ static tl_status cpu_create(const tl_engine_config *c, size_t padded, tl_errbuf 
     s->pad = calloc((size_t)s->nthreads, sizeof *s->pad);
     s->spec = calloc((size_t)s->nthreads, sizeof *s->spec);
     s->rowbuf = calloc((size_t)s->nthreads, sizeof *s->rowbuf);
-    if (!s->window || !s->sum[0] || !s->sum[1] || !s->avg[0] || !s->avg[1] || !s->gain ||
+    if (!s->window || (c->keep_measurements && !s->meas) || !s->sum[0] || !s->sum[1] || !s->avg[0] || !s->avg[1] || !s->gain ||
         !s->response || !s->pad || !s->spec || !s->rowbuf) {
-        size_t need = npix * s->n * rs;
+        size_t need = npix * s->n * rs * (c->keep_measurements ? 2 : 1);
         cpu_destroy(s);
         return tl_fail(eb, TL_ENOMEM, "cannot allocate %.2f GiB for the window in host memory",
                        need / 1073741824.0);

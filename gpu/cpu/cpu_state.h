@@ -27,6 +27,8 @@ typedef struct {
     uint32_t rows, cols, n; /* detector rows, columns, window slots */
 
     void *window;   /* real[rows][n][cols] */
+    void *meas;     /* like window, the projections before the filter; NULL unless
+                       cfg.keep_measurements */
     double *sum[2]; /* current dark (0) and flat (1) batch sums */
     void *avg[2];   /* real[rows * cols]: dark and flat averages in use */
     bool have[2];   /* an average exists */

@@ -164,13 +164,15 @@ void tl_cpu_it_end(void *state)
     s->it = NULL;
 }
 
-/* Window value at (row r, slot, column c), 0 off the detector's rows. */
+/* Measurement at (row r, slot, column c), 0 off the detector's rows: the kept
+ * measurements where the window is filtered (cfg.keep_measurements), else the window. */
 static double window_at(const tl_cpu_state *s, long r, uint32_t slot, uint32_t c)
 {
     if (r < 0 || r >= (long)s->rows)
         return 0;
     size_t at = ((size_t)r * s->n + slot) * s->cols + c;
-    return s->f64 ? ((const double *)s->window)[at] : ((const float *)s->window)[at];
+    const void *b = s->meas ? s->meas : s->window;
+    return s->f64 ? ((const double *)b)[at] : ((const float *)b)[at];
 }
 
 /* ---- forward: y = A x over one view ---------------------------------------------------- */

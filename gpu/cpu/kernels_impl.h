@@ -236,11 +236,14 @@ void FN(tl_cpu_phase_filter)(tl_cpu_state *s)
     FFTW(execute)(CAT(s->phase_c2r, PSFX));
 }
 
-/* Zero padding to P, the filter, and the first W values into the window's slot. */
+/* The measurement kept (cfg.keep_measurements), then zero padding to P, the filter, and
+ * the first W values into the window's slot. */
 static void FN(filter_into)(tl_cpu_state *s, REAL *pad, uint32_t slot, uint32_t r, int thread)
 {
-    FN(tl_cpu_filter_values)
-    (s, pad, (REAL *)s->window + ((size_t)r * s->n + slot) * s->cols, thread);
+    size_t at = ((size_t)r * s->n + slot) * s->cols;
+    if (s->meas)
+        memcpy((REAL *)s->meas + at, pad, s->cols * sizeof *pad);
+    FN(tl_cpu_filter_values)(s, pad, (REAL *)s->window + at, thread);
 }
 
 void FN(tl_cpu_filter_values)(tl_cpu_state *s, void *pad_, void *dst_, int thread)

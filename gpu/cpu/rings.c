@@ -171,6 +171,14 @@ static void apply_job(void *ctx, size_t r, int thread)
             c[u] = (float)e;
         }
     }
+    for (uint32_t slot = 0; s->meas && slot < s->n; slot++) { /* the change, unfiltered */
+        char *m = (char *)s->meas + ((r * s->n + slot) * s->cols) * rs;
+        for (uint32_t u = 0; u < s->cols; u++)
+            if (s->f64)
+                ((double *)m)[u] -= ((const double *)s->pad[thread])[u];
+            else
+                ((float *)m)[u] -= ((const float *)s->pad[thread])[u];
+    }
     char *fd = (char *)s->ring_fd + o * rs;
     if (s->f64)
         tl_cpu_filter_values_f64(s, s->pad[thread], fd, thread);

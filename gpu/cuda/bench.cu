@@ -140,7 +140,7 @@ tl_status tl_cuda_op_bench_store(void *state, const tl_frame *f, int reps, doubl
             st = tl_cuda_fail_call(s->eb, e, "cudaMemcpyAsync (timed upload)", __FILE__, __LINE__);
             break;
         }
-        st = tl_cuda_process(s, src, pitch, f->dtype, s->scratch, s->pitch_el, false);
+        st = tl_cuda_process(s, src, pitch, f->dtype, s->scratch, NULL, s->pitch_el, false);
         if (st == TL_OK) {
             e = cudaEventRecord(s->t1, s->stream);
             st = e == cudaSuccess

@@ -276,9 +276,9 @@ static tl_status cuda_estimate(const tl_engine_config *c, size_t padded, tl_memo
     z.buffers += tl_cuda_profile_bytes(c);
     size_t free_b = 0, total_b = 0;
     TL_CUDA(eb, cudaMemGetInfo(&free_b, &total_b));
-    m->window_bytes = z.window;
+    m->window_bytes = z.window * (c->keep_measurements ? 2 : 1);
     m->buffer_bytes = z.buffers;
-    m->total_bytes = z.window + z.buffers;
+    m->total_bytes = m->window_bytes + z.buffers;
     m->available_bytes = free_b;
     return TL_OK;
 }
@@ -300,7 +300,7 @@ static void cuda_destroy(void *state)
     tl_cuda_stages_destroy(s);
     tl_cuda_rings_destroy(s);
     tl_cuda_acc_destroy(s);
-    void *dev[] = {s->window,  s->sum[0], s->sum[1],   s->avg[0],  s->avg[1],   s->gain,   s->raw,
+    void *dev[] = {s->window,  s->meas,   s->sum[0], s->sum[1],   s->avg[0],  s->avg[1],   s->gain,   s->raw,
                    s->pad,     s->spec,   s->response, s->d_par,   s->d_slot,   s->d_texy, s->out,
                    s->scratch, s->pack,   s->d_maxabs, s->d_scale, s->d_tickets,
                    s->frame[0], s->frame[1], s->d_replaced, s->d_prof, s->colw, s->pixw,
@@ -449,6 +449,10 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     size_t npix = (size_t)s->rows * s->cols;
     TL_TRY(tl_cuda_alloc(s, (void **)&s->window, s->sz.window, "window"));
     TL_CUDA(eb, cudaMemsetAsync(s->window, 0, s->sz.window, s->stream));
+    if (c->keep_measurements) {
+        TL_TRY(tl_cuda_alloc(s, (void **)&s->meas, s->sz.window, "measurement window"));
+        TL_CUDA(eb, cudaMemsetAsync(s->meas, 0, s->sz.window, s->stream));
+    }
     for (int k = 0; k < 2; k++) {
         TL_TRY(tl_cuda_alloc(s, (void **)&s->sum[k], npix * sizeof(double), "calibration sums"));
         TL_TRY(

@@ -150,6 +150,8 @@ typedef struct {
     /* the rolling window (layout above) */
     float *window;
     size_t pitch_el, slab_el; /* pitch and slab in floats */
+    float *meas; /* the same layout, the projections before the filter (cfg.keep_measurements;
+                    else NULL) */
 
     /* one texture object per detector row, when the limits allow (tex_ok) */
     cudaTextureObject_t *tex;
@@ -325,10 +327,11 @@ void tl_cuda_format_uuid(const cudaUUID_t *u, char *out);
 tl_status tl_cuda_stage(tl_cuda_state *s, const tl_frame *f, const char **src, size_t *pitch);
 tl_status tl_cuda_staged_read(tl_cuda_state *s);
 /* Enqueues convert + correct + -log (+ filter) of a staged frame into dst, a rows x cols
- * area whose rows are dst_stride floats apart. With hold, the filter pass may wait for
- * more frames (up to s->batch); tl_cuda_flush runs it. */
+ * area whose rows are dst_stride floats apart, and the projection before the filter into
+ * meas (NULL: not kept), laid out like dst. With hold, the filter pass may wait for more
+ * frames (up to s->batch); tl_cuda_flush runs it. */
 tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst,
-                          size_t dst_stride, bool hold);
+                          float *meas, size_t dst_stride, bool hold);
 /* Enqueues the filter pass of the held frames, then the fences asked for meanwhile. Every
  * operation that reads the window, pad or the calibration runs it first. */
 tl_status tl_cuda_flush(tl_cuda_state *s);

@@ -603,7 +603,9 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
         if (e == cudaSuccess)
             e = cudaMemcpyAsync(it->amax, &least, sizeof least, cudaMemcpyHostToDevice, s->stream);
         if (e == cudaSuccess) {
-            gather_kernel<<<blocks(nmeas), IT_BLOCK, 0, s->stream>>>(s->window, s->slab_el,
+            /* the kept measurements where the window is filtered (keep_measurements) */
+            const float *window = s->meas ? s->meas : s->window;
+            gather_kernel<<<blocks(nmeas), IT_BLOCK, 0, s->stream>>>(window, s->slab_el,
                                                                      s->pitch_el, it->slots, n,
                                                                      s->cols, s->rows, (int)fl,
                                                                      (float)(z - fl), it->b,

@@ -152,16 +152,18 @@ __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
         }
 }
 
-/* Every slot of every row: window −= the filtered change of its row. */
+/* Every slot of every row: window −= the change of its row (filtered for the window,
+ * as measured for the kept measurements), rows fd_stride apart in fd. */
 __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
     ring_window_kernel(float *window, size_t slab_el, size_t pitch_el, uint32_t rows,
-                       uint32_t slots, uint32_t cols, const float *__restrict__ fd)
+                       uint32_t slots, uint32_t cols, const float *__restrict__ fd,
+                       size_t fd_stride)
 {
     const size_t pairs = (size_t)rows * slots;
     for (size_t q = blockIdx.y; q < pairs; q += gridDim.y) {
         const uint32_t r = (uint32_t)(q / slots), k = (uint32_t)(q % slots);
         float *w = window + r * slab_el + k * pitch_el;
-        const float *d = fd + (size_t)r * cols;
+        const float *d = fd + (size_t)r * fd_stride;
         for (uint32_t u = blockIdx.x * blockDim.x + threadIdx.x; u < cols;
              u += gridDim.x * blockDim.x)
             w[u] -= d[u];
@@ -272,18 +274,22 @@ tl_status tl_cuda_op_ring_update(void *state, bool *changed)
         ring_delta_kernel<<<tl_cuda_row_grid(s->rows, s->cols), TL_CUDA_ELEM_BLOCK, 0,
                             s->stream>>>(s->ring_est, s->ring_c, s->rows, s->cols, dst, stride);
         TL_CUDA_LAUNCHED(s->eb, "ring_delta_kernel");
+        const size_t pairs = (size_t)s->rows * s->n;
+        const dim3 grid = tl_cuda_row_grid(1, s->cols);
+        const dim3 g(grid.x,
+                     (unsigned)(pairs < TL_CUDA_ROW_MAX_GRID ? pairs : TL_CUDA_ROW_MAX_GRID));
+        if (s->meas) { /* the kept measurements take the change as it is */
+            ring_window_kernel<<<g, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
+                s->meas, s->slab_el, s->pitch_el, s->rows, s->n, s->cols, dst, stride);
+            TL_CUDA_LAUNCHED(s->eb, "ring_window_kernel (measurements)");
+        }
         if (filt) {
             tl_cuda_dsts d = {};
             d.p[0] = s->ring_fd;
             TL_TRY(tl_cuda_filter_rows(s, 1, &d, s->cols));
         }
-        const size_t pairs = (size_t)s->rows * s->n;
-        const dim3 grid = tl_cuda_row_grid(1, s->cols);
-        const dim3 g(grid.x,
-                     (unsigned)(pairs < TL_CUDA_ROW_MAX_GRID ? pairs : TL_CUDA_ROW_MAX_GRID));
-        ring_window_kernel<<<g, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(s->window, s->slab_el,
-                                                                    s->pitch_el, s->rows, s->n,
-                                                                    s->cols, s->ring_fd);
+        ring_window_kernel<<<g, TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
+            s->window, s->slab_el, s->pitch_el, s->rows, s->n, s->cols, s->ring_fd, s->cols);
         TL_CUDA_LAUNCHED(s->eb, "ring_window_kernel");
         tl_cuda_cone_stack_mark(s, -1);
         *changed = true;

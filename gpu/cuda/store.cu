@@ -171,11 +171,25 @@ static tl_status correct_into(tl_cuda_state *s, const char *src, size_t pitch, t
     return TL_OK;
 }
 
+/* The measurement kept for iterative slices (tl_engine_config.keep_measurements): the
+ * corrected rows, from where they wait for the filter, into meas. */
+static tl_status keep_measurement(tl_cuda_state *s, const float *rows, size_t stride, float *meas,
+                                  size_t meas_stride)
+{
+    if (!meas)
+        return TL_OK;
+    TL_CUDA(s->eb, cudaMemcpy2DAsync(meas, meas_stride * sizeof(float), rows,
+                                     stride * sizeof(float), (size_t)s->cols * sizeof(float),
+                                     s->rows, cudaMemcpyDeviceToDevice, s->stream));
+    return TL_OK;
+}
+
 tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst,
-                          size_t dst_stride, bool hold)
+                          float *meas, size_t dst_stride, bool hold)
 {
     if (!s->filter_on) { /* straight into the window (set_filter ran what was held) */
         TL_TRY(correct_into(s, src, pitch, dt, dst, dst_stride));
+        TL_TRY(keep_measurement(s, dst, dst_stride, meas, dst_stride));
         return tl_cuda_profile_add(s, dst, dst_stride);
     }
     /* a held frame bound for the same place is written first: the pass writes its frames
@@ -188,6 +202,7 @@ tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dt
     /* into the next FFT input rows (zero-padded to P), filtered into dst by the pass */
     float *pad = s->pad + (size_t)s->held * s->rows * s->padded;
     TL_TRY(correct_into(s, src, pitch, dt, pad, s->padded));
+    TL_TRY(keep_measurement(s, pad, s->padded, meas, dst_stride));
     TL_TRY(tl_cuda_profile_add(s, pad, s->padded)); /* before the filter pass reads pad */
     s->held_dst.p[s->held++] = dst;
     s->held_stride = dst_stride;
@@ -247,7 +262,8 @@ tl_status tl_cuda_op_store(void *state, const tl_frame *f, uint32_t slot)
     size_t pitch = 0;
     TL_TRY(tl_cuda_stage(s, f, &src, &pitch));
     s->view_angle = f->angle; /* corrected before process() returns, even when held */
-    TL_TRY(tl_cuda_process(s, src, pitch, f->dtype, s->window + (size_t)slot * s->pitch_el,
+    const size_t at = (size_t)slot * s->pitch_el;
+    TL_TRY(tl_cuda_process(s, src, pitch, f->dtype, s->window + at, s->meas ? s->meas + at : NULL,
                            s->slab_el, f->more));
     tl_cuda_cone_stack_mark(s, (int32_t)slot);
     TL_TRY(tl_cuda_staged_read(s));

@@ -17,7 +17,10 @@
  *                iteration;
  *   OS-EM        Poisson counts: the error falls over the first four iterations, x >= 0;
  *   refusals     a filtered window, a tilted plane, cone beam, bad options, OS-EM on data
- *                below 0: TL_EINVAL, saying why.
+ *                below 0: TL_EINVAL, saying why;
+ *   kept         an engine filtering for FBP that keeps the measurements (the daemon's
+ *                live iterative slices) iterates exactly as an unfiltered one, with ring
+ *                removal too, and its FBP is unchanged.
  * Built twice: for the CPU backend (tests/unit) and, with TL_TEST_CUDA, for the CUDA backend
  * (tests/gpu; skips without a device).
  */
@@ -88,8 +91,9 @@ static void make_scan(scan *s, uint32_t n, double theta0, double arc)
                          .center = s->center};
 }
 
-/* An engine on the test's backend holding the scan (frames in reverse order), filter f. */
-static tl_engine *engine_of(const scan *s, tl_filter f)
+/* An engine on the test's backend holding the scan (frames in reverse order), filter f;
+ * keeping the measurements when keep, with ring removal `rings` (NULL: none). */
+static tl_engine *engine_with(const scan *s, tl_filter f, bool keep, const char *rings)
 {
     tl_engine_config cfg;
     tl_engine_config_init(&cfg, 1, COLS, s->n);
@@ -98,6 +102,9 @@ static tl_engine *engine_of(const scan *s, tl_filter f)
     cfg.already_linear = true;
     cfg.center = s->center[0];
     cfg.filter = f;
+    cfg.keep_measurements = keep;
+    if (rings)
+        ck_assert(tl_rings_parse(rings, &cfg.corr));
     tl_engine *e;
     ck_assert_msg(tl_engine_create(&cfg, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
     float row[COLS];
@@ -115,6 +122,11 @@ static tl_engine *engine_of(const scan *s, tl_filter f)
         ck_assert_int_eq(tl_engine_submit(e, &fr), TL_OK);
     }
     return e;
+}
+
+static tl_engine *engine_of(const scan *s, tl_filter f)
+{
+    return engine_with(s, f, false, NULL);
 }
 
 static int row_slice(tl_engine *e)
@@ -158,7 +170,7 @@ static void against_reference(const char *what, scan *s, const tl_iter_options *
     double res_got[64], res_want[64];
     uint32_t done_got, done_want;
     ck_assert_int_le(o->iterations, 64);
-    ck_assert_msg(tl_engine_iterate(e, id, o, NULL, img, res_got, &done_got) == TL_OK, "%s: %s",
+    ck_assert_msg(tl_engine_iterate(e, id, o, NULL, img, res_got, &done_got, NULL) == TL_OK, "%s: %s",
                   what, tl_engine_last_error(e));
     tl_engine_destroy(e);
     to_reference_layout(img, got);
@@ -279,7 +291,7 @@ static void versus_fbp(const char *what, const scan *s, const tl_iter_options *o
     double residual[100];
     uint32_t done;
     ck_assert_int_le(o->iterations, 100);
-    ck_assert_msg(tl_engine_iterate(e, id, o, NULL, iter, residual, &done) == TL_OK, "%s",
+    ck_assert_msg(tl_engine_iterate(e, id, o, NULL, iter, residual, &done, NULL) == TL_OK, "%s",
                   tl_engine_last_error(e));
     tl_engine_destroy(e);
     ck_assert_uint_eq(done, o->iterations);
@@ -360,7 +372,7 @@ START_TEST(osem_counts)
     for (uint32_t n = 1; n <= 6; n++) { /* from ones each time: n iterations */
         uint32_t done;
         o.iterations = n;
-        ck_assert_msg(tl_engine_iterate(e, id, &o, NULL, x, NULL, &done) == TL_OK, "%s",
+        ck_assert_msg(tl_engine_iterate(e, id, &o, NULL, x, NULL, &done, NULL) == TL_OK, "%s",
                       tl_engine_last_error(e));
         err[n - 1] = error_inside(x, truth, inside);
         if (n > 1 && n <= 4)
@@ -375,11 +387,73 @@ START_TEST(osem_counts)
 }
 END_TEST
 
+/* An engine that filters for FBP and keeps the measurements iterates exactly as one whose
+ * window is unfiltered (with ring removal too: its updates reach both windows), and its
+ * FBP is that of an engine without kept measurements. */
+static void kept_case(const scan *s, const char *rings)
+{
+    tl_iter_options o = {.method = TL_ITER_OS_SART, .iterations = 4, .subsets = 3, .relaxation = 1};
+    tl_engine *kept = engine_with(s, TL_FILTER_RAMLAK, true, rings);
+    tl_engine *plain = engine_with(s, TL_FILTER_NONE, false, rings);
+    tl_engine *fbp = engine_with(s, TL_FILTER_RAMLAK, false, rings);
+    static float a[N * N], b[N * N];
+    double ra[4], rb[4];
+    uint32_t done;
+    tl_slice_info info;
+    ck_assert_msg(tl_engine_iterate(kept, row_slice(kept), &o, NULL, a, ra, &done, &info) == TL_OK,
+                  "%s", tl_engine_last_error(kept));
+    ck_assert_uint_eq(info.projections_used, s->n);
+    ck_assert_str_eq(info.kernel, "os-sart");
+    ck_assert_int_eq(tl_engine_iterate(plain, row_slice(plain), &o, NULL, b, rb, &done, NULL),
+                     TL_OK);
+    for (size_t i = 0; i < N * N; i++)
+        ck_assert_msg(a[i] == b[i], "%s: pixel %zu %.9g != %.9g", rings ? rings : "no rings", i,
+                      (double)a[i], (double)b[i]);
+    for (int i = 0; i < 4; i++)
+        ck_assert_double_eq(ra[i], rb[i]);
+    tl_engine_corr_state cs;
+    ck_assert_int_eq(tl_engine_corrections(kept, &cs), TL_OK);
+    if (rings) /* the windows were corrected after the fact: the path under test */
+        ck_assert_uint_gt(cs.ring_rebuilds, 0);
+    int ida = row_slice(kept), idb = row_slice(fbp);
+    float *outa = a, *outb = b;
+    ck_assert_int_eq(tl_engine_reconstruct(kept, &ida, 1, &outa, NULL), TL_OK);
+    ck_assert_int_eq(tl_engine_reconstruct(fbp, &idb, 1, &outb, NULL), TL_OK);
+    for (size_t i = 0; i < N * N; i++)
+        ck_assert_msg(a[i] == b[i], "FBP pixel %zu", i);
+    tl_engine_destroy(kept);
+    tl_engine_destroy(plain);
+    tl_engine_destroy(fbp);
+}
+
+START_TEST(kept_measurements)
+{
+    static scan s;
+    make_scan(&s, 30, 0, M_PI);
+    kept_case(&s, NULL);
+    /* stripes for the ring removal to find: a few columns off by a constant */
+    for (uint32_t k = 0; k < s.n; k++)
+        for (uint32_t u = 30; u < 33; u++)
+            s.b[k * COLS + u] += 0.2;
+    kept_case(&s, "vo");
+    /* measurements kept where iterative slices cannot be: refused at creation */
+    tl_engine_config cc;
+    tl_engine_config_init(&cc, 8, COLS, 15);
+    cc.backend = BACKEND;
+    cc.keep_measurements = true;
+    cc.half_acquisition = true;
+    cc.center = 20;
+    tl_engine *e = NULL;
+    ck_assert_int_eq(tl_engine_create(&cc, &e), TL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(tl_engine_last_error(NULL), "keep_measurements"));
+}
+END_TEST
+
 static void refused(tl_engine *e, int id, const tl_iter_options *o, const char *why)
 {
     static float img[N * N];
     uint32_t done;
-    ck_assert_int_eq(tl_engine_iterate(e, id, o, NULL, img, NULL, &done), TL_EINVAL);
+    ck_assert_int_eq(tl_engine_iterate(e, id, o, NULL, img, NULL, &done, NULL), TL_EINVAL);
     ck_assert_msg(strstr(tl_engine_last_error(e), why), "'%s' lacks '%s'", tl_engine_last_error(e),
                   why);
     ck_assert_uint_eq(done, 0);
@@ -391,7 +465,7 @@ START_TEST(refusals)
     make_scan(&s, 15, 0, M_PI);
     tl_iter_options o = {.method = TL_ITER_SIRT, .iterations = 5, .relaxation = 1};
     tl_engine *e = engine_of(&s, TL_FILTER_RAMLAK);
-    refused(e, row_slice(e), &o, "filter must be none");
+    refused(e, row_slice(e), &o, "measurements are not kept");
     tl_engine_destroy(e);
 
     e = engine_of(&s, TL_FILTER_NONE);
@@ -438,7 +512,7 @@ START_TEST(refusals)
     /* after the refusals the engine still iterates */
     static float img[N * N];
     uint32_t done;
-    ck_assert_int_eq(tl_engine_iterate(e, id, &o, NULL, img, NULL, &done), TL_OK);
+    ck_assert_int_eq(tl_engine_iterate(e, id, &o, NULL, img, NULL, &done, NULL), TL_OK);
     ck_assert_uint_eq(done, 5);
     tl_engine_destroy(e);
 }
@@ -451,6 +525,7 @@ int main(void)
         {"reference", {reference, NULL}},
         {"few_views", {thirty_views, fifteen_views, limited_arc, osem_counts, NULL}},
         {"refusals", {refusals, NULL}},
+        {"kept_measurements", {kept_measurements, NULL}},
     };
     return tl_gt_main("iterative", cases, sizeof cases / sizeof *cases);
 }
@@ -466,6 +541,7 @@ int main(void)
     tcase_add_test(tc, limited_arc);
     tcase_add_test(tc, osem_counts);
     tcase_add_test(tc, refusals);
+    tcase_add_test(tc, kept_measurements);
     suite_add_tcase(s, tc);
     return tl_run_suite(s, false);
 }
