@@ -155,6 +155,10 @@ typedef struct {
     const char *kernel; /* name of the back-projection kernel used (static string) */
 } tl_slice_info;
 
+/* Whether slice id can be reconstructed iteratively (tl_engine_iterate's checks of the
+ * engine and the slice): TL_OK, or TL_EINVAL saying why. */
+tl_status tl_engine_can_iterate(tl_engine *e, int id);
+
 /* Back-projects the slices ids[0..n-1] from the current window into out[k] (height x
  * width floats each, row-major). info is NULL or an array of n, one per slice. An empty
  * window yields zeros. */

@@ -37,6 +37,12 @@ static tl_status check_iterative(tl_engine *e, const tl_slice_entry *se)
     return TL_OK;
 }
 
+tl_status tl_engine_can_iterate(tl_engine *e, int id)
+{
+    const tl_slice_entry *se = tl_engine_slice(e, id);
+    return se ? check_iterative(e, se) : TL_ENOTFOUND;
+}
+
 static int by_angle(const void *a, const void *b)
 {
     const tl_angle_key *x = a, *y = b;

@@ -72,6 +72,16 @@ tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_pro
     TLP_TRY(tl_proto_get_u64(h, "t_done", false, &m->t_done, err));
     TLP_TRY(tl_proto_get_str(h, "kernel", true, &m->kernel, err));
     TLP_TRY(tl_proto_get_bool(h, "final", false, &m->final, err));
+    /* an iterative slice: both keys or neither */
+    m->iterations = 0;
+    m->residual = 0;
+    TLP_TRY(tl_proto_get_u32(h, "iterations", false, &m->iterations, err));
+    TLP_TRY(tl_proto_get_double(h, "residual", m->iterations != 0, &m->residual, err));
+    if (m->iterations == 0 && tl_proto_map_get(h, "residual"))
+        return tl_proto_fail(err, TL_PROTO_E_MISSING, "\"residual\" without \"iterations\"");
+    if (!(m->residual >= 0 && isfinite(m->residual)))
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"residual\" %g must be finite and >= 0",
+                             m->residual);
     /* shared memory (§10.1): both keys or neither; the name is one POSIX object name */
     m->has_shm = tl_proto_map_get(h, "shm_name") != NULL;
     TLP_TRY(tl_proto_get_str(h, "shm_name", false, &m->shm_name, err));

@@ -230,7 +230,8 @@ int tl_proto_encode_slice(msgpack_sbuffer *buf, const tl_proto_slice *m)
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
     bool q16 = m->dtype == TL_PROTO_Q16;
     size_t n =
-        13 + (m->t_recv != 0) + (m->t_done != 0) + m->final + 2 * m->has_shm + 2 * q16 + m->lz4;
+        13 + (m->t_recv != 0) + (m->t_done != 0) + m->final + 2 * m->has_shm + 2 * q16 + m->lz4 +
+        2 * (m->iterations != 0);
     P(envelope(&pk, n, TL_MSG_SLICE));
     P(tl_proto_pack_cstr(&pk, "id"));
     P(pack_pstr(&pk, m->id));
@@ -261,6 +262,10 @@ int tl_proto_encode_slice(msgpack_sbuffer *buf, const tl_proto_slice *m)
         P(tl_proto_pack_kv_u64(&pk, "t_done", m->t_done));
     if (m->final)
         P(tl_proto_pack_kv_bool(&pk, "final", true));
+    if (m->iterations) {
+        P(tl_proto_pack_kv_u64(&pk, "iterations", m->iterations));
+        P(tl_proto_pack_kv_double(&pk, "residual", m->residual));
+    }
     if (m->has_shm) {
         P(tl_proto_pack_cstr(&pk, "shm_name"));
         P(pack_pstr(&pk, m->shm_name));

@@ -276,6 +276,10 @@ typedef struct {
     bool final;      /* optional (default false): the last slice of a scan, published
                                    when its "end" arrived */
     tl_proto_str kernel;
+    /* an iterative slice (§10: "kernel" names its method): the iterations run since its
+     * start, optional (0 = absent), and ||b - A x|| / ||b|| after the last of them */
+    uint32_t iterations;
+    double residual;
     /* the pixels in shared memory instead of a payload part (topic "shm/<id>/", §10.1) */
     bool has_shm;
     tl_proto_str shm_name; /* POSIX shared-memory object, "/name" */

@@ -160,6 +160,13 @@ tests_integration_check_security_SOURCES = tests/integration/check_security.c
 tests_integration_check_security_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 tests_integration_check_security_LDADD = $(FIXTURE_LIBS) $(TEST_LIBS)
 
+# live iterative slices: improving read-outs, the converged final, refusals
+check_PROGRAMS += tests/integration/check_iterative_daemon
+TESTS += tests/integration/check_iterative_daemon
+tests_integration_check_iterative_daemon_SOURCES = tests/integration/check_iterative_daemon.c
+tests_integration_check_iterative_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_iterative_daemon_LDADD = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+
 # per-frame corrections through the daemon: scan keys, status, latency histograms
 check_PROGRAMS += tests/integration/check_corrections_daemon
 TESTS += tests/integration/check_corrections_daemon

@@ -44,6 +44,8 @@ typedef struct tl_slicebuf {
     uint32_t height, width;
     float orientation[9];
     tl_slice_info info;
+    uint32_t iterations; /* an iterative slice's (PROTOCOL.md §10), else 0 */
+    double residual;
     uint64_t t_done; /* CLOCK_REALTIME ns */
     bool final;
     bool tcp; /* data holds the pixels: sent on "slice/<id>/", shown to taps */

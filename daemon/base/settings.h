@@ -90,6 +90,8 @@ typedef struct {
         update_max_rate; /* maximum publish rate per slice in Hz, 0.01..1000, default 10, reloadable */
     /* [engine] */
     int filter;  /* enum ram-lak|shepp-logan|cosine|hamming|hann|parzen, reloadable (next scan) */
+    bool engine_iterative; /* keep the measurements for iterative slices, default false,
+                              reloadable (next scan) */
     int quality; /* enum exact|fast|preview, default exact, reloadable (next scan) */
     int weights; /* enum uniform|angles, default uniform, reloadable (next scan) */
     /* [engine]: the kernel autotuner (gpu/tune.h, daemon/tuning.c); reloadable, for the

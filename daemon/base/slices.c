@@ -1,6 +1,7 @@
 /* slices.c — see slices.h. */
 #include <config.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,8 @@ void tl_slices_init(tl_slices *s)
 
 void tl_slices_destroy(tl_slices *s)
 {
+    for (int i = 0; i < s->n; i++)
+        free(s->v[i].it.image);
     free(s->v);
     memset(s, 0, sizeof *s);
 }
@@ -62,6 +65,7 @@ tl_slice *tl_slices_add(tl_slices *s, const char *id, size_t len)
 
 void tl_slices_remove(tl_slices *s, tl_slice *sl)
 {
+    free(sl->it.image);
     *sl = s->v[--s->n]; /* order does not matter; pointers into v are not kept */
 }
 
@@ -69,6 +73,52 @@ void tl_slice_touch(tl_slice *sl)
 {
     sl->pending++;
     sl->dirty = true;
+    sl->it.since_data = 0;
+    sl->it.converged = false;
+}
+
+void tl_slice_iter_restart(tl_slice *sl)
+{
+    tl_slice_iter *it = &sl->it;
+    it->started = false;
+    it->total = it->since_data = 0;
+    it->residual = 0;
+    it->converged = false;
+}
+
+bool tl_slice_iter_prepare(tl_slice *sl)
+{
+    tl_slice_iter *it = &sl->it;
+    tl_slice_iter_restart(sl);
+    size_t need = (size_t)sl->height * sl->width;
+    if (!it->on || need <= it->image_floats)
+        return true;
+    float *img = realloc(it->image, need * sizeof *img);
+    if (!img)
+        return false;
+    it->image = img;
+    it->image_floats = need;
+    return true;
+}
+
+void tl_slice_iter_ran(tl_slice *sl, uint32_t done, const double *residual)
+{
+    tl_slice_iter *it = &sl->it;
+    for (uint32_t i = 0; i < done; i++) {
+        bool settled = it->since_data > 0 && it->o.tolerance > 0 &&
+                       fabs(it->residual - residual[i]) < it->o.tolerance;
+        it->residual = residual[i];
+        it->total++;
+        it->since_data++;
+        it->converged = it->converged || settled;
+    }
+    it->started = true;
+    it->converged = it->converged || it->since_data >= it->max_iterations;
+}
+
+bool tl_slice_refining(const tl_slice *sl)
+{
+    return sl->it.on && sl->it.started && !sl->it.converged;
 }
 
 void tl_slice_note_wanted(tl_slice *sl, bool tcp, bool shm)
@@ -90,7 +140,8 @@ bool tl_slice_due_now(const tl_slice *sl, bool wanted, bool have_data, uint64_t 
 {
     if (!wanted || !have_data)
         return false;
-    bool trigger = tl_slice_urgent(sl) || (sl->dirty && sl->pending >= sl->policy.every);
+    bool trigger = tl_slice_urgent(sl) || (sl->dirty && sl->pending >= sl->policy.every) ||
+                   tl_slice_refining(sl);
     if (!trigger)
         return false;
     uint64_t interval = (uint64_t)(1e9 / sl->policy.max_rate);

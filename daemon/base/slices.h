@@ -24,6 +24,29 @@ typedef struct {
     double max_rate;  /* at most this many per second */
 } tl_update_policy;
 
+/* An iterative slice (set_slice "method", PROTOCOL.md §12; issue #28). Each read-out runs
+ * o.iterations more iterations from where the last one left x, and publishes x: after new
+ * projections (the update policy, as for FBP), and while the window holds still, until
+ * `max_iterations` have run since it last changed or the residual changes by less than
+ * `tolerance` (refinement: a routine read-out, paced like the others, pacing.h). The
+ * scan's final is published once x has converged after the end. x starts from the
+ * slice's FBP (start_fbp) or zeros (ones for OS-EM), again after a parameter change or a
+ * new scan. */
+typedef struct {
+    bool on;
+    tl_iter_options o;       /* o.iterations: per read-out; o.tolerance applied here */
+    uint32_t max_iterations; /* of refinement since the window last changed */
+    bool start_fbp;
+    /* state */
+    float *image; /* x, height x width; sized when the slice joins a scan's engine */
+    size_t image_floats;
+    bool started;        /* image holds x of this scan and parameters */
+    uint32_t total;      /* iterations since the start */
+    uint32_t since_data; /* ... since the window last changed */
+    double residual;     /* after the last iteration */
+    bool converged;      /* nothing to refine until the window changes */
+} tl_slice_iter;
+
 typedef struct {
     char id[TL_PROTO_MAX_ID + 1];
     char topic[TL_PROTO_MAX_ID + 16];
@@ -51,6 +74,7 @@ typedef struct {
     uint64_t last_ns; /* monotonic time of the last computation, 0 = never */
     uint64_t cost_ns; /* moving average of its share of a read-out's time (pacing.h) */
     bool was_tcp, was_shm; /* wanted over each channel at the last turn */
+    tl_slice_iter it;      /* it.on: iterative, not FBP */
 } tl_slice;
 
 typedef struct {
@@ -72,14 +96,28 @@ bool tl_slice_id_valid(const char *id, size_t len);
 /* Records one new projection in the window (or a window change of another kind). */
 void tl_slice_touch(tl_slice *sl);
 
+/* Iterations one read-out of an iterative slice may run (its "iterations" option). */
+#define TL_SLICE_ITER_STEP_MAX 1000
+
+/* Sizes an iterative slice's image for its height x width (when it joins an engine) and
+ * starts it over; false when memory runs out. Nothing for an FBP slice. */
+bool tl_slice_iter_prepare(tl_slice *sl);
+/* Starts an iterative slice over: x from its start again at the next read-out. */
+void tl_slice_iter_restart(tl_slice *sl);
+/* Records a read-out of an iterative slice: done iterations with their residuals. */
+void tl_slice_iter_ran(tl_slice *sl, uint32_t done, const double *residual);
+/* Whether an iterative slice has refinement to do (started, not converged). */
+bool tl_slice_refining(const tl_slice *sl);
+
 /* Records over which channels the slice is wanted this turn (tcp: pinned or subscribed to
  * "slice/<id>/"; shm: subscribed to "shm/<id>/"). One that becomes wanted over a channel is
  * due at once (want_new), even when the other channel wanted it already: what was published
  * before went over that other channel only, and a scan that has ended publishes nothing
  * more by itself, so the newcomer would get nothing. */
 void tl_slice_note_wanted(tl_slice *sl, bool tcp, bool shm);
-/* Whether the slice should be computed now; changes nothing but *wake_ns, which is lowered
- * to when it will be due when only its maximum rate holds it back. */
+/* Whether the slice should be computed now (its policy, urgency, or refinement to do);
+ * changes nothing but *wake_ns, which is lowered to when it will be due when only its
+ * maximum rate holds it back. */
 bool tl_slice_due_now(const tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns,
                       uint64_t *wake_ns);
 /* Both: tl_slice_note_wanted (wanted over TCP), then tl_slice_due_now. */

@@ -82,6 +82,8 @@ typedef struct {
     tl_counter queue_high;         /* queue high-water mark */
     tl_counter requests, request_errors;
     tl_counter slices_computed, slices_published, slices_superseded;
+    tl_counter slices_failed;    /* read-outs the engine failed (logged, not published) */
+    tl_counter slice_iterations; /* iterations run by iterative slices */
     /* publisher.h: stalls (a slice sent past a queue full for slices.stall_ms); slices sent
      * again on request (resend); finals lost (a later final replaced one still waiting) */
     tl_counter subscriber_stalls, slices_resent, finals_lost;

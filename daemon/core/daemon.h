@@ -54,6 +54,8 @@ typedef struct {
     tl_slicebuf *buf;  /* from the publisher's pool */
     float *slot;       /* the shared-memory slot the read-out goes to, or NULL */
     uint64_t slot_off; /* that slot's offset (tl_shm_ring_begin) */
+    tl_slice_info info; /* what the read-out used */
+    uint64_t cost_ns;   /* its share of the turn's reconstruction time */
 } tl_worker_readout;
 
 /* The worker's per-turn scratch, sized once for slices.max read-outs, so a turn allocates
@@ -66,7 +68,8 @@ typedef struct {
     int *engine_ids;
     float **outs;
     tl_slice_info *info;
-    tl_pace pace; /* frames first (pacing.h) */
+    double *residual; /* an iterative read-out's, TL_SLICE_ITER_STEP_MAX */
+    tl_pace pace;     /* frames first (pacing.h) */
 } tl_worker_scratch;
 
 /* The current scan. */

@@ -219,6 +219,8 @@ static tl_proto_slice slice_header(const tl_slicebuf *b, uint64_t now)
         .t_done = b->t_done,
         .final = b->final,
         .kernel = {b->info.kernel, strlen(b->info.kernel)},
+        .iterations = b->iterations,
+        .residual = b->residual,
     };
     memcpy(h.orientation, b->orientation, sizeof h.orientation);
     return h;

@@ -94,10 +94,24 @@ int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen)
         snprintf(err, errlen, "%s", tl_engine_last_error(s->engine));
         return -1;
     }
-    sl->engine_id = id;
-    sl->tracked = false;
+    if (sl->it.on && tl_engine_can_iterate(s->engine, id) != TL_OK) {
+        snprintf(err, errlen, "%s%s", tl_engine_last_error(s->engine),
+                 ec->filter != TL_FILTER_NONE && !ec->keep_measurements
+                     ? " (engine.iterative = true keeps them)"
+                     : "");
+        tl_engine_remove_slice(s->engine, id);
+        return -1;
+    }
     sl->height = sp.height;
     sl->width = sp.width;
+    if (!tl_slice_iter_prepare(sl)) {
+        snprintf(err, errlen, "no memory for the iterative slice's %u x %u image", sp.height,
+                 sp.width);
+        tl_engine_remove_slice(s->engine, id);
+        return -1;
+    }
+    sl->engine_id = id;
+    sl->tracked = false;
     tl_slice_plane(&sp, ec->rows, sl->orientation);
     sl->want_param = true; /* show the new geometry as soon as there is data */
     return 0;
@@ -199,6 +213,9 @@ static void open_scan(tl_daemon *d, tl_item *it)
     if (m->geometry == TL_PROTO_CONE && !cone_config(m, &ec, cwhy, sizeof cwhy) && !why[0])
         snprintf(why, sizeof why, "%s", cwhy);
     ec.half_acquisition = m->half_acquisition;
+    /* iterative slices' measurements, where an engine can iterate (iterate.c) */
+    ec.keep_measurements = c->engine_iterative && ec.geometry == TL_GEOMETRY_PARALLEL &&
+                           !ec.half_acquisition && ec.ndevices < 2;
     ec.center_estimate = m->has_auto_center;
     ec.center_auto = m->auto_center;
     /* per-frame corrections: the engine checks the values and names a bad one */

@@ -49,7 +49,7 @@ static void refresh_slices(tl_daemon *d)
         if (sl->engine_id < 0)
             continue;
         bool tcp, shm, wanted = tl_slice_wanted(d, sl, &tcp, &shm);
-        bool track = wanted && d->cfg.slices_incremental;
+        bool track = wanted && d->cfg.slices_incremental && !sl->it.on;
         if (track != sl->tracked && tl_engine_track(d->scan.engine, sl->engine_id, track) == TL_OK)
             sl->tracked = track;
         if (shm)
@@ -158,55 +158,155 @@ static int take_buffers(tl_daemon *d, int n)
     return n;
 }
 
-/* Reconstructs the n read-outs in one engine call (one batch: a GPU kernel may serve
- * several slices per pass), into their slots or buffers; w->info gets the slices' info.
- * Times the call in *t0, *t1. On failure, logs and gives the buffers back: false. */
-static bool reconstruct(tl_daemon *d, int n, uint64_t *t0, uint64_t *t1)
+/* Where read-out r goes: its shared-memory slot, or its buffer. */
+static float *readout_out(const tl_worker_readout *r)
 {
-    tl_worker_scratch *w = &d->scratch;
-    for (int k = 0; k < n; k++) {
-        w->engine_ids[k] = d->slices.v[w->due[k].slice].engine_id;
-        w->outs[k] = w->due[k].slot ? w->due[k].slot : w->due[k].buf->data;
-    }
-    *t0 = tl_clock_ns();
-    tl_status st =
-        tl_engine_reconstruct(d->scan.engine, w->engine_ids, (size_t)n, w->outs, w->info);
-    *t1 = tl_clock_ns();
-    tl_hist_add(&d->stats.latency[TL_LAT_RECON], (*t1 - *t0) / 1e9);
-    if (st == TL_OK)
-        return true;
-    tl_log(TL_LOG_ERROR, "reconstruction_failed", "slices=%d error=%s", n,
-           tl_logq(tl_engine_last_error(d->scan.engine)));
-    for (int k = 0; k < n; k++)
-        tl_bufpool_put(w->due[k].buf);
-    return false;
+    return r->slot ? r->slot : r->buf->data;
 }
 
-/* Hands the n reconstructed read-outs to the publisher: each slice's cost (its share of
- * the batch's time t0..t1, by pixels: what pacing expects it to cost), its triggers
- * reset, its buffer labelled, its shared-memory slot committed. */
-static void post(tl_daemon *d, int n, uint64_t t0, uint64_t t1)
+/* The FBP read-outs among the n in one engine call (one batch: a GPU kernel may serve
+ * several slices per pass), each getting its share of the call's time by pixels (what
+ * pacing expects it to cost). */
+static tl_status reconstruct_fbp(tl_daemon *d, int n)
+{
+    tl_worker_scratch *w = &d->scratch;
+    int nfbp = 0;
+    double px = 0;
+    for (int k = 0; k < n; k++) {
+        const tl_slice *sl = &d->slices.v[w->due[k].slice];
+        if (sl->it.on)
+            continue;
+        w->engine_ids[nfbp] = sl->engine_id;
+        w->outs[nfbp++] = readout_out(&w->due[k]);
+        px += (double)sl->height * sl->width;
+    }
+    if (nfbp == 0)
+        return TL_OK;
+    uint64_t t0 = tl_clock_ns();
+    tl_status st =
+        tl_engine_reconstruct(d->scan.engine, w->engine_ids, (size_t)nfbp, w->outs, w->info);
+    uint64_t ns = tl_clock_ns() - t0;
+    for (int k = 0, i = 0; k < n; k++) {
+        const tl_slice *sl = &d->slices.v[w->due[k].slice];
+        if (sl->it.on)
+            continue;
+        w->due[k].info = w->info[i++];
+        w->due[k].cost_ns = (uint64_t)((double)ns * ((double)sl->height * sl->width / px));
+    }
+    return st;
+}
+
+/* One read-out of an iterative slice into out (slices.h, tl_slice_iter): x's start after
+ * a parameter change or the first time (the slice's FBP, or none), then its iterations
+ * from where the last read-out left x (as many as refinement has left, at least one),
+ * and x kept for the next. */
+static tl_status iterate(tl_daemon *d, tl_slice *sl, float *out, tl_slice_info *info)
+{
+    tl_slice_iter *it = &sl->it;
+    tl_engine *e = d->scan.engine;
+    if (sl->want_param)
+        tl_slice_iter_restart(sl);
+    float *img = it->image;
+    tl_status st = TL_OK;
+    if (!it->started && it->start_fbp)
+        st = tl_engine_reconstruct(e, &sl->engine_id, 1, &img, NULL);
+    tl_iter_options o = it->o;
+    o.tolerance = 0; /* applied across read-outs by tl_slice_iter_ran */
+    tl_engine_state es;
+    tl_engine_get_state(e, &es);
+    if (o.subsets > es.held) /* early in a scan: fewer views than subsets */
+        o.subsets = es.held ? es.held : 1;
+    uint32_t left = it->since_data < it->max_iterations ? it->max_iterations - it->since_data : 1;
+    if (o.iterations > left)
+        o.iterations = left;
+    const float *start = it->started || it->start_fbp ? it->image : NULL;
+    uint32_t done = 0;
+    if (st == TL_OK)
+        st = tl_engine_iterate(e, sl->engine_id, &o, start, out, d->scratch.residual, &done, info);
+    if (st != TL_OK)
+        return st;
+    memcpy(it->image, out, (size_t)sl->height * sl->width * sizeof *out);
+    tl_slice_iter_ran(sl, done, d->scratch.residual);
+    tl_stats_add(&d->stats.slice_iterations, done);
+    return TL_OK;
+}
+
+/* A failed read-out: logged and counted, its buffer given back. An iterative slice drops
+ * its triggers and refinement until the window or its parameters change, so that a
+ * method the data cannot serve (OS-EM on values below 0) is not retried at its rate. */
+static void readout_failed(tl_daemon *d, tl_worker_readout *r, uint64_t now)
+{
+    tl_slice *sl = &d->slices.v[r->slice];
+    tl_log(TL_LOG_ERROR, "reconstruction_failed", "id=%s method=%s error=%s", tl_logq(sl->id),
+           sl->it.on ? tl_iter_method_name(sl->it.o.method) : "fbp",
+           tl_logq(tl_engine_last_error(d->scan.engine)));
+    tl_stats_count(&d->stats.slices_failed);
+    tl_bufpool_put(r->buf);
+    if (sl->it.on) {
+        tl_slice_computed(sl, now);
+        sl->it.converged = true;
+    }
+}
+
+/* Reconstructs the n read-outs into their slots or buffers: the FBP ones in one batch,
+ * the iterative ones one by one. Times it all in *t0, *t1. Failed read-outs are dropped
+ * from the list (readout_failed); returns how many are left, in order. */
+static int reconstruct(tl_daemon *d, int n, uint64_t *t0, uint64_t *t1)
+{
+    tl_worker_scratch *w = &d->scratch;
+    *t0 = tl_clock_ns();
+    bool fbp_ok = reconstruct_fbp(d, n) == TL_OK;
+    if (!fbp_ok) /* before the iterative ones overwrite the engine's error */
+        for (int k = 0; k < n; k++)
+            if (!d->slices.v[w->due[k].slice].it.on)
+                readout_failed(d, &w->due[k], *t0);
+    int kept = 0;
+    for (int k = 0; k < n; k++) {
+        tl_worker_readout *r = &w->due[k];
+        tl_slice *sl = &d->slices.v[r->slice];
+        if (!sl->it.on && !fbp_ok)
+            continue;
+        if (sl->it.on) {
+            uint64_t t = tl_clock_ns();
+            if (iterate(d, sl, readout_out(r), &r->info) != TL_OK) {
+                readout_failed(d, r, t);
+                continue;
+            }
+            r->cost_ns = tl_clock_ns() - t;
+        }
+        w->due[kept++] = *r;
+    }
+    *t1 = tl_clock_ns();
+    tl_hist_add(&d->stats.latency[TL_LAT_RECON], (*t1 - *t0) / 1e9);
+    return kept;
+}
+
+/* Hands the n reconstructed read-outs to the publisher: each slice's cost (what pacing
+ * expects its next read-out to cost), its triggers reset, its buffer labelled, its
+ * shared-memory slot committed. An iterative slice's final waits until it has converged
+ * (slices.h): until then its read-outs after the end go out as ordinary ones. */
+static void post(tl_daemon *d, int n, uint64_t t0)
 {
     tl_worker_scratch *w = &d->scratch;
     uint64_t t_done = tl_clock_realtime_ns();
-    double px = 0;
-    for (int k = 0; k < n; k++)
-        px += (double)d->slices.v[w->due[k].slice].height * d->slices.v[w->due[k].slice].width;
     for (int k = 0; k < n; k++) {
         tl_worker_readout *r = &w->due[k];
         tl_slice *sl = &d->slices.v[r->slice];
         size_t pixels = (size_t)sl->height * sl->width;
-        sl->cost_ns =
-            tl_pace_average(sl->cost_ns, (uint64_t)((double)(t1 - t0) * ((double)pixels / px)));
+        sl->cost_ns = tl_pace_average(sl->cost_ns, r->cost_ns);
         tl_slicebuf *b = r->buf;
-        bool final = sl->want_final;
+        bool final = sl->want_final && (!sl->it.on || sl->it.converged);
+        bool final_owed = sl->want_final && !final;
         tl_slice_computed(sl, t0);
+        sl->want_final = final_owed;
         snprintf(b->id, sizeof b->id, "%s", sl->id);
         b->seq = ++sl->seq;
         b->height = sl->height;
         b->width = sl->width;
         memcpy(b->orientation, sl->orientation, sizeof b->orientation);
-        b->info = w->info[k];
+        b->info = r->info;
+        b->iterations = sl->it.on ? sl->it.total : 0;
+        b->residual = sl->it.on ? sl->it.residual : 0;
         b->t_done = t_done;
         b->final = final;
         b->tcp = r->tcp;
@@ -229,6 +329,17 @@ static void post(tl_daemon *d, int n, uint64_t t0, uint64_t t1)
     }
 }
 
+/* Lowers *wake to when the n slices just read out are due again by themselves (an
+ * iterative one refining, or owing its final; slices.h), so that refinement runs at the
+ * slice's rate without waiting for a frame. */
+static void wake_for_more(tl_daemon *d, int n, uint64_t *wake)
+{
+    uint64_t now = tl_clock_ns();
+    for (int k = 0; k < n; k++)
+        if (tl_slice_due_now(&d->slices.v[d->scratch.due[k].slice], true, true, now, wake))
+            *wake = now;
+}
+
 /* Reconstructs and posts the due slices (lock held), as far as pacing lets it. Returns
  * when the next slice will be due (monotonic ns), or UINT64_MAX. */
 static uint64_t publish_due(tl_daemon *d)
@@ -245,8 +356,10 @@ static uint64_t publish_due(tl_daemon *d)
         wake = d->scratch.pace.resume_ns; /* slices held back: read then at the latest */
     n = take_buffers(d, n);
     uint64_t t0, t1;
-    if (n > 0 && reconstruct(d, n, &t0, &t1))
-        post(d, n, t0, t1);
+    if (n > 0 && (n = reconstruct(d, n, &t0, &t1)) > 0) {
+        post(d, n, t0);
+        wake_for_more(d, n, &wake);
+    }
     return wake;
 }
 
@@ -339,9 +452,11 @@ int tl_worker_start(tl_daemon *d)
     w->engine_ids = calloc((size_t)w->cap, sizeof *w->engine_ids);
     w->outs = calloc((size_t)w->cap, sizeof *w->outs);
     w->info = calloc((size_t)w->cap, sizeof *w->info);
+    w->residual = calloc(TL_SLICE_ITER_STEP_MAX, sizeof *w->residual);
     w->pace = (tl_pace){0};
     tl_ipc_frames_init(&d->ipc, d->zctx, &d->stats);
-    if (!w->due || !w->engine_ids || !w->outs || !w->info || tl_tuning_init(d) != 0)
+    if (!w->due || !w->engine_ids || !w->outs || !w->info || !w->residual ||
+        tl_tuning_init(d) != 0)
         return -1;
     atomic_store(&d->worker_stop, false);
     atomic_store(&d->worker_beat, tl_clock_ns());
@@ -363,6 +478,7 @@ void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
     free(w->engine_ids);
     free(w->outs);
     free(w->info);
+    free(w->residual);
     tl_tuning_destroy(d);
 }
 

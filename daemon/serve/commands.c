@@ -74,12 +74,33 @@ static const char *kind_name(const tl_slice_spec *s)
     return s->kind == TL_SLICE_ROW ? "row" : s->kind == TL_SLICE_ORTHO ? "ortho" : "plane";
 }
 
+/* An iterative slice's options and progress, as set_slice and list_slices describe them. */
+static void pack_iterative(const tl_slice_iter *it, msgpack_packer *pk)
+{
+    const tl_iter_options *o = &it->o;
+    pack_key(pk, "iterative");
+    msgpack_pack_map(pk, 13);
+    tl_proto_pack_kv_u64(pk, "iterations", o->iterations);
+    tl_proto_pack_kv_u64(pk, "max_iterations", it->max_iterations);
+    tl_proto_pack_kv_u64(pk, "subsets", o->subsets);
+    tl_proto_pack_kv_double(pk, "relaxation", o->relaxation);
+    tl_proto_pack_kv_bool(pk, "nonneg", o->nonneg);
+    tl_proto_pack_kv_double(pk, "tv", o->tv_weight);
+    tl_proto_pack_kv_u64(pk, "tv_steps", o->tv_steps);
+    tl_proto_pack_kv_double(pk, "tolerance", o->tolerance);
+    tl_proto_pack_kv_str(pk, "projector", tl_projector_name(o->projector));
+    tl_proto_pack_kv_str(pk, "start", it->start_fbp ? "fbp" : "zero");
+    tl_proto_pack_kv_u64(pk, "done", it->total);
+    tl_proto_pack_kv_double(pk, "residual", it->residual);
+    tl_proto_pack_kv_bool(pk, "converged", it->converged);
+}
+
 /* One slice as set_slice and list_slices describe it (lock held). */
 static void pack_slice(tl_daemon *d, const tl_slice *sl, msgpack_packer *pk)
 {
     const tl_slice_spec *sp = &sl->spec;
     bool attached = sl->engine_id >= 0;
-    msgpack_pack_map(pk, 12);
+    msgpack_pack_map(pk, 13 + sl->it.on);
     tl_proto_pack_kv_str(pk, "id", sl->id);
     tl_proto_pack_kv_str(pk, "topic", sl->topic);
     tl_proto_pack_kv_str(pk, "kind", kind_name(sp));
@@ -107,6 +128,9 @@ static void pack_slice(tl_daemon *d, const tl_slice *sl, msgpack_packer *pk)
     tl_proto_pack_kv_u64(pk, "seq", sl->seq);
     tl_proto_pack_kv_str(pk, "dtype", tl_proto_dtype_name(sl->wire_dtype));
     tl_proto_pack_kv_str(pk, "compression", sl->wire_lz4 ? "lz4" : "none");
+    tl_proto_pack_kv_str(pk, "method", sl->it.on ? tl_iter_method_name(sl->it.o.method) : "fbp");
+    if (sl->it.on)
+        pack_iterative(&sl->it, pk);
 }
 
 /* How the slice's pixels go over TCP (§10.3): "dtype" f32 (default), f16 or q16, and
@@ -238,6 +262,102 @@ static bool parse_policy(request *r, tl_update_policy *p, bool *given)
     return true;
 }
 
+/* Iterative-method defaults (PROTOCOL.md §12, set_slice). */
+#define TL_SLICE_ITER_MAX 50     /* max_iterations: refinement without new data */
+#define TL_SLICE_ITER_SUBSETS 8
+#define TL_SLICE_ITER_TV_STEPS 10
+
+/* "method" (fbp, the default; sirt, sart, os-sart, osem) and, for an iterative one, the map
+ * "iterative" of its options, into it (state untouched). False after replying with an
+ * error. */
+static bool parse_method(request *r, tl_slice_iter *it)
+{
+    tl_proto_error e;
+    tl_proto_str name = {NULL, 0};
+    if (tl_proto_get_str(r->args, "method", false, &name, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return false;
+    }
+    const msgpack_object *m = tl_proto_map_get(r->args, "iterative");
+    char method[16] = "fbp";
+    if (name.ptr)
+        snprintf(method, sizeof method, "%.*s", (int)(name.len < 15 ? name.len : 15), name.ptr);
+    it->on = strcmp(method, "fbp") != 0;
+    if (!it->on) {
+        if (m)
+            fail(r, TL_PROTO_E_BAD_ARG, "\"iterative\" options need an iterative \"method\"");
+        return !m;
+    }
+    tl_iter_options o = {.iterations = 1,
+                         .subsets = TL_SLICE_ITER_SUBSETS,
+                         .relaxation = 1,
+                         .tv_steps = TL_SLICE_ITER_TV_STEPS};
+    if (!tl_iter_method_parse(method, &o.method)) {
+        fail(r, TL_PROTO_E_BAD_ARG, "method \"%.*s\": expected fbp, sirt, sart, os-sart or osem",
+             (int)name.len, name.ptr);
+        return false;
+    }
+    if (m && m->type != MSGPACK_OBJECT_MAP) {
+        fail(r, TL_PROTO_E_KEY_TYPE, "iterative must be a map of the method's options");
+        return false;
+    }
+    uint32_t max = TL_SLICE_ITER_MAX;
+    tl_proto_str projector = {NULL, 0}, start = {NULL, 0};
+    static const msgpack_object none = {.type = MSGPACK_OBJECT_MAP};
+    const msgpack_object *a = m ? m : &none;
+    if (tl_proto_get_u32(a, "iterations", false, &o.iterations, &e) != TL_PROTO_OK ||
+        tl_proto_get_u32(a, "max_iterations", false, &max, &e) != TL_PROTO_OK ||
+        tl_proto_get_u32(a, "subsets", false, &o.subsets, &e) != TL_PROTO_OK ||
+        tl_proto_get_double(a, "relaxation", false, &o.relaxation, &e) != TL_PROTO_OK ||
+        tl_proto_get_bool(a, "nonneg", false, &o.nonneg, &e) != TL_PROTO_OK ||
+        tl_proto_get_double(a, "tv", false, &o.tv_weight, &e) != TL_PROTO_OK ||
+        tl_proto_get_u32(a, "tv_steps", false, &o.tv_steps, &e) != TL_PROTO_OK ||
+        tl_proto_get_double(a, "tolerance", false, &o.tolerance, &e) != TL_PROTO_OK ||
+        tl_proto_get_str(a, "projector", false, &projector, &e) != TL_PROTO_OK ||
+        tl_proto_get_str(a, "start", false, &start, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return false;
+    }
+    char pname[16] = "matched";
+    if (projector.ptr)
+        snprintf(pname, sizeof pname, "%.*s", (int)(projector.len < 15 ? projector.len : 15),
+                 projector.ptr);
+    if (!tl_projector_parse(pname, &o.projector)) {
+        fail(r, TL_PROTO_E_BAD_ARG, "projector \"%s\": expected matched or joseph", pname);
+        return false;
+    }
+    bool fbp = o.method != TL_ITER_OSEM; /* OS-EM needs a start above 0 */
+    if (start.ptr && (tl_proto_str_eq(start, "fbp") || tl_proto_str_eq(start, "zero")))
+        fbp = tl_proto_str_eq(start, "fbp");
+    else if (start.ptr) {
+        fail(r, TL_PROTO_E_BAD_ARG, "start must be \"fbp\" or \"zero\"");
+        return false;
+    }
+    if (o.iterations < 1 || o.iterations > TL_SLICE_ITER_STEP_MAX) {
+        fail(r, TL_PROTO_E_BAD_ARG, "iterations must be 1..%d (per read-out)",
+             TL_SLICE_ITER_STEP_MAX);
+        return false;
+    }
+    const char *bad = max < 1 ? "max_iterations must be >= 1"
+                      : (o.method == TL_ITER_OS_SART || o.method == TL_ITER_OSEM) && o.subsets < 1
+                          ? "subsets must be >= 1"
+                      : o.method != TL_ITER_OSEM && !(o.relaxation > 0 && o.relaxation < 2)
+                          ? "relaxation must be in (0, 2)"
+                      : !(o.tv_weight >= 0 && isfinite(o.tv_weight)) ? "tv must be >= 0"
+                      : !(o.tolerance >= 0 && isfinite(o.tolerance)) ? "tolerance must be >= 0"
+                      : o.method == TL_ITER_OSEM && fbp
+                          ? "OS-EM starts above 0: start \"zero\" (ones), not its FBP"
+                          : NULL;
+    if (bad) {
+        fail(r, TL_PROTO_E_BAD_ARG, "%s", bad);
+        return false;
+    }
+    it->o = o;
+    it->max_iterations = max;
+    it->start_fbp = fbp;
+    return true;
+}
+
 static void cmd_set_slice(request *r)
 {
     tl_daemon *d = r->d;
@@ -255,7 +375,9 @@ static void cmd_set_slice(request *r)
     tl_update_policy policy = tl_default_policy(&d->cfg);
     bool given, pin = false, lz4;
     tl_proto_dtype wire;
-    if (!parse_spec(r, &spec) || !parse_policy(r, &policy, &given) || !parse_wire(r, &wire, &lz4))
+    tl_slice_iter method = {0};
+    if (!parse_spec(r, &spec) || !parse_policy(r, &policy, &given) ||
+        !parse_wire(r, &wire, &lz4) || !parse_method(r, &method))
         return;
     if (tl_proto_get_bool(r->args, "pin", false, &pin, &e) != TL_PROTO_OK) {
         fail_arg(r, &e);
@@ -288,6 +410,7 @@ static void cmd_set_slice(request *r)
     tl_slice trial = {0};
     trial.spec = spec;
     trial.engine_id = -1;
+    trial.it = method;
     char err[256];
     if (tl_scan_attach(d, &trial, err, sizeof err) != 0) {
         pthread_mutex_unlock(&d->lock);
@@ -300,6 +423,7 @@ static void cmd_set_slice(request *r)
     if (!sl) {
         if (trial.engine_id >= 0)
             tl_engine_remove_slice(d->scan.engine, trial.engine_id);
+        free(trial.it.image);
         pthread_mutex_unlock(&d->lock);
         fail(r, TL_PROTO_E_RESOURCE, "out of memory");
         return;
@@ -318,6 +442,8 @@ static void cmd_set_slice(request *r)
     sl->width = trial.width;
     memcpy(sl->orientation, trial.orientation, sizeof sl->orientation);
     sl->want_param = true;
+    free(sl->it.image);
+    sl->it = trial.it; /* sized by tl_scan_attach for the open scan */
     tl_proto_begin_rep_ok(r->pk, r->id);
     pack_slice(d, sl, r->pk);
     pthread_mutex_unlock(&d->lock);
@@ -828,11 +954,13 @@ static void cmd_status(request *r)
     size_t buffers, buffer_bytes;
     tl_bufpool_usage(&d->pub.pool, &buffers, &buffer_bytes);
     pack_key(pk, "slices");
-    msgpack_pack_map(pk, 13);
+    msgpack_pack_map(pk, 15);
     tl_proto_pack_kv_u64(pk, "defined", (uint64_t)defined);
     tl_proto_pack_kv_u64(pk, "wanted", (uint64_t)wanted);
     tl_proto_pack_kv_u64(pk, "subscriptions", tl_subs_count(&d->pub.subs));
     tl_proto_pack_kv_u64(pk, "computed", tl_stats_get(&st->slices_computed));
+    tl_proto_pack_kv_u64(pk, "failed", tl_stats_get(&st->slices_failed));
+    tl_proto_pack_kv_u64(pk, "iterations", tl_stats_get(&st->slice_iterations));
     tl_proto_pack_kv_u64(pk, "published", tl_stats_get(&st->slices_published));
     tl_proto_pack_kv_u64(pk, "superseded", tl_stats_get(&st->slices_superseded));
     tl_proto_pack_kv_u64(pk, "stalls", tl_stats_get(&st->subscriber_stalls));

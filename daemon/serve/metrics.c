@@ -187,6 +187,11 @@ size_t tl_metrics_write(char *buf, size_t cap, const tl_stats *st, const tl_metr
            "Times the free heap was given back to the system (ingest idle for 1 s).");
     put(&o, "tomolive_heap_trims_total %llu\n", (unsigned long long)s->heap_trims);
     counter(&o, "tomolive_slices_computed_total", "Slices reconstructed.", &st->slices_computed);
+    counter(&o, "tomolive_slices_failed_total",
+            "Slice read-outs the engine failed (logged as reconstruction_failed).",
+            &st->slices_failed);
+    counter(&o, "tomolive_slice_iterations_total", "Iterations run by iterative slices.",
+            &st->slice_iterations);
     counter(&o, "tomolive_slices_published_total", "Slices sent on the slices socket.",
             &st->slices_published);
     counter(&o, "tomolive_slices_superseded_total",

@@ -230,6 +230,8 @@ START_TEST(scan_preview_metrics)
         {"tomolive_frames_rejected_total{reason=\"stale\"}", {"frames", "rejected", "stale"}},
         {"tomolive_slices_published_total", {"slices", "published", NULL}},
         {"tomolive_slices_computed_total", {"slices", "computed", NULL}},
+        {"tomolive_slices_failed_total", {"slices", "failed", NULL}},
+        {"tomolive_slice_iterations_total", {"slices", "iterations", NULL}},
         {"tomolive_queue_capacity", {"queue", "capacity", NULL}},
         {"tomolive_slices_defined", {"slices", "defined", NULL}},
     };

@@ -252,6 +252,40 @@ class Scan(DaemonCase):
         self.assertEqual(sum(st["frames"]["rejected"].values()), 0)
 
 
+class IterativeScan(DaemonCase):
+    extra = ("--set", "engine.iterative=true")
+
+    def test_sirt_slice(self):
+        """An iterative slice through the client: its read-outs carry the method and
+        their iterations, growing; the final comes after max_iterations of refinement
+        with a residual below the first read-out's, and is the cylinder within FBP's
+        bound; list_slices reports its options and that it converged."""
+        self.ctl.set_slice("it", kind="row", z=1, method="sirt",
+                           iterative={"iterations": 5, "max_iterations": 30, "nonneg": True})
+        with tomolive.Subscriber(self.d.slices, ["it"]) as sub:
+            self.ctl.wait_wanted(["it"])
+            t0 = time.time_ns()
+            push_disk(self.d, 1)
+            got = final_slice(sub, t0)
+        last = got[-1]
+        self.assertTrue(all(s.kernel == "sirt" for s in got))
+        its = [s.iterations for s in got]
+        self.assertEqual(its, sorted(its))
+        self.assertGreaterEqual(last.iterations, 30)
+        self.assertLess(last.residual, got[0].residual)
+        rel, inside = disk_errors(last)
+        print("iterative: %d read-outs, %d iterations, residual %.4f -> %.4f, disk %.4f"
+              % (len(got), last.iterations, got[0].residual, last.residual, rel))
+        self.assertLess(rel, 0.08)
+        (it,) = [s for s in self.ctl.list_slices() if s["id"] == "it"]
+        self.assertEqual(it["method"], "sirt")
+        self.assertEqual(it["iterative"]["max_iterations"], 30)
+        self.assertTrue(it["iterative"]["converged"])
+        with self.assertRaises(tomolive.BadArgument):
+            self.ctl.set_slice("bad", kind="row", z=1, method="art")
+        self.ctl.remove_slice("it")
+
+
 class ConeScan(DaemonCase):
     def test_cone_cylinder(self):
         """Cone beam (PROTOCOL.md 8.1.1) from Python: Pusher.scan(geometry="cone", ...)

@@ -578,7 +578,9 @@ START_TEST(slice_roundtrip)
                         .t_recv = opt ? 1761234567891ull : 0,
                         .t_done = opt ? 1761234567898ull : 0,
                         .final = opt,
-                        .kernel = {kern, strlen(kern)}};
+                        .kernel = {kern, strlen(kern)},
+                        .iterations = opt ? 7 : 0, /* an iterative slice's keys */
+                        .residual = opt ? 0.03125 : 0};
     ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
     tl_proto_msg m = decode_ok(TL_MSG_SLICE);
     const tl_proto_slice *o = &m.slice;
@@ -599,6 +601,8 @@ START_TEST(slice_roundtrip)
     ck_assert_uint_eq(o->t_done, s.t_done);
     ck_assert_int_eq(o->final, opt);
     assert_str(o->kernel, kern);
+    ck_assert_uint_eq(o->iterations, s.iterations);
+    ck_assert(o->residual == s.residual);
     ck_assert(!o->has_shm); /* no shm keys were written (check_corpus.sh: byte for byte) */
 }
 END_TEST

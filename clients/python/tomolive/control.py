@@ -88,8 +88,12 @@ class Control:
         """Defines or redefines slice ``id``: ``kind="row"`` with ``z``; ``"ortho"`` with
         ``axis`` and ``position``; ``"plane"`` with ``orientation`` (9 floats) and
         ``size`` [h, w]; optional ``size``, ``scale``, ``update`` (a dict of ``every``,
-        ``on_complete``, ``max_rate``) and ``pin``.  Returns the slice as
-        ``list_slices`` describes it."""
+        ``on_complete``, ``max_rate``), ``pin``, ``dtype``, ``compression``, and
+        ``method`` (``"fbp"``, or iterative: ``"sirt"``, ``"sart"``, ``"os-sart"``,
+        ``"osem"``; needs ``engine.iterative = true``) with ``iterative``, a dict of
+        ``iterations`` (per read-out), ``max_iterations``, ``subsets``, ``relaxation``,
+        ``nonneg``, ``tv``, ``tv_steps``, ``tolerance``, ``projector``, ``start``
+        (PROTOCOL.md section 12).  Returns the slice as ``list_slices`` describes it."""
         return self.request("set_slice", {"id": id, "kind": kind, **spec})
 
     def remove_slice(self, id: str) -> bool:

@@ -65,7 +65,14 @@ class Slice:
     t_acq = property(lambda self: self.header["t_acq"])
     t_pub = property(lambda self: self.header["t_pub"])
     final = property(lambda self: bool(self.header.get("final", False)),
-                     doc="the last slice of a scan, published when its end arrived")
+                     doc="the last slice of a scan, published when its end arrived (an "
+                         "iterative slice: once it converged after the end)")
+    iterations = property(lambda self: int(self.header.get("iterations", 0)),
+                          doc="an iterative slice's iterations since its start (its method "
+                              "is ``kernel``); 0 for FBP")
+    residual = property(lambda self: self.header.get("residual"),
+                        doc="an iterative slice's ||b - Ax|| / ||b|| after its last "
+                            "iteration; None for FBP")
 
     @property
     def orientation(self) -> np.ndarray:
@@ -97,9 +104,10 @@ class Slice:
         return tuple(o[6 + k] + S * o[k] + T * o[3 + k] for k in range(3))  # type: ignore
 
     def __repr__(self) -> str:
-        return "<Slice %s seq=%d %dx%d projections=%d missing=%d%s>" % (
+        return "<Slice %s seq=%d %dx%d projections=%d missing=%d%s%s>" % (
             self.id, self.seq, self.shape[0], self.shape[1], self.projections_used,
-            self.missing, " final" if self.final else "")
+            self.missing, " %s iterations=%d" % (self.kernel, self.iterations)
+            if self.iterations else "", " final" if self.final else "")
 
 
 class Subscriber:

@@ -1,0 +1,326 @@
+/* check_iterative_daemon.c — live iterative slices (set_slice "method", PROTOCOL.md §10 and
+ * §12; issue #28) from a real tomolived on the CPU backend, with engine.iterative on:
+ *
+ *   live       a slice watched while 15 views of a cylinder stream in is published as
+ *              SIRT ("kernel" sirt), its "iterations" growing from message to message,
+ *              its residual falling while it refines after the data is complete, and its
+ *              final comes once it has converged (max_iterations since the last change);
+ *              every frame is accepted;
+ *   late       a slice first wanted after the end starts from the FBP of the whole window
+ *              and runs exactly max_iterations in read-outs of `iterations` each (the last
+ *              one shorter): its final equals the engine's own FBP + SIRT run in this
+ *              process, and is nearer the cylinder than the FBP slice's final (few views:
+ *              the iterations remove FBP's streaks); list_slices and status report it;
+ *   refusals   unknown methods, OS-EM from an FBP start, options without a method, and an
+ *              iterative slice on a scan whose engine keeps no measurements
+ *              (engine.iterative off): E_BAD_ARG saying why.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/engine.h"
+#include "tests/daemon_fixture.h"
+#include "tests/testutil.h"
+
+enum { ROWS = 2, COLS = 64, VIEWS = 15, MAX_IT = 20, STEP = 3 };
+#define RADIUS 20.0
+
+static const char *const iterative_on[] = {"--set", "engine.iterative=true", NULL};
+
+/* One slice's messages as a subscriber saw them. */
+typedef struct {
+    long messages;
+    uint32_t last_iterations;
+    double last_residual;
+    long iterations_fell;    /* a message with fewer iterations than the one before */
+    long residual_rose;      /* refinement after the last frame: residual above the one before */
+    bool final;
+    uint32_t final_iterations;
+    const char *kernel_seen; /* "sirt", or the first other kernel name seen */
+    float px[COLS * COLS];
+} seen;
+
+static void *subscribe(tl_fixture *f, const char *topic)
+{
+    void *s = zmq_socket(f->zctx, ZMQ_SUB);
+    ck_assert_ptr_nonnull(s);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    ck_assert_int_eq(zmq_connect(s, f->slices), 0);
+    ck_assert_int_eq(zmq_setsockopt(s, ZMQ_SUBSCRIBE, topic, strlen(topic)), 0);
+    return s;
+}
+
+/* Takes one message, if one comes within 100 ms, into the record of its id (ids[k]). */
+static bool take(void *sock, tl_proto_decoder *dec, const char *const *ids, seen *rec, int n)
+{
+    zmq_pollitem_t it = {sock, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, 100) <= 0)
+        return false;
+    zmq_msg_t parts[TL_PROTO_MAX_PARTS];
+    tl_proto_error e;
+    tl_proto_msg m;
+    int np = tl_proto_recv(sock, parts, TL_PROTO_MAX_PARTS, 0, &e);
+    tl_proto_err rc = tl_proto_decode_parts(dec, parts, np, TL_MSG_SLICE, &m, &e);
+    ck_assert_msg(rc == TL_PROTO_OK, "%s: %s", tl_proto_err_name(rc), e.message);
+    int k = 0;
+    while (k < n && !tl_proto_str_eq(m.slice.id, ids[k]))
+        k++;
+    ck_assert_int_lt(k, n);
+    seen *s = &rec[k];
+    const tl_proto_slice *h = &m.slice;
+    if (s->messages && h->iterations < s->last_iterations)
+        s->iterations_fell++;
+    if (s->messages && h->iterations && h->residual > s->last_residual * (1 + 1e-9) &&
+        h->projections_used == VIEWS && h->iterations > s->last_iterations)
+        s->residual_rose++;
+    if (!s->kernel_seen || strcmp(s->kernel_seen, "sirt") == 0)
+        s->kernel_seen = tl_proto_str_eq(h->kernel, "sirt") ? "sirt" : "other";
+    s->messages++;
+    s->last_iterations = h->iterations;
+    s->last_residual = h->residual;
+    if (h->final) {
+        s->final = true;
+        s->final_iterations = h->iterations;
+        ck_assert_uint_eq(h->shape[0] * h->shape[1], COLS * COLS);
+        ck_assert_uint_eq(h->payload_len, sizeof s->px);
+        memcpy(s->px, h->payload, sizeof s->px);
+    }
+    tl_proto_close(parts, np);
+    return true;
+}
+
+/* Reads until every one of the n slices has its final (false after 60 s). */
+static bool read_finals(void *sock, tl_proto_decoder *dec, const char *const *ids, seen *rec,
+                        int n)
+{
+    for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < 60;) {
+        int done = 0;
+        for (int k = 0; k < n; k++)
+            done += rec[k].final;
+        if (done == n)
+            return true;
+        take(sock, dec, ids, rec, n);
+    }
+    return false;
+}
+
+static void send_scan(tl_fixture *f, uint64_t series)
+{
+    tl_proto_scan s = {.series = series,
+                       .geometry = TL_PROTO_PARALLEL,
+                       .rows = ROWS,
+                       .cols = COLS,
+                       .dtype = TL_PROTO_F32,
+                       .window = VIEWS,
+                       .already_linear = true};
+    ck_assert_int_eq(tl_fx_send_scan(f, &s), 0);
+}
+
+/* The views of a cylinder (every one the same: a centred disk), then the end. */
+static void send_views(tl_fixture *f, uint64_t series)
+{
+    static float img[ROWS * COLS];
+    tl_fx_disk_projection(img, ROWS, COLS, RADIUS);
+    tl_proto_frame h = {.series = series,
+                        .kind = TL_PROTO_PROJ,
+                        .dtype = TL_PROTO_F32,
+                        .rows = ROWS,
+                        .cols = COLS,
+                        .has_angle = true};
+    for (int k = 0; k < VIEWS; k++) {
+        h.index = (uint64_t)k;
+        h.angle = M_PI * k / VIEWS;
+        ck_assert_int_eq(tl_fx_send_frame(f, &h, img, sizeof img), 0);
+    }
+    ck_assert_int_eq(tl_fx_send_end(f, series), 0);
+}
+
+static void set_slice(tl_fixture *f, const char *id, const char *method)
+{
+    char args[512];
+    snprintf(args, sizeof args,
+             "{\"id\":\"%s\",\"kind\":\"row\",\"z\":0,\"size\":[%d,%d],"
+             "\"update\":{\"every\":1,\"max_rate\":1000}%s}",
+             id, COLS, COLS, method);
+    json_decref(tl_fx_ok(f, "set_slice", args));
+}
+
+#define SIRT                                                                        \
+    ",\"method\":\"sirt\",\"iterative\":{\"iterations\":3,\"max_iterations\":20," \
+    "\"nonneg\":true}"
+
+/* The engine's own FBP + MAX_IT iterations of non-negative SIRT of the same scan. */
+static void in_process(float *fbp, float *out)
+{
+    tl_engine_config cfg;
+    tl_engine_config_init(&cfg, ROWS, COLS, VIEWS);
+    cfg.backend = TL_BACKEND_CPU;
+    cfg.dtype = TL_DTYPE_F32;
+    cfg.already_linear = true;
+    cfg.keep_measurements = true;
+    tl_engine *e;
+    ck_assert_msg(tl_engine_create(&cfg, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
+    static float img[ROWS * COLS];
+    tl_fx_disk_projection(img, ROWS, COLS, RADIUS);
+    for (int k = 0; k < VIEWS; k++) {
+        tl_frame fr = {.kind = TL_FRAME_PROJ,
+                       .index = (uint64_t)k,
+                       .angle = M_PI * k / VIEWS,
+                       .dtype = TL_DTYPE_F32,
+                       .rows = ROWS,
+                       .cols = COLS,
+                       .data = img};
+        ck_assert_int_eq(tl_engine_submit(e, &fr), TL_OK);
+    }
+    tl_slice_spec sp;
+    tl_slice_spec_row(&sp, 0, COLS, COLS);
+    int id;
+    ck_assert_int_eq(tl_engine_add_slice(e, &sp, &id), TL_OK);
+    ck_assert_int_eq(tl_engine_reconstruct(e, &id, 1, &fbp, NULL), TL_OK);
+    tl_iter_options o = {.method = TL_ITER_SIRT, .iterations = MAX_IT, .relaxation = 1,
+                         .nonneg = true};
+    uint32_t done;
+    ck_assert_int_eq(tl_engine_iterate(e, id, &o, fbp, out, NULL, &done, NULL), TL_OK);
+    ck_assert_uint_eq(done, MAX_IT);
+    tl_engine_destroy(e);
+}
+
+/* Relative L2 distance of img from the cylinder's slice (1 inside the disk). */
+static double phantom_error(const float *img)
+{
+    double num = 0, den = 0, c = (COLS - 1) / 2.0;
+    for (int i = 0; i < COLS; i++)
+        for (int j = 0; j < COLS; j++) {
+            double r2 = (i - c) * (i - c) + (j - c) * (j - c);
+            double want = r2 < RADIUS * RADIUS ? 1 : 0, d = img[i * COLS + j] - want;
+            num += d * d;
+            den += want * want;
+        }
+    return sqrt(num / den);
+}
+
+START_TEST(live_and_late)
+{
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "iter", iterative_on), 0);
+    set_slice(&f, "live", SIRT);
+    set_slice(&f, "late", SIRT);
+    set_slice(&f, "fbp", "");
+    const char *const ids[] = {"live", "late", "fbp"};
+    static seen rec[3];
+    void *sub = subscribe(&f, "slice/live/");
+    /* the subscription reaches the daemon before the scan: wanted from the first frame */
+    ck_assert(tl_fx_wait_status(&f, "slices.wanted", 1, 10));
+    send_scan(&f, 1);
+    send_views(&f, 1);
+    ck_assert(read_finals(sub, f.dec, ids, rec, 1));
+    ck_assert_int_eq(tl_fx_status_int(&f, "frames.accepted.proj"), VIEWS);
+    ck_assert_str_eq(rec[0].kernel_seen, "sirt");
+    ck_assert_int_gt(rec[0].messages, 2);
+    ck_assert_int_eq(rec[0].iterations_fell, 0);
+    ck_assert_int_eq(rec[0].residual_rose, 0);
+    ck_assert_uint_ge(rec[0].final_iterations, MAX_IT);
+    printf("  live: %ld messages, the final after %u iterations, residual %.4f\n",
+           rec[0].messages, rec[0].final_iterations, rec[0].last_residual);
+
+    /* late: wanted only now, after the end: FBP of the whole window, then MAX_IT */
+    ck_assert_int_eq(zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "slice/late/", 11), 0);
+    ck_assert_int_eq(zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "slice/fbp/", 10), 0);
+    ck_assert(read_finals(sub, f.dec, ids, rec, 3));
+    ck_assert_uint_eq(rec[1].final_iterations, MAX_IT);
+    ck_assert_int_eq(rec[1].messages, (MAX_IT + STEP - 1) / STEP);
+    static float fbp[COLS * COLS], want[COLS * COLS];
+    in_process(fbp, want);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < COLS * COLS; i++) {
+        num += (rec[1].px[i] - want[i]) * (rec[1].px[i] - want[i]);
+        den += want[i] * want[i];
+    }
+    ck_assert_msg(sqrt(num / den) < 1e-6, "late: %g from the engine's own run", sqrt(num / den));
+    double e_fbp = phantom_error(rec[2].px), e_it = phantom_error(rec[1].px);
+    printf("  15 views of a cylinder: FBP %.4f, FBP + %d SIRT iterations %.4f from the slice\n",
+           e_fbp, MAX_IT, e_it);
+    ck_assert_msg(e_it < 0.8 * e_fbp, "SIRT %.4f vs FBP %.4f", e_it, e_fbp);
+
+    json_t *list = tl_fx_ok(&f, "list_slices", NULL);
+    size_t i;
+    json_t *v;
+    int iterative = 0;
+    json_array_foreach(list, i, v)
+    {
+        const char *method = json_string_value(json_object_get(v, "method"));
+        json_t *it = json_object_get(v, "iterative");
+        if (strcmp(method, "sirt") != 0) {
+            ck_assert_str_eq(method, "fbp");
+            ck_assert_ptr_null(it);
+            continue;
+        }
+        iterative++;
+        ck_assert(json_is_true(json_object_get(it, "converged")));
+        ck_assert_int_eq(json_integer_value(json_object_get(it, "max_iterations")), MAX_IT);
+        ck_assert_str_eq(json_string_value(json_object_get(it, "start")), "fbp");
+    }
+    ck_assert_int_eq(iterative, 2);
+    json_decref(list);
+    ck_assert_int_ge(tl_fx_status_int(&f, "slices.iterations"),
+                     (long long)rec[0].final_iterations + MAX_IT);
+    ck_assert_int_eq(tl_fx_status_int(&f, "slices.failed"), 0);
+    zmq_close(sub);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
+/* A set_slice that must fail with E_BAD_ARG, its message holding why. */
+static void bad_slice(tl_fixture *f, const char *method, const char *why)
+{
+    char args[512];
+    snprintf(args, sizeof args, "{\"id\":\"x\",\"kind\":\"row\",\"z\":0%s}", method);
+    json_t *r = tl_fx_request(f, "set_slice", args);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_msg(json_is_false(json_object_get(r, "ok")), "%s accepted", method);
+    ck_assert_str_eq(json_string_value(json_object_get(r, "name")), "E_BAD_ARG");
+    const char *msg = json_string_value(json_object_get(r, "message"));
+    ck_assert_msg(strstr(msg, why), "'%s' lacks '%s'", msg, why);
+    json_decref(r);
+}
+
+START_TEST(refusals)
+{
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "iter-no", NULL), 0);
+    bad_slice(&f, ",\"method\":\"art\"", "expected fbp, sirt, sart, os-sart or osem");
+    bad_slice(&f, ",\"method\":\"osem\",\"iterative\":{\"start\":\"fbp\"}", "OS-EM starts");
+    bad_slice(&f, ",\"iterative\":{\"iterations\":2}", "need an iterative \"method\"");
+    bad_slice(&f, ",\"method\":\"sirt\",\"iterative\":{\"iterations\":0}", "iterations must be");
+    bad_slice(&f, ",\"method\":\"os-sart\",\"iterative\":{\"relaxation\":2}", "relaxation");
+    bad_slice(&f, ",\"method\":\"sirt\",\"iterative\":{\"projector\":\"siddon\"}", "joseph");
+    /* before a scan: accepted; the scan without measurements cannot serve it (logged) */
+    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"early\",\"kind\":\"row\",\"z\":0" SIRT "}"));
+    send_scan(&f, 1);
+    ck_assert(tl_fx_wait_log(&f, "event=slice_not_served", 10));
+    char *log = tl_fx_log(&f);
+    ck_assert_msg(strstr(log, "engine.iterative = true"), "%s", log);
+    free(log);
+    bad_slice(&f, SIRT, "engine.iterative = true");
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("iterative_daemon");
+    TCase *tc = tcase_create("daemon");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, live_and_late);
+    tcase_add_test(tc, refusals);
+    suite_add_tcase(s, tc);
+    return tl_run_suite(s, false);
+}
