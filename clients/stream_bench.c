@@ -97,6 +97,7 @@ typedef struct {
     bool prefilled;      /* --cuda-ipc --prefilled: slots written once, lent as they are */
     tl_corrections corr; /* --dezinger, --paganin: the scan's per-frame corrections */
     const char *rings;   /* --rings, as the scan sends it */
+    const char *iterative; /* --iterative: the row slice's method (engine.iterative on) */
     bool cone;           /* --cone: a circular cone-beam scan (PROTOCOL.md 8.1.1) */
     double cone_mm[3];   /* ... source-axis, source-detector distance, pixel pitch */
 } options;
@@ -197,6 +198,8 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
         snprintf(set[nset++], sizeof set[0], "daemon.device=%d", o->device);
     if (o->gpus) /* detector rows split across these GPUs */
         snprintf(set[nset++], sizeof set[0], "daemon.gpus=%s", o->gpus);
+    if (o->iterative) /* the measurements kept for the iterative row slice */
+        snprintf(set[nset++], sizeof set[0], "engine.iterative=true");
     const char *argv[32] = {o->daemon, "--backend", o->backend, "--log-level", "warn"};
     int argc = 5;
     for (int i = 0; i < nset; i++) {
@@ -284,7 +287,8 @@ static int set_slice(void *ctl, tl_proto_decoder *dec, const options *o, const c
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     tl_proto_begin_req(&pk, ++last_id, "set_slice", true);
     bool compact = o->wire != TL_PROTO_F32; /* only then the keys: older daemons run too */
-    msgpack_pack_map(&pk, 3 + (axis != NULL) + compact + o->lz4);
+    bool iterative = o->iterative && strcmp(kind, "row") == 0;
+    msgpack_pack_map(&pk, 3 + (axis != NULL) + compact + o->lz4 + iterative);
     tl_proto_pack_kv_str(&pk, "id", id);
     tl_proto_pack_kv_str(&pk, "kind", kind);
     tl_proto_pack_kv_double(&pk, key, value);
@@ -294,6 +298,8 @@ static int set_slice(void *ctl, tl_proto_decoder *dec, const options *o, const c
         tl_proto_pack_kv_str(&pk, "compression", "lz4");
     if (axis)
         tl_proto_pack_kv_str(&pk, "axis", axis);
+    if (iterative) /* one iteration per read-out, refining between frames */
+        tl_proto_pack_kv_str(&pk, "method", o->iterative);
     int rc = request(ctl, dec, &sb, last_id, 5);
     msgpack_sbuffer_destroy(&sb);
     return rc;
@@ -391,6 +397,14 @@ static void print_stages(void *ctl, tl_proto_decoder *dec, bool incremental)
         printf("%-11s | daemon rings: %llu estimate updates, %llu moved the window\n",
                incremental ? "incremental" : "recompute", (unsigned long long)updates,
                (unsigned long long)rebuilds);
+    /* an iterative row slice (--iterative): the iterations it ran, and failed read-outs */
+    const msgpack_object *sl = tl_proto_map_get(m.rep.result, "slices");
+    uint64_t iterations, failed;
+    if (sl && tl_proto_get_u64(sl, "iterations", false, &iterations, &err) == TL_PROTO_OK &&
+        tl_proto_get_u64(sl, "failed", false, &failed, &err) == TL_PROTO_OK && iterations)
+        printf("%-11s | daemon iterative slice: %llu iterations, %llu read-outs failed\n",
+               incremental ? "incremental" : "recompute", (unsigned long long)iterations,
+               (unsigned long long)failed);
     tl_proto_close(parts, n);
 }
 
@@ -1145,6 +1159,7 @@ static const char usage_text[] =
     "                      [--cuda-ipc [--device N] [--ring SLOTS] [--prefilled]]\n"
     "                      [--gpus LIST] [--dezinger T] [--paganin E,D,P,R]\n"
     "                      [--rings vo|fw[:PARAM[,TOL]]] [--cone SAD,SDD,PITCH]\n"
+    "                      [--iterative METHOD]\n"
     "\n"
     "Starts tomolived (ingest.overflow = drop) on 127.0.0.1 ports P, P+1, P+2 (default\n"
     "57600), defines a row slice and three ortho-slices, subscribes to them, and pushes\n"
@@ -1188,7 +1203,10 @@ static const char usage_text[] =
     "printed with the daemon's stages. Compare with a run without them for their cost.\n"
     "--cone SAD,SDD,PITCH: the scan is a circular cone-beam scan (source-axis and\n"
     "source-detector distances and the pixel pitch, mm): the same frames, back-projected\n"
-    "along cone rays (FDK), on one GPU.\n";
+    "along cone rays (FDK), on one GPU.\n"
+    "--iterative METHOD: the row slice is iterative (sirt, sart, os-sart, osem; one\n"
+    "iteration per read-out, refining between frames; engine.iterative on): compare the\n"
+    "lost frames and the other slices' latency with a run without it.\n";
 
 int tl_cmd_stream_bench(int argc, char **argv)
 {
@@ -1248,6 +1266,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
         O_DEZINGER,
         O_PAGANIN,
         O_RINGS,
+        O_ITERATIVE,
         O_CONE
     };
     static const struct option opts[] = {{"stream", no_argument, NULL, O_STREAM},
@@ -1278,6 +1297,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
                                          {"dezinger", required_argument, NULL, O_DEZINGER},
                                          {"paganin", required_argument, NULL, O_PAGANIN},
                                          {"rings", required_argument, NULL, O_RINGS},
+                                         {"iterative", required_argument, NULL, O_ITERATIVE},
                                          {"cone", required_argument, NULL, O_CONE},
                                          {NULL, 0, NULL, 0}};
     bool device_or_ring = false, has_bands = false;
@@ -1368,6 +1388,13 @@ int tl_cmd_stream_bench(int argc, char **argv)
                     return fail(2, "%s", why);
                 if (c == O_RINGS)
                     o.rings = optarg;
+                break;
+            }
+            case O_ITERATIVE: {
+                tl_iter_method m;
+                if (!tl_iter_method_parse(optarg, &m))
+                    return fail(2, "bad --iterative '%s': sirt, sart, os-sart or osem", optarg);
+                o.iterative = optarg;
                 break;
             }
             case 'h': fputs(usage_text, stdout); return 0;
