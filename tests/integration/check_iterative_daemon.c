@@ -339,5 +339,5 @@ int main(void)
     tcase_add_test(tc, live_and_late);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
-    return tl_run_suite(s, false);
+    return tl_run_suite(s, true); /* no fork: CUDA, once used, does not survive one */
 }

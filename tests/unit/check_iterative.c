@@ -19,8 +19,9 @@
  *   refusals     a filtered window, a tilted plane, cone beam, bad options, OS-EM on data
  *                below 0: TL_EINVAL, saying why;
  *   kept         an engine filtering for FBP that keeps the measurements (the daemon's
- *                live iterative slices) iterates exactly as an unfiltered one, with ring
- *                removal too, and its FBP is unchanged.
+ *                live iterative slices) iterates exactly as an unfiltered one (on the GPU
+ *                within the exact mode: its atomics), with ring removal too, and its FBP
+ *                is unchanged.
  * Built twice: for the CPU backend (tests/unit) and, with TL_TEST_CUDA, for the CUDA backend
  * (tests/gpu; skips without a device).
  */
@@ -406,11 +407,26 @@ static void kept_case(const scan *s, const char *rings)
     ck_assert_str_eq(info.kernel, "os-sart");
     ck_assert_int_eq(tl_engine_iterate(plain, row_slice(plain), &o, NULL, b, rb, &done, NULL),
                      TL_OK);
+#ifdef TL_TEST_CUDA
+    /* the GPU's forward sums of a subset's views use atomics: their order, and so the
+     * last bits, vary from run to run (1.5e-6 of a pixel seen on an H200) */
+    static double da[N * N], db[N * N];
+    for (size_t i = 0; i < N * N; i++) {
+        da[i] = a[i];
+        db[i] = b[i];
+    }
+    ck_assert_msg(rel_l2(da, db, N * N) <= EXACT_REL, "%s: image %.3g from the unfiltered's",
+                  rings ? rings : "no rings", rel_l2(da, db, N * N));
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(fabs(ra[i] - rb[i]) <= RESIDUAL_TOL * rb[i], "residual %d: %.9g vs %.9g", i,
+                      ra[i], rb[i]);
+#else
     for (size_t i = 0; i < N * N; i++)
         ck_assert_msg(a[i] == b[i], "%s: pixel %zu %.9g != %.9g", rings ? rings : "no rings", i,
                       (double)a[i], (double)b[i]);
     for (int i = 0; i < 4; i++)
         ck_assert_double_eq(ra[i], rb[i]);
+#endif
     tl_engine_corr_state cs;
     ck_assert_int_eq(tl_engine_corrections(kept, &cs), TL_OK);
     if (rings) /* the windows were corrected after the fact: the path under test */
