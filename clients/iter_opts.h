@@ -46,8 +46,8 @@ typedef struct {
     "                        iteration's change (W > 0; e.g. 0.05)\n"                           \
     "      --tv-steps K      TV steps per iteration (default 10)\n"                             \
     "      --tolerance T     stop once the relative residual changes by less than T\n"        \
-    "      --start fbp|zero  start each slice from its FBP (ram-lak; twice the engine\n"      \
-    "                        memory) or from zeros (default; OS-EM: ones)\n"
+    "      --start fbp|zero  start each slice from its FBP (ram-lak; the window twice: \n"    \
+    "                        filtered and as measured) or from zeros (default; OS-EM: ones)\n"
 
 /* The option `name` (without the dashes: method, projector, iterations, subsets,
  * relaxation, nonneg, tv, tv-steps, tolerance, start) with value s (NULL for nonneg). false with why on a bad value. */

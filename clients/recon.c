@@ -617,7 +617,7 @@ static int run(const options *o, resources *R)
     if (iter.on && (o->cone.cone || o->half_acquisition))
         return fail("--method: parallel beam, without --half-acquisition, so far (%s)",
                     o->cone.cone ? "--geometry cone" : "--half-acquisition");
-    if (iter.on)
+    if (iter.on && !iter.start_fbp) /* the window holds the measurements */
         filter = TL_FILTER_NONE;
     tl_backend_kind backend = TL_BACKEND_AUTO;
     if (o->backend && !tl_backend_parse(o->backend, &backend))
@@ -777,6 +777,8 @@ static int run(const options *o, resources *R)
     c.center_estimate = center_auto;
     c.half_acquisition = o->half_acquisition;
     c.filter = filter;
+    /* --start fbp: the window filtered for each slice's FBP, the measurements beside it */
+    c.keep_measurements = iter.on && iter.start_fbp;
     /* equally spaced angles weigh pi / N each; a file may hold any angles, unless --window
      * says the scan was N equally spaced ones (some lost) */
     c.weights = o->angles_file && !o->window ? TL_WEIGHTS_ANGLES : TL_WEIGHTS_UNIFORM;
@@ -790,7 +792,7 @@ static int run(const options *o, resources *R)
         return fail("bad --quality '%s' (exact, fast)", o->quality);
 
     /* the plan: budgets default to what is free, less a margin */
-    tl_volume_engine_cost ec = {.c = c, .copies = iter.start_fbp ? 2 : 1};
+    tl_volume_engine_cost ec = {.c = c};
     tl_memory_estimate m1;
     c.rows = whole_frames ? erows : 1;
     tl_status st = tl_engine_estimate(&c, &m1);
@@ -851,7 +853,6 @@ static int run(const options *o, resources *R)
         .bands = cone_bands && !plan.whole ? &R->bands : NULL,
         .plan = &plan,
         .iterative = iter.on ? &iter.o : NULL,
-        .warm_start = iter.on && iter.start_fbp,
         .progress = tl_progress_auto(),
         .stop = &stop_requested,
         .verbose = o->verbose,

@@ -27,8 +27,6 @@ typedef struct {
 typedef struct {
     const tl_volume_job *job;
     tl_engine *engine;
-    tl_engine *fbp;       /* job->warm_start: the same frames, filtered (FBP starts) */
-    int *fbp_ids;         /* its slices, as ids are the engine's */
     tl_engine_config cfg; /* the engine's (rows: E; bands: re-based per slab) */
     bool whole;           /* whole frames: filled once, the slabs cut the output */
     bool bands;           /* cone beam: each slab's engine holds its band of rows */
@@ -184,15 +182,10 @@ static void *writer(void *arg)
 
 /* ---- the engine's thread -------------------------------------------------------------- */
 
-static int engine_fail_in(pipeline *p, tl_engine *e, const char *what, tl_status st)
-{
-    set_error(p, "%s: %s (%s)", what, tl_engine_last_error(e), tl_status_name(st));
-    return -1;
-}
-
 static int engine_fail(pipeline *p, const char *what, tl_status st)
 {
-    return engine_fail_in(p, p->engine, what, st);
+    set_error(p, "%s: %s (%s)", what, tl_engine_last_error(p->engine), tl_status_name(st));
+    return -1;
 }
 
 static const char *kind_name(int kind)
@@ -213,12 +206,11 @@ static tl_status add_slices(tl_engine *e, uint32_t z_first, uint32_t h, uint32_t
 }
 
 /* Reads and submits rows [row0, row0 + rows) of every frame through buf (READ_FRAMES frames
- * of rows x cols) to each of the n engines, a chunk at a time, flushed after each so buf
- * can be refilled: the whole-frame fill and the centre's pass. 0 done, 1 stopped, -1
- * failed (err). */
-static int fill_engines(tl_engine *const *engines, int n_engines, const tl_volume_job *j,
-                        uint32_t row0, uint32_t rows, void *buf, tl_volume_times *t, char *err,
-                        size_t errlen)
+ * of rows x cols) to engine e, a chunk at a time, flushed after each so buf can be
+ * refilled: the whole-frame fill and the centre's pass. 0 done, 1 stopped, -1 failed
+ * (err). */
+static int fill_engine(tl_engine *e, const tl_volume_job *j, uint32_t row0, uint32_t rows,
+                       void *buf, tl_volume_times *t, char *err, size_t errlen)
 {
     size_t frame = (size_t)rows * j->engine.cols * tl_dtype_size(j->engine.dtype);
     tl_status st;
@@ -249,19 +241,17 @@ static int fill_engines(tl_engine *const *engines, int n_engines, const tl_volum
                     .pinned = true,
                     .more = proj && i + 1 < n,
                 };
-                for (int k = 0; k < n_engines; k++)
-                    if ((st = tl_engine_submit(engines[k], &fr)) != TL_OK) {
-                        snprintf(err, errlen, "%s %u: %s (%s)", kind_name(kind), q,
-                                 tl_engine_last_error(engines[k]), tl_status_name(st));
-                        return -1;
-                    }
-            }
-            for (int k = 0; k < n_engines; k++) /* then buf is free again */
-                if ((st = tl_engine_flush(engines[k])) != TL_OK) {
-                    snprintf(err, errlen, "flush: %s (%s)", tl_engine_last_error(engines[k]),
-                             tl_status_name(st));
+                if ((st = tl_engine_submit(e, &fr)) != TL_OK) {
+                    snprintf(err, errlen, "%s %u: %s (%s)", kind_name(kind), q,
+                             tl_engine_last_error(e), tl_status_name(st));
                     return -1;
                 }
+            }
+            if ((st = tl_engine_flush(e)) != TL_OK) { /* then buf is free again */
+                snprintf(err, errlen, "flush: %s (%s)", tl_engine_last_error(e),
+                         tl_status_name(st));
+                return -1;
+            }
             t->submit += tl_cli_now() - t1;
         }
     return 0;
@@ -291,22 +281,16 @@ static void slab_slices(const pipeline *p, uint32_t k, uint32_t *z_first, uint32
     *count = p->bands ? h : p->H;
 }
 
-/* A new engine for slab k with its slices (and the FBP engine with its own, for warm
- * starts); the first failure is the run's error. */
+/* A new engine for slab k with its slices; the first failure is the run's error. */
 static int make_engine(pipeline *p, uint32_t k, int *ids)
 {
     tl_engine_config c;
     tl_status st = slab_config(p, k, &c);
     if (st == TL_OK)
         st = tl_engine_create(&c, &p->engine);
-    if (st == TL_OK && p->job->warm_start) { /* the same frames, filtered */
-        c.filter = TL_FILTER_RAMLAK;
-        st = tl_engine_create(&c, &p->fbp);
-    }
     if (st != TL_OK) {
-        set_error(p, "slab %u: cannot create the engine%s: %s (%s)", k,
-                  p->engine && p->job->warm_start ? " for the FBP starts" : "",
-                  tl_engine_last_error(NULL), tl_status_name(st));
+        set_error(p, "slab %u: cannot create the engine: %s (%s)", k, tl_engine_last_error(NULL),
+                  tl_status_name(st));
         return -1;
     }
     uint32_t z_first, count;
@@ -315,8 +299,6 @@ static int make_engine(pipeline *p, uint32_t k, int *ids)
         return 0;
     if ((st = add_slices(p->engine, z_first, count, p->job->size, ids)) != TL_OK)
         return engine_fail(p, "slices", st);
-    if (p->fbp && (st = add_slices(p->fbp, z_first, count, p->job->size, p->fbp_ids)) != TL_OK)
-        return engine_fail_in(p, p->fbp, "slices", st);
     return 0;
 }
 
@@ -327,13 +309,10 @@ static int renew_engine(pipeline *p, uint32_t k, int *ids)
     if (!p->fresh || k == 0) {
         if ((st = tl_engine_reset(p->engine)) != TL_OK)
             return engine_fail(p, "reset", st);
-        if (p->fbp && (st = tl_engine_reset(p->fbp)) != TL_OK)
-            return engine_fail_in(p, p->fbp, "reset", st);
         return 0;
     }
     tl_engine_destroy(p->engine);
-    tl_engine_destroy(p->fbp);
-    p->engine = p->fbp = NULL;
+    p->engine = NULL;
     return make_engine(p, k, ids);
 }
 
@@ -367,19 +346,12 @@ static int submit_slab(pipeline *p, uint32_t k, int *ids)
                 .pinned = true,
                 .more = --left > 0 && proj,
             };
-            tl_engine *failed = NULL;
-            if ((st = tl_engine_submit(p->engine, &f)) != TL_OK)
-                failed = p->engine;
-            else if (p->fbp && (st = tl_engine_submit(p->fbp, &f)) != TL_OK)
-                failed = p->fbp;
-            if (failed) {
+            if ((st = tl_engine_submit(p->engine, &f)) != TL_OK) {
                 char what[64];
                 snprintf(what, sizeof what, "slab %u, %s %u", k, kind_name(kind), i);
-                return engine_fail_in(p, failed, what, st);
+                return engine_fail(p, what, st);
             }
         }
-    if (p->fbp && (st = tl_engine_flush(p->fbp)) != TL_OK)
-        return engine_fail_in(p, p->fbp, "flush", st);
     if ((st = tl_engine_flush(p->engine)) != TL_OK)
         return engine_fail(p, "flush", st);
     return 0;
@@ -432,11 +404,12 @@ static int backproject_slab(pipeline *p, uint32_t k, uint32_t h, const int *ids)
             if (!going(p))
                 return -1;
             float *out = p->out[k % 2] + (size_t)z * npx;
+            bool start = p->cfg.keep_measurements; /* the window filtered: FBP */
             tl_status st =
-                p->fbp ? tl_engine_reconstruct(p->fbp, &p->fbp_ids[z], 1, &out, NULL) : TL_OK;
+                start ? tl_engine_reconstruct(p->engine, &ids[z], 1, &out, NULL) : TL_OK;
             if (st != TL_OK)
-                return engine_fail_in(p, p->fbp, "the FBP start", st);
-            if (iterate_slice(p, z0 + z, ids[z], p->fbp != NULL, out) != 0)
+                return engine_fail(p, "the FBP start", st);
+            if (iterate_slice(p, z0 + z, ids[z], start, out) != 0)
                 return -1;
         }
         if (!p->t->kernel[0])
@@ -488,17 +461,9 @@ static void run_engine(pipeline *p, int *ids)
             engine_fail(p, "slices", st);
             return;
         }
-        if (p->whole && p->fbp &&
-            (st = add_slices(p->fbp, j->row0 + z0, h, j->size, p->fbp_ids)) != TL_OK) {
-            engine_fail_in(p, p->fbp, "slices", st);
-            return;
-        }
         int rc = backproject_slab(p, k, h, ids);
-        for (uint32_t z = 0; p->whole && z < h; z++) {
+        for (uint32_t z = 0; p->whole && z < h; z++)
             tl_engine_remove_slice(p->engine, ids[z]);
-            if (p->fbp)
-                tl_engine_remove_slice(p->fbp, p->fbp_ids[z]);
-        }
         if (rc != 0)
             return;
         p->t->backproject += tl_cli_now() - t1;
@@ -520,7 +485,7 @@ size_t tl_volume_engine_bytes(void *ctx, uint32_t rows)
         snprintf(ec->why, sizeof ec->why, "%s (%s)", tl_engine_last_error(NULL),
                  tl_status_name(st));
     }
-    return st == TL_OK ? m.total_bytes * (ec->copies > 1 ? ec->copies : 1) : SIZE_MAX / 4;
+    return st == TL_OK ? m.total_bytes : SIZE_MAX / 4;
 }
 
 size_t tl_volume_host_available(void)
@@ -561,7 +526,7 @@ int tl_volume_center(const tl_volume_job *j, uint32_t row0, uint32_t rows, tl_ce
                  tl_status_name(st));
     else if ((st = tl_host_alloc(c.backend, bytes, &buf, why, sizeof why)) != TL_OK)
         snprintf(err, errlen, "cannot allocate %zu MiB of host buffers: %s", bytes >> 20, why);
-    else if ((rc = fill_engines(&e, 1, j, row0, rows, buf, &t, err, errlen)) == 0 &&
+    else if ((rc = fill_engine(e, j, row0, rows, buf, &t, err, errlen)) == 0 &&
              (st = tl_engine_center_estimate_now(e, out)) != TL_OK) {
         snprintf(err, errlen, "%s (%s)", tl_engine_last_error(e), tl_status_name(st));
         rc = -1;
@@ -605,10 +570,6 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
     c.rows = p.bands ? j->engine.rows : p.E; /* bands: re-based per slab (slab_config) */
     p.cfg = c;
     int *ids = calloc(p.H, sizeof *ids);
-    if (j->warm_start && !(p.fbp_ids = calloc(p.H, sizeof *p.fbp_ids))) {
-        free(ids);
-        ids = NULL;
-    }
     if (p.bands && c.cone.matrices)
         p.matrices = malloc(c.cone.nmatrices * sizeof *p.matrices);
     tl_status st = TL_ENOMEM;
@@ -646,8 +607,7 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
         double w0 = tl_cli_now();
         tl_progress_start(&p.progress, j->progress, p.nslabs, j->rows);
         int filled = p.whole && p.nslabs > 0
-                         ? fill_engines((tl_engine *const[]){p.engine, p.fbp}, p.fbp ? 2 : 1, j, 0,
-                                        p.E, p.in[0], t, p.err, sizeof p.err)
+                         ? fill_engine(p.engine, j, 0, p.E, p.in[0], t, p.err, sizeof p.err)
                          : 0;
         p.failed = filled < 0;
         p.stopped = filled > 0;
@@ -676,10 +636,8 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
             tl_host_free(c.backend, p.out[b]);
     }
     free(ids);
-    free(p.fbp_ids);
     free(p.matrices);
     tl_engine_destroy(p.engine);
-    tl_engine_destroy(p.fbp);
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);
     return result;

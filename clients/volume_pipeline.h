@@ -76,13 +76,10 @@ typedef struct {
      * the whole detector's; NULL: parallel beam's slabs of rows. */
     const tl_volume_bands *bands;
     const tl_volume_plan *plan;
-    /* NULL: FBP; else every slice by tl_engine_iterate with these options (parallel beam,
-     * engine.filter none) */
+    /* NULL: FBP; else every slice by tl_engine_iterate with these options (parallel beam;
+     * engine.filter none, or, with engine.keep_measurements, each slice starts from its
+     * FBP) */
     const tl_iter_options *iterative;
-    /* with iterative: each slice starts from its FBP (ram-lak), made by a second engine of
-     * the same configuration that gets the same frames filtered (twice the engine memory:
-     * tl_volume_engine_cost.copies) */
-    bool warm_start;
     tl_volume_output *out;   /* NULL: slabs are discarded (benchmarks) */
     tl_progress_mode progress;
     volatile sig_atomic_t *stop;
@@ -117,7 +114,6 @@ typedef enum { TL_VOLUME_DONE = 0, TL_VOLUME_FAILED, TL_VOLUME_STOPPED } tl_volu
  * why (and the cost is then too large for any budget). */
 typedef struct {
     tl_engine_config c;
-    uint32_t copies; /* engines of this configuration per slab (0: 1) */
     bool failed;
     char why[512];
 } tl_volume_engine_cost;
