@@ -197,7 +197,7 @@ static int time_runs(const options *o, tl_engine *e, int id, uint32_t iterations
     for (int r = 0; r <= o->reps; r++) { /* run 0 warms up */
         uint32_t done;
         double t0 = tl_cli_now();
-        tl_status st = iterations ? tl_engine_iterate(e, id, &it, NULL, img, NULL, &done, NULL)
+        tl_status st = iterations ? tl_engine_iterate(e, &id, 1, &it, NULL, img, NULL, &done, NULL)
                                   : tl_engine_reconstruct(e, &id, 1, &img, NULL);
         if (st != TL_OK)
             return tl_cli_fail(ME, 1, "%s (%s)", tl_engine_last_error(e), tl_status_name(st));

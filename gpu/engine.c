@@ -131,11 +131,10 @@ tl_status tl_engine_check_config(const tl_engine_config *c, tl_errbuf *eb)
         return tl_fail(eb, TL_EINVAL,
                        "%u devices for %u detector rows: each device needs a row of its own",
                        c->ndevices, c->rows);
-    if (c->keep_measurements &&
-        (c->geometry != TL_GEOMETRY_PARALLEL || c->half_acquisition || c->ndevices >= 2))
+    if (c->keep_measurements && (c->half_acquisition || c->ndevices >= 2))
         return tl_fail(eb, TL_EINVAL,
-                       "keep_measurements: iterative slices are parallel beam, on one device, "
-                       "without half acquisition (so far)");
+                       "keep_measurements: iterative slices are on one device, without half "
+                       "acquisition (so far)");
     st = check_corrections(c, eb);
     if (st != TL_OK)
         return st;
@@ -277,6 +276,7 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         goto fail;
     e->padded = tl_filter_padded_length(e->cfg.cols);
     (void)tl_geometry_find(c->geometry, NULL, &e->geometry); /* check_config found it */
+    e->no_fbp = e->geometry->no_fbp ? e->geometry->no_fbp(&e->cfg) : NULL;
     e->method = tl_method_find(c);
     tl_engine_config rc; /* what the backend gets */
     st = tl_engine_pick_backend(&e->cfg, eb, &rc, &e->ops, &e->backend);

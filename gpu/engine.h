@@ -155,8 +155,8 @@ typedef struct {
     const char *kernel; /* name of the back-projection kernel used (static string) */
 } tl_slice_info;
 
-/* Whether slice id can be reconstructed iteratively (tl_engine_iterate's checks of the
- * engine and the slice): TL_OK, or TL_EINVAL saying why. */
+/* Whether slice id can be reconstructed iteratively on its own (tl_engine_iterate's checks
+ * of the engine and the slice): TL_OK, or TL_EINVAL saying why. */
 tl_status tl_engine_can_iterate(tl_engine *e, int id);
 
 /* Back-projects the slices ids[0..n-1] from the current window into out[k] (height x
@@ -165,18 +165,24 @@ tl_status tl_engine_can_iterate(tl_engine *e, int id);
 tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
                                 tl_slice_info *info);
 
-/* Reconstructs slice id iteratively (issue #28; tl_iter_options, gpu/base/types.h) from the
- * held projections into out (height x width floats), instead of by FBP: the projections
- * are the measurements b, so the engine's filter must be none or the engine must keep
- * the measurements (tl_engine_config.keep_measurements), and the system matrix A is the
- * transpose of the engine's back projection or Joseph's (gpu/project_ref.h). Parallel
- * beam, one horizontal slice (a row slice, or a plane of constant z), on one device,
- * without half acquisition: anything else is TL_EINVAL, saying why. x starts at `start`
- * (an image of the slice, e.g. its FBP; NULL: zeros, ones for OS-EM). residual
- * (o->iterations entries, or NULL) gets ||b - A x|| / ||b|| after each iteration, *done
- * the iterations run; info (or NULL) what was used, its kernel the method's name. */
-tl_status tl_engine_iterate(tl_engine *e, int id, const tl_iter_options *o, const float *start,
-                            float *out, double *residual, uint32_t *done, tl_slice_info *info);
+/* Reconstructs slices iteratively (issue #28; tl_iter_options, gpu/base/types.h) from the
+ * held projections into out (the slices' images one after the other, height x width
+ * floats each), instead of by FBP: the measurements are b, and the system matrix A is the
+ * transpose of the engine's back projection (or Joseph's; gpu/project_ref.h).
+ *   Parallel beam: one slice (n = 1), horizontal (a row slice, or a plane of constant z);
+ *   the engine's filter none, or the measurements kept (keep_measurements).
+ *   Cone beam (CPU backend so far): the n slices are one problem, a stack of planes (the
+ *   rays cross them all: e.g. planes parallel to a tomosynthesis detector); the
+ *   measurements kept; the matched pair, no TV steps.
+ * On one device, without half acquisition: anything else is TL_EINVAL (TL_EUNSUPPORTED
+ * where the backend lacks it), saying why. x starts at `start` (images like out, e.g.
+ * their FBP; NULL: zeros, ones for OS-EM). residual (o->iterations entries, or NULL) gets
+ * ||b - A x|| / ||b|| after each iteration, *done the iterations run; info (or NULL) what
+ * was used, its kernel the method's name. */
+tl_status tl_engine_iterate(tl_engine *e, const int *ids, size_t n, const tl_iter_options *o,
+                            const float *start, float *out, double *residual, uint32_t *done,
+                            tl_slice_info *info);
+
 
 /* The back-projection kernels of the engine's backend (tl_kernel_info, gpu/base/types.h).
  * Writes at most cap entries, returns how many kernels there are. */

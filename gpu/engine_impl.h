@@ -88,6 +88,7 @@ struct tl_engine {
     void *be;            /* backend state */
     const char *backend; /* "cpu", "cuda": the kind (also of a split's parts) */
     const tl_geometry_ops *geometry;
+    const char *no_fbp; /* why this engine's views serve iterative slices alone, or NULL */
     const tl_method_ops *method;
     tl_errbuf err;
     size_t padded;    /* filter length */

@@ -29,7 +29,8 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/method/iterative.h gpu/method/iterative.c \
 	gpu/cpu/cpu_backend.h gpu/cpu/cpu_state.h gpu/cpu/cpu_backend.c \
 	gpu/cpu/kernels_impl.h gpu/cpu/kernels_f32.c gpu/cpu/kernels_f64.c \
-	gpu/cpu/corrections.c gpu/cpu/rings.c gpu/cpu/profile.c gpu/cpu/iterative.c
+	gpu/cpu/corrections.c gpu/cpu/rings.c gpu/cpu/profile.c gpu/cpu/iterative.c \
+	gpu/cpu/iterative_cone.c
 gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS) $(JANSSON_CFLAGS)
 gpu_libtlbase_a_SOURCES = \
 	gpu/base/types.h gpu/base/names.c \

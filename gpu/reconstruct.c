@@ -258,6 +258,8 @@ static tl_status reconstruct_ids(tl_engine *e, const int *ids, size_t n, float *
 tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *const *out,
                                 tl_slice_info *info)
 {
+    if (e->no_fbp)
+        return tl_fail(&e->err, TL_EUNSUPPORTED, "%s", e->no_fbp);
     /* the slices read include every frame submitted; the other tracked slices catch up
      * behind this read-out */
     tl_track_flush_only(e, ids, n);

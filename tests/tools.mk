@@ -111,3 +111,9 @@ TESTS += tests/unit/check_iterative
 tests_unit_check_iterative_SOURCES = tests/unit/check_iterative.c
 tests_unit_check_iterative_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_check_iterative_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)
+# iterative cone-beam stacks (tomosynthesis) through the engine against that reference
+check_PROGRAMS += tests/unit/check_iterative_cone
+TESTS += tests/unit/check_iterative_cone
+tests_unit_check_iterative_cone_SOURCES = tests/unit/check_iterative_cone.c
+tests_unit_check_iterative_cone_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_check_iterative_cone_LDADD = $(ENGINE_LIBS) $(TEST_LIBS)

@@ -65,19 +65,39 @@ typedef struct {
                                   each slice's kernel (static strings) */
 } tl_bp_job;
 
-/* An iterative problem (gpu/method/iterative.c): one horizontal slice (a plane at constant
- * z, so the slice is a 2-D problem of its own in parallel beam) and the views it is
- * reconstructed from. The system matrix A is the transpose of the pixel-driven back
- * projection (project_ref.h's matched pair: pixel (i, j) links to the two bins around its
- * u = center + x cos - y sin with weights 1 - f and f, zero off the detector), so A^T is
- * the engine's own back projection, unweighted. The measurements b are the window's rows
- * at the slice's z (linear between two rows at a fractional z), unfiltered. */
+/* An iterative problem (gpu/method/iterative.c): the slices x is made of and the views it
+ * is reconstructed from. The system matrix A is the transpose of the pixel-driven back
+ * projection, unweighted (project_ref.h's matched pair), so A^T is the engine's own back
+ * projection; or, in parallel beam, Joseph's pair.
+ *   PARALLEL  one horizontal slice (a plane at constant z: a 2-D problem of its own):
+ *             pixel (i, j) links to the two bins around its u = center + x cos - y sin
+ *             with weights 1 - f and f, zero off the detector; b is the measurements' row
+ *             at the slice's z (linear between two rows at a fractional z);
+ *   CONE      every pixel of every slice (a stack of planes, e.g. parallel to a
+ *             tomosynthesis detector: the rays cross them all, so they are one problem)
+ *             links to the four detector pixels around its (u, v) = the view's cone matrix
+ *             (tl_bp_proj.cone) applied to it, bilinearly, weighed 1 / w^2 as FDK's back
+ *             projection, zero off the detector and at or behind the source; b is every
+ *             detector pixel of each view.
+ * The measurements are unfiltered and unweighted (the window with filter none in parallel
+ * beam, else the kept measurements, tl_engine_config.keep_measurements). */
 typedef struct {
-    tl_projector projector; /* the pair (types.h); MATCHED is the one described above */
-    tl_bp_slice slice;      /* plane (horizontal), height, width; out unused */
-    const tl_bp_proj *proj; /* slot, cos_t, sin_t, center of each view (weight unused) */
+    tl_geometry geometry;
+    tl_projector projector;    /* the pair (types.h); cone beam: MATCHED */
+    const tl_bp_slice *slices; /* planes, heights, widths; out unused */
+    uint32_t nslices;          /* parallel beam: 1 */
+    const tl_bp_proj *proj;    /* slot, and (cos_t, sin_t, center) or cone (weight unused) */
     uint32_t nproj;
 } tl_it_problem;
+
+/* The pixels of a problem: x's length. */
+static inline size_t tl_it_pixels(const tl_it_problem *p)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < p->nslices; i++)
+        n += (size_t)p->slices[i].height * p->slices[i].width;
+    return n;
+}
 
 /* A subset of a problem's views: first, first + stride, ..., count of them. */
 typedef struct {

@@ -89,6 +89,7 @@ typedef struct {
     uint64_t stage_read, stage_written;
 
     struct tl_cpu_iter *it; /* the iterative problem (iterative.c; NULL: none) */
+    struct tl_cpu_itc *itc; /* ... a cone-beam one (iterative_cone.c; NULL: none) */
 
     size_t mem; /* bytes allocated */
     char device_name[64];
@@ -171,6 +172,15 @@ tl_status tl_cpu_it_backward(void *state, tl_it_views v, tl_it_rule rule, double
 tl_status tl_cpu_it_mark(void *state);
 tl_status tl_cpu_it_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps);
 void tl_cpu_it_end(void *state);
+/* The cone-beam problems' primitives (iterative_cone.c), to which those above hand over
+ * while s->itc is set. */
+tl_status tl_cpu_itc_begin(tl_cpu_state *s, const tl_it_problem *p, double stats[2]);
+tl_status tl_cpu_itc_image(void *state, const float *in, float *out);
+tl_status tl_cpu_itc_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq);
+tl_status tl_cpu_itc_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda);
+tl_status tl_cpu_itc_mark(void *state);
+tl_status tl_cpu_itc_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps);
+void tl_cpu_itc_end(tl_cpu_state *s);
 
 /* rings.c */
 tl_status tl_cpu_rings_create(tl_cpu_state *s);

@@ -162,6 +162,7 @@ void tl_cpu_it_end(void *state)
     tl_cpu_state *s = state;
     free_iter(s->it);
     s->it = NULL;
+    tl_cpu_itc_end(s);
 }
 
 /* Measurement at (row r, slot, column c), 0 off the detector's rows: the kept
@@ -281,8 +282,10 @@ tl_status tl_cpu_it_begin(void *state, const tl_it_problem *p, double stats[2])
 {
     tl_cpu_state *s = state;
     tl_cpu_it_end(s);
-    const float *o = p->slice.plane;
-    const uint32_t h = p->slice.height, w = p->slice.width, cols = s->cols, n = p->nproj;
+    if (p->geometry == TL_GEOMETRY_CONE)
+        return tl_cpu_itc_begin(s, p, stats);
+    const float *o = p->slices[0].plane;
+    const uint32_t h = p->slices[0].height, w = p->slices[0].width, cols = s->cols, n = p->nproj;
     tl_cpu_iter *it = calloc(1, sizeof *it);
     size_t npix = (size_t)h * w, nmeas = (size_t)n * cols;
     if (it) {
@@ -342,6 +345,8 @@ tl_status tl_cpu_it_begin(void *state, const tl_it_problem *p, double stats[2])
 
 tl_status tl_cpu_it_image(void *state, const float *in, float *out)
 {
+    if (((tl_cpu_state *)state)->itc)
+        return tl_cpu_itc_image(state, in, out);
     tl_cpu_iter *it = ((tl_cpu_state *)state)->it;
     size_t npix = (size_t)it->h * it->w;
     for (size_t i = 0; in && i < npix; i++)
@@ -353,6 +358,8 @@ tl_status tl_cpu_it_image(void *state, const float *in, float *out)
 
 tl_status tl_cpu_it_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq)
 {
+    if (((tl_cpu_state *)state)->itc)
+        return tl_cpu_itc_forward(state, v, rule, sumsq);
     tl_cpu_state *s = state;
     tl_cpu_iter *it = s->it;
     forward(s, v, it->x, it->r);
@@ -373,6 +380,8 @@ tl_status tl_cpu_it_forward(void *state, tl_it_views v, tl_it_rule rule, double 
 
 tl_status tl_cpu_it_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda)
 {
+    if (((tl_cpu_state *)state)->itc)
+        return tl_cpu_itc_backward(state, v, rule, lambda);
     tl_cpu_state *s = state;
     bp_ctx c = {.it = s->it, .v = v, .rule = rule, .lambda = lambda};
     tl_cpu_run_jobs(s, s->it->h, 4.0 * s->it->w * v.count, bp_job, &c);
@@ -381,6 +390,8 @@ tl_status tl_cpu_it_backward(void *state, tl_it_views v, tl_it_rule rule, double
 
 tl_status tl_cpu_it_mark(void *state)
 {
+    if (((tl_cpu_state *)state)->itc)
+        return tl_cpu_itc_mark(state);
     tl_cpu_iter *it = ((tl_cpu_state *)state)->it;
     memcpy(it->mark, it->x, (size_t)it->h * it->w * sizeof *it->x);
     return TL_OK;
@@ -410,6 +421,8 @@ static void tv_gradient(const tl_cpu_iter *it, const double *x, double eps, doub
 
 tl_status tl_cpu_it_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps)
 {
+    if (((tl_cpu_state *)state)->itc)
+        return tl_cpu_itc_regularise(state, nonneg, tv_weight, tv_steps);
     tl_cpu_iter *it = ((tl_cpu_state *)state)->it;
     const size_t npix = (size_t)it->h * it->w;
     if (nonneg)

@@ -79,6 +79,15 @@ static inline REAL FN(minus_log)(REAL t)
 
 static void FN(filter_into)(tl_cpu_state *s, REAL *pad, uint32_t slot, uint32_t r, int thread);
 
+/* Row r of the projection as measured (corrected, linearised; before any weight and the
+ * filter) into the kept measurements' slot, where they are kept (cfg.keep_measurements). */
+static inline void FN(keep_measurement)(tl_cpu_state *s, const REAL *pad, uint32_t slot,
+                                        uint32_t r)
+{
+    if (s->meas)
+        memcpy((REAL *)s->meas + ((size_t)r * s->n + slot) * s->cols, pad, s->cols * sizeof *pad);
+}
+
 /* Converts, corrects, linearises and filters row r of a projection into the window. */
 void FN(tl_cpu_store_row)(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uint32_t r,
                           int thread)
@@ -96,6 +105,7 @@ void FN(tl_cpu_store_row)(tl_cpu_state *s, const tl_frame *f, uint32_t slot, uin
     }
     if (s->prof_pos >= 0)
         FN(tl_cpu_profile_add)(s, pad, thread);
+    FN(keep_measurement)(s, pad, slot, r);
     FN(filter_into)(s, pad, slot, r, thread);
 }
 
@@ -185,6 +195,7 @@ void FN(tl_cpu_finish_row)(tl_cpu_state *s, const void *in, bool correct, uint32
             pad[c] -= cc[c];
         }
     }
+    FN(keep_measurement)(s, pad, slot, r);
     if (s->colw) { /* half acquisition: this projection's share of the stitched one */
         const REAL *w = s->colw;
         for (uint32_t c = 0; c < s->cols; c++)
@@ -236,14 +247,11 @@ void FN(tl_cpu_phase_filter)(tl_cpu_state *s)
     FFTW(execute)(CAT(s->phase_c2r, PSFX));
 }
 
-/* The measurement kept (cfg.keep_measurements), then zero padding to P, the filter, and
- * the first W values into the window's slot. */
+/* Zero padding to P, the filter, and the first W values into the window's slot. */
 static void FN(filter_into)(tl_cpu_state *s, REAL *pad, uint32_t slot, uint32_t r, int thread)
 {
-    size_t at = ((size_t)r * s->n + slot) * s->cols;
-    if (s->meas)
-        memcpy((REAL *)s->meas + at, pad, s->cols * sizeof *pad);
-    FN(tl_cpu_filter_values)(s, pad, (REAL *)s->window + at, thread);
+    FN(tl_cpu_filter_values)
+    (s, pad, (REAL *)s->window + ((size_t)r * s->n + slot) * s->cols, thread);
 }
 
 void FN(tl_cpu_filter_values)(tl_cpu_state *s, void *pad_, void *dst_, int thread)

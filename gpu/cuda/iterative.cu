@@ -507,7 +507,7 @@ static tl_status alloc_iter(tl_cuda_state *s, const tl_it_problem *p)
     if (!it)
         return tl_fail(s->eb, TL_ENOMEM, "iterative: no host memory");
     s->it = it;
-    size_t npix = (size_t)p->slice.height * p->slice.width, nmeas = (size_t)p->nproj * s->cols;
+    size_t npix = (size_t)tl_it_pixels(p), nmeas = (size_t)p->nproj * s->cols;
     size_t before = s->mem;
     struct {
         void **p;
@@ -538,10 +538,14 @@ static tl_status alloc_iter(tl_cuda_state *s, const tl_it_problem *p)
 tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[2])
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    if (p->geometry != TL_GEOMETRY_PARALLEL)
+        return tl_fail(s->eb, TL_EUNSUPPORTED,
+                       "iterative: cone beam on the CPU backend only so far (the CUDA "
+                       "backend's pair is parallel beam's)");
     TL_TRY(tl_cuda_use_device(s));
     TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     tl_status st = TL_OK;
-    if (!s->it || s->it->npix_cap < (size_t)p->slice.height * p->slice.width ||
+    if (!s->it || s->it->npix_cap < (size_t)tl_it_pixels(p) ||
         s->it->nview_cap < p->nproj) {
         tl_cuda_it_free(s);
         st = alloc_iter(s, p);
@@ -551,8 +555,8 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
         return st;
     }
     tl_cuda_iter *it = s->it;
-    const float *o = p->slice.plane;
-    const uint32_t h = p->slice.height, w = p->slice.width, n = p->nproj;
+    const float *o = p->slices[0].plane;
+    const uint32_t h = p->slices[0].height, w = p->slices[0].width, n = p->nproj;
     it->nproj = n;
     it->projector = p->projector;
     it->grid = (it_grid){.h = h, .w = w, .cols = s->cols};

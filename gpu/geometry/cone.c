@@ -319,3 +319,55 @@ tl_status tl_cone_from_astra_vec(const double vec[12], uint32_t rows, uint32_t c
     }
     return tl_cone_matrix_prepare(P, eb);
 }
+
+static double tomosynthesis_angle(const tl_cone_tomosynthesis *g, uint32_t k)
+{
+    return g->n > 1 ? g->span * ((double)k / (g->n - 1) - 0.5) : 0.0;
+}
+
+void tl_cone_tomosynthesis_angles(const tl_cone_tomosynthesis *g, double *angles)
+{
+    for (uint32_t k = 0; k < g->n; k++)
+        angles[k] = tomosynthesis_angle(g, k);
+}
+
+static tl_status tomosynthesis_check(const tl_cone_tomosynthesis *g, tl_errbuf *eb)
+{
+    const double pos[] = {g->sad, g->sdd, g->pitch_u, g->pitch_v};
+    for (size_t i = 0; i < sizeof pos / sizeof *pos; i++)
+        if (!(isfinite(pos[i]) && pos[i] > 0))
+            return tl_fail(eb, TL_EINVAL,
+                           "tomosynthesis: sad %g, sdd %g, pitch %g x %g mm: each finite and > 0",
+                           g->sad, g->sdd, g->pitch_u, g->pitch_v);
+    if (!(g->span >= 0 && g->span < M_PI))
+        return tl_fail(eb, TL_EINVAL, "tomosynthesis: span %g rad outside 0 .. < pi", g->span);
+    if (g->n == 0 || g->rows == 0 || g->cols == 0)
+        return tl_fail(eb, TL_EINVAL, "tomosynthesis: %u views of %u x %u pixels", g->n, g->rows,
+                       g->cols);
+    if (g->source == TL_TOMO_LINE && g->detector == TL_TOMO_ROTATING)
+        return tl_fail(eb, TL_EINVAL,
+                       "tomosynthesis: a line source with a rotating detector (a line source "
+                       "goes with a stationary detector)");
+    return TL_OK;
+}
+
+tl_status tl_cone_tomosynthesis_matrices(const tl_cone_tomosynthesis *g, double (*P)[12],
+                                         tl_errbuf *eb)
+{
+    tl_status st = tomosynthesis_check(g, eb);
+    for (uint32_t k = 0; st == TL_OK && k < g->n; k++) {
+        const double b = tomosynthesis_angle(g, k);
+        const double sb = sin(b), cb = cos(b), d = g->sdd - g->sad;
+        /* ASTRA's cone_vec: source, detector centre, column step, row step (mm) */
+        double vec[12] = {-g->sad * sb, -g->sad * cb, 0, 0, d, 0, g->pitch_u, 0, 0,
+                          0,            0,            g->pitch_v};
+        if (g->source == TL_TOMO_LINE)
+            vec[0] = -g->sad * tan(b), vec[1] = -g->sad;
+        if (g->detector == TL_TOMO_ROTATING) { /* the circular trajectory's at angle b */
+            vec[3] = d * sb, vec[4] = d * cb;
+            vec[6] = g->pitch_u * cb, vec[7] = -g->pitch_u * sb;
+        }
+        st = tl_cone_from_astra_vec(vec, g->rows, g->cols, P[k], eb);
+    }
+    return st;
+}

@@ -106,6 +106,32 @@ tl_status tl_cone_matrix_prepare(double P[12], tl_errbuf *eb);
 tl_status tl_cone_from_astra_vec(const double vec[12], uint32_t rows, uint32_t cols, double P[12],
                                  tl_errbuf *eb);
 
+/* Tomosynthesis (issue #28; seed 003: digital breast tomosynthesis from 15 views): the
+ * source on an ARC around the z axis (radius sad, the circular trajectory's) or on a LINE
+ * along x at y = -sad, n views equally spaced in angle from -span/2 to +span/2 as seen from
+ * the isocentre (the line's source at x = -sad tan(angle)); one view: angle 0. The
+ * detector STATIONARY (the plane y = sdd - sad, centred on the y axis, columns along +x
+ * and rows along +z: a breast support) or ROTATING with an arc source (a limited arc of
+ * the circular trajectory). Angle 0 is the circular trajectory's angle 0 in every case;
+ * planes parallel to a stationary detector are planes of constant y. */
+typedef enum { TL_TOMO_ARC = 0, TL_TOMO_LINE } tl_tomo_source;
+typedef enum { TL_TOMO_STATIONARY = 0, TL_TOMO_ROTATING } tl_tomo_detector;
+typedef struct {
+    tl_tomo_source source;
+    tl_tomo_detector detector;
+    double span;             /* radians, 0 .. < pi */
+    double sad, sdd;         /* mm: source to isocentre, source to detector at angle 0 */
+    double pitch_u, pitch_v; /* mm */
+    uint32_t rows, cols, n;
+} tl_cone_tomosynthesis;
+
+/* The view angles of g (n of them) and its n prepared matrices. TL_EINVAL names a bad
+ * value (non-finite or non-positive distances and pitches, a span outside 0 .. < pi, no
+ * views) or a line source with a rotating detector. */
+void tl_cone_tomosynthesis_angles(const tl_cone_tomosynthesis *g, double *angles);
+tl_status tl_cone_tomosynthesis_matrices(const tl_cone_tomosynthesis *g, double (*P)[12],
+                                         tl_errbuf *eb);
+
 /* Intrinsics of a normalised, skew-free matrix (any circular one): focal lengths in pixels
  * fu = sdd / pitch_u, fv = sdd / pitch_v, and the principal point (u0, v0). Valid when the
  * detector axes are orthogonal to the central ray, which circular matrices guarantee. */

@@ -80,8 +80,33 @@ static tl_cone_box seen_box(const tl_engine_config *c)
  * (u - u0) pitch^2 / sdd^2 per pixel). */
 #define INTRINSICS_TOL 1e-5
 
+/* Whether given matrices i and 0 have other detector intrinsics (*in gets i's, ref 0's). */
+static bool other_detector(const tl_cone_config *k, uint32_t i, double in[4], double ref[4])
+{
+    tl_cone_matrix_intrinsics(k->matrices[0], &ref[0], &ref[1], &ref[2], &ref[3]);
+    tl_cone_matrix_intrinsics(k->matrices[i], &in[0], &in[1], &in[2], &in[3]);
+    for (int a = 0; a < 4; a++)
+        if (fabs(in[a] - ref[a]) > INTRINSICS_TOL * (fabs(ref[a]) + 1))
+            return true;
+    return false;
+}
+
+/* FDK weighs every pixel by one map of cosine weights, so it needs one detector: views
+ * whose intrinsics differ (a tomosynthesis detector that stays while the source moves,
+ * tl_cone_tomosynthesis_matrices) are served to iterative slices alone. */
+static const char *cone_no_fbp(const tl_engine_config *c)
+{
+    double in[4], ref[4];
+    for (uint32_t i = 1; c->cone.matrices && i < c->cone.nmatrices; i++)
+        if (other_detector(&c->cone, i, in, ref))
+            return "FDK: the views' detector intrinsics differ (e.g. a stationary tomosynthesis "
+                   "detector): iterative slices only (tl_engine_iterate)";
+    return NULL;
+}
+
 /* Given matrices: each usable for the volume (cone.h, tl_cone_matrix_check), all with the
- * intrinsics of the first (the cosine weights are one map). */
+ * intrinsics of the first (the cosine weights are one map), unless the engine keeps the
+ * measurements for iterative slices (cone_no_fbp). */
 static tl_status check_matrices(const tl_engine_config *c, tl_errbuf *eb)
 {
     const tl_cone_config *k = &c->cone;
@@ -97,17 +122,14 @@ static tl_status check_matrices(const tl_engine_config *c, tl_errbuf *eb)
             return tl_fail(eb, TL_EINVAL, "cone geometry: matrix %u (projection %llu): %s", i,
                            (unsigned long long)(c->first_index + i), mb.msg);
         double in[4];
-        tl_cone_matrix_intrinsics(k->matrices[i], &in[0], &in[1], &in[2], &in[3]);
-        if (i == 0)
-            memcpy(ref, in, sizeof ref);
-        for (int a = 0; a < 4; a++)
-            if (fabs(in[a] - ref[a]) > INTRINSICS_TOL * (fabs(ref[a]) + 1))
-                return tl_fail(
-                    eb, TL_EUNSUPPORTED,
-                    "cone geometry: matrix %u has other detector intrinsics than "
-                    "matrix 0 (fu, fv, u0, v0: %.9g, %.9g, %.9g, %.9g against %.9g, %.9g, %.9g, "
-                    "%.9g): one detector is served",
-                    i, in[0], in[1], in[2], in[3], ref[0], ref[1], ref[2], ref[3]);
+        if (!c->keep_measurements && other_detector(k, i, in, ref))
+            return tl_fail(
+                eb, TL_EUNSUPPORTED,
+                "cone geometry: matrix %u has other detector intrinsics than "
+                "matrix 0 (fu, fv, u0, v0: %.9g, %.9g, %.9g, %.9g against %.9g, %.9g, %.9g, "
+                "%.9g): FDK serves one detector (iterative slices, with keep_measurements, "
+                "any)",
+                i, in[0], in[1], in[2], in[3], ref[0], ref[1], ref[2], ref[3]);
     }
     return TL_OK;
 }
@@ -291,5 +313,6 @@ const tl_geometry_ops tl_geometry_cone = {
     .pixel_weights = cone_pixel_weights,
     .rows_seen = cone_rows_seen,
     .band = cone_band,
+    .no_fbp = cone_no_fbp,
     .turn = 2 * M_PI,
 };

@@ -39,6 +39,9 @@ typedef struct tl_geometry_ops {
      * TL_EINVAL when there are some and no room for them. */
     tl_status (*band)(const tl_engine_config *c, uint32_t row0, tl_engine_config *out,
                       double (*matrices)[12], tl_errbuf *eb);
+    /* Why configuration c, which check accepted, cannot be reconstructed by FBP (its
+     * views are fit for iterative slices only), or NULL; NULL here: always. */
+    const char *(*no_fbp)(const tl_engine_config *c);
     /* The angular range of a complete scan (radians): pi for parallel beam (opposite rays
      * are the same ray), 2 pi for cone beam. Benchmarks spread their angles over it. */
     double turn;

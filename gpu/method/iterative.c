@@ -58,7 +58,7 @@ static tl_it_views subset(uint32_t t, uint32_t m, uint32_t n)
 /* A start for OS-EM when none is given: ones (any start above 0 will do). */
 static tl_status ones_start(const tl_it_problem *p, float **out, tl_errbuf *eb)
 {
-    size_t npix = (size_t)p->slice.height * p->slice.width;
+    size_t npix = tl_it_pixels(p);
     float *x = malloc(npix * sizeof *x);
     if (!x)
         return tl_fail(eb, TL_ENOMEM, "iterative: no memory for a start of %zu pixels", npix);
@@ -76,7 +76,7 @@ static tl_status check_start(const tl_iter_options *o, const tl_it_problem *p, c
     if (!(bmin >= 0))
         return tl_fail(eb, TL_EINVAL, "iterative: OS-EM needs counts >= 0 (the least is %g)",
                        bmin);
-    size_t npix = (size_t)p->slice.height * p->slice.width;
+    size_t npix = tl_it_pixels(p);
     for (size_t i = 0; x && i < npix; i++)
         if (!(x[i] > 0))
             return tl_fail(eb, TL_EINVAL,

@@ -193,7 +193,7 @@ static void in_process(float *fbp, float *out)
     tl_iter_options o = {.method = TL_ITER_SIRT, .iterations = MAX_IT, .relaxation = 1,
                          .nonneg = true};
     uint32_t done;
-    ck_assert_int_eq(tl_engine_iterate(e, id, &o, fbp, out, NULL, &done, NULL), TL_OK);
+    ck_assert_int_eq(tl_engine_iterate(e, &id, 1, &o, fbp, out, NULL, &done, NULL), TL_OK);
     ck_assert_uint_eq(done, MAX_IT);
     tl_engine_destroy(e);
 }

@@ -16,8 +16,9 @@
  *                circle (the margins are printed), SIRT's residual falling at every
  *                iteration;
  *   OS-EM        Poisson counts: the error falls over the first four iterations, x >= 0;
- *   refusals     a filtered window, a tilted plane, cone beam, bad options, OS-EM on data
- *                below 0: TL_EINVAL, saying why;
+ *   refusals     a filtered window, a tilted plane, cone beam without kept measurements
+ *                (and on CUDA with them: no cone pair there yet), bad options, OS-EM on data
+ *                below 0: TL_EINVAL (TL_EUNSUPPORTED), saying why;
  *   kept         an engine filtering for FBP that keeps the measurements (the daemon's
  *                live iterative slices) iterates exactly as an unfiltered one (on the GPU
  *                within the exact mode: its atomics), with ring removal too, and its FBP
@@ -171,7 +172,7 @@ static void against_reference(const char *what, scan *s, const tl_iter_options *
     double res_got[64], res_want[64];
     uint32_t done_got, done_want;
     ck_assert_int_le(o->iterations, 64);
-    ck_assert_msg(tl_engine_iterate(e, id, o, NULL, img, res_got, &done_got, NULL) == TL_OK, "%s: %s",
+    ck_assert_msg(tl_engine_iterate(e, &id, 1, o, NULL, img, res_got, &done_got, NULL) == TL_OK, "%s: %s",
                   what, tl_engine_last_error(e));
     tl_engine_destroy(e);
     to_reference_layout(img, got);
@@ -292,7 +293,7 @@ static void versus_fbp(const char *what, const scan *s, const tl_iter_options *o
     double residual[100];
     uint32_t done;
     ck_assert_int_le(o->iterations, 100);
-    ck_assert_msg(tl_engine_iterate(e, id, o, NULL, iter, residual, &done, NULL) == TL_OK, "%s",
+    ck_assert_msg(tl_engine_iterate(e, &id, 1, o, NULL, iter, residual, &done, NULL) == TL_OK, "%s",
                   tl_engine_last_error(e));
     tl_engine_destroy(e);
     ck_assert_uint_eq(done, o->iterations);
@@ -373,7 +374,7 @@ START_TEST(osem_counts)
     for (uint32_t n = 1; n <= 6; n++) { /* from ones each time: n iterations */
         uint32_t done;
         o.iterations = n;
-        ck_assert_msg(tl_engine_iterate(e, id, &o, NULL, x, NULL, &done, NULL) == TL_OK, "%s",
+        ck_assert_msg(tl_engine_iterate(e, &id, 1, &o, NULL, x, NULL, &done, NULL) == TL_OK, "%s",
                       tl_engine_last_error(e));
         err[n - 1] = error_inside(x, truth, inside);
         if (n > 1 && n <= 4)
@@ -401,12 +402,12 @@ static void kept_case(const scan *s, const char *rings)
     double ra[4], rb[4];
     uint32_t done;
     tl_slice_info info;
-    ck_assert_msg(tl_engine_iterate(kept, row_slice(kept), &o, NULL, a, ra, &done, &info) == TL_OK,
-                  "%s", tl_engine_last_error(kept));
+    int ka = row_slice(kept), pa = row_slice(plain);
+    ck_assert_msg(tl_engine_iterate(kept, &ka, 1, &o, NULL, a, ra, &done, &info) == TL_OK, "%s",
+                  tl_engine_last_error(kept));
     ck_assert_uint_eq(info.projections_used, s->n);
     ck_assert_str_eq(info.kernel, "os-sart");
-    ck_assert_int_eq(tl_engine_iterate(plain, row_slice(plain), &o, NULL, b, rb, &done, NULL),
-                     TL_OK);
+    ck_assert_int_eq(tl_engine_iterate(plain, &pa, 1, &o, NULL, b, rb, &done, NULL), TL_OK);
 #ifdef TL_TEST_CUDA
     /* the GPU's forward sums of a subset's views use atomics: their order, and so the
      * last bits, vary from run to run (1.5e-6 of a pixel seen on an H200) */
@@ -469,7 +470,7 @@ static void refused(tl_engine *e, int id, const tl_iter_options *o, const char *
 {
     static float img[N * N];
     uint32_t done;
-    ck_assert_int_eq(tl_engine_iterate(e, id, o, NULL, img, NULL, &done, NULL), TL_EINVAL);
+    ck_assert_int_eq(tl_engine_iterate(e, &id, 1, o, NULL, img, NULL, &done, NULL), TL_EINVAL);
     ck_assert_msg(strstr(tl_engine_last_error(e), why), "'%s' lacks '%s'", tl_engine_last_error(e),
                   why);
     ck_assert_uint_eq(done, 0);
@@ -517,8 +518,20 @@ START_TEST(refusals)
     tl_slice_spec_row(&sp, 3.5, N, N);
     int cid;
     ck_assert_int_eq(tl_engine_add_slice(cone, &sp, &cid), TL_OK);
-    refused(cone, cid, &o, "parallel beam only");
+    refused(cone, cid, &o, "needs the measurements kept");
     tl_engine_destroy(cone);
+#ifdef TL_TEST_CUDA
+    /* kept, but the CUDA backend has no cone-beam pair yet (check_iterative_cone: CPU) */
+    cc.keep_measurements = true;
+    ck_assert_msg(tl_engine_create(&cc, &cone) == TL_OK, "%s", tl_engine_last_error(NULL));
+    ck_assert_int_eq(tl_engine_add_slice(cone, &sp, &cid), TL_OK);
+    static float cimg[N * N];
+    uint32_t cdone;
+    ck_assert_int_eq(tl_engine_iterate(cone, &cid, 1, &o, NULL, cimg, NULL, &cdone, NULL),
+                     TL_EUNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(tl_engine_last_error(cone), "CPU backend only"));
+    tl_engine_destroy(cone);
+#endif
     /* OS-EM on data below 0 (the least measurement is found by the backend) */
     s.b[7 * COLS + 40] = -1.5;
     tl_engine *neg = engine_of(&s, TL_FILTER_NONE);
@@ -528,7 +541,7 @@ START_TEST(refusals)
     /* after the refusals the engine still iterates */
     static float img[N * N];
     uint32_t done;
-    ck_assert_int_eq(tl_engine_iterate(e, id, &o, NULL, img, NULL, &done, NULL), TL_OK);
+    ck_assert_int_eq(tl_engine_iterate(e, &id, 1, &o, NULL, img, NULL, &done, NULL), TL_OK);
     ck_assert_uint_eq(done, 5);
     tl_engine_destroy(e);
 }

@@ -1,0 +1,278 @@
+/* iterative_cone.c — the CPU backend's iterative primitives for cone-beam problems
+ * (backend.h, tl_it_problem CONE; the method is gpu/method/iterative.c, the parallel-beam
+ * primitives iterative.c). x is every pixel of a stack of planes, b every detector pixel
+ * of each view (the kept measurements), and A the transpose of FDK's pixel-driven back
+ * projection (kernels_impl.h, tl_cpu_bp_cone_row): a pixel reaches the four detector
+ * pixels around its (u, v) bilinearly, weighed 1 / w^2, nothing off the detector or at or
+ * behind the source. Float64 throughout, as iterative.c.
+ *
+ * One function, taps(), decides every (pixel, view) link in both directions, so the pair
+ * is exactly adjoint: the back projection gathers the four values around each pixel's
+ * (u, v); the forward projection scatters each pixel into them, one job per view (a
+ * view's projection is written by its job alone: no locks).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cpu/cpu_state.h"
+
+#define ITC_CHUNK 1024 /* pixels per back-projection job */
+
+typedef struct tl_cpu_itc {
+    uint32_t rows, cols, nproj;
+    size_t npix, view_len;
+    double *pos;     /* npix * 3: each pixel's volume coordinates */
+    double (*m)[12]; /* per view: its cone matrix (tl_bp_proj.cone) */
+    double *x;       /* npix */
+    double *b, *r, *R; /* nproj * view_len: measurements, per-subset values, 1 / (A 1) */
+} tl_cpu_itc;
+
+/* Pixel q's links to view k: up to four detector pixels at[t] (-1: off the detector) with
+ * weights wt[t]. False when the pixel does not reach the view's detector at all. */
+static bool taps(const tl_cpu_itc *c, uint32_t k, size_t q, long at[4], double wt[4])
+{
+    const double *m = c->m[k], *p = c->pos + 3 * q;
+    const double depth = m[8] * p[0] + m[9] * p[1] + m[10] * p[2] + m[11];
+    if (!(depth > 0))
+        return false; /* at or behind the source */
+    const double u = (m[0] * p[0] + m[1] * p[1] + m[2] * p[2] + m[3]) / depth;
+    const double v = (m[4] * p[0] + m[5] * p[1] + m[6] * p[2] + m[7]) / depth;
+    if (!(u > -1.0 && u < (double)c->cols && v > -1.0 && v < (double)c->rows))
+        return false;
+    const double fu = floor(u), fv = floor(v), gu = u - fu, gv = v - fv;
+    const double scale = 1.0 / (depth * depth);
+    for (int dv = 0; dv < 2; dv++)
+        for (int du = 0; du < 2; du++) {
+            const long uu = (long)fu + du, vv = (long)fv + dv;
+            const bool on = uu >= 0 && uu < (long)c->cols && vv >= 0 && vv < (long)c->rows;
+            at[2 * dv + du] = on ? vv * (long)c->cols + uu : -1;
+            wt[2 * dv + du] = on ? scale * (du ? gu : 1 - gu) * (dv ? gv : 1 - gv) : 0.0;
+        }
+    return true;
+}
+
+static void free_itc(tl_cpu_itc *c)
+{
+    if (!c)
+        return;
+    free(c->pos);
+    free(c->m);
+    free(c->x);
+    free(c->b);
+    free(c->r);
+    free(c->R);
+    free(c);
+}
+
+void tl_cpu_itc_end(tl_cpu_state *s)
+{
+    free_itc(s->itc);
+    s->itc = NULL;
+}
+
+/* ---- forward: y = A x over a subset's views, a job per view ----------------------------- */
+
+typedef struct {
+    const tl_cpu_itc *c;
+    const double *x;
+    double *y; /* nproj * view_len */
+    tl_it_views v;
+} fp_ctx;
+
+static void fp_job(void *ctx, size_t job, int thread)
+{
+    (void)thread;
+    const fp_ctx *f = ctx;
+    const tl_cpu_itc *c = f->c;
+    const uint32_t k = f->v.first + (uint32_t)job * f->v.stride;
+    double *y = f->y + (size_t)k * c->view_len;
+    memset(y, 0, c->view_len * sizeof *y);
+    long at[4];
+    double wt[4];
+    for (size_t q = 0; q < c->npix; q++) {
+        if (f->x[q] == 0 || !taps(c, k, q, at, wt))
+            continue;
+        for (int t = 0; t < 4; t++)
+            if (at[t] >= 0)
+                y[at[t]] += wt[t] * f->x[q];
+    }
+}
+
+static void forward(tl_cpu_state *s, tl_it_views v, const double *x, double *y)
+{
+    fp_ctx f = {.c = s->itc, .x = x, .y = y, .v = v};
+    tl_cpu_run_jobs(s, v.count, 16.0 * s->itc->npix, fp_job, &f);
+}
+
+/* ---- backward: g = A_S^T r, c = A_S^T 1, and the update, a job per chunk of pixels ------ */
+
+typedef struct {
+    tl_cpu_itc *c;
+    tl_it_views v;
+    tl_it_rule rule;
+    double lambda;
+} bp_ctx;
+
+static void bp_job(void *ctx, size_t job, int thread)
+{
+    (void)thread;
+    const bp_ctx *b = ctx;
+    tl_cpu_itc *c = b->c;
+    const size_t q1 = (job + 1) * ITC_CHUNK < c->npix ? (job + 1) * ITC_CHUNK : c->npix;
+    long at[4];
+    double wt[4];
+    for (size_t q = job * ITC_CHUNK; q < q1; q++) {
+        double g = 0, norm = 0;
+        for (uint32_t n = 0; n < b->v.count; n++) {
+            const uint32_t k = b->v.first + n * b->v.stride;
+            if (!taps(c, k, q, at, wt))
+                continue;
+            const double *r = c->r + (size_t)k * c->view_len;
+            for (int t = 0; t < 4; t++)
+                if (at[t] >= 0) {
+                    g += wt[t] * r[at[t]];
+                    norm += wt[t];
+                }
+        }
+        if (!(norm > 0))
+            continue; /* a pixel the subset does not see is left alone */
+        c->x[q] = b->rule == TL_IT_EM ? c->x[q] * (g / norm) : c->x[q] + b->lambda * (g / norm);
+    }
+}
+
+/* ---- the primitives ------------------------------------------------------------------- */
+
+/* Measurement (row r, slot, column u): the kept measurements (the window itself holds
+ * them weighed for FDK, or filtered). */
+static double measurement(const tl_cpu_state *s, uint32_t r, uint32_t slot, uint32_t u)
+{
+    size_t at = ((size_t)r * s->n + slot) * s->cols + u;
+    return s->f64 ? ((const double *)s->meas)[at] : ((const float *)s->meas)[at];
+}
+
+/* Every pixel's volume coordinates: pixel (i, j) of a plane at base + s xaxis + t yaxis,
+ * s = (j + 0.5) / w, t = 1 - (i + 0.5) / h (the back projection's row_start). */
+static void place_pixels(tl_cpu_itc *c, const tl_it_problem *p)
+{
+    double *pos = c->pos;
+    for (uint32_t n = 0; n < p->nslices; n++) {
+        const tl_bp_slice *sl = &p->slices[n];
+        const float *o = sl->plane;
+        for (uint32_t i = 0; i < sl->height; i++) {
+            const double t = 1.0 - (i + 0.5) / sl->height;
+            for (uint32_t j = 0; j < sl->width; j++, pos += 3) {
+                const double sj = (j + 0.5) / sl->width;
+                for (int a = 0; a < 3; a++)
+                    pos[a] = o[6 + a] + sj * o[a] + t * o[3 + a];
+            }
+        }
+    }
+}
+
+tl_status tl_cpu_itc_begin(tl_cpu_state *s, const tl_it_problem *p, double stats[2])
+{
+    if (!s->meas)
+        return tl_fail(s->eb, TL_EINTERNAL, "iterative cone beam without kept measurements");
+    const size_t npix = tl_it_pixels(p), view_len = (size_t)s->rows * s->cols;
+    const size_t nmeas = (size_t)p->nproj * view_len;
+    tl_cpu_itc *c = calloc(1, sizeof *c);
+    if (c) {
+        *c = (tl_cpu_itc){
+            .rows = s->rows, .cols = s->cols, .nproj = p->nproj, .npix = npix, .view_len = view_len};
+        c->pos = malloc(3 * npix * sizeof *c->pos);
+        c->m = malloc(p->nproj * sizeof *c->m);
+        c->x = calloc(npix, sizeof *c->x);
+        c->b = malloc(nmeas * sizeof *c->b);
+        c->r = calloc(nmeas, sizeof *c->r);
+        c->R = calloc(nmeas, sizeof *c->R);
+    }
+    if (!c || !c->pos || !c->m || !c->x || !c->b || !c->r || !c->R) {
+        free_itc(c);
+        return tl_fail(s->eb, TL_ENOMEM,
+                       "iterative: no host memory for %zu pixels and %u views of %u x %u", npix,
+                       p->nproj, s->rows, s->cols);
+    }
+    s->itc = c;
+    place_pixels(c, p);
+    double sumsq = 0, bmin = INFINITY;
+    for (uint32_t k = 0; k < p->nproj; k++) {
+        memcpy(c->m[k], p->proj[k].cone, sizeof c->m[k]);
+        double *b = c->b + (size_t)k * view_len;
+        for (uint32_t v = 0; v < s->rows; v++)
+            for (uint32_t u = 0; u < s->cols; u++) {
+                const double m = measurement(s, v, p->proj[k].slot, u);
+                b[(size_t)v * s->cols + u] = m;
+                sumsq += m * m;
+                bmin = fmin(bmin, m);
+            }
+    }
+    /* R = 1 / (A 1), once for every view (x holds ones meanwhile) */
+    for (size_t q = 0; q < npix; q++)
+        c->x[q] = 1.0;
+    forward(s, (tl_it_views){0, 1, p->nproj}, c->x, c->R);
+    memset(c->x, 0, npix * sizeof *c->x);
+    for (size_t i = 0; i < nmeas; i++)
+        c->R[i] = c->R[i] > 0 ? 1.0 / c->R[i] : 0.0;
+    stats[0] = sumsq;
+    stats[1] = bmin;
+    return TL_OK;
+}
+
+tl_status tl_cpu_itc_image(void *state, const float *in, float *out)
+{
+    tl_cpu_itc *c = ((tl_cpu_state *)state)->itc;
+    for (size_t q = 0; in && q < c->npix; q++)
+        c->x[q] = in[q];
+    for (size_t q = 0; out && q < c->npix; q++)
+        out[q] = (float)c->x[q];
+    return TL_OK;
+}
+
+tl_status tl_cpu_itc_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq)
+{
+    tl_cpu_state *s = state;
+    tl_cpu_itc *c = s->itc;
+    forward(s, v, c->x, c->r);
+    double sum = 0;
+    for (uint32_t n = 0; n < v.count; n++) {
+        size_t at = (size_t)(v.first + n * v.stride) * c->view_len;
+        for (size_t e = 0; e < c->view_len; e++, at++) {
+            const double ax = c->r[at], b = c->b[at];
+            sum += (b - ax) * (b - ax);
+            if (rule != TL_IT_RESIDUAL)
+                c->r[at] = rule == TL_IT_EM ? (ax > 0 ? b / ax : 0.0) : c->R[at] * (b - ax);
+        }
+    }
+    if (sumsq)
+        *sumsq = sum;
+    return TL_OK;
+}
+
+tl_status tl_cpu_itc_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda)
+{
+    tl_cpu_state *s = state;
+    bp_ctx b = {.c = s->itc, .v = v, .rule = rule, .lambda = lambda};
+    const size_t jobs = (s->itc->npix + ITC_CHUNK - 1) / ITC_CHUNK;
+    tl_cpu_run_jobs(s, jobs, 16.0 * s->itc->npix * v.count, bp_job, &b);
+    return TL_OK;
+}
+
+tl_status tl_cpu_itc_mark(void *state)
+{
+    return tl_fail(((tl_cpu_state *)state)->eb, TL_EINTERNAL,
+                   "iterative: no TV steps in cone beam (the engine refuses them)");
+}
+
+tl_status tl_cpu_itc_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps)
+{
+    tl_cpu_state *s = state;
+    (void)tv_steps;
+    if (tv_weight > 0)
+        return tl_cpu_itc_mark(s);
+    for (size_t q = 0; nonneg && q < s->itc->npix; q++)
+        s->itc->x[q] = s->itc->x[q] > 0 ? s->itc->x[q] : 0.0;
+    return TL_OK;
+}
