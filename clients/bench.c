@@ -49,6 +49,8 @@ static const char usage_text[] =
     "       tomolive bench --volume ...   a whole volume, every row (--volume --help)\n"
     "       tomolive bench --cone ...     cone-beam back projection (--cone --help)\n"
     "       tomolive bench --iterative ... iterative slices against FBP (--iterative --help)\n"
+    "       tomolive bench --tomosynthesis ...  an iterative tomosynthesis stack\n"
+    "                                           (--tomosynthesis --help)\n"
     "       tomolive bench --volume-write ...   recon's volume output alone\n"
     "                                           (--volume-write --help)\n"
     "\n"
@@ -606,6 +608,8 @@ int tl_cmd_bench(int argc, char **argv)
             return tl_cmd_cone_bench(argc, argv);
         else if (strcmp(argv[i], "--iterative") == 0)
             return tl_cmd_iterative_bench(argc, argv);
+        else if (strcmp(argv[i], "--tomosynthesis") == 0)
+            return tl_cmd_tomosynthesis_bench(argc, argv);
     options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)

@@ -16,6 +16,7 @@ int tl_cmd_stream_bench(int argc, char **argv); /* tomolive bench --stream */
 int tl_cmd_volume_bench(int argc, char **argv); /* tomolive bench --volume */
 int tl_cmd_cone_bench(int argc, char **argv);   /* tomolive bench --cone */
 int tl_cmd_iterative_bench(int argc, char **argv); /* tomolive bench --iterative */
+int tl_cmd_tomosynthesis_bench(int argc, char **argv); /* tomolive bench --tomosynthesis */
 int tl_cmd_volume_write_bench(int argc, char **argv); /* tomolive bench --volume-write */
 int tl_cmd_tune(int argc, char **argv);
 

@@ -27,7 +27,7 @@ clients_tomolive_SOURCES = \
 	clients/volume_slab.h clients/volume_slab.c clients/volume_progress.h \
 	clients/volume_progress.c clients/volume_pipeline.h clients/volume_pipeline.c \
 	clients/phantom_scan.c clients/bench_volume_e2e.c clients/bench_volume_write.c \
-	clients/bench_cone.c clients/bench_iterative.c clients/iter_opts.h clients/iter_opts.c
+	clients/bench_cone.c clients/bench_iterative.c clients/bench_tomosynthesis.c clients/iter_opts.h clients/iter_opts.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
 	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS) $(LIBXML_CFLAGS)
 clients_tomolive_LDADD = clients/libtlimages.a $(JSONPACK_LIBS) $(PROTO_LIBS) \

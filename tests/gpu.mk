@@ -63,3 +63,10 @@ tests_gpu_check_iterative_cuda_SOURCES = tests/unit/check_iterative.c
 tests_gpu_check_iterative_cuda_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DTL_TEST_CUDA
 tests_gpu_check_iterative_cuda_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_gpu_check_iterative_cuda_LDADD = $(GPU_TEST_LIBS)
+# iterative cone-beam stacks (tests/unit/check_iterative_cone.c, built for the CUDA backend)
+check_PROGRAMS += tests/gpu/check_iterative_cone_cuda
+TESTS += tests/gpu/check_iterative_cone_cuda
+tests_gpu_check_iterative_cone_cuda_SOURCES = tests/unit/check_iterative_cone.c
+tests_gpu_check_iterative_cone_cuda_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DTL_TEST_CUDA
+tests_gpu_check_iterative_cone_cuda_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_gpu_check_iterative_cone_cuda_LDADD = $(GPU_TEST_LIBS)

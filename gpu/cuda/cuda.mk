@@ -26,6 +26,7 @@ CUDA_SOURCES = \
 	gpu/cuda/microbench.cu \
 	gpu/cuda/accumulate.cu \
 	gpu/cuda/iterative.cu \
+	gpu/cuda/iterative_cone.cu \
 	gpu/cuda/ipc.cu
 # The headers are listed here, not in CUDA_SOURCES: gpu/local.mk includes
 # $(CUDA_SOURCES:.cu=.d) as nvcc's dependency files, and a header in that list would be
@@ -36,5 +37,6 @@ noinst_HEADERS += \
 	gpu/cuda/bp_common.cuh \
 	gpu/cuda/bp_alu.cuh \
 	gpu/cuda/kernels.cuh \
+	gpu/cuda/iterative.cuh \
 	gpu/cuda/fround.h \
 	gpu/cuda/cuda_backend.h

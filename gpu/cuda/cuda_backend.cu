@@ -293,6 +293,7 @@ static void cuda_destroy(void *state)
     if (cudaSetDevice(s->device) == cudaSuccess && s->stream)
         cudaStreamSynchronize(s->stream);
     tl_cuda_it_free(s);
+    tl_cuda_itc_free(s);
     tl_cuda_tex_destroy(s);
     tl_cuda_cone_stack_destroy(s);
     tl_cuda_fft_destroy(s);

@@ -280,6 +280,7 @@ typedef struct {
     int nacc;
 
     struct tl_cuda_iter *it; /* the iterative problem (iterative.cu; NULL: none) */
+    struct tl_cuda_itc *itc; /* ... a cone-beam one (iterative_cone.cu; NULL: none) */
 } tl_cuda_state;
 
 /* Operations of the table (tl_cuda_backend, cuda_backend.cu) defined in other files. */
@@ -310,6 +311,15 @@ tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, u
 void tl_cuda_op_it_end(void *state);
 /* Frees the iterative buffers (kept from one problem to the next): at destroy. */
 void tl_cuda_it_free(tl_cuda_state *s);
+/* iterative_cone.cu: the cone-beam problems' primitives, to which those above hand over
+ * while s->itc is set (its buffers go at the problem's end). */
+typedef struct tl_cuda_itc tl_cuda_itc;
+tl_status tl_cuda_itc_begin(tl_cuda_state *s, const tl_it_problem *p, double stats[2]);
+tl_status tl_cuda_itc_image(tl_cuda_state *s, const float *in, float *out);
+tl_status tl_cuda_itc_forward(tl_cuda_state *s, tl_it_views v, tl_it_rule rule, double *sumsq);
+tl_status tl_cuda_itc_backward(tl_cuda_state *s, tl_it_views v, tl_it_rule rule, double lambda);
+tl_status tl_cuda_itc_regularise(tl_cuda_state *s, bool nonneg, double tv_weight);
+void tl_cuda_itc_free(tl_cuda_state *s);
 
 /* cuda_backend.cu */
 tl_status tl_cuda_use_device(tl_cuda_state *s);
@@ -349,9 +359,11 @@ tl_status tl_cuda_calib_accumulate(tl_cuda_state *s, const char *src, size_t pit
 tl_status tl_cuda_convert(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst);
 /* Float rows through dark/flat (when flat) and -log (when log) into dst; with ring (the
  * last stage), then the ring removal's per-frame part (rings.cu: the profile learns the
- * value, the correction in use is subtracted) and the column and pixel weights. */
+ * value, the correction in use is subtracted), the value as measured into meas (rows
+ * meas_stride apart; NULL: not kept), and the column and pixel weights. */
 tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, bool flat,
-                          bool log, bool ring, float *dst, size_t dst_stride);
+                          bool log, bool ring, float *dst, size_t dst_stride, float *meas,
+                          size_t meas_stride);
 
 /* dezinger.cu: frame counts in -> out, replaced pixels counted in d_replaced */
 tl_status tl_cuda_dezinger(tl_cuda_state *s, const float *in, float *out);

@@ -29,8 +29,8 @@
 
 #include "gpu/cuda/check.cuh"
 #include "gpu/cuda/cuda_state.cuh"
+#include "gpu/cuda/iterative.cuh"
 
-#define IT_BLOCK 256 /* threads per block of the 1-D kernels */
 #define IT_TILE_X 32 /* backward and TV: block of 32 x 8 pixels */
 #define IT_TILE_Y 8
 #define IT_FILL (1u << 20) /* forward threads that keep the GPU busy */
@@ -108,56 +108,6 @@ __device__ __forceinline__ float joseph_weight(const it_grid &g, const it_view &
     if ((int)fl + 1 == a)
         return __fmul_rn(v.len, f);
     return 0.0f;
-}
-
-/* Adds a block's values into *out (double): one atomic per block. */
-__device__ void block_sum(double v, double *out)
-{
-    __shared__ double part[32];
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, o);
-    int lane = (threadIdx.y * blockDim.x + threadIdx.x) & 31;
-    int warp = (threadIdx.y * blockDim.x + threadIdx.x) >> 5;
-    if (lane == 0)
-        part[warp] = v;
-    __syncthreads();
-    int nwarps = (blockDim.x * blockDim.y + 31) >> 5;
-    if (warp == 0) {
-        v = lane < nwarps ? part[lane] : 0.0;
-        for (int o = 16; o > 0; o >>= 1)
-            v += __shfl_down_sync(0xffffffffu, v, o);
-        if (lane == 0)
-            atomicAdd(out, v);
-    }
-}
-
-/* Combines a warp's keys into *out, the least (MIN) or the greatest: one atomic per warp.
- * Every lane of a full warp calls it. */
-template <bool MIN> __device__ void warp_extreme(unsigned v, unsigned *out)
-{
-    for (int o = 16; o > 0; o >>= 1) {
-        unsigned w = __shfl_down_sync(0xffffffffu, v, o);
-        v = MIN ? min(v, w) : max(v, w);
-    }
-    if ((threadIdx.x & 31) == 0) {
-        if (MIN)
-            atomicMin(out, v);
-        else
-            atomicMax(out, v);
-    }
-}
-
-/* A float's bits as a key that orders as the floats do (negative ones too), and back. */
-__host__ __device__ __forceinline__ unsigned float_key(unsigned bits)
-{
-    return bits & 0x80000000u ? ~bits : bits | 0x80000000u;
-}
-static float key_float(unsigned key)
-{
-    unsigned bits = key & 0x80000000u ? key & 0x7fffffffu : ~key;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
 }
 
 /* b of view k, bin u: the window's row(s) at z, linear between two rows; the sum of b^2
@@ -429,9 +379,32 @@ __global__ void tv_step_kernel(float *x, const float *g, size_t n, float scale)
 
 /* ---- the operations ---------------------------------------------------------------------- */
 
-static unsigned blocks(size_t n)
+unsigned tl_cuda_it_blocks(size_t n)
 {
     return (unsigned)((n + IT_BLOCK - 1) / IT_BLOCK);
+}
+
+tl_status tl_cuda_it_rule(tl_cuda_state *s, uint32_t view_len, tl_it_views v, tl_it_rule rule,
+                          const float *b, const float *ax, const float *R, float *r, double *sums)
+{
+    rule_kernel<<<tl_cuda_it_blocks((size_t)v.count * view_len), IT_BLOCK, 0, s->stream>>>(
+        view_len, v.first, v.stride, v.count, rule, b, ax, R, r, sums);
+    TL_CUDA_LAUNCHED(s->eb, "rule_kernel");
+    return TL_OK;
+}
+
+tl_status tl_cuda_it_invert(tl_cuda_state *s, float *v, size_t n)
+{
+    invert_kernel<<<tl_cuda_it_blocks(n), IT_BLOCK, 0, s->stream>>>(v, n);
+    TL_CUDA_LAUNCHED(s->eb, "invert_kernel");
+    return TL_OK;
+}
+
+tl_status tl_cuda_it_nonneg(tl_cuda_state *s, float *x, size_t n)
+{
+    clamp_kernel<<<tl_cuda_it_blocks(n), IT_BLOCK, 0, s->stream>>>(x, NULL, n, true, NULL, NULL);
+    TL_CUDA_LAUNCHED(s->eb, "clamp_kernel");
+    return TL_OK;
 }
 
 static dim3 pixel_grid(const it_grid &g)
@@ -453,12 +426,14 @@ void tl_cuda_it_free(tl_cuda_state *s)
     s->it = NULL;
 }
 
-/* The problem ends; its buffers stay for the next one (tl_cuda_it_free frees them). */
+/* The problem ends; a parallel-beam slice's buffers stay for the next one (a volume's
+ * slices, one after another; tl_cuda_it_free frees them). */
 void tl_cuda_op_it_end(void *state)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
-    if (s->it && cudaSetDevice(s->device) == cudaSuccess)
+    if ((s->it || s->itc) && cudaSetDevice(s->device) == cudaSuccess)
         cudaStreamSynchronize(s->stream);
+    tl_cuda_itc_free(s); /* a cone-beam stack's buffers: large, and rarely the same twice */
 }
 
 /* A x of subset v into ax (x NULL: ones). */
@@ -473,7 +448,7 @@ static tl_status forward(tl_cuda_state *s, tl_it_views v, const float *x)
     chunks = chunks > planes ? planes : chunks;
     uint32_t chunk = (planes + chunks - 1) / chunks;
     if (chunks > 1) { /* the chunks add up: from zero */
-        zero_views_kernel<<<blocks(pairs), IT_BLOCK, 0, s->stream>>>(it->ax, g.cols, v.first,
+        zero_views_kernel<<<tl_cuda_it_blocks(pairs), IT_BLOCK, 0, s->stream>>>(it->ax, g.cols, v.first,
                                                                      v.stride, v.count);
         TL_CUDA_LAUNCHED(s->eb, "zero_views_kernel");
     }
@@ -538,10 +513,8 @@ static tl_status alloc_iter(tl_cuda_state *s, const tl_it_problem *p)
 tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[2])
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
-    if (p->geometry != TL_GEOMETRY_PARALLEL)
-        return tl_fail(s->eb, TL_EUNSUPPORTED,
-                       "iterative: cone beam on the CPU backend only so far (the CUDA "
-                       "backend's pair is parallel beam's)");
+    if (p->geometry == TL_GEOMETRY_CONE)
+        return tl_cuda_itc_begin(s, p, stats);
     TL_TRY(tl_cuda_use_device(s));
     TL_TRY(tl_cuda_flush(s)); /* the held frames first (store.cu) */
     tl_status st = TL_OK;
@@ -609,7 +582,7 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
         if (e == cudaSuccess) {
             /* the kept measurements where the window is filtered (keep_measurements) */
             const float *window = s->meas ? s->meas : s->window;
-            gather_kernel<<<blocks(nmeas), IT_BLOCK, 0, s->stream>>>(window, s->slab_el,
+            gather_kernel<<<tl_cuda_it_blocks(nmeas), IT_BLOCK, 0, s->stream>>>(window, s->slab_el,
                                                                      s->pitch_el, it->slots, n,
                                                                      s->cols, s->rows, (int)fl,
                                                                      (float)(z - fl), it->b,
@@ -637,9 +610,7 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
     if (st == TL_OK) {
         TL_CUDA(s->eb, cudaMemcpyAsync(it->R, it->ax, (size_t)n * s->cols * sizeof(float),
                                        cudaMemcpyDeviceToDevice, s->stream));
-        invert_kernel<<<blocks((size_t)n * s->cols), IT_BLOCK, 0, s->stream>>>(it->R, (size_t)n *
-                                                                                          s->cols);
-        TL_CUDA_LAUNCHED(s->eb, "invert_kernel");
+        st = tl_cuda_it_invert(s, it->R, (size_t)n * s->cols);
     }
     if (st != TL_OK)
         tl_cuda_it_free(s);
@@ -649,6 +620,8 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
 tl_status tl_cuda_op_it_image(void *state, const float *in, float *out)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    if (s->itc)
+        return tl_cuda_itc_image(s, in, out);
     TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     size_t bytes = (size_t)it->grid.h * it->grid.w * sizeof(float);
@@ -663,16 +636,15 @@ tl_status tl_cuda_op_it_image(void *state, const float *in, float *out)
 tl_status tl_cuda_op_it_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    if (s->itc)
+        return tl_cuda_itc_forward(s, v, rule, sumsq);
     TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     TL_TRY(forward(s, v, it->x));
     if (sumsq)
         TL_CUDA(s->eb, cudaMemsetAsync(it->sums, 0, 2 * sizeof(double), s->stream));
-    size_t n = (size_t)v.count * it->grid.cols;
-    rule_kernel<<<blocks(n), IT_BLOCK, 0, s->stream>>>(it->grid.cols, v.first, v.stride, v.count,
-                                                       rule, it->b, it->ax, it->R, it->r,
-                                                       sumsq ? it->sums : NULL);
-    TL_CUDA_LAUNCHED(s->eb, "rule_kernel");
+    TL_TRY(tl_cuda_it_rule(s, it->grid.cols, v, rule, it->b, it->ax, it->R, it->r,
+                           sumsq ? it->sums : NULL));
     if (!sumsq)
         return TL_OK;
     double sums[2];
@@ -684,6 +656,8 @@ tl_status tl_cuda_op_it_forward(void *state, tl_it_views v, tl_it_rule rule, dou
 tl_status tl_cuda_op_it_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    if (s->itc)
+        return tl_cuda_itc_backward(s, v, rule, lambda);
     TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     auto kernel = it->projector == TL_PROJECTOR_JOSEPH ? backward_kernel<TL_PROJECTOR_JOSEPH>
@@ -700,6 +674,8 @@ tl_status tl_cuda_op_it_backward(void *state, tl_it_views v, tl_it_rule rule, do
 tl_status tl_cuda_op_it_mark(void *state)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    if (s->itc)
+        return tl_fail(s->eb, TL_EINTERNAL, "iterative: no TV steps in cone beam");
     TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     TL_CUDA(s->eb,
@@ -711,6 +687,8 @@ tl_status tl_cuda_op_it_mark(void *state)
 tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
+    if (s->itc)
+        return tl_cuda_itc_regularise(s, nonneg, tv_weight);
     TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     const size_t npix = (size_t)it->grid.h * it->grid.w;
@@ -719,7 +697,7 @@ tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, u
         return TL_OK;
     TL_CUDA(s->eb, cudaMemsetAsync(it->sums, 0, 2 * sizeof(double), s->stream));
     TL_CUDA(s->eb, cudaMemsetAsync(it->amax, 0, sizeof(unsigned), s->stream));
-    clamp_kernel<<<blocks(npix), IT_BLOCK, 0, s->stream>>>(it->x, it->mark, npix, nonneg,
+    clamp_kernel<<<tl_cuda_it_blocks(npix), IT_BLOCK, 0, s->stream>>>(it->x, it->mark, npix, nonneg,
                                                            tv ? it->sums : NULL, it->amax);
     TL_CUDA_LAUNCHED(s->eb, "clamp_kernel");
     if (!tv)
@@ -744,7 +722,7 @@ tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, u
         double gn = sqrt(sums[1]);
         if (!(gn > 0))
             break;
-        tv_step_kernel<<<blocks(npix), IT_BLOCK, 0, s->stream>>>(it->x, it->g, npix,
+        tv_step_kernel<<<tl_cuda_it_blocks(npix), IT_BLOCK, 0, s->stream>>>(it->x, it->g, npix,
                                                                  (float)(step / gn));
         TL_CUDA_LAUNCHED(s->eb, "tv_step_kernel");
     }

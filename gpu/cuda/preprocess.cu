@@ -131,7 +131,8 @@ __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
                    const float *__restrict__ dark, const float *__restrict__ gain, int log,
                    float *ring_m, const float *__restrict__ ring_c, float ring_w,
                    const float *__restrict__ colw, const float *__restrict__ pixw,
-                   tl_parker parker, double angle, float *__restrict__ dst, size_t dst_stride)
+                   tl_parker parker, double angle, float *__restrict__ dst, size_t dst_stride,
+                   float *__restrict__ meas, size_t meas_stride)
 {
     for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
         const float *row = in + (size_t)r * in_stride;
@@ -152,6 +153,8 @@ __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
                 ring_m[o + c] = m + ring_w * (t - m);
                 t -= ring_c[o + c];
             }
+            if (meas) /* kept for iterative slices: as measured, before any weight */
+                meas[(size_t)r * meas_stride + c] = t;
             if (colw) /* half acquisition (gpu/halfacq.c): this projection's share */
                 t *= colw[c];
             if (pixw) /* cone beam (gpu/geometry/cone_beam.c): FDK's cosine weights */
@@ -164,7 +167,8 @@ __global__ void __launch_bounds__(TL_CUDA_ELEM_BLOCK)
 }
 
 tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, bool flat,
-                          bool log, bool ring, float *dst, size_t dst_stride)
+                          bool log, bool ring, float *dst, size_t dst_stride, float *meas,
+                          size_t meas_stride)
 {
     const float *dark = flat && s->have[0] ? s->avg[0] : NULL;
     const float *gain = flat && s->have[1] ? s->gain : NULL;
@@ -174,7 +178,8 @@ tl_status tl_cuda_correct(tl_cuda_state *s, const float *in, size_t in_stride, b
     parker.on = parker.on && ring; /* the last stage, with the other weights */
     correct_kernel<<<tl_cuda_row_grid(s->rows, s->cols), TL_CUDA_ELEM_BLOCK, 0, s->stream>>>(
         in, in_stride, s->rows, s->cols, dark, gain, log ? 1 : 0, ring_m, s->ring_c, w,
-        ring ? s->colw : NULL, ring ? s->pixw : NULL, parker, s->view_angle, dst, dst_stride);
+        ring ? s->colw : NULL, ring ? s->pixw : NULL, parker, s->view_angle, dst, dst_stride,
+        meas, meas_stride);
     TL_CUDA_LAUNCHED(s->eb, "correct_kernel");
     return TL_OK;
 }

@@ -138,41 +138,8 @@ tl_status tl_cuda_staged_read(tl_cuda_state *s)
     return TL_OK;
 }
 
-/* Convert ▸ correct ▸ −log of a staged frame into dst: one fused kernel (preprocess.cu), or,
- * with per-frame corrections, their stages (types.h, tl_corrections): convert ▸ dezinger
- * (dezinger.cu) ▸ dark/flat ▸ Paganin (paganin.cu) ▸ −log ▸ ring correction (rings.cu,
- * fused into the last kernel). */
-static tl_status correct_into(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
-                              float *dst, size_t dst_stride)
-{
-    if (!s->corr_on)
-        return tl_cuda_preprocess(s, src, pitch, dt, dst, dst_stride);
-    const bool log = !s->cfg.already_linear;
-    const float *cur = s->frame[0];
-    TL_TRY(tl_cuda_convert(s, src, pitch, dt, s->frame[0]));
-    if (s->d_replaced) {
-        TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_DEZINGER, false));
-        TL_TRY(tl_cuda_dezinger(s, s->frame[0], s->frame[1]));
-        TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_DEZINGER, true));
-        cur = s->frame[1];
-    }
-    if (!s->phase_buf) {
-        TL_TRY(tl_cuda_correct(s, cur, s->cols, true, log, true, dst, dst_stride));
-        tl_cuda_stage_next(s);
-        return TL_OK;
-    }
-    float *frame = tl_cuda_phase_frame(s);
-    TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_PAGANIN, false));
-    TL_TRY(tl_cuda_correct(s, cur, s->cols, true, false, false, frame, s->phase.pcol));
-    TL_TRY(tl_cuda_phase(s));
-    TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_PAGANIN, true));
-    TL_TRY(tl_cuda_correct(s, frame, s->phase.pcol, false, log, true, dst, dst_stride));
-    tl_cuda_stage_next(s);
-    return TL_OK;
-}
-
-/* The measurement kept for iterative slices (tl_engine_config.keep_measurements): the
- * corrected rows, from where they wait for the filter, into meas. */
+/* The measurement kept for iterative slices (tl_engine_config.keep_measurements) where no
+ * weight is applied: the corrected rows, from where they wait for the filter, into meas. */
 static tl_status keep_measurement(tl_cuda_state *s, const float *rows, size_t stride, float *meas,
                                   size_t meas_stride)
 {
@@ -184,12 +151,49 @@ static tl_status keep_measurement(tl_cuda_state *s, const float *rows, size_t st
     return TL_OK;
 }
 
+/* Convert ▸ correct ▸ −log of a staged frame into dst: one fused kernel (preprocess.cu), or,
+ * with per-frame corrections, their stages (types.h, tl_corrections): convert ▸ dezinger
+ * (dezinger.cu) ▸ dark/flat ▸ Paganin (paganin.cu) ▸ −log ▸ ring correction (rings.cu,
+ * fused into the last kernel) ▸ weights. The projection as measured (before the weights)
+ * goes to meas (NULL: not kept; rows meas_stride apart). */
+static tl_status correct_into(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt,
+                              float *dst, size_t dst_stride, float *meas, size_t meas_stride)
+{
+    if (!s->corr_on) { /* no weights on this path */
+        TL_TRY(tl_cuda_preprocess(s, src, pitch, dt, dst, dst_stride));
+        return keep_measurement(s, dst, dst_stride, meas, meas_stride);
+    }
+    const bool log = !s->cfg.already_linear;
+    const float *cur = s->frame[0];
+    TL_TRY(tl_cuda_convert(s, src, pitch, dt, s->frame[0]));
+    if (s->d_replaced) {
+        TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_DEZINGER, false));
+        TL_TRY(tl_cuda_dezinger(s, s->frame[0], s->frame[1]));
+        TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_DEZINGER, true));
+        cur = s->frame[1];
+    }
+    if (!s->phase_buf) {
+        TL_TRY(tl_cuda_correct(s, cur, s->cols, true, log, true, dst, dst_stride, meas,
+                               meas_stride));
+        tl_cuda_stage_next(s);
+        return TL_OK;
+    }
+    float *frame = tl_cuda_phase_frame(s);
+    TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_PAGANIN, false));
+    TL_TRY(tl_cuda_correct(s, cur, s->cols, true, false, false, frame, s->phase.pcol, NULL, 0));
+    TL_TRY(tl_cuda_phase(s));
+    TL_TRY(tl_cuda_stage_mark(s, TL_STAGE_PAGANIN, true));
+    TL_TRY(tl_cuda_correct(s, frame, s->phase.pcol, false, log, true, dst, dst_stride, meas,
+                           meas_stride));
+    tl_cuda_stage_next(s);
+    return TL_OK;
+}
+
 tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dtype dt, float *dst,
                           float *meas, size_t dst_stride, bool hold)
 {
     if (!s->filter_on) { /* straight into the window (set_filter ran what was held) */
-        TL_TRY(correct_into(s, src, pitch, dt, dst, dst_stride));
-        TL_TRY(keep_measurement(s, dst, dst_stride, meas, dst_stride));
+        TL_TRY(correct_into(s, src, pitch, dt, dst, dst_stride, meas, dst_stride));
         return tl_cuda_profile_add(s, dst, dst_stride);
     }
     /* a held frame bound for the same place is written first: the pass writes its frames
@@ -201,8 +205,7 @@ tl_status tl_cuda_process(tl_cuda_state *s, const char *src, size_t pitch, tl_dt
         TL_TRY(tl_cuda_flush(s));
     /* into the next FFT input rows (zero-padded to P), filtered into dst by the pass */
     float *pad = s->pad + (size_t)s->held * s->rows * s->padded;
-    TL_TRY(correct_into(s, src, pitch, dt, pad, s->padded));
-    TL_TRY(keep_measurement(s, pad, s->padded, meas, dst_stride));
+    TL_TRY(correct_into(s, src, pitch, dt, pad, s->padded, meas, dst_stride));
     TL_TRY(tl_cuda_profile_add(s, pad, s->padded)); /* before the filter pass reads pad */
     s->held_dst.p[s->held++] = dst;
     s->held_stride = dst_stride;

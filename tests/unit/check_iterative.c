@@ -17,8 +17,8 @@
  *                iteration;
  *   OS-EM        Poisson counts: the error falls over the first four iterations, x >= 0;
  *   refusals     a filtered window, a tilted plane, cone beam without kept measurements
- *                (and on CUDA with them: no cone pair there yet), bad options, OS-EM on data
- *                below 0: TL_EINVAL (TL_EUNSUPPORTED), saying why;
+ *                (check_iterative_cone tests cone beam), bad options, OS-EM on data below
+ *                0: TL_EINVAL, saying why;
  *   kept         an engine filtering for FBP that keeps the measurements (the daemon's
  *                live iterative slices) iterates exactly as an unfiltered one (on the GPU
  *                within the exact mode: its atomics), with ring removal too, and its FBP
@@ -520,18 +520,6 @@ START_TEST(refusals)
     ck_assert_int_eq(tl_engine_add_slice(cone, &sp, &cid), TL_OK);
     refused(cone, cid, &o, "needs the measurements kept");
     tl_engine_destroy(cone);
-#ifdef TL_TEST_CUDA
-    /* kept, but the CUDA backend has no cone-beam pair yet (check_iterative_cone: CPU) */
-    cc.keep_measurements = true;
-    ck_assert_msg(tl_engine_create(&cc, &cone) == TL_OK, "%s", tl_engine_last_error(NULL));
-    ck_assert_int_eq(tl_engine_add_slice(cone, &sp, &cid), TL_OK);
-    static float cimg[N * N];
-    uint32_t cdone;
-    ck_assert_int_eq(tl_engine_iterate(cone, &cid, 1, &o, NULL, cimg, NULL, &cdone, NULL),
-                     TL_EUNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(tl_engine_last_error(cone), "CPU backend only"));
-    tl_engine_destroy(cone);
-#endif
     /* OS-EM on data below 0 (the least measurement is found by the backend) */
     s.b[7 * COLS + 40] = -1.5;
     tl_engine *neg = engine_of(&s, TL_FILTER_NONE);

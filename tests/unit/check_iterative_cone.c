@@ -1,6 +1,6 @@
 /* check_iterative_cone.c — iterative cone-beam slices through the engine (engine.h,
  * tl_engine_iterate over a stack of planes; issue #28, tomosynthesis as in seed 003: 15
- * views over +-25 degrees), CPU backend, against the float64 reference:
+ * views over +-25 degrees) against the float64 reference:
  *   geometry     tl_cone_tomosynthesis_matrices: a rotating detector is the circular
  *                trajectory's limited arc; a stationary one keeps its plane (every voxel of
  *                the isocentre's plane y = sdd - sad projects where the plane meets it), the
@@ -15,8 +15,23 @@
  *                its best scale) by the margin printed; a stationary detector refuses FDK
  *                (its views' intrinsics differ) but iterates;
  *   refusals     cone beam without kept measurements, Joseph's pair, TV steps: TL_EINVAL.
+ * Built twice: for the CPU backend (tests/unit) and, with TL_TEST_CUDA, for the CUDA backend
+ * (tests/gpu; skips without a device).
  */
 #include "config.h"
+
+#if defined(TL_TEST_CUDA) && !defined(HAVE_CUDA)
+int main(void)
+{
+    return 77; /* a build without CUDA */
+}
+#else
+#ifdef TL_TEST_CUDA
+#include "tests/gpu/gpu_test.h"
+#define BACKEND TL_BACKEND_CUDA
+#else
+#define BACKEND TL_BACKEND_CPU
+#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -98,7 +113,7 @@ static tl_engine *engine_of(const scan *s, bool keep, int ids[NY])
 {
     tl_engine_config cfg;
     tl_engine_config_init(&cfg, ROWS, COLS, VIEWS);
-    cfg.backend = TL_BACKEND_CPU;
+    cfg.backend = BACKEND;
     cfg.dtype = TL_DTYPE_F32;
     cfg.already_linear = true;
     cfg.geometry = TL_GEOMETRY_CONE;
@@ -373,7 +388,7 @@ START_TEST(refusals)
     make_scan(&s, TL_TOMO_ARC, TL_TOMO_STATIONARY, truth);
     tl_engine_config cfg;
     tl_engine_config_init(&cfg, ROWS, COLS, VIEWS);
-    cfg.backend = TL_BACKEND_CPU;
+    cfg.backend = BACKEND;
     cfg.geometry = TL_GEOMETRY_CONE;
     cfg.cone = (tl_cone_config){.source_origin = SAD,
                                 .source_detector = SDD,
@@ -386,6 +401,18 @@ START_TEST(refusals)
 }
 END_TEST
 
+#ifdef TL_TEST_CUDA
+int main(void)
+{
+    const tl_gt_case cases[] = {
+        {"geometry", {geometry, NULL}},
+        {"reference", {reference, NULL}},
+        {"tomosynthesis", {tomosynthesis, NULL}},
+        {"refusals", {refusals, NULL}},
+    };
+    return tl_gt_main("iterative_cone", cases, sizeof cases / sizeof *cases);
+}
+#else
 int main(void)
 {
     Suite *s = suite_create("iterative_cone");
@@ -398,3 +425,5 @@ int main(void)
     suite_add_tcase(s, tc);
     return tl_run_suite(s, false);
 }
+#endif
+#endif /* a build without CUDA */
