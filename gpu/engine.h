@@ -177,7 +177,8 @@ tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *c
  * On one device, without half acquisition: anything else is TL_EINVAL (TL_EUNSUPPORTED
  * where the backend lacks it), saying why. x starts at `start` (images like out, e.g.
  * their FBP; NULL: zeros, ones for OS-EM). residual (o->iterations entries, or NULL) gets
- * ||b - A x|| / ||b|| after each iteration, *done the iterations run; info (or NULL) what
+ * ||b - A x|| / ||b|| after each iteration (a forward pass of every view per iteration
+ * with several subsets: none runs for NULL without a tolerance), *done the iterations run; info (or NULL) what
  * was used, its kernel the method's name. */
 tl_status tl_engine_iterate(tl_engine *e, const int *ids, size_t n, const tl_iter_options *o,
                             const float *start, float *out, double *residual, uint32_t *done,

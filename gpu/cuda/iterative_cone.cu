@@ -7,8 +7,8 @@
  * weighed 1 / w^2, nothing off the detector or at or behind the source.
  *
  * As seed 003 (§40.3) maps the two phases of DBT, the back projection runs a thread per
- * pixel (voxel), gathering from every view of the subset; the forward projection also
- * runs a thread per pixel and view, scattering into the four detector pixels by
+ * pixel (voxel), gathering from every view of the subset; the
+ * forward projection also runs a thread per pixel and view, scattering into the four detector pixels by
  * atomicAdd (the transpose of that gather, so the pair is exactly the same links; a
  * detector-driven gather would need the inverse of the bilinear footprint). One function,
  * taps(), decides a link in both directions, in double with explicit intrinsics (no
@@ -25,6 +25,8 @@
 #include "gpu/cuda/cuda_state.cuh"
 #include "gpu/cuda/iterative.cuh"
 
+#define ITC_MAX_GRID 65535u /* slices (grid y) and views (grid z) of a problem */
+
 /* A slice of the stack as the kernels place its pixels: pixel (i, j) at
  * p00 + i di + j dj (volume coordinates), the pixel's index in x `first` + i w + j. */
 typedef struct {
@@ -36,6 +38,7 @@ typedef struct {
 struct tl_cuda_itc {
     uint32_t nslices, nproj, rows, cols;
     size_t npix, view_len;
+    uint32_t slice_max; /* pixels of the largest slice: the kernels' grid in x */
     itc_slice *slices; /* device tables */
     double *m;         /* nproj x 12: each view's cone matrix */
     uint32_t *slots;
@@ -46,24 +49,12 @@ struct tl_cuda_itc {
     size_t bytes;            /* device memory of all the above */
 };
 
-/* Pixel q's volume coordinates: its slice by binary search over the slices' first
- * indices (a stack has few). */
-__device__ __forceinline__ void pixel_position(const itc_slice *__restrict__ sl, uint32_t ns,
-                                               size_t q, double p[3])
+/* Pixel (i, j) of slice s in volume coordinates. */
+__device__ __forceinline__ void pixel_position(const itc_slice &s, uint32_t i, uint32_t j,
+                                               double p[3])
 {
-    uint32_t lo = 0, hi = ns - 1;
-    while (lo < hi) {
-        uint32_t mid = (lo + hi + 1) / 2;
-        if (sl[mid].first <= q)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    const itc_slice &s = sl[lo];
-    const size_t local = q - s.first;
-    const double i = (double)(local / s.w), j = (double)(local % s.w);
     for (int a = 0; a < 3; a++)
-        p[a] = __fma_rn(j, s.dj[a], __fma_rn(i, s.di[a], s.p00[a]));
+        p[a] = __fma_rn((double)j, s.dj[a], __fma_rn((double)i, s.di[a], s.p00[a]));
 }
 
 /* One row of a matrix applied to p. */
@@ -80,11 +71,12 @@ __device__ __forceinline__ bool taps(const double *__restrict__ m, const double 
     const double depth = row_dot(m + 8, p);
     if (!(depth > 0.0))
         return false; /* at or behind the source */
-    const double u = __ddiv_rn(row_dot(m, p), depth), v = __ddiv_rn(row_dot(m + 4, p), depth);
+    const double inv = __ddiv_rn(1.0, depth); /* one division: the costliest operation here */
+    const double u = __dmul_rn(row_dot(m, p), inv), v = __dmul_rn(row_dot(m + 4, p), inv);
     if (!(u > -1.0 && u < (double)cols && v > -1.0 && v < (double)rows))
         return false;
     const double fu = floor(u), fv = floor(v), gu = __dsub_rn(u, fu), gv = __dsub_rn(v, fv);
-    const double scale = __ddiv_rn(1.0, __dmul_rn(depth, depth));
+    const double scale = __dmul_rn(inv, inv);
     for (int dv = 0; dv < 2; dv++)
         for (int du = 0; du < 2; du++) {
             const long long uu = (long long)fu + du, vv = (long long)fv + dv;
@@ -118,22 +110,40 @@ __global__ void gather_cone_kernel(const float *__restrict__ meas, size_t slab, 
     block_sum(b2, sumsq);
 }
 
-/* A x (x NULL: ones) of view first + blockIdx.y * stride added into ax: a thread per pixel
- * scatters into the four detector pixels it reaches. */
-__global__ void forward_cone_kernel(const itc_slice *__restrict__ sl, uint32_t ns, size_t npix,
-                                    const double *__restrict__ m, uint32_t first, uint32_t stride,
-                                    uint32_t rows, uint32_t cols, const float *__restrict__ x,
-                                    float *__restrict__ ax)
+/* The pixel of this thread: (i, j) of slice blockIdx.y, and its index in x; false past
+ * the slice's end (the grid covers the largest slice). */
+__device__ __forceinline__ bool this_pixel(const itc_slice *__restrict__ sl, itc_slice *s,
+                                           uint32_t *i, uint32_t *j, size_t *q)
 {
-    const size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= npix)
+    *s = sl[blockIdx.y];
+    const uint32_t local = blockIdx.x * blockDim.x + threadIdx.x;
+    if (local >= s->h * s->w)
+        return false;
+    *i = local / s->w;
+    *j = local % s->w;
+    *q = (size_t)s->first + local;
+    return true;
+}
+
+/* A x (x NULL: ones) of view first + blockIdx.z * stride added into ax: a thread per pixel
+ * scatters into the four detector pixels it reaches. Views are the grid's slowest axis, so
+ * the blocks running at once scatter into one view's projection (their atomics meet in
+ * L2), not into every view's. */
+__global__ void forward_cone_kernel(const itc_slice *__restrict__ sl, const double *__restrict__ m,
+                                    uint32_t first, uint32_t stride, uint32_t rows, uint32_t cols,
+                                    const float *__restrict__ x, float *__restrict__ ax)
+{
+    itc_slice s;
+    uint32_t i, j;
+    size_t q;
+    if (!this_pixel(sl, &s, &i, &j, &q))
         return;
     const float xv = x ? x[q] : 1.0f;
     if (xv == 0.0f)
         return;
-    const uint32_t k = first + blockIdx.y * stride;
+    const uint32_t k = first + blockIdx.z * stride;
     double p[3];
-    pixel_position(sl, ns, q, p);
+    pixel_position(s, i, j, p);
     long long at[4];
     float wt[4];
     if (!taps(m + 12 * (size_t)k, p, rows, cols, at, wt))
@@ -146,17 +156,18 @@ __global__ void forward_cone_kernel(const itc_slice *__restrict__ sl, uint32_t n
 
 /* A thread per pixel: g = A_S^T r and c = A_S^T 1 over the subset's views, then the update
  * x += lambda g / c (SART) or x *= g / c (EM); a pixel the subset does not see is left. */
-__global__ void backward_cone_kernel(const itc_slice *__restrict__ sl, uint32_t ns, size_t npix,
-                                     const double *__restrict__ m, uint32_t first,
-                                     uint32_t stride, uint32_t count, uint32_t rows,
-                                     uint32_t cols, tl_it_rule rule, float lambda,
+__global__ void backward_cone_kernel(const itc_slice *__restrict__ sl, const double *__restrict__ m,
+                                     uint32_t first, uint32_t stride, uint32_t count,
+                                     uint32_t rows, uint32_t cols, tl_it_rule rule, float lambda,
                                      const float *__restrict__ r, float *__restrict__ x)
 {
-    const size_t q = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= npix)
+    itc_slice s;
+    uint32_t i, j;
+    size_t q;
+    if (!this_pixel(sl, &s, &i, &j, &q))
         return;
     double p[3];
-    pixel_position(sl, ns, q, p);
+    pixel_position(s, i, j, p);
     float g = 0.0f, norm = 0.0f;
     for (uint32_t n = 0; n < count; n++) {
         const uint32_t k = first + n * stride;
@@ -198,10 +209,9 @@ static tl_status forward(tl_cuda_state *s, tl_it_views v, const float *x)
     for (uint32_t n = 0; n < v.count; n++)
         TL_CUDA(s->eb, cudaMemsetAsync(c->ax + (size_t)(v.first + n * v.stride) * c->view_len,
                                        0, c->view_len * sizeof(float), s->stream));
-    const dim3 grid(tl_cuda_it_blocks(c->npix), v.count);
-    forward_cone_kernel<<<grid, IT_BLOCK, 0, s->stream>>>(c->slices, c->nslices, c->npix, c->m,
-                                                          v.first, v.stride, c->rows, c->cols, x,
-                                                          c->ax);
+    const dim3 grid(tl_cuda_it_blocks(c->slice_max), c->nslices, v.count);
+    forward_cone_kernel<<<grid, IT_BLOCK, 0, s->stream>>>(c->slices, c->m, v.first, v.stride,
+                                                          c->rows, c->cols, x, c->ax);
     TL_CUDA_LAUNCHED(s->eb, "forward_cone_kernel");
     return TL_OK;
 }
@@ -226,6 +236,14 @@ static tl_status alloc_itc(tl_cuda_state *s, const tl_it_problem *p)
     c->cols = s->cols;
     c->npix = tl_it_pixels(p);
     c->view_len = (size_t)s->rows * s->cols;
+    for (uint32_t n = 0; n < p->nslices; n++) {
+        const size_t px = (size_t)p->slices[n].height * p->slices[n].width;
+        c->slice_max = px > c->slice_max ? (uint32_t)px : c->slice_max;
+    }
+    if (p->nslices > ITC_MAX_GRID || p->nproj > ITC_MAX_GRID)
+        return tl_fail(s->eb, TL_EINVAL,
+                       "iterative: %u slices and %u views in a cone-beam stack: at most %u each",
+                       p->nslices, p->nproj, ITC_MAX_GRID);
     const size_t nmeas = (size_t)p->nproj * c->view_len, before = s->mem;
     struct {
         void **p;
@@ -388,9 +406,10 @@ tl_status tl_cuda_itc_backward(tl_cuda_state *s, tl_it_views v, tl_it_rule rule,
 {
     TL_TRY(tl_cuda_use_device(s));
     tl_cuda_itc *c = s->itc;
-    backward_cone_kernel<<<tl_cuda_it_blocks(c->npix), IT_BLOCK, 0, s->stream>>>(
-        c->slices, c->nslices, c->npix, c->m, v.first, v.stride, v.count, c->rows, c->cols, rule,
-        (float)lambda, c->r, c->x);
+    const dim3 grid(tl_cuda_it_blocks(c->slice_max), c->nslices);
+    backward_cone_kernel<<<grid, IT_BLOCK, 0, s->stream>>>(c->slices, c->m, v.first, v.stride,
+                                                           v.count, c->rows, c->cols, rule,
+                                                           (float)lambda, c->r, c->x);
     TL_CUDA_LAUNCHED(s->eb, "backward_cone_kernel");
     return TL_OK;
 }

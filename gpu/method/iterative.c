@@ -125,6 +125,9 @@ tl_status tl_iterative_run(const tl_backend_ops *ops, void *be, const tl_it_prob
     const tl_it_views all = subset(0, 1, p->nproj);
     const tl_it_rule rule = o->method == TL_ITER_OSEM ? TL_IT_EM : TL_IT_SART;
     const bool tv = o->tv_weight > 0 && o->tv_steps > 0;
+    /* residuals cost a forward pass of every view per iteration with several subsets (and
+     * one at the end with one): only when someone reads them */
+    const bool residuals = residual || o->tolerance > 0;
     double last = 0, sumsq = 0;
     bool stop = false;
     for (uint32_t it = 0; st == TL_OK && !stop && it < o->iterations; it++) {
@@ -133,16 +136,19 @@ tl_status tl_iterative_run(const tl_backend_ops *ops, void *be, const tl_it_prob
         for (uint32_t t = 0; st == TL_OK && t < m; t++) {
             /* only one subset's pass sees the residual: the others need no sum (which
              * would wait for the GPU at every subset) */
-            st = ops->it_forward(be, subset(t, m, p->nproj), rule, m == 1 ? &sumsq : NULL);
-            if (st == TL_OK && m == 1 && it > 0) /* A x of the last iteration's x */
+            const bool sees = residuals && m == 1;
+            st = ops->it_forward(be, subset(t, m, p->nproj), rule, sees ? &sumsq : NULL);
+            if (st == TL_OK && sees && it > 0) /* A x of the last iteration's x */
                 stop = record(o, sumsq, stats[0], it - 1, residual, &last, done);
             if (st == TL_OK && !stop)
                 st = ops->it_backward(be, subset(t, m, p->nproj), rule, o->relaxation);
         }
         if (st == TL_OK && !stop)
             st = ops->it_regularise(be, o->nonneg, tv ? o->tv_weight : 0, o->tv_steps);
+        if (st == TL_OK && !stop)
+            *done = it + 1;
         bool last_one = it + 1 == o->iterations;
-        if (st == TL_OK && !stop && (m > 1 || last_one)) {
+        if (st == TL_OK && !stop && residuals && (m > 1 || last_one)) {
             st = ops->it_forward(be, all, TL_IT_RESIDUAL, &sumsq);
             if (st == TL_OK)
                 stop = record(o, sumsq, stats[0], it, residual, &last, done);
