@@ -171,7 +171,7 @@ tl_status tl_engine_reconstruct(tl_engine *e, const int *ids, size_t n, float *c
  * transpose of the engine's back projection (or Joseph's; gpu/project_ref.h).
  *   Parallel beam: one slice (n = 1), horizontal (a row slice, or a plane of constant z);
  *   the engine's filter none, or the measurements kept (keep_measurements).
- *   Cone beam (CPU backend so far): the n slices are one problem, a stack of planes (the
+ *   Cone beam: the n slices are one problem, a stack of planes (the
  *   rays cross them all: e.g. planes parallel to a tomosynthesis detector); the
  *   measurements kept; the matched pair, no TV steps.
  * On one device, without half acquisition: anything else is TL_EINVAL (TL_EUNSUPPORTED
