@@ -88,7 +88,9 @@ static int parse(int argc, char **argv, options *o)
                    .span = 50,
                    .voxel = 0.25,
                    .detector = TL_TOMO_STATIONARY,
-                   .it = {.method = TL_ITER_OS_SART, .iterations = 10, .subsets = 5,
+                   .it = {.method = TL_ITER_OS_SART,
+                          .iterations = 10,
+                          .subsets = 5,
                           .relaxation = 1.0},
                    .reps = 3,
                    .backend = TL_BACKEND_CUDA};
@@ -302,11 +304,11 @@ int tl_cmd_tomosynthesis_bench(int argc, char **argv)
                  tl_iter_method_name(o.it.method), o.it.subsets);
         printf("\ntomosynthesis: %u views over %.0f deg, %s %ux%u detector, %u planes of "
                "%ux%u voxels (%.0f M) on %s (medians of %d runs, wall clock, to the host)\n",
-               o.views, o.span, o.detector == TL_TOMO_ROTATING ? "rotating" : "stationary",
-               o.rows, o.cols, o.planes, o.height, o.width,
-               (double)o.planes * o.height * o.width / 1e6, es.device_name, o.reps);
-        printf("%-14s | %10s | %10s | %16s | %10s | %22s\n", "method", "iterations",
-               "total ms", "per iteration ms", "set-up ms", "total with residuals ms");
+               o.views, o.span, o.detector == TL_TOMO_ROTATING ? "rotating" : "stationary", o.rows,
+               o.cols, o.planes, o.height, o.width, (double)o.planes * o.height * o.width / 1e6,
+               es.device_name, o.reps);
+        printf("%-14s | %10s | %10s | %16s | %10s | %22s\n", "method", "iterations", "total ms",
+               "per iteration ms", "set-up ms", "total with residuals ms");
         printf("---------------+------------+------------+------------------+------------+----"
                "--------------------\n");
         double per = (t_n - t_one) / (o.it.iterations - 1);

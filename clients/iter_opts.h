@@ -36,8 +36,8 @@ typedef struct {
     "      --method M        reconstruct iteratively instead of by FBP: sirt, sart, os-sart,\n" \
     "                        osem (counts data; MLEM with --subsets 1); parallel beam, the\n"   \
     "                        projections unfiltered (no --filter)\n"                            \
-    "      --projector P     matched (default: the transpose of the back projection) or\n" \
-    "                        joseph (ray-driven, Joseph 1982)\n" \
+    "      --projector P     matched (default: the transpose of the back projection) or\n"      \
+    "                        joseph (ray-driven, Joseph 1982)\n"                                \
     "      --iterations N    at most N iterations per slice (default 20)\n"                     \
     "      --subsets M       os-sart and osem: M ordered subsets of the views (default 8)\n"    \
     "      --relaxation L    the SART family's step, in (0, 2) (default 1)\n"                   \
@@ -45,8 +45,8 @@ typedef struct {
     "      --tv W            total-variation steps after each iteration, each W times that\n"   \
     "                        iteration's change (W > 0; e.g. 0.05)\n"                           \
     "      --tv-steps K      TV steps per iteration (default 10)\n"                             \
-    "      --tolerance T     stop once the relative residual changes by less than T\n"        \
-    "      --start fbp|zero  start each slice from its FBP (ram-lak; the window twice: \n"    \
+    "      --tolerance T     stop once the relative residual changes by less than T\n"          \
+    "      --start fbp|zero  start each slice from its FBP (ram-lak; the window twice: \n"      \
     "                        filtered and as measured) or from zeros (default; OS-EM: ones)\n"
 
 /* The option `name` (without the dashes: method, projector, iterations, subsets,

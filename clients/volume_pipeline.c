@@ -369,8 +369,8 @@ static int iterate_slice(pipeline *p, uint32_t row, int id, bool start, float *o
         set_error(p, "out of memory for %u residuals", n);
         return -1;
     }
-    tl_status st =
-        tl_engine_iterate(p->engine, &id, 1, j->iterative, start ? out : NULL, out, res, &done, NULL);
+    tl_status st = tl_engine_iterate(p->engine, &id, 1, j->iterative, start ? out : NULL, out, res,
+                                     &done, NULL);
     if (st == TL_OK && done > 0) {
         double last = res[done - 1];
         s->min_iterations = s->slices == 0 || done < s->min_iterations ? done : s->min_iterations;

@@ -184,7 +184,6 @@ tl_status tl_engine_iterate(tl_engine *e, const int *ids, size_t n, const tl_ite
                             const float *start, float *out, double *residual, uint32_t *done,
                             tl_slice_info *info);
 
-
 /* The back-projection kernels of the engine's backend (tl_kernel_info, gpu/base/types.h).
  * Writes at most cap entries, returns how many kernels there are. */
 size_t tl_engine_kernels(const tl_engine *e, tl_kernel_info *out, size_t cap);

@@ -222,7 +222,8 @@ static tl_status iterate(tl_daemon *d, tl_slice *sl, float *out, tl_slice_info *
     const float *start = it->started || it->start_fbp ? it->image : NULL;
     uint32_t done = 0;
     if (st == TL_OK)
-        st = tl_engine_iterate(e, &sl->engine_id, 1, &o, start, out, d->scratch.residual, &done, info);
+        st = tl_engine_iterate(e, &sl->engine_id, 1, &o, start, out, d->scratch.residual, &done,
+                               info);
     if (st != TL_OK)
         return st;
     memcpy(it->image, out, (size_t)sl->height * sl->width * sizeof *out);

@@ -263,7 +263,7 @@ static bool parse_policy(request *r, tl_update_policy *p, bool *given)
 }
 
 /* Iterative-method defaults (PROTOCOL.md §12, set_slice). */
-#define TL_SLICE_ITER_MAX 50     /* max_iterations: refinement without new data */
+#define TL_SLICE_ITER_MAX 50 /* max_iterations: refinement without new data */
 #define TL_SLICE_ITER_SUBSETS 8
 #define TL_SLICE_ITER_TV_STEPS 10
 

@@ -146,8 +146,9 @@ static tl_status cpu_create(const tl_engine_config *c, size_t padded, tl_errbuf 
     s->pad = calloc((size_t)s->nthreads, sizeof *s->pad);
     s->spec = calloc((size_t)s->nthreads, sizeof *s->spec);
     s->rowbuf = calloc((size_t)s->nthreads, sizeof *s->rowbuf);
-    if (!s->window || (c->keep_measurements && !s->meas) || !s->sum[0] || !s->sum[1] || !s->avg[0] || !s->avg[1] || !s->gain ||
-        !s->response || !s->pad || !s->spec || !s->rowbuf) {
+    if (!s->window || (c->keep_measurements && !s->meas) || !s->sum[0] || !s->sum[1] ||
+        !s->avg[0] || !s->avg[1] || !s->gain || !s->response || !s->pad || !s->spec ||
+        !s->rowbuf) {
         size_t need = npix * s->n * rs * (c->keep_measurements ? 2 : 1);
         cpu_destroy(s);
         return tl_fail(eb, TL_ENOMEM, "cannot allocate %.2f GiB for the window in host memory",

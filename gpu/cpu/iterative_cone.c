@@ -24,9 +24,9 @@
 typedef struct tl_cpu_itc {
     uint32_t rows, cols, nproj;
     size_t npix, view_len;
-    double *pos;     /* npix * 3: each pixel's volume coordinates */
-    double (*m)[12]; /* per view: its cone matrix (tl_bp_proj.cone) */
-    double *x;       /* npix */
+    double *pos;       /* npix * 3: each pixel's volume coordinates */
+    double (*m)[12];   /* per view: its cone matrix (tl_bp_proj.cone) */
+    double *x;         /* npix */
     double *b, *r, *R; /* nproj * view_len: measurements, per-subset values, 1 / (A 1) */
 } tl_cpu_itc;
 
@@ -180,8 +180,11 @@ tl_status tl_cpu_itc_begin(tl_cpu_state *s, const tl_it_problem *p, double stats
     const size_t nmeas = (size_t)p->nproj * view_len;
     tl_cpu_itc *c = calloc(1, sizeof *c);
     if (c) {
-        *c = (tl_cpu_itc){
-            .rows = s->rows, .cols = s->cols, .nproj = p->nproj, .npix = npix, .view_len = view_len};
+        *c = (tl_cpu_itc){.rows = s->rows,
+                          .cols = s->cols,
+                          .nproj = p->nproj,
+                          .npix = npix,
+                          .view_len = view_len};
         c->pos = malloc(3 * npix * sizeof *c->pos);
         c->m = malloc(p->nproj * sizeof *c->m);
         c->x = calloc(npix, sizeof *c->x);

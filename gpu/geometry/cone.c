@@ -359,8 +359,8 @@ tl_status tl_cone_tomosynthesis_matrices(const tl_cone_tomosynthesis *g, double 
         const double b = tomosynthesis_angle(g, k);
         const double sb = sin(b), cb = cos(b), d = g->sdd - g->sad;
         /* ASTRA's cone_vec: source, detector centre, column step, row step (mm) */
-        double vec[12] = {-g->sad * sb, -g->sad * cb, 0, 0, d, 0, g->pitch_u, 0, 0,
-                          0,            0,            g->pitch_v};
+        double vec[12] = {-g->sad * sb, -g->sad * cb, 0, 0, d, 0, g->pitch_u, 0, 0, 0, 0,
+                          g->pitch_v};
         if (g->source == TL_TOMO_LINE)
             vec[0] = -g->sad * tan(b), vec[1] = -g->sad;
         if (g->detector == TL_TOMO_ROTATING) { /* the circular trajectory's at angle b */

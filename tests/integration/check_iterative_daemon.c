@@ -44,8 +44,8 @@ typedef struct {
     long messages;
     uint32_t last_iterations;
     double last_residual;
-    long iterations_fell;    /* a message with fewer iterations than the one before */
-    long residual_rose;      /* refinement after the last frame: residual above the one before */
+    long iterations_fell; /* a message with fewer iterations than the one before */
+    long residual_rose;   /* refinement after the last frame: residual above the one before */
     bool final;
     uint32_t final_iterations;
     const char *kernel_seen; /* "sirt", or the first other kernel name seen */
@@ -158,7 +158,7 @@ static void set_slice(tl_fixture *f, const char *id, const char *method)
     json_decref(tl_fx_ok(f, "set_slice", args));
 }
 
-#define SIRT                                                                        \
+#define SIRT                                                                      \
     ",\"method\":\"sirt\",\"iterative\":{\"iterations\":3,\"max_iterations\":20," \
     "\"nonneg\":true}"
 
@@ -190,7 +190,9 @@ static void in_process(float *fbp, float *out)
     int id;
     ck_assert_int_eq(tl_engine_add_slice(e, &sp, &id), TL_OK);
     ck_assert_int_eq(tl_engine_reconstruct(e, &id, 1, &fbp, NULL), TL_OK);
-    tl_iter_options o = {.method = TL_ITER_SIRT, .iterations = MAX_IT, .relaxation = 1,
+    tl_iter_options o = {.method = TL_ITER_SIRT,
+                         .iterations = MAX_IT,
+                         .relaxation = 1,
                          .nonneg = true};
     uint32_t done;
     ck_assert_int_eq(tl_engine_iterate(e, &id, 1, &o, fbp, out, NULL, &done, NULL), TL_OK);
@@ -234,8 +236,8 @@ START_TEST(live_and_late)
     ck_assert_int_eq(rec[0].iterations_fell, 0);
     ck_assert_int_eq(rec[0].residual_rose, 0);
     ck_assert_uint_ge(rec[0].final_iterations, MAX_IT);
-    printf("  live: %ld messages, the final after %u iterations, residual %.4f\n",
-           rec[0].messages, rec[0].final_iterations, rec[0].last_residual);
+    printf("  live: %ld messages, the final after %u iterations, residual %.4f\n", rec[0].messages,
+           rec[0].final_iterations, rec[0].last_residual);
 
     /* late: wanted only now, after the end: FBP of the whole window, then MAX_IT */
     ck_assert_int_eq(zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "slice/late/", 11), 0);

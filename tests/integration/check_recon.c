@@ -227,8 +227,9 @@ static float *reconstruct_here(const recon_params *p)
         float *o = out + z * per;
         uint32_t done;
         const float *from = start ? start + z * per : NULL;
-        tl_status st = p->iterative ? tl_engine_iterate(e, &id, 1, p->iterative, from, o, NULL, &done, NULL)
-                                    : tl_engine_reconstruct(e, &id, 1, &o, NULL);
+        tl_status st = p->iterative
+                           ? tl_engine_iterate(e, &id, 1, p->iterative, from, o, NULL, &done, NULL)
+                           : tl_engine_reconstruct(e, &id, 1, &o, NULL);
         ck_assert_msg(st == TL_OK, "%s", tl_engine_last_error(e));
         ck_assert_int_eq(tl_engine_remove_slice(e, id), TL_OK);
     }

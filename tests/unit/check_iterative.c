@@ -172,8 +172,8 @@ static void against_reference(const char *what, scan *s, const tl_iter_options *
     double res_got[64], res_want[64];
     uint32_t done_got, done_want;
     ck_assert_int_le(o->iterations, 64);
-    ck_assert_msg(tl_engine_iterate(e, &id, 1, o, NULL, img, res_got, &done_got, NULL) == TL_OK, "%s: %s",
-                  what, tl_engine_last_error(e));
+    ck_assert_msg(tl_engine_iterate(e, &id, 1, o, NULL, img, res_got, &done_got, NULL) == TL_OK,
+                  "%s: %s", what, tl_engine_last_error(e));
     tl_engine_destroy(e);
     to_reference_layout(img, got);
 
@@ -293,8 +293,8 @@ static void versus_fbp(const char *what, const scan *s, const tl_iter_options *o
     double residual[100];
     uint32_t done;
     ck_assert_int_le(o->iterations, 100);
-    ck_assert_msg(tl_engine_iterate(e, &id, 1, o, NULL, iter, residual, &done, NULL) == TL_OK, "%s",
-                  tl_engine_last_error(e));
+    ck_assert_msg(tl_engine_iterate(e, &id, 1, o, NULL, iter, residual, &done, NULL) == TL_OK,
+                  "%s", tl_engine_last_error(e));
     tl_engine_destroy(e);
     ck_assert_uint_eq(done, o->iterations);
     for (uint32_t i = 1; o->method == TL_ITER_SIRT && i < done; i++)
@@ -394,7 +394,10 @@ END_TEST
  * FBP is that of an engine without kept measurements. */
 static void kept_case(const scan *s, const char *rings)
 {
-    tl_iter_options o = {.method = TL_ITER_OS_SART, .iterations = 4, .subsets = 3, .relaxation = 1};
+    tl_iter_options o = {.method = TL_ITER_OS_SART,
+                         .iterations = 4,
+                         .subsets = 3,
+                         .relaxation = 1};
     tl_engine *kept = engine_with(s, TL_FILTER_RAMLAK, true, rings);
     tl_engine *plain = engine_with(s, TL_FILTER_NONE, false, rings);
     tl_engine *fbp = engine_with(s, TL_FILTER_RAMLAK, false, rings);

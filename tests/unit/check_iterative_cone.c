@@ -142,8 +142,8 @@ static tl_engine *engine_of(const scan *s, bool keep, int ids[NY])
     }
     const double v0 = (ROWS - 1) / 2.0;
     for (uint32_t j = 0; j < NY; j++) {
-        const float o[9] = {NX, 0, 0, 0, 0, NZ, -NX / 2.0f, (float)(j - (NY - 1) / 2.0),
-                            (float)(v0 - NZ / 2.0)};
+        const float o[9] =
+            {NX, 0, 0, 0, 0, NZ, -NX / 2.0f, (float)(j - (NY - 1) / 2.0), (float)(v0 - NZ / 2.0)};
         tl_slice_spec sp;
         tl_slice_spec_plane(&sp, o, NZ, NX);
         ck_assert_int_eq(tl_engine_add_slice(e, &sp, &ids[j]), TL_OK);
@@ -274,8 +274,14 @@ static void against_reference(const char *what, tl_tomo_source src, tl_tomo_dete
 
 START_TEST(reference)
 {
-    tl_iter_options sirt = {.method = TL_ITER_SIRT, .iterations = 8, .relaxation = 1, .nonneg = true};
-    tl_iter_options os = {.method = TL_ITER_OS_SART, .iterations = 3, .subsets = 5, .relaxation = 1};
+    tl_iter_options sirt = {.method = TL_ITER_SIRT,
+                            .iterations = 8,
+                            .relaxation = 1,
+                            .nonneg = true};
+    tl_iter_options os = {.method = TL_ITER_OS_SART,
+                          .iterations = 3,
+                          .subsets = 5,
+                          .relaxation = 1};
     against_reference("arc, stationary: SIRT, non-negative", TL_TOMO_ARC, TL_TOMO_STATIONARY,
                       &sirt);
     against_reference("arc, stationary: OS-SART (5)", TL_TOMO_ARC, TL_TOMO_STATIONARY, &os);
@@ -319,9 +325,9 @@ START_TEST(tomosynthesis)
     tl_iter_options o = {.method = TL_ITER_SIRT, .iterations = 1, .relaxation = 1, .nonneg = true};
     uint32_t done;
     for (int it = 0; it < ITS; it++) { /* one at a time: the error after each */
-        ck_assert_int_eq(
-            tl_engine_iterate(e, ids, NY, &o, it ? stack : NULL, stack, &residual[it], &done, NULL),
-            TL_OK);
+        ck_assert_int_eq(tl_engine_iterate(e, ids, NY, &o, it ? stack : NULL, stack, &residual[it],
+                                           &done, NULL),
+                         TL_OK);
         to_reference(stack, vol);
         err[it] = rel_l2(vol, truth, NVOX);
         if (it > 0) {
