@@ -175,18 +175,6 @@ static int engine(const options *o, uint32_t size, uint32_t p, tl_filter f, tl_e
     return rc;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, by_value);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
 /* The median time (ms) of reps FBPs (iterations 0) or iterative runs of the slice. */
 static int time_runs(const options *o, tl_engine *e, int id, uint32_t iterations, float *img,
                      double *ms)
@@ -204,7 +192,7 @@ static int time_runs(const options *o, tl_engine *e, int id, uint32_t iterations
         if (r > 0)
             t[r - 1] = (tl_cli_now() - t0) * 1e3;
     }
-    *ms = median(t, o->reps);
+    *ms = tl_cli_median(t, (size_t)o->reps);
     return 0;
 }
 

@@ -244,12 +244,6 @@ static int engine(const options *o, double (*P)[12], tl_engine **out, int *ids)
     return rc;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The median time (ms) of reps runs of n iterations of the stack, with every iteration's
  * residual (residual, n entries) or without (NULL). */
 static int time_runs(const options *o, tl_engine *e, const int *ids, uint32_t n, float *stack,
@@ -268,8 +262,7 @@ static int time_runs(const options *o, tl_engine *e, const int *ids, uint32_t n,
         if (r > 0)
             t[r - 1] = (tl_cli_now() - t0) * 1e3;
     }
-    qsort(t, (size_t)o->reps, sizeof *t, by_value);
-    *ms = o->reps % 2 ? t[o->reps / 2] : 0.5 * (t[o->reps / 2 - 1] + t[o->reps / 2]);
+    *ms = tl_cli_median(t, (size_t)o->reps);
     return 0;
 }
 

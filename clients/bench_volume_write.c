@@ -199,12 +199,6 @@ static double cpu_seconds(void)
            ru.ru_stime.tv_usec * 1e-6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void remove_output(const char *path, int form, uint32_t rows)
 {
     if (form != TIFF) {
@@ -280,8 +274,8 @@ static int run_once(const options *o, const float *slab, int form, tl_out_dtype 
 
 static void print_series(series *s, int reps)
 {
-    qsort(s->gbs, (size_t)reps, sizeof *s->gbs, cmp_double);
-    qsort(s->cpu, (size_t)reps, sizeof *s->cpu, cmp_double);
+    tl_cli_sort(s->gbs, (size_t)reps);
+    tl_cli_sort(s->cpu, (size_t)reps);
     printf(" | %6.3f (%5.3f..%5.3f) | %7.2f", s->gbs[reps / 2], s->gbs[0], s->gbs[reps - 1],
            s->cpu[reps / 2]);
 }

@@ -38,6 +38,23 @@ double tl_cli_now(void)
     return (double)tl_clock_ns() * 1e-9;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void tl_cli_sort(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, by_value);
+}
+
+double tl_cli_median(double *v, size_t n)
+{
+    tl_cli_sort(v, n);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 bool tl_cli_long(const char *s, long lo, long hi, long *out)
 {
     char *end;

@@ -28,4 +28,9 @@ bool tl_cli_double(const char *s, double *out);
 /* Seconds on the monotonic clock (for timeouts and rates). */
 double tl_cli_now(void);
 
+/* Sorts v[0..n-1] ascending (benchmark times, latencies, angles). */
+void tl_cli_sort(double *v, size_t n);
+/* The median of v[0..n-1] (n >= 1; the mean of the middle two for even n), sorting v. */
+double tl_cli_median(double *v, size_t n);
+
 #endif

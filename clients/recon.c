@@ -462,12 +462,6 @@ static int open_stack(tl_volume_stack *r, const char *path, const char *what,
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Cone beam over less than a turn (the n angles, in any order, cover less than 2 pi): a
  * short scan, weighed with Parker's weights (gpu/base/parker.h), which take the views as
  * equally spaced, so uniform view weights. */
@@ -478,7 +472,7 @@ static int cone_short_scan(const double *angles, uint32_t n, bool verbose, tl_en
     if (!a)
         return fail("out of memory");
     memcpy(a, angles, n * sizeof *a);
-    qsort(a, n, sizeof *a, cmp_double);
+    tl_cli_sort(a, n);
     if (tl_angles_arc(a, n, &start, &range, &full) && !full) {
         c->cone.scan_start = start;
         c->cone.scan_range = range;

@@ -773,12 +773,6 @@ static void *subscriber(void *arg)
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double pct(const double *v, size_t n, double q)
 {
     if (n == 0)
@@ -898,7 +892,7 @@ static int one_rate(run *r, void *ctl, tl_proto_decoder *dec, double seconds, bo
         for (size_t k = 0; sorted && k < r->nlat; k++)
             if (!isnan(*sample_field(&r->lat[k], f)))
                 sorted[n++] = *sample_field(&r->lat[k], f);
-        qsort(sorted, n, sizeof *sorted, cmp_double);
+        tl_cli_sort(sorted, n);
         out->stage_p50[f] = pct(sorted, n, 0.50);
         out->stage_p99[f] = pct(sorted, n, 0.99);
         if (f == 0) {

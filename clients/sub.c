@@ -255,8 +255,6 @@ static void print_str(tl_proto_str s)
         putchar(s.ptr[i] > 0x20 && s.ptr[i] < 0x7f ? s.ptr[i] : '?');
 }
 
-static int cmp_double(const void *a, const void *b);
-
 /* Redraws the status line (always when force, else at most 10 times a second). */
 static void status_draw(status_line *st, bool force)
 {
@@ -277,7 +275,7 @@ static void status_draw(status_line *st, bool force)
     double win = now - first < span ? now - first : span;
     printf("\r%zu slices  %.1f slices/s", st->n, win > 0.05 ? (double)recent / win : 0.0);
     if (nl) {
-        qsort(lat, nl, sizeof *lat, cmp_double);
+        tl_cli_sort(lat, nl);
         printf("  latency p50 %.1f ms", lat[(nl - 1) / 2]);
     }
     printf("  %s%s\033[K", st->n ? "last " : "(waiting for slices)", st->last);
@@ -426,12 +424,6 @@ static bool all_final(const options *o, const state *S)
     return true;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Nearest-rank percentile of sorted v[0..n-1]. */
 static double percentile(const double *v, size_t n, double p)
 {
@@ -456,7 +448,7 @@ static void summary(const options *o, state *S)
         if (o->shm)
             printf(" stale=%llu", (unsigned long long)t->stale);
         if (o->latency && t->nlat) {
-            qsort(t->lat, t->nlat, sizeof *t->lat, cmp_double);
+            tl_cli_sort(t->lat, t->nlat);
             printf(" latency_ms p50=%.2f p90=%.2f p99=%.2f max=%.2f",
                    percentile(t->lat, t->nlat, 50), percentile(t->lat, t->nlat, 90),
                    percentile(t->lat, t->nlat, 99), t->lat[t->nlat - 1]);
