@@ -208,7 +208,9 @@ static tl_status iterate(tl_daemon *d, tl_slice *sl, float *out, tl_slice_info *
         tl_slice_iter_restart(sl);
     float *img = it->image;
     tl_status st = TL_OK;
-    if (!it->started && it->start_fbp)
+    /* an FBP start needs a filtered window (engine.filter none: start from zeros) */
+    const bool fbp = it->start_fbp && tl_engine_get_config(e)->filter != TL_FILTER_NONE;
+    if (!it->started && fbp)
         st = tl_engine_reconstruct(e, &sl->engine_id, 1, &img, NULL);
     tl_iter_options o = it->o;
     o.tolerance = 0; /* applied across read-outs by tl_slice_iter_ran */
@@ -219,7 +221,7 @@ static tl_status iterate(tl_daemon *d, tl_slice *sl, float *out, tl_slice_info *
     uint32_t left = it->since_data < it->max_iterations ? it->max_iterations - it->since_data : 1;
     if (o.iterations > left)
         o.iterations = left;
-    const float *start = it->started || it->start_fbp ? it->image : NULL;
+    const float *start = it->started || fbp ? it->image : NULL;
     uint32_t done = 0;
     if (st == TL_OK)
         st = tl_engine_iterate(e, &sl->engine_id, 1, &o, start, out, d->scratch.residual, &done,
