@@ -65,6 +65,26 @@ typedef struct {
                                   each slice's kernel (static strings) */
 } tl_bp_job;
 
+/* Where a slice's pixels lie, in volume coordinates: pixel (i, j) (row, column) at
+ * p00 + i di + j dj, that is the plane's base + s xaxis + t yaxis with s = (j + 0.5) / w
+ * and t = 1 - (i + 0.5) / h (engine.h), in double. */
+typedef struct {
+    double p00[3], di[3], dj[3];
+} tl_bp_grid;
+
+static inline tl_bp_grid tl_bp_slice_grid(const tl_bp_slice *sl)
+{
+    const float *o = sl->plane;
+    const double h = sl->height, w = sl->width, s0 = 0.5 / w, t0 = 1.0 - 0.5 / h;
+    tl_bp_grid g;
+    for (int a = 0; a < 3; a++) {
+        g.p00[a] = o[6 + a] + s0 * o[a] + t0 * o[3 + a];
+        g.di[a] = -o[3 + a] / h;
+        g.dj[a] = o[a] / w;
+    }
+    return g;
+}
+
 /* An iterative problem (gpu/method/iterative.c): the slices x is made of and the views it
  * is reconstructed from. The system matrix A is the transpose of the pixel-driven back
  * projection, unweighted (project_ref.h's matched pair), so A^T is the engine's own back

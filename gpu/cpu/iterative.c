@@ -307,14 +307,9 @@ tl_status tl_cpu_it_begin(void *state, const tl_it_problem *p, double stats[2])
                        "iterative: no host memory for %u x %u pixels and %u views", h, w, n);
     }
     s->it = it;
-    /* row_start (kernels_impl.h) in double: pixel (i, j) at base + s xaxis + t yaxis */
-    it->xj = o[0] / (double)w;
-    it->yj = o[1] / (double)w;
-    it->xi = -o[3] / (double)h;
-    it->yi = -o[4] / (double)h;
-    double t0 = 1.0 - 0.5 / h, s0 = 0.5 / w;
-    it->x0 = o[6] + s0 * o[0] + t0 * o[3];
-    it->y0 = o[7] + s0 * o[1] + t0 * o[4];
+    const tl_bp_grid g = tl_bp_slice_grid(&p->slices[0]);
+    it->x0 = g.p00[0], it->xi = g.di[0], it->xj = g.dj[0];
+    it->y0 = g.p00[1], it->yi = g.di[1], it->yj = g.dj[1];
     const double z = o[8];
     const double fl = floor(z), gz = z - fl;
     const long r0 = (long)fl;

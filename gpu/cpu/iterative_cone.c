@@ -19,22 +19,34 @@
 
 #include "gpu/cpu/cpu_state.h"
 
-#define ITC_CHUNK 1024 /* pixels per back-projection job */
+/* A slice of the stack: where its pixels lie, its shape, and its first pixel's index in x. */
+typedef struct {
+    tl_bp_grid grid;
+    uint32_t h, w;
+    size_t first;
+} itc_slice;
 
 typedef struct tl_cpu_itc {
-    uint32_t rows, cols, nproj;
-    size_t npix, view_len;
-    double *pos;       /* npix * 3: each pixel's volume coordinates */
+    uint32_t rows, cols, nproj, nslices;
+    size_t npix, view_len, nrows; /* nrows: the slices' rows, the back projection's jobs */
+    itc_slice *slices;
     double (*m)[12];   /* per view: its cone matrix (tl_bp_proj.cone) */
     double *x;         /* npix */
     double *b, *r, *R; /* nproj * view_len: measurements, per-subset values, 1 / (A 1) */
 } tl_cpu_itc;
 
-/* Pixel q's links to view k: up to four detector pixels at[t] (-1: off the detector) with
- * weights wt[t]. False when the pixel does not reach the view's detector at all. */
-static bool taps(const tl_cpu_itc *c, uint32_t k, size_t q, long at[4], double wt[4])
+/* Pixel (i, j) of slice sl in volume coordinates. */
+static void pixel_position(const itc_slice *sl, uint32_t i, uint32_t j, double p[3])
 {
-    const double *m = c->m[k], *p = c->pos + 3 * q;
+    for (int a = 0; a < 3; a++)
+        p[a] = sl->grid.p00[a] + i * sl->grid.di[a] + j * sl->grid.dj[a];
+}
+
+/* The links of the pixel at p to view k: up to four detector pixels at[t] (-1: off the
+ * detector) with weights wt[t]. False when it does not reach the view's detector at all. */
+static bool taps(const tl_cpu_itc *c, uint32_t k, const double p[3], long at[4], double wt[4])
+{
+    const double *m = c->m[k];
     const double depth = m[8] * p[0] + m[9] * p[1] + m[10] * p[2] + m[11];
     if (!(depth > 0))
         return false; /* at or behind the source */
@@ -58,7 +70,7 @@ static void free_itc(tl_cpu_itc *c)
 {
     if (!c)
         return;
-    free(c->pos);
+    free(c->slices);
     free(c->m);
     free(c->x);
     free(c->b);
@@ -91,13 +103,21 @@ static void fp_job(void *ctx, size_t job, int thread)
     double *y = f->y + (size_t)k * c->view_len;
     memset(y, 0, c->view_len * sizeof *y);
     long at[4];
-    double wt[4];
-    for (size_t q = 0; q < c->npix; q++) {
-        if (f->x[q] == 0 || !taps(c, k, q, at, wt))
-            continue;
-        for (int t = 0; t < 4; t++)
-            if (at[t] >= 0)
-                y[at[t]] += wt[t] * f->x[q];
+    double wt[4], p[3];
+    for (uint32_t n = 0; n < c->nslices; n++) {
+        const itc_slice *sl = &c->slices[n];
+        const double *x = f->x + sl->first;
+        for (uint32_t i = 0; i < sl->h; i++)
+            for (uint32_t j = 0; j < sl->w; j++, x++) {
+                if (*x == 0)
+                    continue;
+                pixel_position(sl, i, j, p);
+                if (!taps(c, k, p, at, wt))
+                    continue;
+                for (int t = 0; t < 4; t++)
+                    if (at[t] >= 0)
+                        y[at[t]] += wt[t] * *x;
+            }
     }
 }
 
@@ -107,7 +127,7 @@ static void forward(tl_cpu_state *s, tl_it_views v, const double *x, double *y)
     tl_cpu_run_jobs(s, v.count, 16.0 * s->itc->npix, fp_job, &f);
 }
 
-/* ---- backward: g = A_S^T r, c = A_S^T 1, and the update, a job per chunk of pixels ------ */
+/* ---- backward: g = A_S^T r, c = A_S^T 1, and the update, a job per row of a slice ------ */
 
 typedef struct {
     tl_cpu_itc *c;
@@ -121,14 +141,19 @@ static void bp_job(void *ctx, size_t job, int thread)
     (void)thread;
     const bp_ctx *b = ctx;
     tl_cpu_itc *c = b->c;
-    const size_t q1 = (job + 1) * ITC_CHUNK < c->npix ? (job + 1) * ITC_CHUNK : c->npix;
+    const itc_slice *sl = c->slices; /* job: row `job` of the slices' rows, in order */
+    while (job >= sl->h)
+        job -= sl++->h;
+    const uint32_t i = (uint32_t)job;
     long at[4];
-    double wt[4];
-    for (size_t q = job * ITC_CHUNK; q < q1; q++) {
+    double wt[4], p[3];
+    for (uint32_t j = 0; j < sl->w; j++) {
+        const size_t q = sl->first + (size_t)i * sl->w + j;
+        pixel_position(sl, i, j, p);
         double g = 0, norm = 0;
         for (uint32_t n = 0; n < b->v.count; n++) {
             const uint32_t k = b->v.first + n * b->v.stride;
-            if (!taps(c, k, q, at, wt))
+            if (!taps(c, k, p, at, wt))
                 continue;
             const double *r = c->r + (size_t)k * c->view_len;
             for (int t = 0; t < 4; t++)
@@ -153,22 +178,18 @@ static double measurement(const tl_cpu_state *s, uint32_t r, uint32_t slot, uint
     return s->f64 ? ((const double *)s->meas)[at] : ((const float *)s->meas)[at];
 }
 
-/* Every pixel's volume coordinates: pixel (i, j) of a plane at base + s xaxis + t yaxis,
- * s = (j + 0.5) / w, t = 1 - (i + 0.5) / h (the back projection's row_start). */
-static void place_pixels(tl_cpu_itc *c, const tl_it_problem *p)
+/* Each slice's place in the stack. */
+static void place_slices(tl_cpu_itc *c, const tl_it_problem *p)
 {
-    double *pos = c->pos;
+    size_t first = 0;
     for (uint32_t n = 0; n < p->nslices; n++) {
         const tl_bp_slice *sl = &p->slices[n];
-        const float *o = sl->plane;
-        for (uint32_t i = 0; i < sl->height; i++) {
-            const double t = 1.0 - (i + 0.5) / sl->height;
-            for (uint32_t j = 0; j < sl->width; j++, pos += 3) {
-                const double sj = (j + 0.5) / sl->width;
-                for (int a = 0; a < 3; a++)
-                    pos[a] = o[6 + a] + sj * o[a] + t * o[3 + a];
-            }
-        }
+        c->slices[n] = (itc_slice){.grid = tl_bp_slice_grid(sl),
+                                   .h = sl->height,
+                                   .w = sl->width,
+                                   .first = first};
+        first += (size_t)sl->height * sl->width;
+        c->nrows += sl->height;
     }
 }
 
@@ -183,23 +204,24 @@ tl_status tl_cpu_itc_begin(tl_cpu_state *s, const tl_it_problem *p, double stats
         *c = (tl_cpu_itc){.rows = s->rows,
                           .cols = s->cols,
                           .nproj = p->nproj,
+                          .nslices = p->nslices,
                           .npix = npix,
                           .view_len = view_len};
-        c->pos = malloc(3 * npix * sizeof *c->pos);
+        c->slices = malloc(p->nslices * sizeof *c->slices);
         c->m = malloc(p->nproj * sizeof *c->m);
         c->x = calloc(npix, sizeof *c->x);
         c->b = malloc(nmeas * sizeof *c->b);
         c->r = calloc(nmeas, sizeof *c->r);
         c->R = calloc(nmeas, sizeof *c->R);
     }
-    if (!c || !c->pos || !c->m || !c->x || !c->b || !c->r || !c->R) {
+    if (!c || !c->slices || !c->m || !c->x || !c->b || !c->r || !c->R) {
         free_itc(c);
         return tl_fail(s->eb, TL_ENOMEM,
                        "iterative: no host memory for %zu pixels and %u views of %u x %u", npix,
                        p->nproj, s->rows, s->cols);
     }
     s->itc = c;
-    place_pixels(c, p);
+    place_slices(c, p);
     double sumsq = 0, bmin = INFINITY;
     for (uint32_t k = 0; k < p->nproj; k++) {
         memcpy(c->m[k], p->proj[k].cone, sizeof c->m[k]);
@@ -258,8 +280,7 @@ tl_status tl_cpu_itc_backward(void *state, tl_it_views v, tl_it_rule rule, doubl
 {
     tl_cpu_state *s = state;
     bp_ctx b = {.c = s->itc, .v = v, .rule = rule, .lambda = lambda};
-    const size_t jobs = (s->itc->npix + ITC_CHUNK - 1) / ITC_CHUNK;
-    tl_cpu_run_jobs(s, jobs, 16.0 * s->itc->npix * v.count, bp_job, &b);
+    tl_cpu_run_jobs(s, s->itc->nrows, 16.0 * s->itc->npix * v.count, bp_job, &b);
     return TL_OK;
 }
 

@@ -467,11 +467,10 @@ static tl_status forward(tl_cuda_state *s, tl_it_views v, const float *x)
     return TL_OK;
 }
 
-/* The sums buffer's values, after the work queued so far. */
-static tl_status read_sums(tl_cuda_state *s, double out[2])
+tl_status tl_cuda_it_read_sums(tl_cuda_state *s, const double *sums, double out[2])
 {
-    TL_CUDA(s->eb, cudaMemcpyAsync(out, s->it->sums, 2 * sizeof(double), cudaMemcpyDeviceToHost,
-                                   s->stream));
+    TL_CUDA(s->eb,
+            cudaMemcpyAsync(out, sums, 2 * sizeof(double), cudaMemcpyDeviceToHost, s->stream));
     TL_CUDA(s->eb, cudaStreamSynchronize(s->stream));
     return TL_OK;
 }
@@ -533,12 +532,10 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
     it->nproj = n;
     it->projector = p->projector;
     it->grid = (it_grid){.h = h, .w = w, .cols = s->cols};
-    /* pixel (i, j) of the plane at (x, y) = xy0 + i xy_i + j xy_j (row_start of the CPU
-     * backend's kernels: s = (j + 0.5) / w, t = 1 - (i + 0.5) / h) */
-    const double t0 = 1.0 - 0.5 / h, s0 = 0.5 / w;
-    const double x0 = o[6] + s0 * o[0] + t0 * o[3], y0 = o[7] + s0 * o[1] + t0 * o[4];
-    const double xi = -o[3] / (double)h, yi = -o[4] / (double)h;
-    const double xj = o[0] / (double)w, yj = o[1] / (double)w;
+    /* pixel (i, j) of the plane at (x, y) = xy0 + i xy_i + j xy_j */
+    const tl_bp_grid pg = tl_bp_slice_grid(&p->slices[0]);
+    const double x0 = pg.p00[0], y0 = pg.p00[1], xi = pg.di[0], yi = pg.di[1];
+    const double xj = pg.dj[0], yj = pg.dj[1];
     /* the views and their slots (host tables, copied before anything reads them) */
     it_view *hv = (it_view *)malloc(n * sizeof *hv);
     uint32_t *hslot = (uint32_t *)malloc(n * sizeof *hslot);
@@ -648,7 +645,7 @@ tl_status tl_cuda_op_it_forward(void *state, tl_it_views v, tl_it_rule rule, dou
     if (!sumsq)
         return TL_OK;
     double sums[2];
-    TL_TRY(read_sums(s, sums));
+    TL_TRY(tl_cuda_it_read_sums(s, it->sums, sums));
     *sumsq = sums[0];
     return TL_OK;
 }
@@ -706,7 +703,7 @@ tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, u
     TL_CUDA(s->eb,
             cudaMemcpyAsync(&bits, it->amax, sizeof bits, cudaMemcpyDeviceToHost, s->stream));
     double sums[2];
-    TL_TRY(read_sums(s, sums)); /* synchronises: bits is there too */
+    TL_TRY(tl_cuda_it_read_sums(s, it->sums, sums)); /* synchronises: bits is there too */
     float amax;
     memcpy(&amax, &bits, sizeof amax);
     if (!(amax > 0))
@@ -718,7 +715,7 @@ tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, u
         tv_gradient_kernel<<<pixel_grid(it->grid), dim3(IT_TILE_X, IT_TILE_Y), 0, s->stream>>>(
             it->x, it->g, (int)it->grid.h, (int)it->grid.w, eps * eps, it->sums + 1);
         TL_CUDA_LAUNCHED(s->eb, "tv_gradient_kernel");
-        TL_TRY(read_sums(s, sums));
+        TL_TRY(tl_cuda_it_read_sums(s, it->sums, sums));
         double gn = sqrt(sums[1]);
         if (!(gn > 0))
             break;

@@ -69,6 +69,8 @@ unsigned tl_cuda_it_blocks(size_t n);
  * or nothing (RESIDUAL), and the sum of (b - ax)^2 added into *sums (NULL: not wanted). */
 tl_status tl_cuda_it_rule(tl_cuda_state *s, uint32_t view_len, tl_it_views v, tl_it_rule rule,
                           const float *b, const float *ax, const float *R, float *r, double *sums);
+/* The two double sums at device address sums, after the work queued so far (waits). */
+tl_status tl_cuda_it_read_sums(tl_cuda_state *s, const double *sums, double out[2]);
 /* v = 1 / v where v > 0, else 0. */
 tl_status tl_cuda_it_invert(tl_cuda_state *s, float *v, size_t n);
 /* x = max(x, 0). */

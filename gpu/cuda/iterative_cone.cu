@@ -27,10 +27,10 @@
 
 #define ITC_MAX_GRID 65535u /* slices (grid y) and views (grid z) of a problem */
 
-/* A slice of the stack as the kernels place its pixels: pixel (i, j) at
- * p00 + i di + j dj (volume coordinates), the pixel's index in x `first` + i w + j. */
+/* A slice of the stack as the kernels place its pixels (tl_bp_slice_grid), and pixel
+ * (i, j)'s index in x: `first` + i w + j. */
 typedef struct {
-    double p00[3], di[3], dj[3];
+    tl_bp_grid grid;
     uint32_t h, w;
     unsigned long long first;
 } itc_slice;
@@ -54,7 +54,7 @@ __device__ __forceinline__ void pixel_position(const itc_slice &s, uint32_t i, u
                                                double p[3])
 {
     for (int a = 0; a < 3; a++)
-        p[a] = __fma_rn((double)j, s.dj[a], __fma_rn((double)i, s.di[a], s.p00[a]));
+        p[a] = __fma_rn((double)j, s.grid.dj[a], __fma_rn((double)i, s.grid.di[a], s.grid.p00[a]));
 }
 
 /* One row of a matrix applied to p. */
@@ -216,14 +216,6 @@ static tl_status forward(tl_cuda_state *s, tl_it_views v, const float *x)
     return TL_OK;
 }
 
-static tl_status read_sums(tl_cuda_state *s, double out[2])
-{
-    TL_CUDA(s->eb, cudaMemcpyAsync(out, s->itc->sums, 2 * sizeof(double), cudaMemcpyDeviceToHost,
-                                   s->stream));
-    TL_CUDA(s->eb, cudaStreamSynchronize(s->stream));
-    return TL_OK;
-}
-
 static tl_status alloc_itc(tl_cuda_state *s, const tl_it_problem *p)
 {
     tl_cuda_itc *c = (tl_cuda_itc *)calloc(1, sizeof *c);
@@ -267,9 +259,8 @@ static tl_status alloc_itc(tl_cuda_state *s, const tl_it_problem *p)
     return st;
 }
 
-/* The host tables: each slice's pixel placement (the back projection's row_start: pixel
- * (i, j) at base + s xaxis + t yaxis, s = (j + 0.5) / w, t = 1 - (i + 0.5) / h), each
- * view's matrix and slot. */
+/* The host tables: each slice's pixel placement (tl_bp_slice_grid), each view's matrix and
+ * slot. */
 static tl_status upload_tables(tl_cuda_state *s, const tl_it_problem *p)
 {
     tl_cuda_itc *c = s->itc;
@@ -282,17 +273,11 @@ static tl_status upload_tables(tl_cuda_state *s, const tl_it_problem *p)
     unsigned long long first = 0;
     for (uint32_t n = 0; st == TL_OK && n < p->nslices; n++) {
         const tl_bp_slice *sl = &p->slices[n];
-        const float *o = sl->plane;
-        const double h = sl->height, w = sl->width;
-        hs[n].h = sl->height;
-        hs[n].w = sl->width;
-        hs[n].first = first;
+        hs[n] = (itc_slice){.grid = tl_bp_slice_grid(sl),
+                            .h = sl->height,
+                            .w = sl->width,
+                            .first = first};
         first += (unsigned long long)sl->height * sl->width;
-        for (int a = 0; a < 3; a++) {
-            hs[n].p00[a] = o[6 + a] + 0.5 / w * o[a] + (1.0 - 0.5 / h) * o[3 + a];
-            hs[n].di[a] = -o[3 + a] / h;
-            hs[n].dj[a] = o[a] / w;
-        }
     }
     for (uint32_t k = 0; st == TL_OK && k < p->nproj; k++) {
         memcpy(hm + 12 * (size_t)k, p->proj[k].cone, 12 * sizeof *hm);
@@ -335,7 +320,7 @@ static tl_status gather(tl_cuda_state *s, double stats[2])
     TL_CUDA(s->eb,
             cudaMemcpyAsync(&least, c->least, sizeof least, cudaMemcpyDeviceToHost, s->stream));
     double sums[2];
-    TL_TRY(read_sums(s, sums)); /* synchronises: least is there too */
+    TL_TRY(tl_cuda_it_read_sums(s, c->sums, sums)); /* synchronises: least is there too */
     stats[0] = sums[0];
     stats[1] = key_float(least);
     return TL_OK;
@@ -397,7 +382,7 @@ tl_status tl_cuda_itc_forward(tl_cuda_state *s, tl_it_views v, tl_it_rule rule, 
     if (!sumsq)
         return TL_OK;
     double sums[2];
-    TL_TRY(read_sums(s, sums));
+    TL_TRY(tl_cuda_it_read_sums(s, c->sums, sums));
     *sumsq = sums[0];
     return TL_OK;
 }
