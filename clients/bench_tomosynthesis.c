@@ -11,6 +11,9 @@
  * the medians printed: the time of N iterations as a user waits for it (set-up included:
  * gathering the measurements, A 1), per iteration, (T_N - T_1) / (N - 1), and N
  * iterations with every iteration's residual (with several subsets a forward pass each).
+ * With --gpus the stack is split by volume over the first k of the listed GPUs
+ * (gpu/cuda/iterative_cone.cu), a row for each k from 1: the one-GPU row is the run's own
+ * baseline.
  */
 #include "config.h"
 
@@ -36,7 +39,7 @@ static const char usage_text[] =
     "                                      [--volume PxHxW] [--voxel MM] [--rotating]\n"
     "                                      [--method sirt|os-sart|osem] [--subsets M]\n"
     "                                      [--iterations N] [--reps R]\n"
-    "                                      [--device N] [--backend cuda|cpu]\n"
+    "                                      [--device N | --gpus LIST] [--backend cuda|cpu]\n"
     "\n"
     "Times an iterative tomosynthesis reconstruction: N views (default 15) over DEG degrees\n"
     "(default 50) from a source on an arc 640 mm from the isocentre, a stationary R x C\n"
@@ -44,7 +47,8 @@ static const char usage_text[] =
     "turns with the source), and P planes of H x W voxels (default 171x803x1127) of --voxel\n"
     "mm (default 0.25) parallel to the detector around the isocentre. Prints the medians of\n"
     "R runs (default 3) of N iterations (default 10; set-up included), per iteration, and\n"
-    "of N iterations with every iteration's residual.\n"
+    "of N iterations with every iteration's residual. --gpus 0,1 splits the stack over the\n"
+    "first k of the GPUs listed, a row for each k from 1 (\"all\": every GPU here).\n"
     "Default method: os-sart with 5 subsets.\n";
 
 #define SAD 640.0
@@ -57,27 +61,21 @@ typedef struct {
     tl_tomo_detector detector;
     tl_iter_options it;
     int reps, device;
+    tl_bench_gpus gpus; /* --gpus (n = 0: --device alone) */
     tl_backend_kind backend;
 } options;
 
 static int parse(int argc, char **argv, options *o)
 {
     static const struct option longopts[] = {
-        {"tomosynthesis", no_argument, NULL, 'T'},
-        {"detector", required_argument, NULL, 'D'},
-        {"views", required_argument, NULL, 'v'},
-        {"span", required_argument, NULL, 'a'},
-        {"volume", required_argument, NULL, 'V'},
-        {"voxel", required_argument, NULL, 'x'},
-        {"rotating", no_argument, NULL, 'R'},
-        {"method", required_argument, NULL, 'm'},
-        {"subsets", required_argument, NULL, 'u'},
-        {"iterations", required_argument, NULL, 'n'},
-        {"reps", required_argument, NULL, 'r'},
-        {"device", required_argument, NULL, 'd'},
-        {"backend", required_argument, NULL, 'B'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"tomosynthesis", no_argument, NULL, 'T'}, {"detector", required_argument, NULL, 'D'},
+        {"views", required_argument, NULL, 'v'},   {"span", required_argument, NULL, 'a'},
+        {"volume", required_argument, NULL, 'V'},  {"voxel", required_argument, NULL, 'x'},
+        {"rotating", no_argument, NULL, 'R'},      {"method", required_argument, NULL, 'm'},
+        {"subsets", required_argument, NULL, 'u'}, {"iterations", required_argument, NULL, 'n'},
+        {"reps", required_argument, NULL, 'r'},    {"device", required_argument, NULL, 'd'},
+        {"gpus", required_argument, NULL, 'g'},    {"backend", required_argument, NULL, 'B'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
     *o = (options){.rows = 2816,
                    .cols = 3584,
@@ -158,6 +156,12 @@ static int parse(int argc, char **argv, options *o)
                 else
                     o->device = (int)v;
                 break;
+            case 'g': {
+                int rc = tl_bench_parse_gpus(ME, optarg, &o->gpus);
+                if (rc != 0)
+                    return rc;
+                break;
+            }
             case 'B':
                 if (!tl_backend_parse(optarg, &o->backend) || o->backend == TL_BACKEND_AUTO)
                     return tl_cli_fail(ME, 2, "bad --backend '%s': cuda or cpu", optarg);
@@ -174,8 +178,9 @@ static int parse(int argc, char **argv, options *o)
     return -1;
 }
 
-/* The engine of the scan, holding one smooth frame per view, and its stack of planes. */
-static int engine(const options *o, double (*P)[12], tl_engine **out, int *ids)
+/* The engine of the scan on k devices (0: --device), holding one smooth frame per view,
+ * and its stack of planes. */
+static int engine(const options *o, double (*P)[12], uint32_t k, tl_engine **out, int *ids)
 {
     tl_cone_tomosynthesis g = {.source = TL_TOMO_ARC,
                                .detector = o->detector,
@@ -196,6 +201,8 @@ static int engine(const options *o, double (*P)[12], tl_engine **out, int *ids)
     tl_engine_config_init(&c, o->rows, o->cols, o->views);
     c.backend = o->backend;
     c.device = o->device;
+    if (k > 0)
+        tl_bench_use_gpus(&c, &o->gpus, k);
     c.dtype = TL_DTYPE_F32;
     c.already_linear = true;
     c.geometry = TL_GEOMETRY_CONE;
@@ -220,8 +227,8 @@ static int engine(const options *o, double (*P)[12], tl_engine **out, int *ids)
             frame[(size_t)v * o->cols + u] =
                 (float)exp(-((u - mu) * (u - mu) + (v - mv) * (v - mv)) / r2);
     int rc = 0;
-    for (uint32_t k = 0; rc == 0 && k < o->views; k++)
-        rc = tl_bench_submit(ME, *out, k, angles[k], o->rows, o->cols, frame, false);
+    for (uint32_t view = 0; rc == 0 && view < o->views; view++)
+        rc = tl_bench_submit(ME, *out, view, angles[view], o->rows, o->cols, frame, false);
     free(frame);
     /* the planes y = const around the isocentre, in volume units of pitch sad / sdd mm */
     const double unit = PITCH * SAD / SDD, vox = o->voxel / unit;
@@ -278,37 +285,49 @@ int tl_cmd_tomosynthesis_bench(int argc, char **argv)
     double(*P)[12] = malloc(o.views * sizeof *P);
     int *ids = malloc(o.planes * sizeof *ids);
     float *stack = malloc((size_t)o.planes * o.height * o.width * sizeof *stack);
+    double *residual = malloc(o.it.iterations * sizeof *residual);
+    rc = P && ids && stack && residual ? 0 : tl_cli_fail(ME, 1, "out of memory");
+    char name[40];
+    snprintf(name, sizeof name, o.it.method == TL_ITER_SIRT ? "%s" : "%s/%u",
+             tl_iter_method_name(o.it.method), o.it.subsets);
+    double per_one = 0; /* one device's time per iteration: the baseline */
     tl_engine *e = NULL;
-    rc = P && ids && stack ? engine(&o, P, &e, ids) : tl_cli_fail(ME, 1, "out of memory");
-    double t_one = 0, t_n = 0, t_res = 0, *residual = malloc(o.it.iterations * sizeof *residual);
-    if (rc == 0 && !residual)
-        rc = tl_cli_fail(ME, 1, "out of memory");
-    if (rc == 0)
-        rc = time_runs(&o, e, ids, 1, stack, NULL, &t_one);
-    if (rc == 0)
-        rc = time_runs(&o, e, ids, o.it.iterations, stack, NULL, &t_n);
-    if (rc == 0)
-        rc = time_runs(&o, e, ids, o.it.iterations, stack, residual, &t_res);
-    if (rc == 0) {
-        tl_engine_state es;
-        tl_engine_get_state(e, &es);
-        char name[40];
-        snprintf(name, sizeof name, o.it.method == TL_ITER_SIRT ? "%s" : "%s/%u",
-                 tl_iter_method_name(o.it.method), o.it.subsets);
-        printf("\ntomosynthesis: %u views over %.0f deg, %s %ux%u detector, %u planes of "
-               "%ux%u voxels (%.0f M) on %s (medians of %d runs, wall clock, to the host)\n",
-               o.views, o.span, o.detector == TL_TOMO_ROTATING ? "rotating" : "stationary", o.rows,
-               o.cols, o.planes, o.height, o.width, (double)o.planes * o.height * o.width / 1e6,
-               es.device_name, o.reps);
-        printf("%-14s | %10s | %10s | %16s | %10s | %22s\n", "method", "iterations", "total ms",
-               "per iteration ms", "set-up ms", "total with residuals ms");
-        printf("---------------+------------+------------+------------------+------------+----"
-               "--------------------\n");
-        double per = (t_n - t_one) / (o.it.iterations - 1);
-        printf("%-14s | %10u | %10.1f | %16.1f | %10.1f | %22.1f\n", name, o.it.iterations, t_n,
-               per, t_one - per, t_res);
-        printf("residual after %u iterations: %.4f\n", o.it.iterations,
-               residual[o.it.iterations - 1]);
+    for (uint32_t k = o.gpus.n ? 1 : 0; rc == 0 && k <= o.gpus.n; k++) {
+        rc = engine(&o, P, k, &e, ids);
+        double t_one = 0, t_n = 0, t_res = 0;
+        if (rc == 0)
+            rc = time_runs(&o, e, ids, 1, stack, NULL, &t_one);
+        if (rc == 0)
+            rc = time_runs(&o, e, ids, o.it.iterations, stack, NULL, &t_n);
+        if (rc == 0)
+            rc = time_runs(&o, e, ids, o.it.iterations, stack, residual, &t_res);
+        if (rc == 0 && k <= 1) {
+            tl_engine_state es;
+            tl_engine_get_state(e, &es);
+            printf("\ntomosynthesis: %u views over %.0f deg, %s %ux%u detector, %u planes of "
+                   "%ux%u voxels (%.0f M) on %s (medians of %d runs, wall clock, to the host)\n",
+                   o.views, o.span, o.detector == TL_TOMO_ROTATING ? "rotating" : "stationary",
+                   o.rows, o.cols, o.planes, o.height, o.width,
+                   (double)o.planes * o.height * o.width / 1e6, es.device_name, o.reps);
+            printf("%-14s | %-9s | %10s | %10s | %16s | %8s | %10s | %22s\n", "method", "devices",
+                   "iterations", "total ms", "per iteration ms", "speed-up", "set-up ms",
+                   "total with residuals ms");
+            printf("---------------+-----------+------------+------------+------------------+---"
+                   "-------+------------+------------------------\n");
+        }
+        if (rc == 0) {
+            char where[64] = "one";
+            if (k > 0)
+                tl_bench_gpus_label(&o.gpus, k, where, sizeof where);
+            double per = (t_n - t_one) / (o.it.iterations - 1);
+            per_one = k <= 1 ? per : per_one;
+            printf("%-14s | %-9s | %10u | %10.1f | %16.1f | %7.2fx | %10.1f | %22.1f\n", name,
+                   where, o.it.iterations, t_n, per, per_one / per, t_one - per, t_res);
+            printf("residual after %u iterations: %.4f\n", o.it.iterations,
+                   residual[o.it.iterations - 1]);
+        }
+        tl_engine_destroy(e);
+        e = NULL;
     }
     tl_engine_destroy(e);
     free(residual);

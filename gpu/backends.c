@@ -53,7 +53,8 @@ int tl_backend_device_count(tl_backend_kind b, char *why, size_t why_len)
 }
 
 /* Two or more devices go to the split backend (gpu/split.c), whose parts are of the
- * resolved kind (*kind names it). */
+ * resolved kind (*kind names it); in cone beam to one CUDA engine on the first, whose
+ * iterative problems use them all. */
 tl_status tl_engine_pick_backend(const tl_engine_config *c, tl_errbuf *eb, tl_engine_config *rc,
                                  const tl_backend_ops **ops, const char **kind)
 {
@@ -80,11 +81,20 @@ tl_status tl_engine_pick_backend(const tl_engine_config *c, tl_errbuf *eb, tl_en
                                k, c->devices[k], n > 0 ? n : 0, n == 1 ? "" : "s", n - 1);
     }
 #endif
+    /* Cone beam on several devices: one engine on the first, whose iterative problems
+     * spread over all of them (gpu/cuda/iterative_cone.cu); the rows are not split, since
+     * a cone-beam voxel reads every detector row. */
+    const bool split_rows = c->ndevices >= 2 && c->geometry != TL_GEOMETRY_CONE;
+    if (c->ndevices >= 2 && !split_rows && b != TL_BACKEND_CUDA)
+        return tl_fail(eb, TL_EUNSUPPORTED,
+                       "cone beam on %u devices: CUDA devices only (the %s backend's threads "
+                       "already share the host)",
+                       c->ndevices, tl_backend_name(b));
     *rc = *c;
     rc->backend = b;
-    if (c->ndevices == 1)
+    if (c->ndevices >= 1 && !split_rows)
         rc->device = c->devices[0];
     *kind = one->name;
-    *ops = c->ndevices >= 2 ? &tl_split_backend : one;
+    *ops = split_rows ? &tl_split_backend : one;
     return TL_OK;
 }

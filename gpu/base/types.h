@@ -218,7 +218,11 @@ typedef struct {
      * (how CI tests it). The GPUs are assumed alike (kernel list, tuning, device id are
      * the first one's). 0 (default) or 1 entry: one engine on `device` (on devices[0]
      * with ndevices 1). More than TL_ENGINE_MAX_DEVICES, or more partitions than
-     * rows, is TL_EINVAL; a CUDA ordinal that does not exist is TL_EDEVICE. */
+     * rows, is TL_EINVAL; a CUDA ordinal that does not exist is TL_EDEVICE. Iterative
+     * slices run on the part that owns their row (gpu/split_iterative.c). Cone beam
+     * splits no rows (a voxel reads them all): with keep_measurements and CUDA, one engine
+     * on devices[0] (FDK runs there) whose iterative stacks are split by volume over
+     * all of them (gpu/cuda/iterative_cone.cu); without, TL_EUNSUPPORTED. */
     uint32_t ndevices;
     int devices[TL_ENGINE_MAX_DEVICES];
     char kernel[32];  /* force a back-projection kernel by name (tests, benchmarks);

@@ -366,7 +366,7 @@ static tl_status host_alloc(tl_cuda_state *s, void **p, size_t bytes, const char
  * the copies still work, only slower, so a refusal is no error. Access is per context
  * and enabling it twice is an error, hence the table of pairs already asked for. */
 #define TL_CUDA_PEER_MAX 64
-static void enable_peers(int device)
+void tl_cuda_enable_peers(int device)
 {
     static std::mutex mu;
     static bool asked[TL_CUDA_PEER_MAX][TL_CUDA_PEER_MAX];
@@ -418,11 +418,14 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
 {
     tl_errbuf *eb = s->eb;
     TL_TRY(check_device(c, eb));
-    enable_peers(s->device);
+    tl_cuda_enable_peers(s->device);
     cudaDeviceProp prop;
     TL_CUDA(eb, cudaGetDeviceProperties(&prop, s->device));
-    snprintf(s->device_name, sizeof s->device_name, "%.100s (sm_%d%d, %d SMs)", prop.name,
-             prop.major, prop.minor, prop.multiProcessorCount);
+    int n = snprintf(s->device_name, sizeof s->device_name, "%.100s (sm_%d%d, %d SMs)",
+                     prop.name, prop.major, prop.minor, prop.multiProcessorCount);
+    if (c->ndevices >= 2 && n > 0 && (size_t)n < sizeof s->device_name) /* cone beam (backends.c) */
+        snprintf(s->device_name + n, sizeof s->device_name - (size_t)n,
+                 ", iterative problems over %u devices", c->ndevices);
     device_limits d;
     TL_TRY(get_limits(s->device, eb, &d));
     s->tex_align = d.tex_align;

@@ -324,6 +324,9 @@ void tl_cuda_itc_free(tl_cuda_state *s);
 /* cuda_backend.cu */
 tl_status tl_cuda_use_device(tl_cuda_state *s);
 tl_status tl_cuda_alloc(tl_cuda_state *s, void **p, size_t bytes, const char *what);
+/* Lets the current device, `device`, read every other device's memory where the hardware
+ * allows (peer copies then go straight over NVLink or PCIe); a refusal is no error. */
+void tl_cuda_enable_peers(int device);
 size_t tl_cuda_dtype_size(tl_dtype t);
 /* "GPU-" + 8-4-4-4-12 hex digits, as nvidia-smi -L prints a device's UUID (ipc.cu);
  * out gets 41 bytes. */

@@ -384,26 +384,26 @@ unsigned tl_cuda_it_blocks(size_t n)
     return (unsigned)((n + IT_BLOCK - 1) / IT_BLOCK);
 }
 
-tl_status tl_cuda_it_rule(tl_cuda_state *s, uint32_t view_len, tl_it_views v, tl_it_rule rule,
+tl_status tl_cuda_it_rule(tl_cuda_queue q, uint32_t view_len, tl_it_views v, tl_it_rule rule,
                           const float *b, const float *ax, const float *R, float *r, double *sums)
 {
-    rule_kernel<<<tl_cuda_it_blocks((size_t)v.count * view_len), IT_BLOCK, 0, s->stream>>>(
+    rule_kernel<<<tl_cuda_it_blocks((size_t)v.count * view_len), IT_BLOCK, 0, q.stream>>>(
         view_len, v.first, v.stride, v.count, rule, b, ax, R, r, sums);
-    TL_CUDA_LAUNCHED(s->eb, "rule_kernel");
+    TL_CUDA_LAUNCHED(q.eb, "rule_kernel");
     return TL_OK;
 }
 
-tl_status tl_cuda_it_invert(tl_cuda_state *s, float *v, size_t n)
+tl_status tl_cuda_it_invert(tl_cuda_queue q, float *v, size_t n)
 {
-    invert_kernel<<<tl_cuda_it_blocks(n), IT_BLOCK, 0, s->stream>>>(v, n);
-    TL_CUDA_LAUNCHED(s->eb, "invert_kernel");
+    invert_kernel<<<tl_cuda_it_blocks(n), IT_BLOCK, 0, q.stream>>>(v, n);
+    TL_CUDA_LAUNCHED(q.eb, "invert_kernel");
     return TL_OK;
 }
 
-tl_status tl_cuda_it_nonneg(tl_cuda_state *s, float *x, size_t n)
+tl_status tl_cuda_it_nonneg(tl_cuda_queue q, float *x, size_t n)
 {
-    clamp_kernel<<<tl_cuda_it_blocks(n), IT_BLOCK, 0, s->stream>>>(x, NULL, n, true, NULL, NULL);
-    TL_CUDA_LAUNCHED(s->eb, "clamp_kernel");
+    clamp_kernel<<<tl_cuda_it_blocks(n), IT_BLOCK, 0, q.stream>>>(x, NULL, n, true, NULL, NULL);
+    TL_CUDA_LAUNCHED(q.eb, "clamp_kernel");
     return TL_OK;
 }
 
@@ -467,11 +467,11 @@ static tl_status forward(tl_cuda_state *s, tl_it_views v, const float *x)
     return TL_OK;
 }
 
-tl_status tl_cuda_it_read_sums(tl_cuda_state *s, const double *sums, double out[2])
+tl_status tl_cuda_it_read_sums(tl_cuda_queue q, const double *sums, double out[2])
 {
-    TL_CUDA(s->eb,
-            cudaMemcpyAsync(out, sums, 2 * sizeof(double), cudaMemcpyDeviceToHost, s->stream));
-    TL_CUDA(s->eb, cudaStreamSynchronize(s->stream));
+    TL_CUDA(q.eb,
+            cudaMemcpyAsync(out, sums, 2 * sizeof(double), cudaMemcpyDeviceToHost, q.stream));
+    TL_CUDA(q.eb, cudaStreamSynchronize(q.stream));
     return TL_OK;
 }
 
@@ -607,7 +607,7 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
     if (st == TL_OK) {
         TL_CUDA(s->eb, cudaMemcpyAsync(it->R, it->ax, (size_t)n * s->cols * sizeof(float),
                                        cudaMemcpyDeviceToDevice, s->stream));
-        st = tl_cuda_it_invert(s, it->R, (size_t)n * s->cols);
+        st = tl_cuda_it_invert(tl_cuda_queue_of(s), it->R, (size_t)n * s->cols);
     }
     if (st != TL_OK)
         tl_cuda_it_free(s);
@@ -640,12 +640,12 @@ tl_status tl_cuda_op_it_forward(void *state, tl_it_views v, tl_it_rule rule, dou
     TL_TRY(forward(s, v, it->x));
     if (sumsq)
         TL_CUDA(s->eb, cudaMemsetAsync(it->sums, 0, 2 * sizeof(double), s->stream));
-    TL_TRY(tl_cuda_it_rule(s, it->grid.cols, v, rule, it->b, it->ax, it->R, it->r,
+    TL_TRY(tl_cuda_it_rule(tl_cuda_queue_of(s), it->grid.cols, v, rule, it->b, it->ax, it->R, it->r,
                            sumsq ? it->sums : NULL));
     if (!sumsq)
         return TL_OK;
     double sums[2];
-    TL_TRY(tl_cuda_it_read_sums(s, it->sums, sums));
+    TL_TRY(tl_cuda_it_read_sums(tl_cuda_queue_of(s), it->sums, sums));
     *sumsq = sums[0];
     return TL_OK;
 }
@@ -703,7 +703,7 @@ tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, u
     TL_CUDA(s->eb,
             cudaMemcpyAsync(&bits, it->amax, sizeof bits, cudaMemcpyDeviceToHost, s->stream));
     double sums[2];
-    TL_TRY(tl_cuda_it_read_sums(s, it->sums, sums)); /* synchronises: bits is there too */
+    TL_TRY(tl_cuda_it_read_sums(tl_cuda_queue_of(s), it->sums, sums)); /* synchronises: bits is there too */
     float amax;
     memcpy(&amax, &bits, sizeof amax);
     if (!(amax > 0))
@@ -715,7 +715,7 @@ tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, u
         tv_gradient_kernel<<<pixel_grid(it->grid), dim3(IT_TILE_X, IT_TILE_Y), 0, s->stream>>>(
             it->x, it->g, (int)it->grid.h, (int)it->grid.w, eps * eps, it->sums + 1);
         TL_CUDA_LAUNCHED(s->eb, "tv_gradient_kernel");
-        TL_TRY(tl_cuda_it_read_sums(s, it->sums, sums));
+        TL_TRY(tl_cuda_it_read_sums(tl_cuda_queue_of(s), it->sums, sums));
         double gn = sqrt(sums[1]);
         if (!(gn > 0))
             break;

@@ -12,6 +12,18 @@
 
 #define IT_BLOCK 256 /* threads per block of the 1-D kernels */
 
+/* Where the element-wise passes below run: a stream, and where its failures are told (the
+ * engine's own, or one device's of a problem spread over several: iterative_cone.cu). */
+typedef struct {
+    cudaStream_t stream;
+    tl_errbuf *eb;
+} tl_cuda_queue;
+
+static inline tl_cuda_queue tl_cuda_queue_of(const tl_cuda_state *s)
+{
+    return tl_cuda_queue{s->stream, s->eb};
+}
+
 /* Adds a block's values into *out (double): one atomic per block. Every thread of the
  * block calls it. */
 static __device__ __forceinline__ void block_sum(double v, double *out)
@@ -67,13 +79,13 @@ static inline float key_float(unsigned key)
 unsigned tl_cuda_it_blocks(size_t n);
 /* The rule on subset v's measurements (view_len each): r = R (b - ax) (SART), b / ax (EM)
  * or nothing (RESIDUAL), and the sum of (b - ax)^2 added into *sums (NULL: not wanted). */
-tl_status tl_cuda_it_rule(tl_cuda_state *s, uint32_t view_len, tl_it_views v, tl_it_rule rule,
+tl_status tl_cuda_it_rule(tl_cuda_queue q, uint32_t view_len, tl_it_views v, tl_it_rule rule,
                           const float *b, const float *ax, const float *R, float *r, double *sums);
 /* The two double sums at device address sums, after the work queued so far (waits). */
-tl_status tl_cuda_it_read_sums(tl_cuda_state *s, const double *sums, double out[2]);
+tl_status tl_cuda_it_read_sums(tl_cuda_queue q, const double *sums, double out[2]);
 /* v = 1 / v where v > 0, else 0. */
-tl_status tl_cuda_it_invert(tl_cuda_state *s, float *v, size_t n);
+tl_status tl_cuda_it_invert(tl_cuda_queue q, float *v, size_t n);
 /* x = max(x, 0). */
-tl_status tl_cuda_it_nonneg(tl_cuda_state *s, float *x, size_t n);
+tl_status tl_cuda_it_nonneg(tl_cuda_queue q, float *x, size_t n);
 
 #endif

@@ -14,10 +14,25 @@
  * taps(), decides a link in both directions, in double with explicit intrinsics (no
  * contraction): the forward and the backward kernel see bit-identical weights. x, b and
  * the per-subset values are float, the norms double.
+ *
+ * Several GPUs (issue #28 item 5; engine config `devices`, cone beam with kept
+ * measurements): the stack is split by volume, as seed 003 (§40.3.4) splits its back
+ * projection: each device holds a slab of the planes (balanced by pixels) and every view.
+ * A forward pass is each slab's share of A x, summed over the devices: every device
+ * copies the others' shares of the subset's views (peer to peer) and adds them, in device
+ * order, so every device holds the same A x; the rule then runs on every device and the
+ * backward pass updates each slab alone. What crosses between GPUs per subset is the
+ * subset's projections, never the volume (seed 003's other half, projections split in
+ * the forward pass, would move a slab of x after every backward pass: more bytes for a
+ * DBT stack, whose volume outweighs a subset's views). b reaches the other devices once,
+ * from the engine's. Streams are ordered by events, not by the host: one device's copy
+ * waits for the others' shares, and a device overwrites its share only after every other
+ * device has copied it.
  */
 #include "config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +41,7 @@
 #include "gpu/cuda/iterative.cuh"
 
 #define ITC_MAX_GRID 65535u /* slices (grid y) and views (grid z) of a problem */
+#define ITC_MAX_PARTS TL_ENGINE_MAX_DEVICES
 
 /* A slice of the stack as the kernels place its pixels (tl_bp_slice_grid), and pixel
  * (i, j)'s index in x: `first` + i w + j. */
@@ -35,19 +51,39 @@ typedef struct {
     unsigned long long first;
 } itc_slice;
 
+/* One device's share of a problem: its slab of the stack, and its copy of everything
+ * else. */
+typedef struct {
+    int device;
+    cudaStream_t stream;      /* the engine's on the first device; its own elsewhere */
+    cudaEvent_t projected;    /* its share of A x is in ax */
+    cudaEvent_t copied;       /* it has copied the other devices' shares */
+    uint32_t slice0, nslices; /* its planes of the stack */
+    size_t pix0, npix;        /* ... as pixels of x */
+    itc_slice *slices;        /* the whole stack's table (each kernel gets its slab) */
+    double *m;                /* nproj x 12: each view's cone matrix */
+    uint32_t *slots;
+    float *x;               /* npix of the whole stack; its slab is its own */
+    float *b, *ax, *r, *R;  /* nproj * view_len */
+    float *others;          /* (parts - 1) x nproj x view_len: the others' shares of A x */
+    double *sums;           /* reductions, 2 */
+    unsigned *least;        /* min b's float_key */
+} itc_part;
+
 struct tl_cuda_itc {
     uint32_t nslices, nproj, rows, cols;
-    size_t npix, view_len;
+    size_t npix, view_len, nmeas;
     uint32_t slice_max; /* pixels of the largest slice: the kernels' grid in x */
-    itc_slice *slices; /* device tables */
-    double *m;         /* nproj x 12: each view's cone matrix */
-    uint32_t *slots;
-    float *x;                /* npix */
-    float *b, *ax, *r, *R;   /* nproj * view_len */
-    double *sums;            /* reductions, 2 */
-    unsigned *least;         /* min b's float_key */
-    size_t bytes;            /* device memory of all the above */
+    uint32_t nparts;
+    itc_part part[ITC_MAX_PARTS];
+    size_t bytes; /* device memory of all the above, every device */
 };
+
+/* The other parts' shares of A x as a kernel reads them: share[j] is part j's (the own
+ * part's: its ax), so that every part adds them in the same order. */
+typedef struct {
+    const float *share[ITC_MAX_PARTS];
+} itc_shares;
 
 /* Pixel (i, j) of slice s in volume coordinates. */
 __device__ __forceinline__ void pixel_position(const itc_slice &s, uint32_t i, uint32_t j,
@@ -187,33 +223,229 @@ __global__ void backward_cone_kernel(const itc_slice *__restrict__ sl, const dou
     x[q] = rule == TL_IT_EM ? x[q] * (g / norm) : x[q] + lambda * (g / norm);
 }
 
-/* ---- the operations ---------------------------------------------------------------------- */
+/* ax = the sum of the parts' shares of A x, in part order, over subset (first, stride,
+ * count) of views of view_len values. */
+__global__ void sum_shares_kernel(itc_shares in, uint32_t nparts, size_t view_len, uint32_t first,
+                                  uint32_t stride, uint32_t count, float *ax)
+{
+    const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (size_t)count * view_len)
+        return;
+    const size_t e = (size_t)(first + (uint32_t)(t / view_len) * stride) * view_len + t % view_len;
+    float sum = 0.0f;
+    for (uint32_t j = 0; j < nparts; j++)
+        sum += in.share[j][e];
+    ax[e] = sum;
+}
+
+/* ---- one part, and the parts together ------------------------------------------------- */
+
+/* Makes part q's device current: every call on its stream or buffers comes after. */
+static tl_status on(tl_cuda_state *s, const itc_part *q)
+{
+    TL_CUDA(s->eb, cudaSetDevice(q->device));
+    return TL_OK;
+}
+
+static tl_cuda_queue queue(tl_cuda_state *s, const itc_part *q)
+{
+    return tl_cuda_queue{q->stream, s->eb};
+}
+
+static void free_part(tl_cuda_state *s, itc_part *q)
+{
+    if (cudaSetDevice(q->device) != cudaSuccess)
+        return; /* teardown: nothing to do about a failure */
+    if (q->stream)
+        cudaStreamSynchronize(q->stream);
+    void *bufs[] = {q->slices, q->m, q->slots, q->x,    q->b,
+                    q->ax,     q->r, q->R,     q->others, q->sums, q->least};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        cudaFree(bufs[i]);
+    if (q->projected)
+        cudaEventDestroy(q->projected);
+    if (q->copied)
+        cudaEventDestroy(q->copied);
+    if (q->stream && q->stream != s->stream)
+        cudaStreamDestroy(q->stream);
+}
 
 void tl_cuda_itc_free(tl_cuda_state *s)
 {
     tl_cuda_itc *c = s->itc;
     if (!c)
         return;
-    void *bufs[] = {c->slices, c->m, c->slots, c->x, c->b, c->ax, c->r, c->R, c->sums, c->least};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-        cudaFree(bufs[i]); /* teardown: nothing to do about a failure */
+    for (uint32_t k = 0; k < c->nparts; k++)
+        free_part(s, &c->part[k]);
+    cudaSetDevice(s->device);
+    cudaGetLastError(); /* teardown: clear what a failure above left */
     s->mem -= c->bytes;
     free(c);
     s->itc = NULL;
 }
 
-/* A x of subset v into ax (x NULL: ones), the subset's views zeroed first. */
-static tl_status forward(tl_cuda_state *s, tl_it_views v, const float *x)
+/* Every part's share of A x of subset v into its ax (x NULL: ones), the subset's views
+ * zeroed first. */
+static tl_status forward_shares(tl_cuda_state *s, tl_it_views v, bool ones)
 {
     tl_cuda_itc *c = s->itc;
-    for (uint32_t n = 0; n < v.count; n++)
-        TL_CUDA(s->eb, cudaMemsetAsync(c->ax + (size_t)(v.first + n * v.stride) * c->view_len,
-                                       0, c->view_len * sizeof(float), s->stream));
-    const dim3 grid(tl_cuda_it_blocks(c->slice_max), c->nslices, v.count);
-    forward_cone_kernel<<<grid, IT_BLOCK, 0, s->stream>>>(c->slices, c->m, v.first, v.stride,
-                                                          c->rows, c->cols, x, c->ax);
-    TL_CUDA_LAUNCHED(s->eb, "forward_cone_kernel");
+    for (uint32_t k = 0; k < c->nparts; k++) {
+        const itc_part *q = &c->part[k];
+        TL_TRY(on(s, q));
+        if (v.stride == 1)
+            TL_CUDA(s->eb, cudaMemsetAsync(q->ax + (size_t)v.first * c->view_len, 0,
+                                           v.count * c->view_len * sizeof(float), q->stream));
+        else
+            for (uint32_t n = 0; n < v.count; n++)
+                TL_CUDA(s->eb,
+                        cudaMemsetAsync(q->ax + (size_t)(v.first + n * v.stride) * c->view_len, 0,
+                                        c->view_len * sizeof(float), q->stream));
+        const dim3 grid(tl_cuda_it_blocks(c->slice_max), q->nslices, v.count);
+        forward_cone_kernel<<<grid, IT_BLOCK, 0, q->stream>>>(q->slices + q->slice0, q->m,
+                                                              v.first, v.stride, c->rows,
+                                                              c->cols, ones ? NULL : q->x, q->ax);
+        TL_CUDA_LAUNCHED(s->eb, "forward_cone_kernel");
+    }
     return TL_OK;
+}
+
+/* Copies part `from`'s share of subset v into slot j of part q's `others`. */
+static tl_status copy_share(tl_cuda_state *s, const itc_part *q, const itc_part *from, uint32_t j,
+                            tl_it_views v)
+{
+    tl_cuda_itc *c = s->itc;
+    float *dst = q->others + (size_t)j * c->nmeas;
+    const size_t view_bytes = c->view_len * sizeof(float);
+    const uint32_t runs = v.stride == 1 ? 1 : v.count; /* contiguous views: one copy */
+    const size_t bytes = v.stride == 1 ? v.count * view_bytes : view_bytes;
+    for (uint32_t n = 0; n < runs; n++) {
+        const size_t at = (size_t)(v.first + n * v.stride) * c->view_len;
+        TL_CUDA(s->eb, cudaMemcpyPeerAsync(dst + at, q->device, from->ax + at, from->device,
+                                           bytes, q->stream));
+    }
+    return TL_OK;
+}
+
+/* With several parts: A x of subset v on every part, the sum of their shares. Part q
+ * copies the others' shares once they are projected, and overwrites its own only once
+ * every other part has copied it. */
+static tl_status sum_shares(tl_cuda_state *s, tl_it_views v)
+{
+    tl_cuda_itc *c = s->itc;
+    if (c->nparts == 1)
+        return TL_OK;
+    for (uint32_t k = 0; k < c->nparts; k++) {
+        TL_TRY(on(s, &c->part[k]));
+        TL_CUDA(s->eb, cudaEventRecord(c->part[k].projected, c->part[k].stream));
+    }
+    for (uint32_t k = 0; k < c->nparts; k++) {
+        const itc_part *q = &c->part[k];
+        TL_TRY(on(s, q));
+        for (uint32_t j = 0, slot = 0; j < c->nparts; j++) {
+            if (j == k)
+                continue;
+            TL_CUDA(s->eb, cudaStreamWaitEvent(q->stream, c->part[j].projected, 0));
+            TL_TRY(copy_share(s, q, &c->part[j], slot++, v));
+        }
+        TL_CUDA(s->eb, cudaEventRecord(q->copied, q->stream));
+    }
+    for (uint32_t k = 0; k < c->nparts; k++) {
+        const itc_part *q = &c->part[k];
+        TL_TRY(on(s, q));
+        itc_shares in;
+        for (uint32_t j = 0, slot = 0; j < c->nparts; j++) {
+            if (j == k) {
+                in.share[j] = q->ax;
+                continue;
+            }
+            TL_CUDA(s->eb, cudaStreamWaitEvent(q->stream, c->part[j].copied, 0));
+            in.share[j] = q->others + (size_t)slot++ * c->nmeas;
+        }
+        sum_shares_kernel<<<tl_cuda_it_blocks((size_t)v.count * c->view_len), IT_BLOCK, 0,
+                            q->stream>>>(in, c->nparts, c->view_len, v.first, v.stride, v.count,
+                                         q->ax);
+        TL_CUDA_LAUNCHED(s->eb, "sum_shares_kernel");
+    }
+    return TL_OK;
+}
+
+/* A x of subset v (ones: A 1) into every part's ax. */
+static tl_status forward(tl_cuda_state *s, tl_it_views v, bool ones)
+{
+    TL_TRY(forward_shares(s, v, ones));
+    return sum_shares(s, v);
+}
+
+/* ---- setting a problem up ---------------------------------------------------------------- */
+
+/* The devices of the engine's configuration: the engine's own first. */
+static uint32_t devices_of(const tl_cuda_state *s, int dev[ITC_MAX_PARTS])
+{
+    const tl_engine_config *cfg = &s->cfg;
+    dev[0] = s->device;
+    if (cfg->ndevices < 2)
+        return 1;
+    for (uint32_t k = 1; k < cfg->ndevices && k < ITC_MAX_PARTS; k++)
+        dev[k] = cfg->devices[k];
+    return cfg->ndevices;
+}
+
+/* Deals the slices to the parts, in order, balanced by pixels: each part at least one. */
+static void deal_slices(tl_cuda_itc *c, const tl_it_problem *p)
+{
+    uint32_t next = 0;
+    size_t taken = 0;
+    for (uint32_t k = 0; k < c->nparts; k++) {
+        itc_part *q = &c->part[k];
+        q->slice0 = next;
+        q->pix0 = taken;
+        const size_t target = (k + 1) * c->npix / c->nparts;
+        const uint32_t left_for_others = c->nparts - 1 - k;
+        do {
+            taken += (size_t)p->slices[next].height * p->slices[next].width;
+            next++;
+        } while (next < p->nslices - left_for_others && taken < target);
+        q->nslices = next - q->slice0;
+        q->npix = taken - q->pix0;
+    }
+}
+
+static tl_status alloc_part(tl_cuda_state *s, itc_part *q, const tl_it_problem *p, bool first)
+{
+    tl_cuda_itc *c = s->itc;
+    TL_TRY(on(s, q));
+    if (first)
+        q->stream = s->stream;
+    else
+        TL_CUDA(s->eb, cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking));
+    TL_CUDA(s->eb, cudaEventCreateWithFlags(&q->projected, cudaEventDisableTiming));
+    TL_CUDA(s->eb, cudaEventCreateWithFlags(&q->copied, cudaEventDisableTiming));
+    tl_cuda_enable_peers(q->device);
+    char what[96];
+    snprintf(what, sizeof what, "iterative cone-beam reconstruction (CUDA device %d)", q->device);
+    const size_t before = s->mem;
+    struct {
+        void **p;
+        size_t bytes;
+    } want[] = {
+        {(void **)&q->slices, p->nslices * sizeof(itc_slice)},
+        {(void **)&q->m, (size_t)p->nproj * 12 * sizeof(double)},
+        {(void **)&q->slots, p->nproj * sizeof(uint32_t)},
+        {(void **)&q->x, c->npix * sizeof(float)},
+        {(void **)&q->b, c->nmeas * sizeof(float)},
+        {(void **)&q->ax, c->nmeas * sizeof(float)},
+        {(void **)&q->r, c->nmeas * sizeof(float)},
+        {(void **)&q->R, c->nmeas * sizeof(float)},
+        {(void **)&q->others, (c->nparts - 1) * c->nmeas * sizeof(float)},
+        {(void **)&q->sums, 2 * sizeof(double)},
+        {(void **)&q->least, sizeof(unsigned)},
+    };
+    tl_status st = TL_OK;
+    for (size_t i = 0; st == TL_OK && i < sizeof want / sizeof *want; i++)
+        if (want[i].bytes)
+            st = tl_cuda_alloc(s, want[i].p, want[i].bytes, what);
+    c->bytes += s->mem - before;
+    return st;
 }
 
 static tl_status alloc_itc(tl_cuda_state *s, const tl_it_problem *p)
@@ -228,6 +460,7 @@ static tl_status alloc_itc(tl_cuda_state *s, const tl_it_problem *p)
     c->cols = s->cols;
     c->npix = tl_it_pixels(p);
     c->view_len = (size_t)s->rows * s->cols;
+    c->nmeas = (size_t)p->nproj * c->view_len;
     for (uint32_t n = 0; n < p->nslices; n++) {
         const size_t px = (size_t)p->slices[n].height * p->slices[n].width;
         c->slice_max = px > c->slice_max ? (uint32_t)px : c->slice_max;
@@ -236,31 +469,19 @@ static tl_status alloc_itc(tl_cuda_state *s, const tl_it_problem *p)
         return tl_fail(s->eb, TL_EINVAL,
                        "iterative: %u slices and %u views in a cone-beam stack: at most %u each",
                        p->nslices, p->nproj, ITC_MAX_GRID);
-    const size_t nmeas = (size_t)p->nproj * c->view_len, before = s->mem;
-    struct {
-        void **p;
-        size_t bytes;
-    } want[] = {
-        {(void **)&c->slices, p->nslices * sizeof(itc_slice)},
-        {(void **)&c->m, (size_t)p->nproj * 12 * sizeof(double)},
-        {(void **)&c->slots, p->nproj * sizeof(uint32_t)},
-        {(void **)&c->x, c->npix * sizeof(float)},
-        {(void **)&c->b, nmeas * sizeof(float)},
-        {(void **)&c->ax, nmeas * sizeof(float)},
-        {(void **)&c->r, nmeas * sizeof(float)},
-        {(void **)&c->R, nmeas * sizeof(float)},
-        {(void **)&c->sums, 2 * sizeof(double)},
-        {(void **)&c->least, sizeof(unsigned)},
-    };
-    tl_status st = TL_OK;
-    for (size_t i = 0; st == TL_OK && i < sizeof want / sizeof *want; i++)
-        st = tl_cuda_alloc(s, want[i].p, want[i].bytes, "iterative cone-beam reconstruction");
-    c->bytes = s->mem - before;
-    return st;
+    int dev[ITC_MAX_PARTS];
+    uint32_t ndev = devices_of(s, dev);
+    c->nparts = ndev < p->nslices ? ndev : p->nslices; /* a slice is a part's least share */
+    for (uint32_t k = 0; k < c->nparts; k++)
+        c->part[k].device = dev[k];
+    deal_slices(c, p);
+    for (uint32_t k = 0; k < c->nparts; k++)
+        TL_TRY(alloc_part(s, &c->part[k], p, k == 0));
+    return TL_OK;
 }
 
-/* The host tables: each slice's pixel placement (tl_bp_slice_grid), each view's matrix and
- * slot. */
+/* The host tables (each slice's pixel placement, tl_bp_slice_grid; each view's matrix
+ * and slot) onto every part's device. */
 static tl_status upload_tables(tl_cuda_state *s, const tl_it_problem *p)
 {
     tl_cuda_itc *c = s->itc;
@@ -284,17 +505,21 @@ static tl_status upload_tables(tl_cuda_state *s, const tl_it_problem *p)
         hslot[k] = p->proj[k].slot;
     }
     cudaError_t e = cudaSuccess;
-    if (st == TL_OK)
-        e = cudaMemcpyAsync(c->slices, hs, p->nslices * sizeof *hs, cudaMemcpyHostToDevice,
-                            s->stream);
-    if (st == TL_OK && e == cudaSuccess)
-        e = cudaMemcpyAsync(c->m, hm, (size_t)p->nproj * 12 * sizeof *hm, cudaMemcpyHostToDevice,
-                            s->stream);
-    if (st == TL_OK && e == cudaSuccess)
-        e = cudaMemcpyAsync(c->slots, hslot, p->nproj * sizeof *hslot, cudaMemcpyHostToDevice,
-                            s->stream);
-    if (st == TL_OK && e == cudaSuccess)
-        e = cudaStreamSynchronize(s->stream); /* before the host tables go */
+    for (uint32_t k = 0; st == TL_OK && e == cudaSuccess && k < c->nparts; k++) {
+        const itc_part *q = &c->part[k];
+        e = cudaSetDevice(q->device);
+        if (e == cudaSuccess)
+            e = cudaMemcpyAsync(q->slices, hs, p->nslices * sizeof *hs, cudaMemcpyHostToDevice,
+                                q->stream);
+        if (e == cudaSuccess)
+            e = cudaMemcpyAsync(q->m, hm, (size_t)p->nproj * 12 * sizeof *hm,
+                                cudaMemcpyHostToDevice, q->stream);
+        if (e == cudaSuccess)
+            e = cudaMemcpyAsync(q->slots, hslot, p->nproj * sizeof *hslot,
+                                cudaMemcpyHostToDevice, q->stream);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(q->stream); /* before the host tables go */
+    }
     if (st == TL_OK && e != cudaSuccess)
         st = tl_cuda_fail_call(s->eb, e, "cudaMemcpyAsync (iterative cone tables)", __FILE__,
                                __LINE__);
@@ -304,27 +529,37 @@ static tl_status upload_tables(tl_cuda_state *s, const tl_it_problem *p)
     return st;
 }
 
-/* b from the kept measurements, with ||b||^2 and min b reduced on the device. */
+/* b from the kept measurements, with ||b||^2 and min b reduced on the engine's device,
+ * then copied to the other parts. */
 static tl_status gather(tl_cuda_state *s, double stats[2])
 {
     tl_cuda_itc *c = s->itc;
+    const itc_part *q = &c->part[0];
+    TL_TRY(on(s, q));
     unsigned least = 0xffffffffu;
-    TL_CUDA(s->eb, cudaMemsetAsync(c->sums, 0, 2 * sizeof(double), s->stream));
+    TL_CUDA(s->eb, cudaMemsetAsync(q->sums, 0, 2 * sizeof(double), q->stream));
     TL_CUDA(s->eb,
-            cudaMemcpyAsync(c->least, &least, sizeof least, cudaMemcpyHostToDevice, s->stream));
-    const size_t nmeas = (size_t)c->nproj * c->view_len;
-    gather_cone_kernel<<<tl_cuda_it_blocks(nmeas), IT_BLOCK, 0, s->stream>>>(
-        s->meas, s->slab_el, s->pitch_el, c->slots, c->nproj, c->rows, c->cols, c->b, c->sums,
-        c->least);
+            cudaMemcpyAsync(q->least, &least, sizeof least, cudaMemcpyHostToDevice, q->stream));
+    gather_cone_kernel<<<tl_cuda_it_blocks(c->nmeas), IT_BLOCK, 0, q->stream>>>(
+        s->meas, s->slab_el, s->pitch_el, q->slots, c->nproj, c->rows, c->cols, q->b, q->sums,
+        q->least);
     TL_CUDA_LAUNCHED(s->eb, "gather_cone_kernel");
     TL_CUDA(s->eb,
-            cudaMemcpyAsync(&least, c->least, sizeof least, cudaMemcpyDeviceToHost, s->stream));
+            cudaMemcpyAsync(&least, q->least, sizeof least, cudaMemcpyDeviceToHost, q->stream));
     double sums[2];
-    TL_TRY(tl_cuda_it_read_sums(s, c->sums, sums)); /* synchronises: least is there too */
+    TL_TRY(tl_cuda_it_read_sums(queue(s, q), q->sums, sums)); /* waits: least is there too */
     stats[0] = sums[0];
     stats[1] = key_float(least);
+    for (uint32_t k = 1; k < c->nparts; k++) {
+        const itc_part *to = &c->part[k];
+        TL_TRY(on(s, to));
+        TL_CUDA(s->eb, cudaMemcpyPeerAsync(to->b, to->device, q->b, q->device,
+                                           c->nmeas * sizeof(float), to->stream));
+    }
     return TL_OK;
 }
+
+/* ---- the operations ---------------------------------------------------------------------- */
 
 tl_status tl_cuda_itc_begin(tl_cuda_state *s, const tl_it_problem *p, double stats[2])
 {
@@ -338,64 +573,87 @@ tl_status tl_cuda_itc_begin(tl_cuda_state *s, const tl_it_problem *p, double sta
         st = upload_tables(s, p);
     if (st == TL_OK)
         st = gather(s, stats);
+    if (st == TL_OK) /* R = 1 / (A 1) over every view, on every part */
+        st = forward(s, (tl_it_views){0, 1, p->nproj}, true);
     tl_cuda_itc *c = s->itc;
-    if (st == TL_OK) /* R = 1 / (A 1) over every view */
-        st = forward(s, (tl_it_views){0, 1, p->nproj}, NULL);
-    if (st == TL_OK) {
-        cudaError_t e = cudaMemcpyAsync(c->R, c->ax, (size_t)c->nproj * c->view_len * sizeof(float),
-                                        cudaMemcpyDeviceToDevice, s->stream);
+    for (uint32_t k = 0; st == TL_OK && k < c->nparts; k++) {
+        const itc_part *q = &c->part[k];
+        cudaError_t e = cudaSetDevice(q->device);
         if (e == cudaSuccess)
-            e = cudaMemsetAsync(c->x, 0, c->npix * sizeof(float), s->stream);
+            e = cudaMemcpyAsync(q->R, q->ax, c->nmeas * sizeof(float), cudaMemcpyDeviceToDevice,
+                                q->stream);
+        if (e == cudaSuccess)
+            e = cudaMemsetAsync(q->x, 0, c->npix * sizeof(float), q->stream);
         if (e != cudaSuccess)
             st = tl_cuda_fail_call(s->eb, e, "cudaMemcpyAsync (iterative cone R)", __FILE__,
                                    __LINE__);
+        if (st == TL_OK)
+            st = tl_cuda_it_invert(queue(s, q), q->R, c->nmeas);
     }
     if (st == TL_OK)
-        st = tl_cuda_it_invert(s, c->R, (size_t)c->nproj * c->view_len);
+        st = tl_cuda_use_device(s);
     if (st != TL_OK)
         tl_cuda_itc_free(s);
     return st;
 }
 
+/* in (host; NULL: keep) into each part's slab of x, then each slab into out (NULL: none). */
 tl_status tl_cuda_itc_image(tl_cuda_state *s, const float *in, float *out)
 {
-    TL_TRY(tl_cuda_use_device(s));
     tl_cuda_itc *c = s->itc;
-    const size_t bytes = c->npix * sizeof(float);
-    if (in)
-        TL_CUDA(s->eb, cudaMemcpyAsync(c->x, in, bytes, cudaMemcpyHostToDevice, s->stream));
-    if (out)
-        TL_CUDA(s->eb, cudaMemcpyAsync(out, c->x, bytes, cudaMemcpyDeviceToHost, s->stream));
-    TL_CUDA(s->eb, cudaStreamSynchronize(s->stream)); /* in may be freed, out read */
-    return TL_OK;
+    for (uint32_t k = 0; k < c->nparts; k++) {
+        const itc_part *q = &c->part[k];
+        const size_t bytes = q->npix * sizeof(float);
+        TL_TRY(on(s, q));
+        if (in)
+            TL_CUDA(s->eb, cudaMemcpyAsync(q->x + q->pix0, in + q->pix0, bytes,
+                                           cudaMemcpyHostToDevice, q->stream));
+        if (out)
+            TL_CUDA(s->eb, cudaMemcpyAsync(out + q->pix0, q->x + q->pix0, bytes,
+                                           cudaMemcpyDeviceToHost, q->stream));
+    }
+    for (uint32_t k = 0; k < c->nparts; k++) { /* in may be freed, out read */
+        TL_TRY(on(s, &c->part[k]));
+        TL_CUDA(s->eb, cudaStreamSynchronize(c->part[k].stream));
+    }
+    return tl_cuda_use_device(s);
 }
 
 tl_status tl_cuda_itc_forward(tl_cuda_state *s, tl_it_views v, tl_it_rule rule, double *sumsq)
 {
-    TL_TRY(tl_cuda_use_device(s));
     tl_cuda_itc *c = s->itc;
-    TL_TRY(forward(s, v, c->x));
-    if (sumsq)
-        TL_CUDA(s->eb, cudaMemsetAsync(c->sums, 0, 2 * sizeof(double), s->stream));
-    TL_TRY(tl_cuda_it_rule(s, (uint32_t)c->view_len, v, rule, c->b, c->ax, c->R, c->r,
-                           sumsq ? c->sums : NULL));
+    TL_TRY(forward(s, v, false));
+    /* every part needs the rule's values of the subset; the first one's sums are read */
+    for (uint32_t k = c->nparts; k-- > 0;) {
+        const itc_part *q = &c->part[k];
+        double *sums = k == 0 && sumsq ? q->sums : NULL;
+        TL_TRY(on(s, q));
+        if (sums)
+            TL_CUDA(s->eb, cudaMemsetAsync(sums, 0, 2 * sizeof(double), q->stream));
+        TL_TRY(tl_cuda_it_rule(queue(s, q), (uint32_t)c->view_len, v, rule, q->b, q->ax, q->R,
+                               q->r, sums));
+    }
     if (!sumsq)
         return TL_OK;
     double sums[2];
-    TL_TRY(tl_cuda_it_read_sums(s, c->sums, sums));
+    TL_TRY(tl_cuda_it_read_sums(queue(s, &c->part[0]), c->part[0].sums, sums));
     *sumsq = sums[0];
     return TL_OK;
 }
 
 tl_status tl_cuda_itc_backward(tl_cuda_state *s, tl_it_views v, tl_it_rule rule, double lambda)
 {
-    TL_TRY(tl_cuda_use_device(s));
     tl_cuda_itc *c = s->itc;
-    const dim3 grid(tl_cuda_it_blocks(c->slice_max), c->nslices);
-    backward_cone_kernel<<<grid, IT_BLOCK, 0, s->stream>>>(c->slices, c->m, v.first, v.stride,
-                                                           v.count, c->rows, c->cols, rule,
-                                                           (float)lambda, c->r, c->x);
-    TL_CUDA_LAUNCHED(s->eb, "backward_cone_kernel");
+    for (uint32_t k = c->nparts; k-- > 0;) { /* the engine's device last: current after */
+        const itc_part *q = &c->part[k];
+        TL_TRY(on(s, q));
+        const dim3 grid(tl_cuda_it_blocks(c->slice_max), q->nslices);
+        backward_cone_kernel<<<grid, IT_BLOCK, 0, q->stream>>>(q->slices + q->slice0, q->m,
+                                                               v.first, v.stride, v.count,
+                                                               c->rows, c->cols, rule,
+                                                               (float)lambda, q->r, q->x);
+        TL_CUDA_LAUNCHED(s->eb, "backward_cone_kernel");
+    }
     return TL_OK;
 }
 
@@ -404,6 +662,11 @@ tl_status tl_cuda_itc_regularise(tl_cuda_state *s, bool nonneg, double tv_weight
     if (tv_weight > 0)
         return tl_fail(s->eb, TL_EINTERNAL,
                        "iterative: no TV steps in cone beam (the engine refuses them)");
-    TL_TRY(tl_cuda_use_device(s));
-    return nonneg ? tl_cuda_it_nonneg(s, s->itc->x, s->itc->npix) : TL_OK;
+    tl_cuda_itc *c = s->itc;
+    for (uint32_t k = c->nparts; nonneg && k-- > 0;) {
+        const itc_part *q = &c->part[k];
+        TL_TRY(on(s, q));
+        TL_TRY(tl_cuda_it_nonneg(queue(s, q), q->x + q->pix0, q->npix));
+    }
+    return TL_OK;
 }

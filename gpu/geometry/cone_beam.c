@@ -183,10 +183,11 @@ static tl_status cone_check(const tl_engine_config *c, tl_errbuf *eb)
                        "the detector sees (corners %g mm from the axis): the fan is too wide "
                        "for FDK",
                        k->source_origin, corner);
-    if (c->ndevices >= 2)
+    if (c->ndevices >= 2 && !c->keep_measurements)
         return tl_fail(eb, TL_EUNSUPPORTED,
-                       "cone beam runs on one device (%u asked for): its slices read every "
-                       "detector row",
+                       "cone beam's FDK runs on one device (%u asked for): its slices read "
+                       "every detector row; several devices share iterative problems, which "
+                       "need keep_measurements",
                        c->ndevices);
     if (c->half_acquisition)
         return tl_fail(eb, TL_EUNSUPPORTED, "half acquisition is parallel beam only");

@@ -14,7 +14,11 @@
  *                falls, and it beats FDK of the same limited arc (rotating detector, FDK at
  *                its best scale) by the margin printed; a stationary detector refuses FDK
  *                (its views' intrinsics differ) but iterates;
- *   refusals     cone beam without kept measurements, Joseph's pair, TV steps: TL_EINVAL.
+ *   refusals     cone beam without kept measurements, Joseph's pair, TV steps: TL_EINVAL;
+ *                several devices without kept measurements (FDK runs on one), or on the
+ *                CPU backend: TL_EUNSUPPORTED;
+ *   devices      (CUDA) the stack split by volume over two and three parts of one GPU, and
+ *                over two GPUs where there are two, against the reference as above.
  * Built twice: for the CPU backend (tests/unit) and, with TL_TEST_CUDA, for the CUDA backend
  * (tests/gpu; skips without a device).
  */
@@ -106,26 +110,30 @@ static void make_scan(scan *s, tl_tomo_source src, tl_tomo_detector det, const d
     ck_assert_int_eq(tl_project_cone(&s->cb, TL_PROJECTOR_MATCHED, truth, s->b, &eb), TL_OK);
 }
 
-/* An engine keeping the measurements (if keep) of the scan, frames in reverse order, and
- * the NY planes parallel to the detector at the reference's voxels: plane j at y = j -
- * (NY - 1) / 2 volume units (a voxel each: pitch sad / sdd mm), its rows from +z down. */
-static tl_engine *engine_of(const scan *s, bool keep, int ids[NY])
+/* The cone-beam engine configuration of the scan (measurements kept if keep). */
+static void config_of(const scan *s, bool keep, tl_engine_config *cfg)
 {
-    tl_engine_config cfg;
-    tl_engine_config_init(&cfg, ROWS, COLS, VIEWS);
-    cfg.backend = BACKEND;
-    cfg.dtype = TL_DTYPE_F32;
-    cfg.already_linear = true;
-    cfg.geometry = TL_GEOMETRY_CONE;
-    cfg.cone = (tl_cone_config){.source_origin = SAD,
-                                .source_detector = SDD,
-                                .pixel_u = PITCH,
-                                .pixel_v = PITCH,
-                                .matrices = (const double(*)[12])s->P,
-                                .nmatrices = VIEWS};
-    cfg.keep_measurements = keep;
+    tl_engine_config_init(cfg, ROWS, COLS, VIEWS);
+    cfg->backend = BACKEND;
+    cfg->dtype = TL_DTYPE_F32;
+    cfg->already_linear = true;
+    cfg->geometry = TL_GEOMETRY_CONE;
+    cfg->cone = (tl_cone_config){.source_origin = SAD,
+                                 .source_detector = SDD,
+                                 .pixel_u = PITCH,
+                                 .pixel_v = PITCH,
+                                 .matrices = (const double(*)[12])s->P,
+                                 .nmatrices = VIEWS};
+    cfg->keep_measurements = keep;
+}
+
+/* An engine of configuration cfg holding the scan, frames in reverse order, and the NY
+ * planes parallel to the detector at the reference's voxels: plane j at y = j - (NY - 1)
+ * / 2 volume units (a voxel each: pitch sad / sdd mm), its rows from +z down. */
+static tl_engine *engine_with(const tl_engine_config *cfg, const scan *s, int ids[NY])
+{
     tl_engine *e;
-    ck_assert_msg(tl_engine_create(&cfg, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
+    ck_assert_msg(tl_engine_create(cfg, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
     static float frame[ROWS * COLS];
     for (uint32_t n = 0; n < VIEWS; n++) {
         uint32_t k = VIEWS - 1 - n;
@@ -149,6 +157,14 @@ static tl_engine *engine_of(const scan *s, bool keep, int ids[NY])
         ck_assert_int_eq(tl_engine_add_slice(e, &sp, &ids[j]), TL_OK);
     }
     return e;
+}
+
+/* engine_with() of the scan's own configuration. */
+static tl_engine *engine_of(const scan *s, bool keep, int ids[NY])
+{
+    tl_engine_config cfg;
+    config_of(s, keep, &cfg);
+    return engine_with(&cfg, s, ids);
 }
 
 /* The engine's stack (plane j, row i from +z down, column i) in the reference's layout. */
@@ -240,8 +256,10 @@ START_TEST(geometry)
 END_TEST
 
 /* o through the engine and through the reference, from zeros, on one geometry. */
-static void against_reference(const char *what, tl_tomo_source src, tl_tomo_detector det,
-                              const tl_iter_options *o)
+/* Iterates the stack on ndev devices (0: the engine's one) and compares with the
+ * reference. */
+static void on_devices(const char *what, tl_tomo_source src, tl_tomo_detector det,
+                       const tl_iter_options *o, uint32_t ndev, const int *devs)
 {
     static double truth[NVOX], want[NVOX], got[NVOX];
     static float stack[NVOX];
@@ -249,7 +267,12 @@ static void against_reference(const char *what, tl_tomo_source src, tl_tomo_dete
     balls(truth);
     make_scan(&s, src, det, truth);
     int ids[NY];
-    tl_engine *e = engine_of(&s, true, ids);
+    tl_engine_config cfg;
+    config_of(&s, true, &cfg);
+    cfg.ndevices = ndev;
+    for (uint32_t k = 0; k < ndev; k++)
+        cfg.devices[k] = devs[k];
+    tl_engine *e = engine_with(&cfg, &s, ids);
     double res_got[16], res_want[16];
     uint32_t done_got, done_want;
     ck_assert_msg(tl_engine_iterate(e, ids, NY, o, NULL, stack, res_got, &done_got, NULL) == TL_OK,
@@ -270,6 +293,12 @@ static void against_reference(const char *what, tl_tomo_source src, tl_tomo_dete
     ck_assert_msg(l2 <= EXACT_REL, "%s: %.3g from the reference", what, l2);
     ck_assert_msg(worst <= RESIDUAL_TOL, "%s: residual %.3g from the reference's", what, worst);
     tl_engine_destroy(e);
+}
+
+static void against_reference(const char *what, tl_tomo_source src, tl_tomo_detector det,
+                              const tl_iter_options *o)
+{
+    on_devices(what, src, det, o, 0, NULL);
 }
 
 START_TEST(reference)
@@ -393,19 +422,51 @@ START_TEST(refusals)
     /* a stationary detector without kept measurements: FDK cannot serve it, so refused */
     make_scan(&s, TL_TOMO_ARC, TL_TOMO_STATIONARY, truth);
     tl_engine_config cfg;
-    tl_engine_config_init(&cfg, ROWS, COLS, VIEWS);
-    cfg.backend = BACKEND;
-    cfg.geometry = TL_GEOMETRY_CONE;
-    cfg.cone = (tl_cone_config){.source_origin = SAD,
-                                .source_detector = SDD,
-                                .pixel_u = PITCH,
-                                .pixel_v = PITCH,
-                                .matrices = (const double(*)[12])s.P,
-                                .nmatrices = VIEWS};
+    config_of(&s, false, &cfg);
     ck_assert_int_eq(tl_engine_create(&cfg, &e), TL_EUNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(tl_engine_last_error(NULL), "keep_measurements"));
+    /* several devices serve iterative problems only: FDK alone is refused */
+    make_scan(&s, TL_TOMO_ARC, TL_TOMO_ROTATING, truth);
+    config_of(&s, false, &cfg);
+    cfg.ndevices = 2;
+    ck_assert_int_eq(tl_engine_create(&cfg, &e), TL_EUNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(tl_engine_last_error(NULL), "FDK runs on one device"));
+#ifndef TL_TEST_CUDA
+    config_of(&s, true, &cfg); /* and on the CPU backend not at all */
+    cfg.ndevices = 2;
+    ck_assert_int_eq(tl_engine_create(&cfg, &e), TL_EUNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(tl_engine_last_error(NULL), "CUDA devices only"));
+#endif
 }
 END_TEST
+
+#ifdef TL_TEST_CUDA
+/* The stack split by volume over several devices (iterative_cone.cu): two parts on the
+ * one GPU every machine has, and on two GPUs where there are two; each against the
+ * reference as on one device. */
+START_TEST(devices)
+{
+    tl_iter_options sirt = {.method = TL_ITER_SIRT,
+                            .iterations = 8,
+                            .relaxation = 1,
+                            .nonneg = true};
+    tl_iter_options os = {.method = TL_ITER_OS_SART,
+                          .iterations = 3,
+                          .subsets = 5,
+                          .relaxation = 1};
+    const int same[] = {0, 0}, three[] = {0, 0, 0}, two[] = {0, 1};
+    on_devices("2 parts on GPU 0: SIRT, non-negative", TL_TOMO_ARC, TL_TOMO_STATIONARY, &sirt, 2,
+               same);
+    on_devices("3 parts on GPU 0: OS-SART (5)", TL_TOMO_ARC, TL_TOMO_ROTATING, &os, 3, three);
+    if (tl_backend_device_count(TL_BACKEND_CUDA, NULL, 0) < 2) {
+        printf("  one GPU: the two-GPU split is not run here\n");
+        return;
+    }
+    on_devices("GPUs 0 and 1: SIRT, non-negative", TL_TOMO_ARC, TL_TOMO_STATIONARY, &sirt, 2, two);
+    on_devices("GPUs 0 and 1: OS-SART (5)", TL_TOMO_LINE, TL_TOMO_STATIONARY, &os, 2, two);
+}
+END_TEST
+#endif
 
 #ifdef TL_TEST_CUDA
 int main(void)
@@ -415,6 +476,7 @@ int main(void)
         {"reference", {reference, NULL}},
         {"tomosynthesis", {tomosynthesis, NULL}},
         {"refusals", {refusals, NULL}},
+        {"devices", {devices, NULL}},
     };
     return tl_gt_main("iterative_cone", cases, sizeof cases / sizeof *cases);
 }
