@@ -131,10 +131,10 @@ tl_status tl_engine_check_config(const tl_engine_config *c, tl_errbuf *eb)
         return tl_fail(eb, TL_EINVAL,
                        "%u devices for %u detector rows: each device needs a row of its own",
                        c->ndevices, c->rows);
-    if (c->keep_measurements && (c->half_acquisition || c->ndevices >= 2))
+    if (c->keep_measurements && c->half_acquisition)
         return tl_fail(eb, TL_EINVAL,
-                       "keep_measurements: iterative slices are on one device, without half "
-                       "acquisition (so far)");
+                       "keep_measurements: iterative slices are without half acquisition (its "
+                       "column weights are FBP's)");
     st = check_corrections(c, eb);
     if (st != TL_OK)
         return st;

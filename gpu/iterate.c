@@ -24,10 +24,6 @@ static tl_status check_iterative(tl_engine *e, const int *ids, size_t n, const t
     if (e->halfacq)
         return tl_fail(&e->err, TL_EINVAL,
                        "iterative: not with half acquisition (its column weights are FBP's)");
-    if (!e->ops->it_begin) /* the split backend: rows over several GPUs (#29) */
-        return tl_fail(&e->err, TL_EINVAL,
-                       "iterative: one device only so far (this engine is %s over several)",
-                       e->backend);
     if (e->cfg.geometry == TL_GEOMETRY_CONE) {
         if (!e->cfg.keep_measurements) /* filtered or not, the window is weighed for FDK */
             return tl_fail(&e->err, TL_EINVAL,

@@ -14,7 +14,7 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/engine.c gpu/backends.c gpu/host.c gpu/frames.c gpu/slices.c gpu/track.c \
 	gpu/reconstruct.c gpu/iterate.c gpu/choices.c gpu/bench.c gpu/center.c gpu/halfacq.c gpu/bands.c \
 	gpu/window.h gpu/window.c \
-	gpu/split.h gpu/split_impl.h gpu/split.c gpu/split_route.c gpu/split_acc.c gpu/split_bench.c \
+	gpu/split.h gpu/split_impl.h gpu/split.c gpu/split_route.c gpu/split_acc.c gpu/split_bench.c gpu/split_iterative.c \
 	gpu/phantom.h gpu/phantom.c gpu/phantom_cone.h gpu/phantom_cone.c \
 	gpu/fdk_ref.h gpu/fdk_ref.c gpu/project_ref.h gpu/project_ref.c gpu/iterative_ref.h gpu/iterative_ref.c \
 	gpu/ipc.h gpu/ipc.c \

@@ -446,4 +446,11 @@ const tl_backend_ops tl_split_backend = {
     .fence = split_fence,
     .fence_done = split_fence_done,
     .flush = split_flush,
+    .it_begin = tl_split_it_begin,
+    .it_image = tl_split_it_image,
+    .it_forward = tl_split_it_forward,
+    .it_backward = tl_split_it_backward,
+    .it_mark = tl_split_it_mark,
+    .it_regularise = tl_split_it_regularise,
+    .it_end = tl_split_it_end,
 };

@@ -1,7 +1,7 @@
 /* split_impl.h — the split backend's state (split.c), shared by its files: split.c
  * (configuration, creation, frames, device queries), split_route.c (which part computes
  * what, and running the parts at once), split_acc.c (tracked slices) and split_bench.c
- * (benchmarks). Internal to gpu/.
+ * (benchmarks), split_iterative.c (iterative slices). Internal to gpu/.
  */
 #ifndef TL_SPLIT_IMPL_H
 #define TL_SPLIT_IMPL_H
@@ -88,6 +88,8 @@ typedef struct {
 
     tl_split_acc *acc; /* by slice id */
     int nacc;
+
+    uint32_t it_part; /* the part solving the current iterative problem */
 } tl_split;
 
 /* split.c: reports part k's failure (its own message) as the split's. */
@@ -122,5 +124,14 @@ tl_status tl_split_acc_read(void *state, const int *ids, size_t n, float *const 
 tl_status tl_split_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *rows, size_t cap,
                          size_t *n);
 tl_status tl_split_bench_store(void *state, const tl_frame *f, int reps, double *ms);
+
+/* split_iterative.c: the iterative primitives of the table (the owner part solves). */
+tl_status tl_split_it_begin(void *state, const tl_it_problem *p, double stats[2]);
+tl_status tl_split_it_image(void *state, const float *in, float *out);
+tl_status tl_split_it_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq);
+tl_status tl_split_it_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda);
+tl_status tl_split_it_mark(void *state);
+tl_status tl_split_it_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps);
+void tl_split_it_end(void *state);
 
 #endif

@@ -214,8 +214,8 @@ static void open_scan(tl_daemon *d, tl_item *it)
         snprintf(why, sizeof why, "%s", cwhy);
     ec.half_acquisition = m->half_acquisition;
     /* iterative slices' measurements, where an engine can iterate (iterate.c) */
-    ec.keep_measurements = c->engine_iterative && ec.geometry == TL_GEOMETRY_PARALLEL &&
-                           !ec.half_acquisition && ec.ndevices < 2;
+    ec.keep_measurements =
+        c->engine_iterative && ec.geometry == TL_GEOMETRY_PARALLEL && !ec.half_acquisition;
     ec.center_estimate = m->has_auto_center;
     ec.center_auto = m->auto_center;
     /* per-frame corrections: the engine checks the values and names a bad one */

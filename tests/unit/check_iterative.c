@@ -22,7 +22,9 @@
  *   kept         an engine filtering for FBP that keeps the measurements (the daemon's
  *                live iterative slices) iterates exactly as an unfiltered one (on the GPU
  *                within the exact mode: its atomics), with ring removal too, and its FBP
- *                is unchanged.
+ *                is unchanged;
+ *   split rows   an engine split by rows over two devices iterates a slice of either part
+ *                as one engine does (unfiltered, and kept beside a filtered window).
  * Built twice: for the CPU backend (tests/unit) and, with TL_TEST_CUDA, for the CUDA backend
  * (tests/gpu; skips without a device).
  */
@@ -469,6 +471,94 @@ START_TEST(kept_measurements)
 }
 END_TEST
 
+#define SPLIT_ROWS 4 /* detector rows of the split case: row r is the scan times 1 + r */
+
+/* An engine of SPLIT_ROWS rows holding the scan, on ndev devices (0: one engine). */
+static tl_engine *engine_rows(const scan *s, uint32_t ndev, tl_filter f, bool keep)
+{
+    tl_engine_config cfg;
+    tl_engine_config_init(&cfg, SPLIT_ROWS, COLS, s->n);
+    cfg.backend = BACKEND;
+    cfg.dtype = TL_DTYPE_F32;
+    cfg.already_linear = true;
+    cfg.center = s->center[0];
+    cfg.filter = f;
+    cfg.keep_measurements = keep;
+    cfg.ndevices = ndev;
+    for (uint32_t k = 0; k < ndev; k++)
+        cfg.devices[k] = 0; /* the one GPU every machine has; CPU: partitions */
+    tl_engine *e;
+    ck_assert_msg(tl_engine_create(&cfg, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
+    static float frame[SPLIT_ROWS * COLS];
+    for (uint32_t k = 0; k < s->n; k++) {
+        for (uint32_t r = 0; r < SPLIT_ROWS; r++)
+            for (uint32_t u = 0; u < COLS; u++)
+                frame[r * COLS + u] = (float)(s->b[k * COLS + u] * (1 + r));
+        tl_frame fr = {.kind = TL_FRAME_PROJ,
+                       .index = k,
+                       .angle = s->theta[k],
+                       .dtype = TL_DTYPE_F32,
+                       .rows = SPLIT_ROWS,
+                       .cols = COLS,
+                       .data = frame};
+        ck_assert_int_eq(tl_engine_submit(e, &fr), TL_OK);
+    }
+    return e;
+}
+
+/* Engines split by rows over two devices (split_iterative.c): a slice in either part's
+ * rows iterates as on one engine, from the unfiltered window and from measurements kept
+ * beside a filtered one (the daemon's case); bitwise on the CPU, within the exact mode on
+ * the GPU (its atomics). */
+START_TEST(split_rows)
+{
+    static scan s;
+    make_scan(&s, 30, 0, M_PI);
+    tl_iter_options o = {.method = TL_ITER_OS_SART,
+                         .iterations = 3,
+                         .subsets = 5,
+                         .relaxation = 1,
+                         .nonneg = true};
+    tl_engine *one = engine_rows(&s, 0, TL_FILTER_NONE, false);
+    tl_engine *two = engine_rows(&s, 2, TL_FILTER_NONE, false);
+    tl_engine *kept = engine_rows(&s, 2, TL_FILTER_RAMLAK, true);
+    static float want[N * N], got[N * N];
+    static double dw[N * N], dg[N * N];
+    for (uint32_t row = 0; row < SPLIT_ROWS; row += SPLIT_ROWS - 1) { /* part 0's, part 1's */
+        tl_engine *engines[] = {two, kept};
+        tl_slice_spec sp;
+        tl_slice_spec_row(&sp, row, N, N);
+        int id;
+        uint32_t done;
+        ck_assert_int_eq(tl_engine_add_slice(one, &sp, &id), TL_OK);
+        ck_assert_msg(tl_engine_iterate(one, &id, 1, &o, NULL, want, NULL, &done, NULL) == TL_OK,
+                      "%s", tl_engine_last_error(one));
+        for (int k = 0; k < 2; k++) {
+            ck_assert_int_eq(tl_engine_add_slice(engines[k], &sp, &id), TL_OK);
+            ck_assert_msg(tl_engine_iterate(engines[k], &id, 1, &o, NULL, got, NULL, &done,
+                                            NULL) == TL_OK,
+                          "%s", tl_engine_last_error(engines[k]));
+            ck_assert_uint_eq(done, 3);
+            for (size_t i = 0; i < N * N; i++) {
+                dw[i] = want[i];
+                dg[i] = got[i];
+            }
+            double l2 = rel_l2(dg, dw, N * N);
+            printf("  split over 2 devices, row %u, %s: rel L2 %.2e from one engine\n", row,
+                   k ? "kept beside a filtered window" : "unfiltered window", l2);
+#ifdef TL_TEST_CUDA
+            ck_assert_msg(l2 <= EXACT_REL, "row %u: %.3g from one engine", row, l2);
+#else
+            ck_assert_msg(l2 == 0, "row %u: %.3g from one engine", row, l2);
+#endif
+        }
+    }
+    tl_engine_destroy(one);
+    tl_engine_destroy(two);
+    tl_engine_destroy(kept);
+}
+END_TEST
+
 static void refused(tl_engine *e, int id, const tl_iter_options *o, const char *why)
 {
     static float img[N * N];
@@ -546,6 +636,7 @@ int main(void)
         {"few_views", {thirty_views, fifteen_views, limited_arc, osem_counts, NULL}},
         {"refusals", {refusals, NULL}},
         {"kept_measurements", {kept_measurements, NULL}},
+        {"split_rows", {split_rows, NULL}},
     };
     return tl_gt_main("iterative", cases, sizeof cases / sizeof *cases);
 }
@@ -562,6 +653,7 @@ int main(void)
     tcase_add_test(tc, osem_counts);
     tcase_add_test(tc, refusals);
     tcase_add_test(tc, kept_measurements);
+    tcase_add_test(tc, split_rows);
     suite_add_tcase(s, tc);
     return tl_run_suite(s, false);
 }
