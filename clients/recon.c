@@ -134,11 +134,10 @@ static const char usage_text[] =
     "page (with --indices: per page, or per frame index), world mm with the rotation axis\n"
     "z (ASTRA's axes as they are; a point (x, y, z) is RTK's (x, z, -y)); the angles are\n"
     "then optional (default a turn; they order views for --angles weights only; a short\n"
-    "scan is refused with matrices).\n"
-    TL_CONE_OPTS_HELP "\n"
-    "Iterative reconstruction (few or limited angles; parallel beam): each slice by\n"
-    "SIRT, SART, OS-SART or OS-EM from the unfiltered projections, instead of by FBP.\n"
-    TL_ITER_OPTS_HELP
+    "scan is refused with matrices).\n" TL_CONE_OPTS_HELP "\n"
+    "Iterative reconstruction (few or limited angles): each slice (cone beam: the whole\n"
+    "volume) by SIRT, SART, OS-SART or OS-EM from the unfiltered projections, instead of\n"
+    "by FBP or FDK.\n" TL_ITER_OPTS_HELP
     "Out of core: the rows are reconstructed in slabs that fit both memory budgets, reading\n"
     "the next slab and writing the last one while the GPU works on this one.\n"
     "      --gpu-memory SIZE   device memory to use (e.g. 8G, 512M; default: what is free,\n"
@@ -562,11 +561,20 @@ static unsigned long long matrices_hash(const resources *R)
 }
 
 /* What the iterative slices did: iterations and final residuals over the slices, and the
- * middle row's residual after each iteration. */
-static void print_iterative(const tl_iter_options *o, const tl_volume_iterative *s, uint32_t row0)
+ * middle row's residual after each iteration; in cone beam the volume's, one problem. */
+static void print_iterative(const tl_iter_options *o, const tl_volume_iterative *s, uint32_t row0,
+                            bool cone)
 {
     if (s->slices == 0)
         return;
+    if (cone) {
+        fprintf(stderr, ME ": %s, the volume (%u slices) as one problem, %u iterations; residual:",
+                tl_iter_method_name(o->method), s->slices, s->max_iterations);
+        for (uint32_t i = 0; i < s->ncurve; i++)
+            fprintf(stderr, " %.5f", s->curve[i]);
+        fputc('\n', stderr);
+        return;
+    }
     fprintf(stderr,
             ME ": %s, %u slices, %u..%u iterations each; relative residual ||b - Ax|| / ||b|| "
                "at the end: mean %.5f, max %.5f\n",
@@ -608,9 +616,8 @@ static int run(const options *o, resources *R)
         return fail("%s", why);
     if (iter.on && o->filter)
         return fail("--filter is FBP's: --method reconstructs from the unfiltered projections");
-    if (iter.on && (o->cone.cone || o->half_acquisition))
-        return fail("--method: parallel beam, without --half-acquisition, so far (%s)",
-                    o->cone.cone ? "--geometry cone" : "--half-acquisition");
+    if (iter.on && o->half_acquisition)
+        return fail("--method: not with --half-acquisition (its column weights are FBP's)");
     if (iter.on && !iter.start_fbp) /* the window holds the measurements */
         filter = TL_FILTER_NONE;
     tl_backend_kind backend = TL_BACKEND_AUTO;
@@ -660,7 +667,9 @@ static int run(const options *o, resources *R)
      * engine then holds whole frames (volume_pipeline.h); so does cone beam where they fit
      * the GPU, and else bands of rows (volume_bands.h) */
     bool frame_corr = corr.dezinger > 0 || corr.delta_beta > 0;
-    bool whole_frames = frame_corr || o->cone.cone, cone_bands = o->cone.cone && !frame_corr;
+    bool whole_frames = frame_corr || o->cone.cone;
+    /* iterative cone beam solves the volume as one problem: whole frames only */
+    bool cone_bands = o->cone.cone && !frame_corr && !iter.on;
     if (o->angles_deg && !tl_angles_parse_deg(o->angles_deg, 0, &R->angles, &nangles))
         return fail("bad --angles-deg '%s': need START:STOP:COUNT in degrees, COUNT >= 1",
                     o->angles_deg);
@@ -771,8 +780,9 @@ static int run(const options *o, resources *R)
     c.center_estimate = center_auto;
     c.half_acquisition = o->half_acquisition;
     c.filter = filter;
-    /* --start fbp: the window filtered for each slice's FBP, the measurements beside it */
-    c.keep_measurements = iter.on && iter.start_fbp;
+    /* --start fbp: the window filtered for each slice's FBP, the measurements beside it;
+     * cone beam keeps them always (its window is weighed for FDK) */
+    c.keep_measurements = iter.on && (iter.start_fbp || o->cone.cone);
     /* equally spaced angles weigh pi / N each; a file may hold any angles, unless --window
      * says the scan was N equally spaced ones (some lost) */
     c.weights = o->angles_file && !o->window ? TL_WEIGHTS_ANGLES : TL_WEIGHTS_UNIFORM;
@@ -930,7 +940,7 @@ static int run(const options *o, resources *R)
         tl_volume_times_print(&t, stderr);
     }
     if (iter.on)
-        print_iterative(&iter.o, &t.iterative, row0);
+        print_iterative(&iter.o, &t.iterative, row0, o->cone.cone);
     if (res != TL_VOLUME_DONE) {
         bool resumable = R->out.form != TL_OUT_TIFF_PAGES && R->out.rows_done > 0;
         tl_volume_output_close(&R->out, resumable ? TL_OUTPUT_KEEP : TL_OUTPUT_REMOVE, NULL, 0);

@@ -38,6 +38,7 @@ typedef struct {
     size_t ds;
     void *in[2];
     float *out[2];
+    float *volume; /* cone-beam iterative: the whole volume, one problem (solve_volume) */
     slot ins[2], outs[2];
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -357,45 +358,105 @@ static int submit_slab(pipeline *p, uint32_t k, int *ids)
     return 0;
 }
 
-/* Slice id (volume row `row`) iteratively into out, from out's image when `start` (its FBP),
- * else from zeros; its residuals into the summary. */
-static int iterate_slice(pipeline *p, uint32_t row, int id, bool start, float *out)
+/* Adds a problem of `slices` slices that ran `done` iterations (residual after each in res)
+ * to the summary; `row`, its first slice's volume row, keeps the middle row's curve. */
+static void record_iterations(pipeline *p, uint32_t row, uint32_t slices, uint32_t done,
+                              const double *res)
+{
+    tl_volume_iterative *s = &p->t->iterative;
+    if (done == 0)
+        return;
+    double last = res[done - 1];
+    s->min_iterations = s->slices == 0 || done < s->min_iterations ? done : s->min_iterations;
+    s->max_iterations = done > s->max_iterations ? done : s->max_iterations;
+    s->residual_sum += last * slices;
+    s->residual_max = last > s->residual_max ? last : s->residual_max;
+    s->slices += slices;
+    if (s->middle_row >= row && s->middle_row < row + slices) {
+        s->ncurve = done < TL_VOLUME_CURVE ? done : TL_VOLUME_CURVE;
+        memcpy(s->curve, res, s->ncurve * sizeof *res);
+    }
+}
+
+/* Slices ids[0..n) (from volume row `row`) iteratively as one problem into out, from
+ * out's image when `start` (their FBP), else from zeros; the residuals into the summary. */
+static int iterate_slices(pipeline *p, uint32_t row, const int *ids, uint32_t n, bool start,
+                          float *out)
 {
     const tl_volume_job *j = p->job;
-    tl_volume_iterative *s = &p->t->iterative;
-    uint32_t n = j->iterative->iterations, done;
-    double stack[TL_VOLUME_CURVE], *res = n <= TL_VOLUME_CURVE ? stack : malloc(n * sizeof *res);
+    uint32_t iterations = j->iterative->iterations, done;
+    double stack[TL_VOLUME_CURVE];
+    double *res = iterations <= TL_VOLUME_CURVE ? stack : malloc(iterations * sizeof *res);
     if (!res) {
-        set_error(p, "out of memory for %u residuals", n);
+        set_error(p, "out of memory for %u residuals", iterations);
         return -1;
     }
-    tl_status st = tl_engine_iterate(p->engine, &id, 1, j->iterative, start ? out : NULL, out, res,
+    tl_status st = tl_engine_iterate(p->engine, ids, n, j->iterative, start ? out : NULL, out, res,
                                      &done, NULL);
-    if (st == TL_OK && done > 0) {
-        double last = res[done - 1];
-        s->min_iterations = s->slices == 0 || done < s->min_iterations ? done : s->min_iterations;
-        s->max_iterations = done > s->max_iterations ? done : s->max_iterations;
-        s->residual_sum += last;
-        s->residual_max = last > s->residual_max ? last : s->residual_max;
-        s->slices++;
-        if (row == s->middle_row) {
-            s->ncurve = done < TL_VOLUME_CURVE ? done : TL_VOLUME_CURVE;
-            memcpy(s->curve, res, s->ncurve * sizeof *res);
-        }
-    }
+    if (st == TL_OK)
+        record_iterations(p, row, n, done, res);
     if (res != stack)
         free(res);
     if (st != TL_OK) {
-        char what[64];
-        snprintf(what, sizeof what, "iterative reconstruction of row %u", j->row0 + row);
+        char what[96];
+        if (n == 1)
+            snprintf(what, sizeof what, "iterative reconstruction of row %u", j->row0 + row);
+        else
+            snprintf(what, sizeof what, "iterative reconstruction of rows %u..%u as one problem",
+                     j->row0 + row, j->row0 + row + n - 1);
         return engine_fail(p, what, st);
     }
     return 0;
 }
 
+#define SOLVE_BATCH 256 /* slices per FDK call of the cone-beam start */
+
+/* Cone beam: every ray crosses every slice, so the volume is one problem, solved into
+ * p->volume before the first slab (the engine holds whole frames); the slabs then cut
+ * it out. Resuming solves it whole again: the written slices are part of the problem. */
+static int solve_volume(pipeline *p)
+{
+    const tl_volume_job *j = p->job;
+    const size_t npx = (size_t)j->size * j->size;
+    const bool start = p->cfg.filter != TL_FILTER_NONE; /* the window filtered: FDK */
+    int *ids = malloc(j->rows * sizeof *ids);
+    if (!ids) {
+        set_error(p, "out of memory");
+        return -1;
+    }
+    double t0 = tl_cli_now();
+    tl_status st = add_slices(p->engine, j->row0, j->rows, j->size, ids);
+    const bool added = st == TL_OK;
+    int rc = added ? 0 : engine_fail(p, "slices", st);
+    for (uint32_t z = 0; rc == 0 && start && z < j->rows; z += SOLVE_BATCH) {
+        uint32_t m = j->rows - z < SOLVE_BATCH ? j->rows - z : SOLVE_BATCH;
+        float *outs[SOLVE_BATCH];
+        for (uint32_t i = 0; i < m; i++)
+            outs[i] = p->volume + (size_t)(z + i) * npx;
+        if ((st = tl_engine_reconstruct(p->engine, ids + z, m, outs, NULL)) != TL_OK)
+            rc = engine_fail(p, "the FDK start", st);
+    }
+    if (rc == 0 && going(p))
+        rc = iterate_slices(p, 0, ids, j->rows, start, p->volume);
+    for (uint32_t z = 0; added && z < j->rows; z++)
+        tl_engine_remove_slice(p->engine, ids[z]);
+    free(ids);
+    snprintf(p->t->kernel, sizeof p->t->kernel, "%s (iterative, one problem)",
+             tl_iter_method_name(j->iterative->method));
+    p->t->backproject += tl_cli_now() - t0;
+    return rc == 0 && going(p) ? 0 : -1;
+}
+
 static int backproject_slab(pipeline *p, uint32_t k, uint32_t h, const int *ids)
 {
     const tl_volume_job *j = p->job;
+    if (p->volume) { /* solved before the first slab */
+        uint32_t z0, rows;
+        slab_rows(p, k, &z0, &rows);
+        size_t npx = (size_t)j->size * j->size;
+        memcpy(p->out[k % 2], p->volume + (size_t)z0 * npx, (size_t)h * npx * sizeof(float));
+        return 0;
+    }
     if (j->iterative) {
         uint32_t z0, rows;
         slab_rows(p, k, &z0, &rows);
@@ -409,7 +470,7 @@ static int backproject_slab(pipeline *p, uint32_t k, uint32_t h, const int *ids)
                 start ? tl_engine_reconstruct(p->engine, &ids[z], 1, &out, NULL) : TL_OK;
             if (st != TL_OK)
                 return engine_fail(p, "the FBP start", st);
-            if (iterate_slice(p, z0 + z, ids[z], start, out) != 0)
+            if (iterate_slices(p, z0 + z, &ids[z], 1, start, out) != 0)
                 return -1;
         }
         if (!p->t->kernel[0])
@@ -441,6 +502,8 @@ static int backproject_slab(pipeline *p, uint32_t k, uint32_t h, const int *ids)
 static void run_engine(pipeline *p, int *ids)
 {
     const tl_volume_job *j = p->job;
+    if (p->volume && solve_volume(p) != 0)
+        return;
     for (uint32_t k = 0; k < p->nslabs; k++) {
         uint32_t z0, h;
         slab_rows(p, k, &z0, &h);
@@ -457,12 +520,13 @@ static void run_engine(pipeline *p, int *ids)
             return;
         double t1 = tl_cli_now();
         tl_status st;
-        if (p->whole && (st = add_slices(p->engine, j->row0 + z0, h, j->size, ids)) != TL_OK) {
+        const bool slab_slices = p->whole && !p->volume;
+        if (slab_slices && (st = add_slices(p->engine, j->row0 + z0, h, j->size, ids)) != TL_OK) {
             engine_fail(p, "slices", st);
             return;
         }
         int rc = backproject_slab(p, k, h, ids);
-        for (uint32_t z = 0; p->whole && z < h; z++)
+        for (uint32_t z = 0; slab_slices && z < h; z++)
             tl_engine_remove_slice(p->engine, ids[z]);
         if (rc != 0)
             return;
@@ -582,6 +646,21 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
     char why[256] = "";
     if (st == TL_ENOMEM)
         snprintf(p.err, sizeof p.err, "out of memory");
+    if (st == TL_OK && j->iterative && c.geometry == TL_GEOMETRY_CONE) { /* solve_volume */
+        size_t bytes = (size_t)j->rows * j->size * j->size * sizeof(float);
+        if (!p.whole) {
+            st = TL_EINVAL;
+            snprintf(p.err, sizeof p.err,
+                     "iterative cone beam solves the volume as one problem, from whole "
+                     "frames: the engine cannot hold them in the GPU budget");
+        } else if (!(p.volume = malloc(bytes))) {
+            st = TL_ENOMEM;
+            snprintf(p.err, sizeof p.err,
+                     "out of host memory for the volume (%.2f GiB), which iterative cone beam "
+                     "solves as one problem",
+                     bytes / 1073741824.0);
+        }
+    }
     for (int b = 0; b < 2 && st == TL_OK && ids; b++) {
         void *o = NULL;
         if ((!p.whole || b == 0) &&
@@ -637,6 +716,7 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
     }
     free(ids);
     free(p.matrices);
+    free(p.volume);
     tl_engine_destroy(p.engine);
     pthread_cond_destroy(&p.cv);
     pthread_mutex_destroy(&p.mu);

@@ -76,9 +76,10 @@ typedef struct {
      * the whole detector's; NULL: parallel beam's slabs of rows. */
     const tl_volume_bands *bands;
     const tl_volume_plan *plan;
-    /* NULL: FBP; else every slice by tl_engine_iterate with these options (parallel beam;
-     * engine.filter none, or, with engine.keep_measurements, each slice starts from its
-     * FBP) */
+    /* NULL: FBP; else by tl_engine_iterate with these options: parallel beam slice by
+     * slice (engine.filter none, or, with engine.keep_measurements, each slice starts from
+     * its FBP), cone beam (whole frames, keep_measurements) the whole volume as one
+     * problem, solved before the first slab (from its FDK unless engine.filter is none) */
     const tl_iter_options *iterative;
     tl_volume_output *out;   /* NULL: slabs are discarded (benchmarks) */
     tl_progress_mode progress;
