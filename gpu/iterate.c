@@ -33,9 +33,6 @@ static tl_status check_iterative(tl_engine *e, const int *ids, size_t n, const t
             return tl_fail(&e->err, TL_EINVAL,
                            "iterative: cone beam takes the matched projector only (Joseph's "
                            "walks a voxel grid, and slices are any planes)");
-        if (o && o->tv_weight > 0)
-            return tl_fail(&e->err, TL_EINVAL,
-                           "iterative: no TV steps in cone beam yet (they are 2-D, per slice)");
         return TL_OK;
     }
     if (n != 1)

@@ -10,6 +10,12 @@
  * is exactly adjoint: the back projection gathers the four values around each pixel's
  * (u, v); the forward projection scatters each pixel into them, one job per view (a
  * view's projection is written by its job alone: no locks).
+ *
+ * TV steps smooth the stack in three dimensions, as the reference smooths its voxel
+ * volume: forward differences along a slice's columns, up its rows (row i - 1: rows run
+ * from the top down) and to the next slice of the stack where it has the same shape (the
+ * planes of a stack in order, one voxel apart: a tomosynthesis stack, a volume's
+ * slices); unit weights, as the reference.
  */
 #include "config.h"
 
@@ -33,6 +39,7 @@ typedef struct tl_cpu_itc {
     double (*m)[12];   /* per view: its cone matrix (tl_bp_proj.cone) */
     double *x;         /* npix */
     double *b, *r, *R; /* nproj * view_len: measurements, per-subset values, 1 / (A 1) */
+    double *mark, *g;  /* TV steps only (npix each, at the first mark): x as marked, gradient */
 } tl_cpu_itc;
 
 /* Pixel (i, j) of slice sl in volume coordinates. */
@@ -76,6 +83,8 @@ static void free_itc(tl_cpu_itc *c)
     free(c->b);
     free(c->r);
     free(c->R);
+    free(c->mark);
+    free(c->g);
     free(c);
 }
 
@@ -286,17 +295,77 @@ tl_status tl_cpu_itc_backward(void *state, tl_it_views v, tl_it_rule rule, doubl
 
 tl_status tl_cpu_itc_mark(void *state)
 {
-    return tl_fail(((tl_cpu_state *)state)->eb, TL_EINTERNAL,
-                   "iterative: no TV steps in cone beam (the engine refuses them)");
+    tl_cpu_state *s = state;
+    tl_cpu_itc *c = s->itc;
+    if (!c->mark) {
+        c->mark = malloc(c->npix * sizeof *c->mark);
+        c->g = malloc(c->npix * sizeof *c->g);
+        if (!c->mark || !c->g)
+            return tl_fail(s->eb, TL_ENOMEM, "iterative: no memory for the TV steps (%zu pixels)",
+                           c->npix);
+    }
+    memcpy(c->mark, c->x, c->npix * sizeof *c->x);
+    return TL_OK;
+}
+
+/* Slice n + 1 when it has slice n's shape (the stack's next plane), else NULL. */
+static const itc_slice *next_plane(const tl_cpu_itc *c, uint32_t n)
+{
+    const itc_slice *a = &c->slices[n], *b = a + 1;
+    return n + 1 < c->nslices && b->h == a->h && b->w == a->w ? b : NULL;
+}
+
+/* The smoothed total variation's gradient of x into g (iterative_ref.c's tv_gradient on
+ * the stack: the differences this file's comment names, none across a border). */
+static void tv_gradient(const tl_cpu_itc *c, const double *x, double eps, double *g)
+{
+    memset(g, 0, c->npix * sizeof *g);
+    for (uint32_t n = 0; n < c->nslices; n++) {
+        const itc_slice *sl = &c->slices[n], *up = next_plane(c, n);
+        const size_t w = sl->w, next = up ? up->first - sl->first : 0;
+        for (size_t i = 0; i < sl->h; i++)
+            for (size_t j = 0; j < w; j++) {
+                const size_t v = sl->first + i * w + j;
+                const double d[3] = {j + 1 < w ? x[v + 1] - x[v] : 0.0,
+                                     i > 0 ? x[v - w] - x[v] : 0.0, up ? x[v + next] - x[v] : 0.0};
+                const double norm = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + eps * eps);
+                g[v] -= (d[0] + d[1] + d[2]) / norm;
+                if (j + 1 < w)
+                    g[v + 1] += d[0] / norm;
+                if (i > 0)
+                    g[v - w] += d[1] / norm;
+                if (up)
+                    g[v + next] += d[2] / norm;
+            }
+    }
 }
 
 tl_status tl_cpu_itc_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps)
 {
     tl_cpu_state *s = state;
-    (void)tv_steps;
-    if (tv_weight > 0)
-        return tl_cpu_itc_mark(s);
-    for (size_t q = 0; nonneg && q < s->itc->npix; q++)
-        s->itc->x[q] = s->itc->x[q] > 0 ? s->itc->x[q] : 0.0;
+    tl_cpu_itc *c = s->itc;
+    for (size_t q = 0; nonneg && q < c->npix; q++)
+        c->x[q] = c->x[q] > 0 ? c->x[q] : 0.0;
+    if (!(tv_weight > 0))
+        return TL_OK;
+    double moved = 0, amax = 0;
+    for (size_t q = 0; q < c->npix; q++) {
+        moved += (c->x[q] - c->mark[q]) * (c->x[q] - c->mark[q]);
+        amax = fmax(amax, fabs(c->x[q]));
+    }
+    if (!(amax > 0))
+        return TL_OK; /* a zero image: nothing to smooth */
+    const double step = tv_weight * sqrt(moved);
+    for (uint32_t k = 0; k < tv_steps; k++) {
+        tv_gradient(c, c->x, TL_TV_SMOOTHING * amax, c->g);
+        double gn = 0;
+        for (size_t q = 0; q < c->npix; q++)
+            gn += c->g[q] * c->g[q];
+        gn = sqrt(gn);
+        if (!(gn > 0))
+            break;
+        for (size_t q = 0; q < c->npix; q++)
+            c->x[q] -= step * c->g[q] / gn;
+    }
     return TL_OK;
 }

@@ -318,7 +318,9 @@ tl_status tl_cuda_itc_begin(tl_cuda_state *s, const tl_it_problem *p, double sta
 tl_status tl_cuda_itc_image(tl_cuda_state *s, const float *in, float *out);
 tl_status tl_cuda_itc_forward(tl_cuda_state *s, tl_it_views v, tl_it_rule rule, double *sumsq);
 tl_status tl_cuda_itc_backward(tl_cuda_state *s, tl_it_views v, tl_it_rule rule, double lambda);
-tl_status tl_cuda_itc_regularise(tl_cuda_state *s, bool nonneg, double tv_weight);
+tl_status tl_cuda_itc_mark(tl_cuda_state *s);
+tl_status tl_cuda_itc_regularise(tl_cuda_state *s, bool nonneg, double tv_weight,
+                                 uint32_t tv_steps);
 void tl_cuda_itc_free(tl_cuda_state *s);
 
 /* cuda_backend.cu */

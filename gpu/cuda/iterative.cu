@@ -400,10 +400,18 @@ tl_status tl_cuda_it_invert(tl_cuda_queue q, float *v, size_t n)
     return TL_OK;
 }
 
-tl_status tl_cuda_it_nonneg(tl_cuda_queue q, float *x, size_t n)
+tl_status tl_cuda_it_clamp(tl_cuda_queue q, float *x, const float *mark, size_t n, bool nonneg,
+                           double *moved, unsigned *amax)
 {
-    clamp_kernel<<<tl_cuda_it_blocks(n), IT_BLOCK, 0, q.stream>>>(x, NULL, n, true, NULL, NULL);
+    clamp_kernel<<<tl_cuda_it_blocks(n), IT_BLOCK, 0, q.stream>>>(x, mark, n, nonneg, moved, amax);
     TL_CUDA_LAUNCHED(q.eb, "clamp_kernel");
+    return TL_OK;
+}
+
+tl_status tl_cuda_it_tv_step(tl_cuda_queue q, float *x, const float *g, size_t n, float scale)
+{
+    tv_step_kernel<<<tl_cuda_it_blocks(n), IT_BLOCK, 0, q.stream>>>(x, g, n, scale);
+    TL_CUDA_LAUNCHED(q.eb, "tv_step_kernel");
     return TL_OK;
 }
 
@@ -672,7 +680,7 @@ tl_status tl_cuda_op_it_mark(void *state)
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     if (s->itc)
-        return tl_fail(s->eb, TL_EINTERNAL, "iterative: no TV steps in cone beam");
+        return tl_cuda_itc_mark(s);
     TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     TL_CUDA(s->eb,
@@ -685,7 +693,7 @@ tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, u
 {
     tl_cuda_state *s = (tl_cuda_state *)state;
     if (s->itc)
-        return tl_cuda_itc_regularise(s, nonneg, tv_weight);
+        return tl_cuda_itc_regularise(s, nonneg, tv_weight, tv_steps);
     TL_TRY(tl_cuda_use_device(s));
     tl_cuda_iter *it = s->it;
     const size_t npix = (size_t)it->grid.h * it->grid.w;
@@ -694,9 +702,8 @@ tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, u
         return TL_OK;
     TL_CUDA(s->eb, cudaMemsetAsync(it->sums, 0, 2 * sizeof(double), s->stream));
     TL_CUDA(s->eb, cudaMemsetAsync(it->amax, 0, sizeof(unsigned), s->stream));
-    clamp_kernel<<<tl_cuda_it_blocks(npix), IT_BLOCK, 0, s->stream>>>(it->x, it->mark, npix, nonneg,
-                                                           tv ? it->sums : NULL, it->amax);
-    TL_CUDA_LAUNCHED(s->eb, "clamp_kernel");
+    TL_TRY(tl_cuda_it_clamp(tl_cuda_queue_of(s), it->x, it->mark, npix, nonneg,
+                            tv ? it->sums : NULL, it->amax));
     if (!tv)
         return TL_OK;
     unsigned bits;
@@ -719,9 +726,7 @@ tl_status tl_cuda_op_it_regularise(void *state, bool nonneg, double tv_weight, u
         double gn = sqrt(sums[1]);
         if (!(gn > 0))
             break;
-        tv_step_kernel<<<tl_cuda_it_blocks(npix), IT_BLOCK, 0, s->stream>>>(it->x, it->g, npix,
-                                                                 (float)(step / gn));
-        TL_CUDA_LAUNCHED(s->eb, "tv_step_kernel");
+        TL_TRY(tl_cuda_it_tv_step(tl_cuda_queue_of(s), it->x, it->g, npix, (float)(step / gn)));
     }
     return TL_OK;
 }

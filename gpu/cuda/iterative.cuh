@@ -85,7 +85,12 @@ tl_status tl_cuda_it_rule(tl_cuda_queue q, uint32_t view_len, tl_it_views v, tl_
 tl_status tl_cuda_it_read_sums(tl_cuda_queue q, const double *sums, double out[2]);
 /* v = 1 / v where v > 0, else 0. */
 tl_status tl_cuda_it_invert(tl_cuda_queue q, float *v, size_t n);
-/* x = max(x, 0). */
-tl_status tl_cuda_it_nonneg(tl_cuda_queue q, float *x, size_t n);
+/* x = max(x, 0) where nonneg; with moved (the TV steps to come) the sum of (x - mark)^2
+ * added into *moved and max |x|'s bits combined into *amax (floats >= 0 order as their
+ * bits). */
+tl_status tl_cuda_it_clamp(tl_cuda_queue q, float *x, const float *mark, size_t n, bool nonneg,
+                           double *moved, unsigned *amax);
+/* x -= scale g: one TV step. */
+tl_status tl_cuda_it_tv_step(tl_cuda_queue q, float *x, const float *g, size_t n, float scale);
 
 #endif

@@ -28,6 +28,12 @@
  * from the engine's. Streams are ordered by events, not by the host: one device's copy
  * waits for the others' shares, and a device overwrites its share only after every other
  * device has copied it.
+ *
+ * TV steps (gpu/cpu/iterative_cone.c's, in three dimensions across the stack's planes of
+ * one shape) gather each voxel's gradient from its own differences and those of the
+ * voxels before it; split over devices, each step first copies the plane before and the
+ * plane after each slab from the neighbouring devices (the halo the differences reach),
+ * and the step's scale is one norm over all devices, summed on the host.
  */
 #include "config.h"
 
@@ -49,6 +55,8 @@ typedef struct {
     tl_bp_grid grid;
     uint32_t h, w;
     unsigned long long first;
+    long long next, prev; /* x index offsets to the same pixel of the stack's next and
+                             previous plane where it has this shape; 0: none */
 } itc_slice;
 
 /* One device's share of a problem: its slab of the stack, and its copy of everything
@@ -58,6 +66,7 @@ typedef struct {
     cudaStream_t stream;      /* the engine's on the first device; its own elsewhere */
     cudaEvent_t projected;    /* its share of A x is in ax */
     cudaEvent_t copied;       /* it has copied the other devices' shares */
+    cudaEvent_t stepped;      /* its slab as the last TV step (or clamp) left it */
     uint32_t slice0, nslices; /* its planes of the stack */
     size_t pix0, npix;        /* ... as pixels of x */
     itc_slice *slices;        /* the whole stack's table (each kernel gets its slab) */
@@ -67,7 +76,8 @@ typedef struct {
     float *b, *ax, *r, *R;  /* nproj * view_len */
     float *others;          /* (parts - 1) x nproj x view_len: the others' shares of A x */
     double *sums;           /* reductions, 2 */
-    unsigned *least;        /* min b's float_key */
+    unsigned *least;        /* min b's float_key; in the TV steps max |x|'s bits */
+    float *mark, *g;        /* TV steps only (npix, at the first mark): x as marked, gradient */
 } itc_part;
 
 struct tl_cuda_itc {
@@ -76,6 +86,7 @@ struct tl_cuda_itc {
     uint32_t slice_max; /* pixels of the largest slice: the kernels' grid in x */
     uint32_t nparts;
     itc_part part[ITC_MAX_PARTS];
+    itc_slice *table; /* the slices' table on the host (the TV steps' halos read it) */
     size_t bytes; /* device memory of all the above, every device */
 };
 
@@ -238,6 +249,51 @@ __global__ void sum_shares_kernel(itc_shares in, uint32_t nparts, size_t view_le
     ax[e] = sum;
 }
 
+/* The forward differences of x at pixel (i, j) of slice s, index v: along the row, up the
+ * rows (row i - 1) and to the next plane; and their smoothed norm. */
+__device__ __forceinline__ float tv_diff(const float *__restrict__ x, const itc_slice &s,
+                                         uint32_t i, uint32_t j, size_t v, float eps2, float d[3])
+{
+    d[0] = j + 1 < s.w ? x[v + 1] - x[v] : 0.0f;
+    d[1] = i > 0 ? x[v - s.w] - x[v] : 0.0f;
+    d[2] = s.next ? x[v + s.next] - x[v] : 0.0f;
+    return sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + eps2);
+}
+
+/* The smoothed TV's gradient (gpu/cpu/iterative_cone.c's tv_gradient, gathered per voxel:
+ * its own differences, and those of the voxels before it along each axis, which reach
+ * it), and the sum of its squares into *gn. */
+__global__ void tv_gradient_cone_kernel(const itc_slice *__restrict__ sl,
+                                        const float *__restrict__ x, float *__restrict__ g,
+                                        float eps2, double *gn)
+{
+    itc_slice s;
+    uint32_t i, j;
+    size_t v;
+    double sq = 0;
+    if (this_pixel(sl, &s, &i, &j, &v)) {
+        float d[3], nrm = tv_diff(x, s, i, j, v, eps2, d);
+        float sum = -(d[0] + d[1] + d[2]) / nrm;
+        if (j > 0) {
+            nrm = tv_diff(x, s, i, j - 1, v - 1, eps2, d);
+            sum += d[0] / nrm;
+        }
+        if (i + 1 < s.h) {
+            nrm = tv_diff(x, s, i + 1, j, v + s.w, eps2, d);
+            sum += d[1] / nrm;
+        }
+        if (s.prev) { /* the previous plane's slice: this one's shape, this one next */
+            itc_slice below = s;
+            below.next = s.prev;
+            nrm = tv_diff(x, below, i, j, v - s.prev, eps2, d);
+            sum += d[2] / nrm;
+        }
+        g[v] = sum;
+        sq = (double)sum * sum;
+    }
+    block_sum(sq, gn);
+}
+
 /* ---- one part, and the parts together ------------------------------------------------- */
 
 /* Makes part q's device current: every call on its stream or buffers comes after. */
@@ -266,6 +322,10 @@ static void free_part(tl_cuda_state *s, itc_part *q)
         cudaEventDestroy(q->projected);
     if (q->copied)
         cudaEventDestroy(q->copied);
+    if (q->stepped)
+        cudaEventDestroy(q->stepped);
+    cudaFree(q->mark);
+    cudaFree(q->g);
     if (q->stream && q->stream != s->stream)
         cudaStreamDestroy(q->stream);
 }
@@ -280,6 +340,7 @@ void tl_cuda_itc_free(tl_cuda_state *s)
     cudaSetDevice(s->device);
     cudaGetLastError(); /* teardown: clear what a failure above left */
     s->mem -= c->bytes;
+    free(c->table);
     free(c);
     s->itc = NULL;
 }
@@ -420,6 +481,7 @@ static tl_status alloc_part(tl_cuda_state *s, itc_part *q, const tl_it_problem *
         TL_CUDA(s->eb, cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking));
     TL_CUDA(s->eb, cudaEventCreateWithFlags(&q->projected, cudaEventDisableTiming));
     TL_CUDA(s->eb, cudaEventCreateWithFlags(&q->copied, cudaEventDisableTiming));
+    TL_CUDA(s->eb, cudaEventCreateWithFlags(&q->stepped, cudaEventDisableTiming));
     tl_cuda_enable_peers(q->device);
     char what[96];
     snprintf(what, sizeof what, "iterative cone-beam reconstruction (CUDA device %d)", q->device);
@@ -497,8 +559,12 @@ static tl_status upload_tables(tl_cuda_state *s, const tl_it_problem *p)
         hs[n] = (itc_slice){.grid = tl_bp_slice_grid(sl),
                             .h = sl->height,
                             .w = sl->width,
-                            .first = first};
+                            .first = first,
+                            .next = 0,
+                            .prev = 0};
         first += (unsigned long long)sl->height * sl->width;
+        if (n > 0 && hs[n - 1].h == hs[n].h && hs[n - 1].w == hs[n].w) /* the stack's planes */
+            hs[n - 1].next = hs[n].prev = (long long)(hs[n].first - hs[n - 1].first);
     }
     for (uint32_t k = 0; st == TL_OK && k < p->nproj; k++) {
         memcpy(hm + 12 * (size_t)k, p->proj[k].cone, 12 * sizeof *hm);
@@ -523,7 +589,7 @@ static tl_status upload_tables(tl_cuda_state *s, const tl_it_problem *p)
     if (st == TL_OK && e != cudaSuccess)
         st = tl_cuda_fail_call(s->eb, e, "cudaMemcpyAsync (iterative cone tables)", __FILE__,
                                __LINE__);
-    free(hs);
+    c->table = hs; /* kept */
     free(hm);
     free(hslot);
     return st;
@@ -657,16 +723,130 @@ tl_status tl_cuda_itc_backward(tl_cuda_state *s, tl_it_views v, tl_it_rule rule,
     return TL_OK;
 }
 
-tl_status tl_cuda_itc_regularise(tl_cuda_state *s, bool nonneg, double tv_weight)
+tl_status tl_cuda_itc_mark(tl_cuda_state *s)
 {
-    if (tv_weight > 0)
-        return tl_fail(s->eb, TL_EINTERNAL,
-                       "iterative: no TV steps in cone beam (the engine refuses them)");
     tl_cuda_itc *c = s->itc;
-    for (uint32_t k = c->nparts; nonneg && k-- > 0;) {
+    for (uint32_t k = 0; k < c->nparts; k++) {
+        itc_part *q = &c->part[k];
+        TL_TRY(on(s, q));
+        const size_t before = s->mem;
+        tl_status st = TL_OK;
+        if (!q->mark)
+            st = tl_cuda_alloc(s, (void **)&q->mark, c->npix * sizeof(float), "TV steps");
+        if (st == TL_OK && !q->g)
+            st = tl_cuda_alloc(s, (void **)&q->g, c->npix * sizeof(float), "TV steps");
+        c->bytes += s->mem - before;
+        TL_TRY(st);
+        TL_CUDA(s->eb, cudaMemcpyAsync(q->mark + q->pix0, q->x + q->pix0, q->npix * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, q->stream));
+    }
+    return tl_cuda_use_device(s);
+}
+
+/* The pair of doubles every part reduced into its sums: added over the parts (max for
+ * `largest`, as floats' bits in least), after the work queued so far. */
+static tl_status gather_sums(tl_cuda_state *s, double total[2], float *largest)
+{
+    tl_cuda_itc *c = s->itc;
+    total[0] = total[1] = 0;
+    unsigned most = 0;
+    for (uint32_t k = 0; k < c->nparts; k++) {
         const itc_part *q = &c->part[k];
         TL_TRY(on(s, q));
-        TL_TRY(tl_cuda_it_nonneg(queue(s, q), q->x + q->pix0, q->npix));
+        unsigned bits = 0;
+        if (largest)
+            TL_CUDA(s->eb, cudaMemcpyAsync(&bits, q->least, sizeof bits, cudaMemcpyDeviceToHost,
+                                           q->stream));
+        double sums[2];
+        TL_TRY(tl_cuda_it_read_sums(queue(s, q), q->sums, sums)); /* waits: bits too */
+        total[0] += sums[0];
+        total[1] += sums[1];
+        most = bits > most ? bits : most;
+    }
+    if (largest)
+        memcpy(largest, &most, sizeof most);
+    return TL_OK;
+}
+
+/* Part k's neighbours' boundary planes into its x: the plane before its slab and the one
+ * after it, once the neighbours' last step is done. */
+static tl_status copy_halo(tl_cuda_state *s, uint32_t k)
+{
+    const itc_slice *table = s->itc->table;
+    tl_cuda_itc *c = s->itc;
+    const itc_part *q = &c->part[k];
+    const int side[2] = {-1, 1};
+    for (int t = 0; t < 2; t++) {
+        if ((t == 0 && k == 0) || (t == 1 && k + 1 == c->nparts))
+            continue;
+        const itc_part *n = &c->part[k + side[t]];
+        const itc_slice &plane = table[t == 0 ? q->slice0 - 1 : q->slice0 + q->nslices];
+        TL_CUDA(s->eb, cudaStreamWaitEvent(q->stream, n->stepped, 0));
+        TL_CUDA(s->eb, cudaMemcpyPeerAsync(q->x + plane.first, q->device, n->x + plane.first,
+                                           n->device,
+                                           (size_t)plane.h * plane.w * sizeof(float), q->stream));
     }
     return TL_OK;
+}
+
+/* The TV steps on every part's slab (tl_cuda_itc_regularise). */
+static tl_status tv_steps(tl_cuda_state *s, double tv_weight, uint32_t steps)
+{
+    tl_cuda_itc *c = s->itc;
+    double sums[2];
+    float amax;
+    TL_TRY(gather_sums(s, sums, &amax)); /* the clamp's: moved and max |x| */
+    if (!(amax > 0))
+        return TL_OK; /* a zero image: nothing to smooth */
+    const float eps = (float)(TL_TV_SMOOTHING * amax);
+    const double step = tv_weight * sqrt(sums[0]);
+    for (uint32_t n = 0; n < steps; n++) {
+        for (uint32_t k = 0; k < c->nparts; k++) {
+            TL_TRY(on(s, &c->part[k]));
+            TL_CUDA(s->eb, cudaEventRecord(c->part[k].stepped, c->part[k].stream));
+        }
+        for (uint32_t k = 0; k < c->nparts; k++) {
+            const itc_part *q = &c->part[k];
+            TL_TRY(on(s, q));
+            TL_TRY(copy_halo(s, k));
+            TL_CUDA(s->eb, cudaMemsetAsync(q->sums, 0, 2 * sizeof(double), q->stream));
+            const dim3 grid(tl_cuda_it_blocks(c->slice_max), q->nslices);
+            tv_gradient_cone_kernel<<<grid, IT_BLOCK, 0, q->stream>>>(q->slices + q->slice0, q->x,
+                                                                      q->g, eps * eps, q->sums + 1);
+            TL_CUDA_LAUNCHED(s->eb, "tv_gradient_cone_kernel");
+        }
+        TL_TRY(gather_sums(s, sums, NULL)); /* waits: every halo is copied */
+        const double gn = sqrt(sums[1]);
+        if (!(gn > 0))
+            break;
+        for (uint32_t k = 0; k < c->nparts; k++) {
+            const itc_part *q = &c->part[k];
+            TL_TRY(on(s, q));
+            TL_TRY(tl_cuda_it_tv_step(queue(s, q), q->x + q->pix0, q->g + q->pix0, q->npix,
+                                      (float)(step / gn)));
+        }
+    }
+    return TL_OK;
+}
+
+tl_status tl_cuda_itc_regularise(tl_cuda_state *s, bool nonneg, double tv_weight,
+                                 uint32_t tv_steps_per)
+{
+    tl_cuda_itc *c = s->itc;
+    const bool tv = tv_weight > 0 && tv_steps_per > 0;
+    if (!nonneg && !tv)
+        return TL_OK;
+    for (uint32_t k = 0; k < c->nparts; k++) {
+        const itc_part *q = &c->part[k];
+        TL_TRY(on(s, q));
+        if (tv) {
+            TL_CUDA(s->eb, cudaMemsetAsync(q->sums, 0, 2 * sizeof(double), q->stream));
+            TL_CUDA(s->eb, cudaMemsetAsync(q->least, 0, sizeof(unsigned), q->stream));
+        }
+        TL_TRY(tl_cuda_it_clamp(queue(s, q), q->x + q->pix0, tv ? q->mark + q->pix0 : NULL,
+                                q->npix, nonneg, tv ? q->sums : NULL, tv ? q->least : NULL));
+    }
+    if (tv)
+        TL_TRY(tv_steps(s, tv_weight, tv_steps_per));
+    return tl_cuda_use_device(s);
 }

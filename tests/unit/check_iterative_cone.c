@@ -9,12 +9,13 @@
  *                a rotating detector, line source), SIRT (non-negative) and OS-SART from
  *                zeros: the engine's stack of planes parallel to the detector equals the
  *                reference's voxel volume (tl_iter_cone, matched pair) within the exact
- *                mode, image and residual after every iteration;
+ *                mode, image and residual after every iteration; SIRT with 3-D TV steps
+ *                too;
  *   tomosynthesis  SIRT's residual falls at every iteration, its error against the balls
  *                falls, and it beats FDK of the same limited arc (rotating detector, FDK at
  *                its best scale) by the margin printed; a stationary detector refuses FDK
  *                (its views' intrinsics differ) but iterates;
- *   refusals     cone beam without kept measurements, Joseph's pair, TV steps: TL_EINVAL;
+ *   refusals     cone beam without kept measurements, Joseph's pair: TL_EINVAL;
  *                several devices without kept measurements (FDK runs on one), or on the
  *                CPU backend: TL_EUNSUPPORTED;
  *   devices      (CUDA) the stack split by volume over two and three parts of one GPU, and
@@ -316,6 +317,10 @@ START_TEST(reference)
     against_reference("arc, stationary: OS-SART (5)", TL_TOMO_ARC, TL_TOMO_STATIONARY, &os);
     against_reference("arc, rotating: SIRT, non-negative", TL_TOMO_ARC, TL_TOMO_ROTATING, &sirt);
     against_reference("line, stationary: OS-SART (5)", TL_TOMO_LINE, TL_TOMO_STATIONARY, &os);
+    tl_iter_options tv = sirt;
+    tv.tv_weight = 0.05;
+    tv.tv_steps = 5;
+    against_reference("arc, stationary: SIRT + TV (3-D)", TL_TOMO_ARC, TL_TOMO_STATIONARY, &tv);
 }
 END_TEST
 
@@ -414,10 +419,6 @@ START_TEST(refusals)
     tl_iter_options bad = o;
     bad.projector = TL_PROJECTOR_JOSEPH;
     refused(e, ids, &bad, "matched projector only");
-    bad = o;
-    bad.tv_weight = 0.1;
-    bad.tv_steps = 3;
-    refused(e, ids, &bad, "no TV steps in cone beam");
     tl_engine_destroy(e);
     /* a stationary detector without kept measurements: FDK cannot serve it, so refused */
     make_scan(&s, TL_TOMO_ARC, TL_TOMO_STATIONARY, truth);
@@ -454,16 +455,22 @@ START_TEST(devices)
                           .iterations = 3,
                           .subsets = 5,
                           .relaxation = 1};
+    tl_iter_options tv = sirt; /* the TV steps' halos: a middle part has two */
+    tv.tv_weight = 0.05;
+    tv.tv_steps = 5;
     const int same[] = {0, 0}, three[] = {0, 0, 0}, two[] = {0, 1};
     on_devices("2 parts on GPU 0: SIRT, non-negative", TL_TOMO_ARC, TL_TOMO_STATIONARY, &sirt, 2,
                same);
     on_devices("3 parts on GPU 0: OS-SART (5)", TL_TOMO_ARC, TL_TOMO_ROTATING, &os, 3, three);
+    on_devices("3 parts on GPU 0: SIRT + TV (3-D)", TL_TOMO_ARC, TL_TOMO_STATIONARY, &tv, 3,
+               three);
     if (tl_backend_device_count(TL_BACKEND_CUDA, NULL, 0) < 2) {
         printf("  one GPU: the two-GPU split is not run here\n");
         return;
     }
     on_devices("GPUs 0 and 1: SIRT, non-negative", TL_TOMO_ARC, TL_TOMO_STATIONARY, &sirt, 2, two);
     on_devices("GPUs 0 and 1: OS-SART (5)", TL_TOMO_LINE, TL_TOMO_STATIONARY, &os, 2, two);
+    on_devices("GPUs 0 and 1: SIRT + TV (3-D)", TL_TOMO_ARC, TL_TOMO_STATIONARY, &tv, 2, two);
 }
 END_TEST
 #endif
