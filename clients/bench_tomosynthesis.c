@@ -38,6 +38,7 @@ static const char usage_text[] =
     "usage: tomolive bench --tomosynthesis [--detector RxC] [--views N] [--span DEG]\n"
     "                                      [--volume PxHxW] [--voxel MM] [--rotating]\n"
     "                                      [--method sirt|os-sart|osem] [--subsets M]\n"
+    "                                      [--projector matched|joseph]\n"
     "                                      [--iterations N] [--reps R]\n"
     "                                      [--device N | --gpus LIST] [--backend cuda|cpu]\n"
     "\n"
@@ -49,7 +50,7 @@ static const char usage_text[] =
     "R runs (default 3) of N iterations (default 10; set-up included), per iteration, and\n"
     "of N iterations with every iteration's residual. --gpus 0,1 splits the stack over the\n"
     "first k of the GPUs listed, a row for each k from 1 (\"all\": every GPU here).\n"
-    "Default method: os-sart with 5 subsets.\n";
+    "Default method: os-sart with 5 subsets, the matched projector.\n";
 
 #define SAD 640.0
 #define SDD 660.0
@@ -68,14 +69,23 @@ typedef struct {
 static int parse(int argc, char **argv, options *o)
 {
     static const struct option longopts[] = {
-        {"tomosynthesis", no_argument, NULL, 'T'}, {"detector", required_argument, NULL, 'D'},
-        {"views", required_argument, NULL, 'v'},   {"span", required_argument, NULL, 'a'},
-        {"volume", required_argument, NULL, 'V'},  {"voxel", required_argument, NULL, 'x'},
-        {"rotating", no_argument, NULL, 'R'},      {"method", required_argument, NULL, 'm'},
-        {"subsets", required_argument, NULL, 'u'}, {"iterations", required_argument, NULL, 'n'},
-        {"reps", required_argument, NULL, 'r'},    {"device", required_argument, NULL, 'd'},
-        {"gpus", required_argument, NULL, 'g'},    {"backend", required_argument, NULL, 'B'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"tomosynthesis", no_argument, NULL, 'T'},
+        {"detector", required_argument, NULL, 'D'},
+        {"views", required_argument, NULL, 'v'},
+        {"span", required_argument, NULL, 'a'},
+        {"volume", required_argument, NULL, 'V'},
+        {"voxel", required_argument, NULL, 'x'},
+        {"rotating", no_argument, NULL, 'R'},
+        {"method", required_argument, NULL, 'm'},
+        {"subsets", required_argument, NULL, 'u'},
+        {"projector", required_argument, NULL, 'p'},
+        {"iterations", required_argument, NULL, 'n'},
+        {"reps", required_argument, NULL, 'r'},
+        {"device", required_argument, NULL, 'd'},
+        {"gpus", required_argument, NULL, 'g'},
+        {"backend", required_argument, NULL, 'B'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     *o = (options){.rows = 2816,
                    .cols = 3584,
@@ -122,6 +132,10 @@ static int parse(int argc, char **argv, options *o)
                     o->voxel = d;
                 break;
             case 'R': o->detector = TL_TOMO_ROTATING; break;
+            case 'p':
+                if (!tl_projector_parse(optarg, &o->it.projector))
+                    return tl_cli_fail(ME, 2, "bad --projector '%s': matched or joseph", optarg);
+                break;
             case 'm':
                 if (!tl_iter_method_parse(optarg, &o->it.method) || o->it.method == TL_ITER_SART)
                     return tl_cli_fail(ME, 2, "bad --method '%s': sirt, os-sart or osem", optarg);
@@ -288,8 +302,9 @@ int tl_cmd_tomosynthesis_bench(int argc, char **argv)
     double *residual = malloc(o.it.iterations * sizeof *residual);
     rc = P && ids && stack && residual ? 0 : tl_cli_fail(ME, 1, "out of memory");
     char name[40];
-    snprintf(name, sizeof name, o.it.method == TL_ITER_SIRT ? "%s" : "%s/%u",
-             tl_iter_method_name(o.it.method), o.it.subsets);
+    snprintf(name, sizeof name, o.it.method == TL_ITER_SIRT ? "%s%s" : "%s%s/%u",
+             tl_iter_method_name(o.it.method),
+             o.it.projector == TL_PROJECTOR_JOSEPH ? " joseph" : "", o.it.subsets);
     double per_one = 0; /* one device's time per iteration: the baseline */
     tl_engine *e = NULL;
     for (uint32_t k = o.gpus.n ? 1 : 0; rc == 0 && k <= o.gpus.n; k++) {
@@ -309,10 +324,10 @@ int tl_cmd_tomosynthesis_bench(int argc, char **argv)
                    o.views, o.span, o.detector == TL_TOMO_ROTATING ? "rotating" : "stationary",
                    o.rows, o.cols, o.planes, o.height, o.width,
                    (double)o.planes * o.height * o.width / 1e6, es.device_name, o.reps);
-            printf("%-14s | %-9s | %10s | %10s | %16s | %8s | %10s | %22s\n", "method", "devices",
+            printf("%-16s | %-9s | %10s | %10s | %16s | %8s | %10s | %22s\n", "method", "devices",
                    "iterations", "total ms", "per iteration ms", "speed-up", "set-up ms",
                    "total with residuals ms");
-            printf("---------------+-----------+------------+------------+------------------+---"
+            printf("-----------------+-----------+------------+------------+------------------+---"
                    "-------+------------+------------------------\n");
         }
         if (rc == 0) {
@@ -321,7 +336,7 @@ int tl_cmd_tomosynthesis_bench(int argc, char **argv)
                 tl_bench_gpus_label(&o.gpus, k, where, sizeof where);
             double per = (t_n - t_one) / (o.it.iterations - 1);
             per_one = k <= 1 ? per : per_one;
-            printf("%-14s | %-9s | %10u | %10.1f | %16.1f | %7.2fx | %10.1f | %22.1f\n", name,
+            printf("%-16s | %-9s | %10u | %10.1f | %16.1f | %7.2fx | %10.1f | %22.1f\n", name,
                    where, o.it.iterations, t_n, per, per_one / per, t_one - per, t_res);
             printf("residual after %u iterations: %.4f\n", o.it.iterations,
                    residual[o.it.iterations - 1]);

@@ -36,8 +36,7 @@ typedef struct {
     "      --method M        reconstruct iteratively instead of by FBP: sirt, sart, os-sart,\n" \
     "                        osem (counts data; MLEM with --subsets 1), from the unfiltered\n"  \
     "                        projections (no --filter); cone beam: the volume as one problem\n" \
-    "                        (matched projector, whole frames on the GPU, the volume in host\n" \
-    "                        memory)\n"                                                         \
+    "                        (whole frames on the GPU, the volume in host memory)\n"            \
     "      --projector P     matched (default: the transpose of the back projection) or\n"      \
     "                        joseph (ray-driven, Joseph 1982)\n"                                \
     "      --iterations N    at most N iterations per slice (default 20)\n"                     \

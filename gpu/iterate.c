@@ -29,10 +29,6 @@ static tl_status check_iterative(tl_engine *e, const int *ids, size_t n, const t
             return tl_fail(&e->err, TL_EINVAL,
                            "iterative: cone beam needs the measurements kept "
                            "(keep_measurements): the window holds FDK's weighed projections");
-        if (o && o->projector != TL_PROJECTOR_MATCHED)
-            return tl_fail(&e->err, TL_EINVAL,
-                           "iterative: cone beam takes the matched projector only (Joseph's "
-                           "walks a voxel grid, and slices are any planes)");
         return TL_OK;
     }
     if (n != 1)
@@ -88,7 +84,10 @@ tl_status tl_engine_iterate(tl_engine *e, const int *ids, size_t n, const tl_ite
                        .slices = job.slices,
                        .nslices = (uint32_t)n,
                        .proj = views,
-                       .nproj = (uint32_t)job.nproj};
+                       .nproj = (uint32_t)job.nproj,
+                       .unit_z = e->cfg.geometry == TL_GEOMETRY_CONE
+                                     ? e->cfg.cone.pixel_v / e->cfg.cone.pixel_u
+                                     : 1.0};
     st = tl_iterative_run(e->ops, e->be, &p, o, start, out, residual, done, &e->err);
     free(views);
     if (info) {

@@ -35,7 +35,7 @@ gpu_libtlengine_a_CFLAGS = $(AM_CFLAGS) $(FFTW_CFLAGS) $(JANSSON_CFLAGS)
 gpu_libtlbase_a_SOURCES = \
 	gpu/base/types.h gpu/base/names.c \
 	gpu/base/fail.h gpu/base/fail.c \
-	gpu/base/backend.h \
+	gpu/base/backend.h gpu/base/joseph.h gpu/base/joseph.c \
 	gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c \
 	gpu/base/phase.h gpu/base/phase.c gpu/base/rings.h gpu/base/parker.h
 gpu_libtlbase_a_CFLAGS = $(AM_CFLAGS)

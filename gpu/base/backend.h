@@ -88,7 +88,8 @@ static inline tl_bp_grid tl_bp_slice_grid(const tl_bp_slice *sl)
 /* An iterative problem (gpu/method/iterative.c): the slices x is made of and the views it
  * is reconstructed from. The system matrix A is the transpose of the pixel-driven back
  * projection, unweighted (project_ref.h's matched pair), so A^T is the engine's own back
- * projection; or, in parallel beam, Joseph's pair.
+ * projection; or Joseph's pair (ray-driven; in cone beam on a stack that forms a voxel
+ * grid, gpu/base/joseph.h).
  *   PARALLEL  one horizontal slice (a plane at constant z: a 2-D problem of its own):
  *             pixel (i, j) links to the two bins around its u = center + x cos - y sin
  *             with weights 1 - f and f, zero off the detector; b is the measurements' row
@@ -108,6 +109,8 @@ typedef struct {
     uint32_t nslices;          /* parallel beam: 1 */
     const tl_bp_proj *proj;    /* slot, and (cos_t, sin_t, center) or cone (weight unused) */
     uint32_t nproj;
+    double unit_z; /* cone beam: a volume unit along z in units along x and y (pixel_v /
+                      pixel_u): the metric of Joseph's path lengths (gpu/base/joseph.h) */
 } tl_it_problem;
 
 /* The pixels of a problem: x's length. */

@@ -11,6 +11,11 @@
  * (u, v); the forward projection scatters each pixel into them, one job per view (a
  * view's projection is written by its job alone: no locks).
  *
+ * Joseph's pair (gpu/base/joseph.h) when the stack is a voxel grid: the forward projection
+ * walks each detector pixel's ray, a job per view; the back projection spreads each ray
+ * back, a job per accumulator (each its own g and A^T 1, at most JOSEPH_ACC_BYTES of
+ * them), the accumulators then summed per pixel for the update.
+ *
  * TV steps smooth the stack in three dimensions, as the reference smooths its voxel
  * volume: forward differences along a slice's columns, up its rows (row i - 1: rows run
  * from the top down) and to the next slice of the stack where it has the same shape (the
@@ -23,7 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/base/joseph.h"
 #include "gpu/cpu/cpu_state.h"
+
+#define JOSEPH_ACC_BYTES ((size_t)2 << 30) /* the back projection's accumulators, at most */
 
 /* A slice of the stack: where its pixels lie, its shape, and its first pixel's index in x. */
 typedef struct {
@@ -40,6 +48,11 @@ typedef struct tl_cpu_itc {
     double *x;         /* npix */
     double *b, *r, *R; /* nproj * view_len: measurements, per-subset values, 1 / (A 1) */
     double *mark, *g;  /* TV steps only (npix each, at the first mark): x as marked, gradient */
+    bool joseph;       /* Joseph's pair, on this grid with these views' tables: */
+    tl_joseph_grid grid;
+    tl_joseph_view *jv; /* nproj */
+    double *acc;        /* nacc x 2 x npix: the back projection's g and A^T 1 */
+    uint32_t nacc;
 } tl_cpu_itc;
 
 /* Pixel (i, j) of slice sl in volume coordinates. */
@@ -85,6 +98,8 @@ static void free_itc(tl_cpu_itc *c)
     free(c->R);
     free(c->mark);
     free(c->g);
+    free(c->jv);
+    free(c->acc);
     free(c);
 }
 
@@ -130,10 +145,34 @@ static void fp_job(void *ctx, size_t job, int thread)
     }
 }
 
+/* Joseph's forward projection of view first + job * stride: every detector pixel's ray. */
+static void fp_joseph_job(void *ctx, size_t job, int thread)
+{
+    (void)thread;
+    const fp_ctx *f = ctx;
+    const tl_cpu_itc *c = f->c;
+    const uint32_t k = f->v.first + (uint32_t)job * f->v.stride;
+    double *y = f->y + (size_t)k * c->view_len;
+    long long at[4];
+    double wt[4];
+    for (uint32_t v = 0; v < c->rows; v++)
+        for (uint32_t u = 0; u < c->cols; u++) {
+            tl_joseph_ray r;
+            double sum = 0;
+            if (tl_joseph_ray_of(&c->jv[k], &c->grid, u, v, &r))
+                for (uint32_t m = 0; m < r.planes; m++)
+                    if (tl_joseph_taps(&r, &c->grid, m, at, wt))
+                        for (int t = 0; t < 4; t++)
+                            if (at[t] >= 0)
+                                sum += wt[t] * f->x[at[t]];
+            y[(size_t)v * c->cols + u] = sum;
+        }
+}
+
 static void forward(tl_cpu_state *s, tl_it_views v, const double *x, double *y)
 {
     fp_ctx f = {.c = s->itc, .x = x, .y = y, .v = v};
-    tl_cpu_run_jobs(s, v.count, 16.0 * s->itc->npix, fp_job, &f);
+    tl_cpu_run_jobs(s, v.count, 16.0 * s->itc->npix, s->itc->joseph ? fp_joseph_job : fp_job, &f);
 }
 
 /* ---- backward: g = A_S^T r, c = A_S^T 1, and the update, a job per row of a slice ------ */
@@ -143,6 +182,7 @@ typedef struct {
     tl_it_views v;
     tl_it_rule rule;
     double lambda;
+    uint32_t jobs; /* Joseph's: accumulators in use */
 } bp_ctx;
 
 static void bp_job(void *ctx, size_t job, int thread)
@@ -175,6 +215,85 @@ static void bp_job(void *ctx, size_t job, int thread)
             continue; /* a pixel the subset does not see is left alone */
         c->x[q] = b->rule == TL_IT_EM ? c->x[q] * (g / norm) : c->x[q] + b->lambda * (g / norm);
     }
+}
+
+/* Joseph's back projection into accumulator `job`: the rays of the subset's views n with
+ * n mod jobs = job spread back, r into g and 1 into A^T 1. */
+static void bp_joseph_job(void *ctx, size_t job, int thread)
+{
+    (void)thread;
+    const bp_ctx *b = ctx;
+    tl_cpu_itc *c = b->c;
+    double *g = c->acc + job * 2 * c->npix, *ones = g + c->npix;
+    memset(g, 0, 2 * c->npix * sizeof *g);
+    long long at[4];
+    double wt[4];
+    for (uint32_t n = (uint32_t)job; n < b->v.count; n += b->jobs) {
+        const uint32_t k = b->v.first + n * b->v.stride;
+        const double *rk = c->r + (size_t)k * c->view_len;
+        for (uint32_t v = 0; v < c->rows; v++)
+            for (uint32_t u = 0; u < c->cols; u++) {
+                tl_joseph_ray r;
+                if (!tl_joseph_ray_of(&c->jv[k], &c->grid, u, v, &r))
+                    continue;
+                const double value = rk[(size_t)v * c->cols + u];
+                for (uint32_t m = 0; m < r.planes; m++)
+                    if (tl_joseph_taps(&r, &c->grid, m, at, wt))
+                        for (int t = 0; t < 4; t++)
+                            if (at[t] >= 0) {
+                                g[at[t]] += wt[t] * value;
+                                ones[at[t]] += wt[t];
+                            }
+            }
+    }
+}
+
+#define UPDATE_CHUNK 65536 /* pixels per job of the update after Joseph's back projection */
+
+/* The update of pixels [job * UPDATE_CHUNK, ...) from the accumulators' sums. */
+static void update_job(void *ctx, size_t job, int thread)
+{
+    (void)thread;
+    const bp_ctx *b = ctx;
+    tl_cpu_itc *c = b->c;
+    const size_t q0 = job * UPDATE_CHUNK;
+    const size_t q1 = q0 + UPDATE_CHUNK < c->npix ? q0 + UPDATE_CHUNK : c->npix;
+    for (size_t q = q0; q < q1; q++) {
+        double g = 0, norm = 0;
+        for (uint32_t a = 0; a < b->jobs; a++) {
+            g += c->acc[(size_t)a * 2 * c->npix + q];
+            norm += c->acc[(size_t)a * 2 * c->npix + c->npix + q];
+        }
+        if (!(norm > 0))
+            continue; /* a pixel the subset does not see is left alone */
+        c->x[q] = b->rule == TL_IT_EM ? c->x[q] * (g / norm) : c->x[q] + b->lambda * (g / norm);
+    }
+}
+
+/* Joseph's pair for the stack of p (TL_EINVAL when the stack is not a voxel grid): the
+ * grid, each view's table, the accumulators. */
+static tl_status joseph_begin(tl_cpu_state *s, tl_cpu_itc *c, const tl_it_problem *p)
+{
+    tl_status st = tl_joseph_grid_of(p, &c->grid, s->eb);
+    if (st != TL_OK)
+        return st;
+    c->jv = malloc(p->nproj * sizeof *c->jv);
+    if (!c->jv)
+        return tl_fail(s->eb, TL_ENOMEM, "iterative: no host memory for %u views", p->nproj);
+    for (uint32_t k = 0; k < p->nproj; k++)
+        if (!tl_joseph_view_of(&c->grid, p->proj[k].cone, &c->jv[k]))
+            return tl_fail(s->eb, TL_EINVAL, "iterative: view %u's matrix is singular", k);
+    size_t fit = JOSEPH_ACC_BYTES / (2 * c->npix * sizeof(double));
+    c->nacc = s->nthreads > 1 ? (uint32_t)s->nthreads : 1;
+    c->nacc = fit < c->nacc ? (fit > 0 ? (uint32_t)fit : 1) : c->nacc;
+    c->acc = malloc((size_t)c->nacc * 2 * c->npix * sizeof *c->acc);
+    if (!c->acc)
+        return tl_fail(s->eb, TL_ENOMEM,
+                       "iterative: no host memory for Joseph's back projection (%u x 2 x %zu "
+                       "pixels)",
+                       c->nacc, c->npix);
+    c->joseph = true;
+    return TL_OK;
 }
 
 /* ---- the primitives ------------------------------------------------------------------- */
@@ -231,6 +350,13 @@ tl_status tl_cpu_itc_begin(tl_cpu_state *s, const tl_it_problem *p, double stats
     }
     s->itc = c;
     place_slices(c, p);
+    if (p->projector == TL_PROJECTOR_JOSEPH) {
+        tl_status st = joseph_begin(s, c, p);
+        if (st != TL_OK) {
+            tl_cpu_itc_end(s);
+            return st;
+        }
+    }
     double sumsq = 0, bmin = INFINITY;
     for (uint32_t k = 0; k < p->nproj; k++) {
         memcpy(c->m[k], p->proj[k].cone, sizeof c->m[k]);
@@ -288,8 +414,16 @@ tl_status tl_cpu_itc_forward(void *state, tl_it_views v, tl_it_rule rule, double
 tl_status tl_cpu_itc_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda)
 {
     tl_cpu_state *s = state;
-    bp_ctx b = {.c = s->itc, .v = v, .rule = rule, .lambda = lambda};
-    tl_cpu_run_jobs(s, s->itc->nrows, 16.0 * s->itc->npix * v.count, bp_job, &b);
+    tl_cpu_itc *c = s->itc;
+    bp_ctx b = {.c = c, .v = v, .rule = rule, .lambda = lambda};
+    if (!c->joseph) {
+        tl_cpu_run_jobs(s, c->nrows, 16.0 * c->npix * v.count, bp_job, &b);
+        return TL_OK;
+    }
+    b.jobs = v.count < c->nacc ? v.count : c->nacc;
+    tl_cpu_run_jobs(s, b.jobs, 16.0 * c->npix * v.count, bp_joseph_job, &b);
+    tl_cpu_run_jobs(s, (c->npix + UPDATE_CHUNK - 1) / UPDATE_CHUNK, 4.0 * c->npix * b.jobs,
+                    update_job, &b);
     return TL_OK;
 }
 

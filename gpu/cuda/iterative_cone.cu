@@ -29,6 +29,11 @@
  * waits for the others' shares, and a device overwrites its share only after every other
  * device has copied it.
  *
+ * Joseph's pair (gpu/base/joseph.h, on a stack that is a voxel grid): a thread per
+ * detector pixel of each view walks its ray, reading the voxels of its device's slab
+ * (forward: the slab's share of the ray sum, summed over devices as above) or adding into
+ * them by atomicAdd, with A^T 1 beside (backward), the update then a pass over the slab.
+ *
  * TV steps (gpu/cpu/iterative_cone.c's, in three dimensions across the stack's planes of
  * one shape) gather each voxel's gradient from its own differences and those of the
  * voxels before it; split over devices, each step first copies the plane before and the
@@ -42,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/base/joseph.h"
 #include "gpu/cuda/check.cuh"
 #include "gpu/cuda/cuda_state.cuh"
 #include "gpu/cuda/iterative.cuh"
@@ -78,6 +84,8 @@ typedef struct {
     double *sums;           /* reductions, 2 */
     unsigned *least;        /* min b's float_key; in the TV steps max |x|'s bits */
     float *mark, *g;        /* TV steps only (npix, at the first mark): x as marked, gradient */
+    tl_joseph_view *jv;     /* Joseph's pair: nproj ray tables */
+    float *acc;             /* ... 2 x npix: its back projection's g and A^T 1 */
 } itc_part;
 
 struct tl_cuda_itc {
@@ -87,6 +95,8 @@ struct tl_cuda_itc {
     uint32_t nparts;
     itc_part part[ITC_MAX_PARTS];
     itc_slice *table; /* the slices' table on the host (the TV steps' halos read it) */
+    bool joseph;      /* Joseph's pair on this grid (else the matched pair) */
+    tl_joseph_grid grid;
     size_t bytes; /* device memory of all the above, every device */
 };
 
@@ -249,6 +259,89 @@ __global__ void sum_shares_kernel(itc_shares in, uint32_t nparts, size_t view_le
     ax[e] = sum;
 }
 
+/* The planes along ray r that can reach voxels [lo, hi) of grid g: a ray walking the
+ * stack's planes (axis 2) reads plane m alone on step m; others may read any. */
+__device__ __forceinline__ void joseph_range(const tl_joseph_ray &r, const tl_joseph_grid &g,
+                                             long long lo, long long hi, uint32_t *m0,
+                                             uint32_t *m1)
+{
+    const long long plane = (long long)g.n[0] * g.n[1];
+    *m0 = 0;
+    *m1 = r.planes;
+    if (r.a == 2) {
+        *m0 = (uint32_t)(lo / plane);
+        *m1 = (uint32_t)((hi + plane - 1) / plane);
+    }
+}
+
+/* Joseph's A x (x NULL: ones) of view first + blockIdx.y * stride into ax: a thread per
+ * detector pixel walks its ray, reading the voxels of [lo, hi) (its device's slab). */
+__global__ void forward_joseph_kernel(tl_joseph_grid g, const tl_joseph_view *__restrict__ jv,
+                                      uint32_t first, uint32_t stride, uint32_t rows, uint32_t cols,
+                                      long long lo, long long hi, const float *__restrict__ x,
+                                      float *__restrict__ ax)
+{
+    const uint32_t e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= rows * cols)
+        return;
+    const uint32_t k = first + blockIdx.y * stride;
+    tl_joseph_ray r;
+    double sum = 0;
+    long long at[4];
+    double wt[4];
+    uint32_t m0, m1;
+    if (tl_joseph_ray_of(&jv[k], &g, e % cols, e / cols, &r))
+        for (joseph_range(r, g, lo, hi, &m0, &m1); m0 < m1; m0++)
+            if (tl_joseph_taps(&r, &g, m0, at, wt))
+                for (int t = 0; t < 4; t++)
+                    if (at[t] >= lo && at[t] < hi)
+                        sum += wt[t] * (x ? x[at[t]] : 1.0f);
+    ax[(size_t)k * rows * cols + e] = (float)sum;
+}
+
+/* Joseph's transpose over the subset's views: a thread per detector pixel and view adds
+ * its r into g and 1 into A^T 1 (acc, acc + npix) at the voxels of [lo, hi) it reads. */
+__global__ void backward_joseph_kernel(tl_joseph_grid g, const tl_joseph_view *__restrict__ jv,
+                                       uint32_t first, uint32_t stride, uint32_t rows,
+                                       uint32_t cols, long long lo, long long hi,
+                                       const float *__restrict__ r, float *__restrict__ acc,
+                                       size_t npix)
+{
+    const uint32_t e = blockIdx.x * blockDim.x + threadIdx.x;
+    if (e >= rows * cols)
+        return;
+    const uint32_t k = first + blockIdx.y * stride;
+    const float value = r[(size_t)k * rows * cols + e];
+    tl_joseph_ray ray;
+    long long at[4];
+    double wt[4];
+    uint32_t m0, m1;
+    if (!tl_joseph_ray_of(&jv[k], &g, e % cols, e / cols, &ray))
+        return;
+    for (joseph_range(ray, g, lo, hi, &m0, &m1); m0 < m1; m0++)
+        if (tl_joseph_taps(&ray, &g, m0, at, wt))
+            for (int t = 0; t < 4; t++)
+                if (at[t] >= lo && at[t] < hi) {
+                    atomicAdd(&acc[at[t]], (float)wt[t] * value);
+                    atomicAdd(&acc[npix + at[t]], (float)wt[t]);
+                }
+}
+
+/* The update of voxels [lo, lo + n) from Joseph's g and A^T 1: x += lambda g / c (SART) or
+ * x *= g / c (EM); a voxel the subset does not see is left. */
+__global__ void update_joseph_kernel(const float *__restrict__ acc, size_t npix, size_t lo,
+                                     size_t n, tl_it_rule rule, float lambda, float *__restrict__ x)
+{
+    const size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n)
+        return;
+    const size_t q = lo + t;
+    const float g = acc[q], norm = acc[npix + q];
+    if (!(norm > 0.0f))
+        return;
+    x[q] = rule == TL_IT_EM ? x[q] * (g / norm) : x[q] + lambda * (g / norm);
+}
+
 /* The forward differences of x at pixel (i, j) of slice s, index v: along the row, up the
  * rows (row i - 1) and to the next plane; and their smoothed norm. */
 __device__ __forceinline__ float tv_diff(const float *__restrict__ x, const itc_slice &s,
@@ -326,6 +419,8 @@ static void free_part(tl_cuda_state *s, itc_part *q)
         cudaEventDestroy(q->stepped);
     cudaFree(q->mark);
     cudaFree(q->g);
+    cudaFree(q->jv);
+    cudaFree(q->acc);
     if (q->stream && q->stream != s->stream)
         cudaStreamDestroy(q->stream);
 }
@@ -361,6 +456,14 @@ static tl_status forward_shares(tl_cuda_state *s, tl_it_views v, bool ones)
                 TL_CUDA(s->eb,
                         cudaMemsetAsync(q->ax + (size_t)(v.first + n * v.stride) * c->view_len, 0,
                                         c->view_len * sizeof(float), q->stream));
+        if (c->joseph) {
+            const dim3 grid(tl_cuda_it_blocks(c->view_len), v.count);
+            forward_joseph_kernel<<<grid, IT_BLOCK, 0, q->stream>>>(
+                c->grid, q->jv, v.first, v.stride, c->rows, c->cols, (long long)q->pix0,
+                (long long)(q->pix0 + q->npix), ones ? NULL : q->x, q->ax);
+            TL_CUDA_LAUNCHED(s->eb, "forward_joseph_kernel");
+            continue;
+        }
         const dim3 grid(tl_cuda_it_blocks(c->slice_max), q->nslices, v.count);
         forward_cone_kernel<<<grid, IT_BLOCK, 0, q->stream>>>(q->slices + q->slice0, q->m,
                                                               v.first, v.stride, c->rows,
@@ -501,6 +604,8 @@ static tl_status alloc_part(tl_cuda_state *s, itc_part *q, const tl_it_problem *
         {(void **)&q->others, (c->nparts - 1) * c->nmeas * sizeof(float)},
         {(void **)&q->sums, 2 * sizeof(double)},
         {(void **)&q->least, sizeof(unsigned)},
+        {(void **)&q->jv, c->joseph ? p->nproj * sizeof(tl_joseph_view) : 0},
+        {(void **)&q->acc, c->joseph ? 2 * c->npix * sizeof(float) : 0},
     };
     tl_status st = TL_OK;
     for (size_t i = 0; st == TL_OK && i < sizeof want / sizeof *want; i++)
@@ -531,6 +636,10 @@ static tl_status alloc_itc(tl_cuda_state *s, const tl_it_problem *p)
         return tl_fail(s->eb, TL_EINVAL,
                        "iterative: %u slices and %u views in a cone-beam stack: at most %u each",
                        p->nslices, p->nproj, ITC_MAX_GRID);
+    if (p->projector == TL_PROJECTOR_JOSEPH) {
+        TL_TRY(tl_joseph_grid_of(p, &c->grid, s->eb));
+        c->joseph = true;
+    }
     int dev[ITC_MAX_PARTS];
     uint32_t ndev = devices_of(s, dev);
     c->nparts = ndev < p->nslices ? ndev : p->nslices; /* a slice is a part's least share */
@@ -550,9 +659,14 @@ static tl_status upload_tables(tl_cuda_state *s, const tl_it_problem *p)
     itc_slice *hs = (itc_slice *)malloc(p->nslices * sizeof *hs);
     double *hm = (double *)malloc((size_t)p->nproj * 12 * sizeof *hm);
     uint32_t *hslot = (uint32_t *)malloc(p->nproj * sizeof *hslot);
-    tl_status st = hs && hm && hslot ? TL_OK
-                                     : tl_fail(s->eb, TL_ENOMEM, "iterative: no host memory for "
-                                                                 "the tables");
+    tl_joseph_view *hjv =
+        c->joseph ? (tl_joseph_view *)malloc(p->nproj * sizeof *hjv) : (tl_joseph_view *)NULL;
+    tl_status st = hs && hm && hslot && (hjv || !c->joseph)
+                       ? TL_OK
+                       : tl_fail(s->eb, TL_ENOMEM, "iterative: no host memory for the tables");
+    for (uint32_t k = 0; st == TL_OK && hjv && k < p->nproj; k++)
+        if (!tl_joseph_view_of(&c->grid, p->proj[k].cone, &hjv[k]))
+            st = tl_fail(s->eb, TL_EINVAL, "iterative: view %u's matrix is singular", k);
     unsigned long long first = 0;
     for (uint32_t n = 0; st == TL_OK && n < p->nslices; n++) {
         const tl_bp_slice *sl = &p->slices[n];
@@ -583,6 +697,9 @@ static tl_status upload_tables(tl_cuda_state *s, const tl_it_problem *p)
         if (e == cudaSuccess)
             e = cudaMemcpyAsync(q->slots, hslot, p->nproj * sizeof *hslot,
                                 cudaMemcpyHostToDevice, q->stream);
+        if (e == cudaSuccess && hjv)
+            e = cudaMemcpyAsync(q->jv, hjv, p->nproj * sizeof *hjv, cudaMemcpyHostToDevice,
+                                q->stream);
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(q->stream); /* before the host tables go */
     }
@@ -592,6 +709,7 @@ static tl_status upload_tables(tl_cuda_state *s, const tl_it_problem *p)
     c->table = hs; /* kept */
     free(hm);
     free(hslot);
+    free(hjv);
     return st;
 }
 
@@ -713,6 +831,18 @@ tl_status tl_cuda_itc_backward(tl_cuda_state *s, tl_it_views v, tl_it_rule rule,
     for (uint32_t k = c->nparts; k-- > 0;) { /* the engine's device last: current after */
         const itc_part *q = &c->part[k];
         TL_TRY(on(s, q));
+        if (c->joseph) {
+            TL_CUDA(s->eb, cudaMemsetAsync(q->acc, 0, 2 * c->npix * sizeof(float), q->stream));
+            const dim3 rays(tl_cuda_it_blocks(c->view_len), v.count);
+            backward_joseph_kernel<<<rays, IT_BLOCK, 0, q->stream>>>(
+                c->grid, q->jv, v.first, v.stride, c->rows, c->cols, (long long)q->pix0,
+                (long long)(q->pix0 + q->npix), q->r, q->acc, c->npix);
+            TL_CUDA_LAUNCHED(s->eb, "backward_joseph_kernel");
+            update_joseph_kernel<<<tl_cuda_it_blocks(q->npix), IT_BLOCK, 0, q->stream>>>(
+                q->acc, c->npix, q->pix0, q->npix, rule, (float)lambda, q->x);
+            TL_CUDA_LAUNCHED(s->eb, "update_joseph_kernel");
+            continue;
+        }
         const dim3 grid(tl_cuda_it_blocks(c->slice_max), q->nslices);
         backward_cone_kernel<<<grid, IT_BLOCK, 0, q->stream>>>(q->slices + q->slice0, q->m,
                                                                v.first, v.stride, v.count,

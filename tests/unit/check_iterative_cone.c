@@ -10,12 +10,13 @@
  *                zeros: the engine's stack of planes parallel to the detector equals the
  *                reference's voxel volume (tl_iter_cone, matched pair) within the exact
  *                mode, image and residual after every iteration; SIRT with 3-D TV steps
- *                too;
+ *                too, and Joseph's ray-driven pair (SIRT, OS-SART) against the reference's;
  *   tomosynthesis  SIRT's residual falls at every iteration, its error against the balls
  *                falls, and it beats FDK of the same limited arc (rotating detector, FDK at
  *                its best scale) by the margin printed; a stationary detector refuses FDK
  *                (its views' intrinsics differ) but iterates;
- *   refusals     cone beam without kept measurements, Joseph's pair: TL_EINVAL;
+ *   refusals     cone beam without kept measurements, Joseph's pair on planes that are no
+ *                voxel grid: TL_EINVAL;
  *                several devices without kept measurements (FDK runs on one), or on the
  *                CPU backend: TL_EUNSUPPORTED;
  *   devices      (CUDA) the stack split by volume over two and three parts of one GPU, and
@@ -279,8 +280,12 @@ static void on_devices(const char *what, tl_tomo_source src, tl_tomo_detector de
     ck_assert_msg(tl_engine_iterate(e, ids, NY, o, NULL, stack, res_got, &done_got, NULL) == TL_OK,
                   "%s: %s", what, tl_engine_last_error(e));
     to_reference(stack, got);
+    if (o->projector == TL_PROJECTOR_JOSEPH) /* its lengths in volume units, the reference's
+                                                in mm: x comes out per volume unit */
+        for (size_t i = 0; i < NVOX; i++)
+            got[i] /= s.cb.vol.voxel;
     tl_iter_problem pb;
-    tl_iter_cone(&pb, &s.cb, s.b, TL_PROJECTOR_MATCHED);
+    tl_iter_cone(&pb, &s.cb, s.b, o->projector);
     memset(want, 0, sizeof want);
     tl_errbuf eb;
     ck_assert_msg(tl_iter_run(&pb, o, want, res_want, &done_want, &eb) == TL_OK, "%s", eb.msg);
@@ -321,6 +326,11 @@ START_TEST(reference)
     tv.tv_weight = 0.05;
     tv.tv_steps = 5;
     against_reference("arc, stationary: SIRT + TV (3-D)", TL_TOMO_ARC, TL_TOMO_STATIONARY, &tv);
+    tl_iter_options joseph = sirt, joseph_os = os;
+    joseph.projector = joseph_os.projector = TL_PROJECTOR_JOSEPH;
+    against_reference("arc, stationary: SIRT, Joseph", TL_TOMO_ARC, TL_TOMO_STATIONARY, &joseph);
+    against_reference("arc, rotating: OS-SART (5), Joseph", TL_TOMO_ARC, TL_TOMO_ROTATING,
+                      &joseph_os);
 }
 END_TEST
 
@@ -415,10 +425,17 @@ START_TEST(refusals)
     tl_engine *e = engine_of(&s, false, ids);
     refused(e, ids, &o, "needs the measurements kept");
     tl_engine_destroy(e);
+    /* Joseph's pair walks a voxel grid: planes with a gap are none */
     e = engine_of(&s, true, ids);
     tl_iter_options bad = o;
     bad.projector = TL_PROJECTOR_JOSEPH;
-    refused(e, ids, &bad, "matched projector only");
+    const int gap[3] = {ids[0], ids[1], ids[3]};
+    static float stack[NVOX];
+    uint32_t done;
+    ck_assert_int_eq(tl_engine_iterate(e, gap, 3, &bad, NULL, stack, NULL, &done, NULL),
+                     TL_EINVAL);
+    ck_assert_msg(strstr(tl_engine_last_error(e), "slice 2 does not continue it"), "%s",
+                  tl_engine_last_error(e));
     tl_engine_destroy(e);
     /* a stationary detector without kept measurements: FDK cannot serve it, so refused */
     make_scan(&s, TL_TOMO_ARC, TL_TOMO_STATIONARY, truth);
@@ -464,6 +481,10 @@ START_TEST(devices)
     on_devices("3 parts on GPU 0: OS-SART (5)", TL_TOMO_ARC, TL_TOMO_ROTATING, &os, 3, three);
     on_devices("3 parts on GPU 0: SIRT + TV (3-D)", TL_TOMO_ARC, TL_TOMO_STATIONARY, &tv, 3,
                three);
+    tl_iter_options joseph = os;
+    joseph.projector = TL_PROJECTOR_JOSEPH;
+    on_devices("3 parts on GPU 0: OS-SART (5), Joseph", TL_TOMO_ARC, TL_TOMO_ROTATING, &joseph, 3,
+               three);
     if (tl_backend_device_count(TL_BACKEND_CUDA, NULL, 0) < 2) {
         printf("  one GPU: the two-GPU split is not run here\n");
         return;
@@ -471,6 +492,8 @@ START_TEST(devices)
     on_devices("GPUs 0 and 1: SIRT, non-negative", TL_TOMO_ARC, TL_TOMO_STATIONARY, &sirt, 2, two);
     on_devices("GPUs 0 and 1: OS-SART (5)", TL_TOMO_LINE, TL_TOMO_STATIONARY, &os, 2, two);
     on_devices("GPUs 0 and 1: SIRT + TV (3-D)", TL_TOMO_ARC, TL_TOMO_STATIONARY, &tv, 2, two);
+    on_devices("GPUs 0 and 1: OS-SART (5), Joseph", TL_TOMO_ARC, TL_TOMO_ROTATING, &joseph, 2,
+               two);
 }
 END_TEST
 #endif
