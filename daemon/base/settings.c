@@ -161,7 +161,7 @@ static const key keys[] = {
      "Filter of filtered back projection; a change applies from the next scan."},
     {K("engine", "iterative"), K_BOOL, F(engine_iterative), 0, 0, NULL, "false", RELOAD,
      "Keep each projection also unfiltered (twice the window's memory), so that slices can be "
-     "iterative (set_slice method); parallel beam on one GPU; next scan."},
+     "iterative (set_slice method; cone beam: stacks of planes); next scan."},
     {K("engine", "quality"), K_ENUM, F(quality), 0, 0, quality_names, "exact", RELOAD,
      "Accuracy the back-projection kernels must meet; a change applies from the next scan."},
     {K("engine", "weights"), K_ENUM, F(weights), 0, 0, weights_names, "uniform", RELOAD,

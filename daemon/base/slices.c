@@ -90,7 +90,7 @@ bool tl_slice_iter_prepare(tl_slice *sl)
 {
     tl_slice_iter *it = &sl->it;
     tl_slice_iter_restart(sl);
-    size_t need = (size_t)sl->height * sl->width;
+    size_t need = (size_t)sl->height * sl->width * (it->planes > 1 ? it->planes : 1);
     if (!it->on || need <= it->image_floats)
         return true;
     float *img = realloc(it->image, need * sizeof *img);

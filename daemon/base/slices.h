@@ -37,8 +37,13 @@ typedef struct {
     tl_iter_options o;       /* o.iterations: per read-out; o.tolerance applied here */
     uint32_t max_iterations; /* of refinement since the window last changed */
     bool start_fbp;
+    /* cone beam: x is a stack of `planes` planes parallel to the slice, `spacing` volume
+     * units apart, the slice plane planes / 2 (tl_slice_spec_stacked): one problem, the
+     * slice published. Parallel beam: 1 (a horizontal slice is a problem of its own). */
+    uint32_t planes;
+    double spacing;
     /* state */
-    float *image; /* x, height x width; sized when the slice joins a scan's engine */
+    float *image; /* x, planes x height x width; sized when the slice joins a scan's engine */
     size_t image_floats;
     bool started;        /* image holds x of this scan and parameters */
     uint32_t total;      /* iterations since the start */
@@ -98,6 +103,9 @@ void tl_slice_touch(tl_slice *sl);
 
 /* Iterations one read-out of an iterative slice may run (its "iterations" option). */
 #define TL_SLICE_ITER_STEP_MAX 1000
+#define TL_SLICE_ITER_PLANES_MAX \
+    1024 /* planes of an iterative cone-beam stack (the
+                                         "planes must be 1..1024" of commands.c) */
 
 /* Sizes an iterative slice's image for its height x width (when it joins an engine) and
  * starts it over; false when memory runs out. Nothing for an FBP slice. */

@@ -69,6 +69,9 @@ typedef struct {
     float **outs;
     tl_slice_info *info;
     double *residual; /* an iterative read-out's, TL_SLICE_ITER_STEP_MAX */
+    /* an iterative cone-beam stack's engine slices and their images, TL_SLICE_ITER_PLANES_MAX */
+    int *stack_ids;
+    float **stack_outs;
     tl_pace pace;     /* frames first (pacing.h) */
 } tl_worker_scratch;
 

@@ -94,6 +94,14 @@ int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen)
         snprintf(err, errlen, "%s", tl_engine_last_error(s->engine));
         return -1;
     }
+    if (sl->it.on && sl->it.planes > 1 && ec->geometry != TL_GEOMETRY_CONE) {
+        snprintf(err, errlen,
+                 "iterative \"planes\" %u: parallel beam's slices are problems of their own "
+                 "(planes 1); stacks are cone beam's",
+                 sl->it.planes);
+        tl_engine_remove_slice(s->engine, id);
+        return -1;
+    }
     if (sl->it.on && tl_engine_can_iterate(s->engine, id) != TL_OK) {
         snprintf(err, errlen, "%s%s", tl_engine_last_error(s->engine),
                  ec->filter != TL_FILTER_NONE && !ec->keep_measurements
@@ -214,8 +222,7 @@ static void open_scan(tl_daemon *d, tl_item *it)
         snprintf(why, sizeof why, "%s", cwhy);
     ec.half_acquisition = m->half_acquisition;
     /* iterative slices' measurements, where an engine can iterate (iterate.c) */
-    ec.keep_measurements =
-        c->engine_iterative && ec.geometry == TL_GEOMETRY_PARALLEL && !ec.half_acquisition;
+    ec.keep_measurements = c->engine_iterative && !ec.half_acquisition;
     ec.center_estimate = m->has_auto_center;
     ec.center_auto = m->auto_center;
     /* per-frame corrections: the engine checks the values and names a bad one */

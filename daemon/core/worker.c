@@ -196,22 +196,63 @@ static tl_status reconstruct_fbp(tl_daemon *d, int n)
     return st;
 }
 
+/* The engine slices of an iterative slice's problem into ids: the slice itself, or in
+ * cone beam the stack of it.planes planes around it (tl_slice_spec_stacked), added for
+ * this read-out (remove_stack takes them out again). How many, or -1 (the engine's
+ * error). */
+static int add_stack(tl_daemon *d, const tl_slice *sl, int *ids)
+{
+    const tl_slice_iter *it = &sl->it;
+    if (it->planes <= 1) {
+        ids[0] = sl->engine_id;
+        return 1;
+    }
+    tl_engine *e = d->scan.engine;
+    tl_slice_spec spec = sl->spec;
+    spec.height = sl->height;
+    spec.width = sl->width;
+    for (uint32_t k = 0; k < it->planes; k++) {
+        tl_slice_spec plane;
+        tl_slice_spec_stacked(&spec, tl_engine_get_config(e)->rows, k, it->planes, it->spacing,
+                              &plane);
+        if (tl_engine_add_slice(e, &plane, &ids[k]) != TL_OK) {
+            while (k-- > 0)
+                tl_engine_remove_slice(e, ids[k]);
+            return -1;
+        }
+    }
+    return (int)it->planes;
+}
+
+static void remove_stack(tl_daemon *d, const tl_slice *sl, const int *ids)
+{
+    for (uint32_t k = 0; sl->it.planes > 1 && k < sl->it.planes; k++)
+        tl_engine_remove_slice(d->scan.engine, ids[k]);
+}
+
 /* One read-out of an iterative slice into out (slices.h, tl_slice_iter): x's start after
  * a parameter change or the first time (the slice's FBP, or none), then its iterations
  * from where the last read-out left x (as many as refinement has left, at least one),
- * and x kept for the next. */
+ * and x kept for the next. In cone beam x may be a stack around the slice: one problem,
+ * the slice's plane published. */
 static tl_status iterate(tl_daemon *d, tl_slice *sl, float *out, tl_slice_info *info)
 {
     tl_slice_iter *it = &sl->it;
     tl_engine *e = d->scan.engine;
     if (sl->want_param)
         tl_slice_iter_restart(sl);
-    float *img = it->image;
+    int *ids = d->scratch.stack_ids;
+    const int n = add_stack(d, sl, ids);
+    if (n < 0)
+        return TL_EINVAL;
+    const size_t plane = (size_t)sl->height * sl->width;
+    for (int k = 0; k < n; k++)
+        d->scratch.stack_outs[k] = it->image + (size_t)k * plane;
     tl_status st = TL_OK;
     /* an FBP start needs a filtered window (engine.filter none: start from zeros) */
     const bool fbp = it->start_fbp && tl_engine_get_config(e)->filter != TL_FILTER_NONE;
     if (!it->started && fbp)
-        st = tl_engine_reconstruct(e, &sl->engine_id, 1, &img, NULL);
+        st = tl_engine_reconstruct(e, ids, (size_t)n, d->scratch.stack_outs, NULL);
     tl_iter_options o = it->o;
     o.tolerance = 0; /* applied across read-outs by tl_slice_iter_ran */
     tl_engine_state es;
@@ -223,12 +264,13 @@ static tl_status iterate(tl_daemon *d, tl_slice *sl, float *out, tl_slice_info *
         o.iterations = left;
     const float *start = it->started || fbp ? it->image : NULL;
     uint32_t done = 0;
-    if (st == TL_OK)
-        st = tl_engine_iterate(e, &sl->engine_id, 1, &o, start, out, d->scratch.residual, &done,
+    if (st == TL_OK) /* x in place: the start is read before x is written */
+        st = tl_engine_iterate(e, ids, (size_t)n, &o, start, it->image, d->scratch.residual, &done,
                                info);
+    remove_stack(d, sl, ids);
     if (st != TL_OK)
         return st;
-    memcpy(it->image, out, (size_t)sl->height * sl->width * sizeof *out);
+    memcpy(out, it->image + (size_t)(n / 2) * plane, plane * sizeof *out);
     tl_slice_iter_ran(sl, done, d->scratch.residual);
     tl_stats_add(&d->stats.slice_iterations, done);
     return TL_OK;
@@ -456,10 +498,12 @@ int tl_worker_start(tl_daemon *d)
     w->outs = calloc((size_t)w->cap, sizeof *w->outs);
     w->info = calloc((size_t)w->cap, sizeof *w->info);
     w->residual = calloc(TL_SLICE_ITER_STEP_MAX, sizeof *w->residual);
+    w->stack_ids = calloc(TL_SLICE_ITER_PLANES_MAX, sizeof *w->stack_ids);
+    w->stack_outs = calloc(TL_SLICE_ITER_PLANES_MAX, sizeof *w->stack_outs);
     w->pace = (tl_pace){0};
     tl_ipc_frames_init(&d->ipc, d->zctx, &d->stats);
-    if (!w->due || !w->engine_ids || !w->outs || !w->info || !w->residual ||
-        tl_tuning_init(d) != 0)
+    if (!w->due || !w->engine_ids || !w->outs || !w->info || !w->residual || !w->stack_ids ||
+        !w->stack_outs || tl_tuning_init(d) != 0)
         return -1;
     atomic_store(&d->worker_stop, false);
     atomic_store(&d->worker_beat, tl_clock_ns());
@@ -482,6 +526,8 @@ void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
     free(w->outs);
     free(w->info);
     free(w->residual);
+    free(w->stack_ids);
+    free(w->stack_outs);
     tl_tuning_destroy(d);
 }
 

@@ -79,7 +79,7 @@ static void pack_iterative(const tl_slice_iter *it, msgpack_packer *pk)
 {
     const tl_iter_options *o = &it->o;
     pack_key(pk, "iterative");
-    msgpack_pack_map(pk, 13);
+    msgpack_pack_map(pk, 15);
     tl_proto_pack_kv_u64(pk, "iterations", o->iterations);
     tl_proto_pack_kv_u64(pk, "max_iterations", it->max_iterations);
     tl_proto_pack_kv_u64(pk, "subsets", o->subsets);
@@ -90,6 +90,8 @@ static void pack_iterative(const tl_slice_iter *it, msgpack_packer *pk)
     tl_proto_pack_kv_double(pk, "tolerance", o->tolerance);
     tl_proto_pack_kv_str(pk, "projector", tl_projector_name(o->projector));
     tl_proto_pack_kv_str(pk, "start", it->start_fbp ? "fbp" : "zero");
+    tl_proto_pack_kv_u64(pk, "planes", it->planes);
+    tl_proto_pack_kv_double(pk, "spacing", it->spacing);
     tl_proto_pack_kv_u64(pk, "done", it->total);
     tl_proto_pack_kv_double(pk, "residual", it->residual);
     tl_proto_pack_kv_bool(pk, "converged", it->converged);
@@ -301,7 +303,8 @@ static bool parse_method(request *r, tl_slice_iter *it)
         fail(r, TL_PROTO_E_KEY_TYPE, "iterative must be a map of the method's options");
         return false;
     }
-    uint32_t max = TL_SLICE_ITER_MAX;
+    uint32_t max = TL_SLICE_ITER_MAX, planes = 1;
+    double spacing = 1.0;
     tl_proto_str projector = {NULL, 0}, start = {NULL, 0};
     static const msgpack_object none = {.type = MSGPACK_OBJECT_MAP};
     const msgpack_object *a = m ? m : &none;
@@ -314,7 +317,9 @@ static bool parse_method(request *r, tl_slice_iter *it)
         tl_proto_get_u32(a, "tv_steps", false, &o.tv_steps, &e) != TL_PROTO_OK ||
         tl_proto_get_double(a, "tolerance", false, &o.tolerance, &e) != TL_PROTO_OK ||
         tl_proto_get_str(a, "projector", false, &projector, &e) != TL_PROTO_OK ||
-        tl_proto_get_str(a, "start", false, &start, &e) != TL_PROTO_OK) {
+        tl_proto_get_str(a, "start", false, &start, &e) != TL_PROTO_OK ||
+        tl_proto_get_u32(a, "planes", false, &planes, &e) != TL_PROTO_OK ||
+        tl_proto_get_double(a, "spacing", false, &spacing, &e) != TL_PROTO_OK) {
         fail_arg(r, &e);
         return false;
     }
@@ -347,7 +352,9 @@ static bool parse_method(request *r, tl_slice_iter *it)
                       : !(o.tolerance >= 0 && isfinite(o.tolerance)) ? "tolerance must be >= 0"
                       : o.method == TL_ITER_OSEM && fbp
                           ? "OS-EM starts above 0: start \"zero\" (ones), not its FBP"
-                          : NULL;
+                      : planes < 1 || planes > TL_SLICE_ITER_PLANES_MAX ? "planes must be 1..1024"
+                      : !(spacing > 0 && isfinite(spacing))             ? "spacing must be > 0"
+                                                                        : NULL;
     if (bad) {
         fail(r, TL_PROTO_E_BAD_ARG, "%s", bad);
         return false;
@@ -355,6 +362,8 @@ static bool parse_method(request *r, tl_slice_iter *it)
     it->o = o;
     it->max_iterations = max;
     it->start_fbp = fbp;
+    it->planes = planes;
+    it->spacing = spacing;
     return true;
 }
 

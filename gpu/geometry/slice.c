@@ -63,6 +63,21 @@ void tl_slice_plane(const tl_slice_spec *s, uint32_t rows, float o[9])
     }
 }
 
+void tl_slice_spec_stacked(const tl_slice_spec *s, uint32_t rows, uint32_t k, uint32_t n,
+                           double spacing, tl_slice_spec *out)
+{
+    float o[9];
+    tl_slice_plane(s, rows, o);
+    const double x[3] = {o[0], o[1], o[2]}, y[3] = {o[3], o[4], o[5]};
+    double normal[3] = {x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2],
+                        x[0] * y[1] - x[1] * y[0]};
+    const double len = sqrt(normal[0] * normal[0] + normal[1] * normal[1] + normal[2] * normal[2]);
+    const double offset = ((double)k - (double)(n / 2)) * spacing;
+    for (int a = 0; a < 3 && len > 0; a++)
+        o[6 + a] = (float)(o[6 + a] + offset * normal[a] / len);
+    tl_slice_spec_plane(out, o, s->height, s->width);
+}
+
 bool tl_slice_inside(const tl_slice_spec *s, uint32_t rows, uint32_t cols)
 {
     float o[9];

@@ -43,6 +43,11 @@ void tl_slice_spec_plane(tl_slice_spec *s, const float orientation[9], uint32_t 
                          uint32_t width);
 /* The plane (9 floats) of any slice spec, for an engine with `rows` detector rows. */
 void tl_slice_plane(const tl_slice_spec *s, uint32_t rows, float orientation[9]);
+/* Plane k of a stack of n planes parallel to slice s (an engine of `rows` rows), `spacing`
+ * volume units apart along its normal (xaxis x yaxis), s itself being plane n / 2: a
+ * cone-beam sub-volume solved as one iterative problem (height and width: s's). */
+void tl_slice_spec_stacked(const tl_slice_spec *s, uint32_t rows, uint32_t k, uint32_t n,
+                           double spacing, tl_slice_spec *out);
 /* Whether the slice's plane is finite (every float of it, so a position of 1e308 that
  * overflows a float is caught) and its centre lies in the volume of a rows x cols detector:
  * z in [-1, rows] (a plane within a row of the detector still samples it), x and y within
