@@ -92,8 +92,10 @@ class Control:
         ``method`` (``"fbp"``, or iterative: ``"sirt"``, ``"sart"``, ``"os-sart"``,
         ``"osem"``; needs ``engine.iterative = true``) with ``iterative``, a dict of
         ``iterations`` (per read-out), ``max_iterations``, ``subsets``, ``relaxation``,
-        ``nonneg``, ``tv``, ``tv_steps``, ``tolerance``, ``projector``, ``start``
-        (PROTOCOL.md section 12).  Returns the slice as ``list_slices`` describes it."""
+        ``nonneg``, ``tv``, ``tv_steps``, ``tolerance``, ``projector``, ``start``,
+        and in cone beam ``planes`` and ``spacing`` (the slice as the middle of a stack
+        solved as one problem) (PROTOCOL.md section 12).  Returns the slice as
+        ``list_slices`` describes it."""
         return self.request("set_slice", {"id": id, "kind": kind, **spec})
 
     def remove_slice(self, id: str) -> bool:
