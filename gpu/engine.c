@@ -75,7 +75,8 @@ static tl_status check_corrections(const tl_engine_config *c, tl_errbuf *eb)
             return tl_fail(eb, TL_EINVAL,
                            "paganin needs transmission images, not already linear input");
     }
-    if ((phase || k->dezinger > 0 || k->rings) && c->ndevices >= 2)
+    if ((phase || k->dezinger > 0 || k->rings) && c->ndevices >= 2 &&
+        c->geometry != TL_GEOMETRY_CONE) /* cone beam splits no rows (backends.c) */
         return tl_fail(eb, TL_EUNSUPPORTED,
                        "per-frame corrections (dezinger, paganin, rings) need whole frames: "
                        "not on an engine split over %u devices",

@@ -141,8 +141,10 @@ static void record_stage_times(tl_daemon *d, tl_engine *e)
 }
 
 /* Cone beam (PROTOCOL.md §8.1.1): the trajectory into ec.cone, the principal column into
- * ec.center (from detector_offset u when the scan gives no center), and one device: the
- * engine does not split cone-beam rows across GPUs (a row's voxels need other rows).
+ * ec.center (from detector_offset u when the scan gives no center), and the devices: the
+ * engine does not split cone-beam rows across GPUs (a row's voxels need other rows), so
+ * one, unless it keeps the measurements on CUDA: then its iterative stacks are split over
+ * daemon.gpus (FDK on the first; backends.c).
  * Given matrices are normalised in place (the item owns them and the engine copies them),
  * as `tomolive recon --matrices` does, so one that is no camera refuses the scan with
  * cone.h's message, naming it; false with why then. */
@@ -158,7 +160,12 @@ static bool cone_config(tl_proto_scan *m, tl_engine_config *ec, char *why, size_
                                 .scan_range = m->has_short_scan ? m->short_scan[1] : 0};
     if (!m->has_center && m->has_detector_offset)
         ec->center = (m->cols - 1) / 2.0 + m->detector_offset[0];
-    if (ec->ndevices > 1) {
+    const bool share = ec->keep_measurements && ec->backend != TL_BACKEND_CPU &&
+                       tl_backend_available(TL_BACKEND_CUDA, NULL, 0);
+    if (ec->ndevices > 1 && share)
+        tl_log(TL_LOG_INFO, "cone_iterative_gpus", "series=%llu gpus=%u fdk_device=%d",
+               (unsigned long long)m->series, ec->ndevices, ec->devices[0]);
+    else if (ec->ndevices > 1) {
         tl_log(TL_LOG_INFO, "cone_one_gpu", "series=%llu gpus=%u device=%d reason=%s",
                (unsigned long long)m->series, ec->ndevices, ec->devices[0],
                tl_logq("cone beam is reconstructed on one GPU, the first of daemon.gpus"));
@@ -217,12 +224,12 @@ static void open_scan(tl_daemon *d, tl_item *it)
         else
             snprintf(why, sizeof why, "unknown filter \"%s\"", it->filter);
     }
-    char cwhy[sizeof why] = "";
-    if (m->geometry == TL_PROTO_CONE && !cone_config(m, &ec, cwhy, sizeof cwhy) && !why[0])
-        snprintf(why, sizeof why, "%s", cwhy);
     ec.half_acquisition = m->half_acquisition;
     /* iterative slices' measurements, where an engine can iterate (iterate.c) */
     ec.keep_measurements = c->engine_iterative && !ec.half_acquisition;
+    char cwhy[sizeof why] = "";
+    if (m->geometry == TL_PROTO_CONE && !cone_config(m, &ec, cwhy, sizeof cwhy) && !why[0])
+        snprintf(why, sizeof why, "%s", cwhy);
     ec.center_estimate = m->has_auto_center;
     ec.center_auto = m->auto_center;
     /* per-frame corrections: the engine checks the values and names a bad one */

@@ -13,7 +13,7 @@
  *              the iterations remove FBP's streaks); list_slices and status report it;
  *   cone stack a cone-beam slice iterated as the middle of a stack of 5 planes (one
  *              problem, "planes" and "spacing"): its final equals the same stack solved
- *              in this process;
+ *              in this process (on CUDA with two GPUs, the daemon's split over both);
  *   refusals   unknown methods, OS-EM from an FBP start, options without a method, and an
  *              iterative slice on a scan whose engine keeps no measurements
  *              (engine.iterative off): E_BAD_ARG saying why.
@@ -400,7 +400,12 @@ static void cone_in_process(float *out)
 START_TEST(cone_stack)
 {
     tl_fixture f;
-    const char *args[] = {"--backend", backend_name(), "--set", "engine.iterative=true", NULL};
+    /* on CUDA with two GPUs the daemon splits the stack over both (daemon.gpus) */
+    const bool two = strcmp(backend_name(), "cuda") == 0 &&
+                     tl_backend_device_count(TL_BACKEND_CUDA, NULL, 0) >= 2;
+    const char *args[] =
+        {"--backend",          backend_name(),    "--set", "engine.iterative=true",
+         two ? "--set" : NULL, "daemon.gpus=0,1", NULL};
     ck_assert_int_eq(tl_fx_start(&f, "iter-cone", args), 0);
     char sargs[512];
     snprintf(sargs, sizeof sargs,
@@ -411,6 +416,8 @@ START_TEST(cone_stack)
     /* wanted only after the end, as "late" above: x starts from the whole window */
     send_cone_scan(&f, 1);
     ck_assert(tl_fx_wait_status(&f, "frames.accepted.proj", CVIEWS, 10));
+    if (two)
+        ck_assert(tl_fx_wait_log(&f, "event=cone_iterative_gpus series=1 gpus=2", 10));
     void *sub = subscribe(&f, "slice/stack/");
     const char *const ids[] = {"stack"};
     static seen rec[1];
@@ -424,9 +431,10 @@ START_TEST(cone_stack)
         den += want[i] * want[i];
     }
     double tol = strcmp(backend_name(), "cpu") == 0 ? 1e-6 : 2e-5;
-    printf("  cone beam, a stack of %d planes: %ld messages, final after %u iterations, %.2e "
-           "from the engine's own run\n",
-           CPLANES, rec[0].messages, rec[0].final_iterations, sqrt(num / den));
+    printf("  cone beam, a stack of %d planes%s: %ld messages, final after %u iterations, "
+           "%.2e from the engine's own run\n",
+           CPLANES, two ? " on two GPUs" : "", rec[0].messages, rec[0].final_iterations,
+           sqrt(num / den));
     ck_assert_msg(den > 0 && sqrt(num / den) < tol, "stack: %g from the engine's own run",
                   sqrt(num / den));
     zmq_close(sub);
