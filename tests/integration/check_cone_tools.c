@@ -243,6 +243,17 @@ END_TEST
 
 /* ---- recon --------------------------------------------------------------------------- */
 
+/* The trajectory every recon case here scans: source 300 mm from the axis, detector 450 mm
+ * from the source, 0.5 mm pixels. */
+static tl_cone_opts trajectory(void)
+{
+    return (tl_cone_opts){.cone = true,
+                          .source_origin = 300,
+                          .source_detector = 450,
+                          .pixel_u = 0.5,
+                          .pixel_v = 0.5};
+}
+
 enum { RR = 33, RW = 64, RN = 180 };
 #define RADIUS 28.0 /* units: the comparison disc, inside the reconstruction circle */
 
@@ -279,6 +290,18 @@ static void write_scan(const char *path, const tl_cone_opts *k, tl_phantom *ph)
     write_arc(path, k, RN, 360, ph);
 }
 
+/* recon's arguments for `in` to `out` on the CPU with trajectory()'s geometry, into args:
+ * how many (args must have room for what the caller adds). */
+static int recon_args(const char **args, const char *in, const char *out)
+{
+    const char *base[] = {"recon", "--input",         in,    "--output",
+                          out,     "--backend",       "cpu", "--geometry",
+                          "cone",  "--source-origin", "300", "--source-detector",
+                          "450",   "--pixel-size",    "0.5"};
+    memcpy(args, base, sizeof base);
+    return (int)(sizeof base / sizeof *base);
+}
+
 /* recon of detector row `plane` of the trajectory of write_scan (300, 450, 0.5), with
  * `extra` options after those (NULL-terminated: the angles, --already-linear, --offset; a
  * cone option given again replaces it): the RW x RW slice (malloc'ed), `said` the extra
@@ -289,18 +312,18 @@ static float *recon_page(const char *in, int plane, const char *const *extra, ch
     char out[1024], rows[32];
     snprintf(out, sizeof out, "%s/plane.tif", dir);
     snprintf(rows, sizeof rows, "%d:%d", plane, plane + 1);
-    const char *args[32] = {"recon", "--input",           in,     "--output",
-                            out,     "--backend",         "cpu",  "--rows",
-                            rows,    "--geometry",        "cone", "--source-origin",
-                            "300",   "--source-detector", "450",  "--pixel-size",
-                            "0.5"};
+    const char *args[32];
+    int n = recon_args(args, in, out);
+    args[n++] = "--rows";
+    args[n++] = rows;
     said[0] = 0;
-    for (int n = 17; *extra; extra++) {
+    for (; *extra; extra++) {
         ck_assert_int_lt(n, 31);
         args[n++] = *extra;
         size_t len = strlen(said);
         snprintf(said + len, said_len - len, " %s", *extra);
     }
+    args[n] = NULL;
     int rc = tl_client_run(dir, args, 120);
     ck_assert_msg(rc == 0, "recon: exit %d: %s", rc, tl_client_err());
     return tl_cone_read_slice(out, RW, RW);
@@ -360,11 +383,7 @@ START_TEST(recon_cone)
 {
     char in[1024];
     snprintf(in, sizeof in, "%s/cone.tif", dir);
-    tl_cone_opts k = {.cone = true,
-                      .source_origin = 300,
-                      .source_detector = 450,
-                      .pixel_u = 0.5,
-                      .pixel_v = 0.5};
+    tl_cone_opts k = trajectory();
     tl_phantom ph;
     write_scan(in, &k, &ph);
     double unit = tl_cone_opts_unit(&k);
@@ -394,11 +413,7 @@ START_TEST(recon_cone_short_scan)
 {
     char in[1024];
     snprintf(in, sizeof in, "%s/short.tif", dir);
-    tl_cone_opts k = {.cone = true,
-                      .source_origin = 300,
-                      .source_detector = 450,
-                      .pixel_u = 0.5,
-                      .pixel_v = 0.5};
+    tl_cone_opts k = trajectory();
     tl_phantom ph;
     write_arc(in, &k, 120, 240, &ph);
     assert_plane(recon_arc(in, &ph, tl_cone_opts_unit(&k), 16, NULL, "0:240:120"));
@@ -422,11 +437,7 @@ END_TEST
  * 180 views, as recon_cone: 64 give 0.049 inside the sample, at assert_plane's bound. */
 START_TEST(phantom_scan_cone)
 {
-    tl_cone_opts k = {.cone = true,
-                      .source_origin = 300,
-                      .source_detector = 450,
-                      .pixel_u = 0.5,
-                      .pixel_v = 0.5};
+    tl_cone_opts k = trajectory();
     char ref_in[1024], scan[2][1024], said[256];
     snprintf(ref_in, sizeof ref_in, "%s/cone.tif", dir);
     tl_phantom ph;
@@ -539,14 +550,14 @@ static tl_cone_diff recon_volume_plane(const char *in, const tl_phantom *ph, dou
 {
     char out[1024];
     snprintf(out, sizeof out, "%s/volume.tif", dir);
-    const char *args[40] = {"recon",    "--input",         in,    "--output",
-                            out,        "--backend",       "cpu", "--geometry",
-                            "cone",     "--source-origin", "300", "--source-detector",
-                            "450",      "--pixel-size",    "0.5", "--angles-deg",
-                            "0:360:24", "--already-linear"};
-    int n = 18;
+    const char *args[40];
+    int n = recon_args(args, in, out);
+    args[n++] = "--angles-deg";
+    args[n++] = "0:360:24";
+    args[n++] = "--already-linear";
     for (; *extra; extra++)
         args[n++] = *extra;
+    args[n] = NULL;
     int rc = tl_client_run(dir, args, 120);
     ck_assert_msg(rc == 0, "recon: exit %d: %s", rc, tl_client_err());
     snprintf(said, said_len, "%s", tl_client_err());
@@ -566,11 +577,7 @@ START_TEST(recon_cone_iterative)
 {
     char in[1024], said[4096];
     snprintf(in, sizeof in, "%s/few.tif", dir);
-    tl_cone_opts k = {.cone = true,
-                      .source_origin = 300,
-                      .source_detector = 450,
-                      .pixel_u = 0.5,
-                      .pixel_v = 0.5};
+    tl_cone_opts k = trajectory();
     tl_phantom ph;
     write_arc(in, &k, 24, 360, &ph);
     double unit = tl_cone_opts_unit(&k);
@@ -599,11 +606,7 @@ START_TEST(recon_cone_errors)
     char in[1024], out[1024];
     snprintf(in, sizeof in, "%s/cone.tif", dir);
     snprintf(out, sizeof out, "%s/out.tif", dir);
-    tl_cone_opts k = {.cone = true,
-                      .source_origin = 300,
-                      .source_detector = 450,
-                      .pixel_u = 0.5,
-                      .pixel_v = 0.5};
+    tl_cone_opts k = trajectory();
     tl_phantom ph;
     write_scan(in, &k, &ph);
     tl_phantom_free(&ph);

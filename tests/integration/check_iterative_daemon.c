@@ -132,23 +132,48 @@ static void send_scan(tl_fixture *f, uint64_t series)
     ck_assert_int_eq(tl_fx_send_scan(f, &s), 0);
 }
 
+/* n views, every one img (rows x cols), at angles arc k / n, then the end. */
+static void send_same(tl_fixture *f, uint64_t series, const float *img, uint32_t rows,
+                      uint32_t cols, int n, double arc)
+{
+    tl_proto_frame h = {.series = series,
+                        .kind = TL_PROTO_PROJ,
+                        .dtype = TL_PROTO_F32,
+                        .rows = rows,
+                        .cols = cols,
+                        .has_angle = true};
+    for (int k = 0; k < n; k++) {
+        h.index = (uint64_t)k;
+        h.angle = arc * k / n;
+        ck_assert_int_eq(tl_fx_send_frame(f, &h, img, (size_t)rows * cols * sizeof *img), 0);
+    }
+    ck_assert_int_eq(tl_fx_send_end(f, series), 0);
+}
+
+/* The same views in an engine of configuration c made here. */
+static tl_engine *engine_holding(const tl_engine_config *c, const float *img, int n, double arc)
+{
+    tl_engine *e;
+    ck_assert_msg(tl_engine_create(c, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
+    for (int k = 0; k < n; k++) {
+        tl_frame fr = {.kind = TL_FRAME_PROJ,
+                       .index = (uint64_t)k,
+                       .angle = arc * k / n,
+                       .dtype = TL_DTYPE_F32,
+                       .rows = c->rows,
+                       .cols = c->cols,
+                       .data = img};
+        ck_assert_int_eq(tl_engine_submit(e, &fr), TL_OK);
+    }
+    return e;
+}
+
 /* The views of a cylinder (every one the same: a centred disk), then the end. */
 static void send_views(tl_fixture *f, uint64_t series)
 {
     static float img[ROWS * COLS];
     tl_fx_disk_projection(img, ROWS, COLS, RADIUS);
-    tl_proto_frame h = {.series = series,
-                        .kind = TL_PROTO_PROJ,
-                        .dtype = TL_PROTO_F32,
-                        .rows = ROWS,
-                        .cols = COLS,
-                        .has_angle = true};
-    for (int k = 0; k < VIEWS; k++) {
-        h.index = (uint64_t)k;
-        h.angle = M_PI * k / VIEWS;
-        ck_assert_int_eq(tl_fx_send_frame(f, &h, img, sizeof img), 0);
-    }
-    ck_assert_int_eq(tl_fx_send_end(f, series), 0);
+    send_same(f, series, img, ROWS, COLS, VIEWS, M_PI);
 }
 
 static void set_slice(tl_fixture *f, const char *id, const char *method)
@@ -174,20 +199,9 @@ static void in_process(float *fbp, float *out)
     cfg.dtype = TL_DTYPE_F32;
     cfg.already_linear = true;
     cfg.keep_measurements = true;
-    tl_engine *e;
-    ck_assert_msg(tl_engine_create(&cfg, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
     static float img[ROWS * COLS];
     tl_fx_disk_projection(img, ROWS, COLS, RADIUS);
-    for (int k = 0; k < VIEWS; k++) {
-        tl_frame fr = {.kind = TL_FRAME_PROJ,
-                       .index = (uint64_t)k,
-                       .angle = M_PI * k / VIEWS,
-                       .dtype = TL_DTYPE_F32,
-                       .rows = ROWS,
-                       .cols = COLS,
-                       .data = img};
-        ck_assert_int_eq(tl_engine_submit(e, &fr), TL_OK);
-    }
+    tl_engine *e = engine_holding(&cfg, img, VIEWS, M_PI);
     tl_slice_spec sp;
     tl_slice_spec_row(&sp, 0, COLS, COLS);
     int id;
@@ -341,18 +355,7 @@ static void send_cone_scan(tl_fixture *f, uint64_t series)
     ck_assert_int_eq(tl_fx_send_scan(f, &sc), 0);
     static float img[CROWS * CCOLS];
     cone_view(img);
-    tl_proto_frame h = {.series = series,
-                        .kind = TL_PROTO_PROJ,
-                        .dtype = TL_PROTO_F32,
-                        .rows = CROWS,
-                        .cols = CCOLS,
-                        .has_angle = true};
-    for (int k = 0; k < CVIEWS; k++) {
-        h.index = (uint64_t)k;
-        h.angle = 2 * M_PI * k / CVIEWS;
-        ck_assert_int_eq(tl_fx_send_frame(f, &h, img, sizeof img), 0);
-    }
-    ck_assert_int_eq(tl_fx_send_end(f, series), 0);
+    send_same(f, series, img, CROWS, CCOLS, CVIEWS, 2 * M_PI);
 }
 
 /* The same stack in this process: CPLANES planes around the middle row, CMAX SIRT
@@ -360,20 +363,9 @@ static void send_cone_scan(tl_fixture *f, uint64_t series)
 static void cone_in_process(float *out)
 {
     tl_engine_config c = cone_config();
-    tl_engine *e;
-    ck_assert_msg(tl_engine_create(&c, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
     static float img[CROWS * CCOLS];
     cone_view(img);
-    for (int k = 0; k < CVIEWS; k++) {
-        tl_frame fr = {.kind = TL_FRAME_PROJ,
-                       .index = (uint64_t)k,
-                       .angle = 2 * M_PI * k / CVIEWS,
-                       .dtype = TL_DTYPE_F32,
-                       .rows = CROWS,
-                       .cols = CCOLS,
-                       .data = img};
-        ck_assert_int_eq(tl_engine_submit(e, &fr), TL_OK);
-    }
+    tl_engine *e = engine_holding(&c, img, CVIEWS, 2 * M_PI);
     tl_slice_spec row;
     tl_slice_spec_row(&row, (CROWS - 1) / 2.0, CCOLS, CCOLS);
     int ids[CPLANES];

@@ -60,6 +60,7 @@ int main(void)
 #define COLS 96        /* detector bins */
 #define MAXV 64        /* views, at most */
 #define RADIUS 28      /* phantom radius, pixels */
+#define SPLIT_ROWS 4   /* detector rows of the split case (engine_rows) */
 #define EXACT_REL 2e-5 /* DESIGN.md §3's modes */
 #define FAST_REL 1e-3
 #define RESIDUAL_TOL 2e-5 /* relative difference of the residual curves */
@@ -95,37 +96,50 @@ static void make_scan(scan *s, uint32_t n, double theta0, double arc)
                          .center = s->center};
 }
 
-/* An engine on the test's backend holding the scan (frames in reverse order), filter f;
+/* An engine on the test's backend of `rows` detector rows (row r: the scan times 1 + r)
+ * holding the scan (frames in reverse order), on ndev devices (0: one engine), filter f;
  * keeping the measurements when keep, with ring removal `rings` (NULL: none). */
-static tl_engine *engine_with(const scan *s, tl_filter f, bool keep, const char *rings)
+static tl_engine *engine_rows(const scan *s, uint32_t rows, uint32_t ndev, tl_filter f, bool keep,
+                              const char *rings)
 {
     tl_engine_config cfg;
-    tl_engine_config_init(&cfg, 1, COLS, s->n);
+    tl_engine_config_init(&cfg, rows, COLS, s->n);
     cfg.backend = BACKEND;
     cfg.dtype = TL_DTYPE_F32;
     cfg.already_linear = true;
     cfg.center = s->center[0];
     cfg.filter = f;
     cfg.keep_measurements = keep;
+    cfg.ndevices = ndev;
+    for (uint32_t k = 0; k < ndev; k++)
+        cfg.devices[k] = 0; /* the one GPU every machine has; CPU: partitions */
     if (rings)
         ck_assert(tl_rings_parse(rings, &cfg.corr));
     tl_engine *e;
     ck_assert_msg(tl_engine_create(&cfg, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
-    float row[COLS];
+    static float frame[SPLIT_ROWS * COLS];
+    ck_assert_uint_le(rows, SPLIT_ROWS);
     for (uint32_t i = 0; i < s->n; i++) {
         uint32_t k = s->n - 1 - i;
-        for (uint32_t u = 0; u < COLS; u++)
-            row[u] = (float)s->b[k * COLS + u];
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t u = 0; u < COLS; u++)
+                frame[r * COLS + u] = (float)(s->b[k * COLS + u] * (1 + r));
         tl_frame fr = {.kind = TL_FRAME_PROJ,
                        .index = k,
                        .angle = s->theta[k],
                        .dtype = TL_DTYPE_F32,
-                       .rows = 1,
+                       .rows = rows,
                        .cols = COLS,
-                       .data = row};
+                       .data = frame};
         ck_assert_int_eq(tl_engine_submit(e, &fr), TL_OK);
     }
     return e;
+}
+
+/* engine_rows() of one row on one device. */
+static tl_engine *engine_with(const scan *s, tl_filter f, bool keep, const char *rings)
+{
+    return engine_rows(s, 1, 0, f, keep, rings);
 }
 
 static tl_engine *engine_of(const scan *s, tl_filter f)
@@ -471,41 +485,6 @@ START_TEST(kept_measurements)
 }
 END_TEST
 
-#define SPLIT_ROWS 4 /* detector rows of the split case: row r is the scan times 1 + r */
-
-/* An engine of SPLIT_ROWS rows holding the scan, on ndev devices (0: one engine). */
-static tl_engine *engine_rows(const scan *s, uint32_t ndev, tl_filter f, bool keep)
-{
-    tl_engine_config cfg;
-    tl_engine_config_init(&cfg, SPLIT_ROWS, COLS, s->n);
-    cfg.backend = BACKEND;
-    cfg.dtype = TL_DTYPE_F32;
-    cfg.already_linear = true;
-    cfg.center = s->center[0];
-    cfg.filter = f;
-    cfg.keep_measurements = keep;
-    cfg.ndevices = ndev;
-    for (uint32_t k = 0; k < ndev; k++)
-        cfg.devices[k] = 0; /* the one GPU every machine has; CPU: partitions */
-    tl_engine *e;
-    ck_assert_msg(tl_engine_create(&cfg, &e) == TL_OK, "%s", tl_engine_last_error(NULL));
-    static float frame[SPLIT_ROWS * COLS];
-    for (uint32_t k = 0; k < s->n; k++) {
-        for (uint32_t r = 0; r < SPLIT_ROWS; r++)
-            for (uint32_t u = 0; u < COLS; u++)
-                frame[r * COLS + u] = (float)(s->b[k * COLS + u] * (1 + r));
-        tl_frame fr = {.kind = TL_FRAME_PROJ,
-                       .index = k,
-                       .angle = s->theta[k],
-                       .dtype = TL_DTYPE_F32,
-                       .rows = SPLIT_ROWS,
-                       .cols = COLS,
-                       .data = frame};
-        ck_assert_int_eq(tl_engine_submit(e, &fr), TL_OK);
-    }
-    return e;
-}
-
 /* Engines split by rows over two devices (split_iterative.c): a slice in either part's
  * rows iterates as on one engine, from the unfiltered window and from measurements kept
  * beside a filtered one (the daemon's case); bitwise on the CPU, within the exact mode on
@@ -519,9 +498,9 @@ START_TEST(split_rows)
                          .subsets = 5,
                          .relaxation = 1,
                          .nonneg = true};
-    tl_engine *one = engine_rows(&s, 0, TL_FILTER_NONE, false);
-    tl_engine *two = engine_rows(&s, 2, TL_FILTER_NONE, false);
-    tl_engine *kept = engine_rows(&s, 2, TL_FILTER_RAMLAK, true);
+    tl_engine *one = engine_rows(&s, SPLIT_ROWS, 0, TL_FILTER_NONE, false, NULL);
+    tl_engine *two = engine_rows(&s, SPLIT_ROWS, 2, TL_FILTER_NONE, false, NULL);
+    tl_engine *kept = engine_rows(&s, SPLIT_ROWS, 2, TL_FILTER_RAMLAK, true, NULL);
     static float want[N * N], got[N * N];
     static double dw[N * N], dg[N * N];
     for (uint32_t row = 0; row < SPLIT_ROWS; row += SPLIT_ROWS - 1) { /* part 0's, part 1's */

@@ -307,16 +307,19 @@ static void against_reference(const char *what, tl_tomo_source src, tl_tomo_dete
     on_devices(what, src, det, o, 0, NULL);
 }
 
+/* The two runs every case compares: non-negative SIRT, and OS-SART of 5 subsets. */
+static const tl_iter_options SIRT_8 = {.method = TL_ITER_SIRT,
+                                       .iterations = 8,
+                                       .relaxation = 1,
+                                       .nonneg = true};
+static const tl_iter_options OS_SART_3 = {.method = TL_ITER_OS_SART,
+                                          .iterations = 3,
+                                          .subsets = 5,
+                                          .relaxation = 1};
+
 START_TEST(reference)
 {
-    tl_iter_options sirt = {.method = TL_ITER_SIRT,
-                            .iterations = 8,
-                            .relaxation = 1,
-                            .nonneg = true};
-    tl_iter_options os = {.method = TL_ITER_OS_SART,
-                          .iterations = 3,
-                          .subsets = 5,
-                          .relaxation = 1};
+    const tl_iter_options sirt = SIRT_8, os = OS_SART_3;
     against_reference("arc, stationary: SIRT, non-negative", TL_TOMO_ARC, TL_TOMO_STATIONARY,
                       &sirt);
     against_reference("arc, stationary: OS-SART (5)", TL_TOMO_ARC, TL_TOMO_STATIONARY, &os);
@@ -464,14 +467,7 @@ END_TEST
  * reference as on one device. */
 START_TEST(devices)
 {
-    tl_iter_options sirt = {.method = TL_ITER_SIRT,
-                            .iterations = 8,
-                            .relaxation = 1,
-                            .nonneg = true};
-    tl_iter_options os = {.method = TL_ITER_OS_SART,
-                          .iterations = 3,
-                          .subsets = 5,
-                          .relaxation = 1};
+    const tl_iter_options sirt = SIRT_8, os = OS_SART_3;
     tl_iter_options tv = sirt; /* the TV steps' halos: a middle part has two */
     tv.tv_weight = 0.05;
     tv.tv_steps = 5;
