@@ -47,6 +47,7 @@ typedef struct {
     long messages;
     uint32_t last_iterations;
     double last_residual;
+    uint32_t last_projections; /* the last message's projections_used */
     long iterations_fell; /* a message with fewer iterations than the one before */
     long residual_rose;   /* refinement after the last frame: residual above the one before */
     bool final;
@@ -86,14 +87,18 @@ static bool take(void *sock, tl_proto_decoder *dec, const char *const *ids, seen
     const tl_proto_slice *h = &m.slice;
     if (s->messages && h->iterations < s->last_iterations)
         s->iterations_fell++;
+    /* refinement: both messages of the whole window (the first with the last view may
+     * rise above one of a view fewer, whose b lacked that view) */
     if (s->messages && h->iterations && h->residual > s->last_residual * (1 + 1e-9) &&
-        h->projections_used == VIEWS && h->iterations > s->last_iterations)
+        s->last_projections == VIEWS && h->projections_used == VIEWS &&
+        h->iterations > s->last_iterations)
         s->residual_rose++;
     if (!s->kernel_seen || strcmp(s->kernel_seen, "sirt") == 0)
         s->kernel_seen = tl_proto_str_eq(h->kernel, "sirt") ? "sirt" : "other";
     s->messages++;
     s->last_iterations = h->iterations;
     s->last_residual = h->residual;
+    s->last_projections = h->projections_used;
     if (h->final) {
         s->final = true;
         s->final_iterations = h->iterations;
