@@ -411,6 +411,13 @@ static int iterate_slices(pipeline *p, uint32_t row, const int *ids, uint32_t n,
 
 #define SOLVE_BATCH 256 /* slices per FDK call of the cone-beam start */
 
+/* Whether iterative slices start from their FBP (FDK): recon filters the window only for
+ * --start fbp (the measurements then kept beside it), else it holds them unfiltered. */
+static bool fbp_start(const pipeline *p)
+{
+    return p->cfg.filter != TL_FILTER_NONE;
+}
+
 /* Cone beam: every ray crosses every slice, so the volume is one problem, solved into
  * p->volume before the first slab (the engine holds whole frames); the slabs then cut
  * it out. Resuming solves it whole again: the written slices are part of the problem. */
@@ -418,7 +425,7 @@ static int solve_volume(pipeline *p)
 {
     const tl_volume_job *j = p->job;
     const size_t npx = (size_t)j->size * j->size;
-    const bool start = p->cfg.filter != TL_FILTER_NONE; /* the window filtered: FDK */
+    const bool start = fbp_start(p);
     int *ids = malloc(j->rows * sizeof *ids);
     if (!ids) {
         set_error(p, "out of memory");
@@ -465,7 +472,7 @@ static int backproject_slab(pipeline *p, uint32_t k, uint32_t h, const int *ids)
             if (!going(p))
                 return -1;
             float *out = p->out[k % 2] + (size_t)z * npx;
-            bool start = p->cfg.keep_measurements; /* the window filtered: FBP */
+            bool start = fbp_start(p);
             tl_status st =
                 start ? tl_engine_reconstruct(p->engine, &ids[z], 1, &out, NULL) : TL_OK;
             if (st != TL_OK)
