@@ -258,7 +258,7 @@ class IterativeScan(DaemonCase):
     def test_sirt_slice(self):
         """An iterative slice through the client: its read-outs carry the method and
         their iterations, growing; the final comes after max_iterations of refinement
-        with a residual below the first read-out's, and is the cylinder within FBP's
+        with a residual below the first read-out's of the whole window, and is the cylinder within FBP's
         bound; list_slices reports its options and that it converged."""
         self.ctl.set_slice("it", kind="row", z=1, method="sirt",
                            iterative={"iterations": 5, "max_iterations": 30, "nonneg": True})
@@ -272,10 +272,13 @@ class IterativeScan(DaemonCase):
         its = [s.iterations for s in got]
         self.assertEqual(its, sorted(its))
         self.assertGreaterEqual(last.iterations, 30)
-        self.assertLess(last.residual, got[0].residual)
+        # below the first read-out of the whole window: an earlier one, of a few views,
+        # may fit them exactly (residual 0, seen in a distcheck run)
+        whole = [s for s in got if s.projections_used == N]
+        self.assertLess(last.residual, whole[0].residual)
         rel, inside = disk_errors(last)
         print("iterative: %d read-outs, %d iterations, residual %.4f -> %.4f, disk %.4f"
-              % (len(got), last.iterations, got[0].residual, last.residual, rel))
+              % (len(got), last.iterations, whole[0].residual, last.residual, rel))
         self.assertLess(rel, 0.08)
         (it,) = [s for s in self.ctl.list_slices() if s["id"] == "it"]
         self.assertEqual(it["method"], "sirt")
