@@ -80,6 +80,16 @@ typedef struct {
 tl_status tl_tune_run(tl_engine *e, const tl_tune_shape *shape, const tl_tune_options *opt,
                       tl_tune_result *r);
 
+/* The configuration of an engine that times slices of c's engine (a daemon tunes beside
+ * its scan, on an engine of its own): `batch` detector rows, every kernel competing. In
+ * cone beam the rows are a band around the detector's middle (tl_engine_config_band), on
+ * the first device: a cone-beam slice reads the rows it projects to, and matrices address
+ * the whole detector, so `batch` rows with the scan's geometry would time samples that all
+ * fall off the detector. matrices: room for c->cone.nmatrices re-based ones (NULL without
+ * matrices), which *out then points to. */
+tl_status tl_tune_engine_config(const tl_engine_config *c, uint32_t batch, double (*matrices)[12],
+                                tl_engine_config *out);
+
 /* Fills r->choice from r->entries (also used on benchmark tables): per quality q, among
  * the kernels of mode q or better, single = least ms at batch 1, batch = most updates/s
  * at any batch size (a tie goes to the smaller batch). "" where no entry qualifies;

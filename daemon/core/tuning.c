@@ -160,8 +160,8 @@ struct tl_tune_task {
     char err[512];       /* why the timing failed */
     char store_err[512]; /* why the cache could not be written ("" = written) */
     tl_tune_result r;
-    double (*matrices)[12]; /* a copy of a cone scan's matrices (cfg points here): the
-                               scan's engine, which owns the original, may close first */
+    double (*matrices)[12]; /* a cone scan's matrices re-based to the timing's band (cfg
+                               points here; tl_tune_engine_config) */
 };
 typedef struct tl_tune_task tune_task;
 
@@ -229,19 +229,19 @@ static tune_task *start_task(tl_daemon *d, const tl_tune_shape *sh, const tune_c
         snprintf(err, errlen, "out of memory for a timing");
         return NULL;
     }
-    t->cfg = *tl_engine_get_config(d->scan.engine);
-    t->cfg.rows = sh->batch; /* the rows the batches of horizontal slices need */
-    t->cfg.kernel[0] = '\0'; /* every kernel competes */
-    if (t->cfg.cone.matrices) {
-        size_t bytes = (size_t)t->cfg.cone.nmatrices * sizeof *t->matrices;
-        if (!(t->matrices = malloc(bytes))) {
-            pthread_mutex_destroy(&t->mu);
-            free(t);
-            snprintf(err, errlen, "out of memory for a timing's cone-beam matrices");
-            return NULL;
-        }
-        memcpy(t->matrices, t->cfg.cone.matrices, bytes);
-        t->cfg.cone.matrices = (const double(*)[12])t->matrices;
+    const tl_engine_config *scan = tl_engine_get_config(d->scan.engine);
+    size_t nmat = scan->cone.matrices ? scan->cone.nmatrices : 0;
+    t->matrices = nmat ? malloc(nmat * sizeof *t->matrices) : NULL;
+    const char *why = nmat && !t->matrices ? "out of memory for a timing's cone-beam matrices"
+                      : tl_tune_engine_config(scan, sh->batch, t->matrices, &t->cfg) != TL_OK
+                          ? tl_tune_last_error()
+                          : NULL;
+    if (why) {
+        snprintf(err, errlen, "%s", why);
+        pthread_mutex_destroy(&t->mu);
+        free(t->matrices);
+        free(t);
+        return NULL;
     }
     t->shape = *sh;
     t->opt = (tl_tune_options){.budget_s = c->budget, .min_reps = 3, .max_reps = 20};

@@ -172,6 +172,31 @@ START_TEST(push_matrices_equal_circle)
 }
 END_TEST
 
+/* A daemon tunes its cone-beam kernels beside the scan (engine.tune = auto; the CPU's one
+ * kernel timed as any backend's would be, engine.tune_one_kernel) on an engine of a few
+ * rows: a band around the detector's middle with the matrices re-based to it
+ * (tl_tune_engine_config; check_cone_engine shows its slices read the middle's rows). The
+ * timing succeeds with the scan's matrices, is cached, and the scan is served. */
+START_TEST(timing_with_matrices)
+{
+    tl_fixture f;
+    const char *args[] = {"--set", "engine.tune=auto",
+                          "--set", "engine.tune_budget=1",
+                          "--set", "engine.tune_one_kernel=true",
+                          NULL};
+    ck_assert_int_eq(tl_fx_start(&f, "cone-tune", args), 0);
+    json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"mid\",\"kind\":\"row\",\"z\":16}"));
+    double P[12];
+    write_matrices(f.dir, "m-circle.txt", 0, P);
+    ck_assert_int_eq(push_scan(&f, 1, "--matrices m-circle.txt", "mat"), N);
+    ck_assert_msg(tl_fx_wait_status(&f, "kernels.tune_runs", 1, 60), "no timing ran");
+    ck_assert_int_eq(tl_fx_status_int(&f, "kernels.tune_failures"), 0);
+    ck_assert_msg(tl_fx_wait_log(&f, "source=tuned", 30), "the timing's choice was not taken");
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
 /* A singular matrix (a zero left 3x3 block: no finite source) passes the protocol (12
  * finite numbers) and is refused by the engine's checks, with a message naming it, and
  * counted as a refused scan; the daemon then serves a good scan. */
@@ -232,6 +257,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, push_matrices_equal_circle);
     tcase_add_test(tc, singular_matrix_refused);
+    tcase_add_test(tc, timing_with_matrices);
     suite_add_tcase(s, tc);
     return s;
 }

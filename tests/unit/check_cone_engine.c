@@ -26,6 +26,7 @@
 #include "gpu/geometry/cone.h"
 #include "gpu/phantom.h"
 #include "gpu/phantom_cone.h"
+#include "gpu/tune.h"
 #include "tests/cone_scan.h"
 #include "tests/testutil.h"
 
@@ -436,6 +437,70 @@ START_TEST(bands_equal_whole)
 }
 END_TEST
 
+/* A daemon times cone-beam kernels beside its scan, on an engine of a few rows
+ * (tl_tune_engine_config): a band around the detector's middle, re-based, so the slices the
+ * tuner times (the band's rows 0..3, gpu/tune.c) read what the scan's slices through the
+ * middle read — with matrices too, which address the whole detector. An engine of 4 rows
+ * with the scan's matrices (the daemon's timing before) reads none of its rows: every
+ * sample it timed fell off its detector. */
+START_TEST(timing_band_reads_the_middle)
+{
+    enum { B = 4 };
+    tl_cone_scan s;
+    ck_assert_int_eq(tl_cone_scan_make(&s, ROWS, COLS, NV, 1.5, -1.0, false), 0);
+    double(*P)[12] = malloc(NV * sizeof *P), (*Q)[12] = malloc(NV * sizeof *Q);
+    ck_assert(P && Q);
+    tl_cone_circular g = {TL_CONE_SCAN_SAD,
+                          TL_CONE_SCAN_SDD,
+                          s.pitch,
+                          s.pitch,
+                          s.center - (COLS - 1) / 2.0,
+                          s.offset_v,
+                          ROWS,
+                          COLS,
+                          NV,
+                          s.angles};
+    tl_errbuf eb;
+    ck_assert_int_eq(tl_cone_circular_matrices(&g, P, &eb), TL_OK);
+    for (int with = 0; with < 2; with++) {
+        tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CPU), t;
+        if (with) {
+            c.cone.matrices = (const double(*)[12])P;
+            c.cone.nmatrices = NV;
+            c.center = (COLS - 1) / 2.0;
+        }
+        ck_assert_int_eq(tl_tune_engine_config(&c, B, with ? Q : NULL, &t), TL_OK);
+        ck_assert_uint_eq(t.rows, B);
+        const uint32_t row0 = (ROWS - B) / 2;
+        uint32_t first[B], end[B], want_first[B], want_end[B];
+        ck_assert_int_eq(tl_engine_rows_read(&t, NV, NULL, s.angles, COLS, 0, B, first, end),
+                         TL_OK);
+        ck_assert_int_eq(tl_engine_rows_read(&c, NV, NULL, s.angles, COLS, row0, B, want_first,
+                                             want_end),
+                         TL_OK);
+        for (int i = 0; i < B; i++) {
+            uint32_t lo = want_first[i] > row0 ? want_first[i] - row0 : 0;
+            uint32_t hi = want_end[i] - row0 < B ? want_end[i] - row0 : B;
+            ck_assert_msg(first[i] == lo && end[i] == hi && lo < hi,
+                          "matrices %d, slice %d: rows %u..%u of the band, want %u..%u", with, i,
+                          first[i], end[i], lo, hi);
+        }
+        if (!with)
+            continue; /* without matrices the geometry is relative to the rows held */
+        tl_engine_config naive = c;
+        naive.rows = B;
+        ck_assert_int_eq(tl_engine_rows_read(&naive, NV, NULL, s.angles, COLS, 0, B, first, end),
+                         TL_OK);
+        for (int i = 0; i < B; i++) /* every sample off its detector */
+            ck_assert_msg(first[i] == end[i], "naive slice %d reads rows %u..%u", i, first[i],
+                          end[i]);
+    }
+    free(P);
+    free(Q);
+    tl_cone_scan_free(&s);
+}
+END_TEST
+
 START_TEST(bad_configurations)
 {
     tl_cone_scan s = {.rows = ROWS, .cols = COLS, .nv = NV, .center = 26, .pitch = 1.5};
@@ -536,6 +601,7 @@ int main(void)
     tcase_add_test(t, matrices_wobble_vs_reference);
     tcase_add_test(t, parker_conjugates_sum_to_one);
     tcase_add_test(t, bands_equal_whole);
+    tcase_add_test(t, timing_band_reads_the_middle);
     tcase_add_test(t, short_scan_mid_plane);
     tcase_add_test(t, bad_configurations);
     suite_add_tcase(s, t);
