@@ -88,11 +88,12 @@ tl_status tl_engine_iterate(tl_engine *e, const int *ids, size_t n, const tl_ite
                        .unit_z = e->cfg.geometry == TL_GEOMETRY_CONE
                                      ? e->cfg.cone.pixel_v / e->cfg.cone.pixel_u
                                      : 1.0};
-    st = tl_iterative_run(e->ops, e->be, &p, o, start, out, residual, done, &e->err);
+    uint32_t sweeps = 0;
+    st = tl_iterative_run(e->ops, e->be, &p, o, start, out, residual, done, &sweeps, &e->err);
     free(views);
     if (info) {
         tl_engine_describe_window(e, info);
-        info->kernel = tl_iter_method_name(o->method);
+        info->kernel = sweeps ? TL_ITER_SWEEP_KERNEL : tl_iter_method_name(o->method);
     }
     return st;
 }

@@ -450,6 +450,7 @@ const tl_backend_ops tl_split_backend = {
     .it_image = tl_split_it_image,
     .it_forward = tl_split_it_forward,
     .it_backward = tl_split_it_backward,
+    .it_sweep = tl_split_it_sweep,
     .it_mark = tl_split_it_mark,
     .it_regularise = tl_split_it_regularise,
     .it_end = tl_split_it_end,

@@ -130,6 +130,7 @@ tl_status tl_split_it_begin(void *state, const tl_it_problem *p, double stats[2]
 tl_status tl_split_it_image(void *state, const float *in, float *out);
 tl_status tl_split_it_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq);
 tl_status tl_split_it_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda);
+tl_status tl_split_it_sweep(void *state, double lambda, bool *swept);
 tl_status tl_split_it_mark(void *state);
 tl_status tl_split_it_regularise(void *state, bool nonneg, double tv_weight, uint32_t tv_steps);
 void tl_split_it_end(void *state);

@@ -66,6 +66,14 @@ tl_status tl_split_it_backward(void *state, tl_it_views v, tl_it_rule rule, doub
     return child(sp, solver(sp)->ops->it_backward(solver(sp)->be, v, rule, lambda));
 }
 
+tl_status tl_split_it_sweep(void *state, double lambda, bool *swept)
+{
+    tl_split *sp = state;
+    const tl_backend_ops *ops = solver(sp)->ops;
+    *swept = false;
+    return ops->it_sweep ? child(sp, ops->it_sweep(solver(sp)->be, lambda, swept)) : TL_OK;
+}
+
 tl_status tl_split_it_mark(void *state)
 {
     tl_split *sp = state;

@@ -233,6 +233,10 @@ typedef struct tl_backend_ops {
     tl_status (*it_image)(void *state, const float *in, float *out);
     tl_status (*it_forward)(void *state, tl_it_views v, tl_it_rule rule, double *sumsq);
     tl_status (*it_backward)(void *state, tl_it_views v, tl_it_rule rule, double lambda);
+    /* One SART iteration: it_forward and it_backward of view 0, then view 1, ... (each a
+     * subset), done in one go where the backend can (the CUDA backend's on-chip sweep);
+     * *swept false and nothing done where it cannot (NULL: never). */
+    tl_status (*it_sweep)(void *state, double lambda, bool *swept);
     tl_status (*it_mark)(void *state);
     tl_status (*it_regularise)(void *state, bool nonneg, double tv_weight, uint32_t tv_steps);
     void (*it_end)(void *state);

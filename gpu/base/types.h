@@ -75,6 +75,9 @@ typedef enum { TL_PRECISION_F32 = 0, TL_PRECISION_F64 } tl_precision;
  * for counts data (one subset: MLEM). */
 typedef enum { TL_ITER_SIRT = 0, TL_ITER_SART, TL_ITER_OS_SART, TL_ITER_OSEM } tl_iter_method;
 const char *tl_iter_method_name(tl_iter_method m); /* "sirt", "sart", "os-sart", "osem" */
+/* The kernel a slice's info names when its SART iterations were swept in one go (the
+ * CUDA backend's on-chip sweep, backend.h it_sweep) rather than view by view. */
+#define TL_ITER_SWEEP_KERNEL "sart-sweep"
 bool tl_iter_method_parse(const char *name, tl_iter_method *out);
 
 /* The projector pair of an iterative method (gpu/project_ref.h describes both):
@@ -97,6 +100,8 @@ typedef struct {
     double tv_weight;    /* >= 0; 0: no TV steps */
     uint32_t tv_steps;   /* TV descent steps per iteration (with tv_weight > 0) */
     double tolerance;    /* stop once the relative residual changes by less (0: never) */
+    bool per_view;       /* SART view by view even where the backend sweeps them in one
+                            go (TL_ITER_SWEEP_KERNEL): the benchmark's baseline */
 } tl_iter_options;
 /* The TV steps' smoothing: |grad x| is taken as sqrt(|grad x|^2 + eps^2) with eps this
  * fraction of max |x| as the iteration left it. A fixed tiny eps would make the descent

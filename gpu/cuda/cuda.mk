@@ -27,6 +27,7 @@ CUDA_SOURCES = \
 	gpu/cuda/accumulate.cu \
 	gpu/cuda/iterative.cu \
 	gpu/cuda/iterative_cone.cu \
+	gpu/cuda/iterative_sweep.cu \
 	gpu/cuda/ipc.cu
 # The headers are listed here, not in CUDA_SOURCES: gpu/local.mk includes
 # $(CUDA_SOURCES:.cu=.d) as nvcc's dependency files, and a header in that list would be
@@ -38,5 +39,6 @@ noinst_HEADERS += \
 	gpu/cuda/bp_alu.cuh \
 	gpu/cuda/kernels.cuh \
 	gpu/cuda/iterative.cuh \
+	gpu/cuda/iterative_slice.cuh \
 	gpu/cuda/fround.h \
 	gpu/cuda/cuda_backend.h

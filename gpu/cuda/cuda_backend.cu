@@ -720,6 +720,7 @@ extern "C" const tl_backend_ops tl_cuda_backend = {
     tl_cuda_op_it_image,    /* it_image */
     tl_cuda_op_it_forward,  /* it_forward */
     tl_cuda_op_it_backward, /* it_backward */
+    tl_cuda_op_it_sweep,    /* it_sweep (iterative_sweep.cu) */
     tl_cuda_op_it_mark,     /* it_mark */
     tl_cuda_op_it_regularise, /* it_regularise */
     tl_cuda_op_it_end,      /* it_end */

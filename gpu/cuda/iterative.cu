@@ -30,6 +30,7 @@
 #include "gpu/cuda/check.cuh"
 #include "gpu/cuda/cuda_state.cuh"
 #include "gpu/cuda/iterative.cuh"
+#include "gpu/cuda/iterative_slice.cuh"
 
 #define IT_TILE_X 32 /* backward and TV: block of 32 x 8 pixels */
 #define IT_TILE_Y 8
@@ -43,43 +44,6 @@
 /* Subsets of fewer views read x along columns uncoalesced instead: transposing the whole
  * image costs more than their pass (SART: one view). */
 #define IT_TRANSPOSE_MIN_VIEWS 16u
-
-/* The slice's size; where a pixel lands in each view is the view's own (it_view). */
-typedef struct {
-    uint32_t h, w, cols;
-} it_grid;
-
-/* A view, as the kernels use it: pixel (i, j) lands at u = u00 + i du_i + j du_j (the
- * plane's pixel positions through the view's cos, sin and centre, computed in double on the
- * host and rounded once); for Joseph's pair the path length per plane and 1 / along (u's
- * change per pixel along a plane), so that a crossing costs a multiplication. */
-typedef struct {
-    float u00, du_i, du_j, len, inv_along;
-    int rows; /* the planes are rows of pixels (u changes faster along a row), else columns:
-                 decided once, on the host, so that every kernel walks the same planes */
-} it_view;
-
-struct tl_cuda_iter {
-    tl_projector projector;
-    it_grid grid;
-    uint32_t nproj;
-    it_view *views;
-    float *x, *mark, *g;   /* images */
-    float *xt;             /* x transposed (w x h), for the forward pass */
-    float *b, *ax, *r, *R; /* nproj * cols */
-    double *sums;          /* reductions, 2 */
-    unsigned *amax;        /* max |x|, as float bits (it_begin: min b's float_key) */
-    uint32_t *slots;       /* the views' window slots */
-    size_t bytes;          /* device memory of all the above */
-    size_t npix_cap;       /* pixels and views the buffers hold: a problem that fits */
-    uint32_t nview_cap;    /* reuses them (a volume's slices, one after another) */
-};
-
-/* The matched pair's link function: where pixel (i, j) (as floats) lands in view v. */
-__device__ __forceinline__ float pixel_u(const it_view &v, float i, float j)
-{
-    return __fmaf_rn(j, v.du_j, __fmaf_rn(i, v.du_i, v.u00));
-}
 
 __device__ __forceinline__ bool planes_are_rows(const it_view &v)
 {
@@ -539,6 +503,8 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
     const uint32_t h = p->slices[0].height, w = p->slices[0].width, n = p->nproj;
     it->nproj = n;
     it->projector = p->projector;
+    it->du_max[0] = it->du_max[1] = 0.0f;
+    it->du_fast_min = INFINITY;
     it->grid = (it_grid){.h = h, .w = w, .cols = s->cols};
     /* pixel (i, j) of the plane at (x, y) = xy0 + i xy_i + j xy_j */
     const tl_bp_grid pg = tl_bp_slice_grid(&p->slices[0]);
@@ -565,6 +531,9 @@ tl_status tl_cuda_op_it_begin(void *state, const tl_it_problem *p, double stats[
                                                     : (du_i != 0 ? 1 / du_i : 0)),
                           .rows = rows};
         hslot[k] = p->proj[k].slot;
+        it->du_max[0] = fmaxf(it->du_max[0], fabsf(hv[k].du_i));
+        it->du_max[1] = fmaxf(it->du_max[1], fabsf(hv[k].du_j));
+        it->du_fast_min = fminf(it->du_fast_min, fmaxf(fabsf(hv[k].du_i), fabsf(hv[k].du_j)));
     }
     const double z = o[8], fl = floor(z);
     if (st == TL_OK) {
@@ -674,6 +643,16 @@ tl_status tl_cuda_op_it_backward(void *state, tl_it_views v, tl_it_rule rule, do
                                                                                it->r, it->x);
     TL_CUDA_LAUNCHED(s->eb, "backward_kernel");
     return TL_OK;
+}
+
+tl_status tl_cuda_op_it_sweep(void *state, double lambda, bool *swept)
+{
+    tl_cuda_state *s = (tl_cuda_state *)state;
+    *swept = false;
+    if (s->itc)
+        return TL_OK; /* cone-beam stacks: the per-view passes */
+    TL_TRY(tl_cuda_use_device(s));
+    return tl_cuda_it_sweep(s, lambda, swept);
 }
 
 tl_status tl_cuda_op_it_mark(void *state)

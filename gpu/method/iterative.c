@@ -101,9 +101,11 @@ static bool record(const tl_iter_options *o, double sumsq, double bnorm2, uint32
 
 tl_status tl_iterative_run(const tl_backend_ops *ops, void *be, const tl_it_problem *p,
                            const tl_iter_options *o, const float *start, float *out,
-                           double *residual, uint32_t *done, tl_errbuf *eb)
+                           double *residual, uint32_t *done, uint32_t *sweeps, tl_errbuf *eb)
 {
     *done = 0;
+    if (sweeps)
+        *sweeps = 0;
     tl_status st = tl_iter_check_options(o, p->nproj, eb);
     if (st != TL_OK)
         return st;
@@ -133,7 +135,13 @@ tl_status tl_iterative_run(const tl_backend_ops *ops, void *be, const tl_it_prob
     for (uint32_t it = 0; st == TL_OK && !stop && it < o->iterations; it++) {
         if (tv)
             st = ops->it_mark(be);
-        for (uint32_t t = 0; st == TL_OK && t < m; t++) {
+        /* SART: the backend may sweep every view in one go (the same passes, in order) */
+        bool swept = false;
+        if (m > 1 && m == p->nproj && rule == TL_IT_SART && ops->it_sweep && !o->per_view)
+            st = ops->it_sweep(be, o->relaxation, &swept);
+        if (swept && sweeps)
+            *sweeps += 1;
+        for (uint32_t t = 0; st == TL_OK && !swept && t < m; t++) {
             /* only one subset's pass sees the residual: the others need no sum (which
              * would wait for the GPU at every subset) */
             const bool sees = residuals && m == 1;

@@ -5,7 +5,7 @@
  * and the papers); the backends only do the arithmetic on their own memory.
  *
  *   tl_iter_options o = {.method = TL_ITER_SIRT, .iterations = 50, .relaxation = 1};
- *   tl_iterative_run(ops, state, &problem, &o, start, out, residual, &done, eb);
+ *   tl_iterative_run(ops, state, &problem, &o, start, out, residual, &done, NULL, eb);
  */
 #ifndef TL_ITERATIVE_H
 #define TL_ITERATIVE_H
@@ -19,9 +19,11 @@ tl_status tl_iter_check_options(const tl_iter_options *o, uint32_t nviews, tl_er
  * OS-EM, which needs a start above 0) and ends in `out`. residual[i] (o->iterations
  * entries; NULL: not wanted) gets ||b - A x|| / ||b|| after iteration i, *done the
  * iterations run (fewer than asked when the tolerance stopped them). Checks: the options,
- * and for OS-EM b >= 0 and a start above 0. The backend's problem is ended on return. */
+ * and for OS-EM b >= 0 and a start above 0. *sweeps (NULL: not wanted) counts the SART
+ * iterations the backend swept in one go (backend.h, it_sweep). The backend's problem is
+ * ended on return. */
 tl_status tl_iterative_run(const tl_backend_ops *ops, void *be, const tl_it_problem *p,
                            const tl_iter_options *o, const float *start, float *out,
-                           double *residual, uint32_t *done, tl_errbuf *eb);
+                           double *residual, uint32_t *done, uint32_t *sweeps, tl_errbuf *eb);
 
 #endif
