@@ -221,6 +221,31 @@ START_TEST(center_moves_principal_point)
 END_TEST
 
 /* Given matrices equal to the circular trajectory's reconstruct the same volume. */
+/* The matrices of scan s's circle (NV views of ROWS x COLS), into P. */
+static void circle_matrices(const tl_cone_scan *s, double (*P)[12])
+{
+    tl_cone_circular g = {TL_CONE_SCAN_SAD,
+                          TL_CONE_SCAN_SDD,
+                          s->pitch,
+                          s->pitch,
+                          s->center - (COLS - 1) / 2.0,
+                          s->offset_v,
+                          ROWS,
+                          COLS,
+                          NV,
+                          s->angles};
+    tl_errbuf eb;
+    ck_assert_int_eq(tl_cone_circular_matrices(&g, P, &eb), TL_OK);
+}
+
+/* c reconstructs along the NV matrices P instead of its circle. */
+static void use_matrices(tl_engine_config *c, double (*P)[12])
+{
+    c->cone.matrices = (const double(*)[12])P;
+    c->cone.nmatrices = NV;
+    c->center = (COLS - 1) / 2.0; /* the matrices say where the axis is */
+}
+
 START_TEST(matrices_equal_circular)
 {
     tl_cone_scan s;
@@ -232,21 +257,8 @@ START_TEST(matrices_equal_circular)
     tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CPU);
     c.precision = TL_PRECISION_F64;
     ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, NZ, a), TL_OK);
-    tl_cone_circular g = {TL_CONE_SCAN_SAD,
-                          TL_CONE_SCAN_SDD,
-                          s.pitch,
-                          s.pitch,
-                          s.center - (COLS - 1) / 2.0,
-                          s.offset_v,
-                          ROWS,
-                          COLS,
-                          NV,
-                          s.angles};
-    tl_errbuf eb;
-    ck_assert_int_eq(tl_cone_circular_matrices(&g, P, &eb), TL_OK);
-    c.cone.matrices = (const double(*)[12])P;
-    c.cone.nmatrices = NV;
-    c.center = (COLS - 1) / 2.0; /* the matrices say where the axis is */
+    circle_matrices(&s, P);
+    use_matrices(&c, P);
     ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, NZ, b), TL_OK);
     double e = tl_rel_l2(b, a, nvox);
     fprintf(stderr, "cone matrices vs circular: relative L2 %.3g\n", e);
@@ -450,25 +462,11 @@ START_TEST(timing_band_reads_the_middle)
     ck_assert_int_eq(tl_cone_scan_make(&s, ROWS, COLS, NV, 1.5, -1.0, false), 0);
     double(*P)[12] = malloc(NV * sizeof *P), (*Q)[12] = malloc(NV * sizeof *Q);
     ck_assert(P && Q);
-    tl_cone_circular g = {TL_CONE_SCAN_SAD,
-                          TL_CONE_SCAN_SDD,
-                          s.pitch,
-                          s.pitch,
-                          s.center - (COLS - 1) / 2.0,
-                          s.offset_v,
-                          ROWS,
-                          COLS,
-                          NV,
-                          s.angles};
-    tl_errbuf eb;
-    ck_assert_int_eq(tl_cone_circular_matrices(&g, P, &eb), TL_OK);
+    circle_matrices(&s, P);
     for (int with = 0; with < 2; with++) {
         tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CPU), t;
-        if (with) {
-            c.cone.matrices = (const double(*)[12])P;
-            c.cone.nmatrices = NV;
-            c.center = (COLS - 1) / 2.0;
-        }
+        if (with)
+            use_matrices(&c, P);
         ck_assert_int_eq(tl_tune_engine_config(&c, B, with ? Q : NULL, &t), TL_OK);
         ck_assert_uint_eq(t.rows, B);
         const uint32_t row0 = (ROWS - B) / 2;
