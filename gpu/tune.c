@@ -131,15 +131,15 @@ static tl_status time_all(tl_engine *e, const tl_tune_shape *sh, int reps, bool 
 tl_status tl_tune_engine_config(const tl_engine_config *c, uint32_t batch, double (*matrices)[12],
                                 tl_engine_config *out)
 {
-    uint32_t rows = batch < c->rows ? batch : c->rows;
-    if (rows == 0)
+    if (batch == 0)
         return tl_fail(&tune_error, TL_EINVAL, "tune: a timing engine of 0 rows");
     *out = *c;
     out->kernel[0] = '\0';
     if (c->geometry != TL_GEOMETRY_CONE) { /* a row reads its own row: any rows will do */
-        out->rows = rows;
+        out->rows = batch;
         return TL_OK;
     }
+    uint32_t rows = batch < c->rows ? batch : c->rows;
     tl_engine_config one = *c;
     one.ndevices = 0; /* a cone engine is one engine on the first device (types.h) */
     one.device = c->ndevices ? c->devices[0] : c->device;

@@ -82,7 +82,8 @@ tl_status tl_tune_run(tl_engine *e, const tl_tune_shape *shape, const tl_tune_op
 
 /* The configuration of an engine that times slices of c's engine (a daemon tunes beside
  * its scan, on an engine of its own): `batch` detector rows, every kernel competing. In
- * cone beam the rows are a band around the detector's middle (tl_engine_config_band), on
+ * cone beam the rows (at most the detector's) are a band around its middle
+ * (tl_engine_config_band), on
  * the first device: a cone-beam slice reads the rows it projects to, and matrices address
  * the whole detector, so `batch` rows with the scan's geometry would time samples that all
  * fall off the detector. matrices: room for c->cone.nmatrices re-based ones (NULL without
