@@ -9,6 +9,9 @@
  *                against the reference's pair (whose adjointness check_project_ref tests).
  *                Frames arrive in reverse order and the axis is off-centre, so the views'
  *                ordering by angle and the centre are checked too;
+ *   SART sweep   on the CUDA backend SART's views are swept on chip in one launch
+ *                (kernel sart-sweep): equal to its views one by one (per_view) on an odd
+ *                133^2 slice with partial tiles, to rounding;
  *   Joseph       the ray-driven pair likewise (SIRT, one iteration and 20; OS-SART);
  *   few views    30 and 15 views, and a limited arc (21 views over +-25 degrees, as in
  *                tomosynthesis): non-negative SIRT (matched and Joseph) and OS-SART with TV
@@ -332,6 +335,52 @@ static void versus_fbp(const char *what, const scan *s, const tl_iter_options *o
     ck_assert_msg(e_iter < e_fbp, "%s: iterative %g, FBP %g", what, e_iter, e_fbp);
 }
 
+/* SART swept on chip (CUDA: iterative_sweep.cu) equals its views run one by one
+ * (per_view) on an odd slice that its tiles do not divide (133^2: partial tiles at the
+ * right and bottom) and that reaches past the detector, to rounding (the order of the
+ * forward sums); on the CPU both are the per-view passes. */
+START_TEST(sart_sweep_equals_views)
+{
+    enum { SIDE = 133, ITERS = 3 };
+    static scan s;
+    make_scan(&s, 45, 0.1, M_PI);
+    tl_engine *e = engine_of(&s, TL_FILTER_NONE);
+    tl_slice_spec sp;
+    tl_slice_spec_row(&sp, 0, SIDE, SIDE);
+    int id;
+    ck_assert_int_eq(tl_engine_add_slice(e, &sp, &id), TL_OK);
+    tl_iter_options o = {.method = TL_ITER_SART, .iterations = ITERS, .relaxation = 0.7};
+    static float img[2][SIDE * SIDE];
+    static double x[2][SIDE * SIDE];
+    double res[2][ITERS];
+    const char *kernel[2];
+    for (int k = 0; k < 2; k++) {
+        o.per_view = k == 1;
+        tl_slice_info info;
+        uint32_t done;
+        ck_assert_msg(tl_engine_iterate(e, &id, 1, &o, NULL, img[k], res[k], &done, &info) ==
+                          TL_OK,
+                      "%s", tl_engine_last_error(e));
+        ck_assert_uint_eq(done, ITERS);
+        kernel[k] = info.kernel;
+        for (size_t i = 0; i < SIDE * SIDE; i++)
+            x[k][i] = img[k][i];
+    }
+    tl_engine_destroy(e);
+    ck_assert_str_eq(kernel[0], SART_KERNEL);
+    ck_assert_str_eq(kernel[1], "sart");
+    double l2 = rel_l2(x[0], x[1], SIDE * SIDE), worst = 0;
+    for (int i = 0; i < ITERS; i++)
+        worst = fmax(worst, fabs(res[0][i] - res[1][i]) / res[1][i]);
+    printf("  SART %dx%d, %s against its views one by one: image rel L2 %.2e, residual %.4f "
+           "(worst rel diff %.1e)\n",
+           SIDE, SIDE, kernel[0], l2, res[0][ITERS - 1], worst);
+    ck_assert_msg(res[1][ITERS - 1] < res[1][0], "SART did not converge");
+    ck_assert_msg(l2 <= EXACT_REL, "image rel L2 %g", l2);
+    ck_assert_msg(worst <= RESIDUAL_TOL, "residual differs by %g", worst);
+}
+END_TEST
+
 START_TEST(thirty_views)
 {
     static scan s;
@@ -620,7 +669,7 @@ END_TEST
 int main(void)
 {
     const tl_gt_case cases[] = {
-        {"reference", {reference, NULL}},
+        {"reference", {reference, sart_sweep_equals_views, NULL}},
         {"few_views", {thirty_views, fifteen_views, limited_arc, osem_counts, NULL}},
         {"refusals", {refusals, NULL}},
         {"kept_measurements", {kept_measurements, NULL}},
@@ -635,6 +684,7 @@ int main(void)
     TCase *tc = tcase_create("engine");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, reference);
+    tcase_add_test(tc, sart_sweep_equals_views);
     tcase_add_test(tc, thirty_views);
     tcase_add_test(tc, fifteen_views);
     tcase_add_test(tc, limited_arc);
