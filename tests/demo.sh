@@ -116,9 +116,7 @@ echo
 echo "== summary"
 echo "slices received by tomolive sub; latency: from the newest frame's acquisition to the"
 echo "slice's arrival, over every slice (the first ones, and the final one of each id,"
-echo "published when the scan's end arrives, included); missed: sequence numbers it never"
-echo "saw (the daemon sends the newest slice of each id, so a subscriber that falls behind,"
-echo "here one writing a TIFF and a PNG of every slice, skips older ones: slices.superseded):"
+echo "published when the scan's end arrives, included):"
 grep -E '^summary|^latency' "$out/sub.txt" || true
 sed -n 's/.*"device": "\(.*\)".*/reconstructed on: \1/p' "$out/status.json" | head -n 1
 # which kernel served each slice size, and how it was chosen (status "kernels")
