@@ -23,15 +23,17 @@ clients_tomolive_SOURCES = \
 	clients/stream_bench.c clients/bench_volume.c clients/bench_engine.h clients/bench_engine.c clients/tune.c \
 	clients/volume_plan.h clients/volume_plan.c clients/volume_bands.h clients/volume_bands.c clients/volume_stack.h clients/volume_stack.c \
 	clients/volume_output.h clients/volume_output.c clients/volume_convert.h \
+	clients/volume_vds.h clients/volume_vds.c clients/grid.h clients/grid.c \
 	clients/volume_convert.c clients/volume_pool.h clients/volume_pool.c \
 	clients/volume_slab.h clients/volume_slab.c clients/volume_progress.h \
 	clients/volume_progress.c clients/volume_pipeline.h clients/volume_pipeline.c \
 	clients/phantom_scan.c clients/bench_volume_e2e.c clients/bench_volume_write.c \
 	clients/bench_cone.c clients/bench_iterative.c clients/bench_tomosynthesis.c clients/iter_opts.h clients/iter_opts.c
 clients_tomolive_CFLAGS = $(AM_CFLAGS) $(TIFF_CFLAGS) $(PNG_CFLAGS) $(FFTW_CFLAGS) \
-	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS) $(LIBXML_CFLAGS)
+	$(PROTO_CFLAGS) $(JANSSON_CFLAGS) $(CBOR_CFLAGS) $(LIBXML_CFLAGS) $(MPI_CFLAGS)
 clients_tomolive_LDADD = clients/libtlimages.a $(JSONPACK_LIBS) $(PROTO_LIBS) \
-	$(ENGINE_LIBS) $(TIFF_LIBS) $(PNG_LIBS) $(JANSSON_LIBS) $(CBOR_LIBS) $(LIBXML_LIBS)
+	$(ENGINE_LIBS) $(TIFF_LIBS) $(PNG_LIBS) $(JANSSON_LIBS) $(CBOR_LIBS) $(LIBXML_LIBS) \
+	$(MPI_LIBS)
 
 # man page
 dist_man1_MANS = clients/tomolive.1

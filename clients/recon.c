@@ -35,6 +35,7 @@
 #include "clients/commands.h"
 #include "clients/cone_opts.h"
 #include "clients/cone_read.h"
+#include "clients/grid.h"
 #include "clients/corr_opts.h"
 #include "clients/hdf5.h"
 #include "clients/tiff.h"
@@ -43,6 +44,7 @@
 #include "clients/volume_pipeline.h"
 #include "clients/volume_plan.h"
 #include "clients/volume_stack.h"
+#include "clients/volume_vds.h"
 #include "gpu/engine.h"
 
 #define ME "tomolive recon"
@@ -53,6 +55,7 @@ typedef struct {
     const char *filter, *rows, *backend, *center, *size, *window, *indices;
     const char *gpu_memory, *host_memory, *slab_rows, *output_dtype, *compress, *range, *kernel;
     const char *write_threads, *quality;
+    const char *grid, *gpus_per_node;       /* --grid RxC: an MPI job (grid.h) */
     const char *dezinger, *paganin, *rings; /* per-frame corrections (corr_opts.h) */
     bool already_linear, verbose, plan_only, resume, half_acquisition;
     tl_cone_opts cone;  /* --geometry cone and its options */
@@ -79,6 +82,7 @@ static const char usage_text[] =
     "                      [--write-threads N] [--quality exact|fast]\n"
     "                      [--geometry cone --source-origin MM --source-detector MM\n"
     "                       --pixel-size MM[,MM] [--offset U,V] [--matrices FILE[:FORMAT]]]\n"
+    "                      [--grid RxC [--gpus-per-node N]]   (under mpirun -n R*C)\n"
     "\n"
     "Reconstructs horizontal slices from a multi-page TIFF of projections (one page per\n"
     "projection; uint8/16/32 or float32) by filtered back projection, or from an HDF5\n"
@@ -163,6 +167,21 @@ static const char usage_text[] =
     "                        ARCHITECTURE.md 3.6)\n"
     "      --kernel NAME     force a back-projection kernel (tests, benchmarks)\n"
     "\n"
+    "On a cluster (seed 004's 2-D grid; README \"On a cluster\"): mpirun -n R*C tomolive\n"
+    "recon --grid RxC ... runs R x C processes. Grid row r reconstructs part r of the\n"
+    "rows (reading only the detector rows they need), grid column c back-projects part c\n"
+    "of the projections, and the C partial sub-volumes of a row are summed (MPI_Reduce)\n"
+    "into its column 0, which writes them: an HDF5 output as NAME-partK.h5 with NAME.h5 a\n"
+    "virtual dataset of them all, a TIFF stack as its own slices of DIR/. A multi-page\n"
+    "TIFF takes R = 1. With C > 1: no --method, --rings, --half-acquisition or\n"
+    "non-uniform --angles without --window; with R > 1 uint16 output needs\n"
+    "--output-range; no --resume. A rank that fails or dies ends the job.\n"
+    "      --grid RxC        R rows (volume parts) x C columns (projection parts)\n"
+    "      --gpus-per-node N  ranks of a host use GPU (local rank mod N) (default: the\n"
+    "                        GPUs visible; ranks sharing one split its memory)\n"
+    "      --plan            with --grid: also seed 004's model of the run, from rates\n"
+    "                        measured on a sample of it; -v prints the measured stages\n"
+    "\n"
     "Progress: a bar on a terminal, else one line per slab on stdout:\n"
     "  progress slab=K/S rows=R/T in_GBps=X out_GBps=Y elapsed_s=E eta_s=Z\n"
     "\n"
@@ -231,6 +250,7 @@ typedef struct {
     tl_volume_stack *stacks[3]; /* by tl_frame_kind */
     tl_dtype dtype;             /* the engine's */
     void *scratch;              /* TL_VOLUME_READ_FRAMES bands in a file's dtype */
+    uint32_t proj_first;        /* projection 0 is this page (a grid column's share) */
 } band_reader;
 
 static int read_band(void *ctx, tl_frame_kind kind, uint32_t first, uint32_t n, uint32_t row0,
@@ -238,6 +258,8 @@ static int read_band(void *ctx, tl_frame_kind kind, uint32_t first, uint32_t n, 
 {
     band_reader *br = ctx;
     tl_volume_stack *s = br->stacks[kind];
+    if (kind == TL_FRAME_PROJ)
+        first += br->proj_first;
     if (s->dtype == br->dtype)
         return tl_volume_stack_read(s, first, n, row0, nrows, buf, err, errlen);
     if (tl_volume_stack_read(s, first, n, row0, nrows, br->scratch, err, errlen) != 0)
@@ -292,6 +314,8 @@ static int parse_options(int argc, char **argv, options *o)
         O_PIXEL_SIZE,
         O_OFFSET,
         O_MATRICES,
+        O_GRID,
+        O_GPUS_PER_NODE,
         O_ITERATIVE /* --method and its options: the name says which */
     };
     static const struct option longopts[] = {
@@ -328,6 +352,8 @@ static int parse_options(int argc, char **argv, options *o)
         {"source-detector", required_argument, NULL, O_SOURCE_DETECTOR},
         {"pixel-size", required_argument, NULL, O_PIXEL_SIZE},
         {"offset", required_argument, NULL, O_OFFSET},
+        {"grid", required_argument, NULL, O_GRID},
+        {"gpus-per-node", required_argument, NULL, O_GPUS_PER_NODE},
         {"matrices", required_argument, NULL, O_MATRICES},
         {"method", required_argument, NULL, O_ITERATIVE},
         {"projector", required_argument, NULL, O_ITERATIVE},
@@ -389,6 +415,8 @@ static int parse_options(int argc, char **argv, options *o)
             case O_PAGANIN: o->paganin = optarg; break;
             case O_RINGS: o->rings = optarg; break;
             case O_HALF: o->half_acquisition = true; break;
+            case O_GRID: o->grid = optarg; break;
+            case O_GPUS_PER_NODE: o->gpus_per_node = optarg; break;
             case O_GEOMETRY:
             case O_SOURCE_ORIGIN:
             case O_SOURCE_DETECTOR:
@@ -431,6 +459,12 @@ typedef struct {
     tl_volume_bands bands; /* cone beam: the detector rows of each slice */
     tl_volume_output out;
     bool writing;
+    /* --grid (grid.h): NULL without; agreed once the ranks said they are ready */
+    tl_grid *grid;
+    bool agreed, running;   /* tl_grid_agree called; and every rank was ready */
+    uint64_t *part_indices; /* the global frame index of each of this column's pages */
+    char part_path[1100];   /* this row's part of an HDF5 output */
+    char progress_name[64]; /* this row's progress record in a TIFF stack */
 } resources;
 
 static void release(resources *r)
@@ -445,6 +479,7 @@ static void release(resources *r)
     tl_cone_matrix_file_free(&r->mfile);
     free(r->matrices);
     free(r->scratch);
+    free(r->part_indices);
     tl_volume_bands_free(&r->bands);
 }
 
@@ -588,6 +623,135 @@ static void print_iterative(const tl_iter_options *o, const tl_volume_iterative 
     fputc('\n', stderr);
 }
 
+/* ---- --grid (grid.h) ------------------------------------------------------------------- */
+
+/* What a grid cannot do: columns sum partial back projections, so only what is a sum over
+ * projections with weights fixed by the whole scan splits over them; rows write parts. */
+static int grid_check(const options *o, const tl_grid *G, const tl_iter_opts *iter,
+                      const tl_volume_output_spec *spec)
+{
+    if (o->resume)
+        return fail("--resume: not with --grid (run the job again)");
+    if (G->cols > 1) {
+        const char *what = iter->on              ? "--method (not a sum over projections)"
+                           : o->rings            ? "--rings (estimated from every projection)"
+                           : o->half_acquisition ? "--half-acquisition (opposite views pair up)"
+                           : o->angles_file && !o->window
+                               ? "--angles without --window (weights from every angle)"
+                               : NULL;
+        if (what)
+            return fail("--grid %ux%u: %s needs one grid column (--grid %ux1)", G->rows, G->cols,
+                        what, G->rows * G->cols);
+    }
+    if (G->rows > 1 && iter->on && o->cone.cone)
+        return fail("--grid %ux%u: iterative cone beam solves the volume as one problem "
+                    "(--grid 1x1)",
+                    G->rows, G->cols);
+    if (G->rows > 1 && o->output && tl_out_form_of(o->output) == TL_OUT_TIFF_PAGES)
+        return fail("--grid %ux%u: the multi-page TIFF '%s' cannot be written in parts: give an "
+                    "HDF5 file (.h5) or a directory",
+                    G->rows, G->cols, o->output);
+    if (G->rows > 1 && spec->dtype == TL_OUT_U16 && !spec->have_range)
+        return fail("--grid %ux%u: uint16 output needs --output-range LO:HI (each part would "
+                    "choose its own scale)",
+                    G->rows, G->cols);
+    return 0;
+}
+
+/* This rank's part: rows [*row0, *row0 + *nrows) of the volume's, pages [*first, *first +
+ * *count) of the projections, with their global frame indices in R->part_indices. */
+static int grid_part(const tl_grid *G, resources *R, uint32_t pages, uint32_t *row0,
+                     uint32_t *nrows, uint32_t *first, uint32_t *count)
+{
+    uint32_t a, b, p, q;
+    tl_engine_split_rows(*nrows, G->rows, G->row, &a, &b);
+    tl_engine_split_rows(pages, G->cols, G->col, &p, &q);
+    if (b == a)
+        return fail("--grid %ux%u: %u grid rows for %u slices", G->rows, G->cols, G->rows, *nrows);
+    if (q == p)
+        return fail("--grid %ux%u: %u grid columns for %u projections", G->rows, G->cols, G->cols,
+                    pages);
+    if (!(R->part_indices = malloc((q - p) * sizeof *R->part_indices)))
+        return fail("out of memory");
+    for (uint32_t i = p; i < q; i++)
+        R->part_indices[i - p] = R->indices ? R->indices[i] : i;
+    *row0 += a;
+    *nrows = b - a;
+    *first = p;
+    *count = q - p;
+    return 0;
+}
+
+/* Where this row's part of the output goes: a file of its own (HDF5, volume_vds.h), its
+ * slices of a shared TIFF stack, or the output itself with one grid row. */
+static void grid_output(const tl_grid *G, resources *R, uint32_t z_base,
+                        tl_volume_output_spec *spec)
+{
+    if (G->rows == 1)
+        return;
+    if (tl_out_form_of(spec->path) == TL_OUT_HDF5) {
+        tl_volume_vds_part(spec->path, G->row, G->rows, R->part_path, sizeof R->part_path);
+        spec->path = R->part_path;
+    } else {
+        snprintf(R->progress_name, sizeof R->progress_name, "tomolive-progress-part%u", G->row);
+        spec->progress_name = R->progress_name;
+        spec->z_base = z_base;
+    }
+}
+
+/* Ranks of this host that share a GPU's memory, and the device this rank takes. */
+static int grid_device(const options *o, const tl_grid *G, tl_engine_config *c, uint32_t *sharing)
+{
+    *sharing = (uint32_t)G->local_size;
+    if (c->backend == TL_BACKEND_CPU)
+        return 0;
+    long gpus = 0;
+    char why[256];
+    if (o->gpus_per_node && !tl_cli_long(o->gpus_per_node, 1, 1024, &gpus))
+        return fail("bad --gpus-per-node '%s': need 1 .. 1024", o->gpus_per_node);
+    if (!o->gpus_per_node) {
+        int n = tl_backend_device_count(TL_BACKEND_CUDA, why, sizeof why);
+        if (n < 1 && c->backend == TL_BACKEND_CUDA)
+            return fail("--grid: no CUDA device on this host (%s)", why);
+        if (n < 1)
+            return 0; /* auto: the CPU backend then */
+        gpus = n;
+    }
+    c->device = G->local_rank % (int)gpus;
+    *sharing = (uint32_t)((G->local_size + gpus - 1 - c->device) / gpus);
+    return 0;
+}
+
+/* After every part is written: the measured stages (the slowest rank's, with -v) and
+ * the virtual volume of an HDF5 output's parts. */
+static int grid_finish(const options *o, tl_grid *G, const tl_volume_times *t, uint32_t rows,
+                       uint32_t size)
+{
+    if (o->verbose) {
+        const struct {
+            const char *name;
+            double s;
+        } stages[] = {{"read (files)", t->read},
+                      {"upload+filter", t->submit},
+                      {"back projection+D2H", t->backproject},
+                      {"reduce (MPI)", t->combine},
+                      {"write (files)", t->write},
+                      {"wall (after setup)", t->wall}};
+        for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
+            double slowest = tl_grid_max(G, stages[i].s); /* a collective: every rank */
+            if (G->rank == 0)
+                fprintf(stderr, "%s%-20s | %8.3f\n",
+                        i ? "" : "grid stage (slowest rank) | busy s\n", stages[i].name, slowest);
+        }
+    }
+    tl_grid_barrier(G); /* every part complete */
+    char err[1024];
+    if (G->rank == 0 && G->rows > 1 && tl_out_form_of(o->output) == TL_OUT_HDF5 &&
+        tl_volume_vds_create(o->output, G->rows, rows, size, err, sizeof err) != 0)
+        return fail("%s", err);
+    return 0;
+}
+
 static int run(const options *o, resources *R)
 {
     /* required options and their values, before touching any file */
@@ -654,6 +818,9 @@ static int run(const options *o, resources *R)
         return fail("bad --slab-rows '%s': need 1 .. 65536", o->slab_rows);
     tl_volume_output_spec spec = {.path = o->output, .resume = o->resume};
     if (output_options(o, &spec) != 0)
+        return 1;
+    const tl_grid *G = R->grid;
+    if (G && grid_check(o, G, &iter, &spec) != 0)
         return 1;
 
     uint32_t nangles = 0, nindices = 0;
@@ -753,6 +920,14 @@ static int run(const options *o, resources *R)
                     "rows; B is excluded)",
                     o->rows, P->rows, P->rows);
     uint32_t n = size ? (uint32_t)size : P->cols, nrows = row1 - row0;
+    /* the whole volume's rows, and this rank's part of them and of the pages (--grid) */
+    const uint32_t grow0 = row0, gnrows = nrows;
+    uint32_t proj_first = 0, nproj = P->frames;
+    if (G && grid_part(G, R, P->frames, &row0, &nrows, &proj_first, &nproj) != 0)
+        return 1;
+    row1 = row0 + nrows;
+    const uint64_t *part_indices = R->part_indices ? R->part_indices : R->indices;
+    const double *part_angles = R->angles + proj_first;
     if (o->half_acquisition && !o->center)
         return fail("--half-acquisition needs --center C (the axis column on the detector) or "
                     "--center auto");
@@ -772,6 +947,9 @@ static int run(const options *o, resources *R)
     tl_engine_config_init(&c, erows, P->cols, nwin);
     c.corr = corr;
     c.backend = backend;
+    uint32_t sharing = 1; /* ranks of this host on the engine's device (--grid) */
+    if (G && grid_device(o, G, &c, &sharing) != 0)
+        return 1;
     c.dtype = dtype;
     c.center = has_center ? center : (P->cols - 1) / 2.0;
     tl_cone_opts_engine(&o->cone, has_center, center, &c); /* cone beam: FDK */
@@ -804,16 +982,17 @@ static int run(const options *o, resources *R)
     if (st != TL_OK)
         return fail("cannot create the engine: %s (%s)", tl_engine_last_error(NULL),
                     tl_status_name(st));
-    if (!o->gpu_memory)
-        budget.gpu = tl_volume_less_margin(m1.available_bytes);
+    if (!o->gpu_memory) /* shared by the grid's ranks on the device */
+        budget.gpu = tl_volume_less_margin(m1.available_bytes) / sharing;
     if (!o->host_memory)
-        budget.host = tl_volume_less_margin(tl_volume_host_available());
+        budget.host =
+            tl_volume_less_margin(tl_volume_host_available()) / (G ? (uint32_t)G->local_size : 1);
     uint32_t read_rows = tl_volume_stack_read_rows(P);
-    if (cone_bands && tl_volume_bands_init(&R->bands, &c, P->frames, R->indices, R->angles, n,
+    if (cone_bands && tl_volume_bands_init(&R->bands, &c, nproj, part_indices, part_angles, n,
                                            row0, nrows, err, sizeof err) != 0)
         return fail("%s", err);
     spec.size = n; /* what the writer's buffers take */
-    tl_volume_problem prob = {.projections = P->frames,
+    tl_volume_problem prob = {.projections = nproj,
                               .darks = R->darks.frames,
                               .flats = R->flats.frames,
                               .rows = nrows,
@@ -842,7 +1021,7 @@ static int run(const options *o, resources *R)
     if (dtype == TL_DTYPE_F32 && !(R->scratch = malloc(scratch)))
         return fail("out of memory for a read buffer of %zu MiB", scratch >> 20);
 
-    band_reader br = {{&R->darks, &R->flats, &R->proj}, dtype, R->scratch};
+    band_reader br = {{&R->darks, &R->flats, &R->proj}, dtype, R->scratch, 0};
     tl_volume_job jb = {
         .count = {R->darks.frames, R->flats.frames, P->frames},
         .read = read_band,
@@ -864,10 +1043,10 @@ static int run(const options *o, resources *R)
     if (center_auto) {
         /* once, before the slabs, for all of them (and the same again on --resume): from
          * whole frames when the engine takes them, else from the middle CENTER_ROWS rows */
-        uint32_t band = nrows < CENTER_ROWS ? nrows : CENTER_ROWS;
+        uint32_t band = gnrows < CENTER_ROWS ? gnrows : CENTER_ROWS;
         band = band < plan.slab_rows ? band : plan.slab_rows;
         tl_center_estimate est;
-        int crc = tl_volume_center(&jb, row0 + (nrows - band) / 2, band, &est, err, sizeof err);
+        int crc = tl_volume_center(&jb, grow0 + (gnrows - band) / 2, band, &est, err, sizeof err);
         if (crc != 0) {
             if (crc > 0) {
                 fprintf(stderr, ME ": interrupted\n");
@@ -885,6 +1064,18 @@ static int run(const options *o, resources *R)
         jb.engine.center = c.center = est.center;
         jb.engine.center_estimate = false; /* done: the slabs need not keep estimating */
     }
+    /* a grid column's share of the pages (the centre above saw them all: every rank
+     * estimates the same from the same pages) */
+    br.proj_first = proj_first;
+    jb.count[TL_FRAME_PROJ] = nproj;
+    jb.angles = part_angles;
+    jb.indices = part_indices;
+    if (G && G->cols > 1) {
+        jb.combine = tl_grid_reduce;
+        jb.combine_ctx = R->grid;
+    }
+    if (G && G->rank != 0)
+        jb.progress = TL_PROGRESS_NONE;
 
     /* the output is created before the long part, so a bad path fails at once; creating it
      * truncates, so it must not be one of the inputs */
@@ -919,19 +1110,33 @@ static int run(const options *o, resources *R)
     spec.rows = nrows;
     spec.size = n;
     spec.job = job;
-    if (tl_volume_output_open(&R->out, &spec, err, sizeof err) != 0) {
+    bool writes = !G || G->col == 0; /* a grid row's column 0 writes its sum */
+    if (G)
+        grid_output(G, R, row0 - grow0, &spec);
+    if (writes && tl_volume_output_open(&R->out, &spec, err, sizeof err) != 0) {
         if (!o->resume)
             tl_volume_output_close(&R->out, TL_OUTPUT_REMOVE, NULL, 0);
         return fail("%s", err);
     }
-    R->writing = true;
+    R->writing = writes;
     if (o->resume)
         fprintf(stderr, ME ": resuming at row %u of %u\n", R->out.rows_done, nrows);
-    jb.first_row = R->out.rows_done;
-    jb.out = &R->out;
+    jb.first_row = writes ? R->out.rows_done : 0;
+    jb.out = writes ? &R->out : NULL;
+    if (G) { /* from here on, a failing rank ends the job (tl_grid_abort) */
+        R->agreed = true;
+        if (!tl_grid_agree(R->grid, true))
+            return fail("another rank of the grid failed (its message above)");
+        R->running = true;
+        if (G->rank == 0)
+            fprintf(stderr,
+                    ME ": grid %ux%u: %u slices in %u parts, %u projections in %u; MPI with "
+                       "device memory: %s\n",
+                    G->rows, G->cols, gnrows, G->rows, P->frames, G->cols, tl_grid_cuda_aware());
+    }
     tl_volume_times t;
     tl_volume_result res = tl_volume_run(&jb, &t, err, sizeof err);
-    if (o->verbose) {
+    if (o->verbose && !G) {
         fprintf(stderr,
                 ME ": backend %s, %u projections of rows %u..%u x %u cols, slices %u x %u, "
                    "filter %s, center %.3f, kernel %s\n",
@@ -939,11 +1144,13 @@ static int run(const options *o, resources *R)
                 c.center, t.kernel[0] ? t.kernel : "?");
         tl_volume_times_print(&t, stderr);
     }
-    if (iter.on)
+    if (iter.on && (!G || G->rank == 0))
         print_iterative(&iter.o, &t.iterative, row0, o->cone.cone);
     if (res != TL_VOLUME_DONE) {
-        bool resumable = R->out.form != TL_OUT_TIFF_PAGES && R->out.rows_done > 0;
-        tl_volume_output_close(&R->out, resumable ? TL_OUTPUT_KEEP : TL_OUTPUT_REMOVE, NULL, 0);
+        bool resumable = writes && R->out.form != TL_OUT_TIFF_PAGES && R->out.rows_done > 0;
+        if (writes)
+            tl_volume_output_close(&R->out, resumable ? TL_OUTPUT_KEEP : TL_OUTPUT_REMOVE, NULL,
+                                   0);
         R->writing = false;
         if (resumable)
             fprintf(stderr, ME ": %u of %u rows are written to '%s'; --resume continues\n",
@@ -955,9 +1162,9 @@ static int run(const options *o, resources *R)
         return fail("%s", err);
     }
     R->writing = false;
-    if (tl_volume_output_close(&R->out, TL_OUTPUT_DONE, err, sizeof err) != 0)
+    if (writes && tl_volume_output_close(&R->out, TL_OUTPUT_DONE, err, sizeof err) != 0)
         return fail("%s", err);
-    return 0;
+    return G ? grid_finish(o, R->grid, &t, gnrows, n) : 0;
 }
 
 int tl_cmd_recon(int argc, char **argv)
@@ -971,6 +1178,23 @@ int tl_cmd_recon(int argc, char **argv)
         return rc;
     resources R;
     memset(&R, 0, sizeof R);
+    tl_grid grid;
+    if (o.grid) { /* an MPI job from here on (grid.h) */
+        uint32_t rows, cols;
+        char err[1024];
+        if (!tl_grid_parse(o.grid, &rows, &cols))
+            return fail("bad --grid '%s': need RxC (rows x columns, each 1 .. 65536), e.g. 2x2",
+                        o.grid);
+        if (tl_grid_start(&grid, rows, cols, err, sizeof err) != 0) {
+            if (!grid.started || grid.rank == 0) /* every rank knows; one says */
+                fprintf(stderr, ME ": %s\n", err);
+            tl_grid_end(&grid);
+            return 1;
+        }
+        R.grid = &grid;
+    } else if (o.gpus_per_node) {
+        return fail("--gpus-per-node: only with --grid");
+    }
     stop_requested = 0;
     signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a write error, not a kill */
     /* a stop request is a flag, acted on by the long parts (the centre's pass, the slabs) */
@@ -984,5 +1208,14 @@ int tl_cmd_recon(int argc, char **argv)
     if (R.writing) /* failed after the output was created, before any slab */
         tl_volume_output_close(&R.out, o.resume ? TL_OUTPUT_KEEP : TL_OUTPUT_REMOVE, NULL, 0);
     release(&R);
+    if (R.grid) {
+        /* every rank says once whether it got ready; after that a failure ends the job,
+         * since the others may be waiting for this rank in a reduction */
+        if (!R.agreed && !tl_grid_agree(R.grid, rc == 0) && rc == 0)
+            rc = fail("another rank of the grid failed (its message above)");
+        if (R.running && rc != 0)
+            tl_grid_abort(R.grid, rc);
+        tl_grid_end(R.grid);
+    }
     return rc;
 }

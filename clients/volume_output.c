@@ -397,8 +397,9 @@ static int open_form(tl_volume_output *o, char *err, size_t errlen)
             return spec->resume ? resume_h5(o, err, errlen) : create_h5(o, err, errlen);
         case TL_OUT_TIFF_FILES: {
             size_t n = strlen(spec->path);
-            snprintf(o->progress, sizeof o->progress, "%.*s/tomolive-progress",
-                     (int)(n > 1 && spec->path[n - 1] == '/' ? n - 1 : n), spec->path);
+            snprintf(o->progress, sizeof o->progress, "%.*s/%s",
+                     (int)(n > 1 && spec->path[n - 1] == '/' ? n - 1 : n), spec->path,
+                     spec->progress_name ? spec->progress_name : "tomolive-progress");
             if (mkdir(spec->path, 0777) != 0 && errno != EEXIST)
                 return FAIL("cannot create directory '%s': %s", spec->path, strerror(errno));
             return spec->resume ? resume_files(o, err, errlen) : write_progress(o, 0, err, errlen);

@@ -70,6 +70,11 @@ typedef struct {
     unsigned threads;    /* the writer's threads (1 .. 64); 0: tl_vpool_default_threads() */
     bool serial;         /* the single-threaded writer of before (scalar conversion, an
                             H5Dwrite per slice, fsync): the baseline and the reference */
+    /* A TIFF stack written by several processes (recon --grid, grid.h): this one's slices
+     * are numbered from z_base in the file names, and its progress record is named
+     * progress_name (NULL: tomolive-progress). */
+    uint32_t z_base;
+    const char *progress_name;
 } tl_volume_output_spec;
 
 typedef struct tl_vslab tl_vslab; /* the threads and their buffers (volume_slab.c) */

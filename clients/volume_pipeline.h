@@ -81,7 +81,13 @@ typedef struct {
      * its FBP), cone beam (whole frames, keep_measurements) the whole volume as one
      * problem, solved before the first slab (from its FDK unless engine.filter is none) */
     const tl_iter_options *iterative;
-    tl_volume_output *out;   /* NULL: slabs are discarded (benchmarks) */
+    /* Partial slabs of several processes summed before they are written (recon --grid,
+     * grid.h): called by the writer thread for each slab in order, count floats; NULL:
+     * none. */
+    int (*combine)(void *ctx, float *slab, size_t count, char *err, size_t errlen);
+    void *combine_ctx;
+    tl_volume_output *out; /* NULL: slabs are discarded (benchmarks; a grid's other
+                                columns, after combine) */
     tl_progress_mode progress;
     volatile sig_atomic_t *stop;
     bool verbose;
@@ -100,7 +106,7 @@ typedef struct {
 
 /* Busy seconds of each stage, summed over slabs, and the wall time. */
 typedef struct {
-    double read, submit, backproject, write, wall, setup;
+    double read, submit, backproject, combine, write, wall, setup;
     uint64_t bytes_read, bytes_written;
     uint32_t slabs, rows;
     char kernel[48];

@@ -112,7 +112,7 @@ static bool failed(work *w)
 
 void tl_vslab_path(const tl_volume_output *o, uint32_t z, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s/slice_%05u.tif", o->spec.path, z);
+    snprintf(buf, n, "%s/slice_%05u.tif", o->spec.path, o->spec.z_base + z);
 }
 
 static void convert(const tl_volume_output *o, uint16_t *dst, const float *src, size_t n)

@@ -16,6 +16,7 @@ include tests/python.mk
 include tests/http.mk
 include tests/fuzz.mk
 include tests/soak.mk
+include tests/mpi.mk
 
 # a simulated camera scan shared by integration tests (links the engine: list it first)
 noinst_LIBRARIES += tests/libtlscan.a

@@ -29,18 +29,28 @@ double tl_now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-pid_t tl_client_start(const char *dir, const char *const *args)
+const char *tl_client_binary(void)
 {
+    static char bin[1024];
     const char *top = getenv("top_builddir");
-    char bin[1024];
     snprintf(bin, sizeof bin, "%s/clients/tomolive", top && *top ? top : ".");
     ck_assert_msg(access(bin, X_OK) == 0, "%s is not built", bin);
-    char *argv[128];
+    return bin;
+}
+
+pid_t tl_client_start(const char *dir, const char *const *args)
+{
+    const char *argv[128];
     size_t n = 0;
-    argv[n++] = bin;
+    argv[n++] = tl_client_binary();
     for (; args[n - 1] && n < 127; n++)
-        argv[n] = (char *)args[n - 1];
+        argv[n] = args[n - 1];
     argv[n] = NULL;
+    return tl_client_exec(dir, argv);
+}
+
+pid_t tl_client_exec(const char *dir, const char *const *argv)
+{
     snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
     snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
     fflush(NULL);
@@ -51,7 +61,7 @@ pid_t tl_client_start(const char *dir, const char *const *args)
         int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
             _exit(127);
-        execv(bin, argv);
+        execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     return pid;

@@ -15,6 +15,10 @@
 
 /* Starts `tomolive args...` (args NULL-terminated); output files go into dir. */
 pid_t tl_client_start(const char *dir, const char *const *args);
+/* Starts the program argv[0] (a path; argv NULL-terminated) the same way, e.g. mpirun. */
+pid_t tl_client_exec(const char *dir, const char *const *argv);
+/* The path of the built tomolive. */
+const char *tl_client_binary(void);
 /* Waits for it at most timeout_s seconds (killing it after that) and returns its exit
  * status; fails the test if it died of a signal or had to be killed. */
 int tl_client_wait(pid_t pid, double timeout_s);

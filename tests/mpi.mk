@@ -1,0 +1,11 @@
+# MPI: `mpirun -n R*C tomolive recon --grid RxC` against one process (clients/grid.h), on CPU
+# ranks with --oversubscribe; skipped (77) in builds without MPI or where mpirun is missing.
+# The GPU variant is tests/gpu/recon_grid_cuda.sh.
+check_PROGRAMS += tests/mpi/check_recon_grid
+TESTS += tests/mpi/check_recon_grid
+tests_mpi_check_recon_grid_SOURCES = tests/mpi/check_recon_grid.c
+tests_mpi_check_recon_grid_CPPFLAGS = $(AM_CPPFLAGS) -DMPIRUN='"$(MPIRUN)"'
+tests_mpi_check_recon_grid_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(TIFF_CFLAGS) $(HDF5_CFLAGS) \
+	$(ZMQ_CFLAGS)
+tests_mpi_check_recon_grid_LDADD = tests/libtlclients.a $(IMAGE_LIBS) $(ENGINE_LIBS) \
+	$(TEST_LIBS) $(HDF5_LIBS) $(ZMQ_LIBS)

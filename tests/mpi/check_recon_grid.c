@@ -1,0 +1,347 @@
+/* check_recon_grid.c — `mpirun -n R*C tomolive recon --grid RxC` (clients/grid.h) against
+ * the one-process run of the same scan:
+ *   - grids 1x1, 4x1, 1x4 and 2x2 (HDF5 output: parts and their virtual dataset): with one
+ *     grid column the slices are the same computation in the same order, so the volume is
+ *     equal bit for bit on the CPU backend; with several columns each slice is a sum of C
+ *     partial sums, so it is within the exact mode's bounds (DESIGN.md §3: relative L2
+ *     <= 2e-5, max error <= 1e-4 of the range);
+ *   - a TIFF stack written by 2x2 ranks, slice files numbered as one stack;
+ *   - cone beam (FDK, bands of detector rows per grid row) on 2x2;
+ *   - what a grid refuses, said once, and a rank count that does not match the grid;
+ *   - a rank killed (SIGKILL) mid-run ends the job within seconds, saying so.
+ * The backend is TL_GRID_BACKEND (default cpu; tests/gpu/recon_grid_cuda.sh: cuda, where
+ * every comparison takes the tolerance: the kernels chosen may differ with the slab).
+ * Skips (77) without MPI (configure) or mpirun.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <hdf5.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clients/tiff.h"
+#include "tests/integration/clients_util.h"
+#include "tests/testutil.h"
+
+enum { ROWS = 40, COLS = 64, NPROJ = 90 };
+
+static char *dir;
+static const char *backend = "cpu";
+
+static const char *path_in(const char *name)
+{
+    static char buf[32][1024];
+    static int k;
+    k = (k + 1) % 32;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+/* Runs `tomolive args...` (NULL-terminated), one process; its exit status. */
+#define RECON(...) tl_client_run(dir, (const char *const[]){"recon", __VA_ARGS__, NULL}, 120)
+
+/* Starts `mpirun -n ranks tomolive recon args...` in the background. */
+static pid_t mpi_start(int ranks, const char *const *args)
+{
+    char n[16];
+    snprintf(n, sizeof n, "%d", ranks);
+    const char *argv[96] = {MPIRUN, "--oversubscribe", "-n", n, tl_client_binary(), "recon"};
+    size_t k = 6;
+    for (size_t i = 0; args[i] && k < 95; i++)
+        argv[k++] = args[i];
+    argv[k] = NULL;
+    return tl_client_exec(dir, argv);
+}
+
+#define MPI_RECON(ranks, ...) \
+    tl_client_wait(mpi_start(ranks, (const char *const[]){__VA_ARGS__, NULL}), 120)
+
+/* /volume of an HDF5 file (a virtual dataset too) as floats, malloc'ed. */
+static float *read_volume(const char *path, hsize_t dims[3])
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    ck_assert_msg(f >= 0, "cannot open %s", path);
+    hid_t d = H5Dopen2(f, "/volume", H5P_DEFAULT);
+    ck_assert_int_ge(d, 0);
+    hid_t s = H5Dget_space(d);
+    H5Sget_simple_extent_dims(s, dims, NULL);
+    H5Sclose(s);
+    float *v = malloc(dims[0] * dims[1] * dims[2] * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_int_ge(H5Dread(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v), 0);
+    H5Dclose(d);
+    H5Fclose(f);
+    return v;
+}
+
+/* b equals a: bit for bit when `exact`, else within the exact mode's bounds. */
+static void assert_close(const char *what, const float *a, const float *b, size_t n, bool exact)
+{
+    size_t differ = 0;
+    for (size_t i = 0; i < n; i++)
+        differ += memcmp(&a[i], &b[i], sizeof a[i]) != 0;
+    double rel = tl_rel_l2(b, a, n), maxrel = tl_max_over_range(b, a, n);
+    printf("%s: %zu of %zu values differ, relative L2 %.3g, max %.3g of the range\n", what, differ,
+           n, rel, maxrel);
+    if (exact)
+        ck_assert_msg(differ == 0, "%s: %zu values differ from the one-process volume", what,
+                      differ);
+    ck_assert_msg(rel <= 2e-5 && maxrel <= 1e-4,
+                  "%s: relative L2 %.3g (bound 2e-5), max %.3g of the range (bound 1e-4)", what,
+                  rel, maxrel);
+}
+
+static bool cpu(void)
+{
+    return strcmp(backend, "cpu") == 0;
+}
+
+static void setup(void)
+{
+    dir = tl_tmpdir("recon_grid");
+    ck_assert_ptr_nonnull(dir);
+    char p[16], s[16], r[16];
+    snprintf(p, sizeof p, "%d", NPROJ);
+    snprintf(s, sizeof s, "%d", COLS);
+    snprintf(r, sizeof r, "%d", ROWS);
+    ck_assert_int_eq(tl_client_run(dir,
+                                   (const char *const[]){"phantom", "--scan", path_in("scan.h5"),
+                                                         "--projections", p, "--size", s, "--rows",
+                                                         r, NULL},
+                                   60),
+                     0);
+    ck_assert_int_eq(RECON("--input", path_in("scan.h5"), "--backend", backend, "--output",
+                           path_in("one.h5")),
+                     0);
+}
+
+static void teardown(void)
+{
+    if (!getenv("TL_KEEP_TMP"))
+        tl_rm_rf(dir);
+}
+
+START_TEST(test_grids_equal_one_process)
+{
+    hsize_t d1[3];
+    float *one = read_volume(path_in("one.h5"), d1);
+    const struct {
+        const char *grid;
+        int ranks, parts;
+    } runs[] = {{"1x1", 1, 1}, {"4x1", 4, 4}, {"1x4", 4, 1}, {"2x2", 4, 2}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char out[64], ranks[16];
+        snprintf(out, sizeof out, "grid%s.h5", runs[i].grid);
+        snprintf(ranks, sizeof ranks, "%d", runs[i].ranks);
+        int rc = MPI_RECON(runs[i].ranks, "--grid", runs[i].grid, "--input", path_in("scan.h5"),
+                           "--backend", backend, "-v", "--output", path_in(out));
+        ck_assert_msg(rc == 0, "--grid %s: exit %d: %s", runs[i].grid, rc, tl_client_err());
+        ck_assert_msg(strstr(tl_client_err(), "grid stage (slowest rank)"),
+                      "--grid %s -v prints no stage table: %s", runs[i].grid, tl_client_err());
+        /* a part per grid row beside the output, when there are several */
+        char part[96];
+        snprintf(part, sizeof part, "grid%s-part%d.h5", runs[i].grid, runs[i].parts - 1);
+        ck_assert_msg((runs[i].parts > 1) == (access(path_in(part), F_OK) == 0),
+                      "--grid %s: part file %s %s", runs[i].grid, part,
+                      runs[i].parts > 1 ? "missing" : "written for one grid row");
+        hsize_t d[3];
+        float *v = read_volume(path_in(out), d);
+        ck_assert(d[0] == d1[0] && d[1] == d1[1] && d[2] == d1[2]);
+        bool one_column = strchr(runs[i].grid, 'x')[1] == '1';
+        assert_close(runs[i].grid, one, v, d[0] * d[1] * d[2], one_column && cpu());
+        free(v);
+    }
+    free(one);
+}
+END_TEST
+
+/* A slice of a TIFF stack as floats. */
+static void read_slice(const char *path, float *buf)
+{
+    tl_tiff_reader r;
+    char err[512];
+    ck_assert_msg(tl_tiff_open(&r, path, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(tl_tiff_read_page(&r, 0, buf, err, sizeof err) == 0, "%s", err);
+    tl_tiff_close(&r);
+}
+
+START_TEST(test_tiff_stack_in_parts)
+{
+    ck_assert_int_eq(RECON("--input", path_in("scan.h5"), "--backend", backend, "--output",
+                           path_in("one/")),
+                     0);
+    int rc = MPI_RECON(4, "--grid", "2x2", "--input", path_in("scan.h5"), "--backend", backend,
+                       "--output", path_in("grid/"));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
+    size_t npx = (size_t)COLS * COLS;
+    float *a = malloc(ROWS * npx * sizeof *a), *b = malloc(ROWS * npx * sizeof *b);
+    for (int z = 0; z < ROWS; z++) {
+        char name[64];
+        snprintf(name, sizeof name, "one/slice_%05d.tif", z);
+        read_slice(path_in(name), a + z * npx);
+        snprintf(name, sizeof name, "grid/slice_%05d.tif", z);
+        read_slice(path_in(name), b + z * npx);
+    }
+    char extra[64];
+    snprintf(extra, sizeof extra, "grid/slice_%05d.tif", ROWS);
+    ck_assert_msg(access(path_in(extra), F_OK) != 0, "a slice past the volume was written");
+    /* each grid row keeps its own progress record */
+    ck_assert(access(path_in("grid/tomolive-progress-part0"), F_OK) == 0);
+    ck_assert(access(path_in("grid/tomolive-progress-part1"), F_OK) == 0);
+    assert_close("TIFF stack 2x2", a, b, ROWS * npx, false);
+    free(a);
+    free(b);
+}
+END_TEST
+
+START_TEST(test_cone_beam)
+{
+    const char *cone[] = {"--geometry",        "cone", "--source-origin", "200",
+                          "--source-detector", "400",  "--pixel-size",    "0.5"};
+    ck_assert_int_eq(tl_client_run(dir,
+                                   (const char *const[]){"phantom", "--scan", path_in("cone.h5"),
+                                                         "--projections", "72", "--size", "48",
+                                                         "--rows", "32", cone[0], cone[1], cone[2],
+                                                         cone[3], cone[4], cone[5], cone[6],
+                                                         cone[7], NULL},
+                                   60),
+                     0);
+    ck_assert_int_eq(RECON("--input", path_in("cone.h5"), "--backend", backend, cone[0], cone[1],
+                           cone[2], cone[3], cone[4], cone[5], cone[6], cone[7], "--output",
+                           path_in("cone1.h5")),
+                     0);
+    /* a GPU budget below whole frames: each grid row reads bands of the detector */
+    int rc = MPI_RECON(4, "--grid", "2x2", "--input", path_in("cone.h5"), "--backend", backend,
+                       cone[0], cone[1], cone[2], cone[3], cone[4], cone[5], cone[6], cone[7],
+                       "--gpu-memory", "400K", "-v", "--output", path_in("cone22.h5"));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
+    ck_assert_msg(strstr(tl_client_err(), "plan: bands of"), "no bands: %s", tl_client_err());
+    hsize_t da[3], db[3];
+    float *a = read_volume(path_in("cone1.h5"), da), *b = read_volume(path_in("cone22.h5"), db);
+    ck_assert(da[0] == db[0] && da[1] == db[1] && da[2] == db[2]);
+    assert_close("cone 2x2", a, b, da[0] * da[1] * da[2], false);
+    free(a);
+    free(b);
+}
+END_TEST
+
+START_TEST(test_refusals)
+{
+    /* several grid columns sum partial volumes: an iterative method is no such sum */
+    int rc = MPI_RECON(4, "--grid", "2x2", "--input", path_in("scan.h5"), "--backend", backend,
+                       "--method", "sirt", "--output", path_in("no.h5"));
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(tl_client_err(), "--method (not a sum over projections) needs one grid "
+                                          "column (--grid 4x1)"),
+                  "%s", tl_client_err());
+    ck_assert(access(path_in("no.h5"), F_OK) != 0);
+    /* the job's ranks must be the grid's, said once */
+    rc = MPI_RECON(3, "--grid", "2x2", "--input", path_in("scan.h5"), "--backend", backend,
+                   "--output", path_in("no.h5"));
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(tl_count_lines(tl_client_err(), "tomolive recon: --grid 2x2 needs 4 ranks, "
+                                                  "and the job has 3") == 1,
+                  "%s", tl_client_err());
+    /* a multi-page TIFF cannot be written in parts */
+    rc = MPI_RECON(2, "--grid", "2x1", "--input", path_in("scan.h5"), "--backend", backend,
+                   "--output", path_in("no.tif"));
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(tl_client_err(), "cannot be written in parts"), "%s", tl_client_err());
+    /* without mpirun's grid: a plain run refuses --gpus-per-node */
+    ck_assert_int_eq(RECON("--input", path_in("scan.h5"), "--gpus-per-node", "2", "--output",
+                           path_in("no.h5")),
+                     1);
+    ck_assert_msg(strstr(tl_client_err(), "--gpus-per-node: only with --grid"), "%s",
+                  tl_client_err());
+}
+END_TEST
+
+/* The ranks mpirun started (its children running tomolive). */
+static int children(pid_t parent, pid_t *out, int cap)
+{
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap) {
+        char path[300], comm[64] = "";
+        int pid = atoi(e->d_name), ppid = 0;
+        if (pid <= 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fscanf(f, "%*d (%63[^)]) %*c %d", comm, &ppid) == 2 && ppid == parent &&
+            strcmp(comm, "tomolive") == 0)
+            out[n++] = pid;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+START_TEST(test_killed_rank_ends_the_job)
+{
+    /* long enough to be mid-run when killed: 720 views of 128 rows, one row per slab */
+    ck_assert_int_eq(tl_client_run(dir,
+                                   (const char *const[]){"phantom", "--scan", path_in("big.h5"),
+                                                         "--projections", "720", "--size", "192",
+                                                         "--rows", "128", NULL},
+                                   120),
+                     0);
+    pid_t job = mpi_start(4, (const char *const[]){"--grid", "2x2", "--input", path_in("big.h5"),
+                                                   "--backend", backend, "--slab-rows", "1",
+                                                   "--output", path_in("big-out.h5"), NULL});
+    /* mid-run: rank 0 has written its first slab's progress line */
+    ck_assert_msg(tl_client_wait_out(job, "progress slab=1/", 60), "the job never started");
+    pid_t ranks[8];
+    int n = children(job, ranks, 8);
+    ck_assert_int_eq(n, 4);
+    ck_assert(tl_client_running(job));
+    double t0 = tl_now_s();
+    kill(ranks[n - 1], SIGKILL);
+    int rc = tl_client_wait(job, 30);
+    double took = tl_now_s() - t0;
+    printf("a killed rank ended the job in %.2f s (exit %d)\n", took, rc);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(took < 10, "the job took %.1f s to end", took);
+    ck_assert_msg(strstr(tl_client_err(), "signal 9") || strstr(tl_client_err(), "Killed"),
+                  "mpirun did not say a rank was killed: %s", tl_client_err());
+}
+END_TEST
+
+int main(void)
+{
+#ifndef HAVE_MPI
+    printf("SKIP: built without MPI (./configure --with-mpi; Debian: libopenmpi-dev)\n");
+    return 77;
+#else
+    if (access(MPIRUN, X_OK) != 0) {
+        printf("SKIP: no mpirun at '%s' (Debian: openmpi-bin)\n", MPIRUN);
+        return 77;
+    }
+    const char *b = getenv("TL_GRID_BACKEND");
+    backend = b && *b ? b : "cpu";
+    /* Open MPI under root (CI containers) and without ptrace between ranks (containers) */
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+    Suite *s = suite_create("recon_grid");
+    TCase *tc = tcase_create("grid");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_grids_equal_one_process);
+    tcase_add_test(tc, test_tiff_stack_in_parts);
+    tcase_add_test(tc, test_cone_beam);
+    tcase_add_test(tc, test_refusals);
+    tcase_add_test(tc, test_killed_rank_ends_the_job);
+    suite_add_tcase(s, tc);
+    return tl_run_suite(s, false);
+#endif
+}
