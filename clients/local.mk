@@ -24,6 +24,7 @@ clients_tomolive_SOURCES = \
 	clients/volume_plan.h clients/volume_plan.c clients/volume_bands.h clients/volume_bands.c clients/volume_stack.h clients/volume_stack.c \
 	clients/volume_output.h clients/volume_output.c clients/volume_convert.h \
 	clients/volume_vds.h clients/volume_vds.c clients/grid.h clients/grid.c \
+	clients/grid_model.h clients/grid_model.c clients/grid_calibrate.c \
 	clients/volume_convert.c clients/volume_pool.h clients/volume_pool.c \
 	clients/volume_slab.h clients/volume_slab.c clients/volume_progress.h \
 	clients/volume_progress.c clients/volume_pipeline.h clients/volume_pipeline.c \

@@ -36,6 +36,7 @@
 #include "clients/cone_opts.h"
 #include "clients/cone_read.h"
 #include "clients/grid.h"
+#include "clients/grid_model.h"
 #include "clients/corr_opts.h"
 #include "clients/hdf5.h"
 #include "clients/tiff.h"
@@ -722,27 +723,64 @@ static int grid_device(const options *o, const tl_grid *G, tl_engine_config *c, 
     return 0;
 }
 
-/* After every part is written: the measured stages (the slowest rank's, with -v) and
- * the virtual volume of an HDF5 output's parts. */
+/* Seed 004's model of this job (grid_model.h), the slowest rank's stages, printed by rank
+ * 0 with --plan; false where there is none (iterative methods: not a pipeline of these
+ * stages) or a rank's sample failed. Collective: every rank calls it. */
+static bool grid_model(const options *o, tl_grid *G, const tl_volume_job *jb, tl_grid_rates *rates,
+                       tl_grid_stages *model)
+{
+    if (jb->iterative) { /* the same on every rank: no collective to skip */
+        if (G->rank == 0)
+            fprintf(stderr, ME ": the grid's model covers FBP and FDK, not --method\n");
+        return false;
+    }
+    char err[1024];
+    int rc = tl_grid_calibrate(G, jb, o->output, rates, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, ME ": rank %d: no model: %s\n", G->rank, err);
+    tl_grid_stages mine;
+    memset(&mine, 0, sizeof mine);
+    if (rc == 0) {
+        const tl_volume_plan *plan = jb->plan;
+        const double npx = (double)jb->size * jb->size;
+        tl_grid_work w = {
+            .load = (double)plan->bytes_uploaded, /* what the reader hands over */
+            .filter = (double)plan->bytes_uploaded,
+            .bp = jb->rows * npx * jb->count[TL_FRAME_PROJ],
+            .reduce = G->cols > 1 ? jb->rows * npx * sizeof(float) : 0,
+            .store = G->col == 0 ? (double)plan->bytes_written : 0,
+            .slabs = plan->slabs,
+            /* volume_output.h: HDF5 two per slab; a TIFF stack a file's each and two */
+            .syncs =
+                plan->slabs *
+                (o->output && tl_out_form_of(o->output) == TL_OUT_HDF5 ? 2 : plan->slab_rows + 2),
+        };
+        tl_grid_model(&w, rates, &mine);
+    }
+    tl_grid_stages_max(G, &mine, model);
+    bool all = tl_grid_agree(G, rc == 0);
+    if (all && o->plan_only && G->rank == 0)
+        tl_grid_model_print(stdout, rates, model, NULL);
+    return all;
+}
+
+/* After every part is written: the measured stages (the slowest rank's, with -v; beside
+ * the model when there is one) and the virtual volume of an HDF5 output's parts. */
 static int grid_finish(const options *o, tl_grid *G, const tl_volume_times *t, uint32_t rows,
-                       uint32_t size)
+                       uint32_t size, const tl_grid_rates *rates, const tl_grid_stages *model)
 {
     if (o->verbose) {
-        const struct {
-            const char *name;
-            double s;
-        } stages[] = {{"read (files)", t->read},
-                      {"upload+filter", t->submit},
-                      {"back projection+D2H", t->backproject},
-                      {"reduce (MPI)", t->combine},
-                      {"write (files)", t->write},
-                      {"wall (after setup)", t->wall}};
-        for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
-            double slowest = tl_grid_max(G, stages[i].s); /* a collective: every rank */
-            if (G->rank == 0)
-                fprintf(stderr, "%s%-20s | %8.3f\n",
-                        i ? "" : "grid stage (slowest rank) | busy s\n", stages[i].name, slowest);
-        }
+        tl_grid_stages mine, measured;
+        tl_grid_stages_measured(t, &mine);
+        tl_grid_stages_max(G, &mine, &measured); /* a collective: every rank */
+        if (G->rank == 0 && model)
+            tl_grid_model_print(stderr, rates, model, &measured);
+        else if (G->rank == 0)
+            fprintf(stderr,
+                    "grid stages (slowest rank), busy s: read %.3f, upload+filter %.3f, back "
+                    "projection %.3f, reduce %.3f, write %.3f, wall %.3f\n",
+                    measured.load, measured.filter, measured.bp, measured.reduce, measured.store,
+                    measured.total);
     }
     tl_grid_barrier(G); /* every part complete */
     char err[1024];
@@ -1012,9 +1050,9 @@ static int run(const options *o, resources *R)
     if (tl_volume_plan_make(&prob, &budget, (uint32_t)slab_rows, &plan, err, sizeof err) != 0)
         return fail("%s", ec.failed ? ec.why : err);
     FILE *planf = o->plan_only ? stdout : stderr;
-    if (o->plan_only || o->verbose)
+    if ((o->plan_only || o->verbose) && (!G || G->rank == 0)) /* a grid's: rank 0's part */
         tl_volume_plan_print(&plan, &prob, &budget, planf);
-    if (o->plan_only)
+    if (o->plan_only && !G)
         return 0;
     /* a scratch band for the float32 conversion */
     size_t scratch = (size_t)TL_VOLUME_READ_FRAMES * plan.engine_rows * P->cols * sizeof(uint32_t);
@@ -1040,7 +1078,7 @@ static int run(const options *o, resources *R)
         .stop = &stop_requested,
         .verbose = o->verbose,
     };
-    if (center_auto) {
+    if (center_auto && !o->plan_only) {
         /* once, before the slabs, for all of them (and the same again on --resume): from
          * whole frames when the engine takes them, else from the middle CENTER_ROWS rows */
         uint32_t band = gnrows < CENTER_ROWS ? gnrows : CENTER_ROWS;
@@ -1076,6 +1114,24 @@ static int run(const options *o, resources *R)
     }
     if (G && G->rank != 0)
         jb.progress = TL_PROGRESS_NONE;
+    tl_grid_rates rates;
+    tl_grid_stages model;
+    bool modelled = false;
+    if (G) { /* from here on, a failing rank ends the job (tl_grid_abort) */
+        R->agreed = true;
+        if (!tl_grid_agree(R->grid, true))
+            return fail("another rank of the grid failed (its message above)");
+        R->running = true;
+        if (G->rank == 0)
+            fprintf(stderr,
+                    ME ": grid %ux%u: %u slices in %u parts, %u projections in %u; MPI with "
+                       "device memory: %s\n",
+                    G->rows, G->cols, gnrows, G->rows, P->frames, G->cols, tl_grid_cuda_aware());
+        if (o->plan_only || o->verbose)
+            modelled = grid_model(o, R->grid, &jb, &rates, &model);
+        if (o->plan_only)
+            return 0;
+    }
 
     /* the output is created before the long part, so a bad path fails at once; creating it
      * truncates, so it must not be one of the inputs */
@@ -1123,17 +1179,6 @@ static int run(const options *o, resources *R)
         fprintf(stderr, ME ": resuming at row %u of %u\n", R->out.rows_done, nrows);
     jb.first_row = writes ? R->out.rows_done : 0;
     jb.out = writes ? &R->out : NULL;
-    if (G) { /* from here on, a failing rank ends the job (tl_grid_abort) */
-        R->agreed = true;
-        if (!tl_grid_agree(R->grid, true))
-            return fail("another rank of the grid failed (its message above)");
-        R->running = true;
-        if (G->rank == 0)
-            fprintf(stderr,
-                    ME ": grid %ux%u: %u slices in %u parts, %u projections in %u; MPI with "
-                       "device memory: %s\n",
-                    G->rows, G->cols, gnrows, G->rows, P->frames, G->cols, tl_grid_cuda_aware());
-    }
     tl_volume_times t;
     tl_volume_result res = tl_volume_run(&jb, &t, err, sizeof err);
     if (o->verbose && !G) {
@@ -1164,7 +1209,7 @@ static int run(const options *o, resources *R)
     R->writing = false;
     if (writes && tl_volume_output_close(&R->out, TL_OUTPUT_DONE, err, sizeof err) != 0)
         return fail("%s", err);
-    return G ? grid_finish(o, R->grid, &t, gnrows, n) : 0;
+    return G ? grid_finish(o, R->grid, &t, gnrows, n, &rates, modelled ? &model : NULL) : 0;
 }
 
 int tl_cmd_recon(int argc, char **argv)
