@@ -4,11 +4,14 @@
  *
  * Work per rank is what its plan says (volume_plan.h): bytes read, bytes uploaded and
  * filtered, voxel updates, bytes reduced (grid columns > 1), bytes stored (column 0).
- * Rates come from a sample of the rank's own problem (tl_grid_calibrate): its first two
- * slabs from at most TL_GRID_SAMPLE_PROJ projections with the output discarded, one
- * MPI_Reduce of a slab over its grid row, and a slab written and synced beside the output.
- * So there is no table of constants to keep per machine, and the sample's set-up costs
- * are in its rates (the model errs on the slow side).
+ * Rates come from a sample of the rank's own problem (tl_grid_calibrate): its first slab
+ * from every projection (a slab's fixed costs, such as its copy back, weigh as in the run;
+ * with whole frames, which are read and filtered once for all slabs, from the first
+ * TL_GRID_SAMPLE_PROJ), the output discarded; one MPI_Reduce of a slab over its grid row;
+ * and a slab written and synced beside the output. So there is no table of constants to
+ * keep per machine; the sample costs one slab's time (about 1/16 of the run). Not in the
+ * model: ranks that share a GPU slow each other down (the device time-slices their
+ * contexts), which the concurrent samples see only in part.
  *
  * Each stage takes work / rate. The pipeline (volume_pipeline.h) overlaps three threads:
  * the reader (load), the engine (filter, then back projection, one device), the writer
@@ -27,7 +30,7 @@
 #include "clients/grid.h"
 #include "clients/volume_pipeline.h"
 
-#define TL_GRID_SAMPLE_PROJ 128 /* projections of the calibration sample, at most */
+#define TL_GRID_SAMPLE_PROJ 128 /* projections of a whole-frames sample, at most */
 
 /* Rates: load (bytes handed to the engine), filter (upload + filter) and store in bytes/s,
  * bp in voxel updates/s, reduce in bytes/s; 0: not measured (no such stage on this rank).

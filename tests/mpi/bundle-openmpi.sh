@@ -3,7 +3,8 @@
 # bundle (../shared/device/bundle) for a machine that has no MPI, such as the GPU machine:
 # mpirun, orted, the libraries and their plugins under DIR/openmpi, relocated there by
 # OPAL_PREFIX (Open MPI's paths are relative to its prefix), PMIx's by
-# PMIX_INSTALL_PREFIX; the libraries they link that such a machine may lack into DIR/lib;
+# PMIX_INSTALL_PREFIX and its plugins' path (a host may have a PMIx of its own, another
+# version, where Debian's was); the libraries they link that such a machine may lack into DIR/lib;
 # the environment appended to DIR/env.sh.
 #   tests/mpi/bundle-openmpi.sh .devbundle     (after ../shared/device/bundle . .devbundle)
 set -e
@@ -26,6 +27,7 @@ find "$p" -type f \( -name '*.so*' -o -path '*/bin/*' \) -exec ldd {} \; 2>/dev/
 cat >>"$dir/env.sh" <<EOS
 # Open MPI (tests/mpi/bundle-openmpi.sh)
 export OPAL_PREFIX=\$b/openmpi PMIX_INSTALL_PREFIX=\$b/openmpi/lib/$arch/pmix2
+export PMIX_MCA_mca_base_component_path=\$b/openmpi/lib/$arch/pmix2/lib/pmix
 export PATH=\$b/openmpi/bin:\$PATH
 export LD_LIBRARY_PATH=\$b/openmpi/lib/$arch/openmpi/lib:\$b/openmpi/lib/$arch/pmix2/lib:\$LD_LIBRARY_PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TL_MPIRUN=\$b/openmpi/bin/mpirun
