@@ -1040,6 +1040,12 @@ static int run(const options *o, resources *R)
                               .out_sample = tl_out_dtype_size(spec.dtype),
                               .writer_bytes = tl_volume_output_buffer_bytes(&spec),
                               .read_rows = read_rows,
+                              /* a grid rank's slabs as tall as one process's: short slabs
+                                 multiply the per-frame submissions */
+                              .slab_cap =
+                                  G && gnrows >= TL_VOLUME_MIN_SLABS
+                                      ? (gnrows + TL_VOLUME_MIN_SLABS - 1) / TL_VOLUME_MIN_SLABS
+                                      : 0,
                               .frame_rows = whole_frames ? P->rows : 0,
                               .chunk_frames = TL_VOLUME_READ_FRAMES,
                               .band_rows = cone_bands ? tl_volume_bands_rows : NULL,

@@ -122,9 +122,11 @@ static int plan_make(const tl_volume_problem *p, const tl_volume_budget *b, uint
                          tl_volume_plan_host_bytes(p, h) >> 20, b->host >> 20);
         }
     } else {
-        uint32_t cap = p->rows >= TL_VOLUME_MIN_SLABS
+        uint32_t cap = p->slab_cap ? p->slab_cap
+                       : p->rows >= TL_VOLUME_MIN_SLABS
                            ? (p->rows + TL_VOLUME_MIN_SLABS - 1) / TL_VOLUME_MIN_SLABS
                            : p->rows;
+        cap = cap < p->rows ? cap : p->rows;
         uint32_t g = p->read_rows > 1 ? p->read_rows : 1;
         /* the tallest that fits; among those at least g tall, a multiple of g */
         for (uint32_t c = cap; c >= 1 && h == 0; c--)
