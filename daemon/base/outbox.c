@@ -1,14 +1,11 @@
 /* outbox.c — see outbox.h. A plain array: a few dozen slices wait at most, and posting
- * scans it once. */
+ * scans it twice. */
 #include <config.h>
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/base/outbox.h"
-
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 int tl_outbox_init(tl_outbox *o, int cap)
 {
@@ -41,31 +38,28 @@ static void remove_at(tl_outbox *o, int i)
 
 int tl_outbox_post(tl_outbox *o, tl_slicebuf *b, tl_slicebuf *gone[2])
 {
-    int n = 0, newest = find(o, b->id, false, 0);
+    int n = 0, final = find(o, b->id, true, 0);
+    /* the id's newest routine slice: the one behind its final, if a final waits */
+    int newest = find(o, b->id, false, final < 0 ? 0 : final + 1);
     if (!b->final && newest >= 0) { /* latest wins */
         gone[n++] = o->items[newest];
         o->items[newest] = b;
         return n;
     }
-    if (b->final) { /* it replaces all of its id: the slice before it and an older final */
-        int old_final = find(o, b->id, true, 0);
-        int first = old_final < 0 ? newest : newest < 0 ? old_final : MIN(old_final, newest);
-        int second = MAX(old_final, newest);
-        if (first >= 0) {
-            if (second > first) { /* removed behind first: first's index stays */
-                gone[n++] = o->items[second];
-                remove_at(o, second);
-            }
-            gone[n++] = o->items[first];
-            o->items[first] = b; /* in the place of the oldest */
-            return n;
+    if (b->final && final >= 0) { /* a newer final: the older and the slice behind it go */
+        if (newest > final) {       /* removed behind it: its index stays */
+            gone[n++] = o->items[newest];
+            remove_at(o, newest);
         }
+        gone[n++] = o->items[final];
+        o->items[final] = b; /* in the place of the older */
+        return n;
     }
     if (o->count == o->cap) {
         gone[n++] = b;
         return n;
     }
-    o->items[o->count++] = b;
+    o->items[o->count++] = b; /* a first final waits behind the slice before it */
     return n;
 }
 

@@ -3,17 +3,22 @@
  * The worker posts slices faster than a slow subscriber takes them. What waits is bounded
  * here, by slice, rather than in ZeroMQ's queues, which keep the oldest messages and drop
  * the newest once full: a slow reader would get stale images and lose the final one. Per
- * slice id, at most two wait: its newest final (the last slice of a scan) and the newest
- * slice posted after that final.
- *  - latest wins: a slice replaces the waiting slice of its id that is not a final;
+ * slice id, at most three wait: a routine slice, the final after it (the last slice of a
+ * scan), and the newest slice posted after that final.
+ *  - latest wins: a routine slice replaces the waiting routine slice of its id posted
+ *    after the id's waiting final (any, when no final waits);
+ *  - a final replaces nothing but an older final: it waits behind the routine slice
+ *    before it, which was posted and is owed (a scan's end comes within a millisecond of
+ *    its last frame, so that slice often still waits; replacing it left every subscriber,
+ *    fast or slow, a gap in the seqs);
  *  - a final is never replaced by the next scan's slices: they wait behind it. Only a newer
- *    final replaces it (both finals and everything between them waited: two scans ended
- *    while no subscriber could take anything), and the caller counts that final as lost;
+ *    final replaces it and the slice behind it (two scans ended while no subscriber could
+ *    take anything), and the caller counts that final as lost;
  *  - slices leave in the order they were first posted.
  * The publisher also keeps what it sent last, by the same rules, to send again on request
  * (publisher.h). Not thread-safe: the caller locks.
  *
- *   tl_outbox o; tl_outbox_init(&o, 2 * max_slices);
+ *   tl_outbox o; tl_outbox_init(&o, 3 * max_slices);
  *   tl_slicebuf *gone[2]; int n = tl_outbox_post(&o, b, gone);   what b displaced
  *   for (tl_slicebuf *h; (h = tl_outbox_head(&o)); tl_outbox_pop(&o)) send(h);
  */

@@ -144,6 +144,9 @@ bool tl_slice_due_now(const tl_slice *sl, bool wanted, bool have_data, uint64_t 
                    tl_slice_refining(sl);
     if (!trigger)
         return false;
+    bool owed_once = !sl->it.on && (sl->want_final || sl->want_complete);
+    if (owed_once)
+        return true;
     uint64_t interval = (uint64_t)(1e9 / sl->policy.max_rate);
     if (sl->last_ns && now_ns < sl->last_ns + interval) {
         if (sl->last_ns + interval < *wake_ns)

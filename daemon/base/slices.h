@@ -5,8 +5,11 @@
  * its engine. A slice is computed only while it is wanted — someone subscribed to its topic
  * or it was pinned — and then per its update policy: after every K new projections, when
  * the window becomes complete, after a parameter change, for a new subscriber, and once
- * more after the scan's end (the "final" slice), never faster than its maximum rate.
- * The registry is guarded by the daemon's lock.
+ * more after the scan's end (the "final" slice), never faster than its maximum rate —
+ * except what is owed once per scan: the final and the window's completion go out at
+ * once. A rate limit that held them back added up to 1 / max_rate to the very slices a
+ * control system waits for (the scan's result: 50-100 ms of the demo's 10 Hz slices),
+ * and bounded nothing. The registry is guarded by the daemon's lock.
  */
 #ifndef TL_SLICES_H
 #define TL_SLICES_H
@@ -125,7 +128,9 @@ bool tl_slice_refining(const tl_slice *sl);
 void tl_slice_note_wanted(tl_slice *sl, bool tcp, bool shm);
 /* Whether the slice should be computed now (its policy, urgency, or refinement to do);
  * changes nothing but *wake_ns, which is lowered to when it will be due when only its
- * maximum rate holds it back. */
+ * maximum rate holds it back. The rate holds back neither the final nor the window's
+ * completion of a slice reconstructed in one read-out (an iterative one owes its final
+ * until it converges, and refines at its rate until then). */
 bool tl_slice_due_now(const tl_slice *sl, bool wanted, bool have_data, uint64_t now_ns,
                       uint64_t *wake_ns);
 /* Both: tl_slice_note_wanted (wanted over TCP), then tl_slice_due_now. */

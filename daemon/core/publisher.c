@@ -73,10 +73,10 @@ int tl_publisher_open(tl_publisher *p, uv_loop_t *loop, const tl_publisher_opts 
     p->ctx = ctx;
     p->stall_ns = (uint64_t)opts->stall_ms * 1000000u;
     pthread_mutex_init(&p->mu, NULL);
-    /* two per slice: a final and the newest behind it (outbox.h) */
-    if (tl_outbox_init(&p->outbox, 2 * opts->max_slices) != 0 ||
-        tl_outbox_init(&p->latest, 2 * opts->max_slices) != 0 ||
-        tl_outbox_init(&p->resends, 2 * opts->max_slices) != 0) {
+    /* three per slice: a slice, the final behind it, the newest behind that (outbox.h) */
+    if (tl_outbox_init(&p->outbox, 3 * opts->max_slices) != 0 ||
+        tl_outbox_init(&p->latest, 3 * opts->max_slices) != 0 ||
+        tl_outbox_init(&p->resends, 3 * opts->max_slices) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -347,6 +347,11 @@ static void sent(tl_publisher *p, tl_slicebuf *b, bool resend)
         return;
     }
     p->current = NULL;
+    /* what was sent last: a final supersedes every earlier slice of its id (in the outbox
+     * it waits behind the slice before it, which is owed; a resend owes only the final) */
+    if (b->final)
+        for (tl_slicebuf *old; (old = tl_outbox_take(&p->latest, b->id));)
+            tl_bufpool_put(old);
     tl_slicebuf *gone[2];
     for (int i = 0, n = tl_outbox_post(&p->latest, b, gone); i < n; i++)
         tl_bufpool_put(gone[i]);

@@ -574,6 +574,51 @@ START_TEST(computed_only_when_wanted)
 }
 END_TEST
 
+/* The scan's final is not held back by the slice's maximum rate: with one read-out per
+ * 100 s allowed, the end of a scan still brings the final (holding every projection) at
+ * once. Before, it waited out the rate: up to 100 s here, 50-100 ms of the demo's 10 Hz
+ * slices, the very slice a control system waits for. */
+START_TEST(final_not_held_by_rate)
+{
+    tl_fixture f;
+    ck_assert_int_eq(tl_fx_start(&f, "finalrate", NULL), 0);
+    json_decref(
+        tl_fx_ok(&f, "set_slice",
+                 "{\"id\":\"q\",\"kind\":\"row\",\"z\":0,\"update\":{\"max_rate\":0.01}}"));
+    void *sub = zmq_socket(f.zctx, ZMQ_SUB);
+    zmq_connect(sub, f.slices);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "slice/q/", 8);
+    ck_assert(tl_fx_wait_status(&f, "slices.subscriptions", 1, 10));
+    send_disk_scan(&f, 1, 2, 32, 40, 40, 8);
+    ck_assert(tl_fx_wait_status(&f, "scan.held", 40, 10));
+    ck_assert_int_eq(tl_fx_send_end(&f, 1), 0);
+    ck_assert_msg(tl_fx_wait_log(&f, "slice_final id=q", 20), "no final within 20 s");
+    /* the first read-out (the new subscriber's), then the final with all 40 */
+    tl_proto_decoder *dec = tl_proto_decoder_new();
+    bool final = false;
+    uint64_t projections = 0;
+    for (int n = 0; !final && n < 4; n++) {
+        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+        ck_assert_int_eq(zmq_poll(&it, 1, 5000), 1);
+        zmq_msg_t parts[TL_PROTO_MAX_PARTS];
+        tl_proto_error e;
+        tl_proto_msg m;
+        int got = tl_proto_recv(sub, parts, TL_PROTO_MAX_PARTS, 0, &e);
+        tl_proto_err rc = tl_proto_decode_parts(dec, parts, got, TL_MSG_SLICE, &m, &e);
+        ck_assert_msg(rc == TL_PROTO_OK, "%s: %s", tl_proto_err_name(rc), e.message);
+        final = m.slice.final;
+        projections = m.slice.projections_used;
+        tl_proto_close(parts, got);
+    }
+    ck_assert(final);
+    ck_assert_uint_eq(projections, 40);
+    tl_proto_decoder_free(dec);
+    zmq_close(sub);
+    ck_assert_int_eq(tl_fx_stop(&f, SIGTERM, NULL), 0);
+    tl_fx_cleanup(&f);
+}
+END_TEST
+
 /* One subscriber never reads: every frame is taken, the event loop keeps answering,
  * every computed slice is published or superseded (publishing waits for a full subscriber
  * at most slices.stall_ms, then counts a stall), the reading subscriber gets the final
@@ -927,6 +972,7 @@ static Suite *suite(void)
     tcase_add_test(t, scans_and_rejections);
     tcase_add_test(t, malformed_barrage);
     tcase_add_test(t, computed_only_when_wanted);
+    tcase_add_test(t, final_not_held_by_rate);
     tcase_add_test(t, slow_subscriber);
     tcase_add_test(t, heap_trimmed_when_idle);
     tcase_add_test(t, frames_in_bands);

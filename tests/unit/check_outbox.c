@@ -1,7 +1,7 @@
 /* check_outbox.c — what waits to be published (daemon/base/outbox.h): the newest of each
- * slice replaces the older one, a final is replaced only by a newer final (never by the
- * next scan's slices), at most two wait per id, order of first posting, and a full outbox
- * hands back what it cannot hold.
+ * slice replaces the older one, a final waits behind the slice before it and is replaced
+ * only by a newer final (never by the next scan's slices), at most three wait per id,
+ * order of first posting, and a full outbox hands back what it cannot hold.
  */
 #include "config.h"
 
@@ -78,21 +78,29 @@ START_TEST(finals_are_not_replaced)
     ck_assert_int_eq(tl_outbox_init(&o, 8), 0);
     post(&o, slice("b", 1, false));
     post(&o, slice("a", 1, false));
-    /* the final replaces the slice before it (older), and then stays */
-    ck_assert_str_eq(post(&o, slice("a", 2, true)), "1");
+    /* the final waits behind the slice before it (both owed: no gap in the seqs) */
+    ck_assert_str_eq(post(&o, slice("a", 2, true)), "");
+    ck_assert_str_eq(contents(&o), "b:1 a:1 a:2F");
+    /* the next scan's slices wait behind the final, the newest of them only */
     ck_assert_str_eq(post(&o, slice("a", 3, false)), "");
-    ck_assert_str_eq(contents(&o), "b:1 a:2F a:3");
+    ck_assert_str_eq(contents(&o), "b:1 a:1 a:2F a:3");
     ck_assert_str_eq(post(&o, slice("a", 4, false)), "3");
-    ck_assert_str_eq(contents(&o), "b:1 a:2F a:4");
-    /* a newer final replaces both, in the place of the older */
+    ck_assert_str_eq(contents(&o), "b:1 a:1 a:2F a:4");
+    /* a newer final replaces the older and the slice behind it, in the older's place */
     ck_assert_str_eq(post(&o, slice("a", 5, true)), "4 2F");
-    ck_assert_str_eq(contents(&o), "b:1 a:5F");
-    ck_assert_str_eq(post(&o, slice("b", 2, true)), "1");
-    ck_assert_str_eq(contents(&o), "b:2F a:5F");
+    ck_assert_str_eq(contents(&o), "b:1 a:1 a:5F");
+    ck_assert_str_eq(post(&o, slice("b", 2, true)), "");
+    ck_assert_str_eq(contents(&o), "b:1 a:1 a:5F b:2F");
+    /* once the slice before it has left, a final waits alone, and so on */
     tl_slicebuf *a = tl_outbox_take(&o, "a");
-    ck_assert_uint_eq(a->seq, 5);
+    ck_assert_uint_eq(a->seq, 1);
+    a = tl_outbox_take(&o, "a");
+    ck_assert(a->seq == 5 && a->final);
     ck_assert_ptr_null(tl_outbox_take(&o, "a"));
-    ck_assert_str_eq(contents(&o), "b:2F");
+    ck_assert_str_eq(contents(&o), "b:1 b:2F");
+    ck_assert_str_eq(post(&o, slice("b", 3, false)), "");
+    ck_assert_str_eq(post(&o, slice("b", 4, false)), "3"); /* behind the final: latest wins */
+    ck_assert_str_eq(contents(&o), "b:1 b:2F b:4");
     tl_outbox_destroy(&o);
 }
 END_TEST

@@ -55,11 +55,30 @@ START_TEST(policy_triggers)
     sl.want_complete = true;
     ck_assert(tl_slice_due(&sl, true, true, t + 2000 * MS, &wake));
     tl_slice_computed(&sl, t + 2000 * MS);
-    sl.want_final = true; /* the final slice respects the rate too, then comes */
+    /* a parameter change respects the rate (an operator dragging a plane) */
+    sl.want_param = true;
+    wake = UINT64_MAX;
     ck_assert(!tl_slice_due(&sl, true, true, t + 2500 * MS, &wake));
+    ck_assert_uint_eq(wake, t + 3000 * MS);
     ck_assert(tl_slice_due(&sl, true, true, t + 3000 * MS, &wake));
     tl_slice_computed(&sl, t + 3000 * MS);
+    /* the scan's end: the final goes at once, whatever the rate (once per scan) */
+    sl.want_final = true;
+    ck_assert(tl_slice_due(&sl, true, true, t + 3001 * MS, &wake));
+    tl_slice_computed(&sl, t + 3001 * MS);
     ck_assert(!sl.want_final);
+    /* so does the window's completion */
+    sl.want_complete = true;
+    ck_assert(tl_slice_due(&sl, true, true, t + 3002 * MS, &wake));
+    /* an iterative slice owes its final until it converges: refining at its rate */
+    tl_slice it = {0};
+    it.policy = sl.policy;
+    it.it.on = true;
+    tl_slice_due(&it, true, true, t, &wake);
+    tl_slice_computed(&it, t);
+    it.want_final = true;
+    ck_assert(!tl_slice_due(&it, true, true, t + 500 * MS, &wake));
+    ck_assert(tl_slice_due(&it, true, true, t + 1000 * MS, &wake));
 }
 END_TEST
 
