@@ -104,6 +104,14 @@ int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen)
     return 0;
 }
 
+uint32_t tl_grid_row_min(tl_grid *g, uint32_t v)
+{
+    comms *c = g->comms;
+    uint32_t out = v;
+    MPI_Allreduce(&v, &out, 1, MPI_UINT32_T, MPI_MIN, c->row);
+    return out;
+}
+
 double tl_grid_max(tl_grid *g, double v)
 {
     double out = v;
@@ -203,6 +211,11 @@ bool tl_grid_agree(tl_grid *g, bool ok)
 int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen)
 {
     return tl_cli_errf(err, errlen, "--grid: built without MPI");
+}
+
+uint32_t tl_grid_row_min(tl_grid *g, uint32_t v)
+{
+    return v;
 }
 
 double tl_grid_max(tl_grid *g, double v)

@@ -59,6 +59,9 @@ bool tl_grid_agree(tl_grid *g, bool ok);
 /* The pipeline's combine hook: sums the row's C slabs of n floats into column 0's slab. */
 int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen);
 
+/* The least v over this rank's grid row (a collective of the row). */
+uint32_t tl_grid_row_min(tl_grid *g, uint32_t v);
+
 /* Seconds of the slowest rank (on every rank): a collective. */
 double tl_grid_max(tl_grid *g, double v);
 /* The sum over the ranks (on every rank): a collective. */

@@ -1055,6 +1055,23 @@ static int run(const options *o, resources *R)
     tl_volume_plan plan;
     if (tl_volume_plan_make(&prob, &budget, (uint32_t)slab_rows, &plan, err, sizeof err) != 0)
         return fail("%s", ec.failed ? ec.why : err);
+    if (G) { /* from here on, a failing rank ends the job (tl_grid_abort) */
+        R->agreed = true;
+        if (!tl_grid_agree(R->grid, true))
+            return fail("another rank of the grid failed (its message above)");
+        R->running = true;
+        /* a grid row's ranks reduce slab by slab: they take the same slabs, the shortest
+         * any of them plans (their projections, and so their host buffers, differ) */
+        uint32_t h = tl_grid_row_min(R->grid, plan.slab_rows);
+        if (h != plan.slab_rows &&
+            tl_volume_plan_make(&prob, &budget, h, &plan, err, sizeof err) != 0)
+            return fail("%s", ec.failed ? ec.why : err);
+        if (G->rank == 0)
+            fprintf(stderr,
+                    ME ": grid %ux%u: %u slices in %u parts, %u projections in %u; MPI with "
+                       "device memory: %s\n",
+                    G->rows, G->cols, gnrows, G->rows, P->frames, G->cols, tl_grid_cuda_aware());
+    }
     FILE *planf = o->plan_only ? stdout : stderr;
     if ((o->plan_only || o->verbose) && (!G || G->rank == 0)) /* a grid's: rank 0's part */
         tl_volume_plan_print(&plan, &prob, &budget, planf);
@@ -1123,21 +1140,10 @@ static int run(const options *o, resources *R)
     tl_grid_rates rates;
     tl_grid_stages model;
     bool modelled = false;
-    if (G) { /* from here on, a failing rank ends the job (tl_grid_abort) */
-        R->agreed = true;
-        if (!tl_grid_agree(R->grid, true))
-            return fail("another rank of the grid failed (its message above)");
-        R->running = true;
-        if (G->rank == 0)
-            fprintf(stderr,
-                    ME ": grid %ux%u: %u slices in %u parts, %u projections in %u; MPI with "
-                       "device memory: %s\n",
-                    G->rows, G->cols, gnrows, G->rows, P->frames, G->cols, tl_grid_cuda_aware());
-        if (o->plan_only || o->verbose)
-            modelled = grid_model(o, R->grid, &jb, &rates, &model);
-        if (o->plan_only)
-            return 0;
-    }
+    if (G && (o->plan_only || o->verbose))
+        modelled = grid_model(o, R->grid, &jb, &rates, &model);
+    if (G && o->plan_only)
+        return 0;
 
     /* the output is created before the long part, so a bad path fails at once; creating it
      * truncates, so it must not be one of the inputs */

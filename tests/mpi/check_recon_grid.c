@@ -7,6 +7,8 @@
  *     <= 2e-5, max error <= 1e-4 of the range);
  *   - a TIFF stack written by 2x2 ranks, slice files numbered as one stack;
  *   - cone beam (FDK, bands of detector rows per grid row) on 2x2;
+ *   - columns whose own plans would differ (a host budget between them) take the same
+ *     slabs, which their reduction needs;
  *   - what a grid refuses, said once, and a rank count that does not match the grid;
  *   - a rank killed (SIGKILL) mid-run ends the job within seconds, saying so.
  * The backend is TL_GRID_BACKEND (default cpu; tests/gpu/recon_grid_cuda.sh: cuda, where
@@ -257,6 +259,62 @@ START_TEST(test_cone_beam)
 }
 END_TEST
 
+/* The slab height a plan of `scan` (with a window of 91) takes under a host budget. */
+static uint32_t planned_rows(const char *scan, long budget)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%ld", budget);
+    int rc = RECON("--input", path_in(scan), "--backend", "cpu", "--window", "91", "--host-memory",
+                   b, "--write-threads", "1", "--plan");
+    const char *p = strstr(tl_client_out(), "slabs of ");
+    uint32_t h = 0;
+    return rc == 0 && p && sscanf(p, "slabs of %u rows", &h) == 1 ? h : 0;
+}
+
+START_TEST(test_columns_take_the_same_slabs)
+{
+    /* 91 projections in two columns: 45 and 46. Find a host budget under which the
+     * column of 46 plans shorter slabs than the column of 45 on its own */
+    const char *scans[] = {"s45.h5", "s46.h5", "s91.h5"}, *counts[] = {"45", "46", "91"};
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(tl_client_run(dir,
+                                       (const char *const[]){"phantom", "--scan",
+                                                             path_in(scans[i]), "--projections",
+                                                             counts[i], "--size", "64", "--rows",
+                                                             "40", NULL},
+                                       60),
+                         0);
+    long lo = 50000, hi = 400000; /* the 46 column: 1 row at lo, more at hi */
+    ck_assert_uint_eq(planned_rows("s46.h5", lo), 1);
+    ck_assert_uint_gt(planned_rows("s46.h5", hi), 1);
+    while (hi - lo > 8) {
+        long mid = (lo + hi) / 2;
+        *(planned_rows("s46.h5", mid) > 1 ? &hi : &lo) = mid;
+    }
+    uint32_t h45 = planned_rows("s45.h5", lo), h46 = planned_rows("s46.h5", lo);
+    printf("host budget %ld: a column of 45 plans %u rows, of 46 %u\n", lo, h45, h46);
+    ck_assert_uint_gt(h45, h46);
+    /* the grid row reduces slab by slab: both take the shorter; the volume is the one
+     * process's */
+    char budget[32];
+    snprintf(budget, sizeof budget, "%ld", lo);
+    ck_assert_int_eq(RECON("--input", path_in("s91.h5"), "--backend", backend, "--output",
+                           path_in("s91-one.h5")),
+                     0);
+    int rc = MPI_RECON(2, "--grid", "1x2", "--input", path_in("s91.h5"), "--backend", backend,
+                       "--host-memory", budget, "--write-threads", "1", "--output",
+                       path_in("s91-grid.h5"));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
+    hsize_t da[3], db[3];
+    float *a = read_volume(path_in("s91-one.h5"), da),
+          *b = read_volume(path_in("s91-grid.h5"), db);
+    ck_assert(da[0] == db[0] && da[1] == db[1] && da[2] == db[2]);
+    assert_close("1x2 with unequal plans", a, b, da[0] * da[1] * da[2], false);
+    free(a);
+    free(b);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
     /* several grid columns sum partial volumes: an iterative method is no such sum */
@@ -372,6 +430,7 @@ int main(void)
     tcase_add_test(tc, test_grids_equal_one_process);
     tcase_add_test(tc, test_tiff_stack_in_parts);
     tcase_add_test(tc, test_cone_beam);
+    tcase_add_test(tc, test_columns_take_the_same_slabs);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_killed_rank_ends_the_job);
     suite_add_tcase(s, tc);
