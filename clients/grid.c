@@ -104,6 +104,13 @@ int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen)
     return 0;
 }
 
+uint32_t tl_grid_row_bcast(tl_grid *g, uint32_t v)
+{
+    comms *c = g->comms;
+    MPI_Bcast(&v, 1, MPI_UINT32_T, 0, c->row);
+    return v;
+}
+
 uint32_t tl_grid_row_min(tl_grid *g, uint32_t v)
 {
     comms *c = g->comms;
@@ -211,6 +218,11 @@ bool tl_grid_agree(tl_grid *g, bool ok)
 int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen)
 {
     return tl_cli_errf(err, errlen, "--grid: built without MPI");
+}
+
+uint32_t tl_grid_row_bcast(tl_grid *g, uint32_t v)
+{
+    return v;
 }
 
 uint32_t tl_grid_row_min(tl_grid *g, uint32_t v)

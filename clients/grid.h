@@ -59,6 +59,9 @@ bool tl_grid_agree(tl_grid *g, bool ok);
 /* The pipeline's combine hook: sums the row's C slabs of n floats into column 0's slab. */
 int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen);
 
+/* Column 0's v, on every rank of its grid row (a collective of the row). */
+uint32_t tl_grid_row_bcast(tl_grid *g, uint32_t v);
+
 /* The least v over this rank's grid row (a collective of the row). */
 uint32_t tl_grid_row_min(tl_grid *g, uint32_t v);
 

@@ -176,7 +176,8 @@ static const char usage_text[] =
     "virtual dataset of them all, a TIFF stack as its own slices of DIR/. A multi-page\n"
     "TIFF takes R = 1. With C > 1: no --method, --rings, --half-acquisition or\n"
     "non-uniform --angles without --window; with R > 1 uint16 output needs\n"
-    "--output-range; no --resume. A rank that fails or dies ends the job.\n"
+    "--output-range. --resume continues each grid row's part where it stopped. A rank\n"
+    "that fails or dies ends the job.\n"
     "      --grid RxC        R rows (volume parts) x C columns (projection parts)\n"
     "      --gpus-per-node N  ranks of a host use GPU (local rank mod N) (default: the\n"
     "                        GPUs visible; ranks sharing one split its memory)\n"
@@ -631,8 +632,6 @@ static void print_iterative(const tl_iter_options *o, const tl_volume_iterative 
 static int grid_check(const options *o, const tl_grid *G, const tl_iter_opts *iter,
                       const tl_volume_output_spec *spec)
 {
-    if (o->resume)
-        return fail("--resume: not with --grid (run the job again)");
     if (G->cols > 1) {
         const char *what = iter->on              ? "--method (not a sum over projections)"
                            : o->rings            ? "--rings (estimated from every projection)"
@@ -1187,9 +1186,13 @@ static int run(const options *o, resources *R)
         return fail("%s", err);
     }
     R->writing = writes;
-    if (o->resume)
-        fprintf(stderr, ME ": resuming at row %u of %u\n", R->out.rows_done, nrows);
-    jb.first_row = writes ? R->out.rows_done : 0;
+    uint32_t first_row = writes ? R->out.rows_done : 0;
+    if (G && G->cols > 1) /* a grid row's columns start where its writer stopped */
+        first_row = tl_grid_row_bcast(R->grid, first_row);
+    if (o->resume && writes)
+        fprintf(stderr, ME ": %sresuming at row %u of %u\n", G ? "this grid row's part: " : "",
+                first_row, nrows);
+    jb.first_row = first_row;
     jb.out = writes ? &R->out : NULL;
     tl_volume_times t;
     tl_volume_result res = tl_volume_run(&jb, &t, err, sizeof err);
@@ -1211,7 +1214,7 @@ static int run(const options *o, resources *R)
         R->writing = false;
         if (resumable)
             fprintf(stderr, ME ": %u of %u rows are written to '%s'; --resume continues\n",
-                    R->out.rows_done, nrows, o->output);
+                    R->out.rows_done, nrows, R->out.spec.path);
         if (res == TL_VOLUME_STOPPED) {
             fprintf(stderr, ME ": interrupted\n");
             return 130;

@@ -53,6 +53,12 @@ pid_t tl_client_exec(const char *dir, const char *const *argv)
 {
     snprintf(out_path, sizeof out_path, "%s/stdout.txt", dir);
     snprintf(err_path, sizeof err_path, "%s/stderr.txt", dir);
+    /* emptied before the fork: a waiter must not read the last run's output */
+    for (const char *p = out_path; p; p = p == out_path ? err_path : NULL) {
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0)
+            close(fd);
+    }
     fflush(NULL);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);

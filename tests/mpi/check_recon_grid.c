@@ -9,6 +9,7 @@
  *   - cone beam (FDK, bands of detector rows per grid row) on 2x2;
  *   - columns whose own plans would differ (a host budget between them) take the same
  *     slabs, which their reduction needs;
+ *   - a 2x2 run stopped with SIGINT, then --resume, equals one process;
  *   - what a grid refuses, said once, and a rank count that does not match the grid;
  *   - a rank killed (SIGKILL) mid-run ends the job within seconds, saying so.
  * The backend is TL_GRID_BACKEND (default cpu; tests/gpu/recon_grid_cuda.sh: cuda, where
@@ -315,6 +316,57 @@ START_TEST(test_columns_take_the_same_slabs)
 }
 END_TEST
 
+static int children(pid_t parent, pid_t *out, int cap);
+
+START_TEST(test_resume)
+{
+    /* a 2x2 run stopped (SIGINT to mpirun, which passes it on) once slabs are written,
+     * then --resume: the one-process volume */
+    ck_assert_int_eq(tl_client_run(dir,
+                                   (const char *const[]){"phantom", "--scan", path_in("mid.h5"),
+                                                         "--projections", "720", "--size", "192",
+                                                         "--rows", "128", NULL},
+                                   120),
+                     0);
+    ck_assert_int_eq(RECON("--input", path_in("mid.h5"), "--backend", backend, "--output",
+                           path_in("mid-one.h5")),
+                     0);
+    const char *const args[] = {"--grid",      "2x2",
+                                "--input",     path_in("mid.h5"),
+                                "--backend",   backend,
+                                "--slab-rows", "1",
+                                "--output",    path_in("mid-grid.h5"),
+                                NULL};
+    pid_t job = mpi_start(4, args);
+    ck_assert_msg(tl_client_wait_out(job, "progress slab=3/", 60), "no slab written");
+    /* as Ctrl-C on a terminal, to every rank (mpirun signalled alone ends the job with
+     * SIGKILL to its own process group: this test's, here) */
+    pid_t ranks[8];
+    int n = children(job, ranks, 8);
+    ck_assert_int_eq(n, 4);
+    for (int i = 0; i < n; i++)
+        kill(ranks[i], SIGINT);
+    int rc = tl_client_wait(job, 30);
+    ck_assert_int_ne(rc, 0);
+    int rr = MPI_RECON(4, "--grid", "2x2", "--input", path_in("mid.h5"), "--backend", backend,
+                       "--slab-rows", "1", "--resume", "--output", path_in("mid-grid.h5"));
+    ck_assert_msg(rr == 0, "--resume: exit %d: %s", rr, tl_client_err());
+    ck_assert_msg(strstr(tl_client_err(), "this grid row's part: resuming at row "), "%s",
+                  tl_client_err());
+    unsigned at = 0;
+    const char *p = strstr(tl_client_err(), "resuming at row ");
+    ck_assert(p && sscanf(p, "resuming at row %u", &at) == 1);
+    printf("resumed at row %u of a grid row's part\n", at);
+    hsize_t da[3], db[3];
+    float *a = read_volume(path_in("mid-one.h5"), da),
+          *b = read_volume(path_in("mid-grid.h5"), db);
+    ck_assert(da[0] == db[0] && da[1] == db[1] && da[2] == db[2]);
+    assert_close("2x2 resumed", a, b, da[0] * da[1] * da[2], false);
+    free(a);
+    free(b);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
     /* several grid columns sum partial volumes: an iterative method is no such sum */
@@ -431,6 +483,7 @@ int main(void)
     tcase_add_test(tc, test_tiff_stack_in_parts);
     tcase_add_test(tc, test_cone_beam);
     tcase_add_test(tc, test_columns_take_the_same_slabs);
+    tcase_add_test(tc, test_resume);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_killed_rank_ends_the_job);
     suite_add_tcase(s, tc);
