@@ -174,10 +174,10 @@ static const char usage_text[] =
     "of the projections, and the C partial sub-volumes of a row are summed (MPI_Reduce)\n"
     "into its column 0, which writes them: an HDF5 output as NAME-partK.h5 with NAME.h5 a\n"
     "virtual dataset of them all, a TIFF stack as its own slices of DIR/. A multi-page\n"
-    "TIFF takes R = 1. With C > 1: no --method, --rings, --half-acquisition or\n"
-    "non-uniform --angles without --window; with R > 1 uint16 output needs\n"
-    "--output-range. --resume continues each grid row's part where it stopped. A rank\n"
-    "that fails or dies ends the job.\n"
+    "TIFF takes R = 1. With C > 1: no --method, --rings or --half-acquisition\n"
+    "(non-uniform --angles are weighed as shares of the whole scan's); with R > 1 uint16\n"
+    "output needs --output-range. --resume continues each grid row's part where it\n"
+    "stopped. A rank that fails or dies ends the job.\n"
     "      --grid RxC        R rows (volume parts) x C columns (projection parts)\n"
     "      --gpus-per-node N  ranks of a host use GPU (local rank mod N) (default: the\n"
     "                        GPUs visible; ranks sharing one split its memory)\n"
@@ -636,9 +636,7 @@ static int grid_check(const options *o, const tl_grid *G, const tl_iter_opts *it
         const char *what = iter->on              ? "--method (not a sum over projections)"
                            : o->rings            ? "--rings (estimated from every projection)"
                            : o->half_acquisition ? "--half-acquisition (opposite views pair up)"
-                           : o->angles_file && !o->window
-                               ? "--angles without --window (weights from every angle)"
-                               : NULL;
+                                                 : NULL;
         if (what)
             return fail("--grid %ux%u: %s needs one grid column (--grid %ux1)", G->rows, G->cols,
                         what, G->rows * G->cols);
@@ -1001,6 +999,10 @@ static int run(const options *o, resources *R)
     /* equally spaced angles weigh pi / N each; a file may hold any angles, unless --window
      * says the scan was N equally spaced ones (some lost) */
     c.weights = o->angles_file && !o->window ? TL_WEIGHTS_ANGLES : TL_WEIGHTS_UNIFORM;
+    if (c.weights == TL_WEIGHTS_ANGLES && G && G->cols > 1) { /* a part of every angle */
+        c.weight_angles = R->angles;
+        c.nweight_angles = P->frames;
+    }
     c.already_linear = o->already_linear;
     if (o->cone.cone && cone_short_scan(R->angles, P->frames, o->verbose, &c) != 0)
         return 1;

@@ -119,6 +119,13 @@ tl_status tl_engine_check_config(const tl_engine_config *c, tl_errbuf *eb)
         return tl_fail(eb, TL_EINVAL, "center is not finite");
     if (c->weights != TL_WEIGHTS_UNIFORM && c->weights != TL_WEIGHTS_ANGLES)
         return tl_fail(eb, TL_EINVAL, "unknown weighting %d", (int)c->weights);
+    if (c->weight_angles && (c->weights != TL_WEIGHTS_ANGLES || c->nweight_angles == 0))
+        return tl_fail(eb, TL_EINVAL,
+                       "weight_angles: %u angles for %s weights (need ANGLES and at least one)",
+                       c->nweight_angles, c->weights == TL_WEIGHTS_ANGLES ? "ANGLES" : "UNIFORM");
+    for (uint32_t i = 0; c->weight_angles && i < c->nweight_angles; i++)
+        if (!isfinite(c->weight_angles[i]))
+            return tl_fail(eb, TL_EINVAL, "weight_angles[%u] is not finite", i);
     if ((unsigned)c->quality > TL_QUALITY_PREVIEW)
         return tl_fail(eb, TL_EINVAL, "unknown quality mode %d", (int)c->quality);
     if (c->precision != TL_PRECISION_F32 && c->precision != TL_PRECISION_F64)
@@ -269,6 +276,16 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
         memcpy(e->matrices, c->cone.matrices, bytes);
         e->cfg.cone.matrices = (const double(*)[12])e->matrices;
     }
+    if (c->weight_angles) { /* sorted once: weights.c looks each held angle up */
+        if (!(e->weight_angles = malloc(c->nweight_angles * sizeof *e->weight_angles))) {
+            free(e->matrices);
+            free(e);
+            return tl_fail(eb, TL_ENOMEM, "out of memory for %u angles", c->nweight_angles);
+        }
+        memcpy(e->weight_angles, c->weight_angles, c->nweight_angles * sizeof *e->weight_angles);
+        tl_weights_sort(e->weight_angles, c->nweight_angles);
+        e->cfg.weight_angles = e->weight_angles;
+    }
     ring_defaults(&e->cfg.corr);
     e->cfg.center_estimate |= e->cfg.center_auto;
     e->given = e->cfg;
@@ -324,6 +341,7 @@ void tl_engine_destroy(tl_engine *e)
         e->ops->destroy(e->be);
     tl_window_free(&e->win);
     free(e->matrices);
+    free(e->weight_angles);
     free(e->response);
     free(e->slot);
     free(e->slices); /* the backend's destroy freed the accumulators */

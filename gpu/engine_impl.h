@@ -112,6 +112,7 @@ struct tl_engine {
     struct tl_halfacq *halfacq;           /* half acquisition (halfacq.c), or NULL */
     tl_engine_config given; /* cfg as the caller sees it: the real detector (halfacq) */
     double (*matrices)[12]; /* cone beam: the engine's copy of cfg.cone.matrices, or NULL */
+    double *weight_angles;  /* the engine's sorted copy of cfg.weight_angles, or NULL */
     uint32_t ring_since;                  /* projections since the last ring estimate */
     uint64_t ring_updates, ring_rebuilds; /* tl_engine_corr_state */
     uint64_t frames_queued, frames_done; /* fences (tl_engine_frames_done) */

@@ -207,6 +207,12 @@ typedef struct {
     double center;          /* rotation axis column; default (cols - 1) / 2 */
     tl_filter filter;       /* default ram-lak */
     tl_weights weights;     /* default UNIFORM */
+    /* ANGLES for an engine that holds part of a scan (recon --grid's columns): the whole
+     * scan's angles (radians, any order; the engine keeps a sorted copy), so that each
+     * held projection weighs its share of the whole scan's range, and the parts' slices
+     * sum to the whole scan's. NULL (default): the held projections' own shares. */
+    const double *weight_angles;
+    uint32_t nweight_angles;
     bool already_linear;    /* input is already line integrals: no -log */
     tl_quality quality;     /* worst quality mode allowed; default EXACT */
     tl_precision precision; /* F64: float64 reference mode (CPU backend only; tests) */

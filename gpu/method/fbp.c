@@ -23,7 +23,7 @@ static tl_status fbp_filter(tl_filter f, size_t padded, double *response, const 
 
 static void fbp_weigh(const tl_engine_config *c, tl_bp_proj *proj, tl_angle_key *order, size_t n)
 {
-    tl_weights_apply(c->weights, proj, order, n);
+    tl_weights_apply(c->weights, proj, order, n, c->weight_angles, c->nweight_angles);
 }
 
 const tl_method_ops tl_method_fbp = {

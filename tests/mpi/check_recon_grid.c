@@ -9,6 +9,7 @@
  *   - cone beam (FDK, bands of detector rows per grid row) on 2x2;
  *   - columns whose own plans would differ (a host budget between them) take the same
  *     slabs, which their reduction needs;
+ *   - non-uniform --angles on 2x2, each column's views weighed as shares of the whole scan;
  *   - a 2x2 run stopped with SIGINT, then --resume, equals one process;
  *   - what a grid refuses, said once, and a rank count that does not match the grid;
  *   - a rank killed (SIGKILL) mid-run ends the job within seconds, saying so.
@@ -316,6 +317,33 @@ START_TEST(test_columns_take_the_same_slabs)
 }
 END_TEST
 
+START_TEST(test_non_uniform_angles)
+{
+    /* --angles FILE, unevenly spaced: every projection weighs its share of the whole
+     * scan's range, in each grid column too (engine weight_angles) */
+    FILE *f = fopen(path_in("angles.txt"), "w");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < NPROJ; i++) {
+        double t = (double)i / NPROJ;
+        fprintf(f, "%.12f\n", 180.0 * (t - 0.12 * sin(2 * M_PI * t)));
+    }
+    fclose(f);
+    ck_assert_int_eq(RECON("--input", path_in("scan.h5"), "--backend", backend, "--angles",
+                           path_in("angles.txt"), "--output", path_in("ang-one.h5")),
+                     0);
+    int rc = MPI_RECON(4, "--grid", "2x2", "--input", path_in("scan.h5"), "--backend", backend,
+                       "--angles", path_in("angles.txt"), "--output", path_in("ang-grid.h5"));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
+    hsize_t da[3], db[3];
+    float *a = read_volume(path_in("ang-one.h5"), da),
+          *b = read_volume(path_in("ang-grid.h5"), db);
+    ck_assert(da[0] == db[0] && da[1] == db[1] && da[2] == db[2]);
+    assert_close("2x2 non-uniform angles", a, b, da[0] * da[1] * da[2], false);
+    free(a);
+    free(b);
+}
+END_TEST
+
 static int children(pid_t parent, pid_t *out, int cap);
 
 START_TEST(test_resume)
@@ -483,6 +511,7 @@ int main(void)
     tcase_add_test(tc, test_tiff_stack_in_parts);
     tcase_add_test(tc, test_cone_beam);
     tcase_add_test(tc, test_columns_take_the_same_slabs);
+    tcase_add_test(tc, test_non_uniform_angles);
     tcase_add_test(tc, test_resume);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_killed_rank_ends_the_job);
