@@ -115,6 +115,18 @@ static void assert_close(const char *what, const float *a, const float *b, size_
                   rel, maxrel);
 }
 
+/* The HDF5 volumes `one` (one process) and `grid` have one shape and are within the exact
+ * mode's bounds of each other. */
+static void same_volume(const char *what, const char *one, const char *grid)
+{
+    hsize_t da[3], db[3];
+    float *a = read_volume(path_in(one), da), *b = read_volume(path_in(grid), db);
+    ck_assert(da[0] == db[0] && da[1] == db[1] && da[2] == db[2]);
+    assert_close(what, a, b, da[0] * da[1] * da[2], false);
+    free(a);
+    free(b);
+}
+
 static bool cpu(void)
 {
     return strcmp(backend, "cpu") == 0;
@@ -252,12 +264,7 @@ START_TEST(test_cone_beam)
                        "--gpu-memory", "400K", "-v", "--output", path_in("cone22.h5"));
     ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
     ck_assert_msg(strstr(tl_client_err(), "plan: bands of"), "no bands: %s", tl_client_err());
-    hsize_t da[3], db[3];
-    float *a = read_volume(path_in("cone1.h5"), da), *b = read_volume(path_in("cone22.h5"), db);
-    ck_assert(da[0] == db[0] && da[1] == db[1] && da[2] == db[2]);
-    assert_close("cone 2x2", a, b, da[0] * da[1] * da[2], false);
-    free(a);
-    free(b);
+    same_volume("cone 2x2", "cone1.h5", "cone22.h5");
 }
 END_TEST
 
@@ -307,13 +314,7 @@ START_TEST(test_columns_take_the_same_slabs)
                        "--host-memory", budget, "--write-threads", "1", "--output",
                        path_in("s91-grid.h5"));
     ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
-    hsize_t da[3], db[3];
-    float *a = read_volume(path_in("s91-one.h5"), da),
-          *b = read_volume(path_in("s91-grid.h5"), db);
-    ck_assert(da[0] == db[0] && da[1] == db[1] && da[2] == db[2]);
-    assert_close("1x2 with unequal plans", a, b, da[0] * da[1] * da[2], false);
-    free(a);
-    free(b);
+    same_volume("1x2 with unequal plans", "s91-one.h5", "s91-grid.h5");
 }
 END_TEST
 
@@ -334,13 +335,7 @@ START_TEST(test_non_uniform_angles)
     int rc = MPI_RECON(4, "--grid", "2x2", "--input", path_in("scan.h5"), "--backend", backend,
                        "--angles", path_in("angles.txt"), "--output", path_in("ang-grid.h5"));
     ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
-    hsize_t da[3], db[3];
-    float *a = read_volume(path_in("ang-one.h5"), da),
-          *b = read_volume(path_in("ang-grid.h5"), db);
-    ck_assert(da[0] == db[0] && da[1] == db[1] && da[2] == db[2]);
-    assert_close("2x2 non-uniform angles", a, b, da[0] * da[1] * da[2], false);
-    free(a);
-    free(b);
+    same_volume("2x2 non-uniform angles", "ang-one.h5", "ang-grid.h5");
 }
 END_TEST
 
@@ -385,13 +380,7 @@ START_TEST(test_resume)
     const char *p = strstr(tl_client_err(), "resuming at row ");
     ck_assert(p && sscanf(p, "resuming at row %u", &at) == 1);
     printf("resumed at row %u of a grid row's part\n", at);
-    hsize_t da[3], db[3];
-    float *a = read_volume(path_in("mid-one.h5"), da),
-          *b = read_volume(path_in("mid-grid.h5"), db);
-    ck_assert(da[0] == db[0] && da[1] == db[1] && da[2] == db[2]);
-    assert_close("2x2 resumed", a, b, da[0] * da[1] * da[2], false);
-    free(a);
-    free(b);
+    same_volume("2x2 resumed", "mid-one.h5", "mid-grid.h5");
 }
 END_TEST
 
