@@ -104,6 +104,11 @@ int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen)
     return 0;
 }
 
+void tl_grid_bcast(tl_grid *g, double *v, int n)
+{
+    MPI_Bcast(v, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+}
+
 uint32_t tl_grid_row_bcast(tl_grid *g, uint32_t v)
 {
     comms *c = g->comms;
@@ -218,6 +223,10 @@ bool tl_grid_agree(tl_grid *g, bool ok)
 int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen)
 {
     return tl_cli_errf(err, errlen, "--grid: built without MPI");
+}
+
+void tl_grid_bcast(tl_grid *g, double *v, int n)
+{
 }
 
 uint32_t tl_grid_row_bcast(tl_grid *g, uint32_t v)

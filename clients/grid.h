@@ -59,6 +59,9 @@ bool tl_grid_agree(tl_grid *g, bool ok);
 /* The pipeline's combine hook: sums the row's C slabs of n floats into column 0's slab. */
 int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen);
 
+/* Rank 0's n doubles v, on every rank (a collective). */
+void tl_grid_bcast(tl_grid *g, double *v, int n);
+
 /* Column 0's v, on every rank of its grid row (a collective of the row). */
 uint32_t tl_grid_row_bcast(tl_grid *g, uint32_t v);
 

@@ -1108,7 +1108,18 @@ static int run(const options *o, resources *R)
         uint32_t band = gnrows < CENTER_ROWS ? gnrows : CENTER_ROWS;
         band = band < plan.slab_rows ? band : plan.slab_rows;
         tl_center_estimate est;
-        int crc = tl_volume_center(&jb, grow0 + (gnrows - band) / 2, band, &est, err, sizeof err);
+        memset(&est, 0, sizeof est);
+        /* a grid's rank 0 estimates for every rank (the others wait in the broadcast; a
+         * failure ends the job) */
+        int crc = G && G->rank != 0 ? 0
+                                    : tl_volume_center(&jb, grow0 + (gnrows - band) / 2, band,
+                                                       &est, err, sizeof err);
+        if (G && crc == 0) {
+            double v[2] = {est.center, est.confidence};
+            tl_grid_bcast(R->grid, v, 2);
+            est.center = v[0];
+            est.confidence = v[1];
+        }
         if (crc != 0) {
             if (crc > 0) {
                 fprintf(stderr, ME ": interrupted\n");
@@ -1116,7 +1127,8 @@ static int run(const options *o, resources *R)
             }
             return fail("--center auto: %s", err);
         }
-        fprintf(stderr, "center=%.3f confidence=%.3f\n", est.center, est.confidence);
+        if (!G || G->rank == 0)
+            fprintf(stderr, "center=%.3f confidence=%.3f\n", est.center, est.confidence);
         if (o->half_acquisition && !(est.center >= 0 && est.center <= P->cols - 1))
             return fail("--center auto: the estimated axis %.3f is not a column of the detector "
                         "(0..%u): give --center C",
@@ -1126,8 +1138,7 @@ static int run(const options *o, resources *R)
         jb.engine.center = c.center = est.center;
         jb.engine.center_estimate = false; /* done: the slabs need not keep estimating */
     }
-    /* a grid column's share of the pages (the centre above saw them all: every rank
-     * estimates the same from the same pages) */
+    /* a grid column's share of the pages (the centre above saw them all) */
     br.proj_first = proj_first;
     jb.count[TL_FRAME_PROJ] = nproj;
     jb.angles = part_angles;

@@ -9,6 +9,7 @@
  *   - cone beam (FDK, bands of detector rows per grid row) on 2x2;
  *   - columns whose own plans would differ (a host budget between them) take the same
  *     slabs, which their reduction needs;
+ *   - --center auto on 2x2, estimated once by rank 0;
  *   - non-uniform --angles on 2x2, each column's views weighed as shares of the whole scan;
  *   - a 2x2 run stopped with SIGINT, then --resume, equals one process;
  *   - what a grid refuses, said once, and a rank count that does not match the grid;
@@ -318,6 +319,20 @@ START_TEST(test_columns_take_the_same_slabs)
 }
 END_TEST
 
+START_TEST(test_center_auto)
+{
+    /* --center auto: rank 0 estimates for every rank, said once; the one process's axis */
+    ck_assert_int_eq(RECON("--input", path_in("scan.h5"), "--backend", backend, "--center", "auto",
+                           "--output", path_in("auto-one.h5")),
+                     0);
+    int rc = MPI_RECON(4, "--grid", "2x2", "--input", path_in("scan.h5"), "--backend", backend,
+                       "--center", "auto", "--output", path_in("auto-grid.h5"));
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, tl_client_err());
+    ck_assert_int_eq(tl_count_lines(tl_client_err(), "center="), 1);
+    same_volume("2x2 --center auto", "auto-one.h5", "auto-grid.h5");
+}
+END_TEST
+
 START_TEST(test_non_uniform_angles)
 {
     /* --angles FILE, unevenly spaced: every projection weighs its share of the whole
@@ -500,6 +515,7 @@ int main(void)
     tcase_add_test(tc, test_tiff_stack_in_parts);
     tcase_add_test(tc, test_cone_beam);
     tcase_add_test(tc, test_columns_take_the_same_slabs);
+    tcase_add_test(tc, test_center_auto);
     tcase_add_test(tc, test_non_uniform_angles);
     tcase_add_test(tc, test_resume);
     tcase_add_test(tc, test_refusals);
