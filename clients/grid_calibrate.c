@@ -67,10 +67,11 @@ int tl_grid_calibrate(tl_grid *g, const tl_volume_job *job, const char *output, 
     memset(r, 0, sizeof *r);
     const tl_volume_plan *plan = job->plan;
     const size_t npx = (size_t)job->size * job->size;
-    /* the sample: the first two slabs from the first projections, nothing written */
+    /* the sample: the first slab from every projection, nothing written; with whole
+     * frames (filled once for every slab) from the first TL_GRID_SAMPLE_PROJ */
     tl_volume_job sample = *job;
-    uint32_t rows = 2 * plan->slab_rows, proj = TL_GRID_SAMPLE_PROJ;
-    sample.rows = rows < job->rows ? rows : job->rows;
+    uint32_t proj = job->whole_frames ? TL_GRID_SAMPLE_PROJ : job->count[TL_FRAME_PROJ];
+    sample.rows = plan->slab_rows < job->rows ? plan->slab_rows : job->rows;
     sample.count[TL_FRAME_PROJ] =
         proj < job->count[TL_FRAME_PROJ] ? proj : job->count[TL_FRAME_PROJ];
     sample.first_row = 0;
