@@ -88,6 +88,9 @@ int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen)
     tl_grid *g = grid;
     comms *c = g->comms;
     double t0 = tl_cli_now();
+    MPI_Barrier(c->row);
+    double t1 = tl_cli_now();
+    g->wait_s += t1 - t0;
     /* MPI counts are ints: a slab of 2048 slices of 4096^2 is far past them */
     const size_t step = (size_t)1 << 28;
     for (size_t at = 0; at < n; at += step) {
@@ -99,7 +102,7 @@ int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen)
             return tl_cli_errf(err, errlen, "--grid: MPI_Reduce over grid row %u failed (%d)",
                                g->row, rc);
     }
-    g->reduce_s += tl_cli_now() - t0;
+    g->reduce_s += tl_cli_now() - t1;
     g->reduce_bytes += n * sizeof(float);
     return 0;
 }
@@ -164,7 +167,7 @@ double tl_grid_reduce_rate(tl_grid *g, size_t bytes)
             tl_grid_abort(g, 1);
         t[i] = tl_grid_max(g, tl_cli_now() - t0);
     }
-    g->reduce_s = 0; /* the probe is not the run's */
+    g->reduce_s = g->wait_s = 0; /* the probe is not the run's */
     g->reduce_bytes = 0;
     free(buf);
     double med = tl_cli_median(t, RATE_REPEATS);

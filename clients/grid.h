@@ -41,7 +41,8 @@ typedef struct {
     int rank, size;             /* in the job */
     int local_rank, local_size; /* among the ranks of this host */
     bool started;               /* MPI is initialised (and not yet finalised) */
-    double reduce_s;            /* seconds in tl_grid_reduce, summed */
+    double reduce_s;            /* seconds reducing in tl_grid_reduce, summed */
+    double wait_s;              /* ... and waiting for the row's other ranks, before it */
     uint64_t reduce_bytes;
     void *comms; /* the row's and the column's communicators (grid.c) */
 } tl_grid;
@@ -56,7 +57,9 @@ int tl_grid_start(tl_grid *g, uint32_t rows, uint32_t cols, char *err, size_t er
 /* Whether every rank is ok (a collective: every rank calls it once, ok or not). */
 bool tl_grid_agree(tl_grid *g, bool ok);
 
-/* The pipeline's combine hook: sums the row's C slabs of n floats into column 0's slab. */
+/* The pipeline's combine hook: sums the row's C slabs of n floats into column 0's slab.
+ * A barrier of the row first, so that the wait for its slowest rank (wait_s) and the
+ * reduction itself (reduce_s: what seed 004's model predicts) are timed apart. */
 int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen);
 
 /* Rank 0's n doubles v, on every rank (a collective). */

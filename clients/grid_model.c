@@ -33,17 +33,19 @@ void tl_grid_stages_max(tl_grid *g, const tl_grid_stages *mine, tl_grid_stages *
     out->allgather = tl_grid_max(g, mine->allgather);
     out->bp = tl_grid_max(g, mine->bp);
     out->reduce = tl_grid_max(g, mine->reduce);
+    out->wait = tl_grid_max(g, mine->wait);
     out->store = tl_grid_max(g, mine->store);
     out->total = tl_grid_max(g, mine->total);
 }
 
-void tl_grid_stages_measured(const tl_volume_times *t, tl_grid_stages *out)
+void tl_grid_stages_measured(const tl_volume_times *t, const tl_grid *g, tl_grid_stages *out)
 {
     memset(out, 0, sizeof *out);
     out->load = t->read;
     out->filter = t->submit;
     out->bp = t->backproject;
-    out->reduce = t->combine;
+    out->reduce = g->reduce_s;
+    out->wait = g->wait_s;
     out->store = t->write;
     out->total = t->wall;
 }
@@ -77,9 +79,10 @@ void tl_grid_model_print(FILE *f, const tl_grid_rates *r, const tl_grid_stages *
     row(f, "allgather", rate[2], m->allgather, x ? &x->allgather : NULL);
     row(f, "back projection", rate[3], m->bp, x ? &x->bp : NULL);
     row(f, "reduce (MPI)", rate[4], m->reduce, x ? &x->reduce : NULL);
+    if (x)
+        row(f, "  waiting for the row", "not modelled", 0, &x->wait);
     row(f, "store (write)", rate[5], m->store, x ? &x->store : NULL);
     row(f, "run (pipelined)", "max thread + fill", m->total, x ? &x->total : NULL);
-    if (x) /* the writer's reduction starts when its slab does; it then waits for the row */
-        fprintf(f, "(measured: busy seconds; the reduction's include waiting for the other "
-                   "columns of its grid row)\n");
+    if (x)
+        fprintf(f, "(measured: busy seconds of the slowest rank per stage)\n");
 }

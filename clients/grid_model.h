@@ -45,9 +45,10 @@ typedef struct {
     uint32_t slabs, syncs;
 } tl_grid_work;
 
-/* Seconds per stage, and the run's. */
+/* Seconds per stage, and the run's; wait: measured only (the reductions' wait for the
+ * row's slowest rank, which the model leaves to the slowest rank's own stages). */
 typedef struct {
-    double load, filter, allgather, bp, reduce, store, total;
+    double load, filter, allgather, bp, reduce, wait, store, total;
 } tl_grid_stages;
 
 /* The model of one rank (above). */
@@ -62,8 +63,8 @@ int tl_grid_calibrate(tl_grid *g, const tl_volume_job *job, const char *output, 
 /* The job's stages: each the slowest rank's (a collective). */
 void tl_grid_stages_max(tl_grid *g, const tl_grid_stages *mine, tl_grid_stages *out);
 
-/* The measured stages of a run, from its times (reduce: the combine hook's). */
-void tl_grid_stages_measured(const tl_volume_times *t, tl_grid_stages *out);
+/* The measured stages of a run, from its times and the grid's reduction clocks. */
+void tl_grid_stages_measured(const tl_volume_times *t, const tl_grid *g, tl_grid_stages *out);
 
 /* The table: stage, rate, model seconds and, when measured is not NULL, measured seconds
  * and measured / model. */

@@ -768,16 +768,16 @@ static int grid_finish(const options *o, tl_grid *G, const tl_volume_times *t, u
 {
     if (o->verbose) {
         tl_grid_stages mine, measured;
-        tl_grid_stages_measured(t, &mine);
+        tl_grid_stages_measured(t, G, &mine);
         tl_grid_stages_max(G, &mine, &measured); /* a collective: every rank */
         if (G->rank == 0 && model)
             tl_grid_model_print(stderr, rates, model, &measured);
         else if (G->rank == 0)
             fprintf(stderr,
                     "grid stages (slowest rank), busy s: read %.3f, upload+filter %.3f, back "
-                    "projection %.3f, reduce %.3f, write %.3f, wall %.3f\n",
-                    measured.load, measured.filter, measured.bp, measured.reduce, measured.store,
-                    measured.total);
+                    "projection %.3f, reduce %.3f (+ waiting %.3f), write %.3f, wall %.3f\n",
+                    measured.load, measured.filter, measured.bp, measured.reduce, measured.wait,
+                    measured.store, measured.total);
     }
     tl_grid_barrier(G); /* every part complete */
     char err[1024];
