@@ -34,7 +34,6 @@ bool tl_grid_parse(const char *s, uint32_t *rows, uint32_t *cols)
 
 typedef struct {
     MPI_Comm row; /* the C ranks that reconstruct the same sub-volume */
-    MPI_Comm col; /* the R ranks that back-project the same projections */
 } comms;
 
 /* Default MPI error handling (MPI_ERRORS_ARE_FATAL) stays: a failed collective ends the
@@ -67,7 +66,6 @@ int tl_grid_start(tl_grid *g, uint32_t rows, uint32_t cols, char *err, size_t er
         return tl_cli_errf(err, errlen, "out of memory");
     g->comms = c;
     MPI_Comm_split(MPI_COMM_WORLD, (int)g->row, (int)g->col, &c->row);
-    MPI_Comm_split(MPI_COMM_WORLD, (int)g->col, (int)g->row, &c->col);
     MPI_Comm local;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g->rank, MPI_INFO_NULL, &local);
     MPI_Comm_rank(local, &g->local_rank);
@@ -103,7 +101,6 @@ int tl_grid_reduce(void *grid, float *slab, size_t n, char *err, size_t errlen)
                                g->row, rc);
     }
     g->reduce_s += tl_cli_now() - t1;
-    g->reduce_bytes += n * sizeof(float);
     return 0;
 }
 
@@ -134,13 +131,6 @@ double tl_grid_max(tl_grid *g, double v)
     return out;
 }
 
-double tl_grid_sum(tl_grid *g, double v)
-{
-    double out = v;
-    MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return out;
-}
-
 void tl_grid_barrier(tl_grid *g)
 {
     MPI_Barrier(MPI_COMM_WORLD);
@@ -153,9 +143,7 @@ double tl_grid_reduce_rate(tl_grid *g, size_t bytes)
     size_t n = bytes / sizeof(float);
     float *buf = calloc(n ? n : 1, sizeof *buf);
     double t[RATE_REPEATS];
-    int ok = buf != NULL, all = 0;
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (!all) {
+    if (!tl_grid_agree(g, buf != NULL)) {
         free(buf);
         return 0;
     }
@@ -168,7 +156,6 @@ double tl_grid_reduce_rate(tl_grid *g, size_t bytes)
         t[i] = tl_grid_max(g, tl_cli_now() - t0);
     }
     g->reduce_s = g->wait_s = 0; /* the probe is not the run's */
-    g->reduce_bytes = 0;
     free(buf);
     double med = tl_cli_median(t, RATE_REPEATS);
     return med > 0 ? bytes / med : 0;
@@ -198,7 +185,6 @@ void tl_grid_end(tl_grid *g)
     comms *c = g->comms;
     if (c) {
         MPI_Comm_free(&c->row);
-        MPI_Comm_free(&c->col);
         free(c);
         g->comms = NULL;
     }
@@ -243,11 +229,6 @@ uint32_t tl_grid_row_min(tl_grid *g, uint32_t v)
 }
 
 double tl_grid_max(tl_grid *g, double v)
-{
-    return v;
-}
-
-double tl_grid_sum(tl_grid *g, double v)
 {
     return v;
 }

@@ -43,8 +43,7 @@ typedef struct {
     bool started;               /* MPI is initialised (and not yet finalised) */
     double reduce_s;            /* seconds reducing in tl_grid_reduce, summed */
     double wait_s;              /* ... and waiting for the row's other ranks, before it */
-    uint64_t reduce_bytes;
-    void *comms; /* the row's and the column's communicators (grid.c) */
+    void *comms;                /* the row's communicator (grid.c) */
 } tl_grid;
 
 /* "RxC" (also "R,C"), each 1 .. 65536. */
@@ -73,8 +72,6 @@ uint32_t tl_grid_row_min(tl_grid *g, uint32_t v);
 
 /* Seconds of the slowest rank (on every rank): a collective. */
 double tl_grid_max(tl_grid *g, double v);
-/* The sum over the ranks (on every rank): a collective. */
-double tl_grid_sum(tl_grid *g, double v);
 
 /* Waits for every rank. */
 void tl_grid_barrier(tl_grid *g);

@@ -165,15 +165,13 @@ static void *writer(void *arg)
             return NULL;
         uint32_t z0, h;
         slab_rows(p, k, &z0, &h);
-        double t0 = tl_cli_now();
+        /* the hook times itself (recon --grid: its wait and its reduction apart) */
         if (j->combine && j->combine(j->combine_ctx, p->out[k % 2], (size_t)h * j->size * j->size,
                                      err, sizeof err) != 0) {
             set_error(p, "%s", err);
             return NULL;
         }
-        double t1 = tl_cli_now();
-        p->t->combine += t1 - t0;
-        t0 = t1;
+        double t0 = tl_cli_now();
         if (j->out && tl_volume_output_write(j->out, z0, h, p->out[k % 2], err, sizeof err) != 0) {
             set_error(p, "%s", err);
             return NULL;
@@ -741,15 +739,13 @@ tl_volume_result tl_volume_run(const tl_volume_job *j, tl_volume_times *t, char 
 void tl_volume_times_print(const tl_volume_times *t, FILE *f)
 {
     double wall = t->wall > 1e-9 ? t->wall : 1e-9;
-    double sum = t->read + t->submit + t->backproject + t->combine + t->write;
+    double sum = t->read + t->submit + t->backproject + t->write;
     fprintf(f, "stage                 |  busy s | GB/s\n");
     fprintf(f, "read (files)          | %7.3f | %.2f\n", t->read,
             t->read > 0 ? t->bytes_read / t->read * 1e-9 : 0.0);
     fprintf(f, "upload+filter         | %7.3f | %.2f\n", t->submit,
             t->submit > 0 ? t->bytes_read / t->submit * 1e-9 : 0.0);
     fprintf(f, "back projection+D2H   | %7.3f |\n", t->backproject);
-    if (t->combine > 0)
-        fprintf(f, "reduce (MPI, grid)    | %7.3f |\n", t->combine);
     fprintf(f, "write (files)         | %7.3f | %.2f\n", t->write,
             t->write > 0 ? t->bytes_written / t->write * 1e-9 : 0.0);
     fprintf(f, "wall (after setup)    | %7.3f | setup %.3f s\n", t->wall, t->setup);

@@ -106,7 +106,7 @@ typedef struct {
 
 /* Busy seconds of each stage, summed over slabs, and the wall time. */
 typedef struct {
-    double read, submit, backproject, combine, write, wall, setup;
+    double read, submit, backproject, write, wall, setup;
     uint64_t bytes_read, bytes_written;
     uint32_t slabs, rows;
     char kernel[48];
