@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/base/sort.h"
 #include "gpu/cpu/cpu_backend.h"
 #include "gpu/engine_impl.h"
 
@@ -456,15 +457,9 @@ static size_t find_pairs(tl_center_ctx *c, double tol, center_pair *out)
     return n;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    tl_sort_doubles(v, n);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/base/sort.h"
 #include "gpu/engine_impl.h"
 #include "gpu/method/filter.h"
 #include "gpu/method/paganin.h"
@@ -283,7 +284,7 @@ tl_status tl_engine_create(const tl_engine_config *c, tl_engine **out)
             return tl_fail(eb, TL_ENOMEM, "out of memory for %u angles", c->nweight_angles);
         }
         memcpy(e->weight_angles, c->weight_angles, c->nweight_angles * sizeof *e->weight_angles);
-        tl_weights_sort(e->weight_angles, c->nweight_angles);
+        tl_sort_doubles(e->weight_angles, c->nweight_angles);
         e->cfg.weight_angles = e->weight_angles;
     }
     ring_defaults(&e->cfg.corr);

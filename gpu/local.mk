@@ -36,7 +36,7 @@ gpu_libtlbase_a_SOURCES = \
 	gpu/base/types.h gpu/base/names.c \
 	gpu/base/fail.h gpu/base/fail.c \
 	gpu/base/backend.h gpu/base/joseph.h gpu/base/joseph.c \
-	gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c \
+	gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c gpu/base/sort.h gpu/base/sort.c \
 	gpu/base/phase.h gpu/base/phase.c gpu/base/rings.h gpu/base/parker.h
 gpu_libtlbase_a_CFLAGS = $(AM_CFLAGS)
 

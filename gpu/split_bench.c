@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/base/sort.h"
 #include "gpu/split_impl.h"
 
 /* The slowest busy part's time for kernel `name` in the last OP_BENCH; false when a busy
@@ -65,12 +66,6 @@ tl_status tl_split_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *ro
     return TL_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Every part stores its rows of the frame at once, and the frame is stored when the
  * slowest part is done: that is the per-frame time (the ingest capacity). Each repetition
  * starts all parts together (each times one call after its own warm-up), so their work
@@ -93,7 +88,7 @@ tl_status tl_split_bench_store(void *state, const tl_frame *f, int reps, double 
             t[r] = sp->p[k].ms > t[r] ? sp->p[k].ms : t[r];
     }
     if (st == TL_OK) {
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        tl_sort_doubles(t, (size_t)reps);
         *ms = t[reps / 2];
     }
     free(t);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gpu/base/clock.h"
+#include "gpu/base/sort.h"
 #include "gpu/cpu/cpu_backend.h"
 #include "gpu/cpu/cpu_state.h"
 
@@ -429,12 +430,6 @@ static size_t cpu_kernels(const void *state, tl_kernel_info *out, size_t cap)
     return 1;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Median of reps timed calls of fn after one warm-up call. */
 static double median_ms(int reps, tl_status (*fn)(void *), void *ctx, tl_status *st)
 {
@@ -449,7 +444,7 @@ static double median_ms(int reps, tl_status (*fn)(void *), void *ctx, tl_status 
         *st = fn(ctx);
         t[r] = (double)(tl_clock_ns() - t0) * 1e-6;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    tl_sort_doubles(t, (size_t)reps);
     double m = t[reps / 2];
     free(t);
     return m;

@@ -7,20 +7,15 @@
 #include "config.h"
 
 #include "gpu/base/backend.h"
+#include "gpu/base/sort.h"
 
 #include <stdlib.h>
 
 #include "gpu/cuda/kernels.cuh"
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double tl_cuda_median(double *t, int n)
 {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    tl_sort_doubles(t, (size_t)n);
     return t[n / 2];
 }
 

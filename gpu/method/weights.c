@@ -12,17 +12,6 @@ static int by_angle(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int ascending(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-void tl_weights_sort(double *angles, size_t n)
-{
-    qsort(angles, n, sizeof *angles, ascending);
-}
-
 /* The share of sorted angle k of n: half the gap between its neighbours, ends mirrored. */
 static double share(const double *a, size_t n, size_t k)
 {

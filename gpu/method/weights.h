@@ -19,12 +19,11 @@ typedef struct {
  * geometry made them); for ANGLES, each one's share of the angular range,
  * (theta[k+1] - theta[k-1]) / 2 over the sorted angles with the ends mirrored, scaled so
  * the weights sum to pi (a single projection weighs pi). order holds each projection's
- * angle and is sorted in place. With ref (nref sorted angles: the whole scan, of which
- * the held projections are a part) the shares are of ref's range, at the ref angle nearest
- * each held one, scaled so that ref's sum to pi. */
+ * angle and is sorted in place. With ref (nref angles sorted ascending, as
+ * tl_sort_doubles sorts them: the whole scan, of which the held projections are a part)
+ * the shares are of ref's range, at the ref angle nearest each held one, scaled so that
+ * ref's sum to pi. */
 void tl_weights_apply(tl_weights mode, tl_bp_proj *proj, tl_angle_key *order, size_t n,
                       const double *ref, size_t nref);
-/* Sorts angles ascending (a ref for tl_weights_apply). */
-void tl_weights_sort(double *angles, size_t n);
 
 #endif
