@@ -78,6 +78,15 @@ double tl_max_over_range_disk(const float *a, const float *b, uint32_t h, uint32
     return mor;
 }
 
+const char *tl_path_in(const char *dir, const char *name)
+{
+    static char buf[TL_PATH_RING][1024];
+    static int k;
+    k = (k + 1) % TL_PATH_RING;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
 char *tl_tmpdir(const char *tag)
 {
     const char *base = getenv("TMPDIR");

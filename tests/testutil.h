@@ -22,6 +22,10 @@ double tl_max_over_range_disk(const float *a, const float *b, uint32_t h, uint32
 
 /* A temporary directory for this test (removed by the caller with tl_rm_rf). */
 char *tl_tmpdir(const char *tag);
+/* "dir/name" in a ring of TL_PATH_RING buffers: a path stays valid for the next
+ * TL_PATH_RING - 1 calls, so several can be passed to one call. */
+#define TL_PATH_RING 64
+const char *tl_path_in(const char *dir, const char *name);
 void tl_rm_rf(const char *path);
 
 /* Runs the suite and returns the process exit status (0 or 1). Fork mode off when

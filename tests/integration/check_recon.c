@@ -34,11 +34,7 @@ static uint16_t *darks, *flats, *projs;
  * holds at once. */
 static const char *path_in(const char *name)
 {
-    static char buf[64][1024];
-    static int k;
-    k = (k + 1) % 64;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    return tl_path_in(dir, name);
 }
 
 static void write_stack(const char *name, tl_dtype t, const void *frames, uint32_t n,

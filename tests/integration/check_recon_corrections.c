@@ -26,11 +26,7 @@ static uint16_t dark[ROWS * COLS], flat[ROWS * COLS], projs[NPROJ * ROWS * COLS]
 
 static const char *path_in(const char *name)
 {
-    static char buf[8][1024];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    return tl_path_in(dir, name);
 }
 
 static void write_stack(const char *name, const uint16_t *frames, uint32_t n)

@@ -30,11 +30,7 @@ static char *dir;
 
 static const char *path_in(const char *name)
 {
-    static char buf[32][1024];
-    static int k;
-    k = (k + 1) % 32;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    return tl_path_in(dir, name);
 }
 
 /* The scan: uint16 counts of a Shepp-Logan phantom, as an HDF5 Data Exchange file and as

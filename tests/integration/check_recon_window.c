@@ -26,11 +26,7 @@ static uint32_t nkept;
 
 static const char *path_in(const char *name)
 {
-    static char buf[16][1024];
-    static int k;
-    k = (k + 1) % 16;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    return tl_path_in(dir, name);
 }
 
 static bool is_lost(uint64_t k)

@@ -49,11 +49,7 @@ static void teardown(void)
 
 static const char *path_in(const char *name)
 {
-    static char buf[16][1024];
-    static int k;
-    k = (k + 1) % 16;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    return tl_path_in(dir, name);
 }
 
 /* A new XPUB on a new port: the old one may still hold (un)subscriptions of an earlier

@@ -42,11 +42,7 @@ static const char *mpirun = MPIRUN; /* TL_MPIRUN overrides (a carried Open MPI) 
 
 static const char *path_in(const char *name)
 {
-    static char buf[32][1024];
-    static int k;
-    k = (k + 1) % 32;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    return tl_path_in(dir, name);
 }
 
 /* Runs `tomolive args...` (NULL-terminated), one process; its exit status. */

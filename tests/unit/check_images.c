@@ -33,11 +33,7 @@ static void teardown(void)
 
 static const char *path_in(const char *name)
 {
-    static char buf[4][1024];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    return tl_path_in(dir, name);
 }
 
 /* Writes `pages` pages of rows x cols samples of dtype, page p filled by value(p, k). */

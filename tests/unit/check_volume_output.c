@@ -73,11 +73,7 @@ static void make_volume(void)
 
 static const char *path_in(const char *name)
 {
-    static char buf[16][1024];
-    static int k;
-    k = (k + 1) % 16;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
+    return tl_path_in(dir, name);
 }
 
 typedef struct {
