@@ -129,20 +129,29 @@ static bool cpu(void)
     return strcmp(backend, "cpu") == 0;
 }
 
+/* `tomolive phantom --scan NAME`: a parallel-beam scan of proj views of rows x size. */
+static void phantom_scan(const char *name, unsigned proj, unsigned size, unsigned rows)
+{
+    char p[16], s[16], r[16];
+    snprintf(p, sizeof p, "%u", proj);
+    snprintf(s, sizeof s, "%u", size);
+    snprintf(r, sizeof r, "%u", rows);
+    ck_assert_int_eq(tl_client_run(dir,
+                                   (const char *const[]){"phantom", "--scan", path_in(name),
+                                                         "--projections", p, "--size", s, "--rows",
+                                                         r, NULL},
+                                   120),
+                     0);
+}
+
+/* A scan long enough to be mid-run when a test stops a rank (one row per slab). */
+enum { LONG_PROJ = 720, LONG_SIZE = 192, LONG_ROWS = 128 };
+
 static void setup(void)
 {
     dir = tl_tmpdir("recon_grid");
     ck_assert_ptr_nonnull(dir);
-    char p[16], s[16], r[16];
-    snprintf(p, sizeof p, "%d", NPROJ);
-    snprintf(s, sizeof s, "%d", COLS);
-    snprintf(r, sizeof r, "%d", ROWS);
-    ck_assert_int_eq(tl_client_run(dir,
-                                   (const char *const[]){"phantom", "--scan", path_in("scan.h5"),
-                                                         "--projections", p, "--size", s, "--rows",
-                                                         r, NULL},
-                                   60),
-                     0);
+    phantom_scan("scan.h5", NPROJ, COLS, ROWS);
     ck_assert_int_eq(RECON("--input", path_in("scan.h5"), "--backend", backend, "--output",
                            path_in("one.h5")),
                      0);
@@ -281,15 +290,9 @@ START_TEST(test_columns_take_the_same_slabs)
 {
     /* 91 projections in two columns: 45 and 46. Find a host budget under which the
      * column of 46 plans shorter slabs than the column of 45 on its own */
-    const char *scans[] = {"s45.h5", "s46.h5", "s91.h5"}, *counts[] = {"45", "46", "91"};
-    for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(tl_client_run(dir,
-                                       (const char *const[]){"phantom", "--scan",
-                                                             path_in(scans[i]), "--projections",
-                                                             counts[i], "--size", "64", "--rows",
-                                                             "40", NULL},
-                                       60),
-                         0);
+    phantom_scan("s45.h5", 45, COLS, ROWS);
+    phantom_scan("s46.h5", 46, COLS, ROWS);
+    phantom_scan("s91.h5", 91, COLS, ROWS);
     long lo = 50000, hi = 400000; /* the 46 column: 1 row at lo, more at hi */
     ck_assert_uint_eq(planned_rows("s46.h5", lo), 1);
     ck_assert_uint_gt(planned_rows("s46.h5", hi), 1);
@@ -354,14 +357,9 @@ static int children(pid_t parent, pid_t *out, int cap);
 
 START_TEST(test_resume)
 {
-    /* a 2x2 run stopped (SIGINT to mpirun, which passes it on) once slabs are written,
-     * then --resume: the one-process volume */
-    ck_assert_int_eq(tl_client_run(dir,
-                                   (const char *const[]){"phantom", "--scan", path_in("mid.h5"),
-                                                         "--projections", "720", "--size", "192",
-                                                         "--rows", "128", NULL},
-                                   120),
-                     0);
+    /* a 2x2 run stopped (SIGINT to every rank) once slabs are written, then --resume: the
+     * one-process volume */
+    phantom_scan("mid.h5", LONG_PROJ, LONG_SIZE, LONG_ROWS);
     ck_assert_int_eq(RECON("--input", path_in("mid.h5"), "--backend", backend, "--output",
                            path_in("mid-one.h5")),
                      0);
@@ -457,13 +455,7 @@ START_TEST(test_killed_rank_ends_the_job)
         printf("killed rank: on the CPU backend only\n");
         return;
     }
-    /* long enough to be mid-run when killed: 720 views of 128 rows, one row per slab */
-    ck_assert_int_eq(tl_client_run(dir,
-                                   (const char *const[]){"phantom", "--scan", path_in("big.h5"),
-                                                         "--projections", "720", "--size", "192",
-                                                         "--rows", "128", NULL},
-                                   120),
-                     0);
+    phantom_scan("big.h5", LONG_PROJ, LONG_SIZE, LONG_ROWS);
     pid_t job = mpi_start(4, (const char *const[]){"--grid", "2x2", "--input", path_in("big.h5"),
                                                    "--backend", backend, "--slab-rows", "1",
                                                    "--output", path_in("big-out.h5"), NULL});
