@@ -1043,10 +1043,7 @@ static int run(const options *o, resources *R)
                               .read_rows = read_rows,
                               /* a grid rank's slabs as tall as one process's: short slabs
                                  multiply the per-frame submissions */
-                              .slab_cap =
-                                  G && gnrows >= TL_VOLUME_MIN_SLABS
-                                      ? (gnrows + TL_VOLUME_MIN_SLABS - 1) / TL_VOLUME_MIN_SLABS
-                                      : 0,
+                              .cap_rows = gnrows,
                               .frame_rows = whole_frames ? P->rows : 0,
                               .chunk_frames = TL_VOLUME_READ_FRAMES,
                               .band_rows = cone_bands ? tl_volume_bands_rows : NULL,

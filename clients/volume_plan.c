@@ -122,10 +122,10 @@ static int plan_make(const tl_volume_problem *p, const tl_volume_budget *b, uint
                          tl_volume_plan_host_bytes(p, h) >> 20, b->host >> 20);
         }
     } else {
-        uint32_t cap = p->slab_cap ? p->slab_cap
-                       : p->rows >= TL_VOLUME_MIN_SLABS
-                           ? (p->rows + TL_VOLUME_MIN_SLABS - 1) / TL_VOLUME_MIN_SLABS
-                           : p->rows;
+        uint32_t base = p->cap_rows ? p->cap_rows : p->rows;
+        uint32_t cap = base >= TL_VOLUME_MIN_SLABS
+                           ? (base + TL_VOLUME_MIN_SLABS - 1) / TL_VOLUME_MIN_SLABS
+                           : base;
         cap = cap < p->rows ? cap : p->rows;
         uint32_t g = p->read_rows > 1 ? p->read_rows : 1;
         /* the tallest that fits; among those at least g tall, a multiple of g */

@@ -68,9 +68,10 @@ typedef struct {
     size_t writer_bytes; /* host bytes of the output's own buffers
                             (tl_volume_output_buffer_bytes; 0: no output) */
     uint32_t read_rows; /* the reader's row granularity (HDF5 chunk height); 0 or 1: any */
-    uint32_t slab_cap;  /* > 0: the tallest slab the overlap rule allows, instead of
-                           rows / TL_VOLUME_MIN_SLABS (a grid rank's part: the whole
-                           volume's, so small parts do not make short slabs) */
+    uint32_t cap_rows;  /* > 0: the rows the overlap rule divides (the tallest slab is
+                           cap_rows / TL_VOLUME_MIN_SLABS, at most rows): a grid rank's
+                           part gives the whole volume's, so small parts do not make
+                           short slabs; 0: rows */
     uint32_t frame_rows;   /* > 0: whole frames of this many rows in the engine (above) */
     uint32_t chunk_frames; /* ... read and submitted this many frames at a time */
     /* cone beam: the engine's rows for slabs of h slices (above); NULL: h */

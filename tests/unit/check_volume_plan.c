@@ -69,12 +69,12 @@ START_TEST(test_everything_fits)
 }
 END_TEST
 
-START_TEST(test_slab_cap)
+START_TEST(test_cap_rows)
 {
     /* a grid rank's part of 16 rows of a 256-row volume: slabs as tall as the whole
      * volume's (256 / 16), not 16 / 16 = 1 */
     tl_volume_problem p = problem(180, 16, 128);
-    p.slab_cap = 256 / TL_VOLUME_MIN_SLABS;
+    p.cap_rows = 256;
     tl_volume_budget b = {64 * GiB, 64 * GiB};
     tl_volume_plan plan;
     char err[256];
@@ -82,11 +82,11 @@ START_TEST(test_slab_cap)
     ck_assert_uint_eq(plan.slab_rows, 16);
     ck_assert_uint_eq(plan.slabs, 1);
     /* a cap above the part's rows: the rows */
-    p.slab_cap = 40;
+    p.cap_rows = 40 * TL_VOLUME_MIN_SLABS;
     ck_assert_int_eq(tl_volume_plan_make(&p, &b, 0, &plan, err, sizeof err), 0);
     ck_assert_uint_eq(plan.slab_rows, 16);
     /* the budgets still rule: an engine of 4 rows at most */
-    p.slab_cap = 16;
+    p.cap_rows = 256;
     b.gpu = fake_bytes(&eng, 4) + (size_t)4 * 128 * 128 * 4;
     ck_assert_int_eq(tl_volume_plan_make(&p, &b, 0, &plan, err, sizeof err), 0);
     ck_assert_uint_le(plan.slab_rows, 4);
@@ -215,7 +215,7 @@ static Suite *suite(void)
     Suite *s = suite_create("volume_plan");
     TCase *tc = tcase_create("plan");
     tcase_add_test(tc, test_everything_fits);
-    tcase_add_test(tc, test_slab_cap);
+    tcase_add_test(tc, test_cap_rows);
     tcase_add_test(tc, test_gpu_budget);
     tcase_add_test(tc, test_host_budget);
     tcase_add_test(tc, test_read_granularity);
