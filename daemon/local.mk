@@ -13,15 +13,16 @@
 
 # ---- base/ ----------------------------------------------------------------------------------
 
-# Settings, logging and systemd notification: a convenience library that tomolived and the
-# daemon's unit tests link with DAEMON_UTIL_LIBS.
+# Settings, logging, systemd notification and the MPI link: a convenience library that
+# tomolived and the daemon's unit tests link with DAEMON_UTIL_LIBS.
 noinst_LIBRARIES += daemon/libtldaemon.a
 daemon_libtldaemon_a_SOURCES = \
 	daemon/base/settings.h daemon/base/settings.c \
 	daemon/base/log.h daemon/base/log.c \
-	daemon/base/notify.h daemon/base/notify.c
-daemon_libtldaemon_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS)
-DAEMON_UTIL_LIBS = daemon/libtldaemon.a $(INIH_LIBS) $(SYSTEMD_LIBS)
+	daemon/base/notify.h daemon/base/notify.c \
+	daemon/base/mpilink.h daemon/base/mpilink.c
+daemon_libtldaemon_a_CFLAGS = $(AM_CFLAGS) $(INIH_CFLAGS) $(SYSTEMD_CFLAGS) $(MPI_CFLAGS)
+DAEMON_UTIL_LIBS = daemon/libtldaemon.a $(INIH_LIBS) $(SYSTEMD_LIBS) $(MPI_LIBS)
 
 # The rest of base/ (stats, queue, subscriptions, slice policy, read-out pacing, buffer
 # pool, outbox, socket watchers and binding), so unit tests can link them. DAEMON_CORE_LIBS adds the frame

@@ -73,7 +73,7 @@ tl_status tl_engine_pick_backend(const tl_engine_config *c, tl_errbuf *eb, tl_en
         one = &tl_cuda_backend;
         /* every ordinal must exist: a missing GPU is an error, never fewer partitions */
         int n = tl_cuda_device_count(why, sizeof why);
-        for (uint32_t k = 0; k < c->ndevices; k++)
+        for (uint32_t k = 0; k < (c->link ? 1u : c->ndevices); k++) /* others: ranks' own */
             if (c->devices[k] < 0 || c->devices[k] >= n)
                 return tl_fail(eb, TL_EDEVICE,
                                "devices[%u] is CUDA device %d, but this machine has %d CUDA "

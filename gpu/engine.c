@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/base/link.h"
 #include "gpu/base/sort.h"
 #include "gpu/engine_impl.h"
 #include "gpu/method/filter.h"
@@ -136,6 +137,13 @@ tl_status tl_engine_check_config(const tl_engine_config *c, tl_errbuf *eb)
     if (c->ndevices > TL_ENGINE_MAX_DEVICES)
         return tl_fail(eb, TL_EINVAL, "%u devices: an engine spans at most %d", c->ndevices,
                        TL_ENGINE_MAX_DEVICES);
+    if (c->link && (c->ndevices != (uint32_t)c->link->size || c->link->size < 2))
+        return tl_fail(eb, TL_EINVAL, "a job of %d ranks needs as many parts, not %u",
+                       c->link->size, c->ndevices);
+    if (c->link && c->geometry == TL_GEOMETRY_CONE)
+        return tl_fail(eb, TL_EUNSUPPORTED,
+                       "cone beam over MPI ranks: a voxel reads every detector row, so the rows "
+                       "cannot be split over hosts (reconstruct it on one rank)");
     if (c->ndevices >= 2 && c->ndevices > c->rows)
         return tl_fail(eb, TL_EINVAL,
                        "%u devices for %u detector rows: each device needs a row of its own",

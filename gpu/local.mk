@@ -1,6 +1,7 @@
 # gpu/ — the reconstruction engine, in layers (each folder uses only those below it):
 #   gpu/            the engine: the public API (engine.h) and its modules (engine_impl.h
-#                   lists them), the multi-device split backend, tuning, phantoms, IPC;
+#                   lists them), the multi-device split backend and its parts on other
+#                   ranks (remote.h), tuning, phantoms, IPC;
 #   gpu/geometry/   what a projection and a slice mean (parallel beam);
 #   gpu/method/     how the window becomes a slice (FBP: filters, weights);
 #   gpu/cpu/        the portable C backend;
@@ -15,6 +16,7 @@ gpu_libtlengine_a_SOURCES = \
 	gpu/reconstruct.c gpu/iterate.c gpu/choices.c gpu/bench.c gpu/center.c gpu/halfacq.c gpu/bands.c \
 	gpu/window.h gpu/window.c \
 	gpu/split.h gpu/split_impl.h gpu/split.c gpu/split_route.c gpu/split_acc.c gpu/split_bench.c gpu/split_iterative.c \
+	gpu/remote.h gpu/remote_impl.h gpu/remote.c gpu/remote_codec.c gpu/remote_serve.c \
 	gpu/phantom.h gpu/phantom.c gpu/phantom_cone.h gpu/phantom_cone.c \
 	gpu/fdk_ref.h gpu/fdk_ref.c gpu/project_ref.h gpu/project_ref.c gpu/iterative_ref.h gpu/iterative_ref.c \
 	gpu/ipc.h gpu/ipc.c \
@@ -37,7 +39,8 @@ gpu_libtlbase_a_SOURCES = \
 	gpu/base/fail.h gpu/base/fail.c \
 	gpu/base/backend.h gpu/base/joseph.h gpu/base/joseph.c \
 	gpu/base/clock.h gpu/base/pool.h gpu/base/pool.c gpu/base/sort.h gpu/base/sort.c \
-	gpu/base/phase.h gpu/base/phase.c gpu/base/rings.h gpu/base/parker.h
+	gpu/base/phase.h gpu/base/phase.c gpu/base/rings.h gpu/base/parker.h \
+	gpu/base/link.h gpu/base/wire.h gpu/base/wire.c
 gpu_libtlbase_a_CFLAGS = $(AM_CFLAGS)
 
 ENGINE_LIBS = gpu/libtlengine.a

@@ -35,6 +35,10 @@
  * Tracked slices (acc_*) follow the same rule: a row's accumulator lives on its owner; a
  * plane's on every part it crosses, each keeping the full plane, assembled on read-out.
  *
+ * Several hosts (tomolived --mpi, issue #23): with config.link the parts are the ranks of
+ * the job, part k on rank k through the remote backend (remote.h), which is a child like
+ * any other: the same rows, shifts, ownership and assembly, over MPI instead of PCIe.
+ *
  * Parallelism: a pool with one thread per part runs every operation that reaches the
  * children on all of them at once (one job per part; inline when only one part has work),
  * so per-frame uploads and filters, and back projections, overlap across GPUs; the caller
@@ -51,6 +55,7 @@
 #include <unistd.h>
 
 #include "gpu/cpu/cpu_backend.h"
+#include "gpu/remote.h"
 #include "gpu/split_impl.h"
 #ifdef HAVE_CUDA
 #include "gpu/cuda/cuda_backend.h"
@@ -81,7 +86,19 @@ static tl_status child_ops(const tl_engine_config *c, tl_errbuf *eb, const tl_ba
                    tl_backend_name(c->backend));
 }
 
-/* Part k's configuration: its held rows on its device, the CPU threads shared out. */
+/* Part k's backend: the child kind here, or on rank k of the job (remote.h). */
+static tl_status part_ops(const tl_engine_config *c, uint32_t k, tl_errbuf *eb,
+                          const tl_backend_ops **ops)
+{
+    if (c->link && k > 0) {
+        *ops = &tl_remote_backend;
+        return TL_OK;
+    }
+    return child_ops(c, eb, ops);
+}
+
+/* Part k's configuration: its held rows on its device (its rank's, with a link), the CPU
+ * threads shared out among the parts on this host. */
 static tl_engine_config part_config(const tl_engine_config *c, uint32_t k)
 {
     tl_engine_config pc = *c;
@@ -90,14 +107,17 @@ static tl_engine_config part_config(const tl_engine_config *c, uint32_t k)
     pc.rows = (end < c->rows ? end + 1 : end) - first;
     pc.device = c->devices[k];
     pc.ndevices = 0;
+    pc.peer = c->link ? (int)k : 0;
     long cores = c->threads > 0 ? c->threads : sysconf(_SC_NPROCESSORS_ONLN);
-    long share = cores / (long)c->ndevices;
+    long here = c->link ? c->link->local_ranks : (long)c->ndevices;
+    long share = cores / (here > 0 ? here : 1);
     pc.threads = share > 1 ? (int)share : 1;
     return pc;
 }
 
 /* What one device must hold: the sum of its parts (two parts on one GPU need both there). */
 typedef struct {
+    int rank;   /* where it is (config.link; 0: here) */
     int device; /* -1: host memory (the CPU backend's parts all share it) */
     uint32_t parts;
     size_t need, avail;
@@ -106,14 +126,14 @@ typedef struct {
 static tl_status device_uses(const tl_engine_config *c, size_t padded, tl_errbuf *eb,
                              device_use *u, uint32_t *nu, tl_memory_estimate *sum)
 {
-    const tl_backend_ops *ops = NULL;
-    tl_status st = child_ops(c, eb, &ops);
-    if (st != TL_OK)
-        return st;
     memset(sum, 0, sizeof *sum);
     *nu = 0;
     bool known = true;
     for (uint32_t k = 0; k < c->ndevices; k++) {
+        const tl_backend_ops *ops = NULL;
+        tl_status st = part_ops(c, k, eb, &ops);
+        if (st != TL_OK)
+            return st;
         tl_engine_config pc = part_config(c, k);
         tl_memory_estimate m;
         st = ops->estimate(&pc, padded, &m, eb);
@@ -124,10 +144,10 @@ static tl_status device_uses(const tl_engine_config *c, size_t padded, tl_errbuf
         sum->total_bytes += m.total_bytes;
         int dev = c->backend == TL_BACKEND_CUDA ? pc.device : -1;
         uint32_t i = 0;
-        while (i < *nu && u[i].device != dev)
+        while (i < *nu && (u[i].rank != pc.peer || u[i].device != dev))
             i++;
         if (i == *nu) {
-            u[(*nu)++] = (device_use){.device = dev, .avail = m.available_bytes};
+            u[(*nu)++] = (device_use){.rank = pc.peer, .device = dev, .avail = m.available_bytes};
             known = known && m.available_bytes > 0;
             sum->available_bytes += m.available_bytes;
         }
@@ -178,7 +198,10 @@ static void split_destroy(void *state)
 static void part_label(const tl_split *sp, uint32_t k, char *buf, size_t len)
 {
     const tl_split_part *p = &sp->p[k];
-    if (sp->cuda)
+    if (p->rank > 0)
+        snprintf(buf, len, "part %u of %u (rows %u..%u, rank %d)", k, sp->np, p->first, p->end - 1,
+                 p->rank);
+    else if (sp->cuda)
         snprintf(buf, len, "part %u of %u (rows %u..%u, CUDA device %d)", k, sp->np, p->first,
                  p->end - 1, p->device);
     else
@@ -196,7 +219,7 @@ tl_status tl_split_part_fail(tl_split *sp, uint32_t k)
 /* "2 × NVIDIA H200 (sm_90, 132 SMs)"; "CPU (4 threads), 3 row partitions". */
 static void make_name(tl_split *sp)
 {
-    int devs[TL_ENGINE_MAX_DEVICES];
+    int devs[TL_ENGINE_MAX_DEVICES], ranks[TL_ENGINE_MAX_DEVICES];
     uint32_t nd = 0;
     bool alike = true;
     const char *first = sp->p[0].ops->device_name(sp->p[0].be);
@@ -205,11 +228,12 @@ static void make_name(tl_split *sp)
     for (uint32_t k = 0; k < sp->np; k++) {
         int dev = sp->cuda ? sp->p[k].device : -1;
         uint32_t i = 0;
-        while (i < nd && devs[i] != dev)
+        while (i < nd && (devs[i] != dev || ranks[i] != sp->p[k].rank))
             i++;
         if (i < nd)
             continue; /* a device already named */
-        devs[nd++] = dev;
+        devs[nd] = dev;
+        ranks[nd++] = sp->p[k].rank;
         const char *name = sp->p[k].ops->device_name(sp->p[k].be);
         alike = alike && strcmp(name, first) == 0;
         if (used < sizeof joined) {
@@ -222,7 +246,9 @@ static void make_name(tl_split *sp)
         n = snprintf(sp->name, sizeof sp->name, "%u × %s", nd, first);
     else
         n = snprintf(sp->name, sizeof sp->name, "%s", alike ? first : joined);
-    if (nd != sp->np && n > 0 && (size_t)n < sizeof sp->name)
+    if (sp->p[sp->np - 1].rank > 0 && n > 0 && (size_t)n < sizeof sp->name)
+        snprintf(sp->name + n, sizeof sp->name - (size_t)n, ", over %u MPI ranks", sp->np);
+    else if (nd != sp->np && n > 0 && (size_t)n < sizeof sp->name)
         snprintf(sp->name + n, sizeof sp->name - (size_t)n, ", %u row partitions", sp->np);
 }
 
@@ -230,27 +256,30 @@ static tl_status split_create(const tl_engine_config *c, size_t padded, tl_errbu
                               void **state)
 {
     *state = NULL;
-    const tl_backend_ops *ops = NULL;
-    tl_status st = child_ops(c, eb, &ops);
-    if (st != TL_OK)
-        return st;
     if (c->ndevices < 2 || c->ndevices > TL_ENGINE_MAX_DEVICES || c->ndevices > c->rows)
         return tl_fail(eb, TL_EINTERNAL, "split backend given %u devices for %u rows", c->ndevices,
                        c->rows);
+    if (c->link && c->ndevices != (uint32_t)c->link->size)
+        return tl_fail(eb, TL_EINTERNAL, "split backend given %u parts for %d ranks", c->ndevices,
+                       c->link->size);
 
     /* Memory per device, before anything is allocated: the engine compared the sum over
      * all devices; two parts on one device must fit there together. */
     device_use u[TL_ENGINE_MAX_DEVICES];
     uint32_t nu;
     tl_memory_estimate sum;
-    st = device_uses(c, padded, eb, u, &nu, &sum);
+    tl_status st = device_uses(c, padded, eb, u, &nu, &sum);
     if (st != TL_OK)
         return st;
     for (uint32_t i = 0; i < nu; i++)
         if (u[i].avail && u[i].need > u[i].avail) {
-            char where[48] = "host memory";
+            char where[64] = "host memory";
             if (u[i].device >= 0)
                 snprintf(where, sizeof where, "CUDA device %d", u[i].device);
+            if (c->link) {
+                size_t n = strlen(where);
+                snprintf(where + n, sizeof where - n, " of rank %d", u[i].rank);
+            }
             return tl_fail(eb, TL_ENOMEM,
                            "scan needs %.2f GiB on %s (%u of %u row partitions) but only %.2f "
                            "GiB are free there; spread the rows over more devices, reconstruct "
@@ -276,8 +305,12 @@ static tl_status split_create(const tl_engine_config *c, size_t padded, tl_errbu
     for (uint32_t k = 0; k < sp->np; k++) {
         tl_split_part *p = &sp->p[k];
         tl_engine_config pc = part_config(c, k);
-        p->ops = ops;
+        if ((st = part_ops(c, k, eb, &p->ops)) != TL_OK) {
+            split_destroy(sp);
+            return st;
+        }
         p->device = pc.device;
+        p->rank = pc.peer;
         p->held = pc.rows;
         tl_engine_split_rows(c->rows, c->ndevices, k, &p->first, &p->end);
         p->rows = calloc(TL_SPLIT_BENCH_ROWS, sizeof *p->rows);
@@ -285,7 +318,7 @@ static tl_status split_create(const tl_engine_config *c, size_t padded, tl_errbu
             split_destroy(sp);
             return tl_fail(eb, TL_ENOMEM, "out of memory");
         }
-        p->st = ops->create(&pc, padded, &p->err, &p->be);
+        p->st = p->ops->create(&pc, padded, &p->err, &p->be);
         if (p->st != TL_OK) {
             st = tl_split_part_fail(sp, k); /* the child's message, named by part and device */
             split_destroy(sp);

@@ -23,6 +23,7 @@ typedef struct {
     void *be;
     tl_errbuf err;       /* the child reports here */
     int device;          /* CUDA ordinal (the CPU backend ignores it) */
+    int rank;            /* the rank it runs on (config.link; 0: here) */
     uint32_t first, end; /* owns rows [first, end) */
     uint32_t held;       /* holds rows [first, first + held) */
     tl_status st;        /* outcome of its share */

@@ -50,9 +50,26 @@ int tl_fx_start_env(tl_fixture *f, const char *tag, const char *const *extra,
     return tl_fx_start_keys(f, tag, extra, env, NULL, NULL, NULL);
 }
 
+static int start(tl_fixture *f, const char *tag, const char *const *launcher,
+                 const char *const *extra, const char *const *env, const char *server_key,
+                 const char *ctl_key, const char *push_key);
+
 int tl_fx_start_keys(tl_fixture *f, const char *tag, const char *const *extra,
                      const char *const *env, const char *server_key, const char *ctl_key,
                      const char *push_key)
+{
+    return start(f, tag, NULL, extra, env, server_key, ctl_key, push_key);
+}
+
+int tl_fx_start_launched(tl_fixture *f, const char *tag, const char *const *launcher,
+                         const char *const *extra, const char *const *env)
+{
+    return start(f, tag, launcher, extra, env, NULL, NULL, NULL);
+}
+
+static int start(tl_fixture *f, const char *tag, const char *const *launcher,
+                 const char *const *extra, const char *const *env, const char *server_key,
+                 const char *ctl_key, const char *push_key)
 {
     memset(f, 0, sizeof *f);
     f->dir = tl_tmpdir(tag);
@@ -71,26 +88,33 @@ int tl_fx_start_keys(tl_fixture *f, const char *tag, const char *const *extra,
      * frames queue); its cache in the test's directory, not the user's ~/.cache. */
     snprintf(set_t, sizeof set_t, "engine.tune_cache=%s/tune.json", f->dir);
     /* no HTTP server unless a test asks (parallel daemons would all want port 8600) */
-    const char *argv[64] = {bin,
-                            "--set",
-                            set_i,
-                            "--set",
-                            set_c,
-                            "--set",
-                            set_s,
-                            "--backend",
-                            "cpu",
-                            "--log-level",
-                            "debug",
-                            "--set",
-                            "http.listen=",
-                            "--set",
-                            set_t,
-                            "--set",
-                            "engine.tune=off"};
-    int argc = 17;
-    for (int i = 0; extra && extra[i] && argc < 62; i++)
-        argv[argc++] = extra[i];
+    const char *daemon[64] = {bin,
+                              "--set",
+                              set_i,
+                              "--set",
+                              set_c,
+                              "--set",
+                              set_s,
+                              "--backend",
+                              "cpu",
+                              "--log-level",
+                              "debug",
+                              "--set",
+                              "http.listen=",
+                              "--set",
+                              set_t,
+                              "--set",
+                              "engine.tune=off"};
+    int nd = 17;
+    for (int i = 0; extra && extra[i] && nd < 63; i++)
+        daemon[nd++] = extra[i];
+    /* the launcher's words, then the daemon's */
+    const char *argv[96];
+    int argc = 0;
+    for (int i = 0; launcher && launcher[i] && argc < 32; i++)
+        argv[argc++] = launcher[i];
+    for (int i = 0; i < nd; i++)
+        argv[argc++] = daemon[i];
     argv[argc] = NULL;
 
     /* environment: ours plus env */
@@ -108,7 +132,7 @@ int tl_fx_start_keys(tl_fixture *f, const char *tag, const char *const *extra,
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 2, f->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    int rc = posix_spawn(&f->pid, bin, &fa, NULL, (char *const *)argv, envp);
+    int rc = posix_spawnp(&f->pid, argv[0], &fa, NULL, (char *const *)argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     free(envp);
     if (rc != 0) {

@@ -47,6 +47,12 @@ int tl_fx_start_keys(tl_fixture *f, const char *tag, const char *const *extra,
                      const char *const *env, const char *server_key, const char *ctl_key,
                      const char *push_key);
 
+/* The same for a daemon started by a launcher: launcher's words (NULL-terminated), then
+ * the daemon's command line, e.g. {"mpirun", "-n", "4", NULL} with extra {"--mpi", ...};
+ * f->pid is the launcher's. */
+int tl_fx_start_launched(tl_fixture *f, const char *tag, const char *const *launcher,
+                         const char *const *extra, const char *const *env);
+
 /* A control request; args is a JSON object text or NULL. Returns the reply as JSON:
  * {"ok": true, "result": ...} or {"ok": false, "code": N, "name": "E_...", "message": "..."};
  * NULL when no reply came within 30 s (a reply takes milliseconds; the margin is for

@@ -36,6 +36,9 @@ EXTRA_DIST += tests/gpu/recon_volume_cuda.sh
 # tomolive recon --grid on the CUDA backend, ranks sharing the GPUs (skips without a GPU or MPI)
 TESTS += tests/gpu/recon_grid_cuda.sh
 EXTRA_DIST += tests/gpu/recon_grid_cuda.sh
+# tomolived --mpi on the CUDA backend, ranks sharing the GPU (skips without a GPU or MPI)
+TESTS += tests/gpu/live_mpi_cuda.sh
+EXTRA_DIST += tests/gpu/live_mpi_cuda.sh
 
 # frames in a producer's GPU memory (CUDA IPC) through the daemon, the producer a process of
 # its own (the test re-executes itself); skips without a GPU

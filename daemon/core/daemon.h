@@ -41,6 +41,7 @@
 #include "daemon/base/stats.h"
 #include "daemon/base/zwatch.h"
 #include "gpu/base/clock.h"
+#include "gpu/base/link.h"
 #include "gpu/engine.h"
 #include "gpu/tune.h"
 #include "protocol/protocol.h"
@@ -166,6 +167,8 @@ typedef struct tl_daemon {
     uv_loop_t loop;
     tl_auth auth; /* [security]: keys, roles, the ZAP handler (loop thread) */
     tl_backend_kind host_memory; /* whose host memory slice buffers use (tl_host_alloc) */
+    const tl_link *link;         /* tomolived --mpi: the other ranks, which hold parts of the rows
+                            (gpu/remote.h); NULL: this host alone */
     uint32_t shm_objects;        /* shared-memory objects created: part of each name */
     tl_stats stats;
 

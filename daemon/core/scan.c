@@ -160,6 +160,12 @@ static bool cone_config(tl_proto_scan *m, tl_engine_config *ec, char *why, size_
                                 .scan_range = m->has_short_scan ? m->short_scan[1] : 0};
     if (!m->has_center && m->has_detector_offset)
         ec->center = (m->cols - 1) / 2.0 + m->detector_offset[0];
+    if (ec->link) { /* a cone-beam voxel reads every row: no rows to split over hosts */
+        tl_log(TL_LOG_INFO, "cone_one_rank", "series=%llu ranks=%d device=%d",
+               (unsigned long long)m->series, ec->link->size, ec->devices[0]);
+        ec->link = NULL;
+        ec->ndevices = 1;
+    }
     const bool share = ec->keep_measurements && ec->backend != TL_BACKEND_CPU &&
                        tl_backend_available(TL_BACKEND_CUDA, NULL, 0);
     if (ec->ndevices > 1 && share)
@@ -216,6 +222,11 @@ static void open_scan(tl_daemon *d, tl_item *it)
     ec.ndevices = ngpus > 0 ? (uint32_t)ngpus : 0;
     for (uint32_t i = 0; i < ec.ndevices; i++)
         ec.devices[i] = gpus[i];
+    if (d->link) { /* --mpi: a part of the rows per rank, this rank's on its first GPU */
+        ec.devices[0] = ec.ndevices ? ec.devices[0] : ec.device;
+        ec.ndevices = (uint32_t)d->link->size;
+        ec.link = d->link;
+    }
     if (m->has_center)
         ec.center = m->center;
     if (it->filter[0]) {

@@ -236,6 +236,12 @@ typedef struct {
      * all of them (gpu/cuda/iterative_cone.cu); without, TL_EUNSUPPORTED. */
     uint32_t ndevices;
     int devices[TL_ENGINE_MAX_DEVICES];
+    /* Several hosts (tomolived --mpi, gpu/remote.h): with a link, the rows are split as
+     * above with one part per rank of the job (ndevices = link->size): part 0 here, on
+     * devices[0], and part k on rank k, on the device that rank serves with (devices[k]
+     * unused). peer is internal: the rank a part's configuration is for (split.c). */
+    const struct tl_link *link;
+    int peer;
     char kernel[32];  /* force a back-projection kernel by name (tests, benchmarks);
                                  "" = the fastest kernel of an allowed quality mode */
     tl_corrections corr; /* per-frame corrections; zero = none (above) */
