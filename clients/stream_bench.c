@@ -94,6 +94,7 @@ typedef struct {
     int device;          /* --cuda-ipc: the GPU of the ring and of the daemon */
     uint32_t ring;       /* --cuda-ipc: slots */
     const char *gpus;    /* --gpus: the daemon's daemon.gpus, or NULL */
+    int mpi;             /* --mpi N: the daemon on N MPI ranks (mpirun -n N tomolived --mpi) */
     bool prefilled;      /* --cuda-ipc --prefilled: slots written once, lent as they are */
     tl_corrections corr; /* --dezinger, --paganin: the scan's per-frame corrections */
     const char *rings;   /* --rings, as the scan sends it */
@@ -200,8 +201,15 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
         snprintf(set[nset++], sizeof set[0], "daemon.gpus=%s", o->gpus);
     if (o->iterative) /* the measurements kept for the iterative row slice */
         snprintf(set[nset++], sizeof set[0], "engine.iterative=true");
-    const char *argv[32] = {o->daemon, "--backend", o->backend, "--log-level", "warn"};
-    int argc = 5;
+    /* --mpi N: mpirun (PATH's, or TL_MPIRUN) starts the daemon on N ranks */
+    const char *mpirun = getenv("TL_MPIRUN");
+    char ranks[16];
+    snprintf(ranks, sizeof ranks, "%d", o->mpi);
+    const char *argv[40] = {mpirun && *mpirun ? mpirun : "mpirun", "--oversubscribe", "-n", ranks};
+    int argc = o->mpi > 0 ? 4 : 0;
+    const char *daemon[] = {o->daemon, "--backend", o->backend, "--log-level", "warn", "--mpi"};
+    for (int i = 0; i < (o->mpi > 0 ? 6 : 5); i++)
+        argv[argc++] = daemon[i];
     for (int i = 0; i < nset; i++) {
         argv[argc++] = "--set";
         argv[argc++] = set[i];
@@ -212,7 +220,7 @@ static pid_t start_daemon(const options *o, run *r, bool incremental, char *log,
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid;
-    int rc = posix_spawnp(&pid, o->daemon, &fa, NULL, (char *const *)argv, environ);
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     return rc == 0 ? pid : -1;
 }
@@ -1151,7 +1159,7 @@ static const char usage_text[] =
     "                      [--port P] [--delivery tcp|shm] [--daemon PATH]\n"
     "                      [--slices N] [--encoding f32|f16|q16] [--lz4]\n"
     "                      [--cuda-ipc [--device N] [--ring SLOTS] [--prefilled]]\n"
-    "                      [--gpus LIST] [--dezinger T] [--paganin E,D,P,R]\n"
+    "                      [--gpus LIST] [--mpi N] [--dezinger T] [--paganin E,D,P,R]\n"
     "                      [--rings vo|fw[:PARAM[,TOL]]] [--cone SAD,SDD,PITCH]\n"
     "                      [--iterative METHOD]\n"
     "\n"
@@ -1185,6 +1193,8 @@ static const char usage_text[] =
     "slot holds it (a frame grabber writing by DMA): no GPU copy of the producer's\n"
     "competes with the daemon, so the numbers are the daemon's alone.\n"
     "--gpus LIST: the daemon splits the detector rows across these GPUs (daemon.gpus).\n"
+    "--mpi N: the daemon runs as an MPI job of N ranks (mpirun -n N tomolived --mpi; mpirun\n"
+    "from PATH, or TL_MPIRUN), the rows split over the ranks.\n"
     "--bands N: each frame goes as N messages of a row band each (rows b R / N to\n"
     "(b + 1) R / N - 1, with the frame's header; N <= R), band b of frame k on connection\n"
     "(k N + b) mod K, so that a frame's bands travel at once (default 1: whole frames; not\n"
@@ -1251,6 +1261,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
         O_DEVICE,
         O_RING,
         O_GPUS,
+        O_MPI,
         O_PREFILLED,
         O_BANDS,
         O_REPEAT,
@@ -1282,6 +1293,7 @@ int tl_cmd_stream_bench(int argc, char **argv)
                                          {"device", required_argument, NULL, O_DEVICE},
                                          {"ring", required_argument, NULL, O_RING},
                                          {"gpus", required_argument, NULL, O_GPUS},
+                                         {"mpi", required_argument, NULL, O_MPI},
                                          {"prefilled", no_argument, NULL, O_PREFILLED},
                                          {"bands", required_argument, NULL, O_BANDS},
                                          {"repeat", required_argument, NULL, O_REPEAT},
@@ -1329,6 +1341,12 @@ int tl_cmd_stream_bench(int argc, char **argv)
                 break;
             case O_CUDAIPC: o.cuda_ipc = true; break;
             case O_GPUS: o.gpus = optarg; break;
+            case O_MPI:
+                if (!tl_cli_long(optarg, 2, TL_ENGINE_MAX_DEVICES, &v))
+                    return fail(2, "bad --mpi '%s': need 2 .. %d ranks", optarg,
+                                TL_ENGINE_MAX_DEVICES);
+                o.mpi = (int)v;
+                break;
             case O_PREFILLED: o.prefilled = device_or_ring = true; break;
             case O_DEVICE:
             case O_RING:
