@@ -25,15 +25,19 @@
  * lies between, so it computes what a single engine computes.
  *   - A horizontal slice (no z component along the plane) is computed by the owner of its
  *     z alone, straight into the caller's buffer.
- *   - Any other plane (ortho-slices, tilted planes) is computed whole, into host scratch, by
- *     every part whose rows it crosses, and assemble() takes each output pixel from the
- *     part that owns the pixel's z. The host computes z per pixel from the plane in double,
+ *   - A plane whose output rows each lie at one height (ortho-slices: no z along a row) is
+ *     dealt out by rows: each part it crosses computes, as a plane of its own, just the
+ *     output rows whose height it owns (tl_split_share), into host scratch, and assemble()
+ *     puts the rows together. So each part's work and read-out shrink with the parts.
+ *   - Any other plane (tilted planes) is computed whole, into host scratch, by every part
+ *     whose rows it crosses, and assemble() takes each output pixel from the part that owns
+ *     the pixel's z. The host computes z per pixel from the plane in double,
  *     the kernels in float, so right at a boundary the two may disagree by a rounding on
  *     which part owns a pixel. That is harmless: interpolation is continuous, and a part
  *     evaluating a sample a rounding outside its rows misses at most a rounding's share of
  *     the row it lacks.
  * Tracked slices (acc_*) follow the same rule: a row's accumulator lives on its owner; a
- * plane's on every part it crosses, each keeping the full plane, assembled on read-out.
+ * plane's on every part it crosses, each keeping its share, assembled on read-out.
  *
  * Several hosts (tomolived --mpi, issue #23): with config.link the parts are the ranks of
  * the job, part k on rank k through the remote backend (remote.h), which is a child like

@@ -1,6 +1,7 @@
 /* split_acc.c — tracked slices of a split engine (backend.h acc_*): a row's accumulator
- * lives on the part that owns it, a plane's on every part it crosses, each keeping the
- * full plane, assembled on read-out. */
+ * lives on the part that owns it, a plane's on every part it crosses, each keeping its
+ * share (tl_split_share: an ortho-slice's rows at its heights, another plane whole),
+ * assembled on read-out. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -14,12 +15,11 @@ void tl_split_acc_free(void *state, int id)
     if (id < 0 || id >= sp->nacc || !sp->acc[id].alloc)
         return;
     tl_split_acc *a = &sp->acc[id];
-    if (a->placed) {
-        uint32_t k0, k1;
-        tl_split_parts_of(sp, &a->sl, &k0, &k1);
-        for (uint32_t k = k0; k <= k1; k++)
+    tl_bp_slice share;
+    uint32_t r0;
+    for (uint32_t k = 0; a->placed && k < sp->np; k++)
+        if (tl_split_share(sp, &a->sl, k, &share, &r0))
             sp->p[k].ops->acc_free(sp->p[k].be, id);
-    }
     memset(a, 0, sizeof *a);
 }
 
@@ -50,15 +50,18 @@ static tl_status place(tl_split *sp, int id, const tl_bp_slice *sl)
     if (sl->height != a->sl.height || sl->width != a->sl.width)
         return tl_fail(sp->eb, TL_EINTERNAL, "slice %d updated as %u x %u, tracked as %u x %u", id,
                        sl->height, sl->width, a->sl.height, a->sl.width);
-    uint32_t k0, k1;
-    tl_split_parts_of(sp, sl, &k0, &k1);
-    for (uint32_t k = k0; k <= k1; k++) {
+    tl_bp_slice share;
+    uint32_t r0;
+    for (uint32_t k = 0; k < sp->np; k++) {
         tl_split_part *p = &sp->p[k];
-        p->st = p->ops->acc_alloc(p->be, id, sl->height, sl->width);
+        if (!tl_split_share(sp, sl, k, &share, &r0))
+            continue;
+        p->st = p->ops->acc_alloc(p->be, id, share.height, share.width);
         if (p->st != TL_OK) {
             tl_status st = tl_split_part_fail(sp, k);
-            while (k-- > k0)
-                sp->p[k].ops->acc_free(sp->p[k].be, id);
+            while (k-- > 0)
+                if (tl_split_share(sp, sl, k, &share, &r0))
+                    sp->p[k].ops->acc_free(sp->p[k].be, id);
             return st;
         }
     }

@@ -106,6 +106,11 @@ bool tl_split_busy(const tl_split *sp, uint32_t k);
 tl_status tl_split_run(tl_split *sp, tl_split_op op);
 /* The parts that compute slice sl: [*k0, *k1]. */
 void tl_split_parts_of(const tl_split *sp, const tl_bp_slice *sl, uint32_t *k0, uint32_t *k1);
+/* Part k's share of slice sl: the whole slice, or of a plane whose output rows each lie at
+ * one height (an ortho-slice) just the rows whose height part k owns, rows [*r0, *r0 +
+ * share->height) of sl as a plane of their own; false when part k computes none of it. */
+bool tl_split_share(const tl_split *sp, const tl_bp_slice *sl, uint32_t k, tl_bp_slice *share,
+                    uint32_t *r0);
 /* Deals slices sl[0..n) (ids: their slice ids, or NULL) to the parts that compute them. */
 tl_status tl_split_route(tl_split *sp, const tl_bp_slice *sl, size_t n, const int *ids);
 /* After tl_split_route and tl_split_run: the planes among sl[0..n) put together. */

@@ -166,20 +166,63 @@ static uint32_t pixel_owner(const tl_split *sp, const tl_bp_slice *sl, uint32_t 
     return k < k0 ? k0 : k > k1 ? k1 : k;
 }
 
+/* A plane whose output rows each lie at one height (no z along a row: ortho-slices), but
+ * not all at the same: its rows are dealt out by height. */
+static bool banded(const tl_bp_slice *sl)
+{
+    return sl->plane[2] == 0.f && !horizontal(sl);
+}
+
+bool tl_split_share(const tl_split *sp, const tl_bp_slice *sl, uint32_t k, tl_bp_slice *share,
+                    uint32_t *r0)
+{
+    uint32_t k0, k1;
+    tl_split_parts_of(sp, sl, &k0, &k1);
+    *share = *sl;
+    *r0 = 0;
+    if (k < k0 || k > k1)
+        return false;
+    if (!banded(sl))
+        return true;
+    /* the owner is monotonic in the row (z is affine in it): k's rows are one run */
+    uint32_t h = sl->height, first = h, end = 0;
+    for (uint32_t i = 0; i < h; i++)
+        if (pixel_owner(sp, sl, i, 0, k0, k1) == k) {
+            first = i < first ? i : first;
+            end = i + 1;
+        }
+    if (end <= first)
+        return false;
+    /* rows [first, end) as a plane: t = 1 - (i + 0.5) / h over them is the sub-plane's own
+     * t' scaled by (end - first) / h, offset by (h - end) / h */
+    const double scale = (double)(end - first) / h, lift = (double)(h - end) / h;
+    for (int a = 0; a < 3; a++) {
+        share->plane[3 + a] = (float)(sl->plane[3 + a] * scale);
+        share->plane[6 + a] = (float)(sl->plane[6 + a] + lift * sl->plane[3 + a]);
+    }
+    share->height = end - first;
+    *r0 = first;
+    return true;
+}
+
 /* Puts plane sl together in out from the parts' copies (copy[k]: part k's, for k in
- * [k0, k1]): each pixel from the part that owns its height. */
+ * [k0, k1]): each pixel from the part that owns its height; a banded plane's rows from the
+ * part whose share they are. */
 static void assemble(const tl_split *sp, const tl_bp_slice *sl, const float *const *copy,
                      uint32_t k0, uint32_t k1, float *out)
 {
     uint32_t h = sl->height, w = sl->width;
+    if (banded(sl)) {
+        for (uint32_t k = k0; k <= k1; k++) {
+            tl_bp_slice share;
+            uint32_t r0;
+            if (tl_split_share(sp, sl, k, &share, &r0))
+                memcpy(out + (size_t)r0 * w, copy[k], (size_t)share.height * w * sizeof *out);
+        }
+        return;
+    }
     for (uint32_t i = 0; i < h; i++) {
         size_t row = (size_t)i * w;
-        if (sl->plane[2] == 0.f) {
-            /* z constant along an output row (ortho-slices): one owner for the whole row */
-            uint32_t k = pixel_owner(sp, sl, i, 0, k0, k1);
-            memcpy(out + row, copy[k] + row, w * sizeof *out);
-            continue;
-        }
         for (uint32_t j = 0; j < w; j++)
             out[row + j] = copy[pixel_owner(sp, sl, i, j, k0, k1)][row + j];
     }
@@ -232,13 +275,16 @@ static tl_status reserve_part(tl_split *sp, tl_split_part *p, size_t n, size_t p
 tl_status tl_split_route(tl_split *sp, const tl_bp_slice *sl, size_t n, const int *ids)
 {
     size_t count[TL_ENGINE_MAX_DEVICES] = {0}, px[TL_ENGINE_MAX_DEVICES] = {0};
-    uint32_t k0, k1;
+    uint32_t k0, k1, r0;
+    tl_bp_slice share;
     for (size_t i = 0; i < n; i++) {
         tl_split_parts_of(sp, &sl[i], &k0, &k1);
         for (uint32_t k = k0; k <= k1; k++) {
+            if (!tl_split_share(sp, &sl[i], k, &share, &r0))
+                continue;
             count[k]++;
             if (!horizontal(&sl[i]) && sl[i].out)
-                px[k] += (size_t)sl[i].height * sl[i].width;
+                px[k] += (size_t)share.height * share.width;
         }
     }
     for (uint32_t k = 0; k < sp->np; k++) {
@@ -258,14 +304,16 @@ tl_status tl_split_route(tl_split *sp, const tl_bp_slice *sl, size_t n, const in
     for (size_t i = 0; i < n; i++) {
         tl_split_parts_of(sp, &sl[i], &k0, &k1);
         for (uint32_t k = k0; k <= k1; k++) {
+            if (!tl_split_share(sp, &sl[i], k, &share, &r0))
+                continue;
             tl_split_part *p = &sp->p[k];
             size_t m = p->n++;
-            p->sl[m] = sl[i];
+            p->sl[m] = share;
             /* exact when z >= first (a float minus a smaller whole number): where p owns z */
-            p->sl[m].plane[8] = sl[i].plane[8] - (float)p->first;
+            p->sl[m].plane[8] = share.plane[8] - (float)p->first;
             if (!horizontal(&sl[i]) && sl[i].out) {
                 p->sl[m].out = p->scratch + px[k];
-                px[k] += (size_t)sl[i].height * sl[i].width;
+                px[k] += (size_t)share.height * share.width;
                 sp->copy[i * sp->np + k] = p->sl[m].out;
             }
             p->outs[m] = p->sl[m].out;

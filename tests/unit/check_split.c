@@ -250,6 +250,10 @@ START_TEST(planes_match_one_engine)
     tl_slice_spec_ortho(&sp, TL_AXIS_Y, 1.5, 2 * H + 6, S);
     sp.scale = 0.5 * (H + 3) / H;
     compare(e, "ortho y, z steps of about half a row", &sp, false);
+    /* two output rows over the whole height: the middle partition of 3 has none of them
+     * (an ortho-slice's rows are dealt out by height, split_route.c) */
+    tl_slice_spec_ortho(&sp, TL_AXIS_Y, 0.5, 2, S);
+    compare(e, "ortho y of two rows", &sp, false);
     /* z along the output rows: per pixel assembly */
     const float ob[9] = {0, 0, (float)H + 2, 0, (float)S, 0, 4.5f - S / 2.0f, -S / 2.0f, -1.5f};
     tl_slice_spec_plane(&sp, ob, S, 29);
@@ -309,7 +313,7 @@ START_TEST(tracked_slices)
     tl_engine *e[NENG];
     source s;
     make_all(e, &s);
-    enum { NT = 5 };
+    enum { NT = 6 };
     tl_slice_spec sp[NT];
     tl_slice_spec_row(&sp[0], 6, S, S);    /* first row of part 1 of 2 */
     tl_slice_spec_row(&sp[1], 3.5, S, S);  /* between parts 0 and 1 of 3 */
@@ -317,6 +321,7 @@ START_TEST(tracked_slices)
     tl_slice_spec_ortho(&sp[3], TL_AXIS_X, 2.5, H, S);
     const float tilt[9] = {32, 6, 6.3f, -5, 30, 9.1f, -16, -16, -1.2f};
     tl_slice_spec_plane(&sp[4], tilt, 37, 45);
+    tl_slice_spec_ortho(&sp[5], TL_AXIS_Y, 0.5, 2, S); /* no row on the middle part of 3 */
     int tracked[NENG][NT], scratch[NT];
     float *out[NENG][NT], *ref[NT];
     for (int i = 0; i < NENG; i++)
