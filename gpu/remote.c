@@ -35,6 +35,7 @@ typedef struct {
     tl_kernel_info *kernels; /* the serving rank's list, asked for once */
     size_t nkernels;
     bool have_kernels;
+    size_t it_pixels; /* the current iterative problem's (it_begin) */
 } tl_remote;
 
 /* A tag no other live backend of this process uses: they count up, and 32,767 backends
@@ -451,6 +452,102 @@ static tl_status remote_bench_store(void *state, const tl_frame *f, int reps, do
     return results(r);
 }
 
+/* ---- iterative slices (the part that owns the slice's row solves it, split_iterative.c) -- */
+
+static tl_status remote_it_begin(void *state, const tl_it_problem *p, double stats[2])
+{
+    tl_remote *r = state;
+    begin(r, TL_REMOTE_IT_BEGIN);
+    tl_remote_put_problem(&r->req, p);
+    tl_status st = call(r);
+    if (st != TL_OK)
+        return st;
+    r->it_pixels = tl_it_pixels(p);
+    tl_wire_take(&r->in, stats, 2 * sizeof *stats);
+    return results(r);
+}
+
+static tl_status remote_it_image(void *state, const float *in, float *out)
+{
+    tl_remote *r = state;
+    begin(r, TL_REMOTE_IT_IMAGE);
+    const uint32_t has[2] = {in != NULL, out != NULL};
+    tl_wire_put(&r->req, has, sizeof has);
+    if (in)
+        tl_wire_put(&r->req, in, r->it_pixels * sizeof *in);
+    tl_status st = call(r);
+    if (st != TL_OK || !out)
+        return st;
+    tl_wire_take(&r->in, out, r->it_pixels * sizeof *out);
+    return results(r);
+}
+
+static tl_status remote_it_forward(void *state, tl_it_views v, tl_it_rule rule, double *sumsq)
+{
+    tl_remote *r = state;
+    begin(r, TL_REMOTE_IT_FORWARD);
+    const uint32_t args[4] = {v.first, v.stride, v.count, rule};
+    tl_wire_put(&r->req, args, sizeof args);
+    tl_status st = call(r);
+    if (st != TL_OK)
+        return st;
+    double sum = 0;
+    TL_WIRE_TAKE(&r->in, sum);
+    if (sumsq)
+        *sumsq = sum;
+    return results(r);
+}
+
+static tl_status remote_it_backward(void *state, tl_it_views v, tl_it_rule rule, double lambda)
+{
+    tl_remote *r = state;
+    begin(r, TL_REMOTE_IT_BACKWARD);
+    const uint32_t args[4] = {v.first, v.stride, v.count, rule};
+    tl_wire_put(&r->req, args, sizeof args);
+    TL_WIRE_PUT(&r->req, lambda);
+    return call(r);
+}
+
+static tl_status remote_it_sweep(void *state, double lambda, bool *swept)
+{
+    tl_remote *r = state;
+    begin(r, TL_REMOTE_IT_SWEEP);
+    TL_WIRE_PUT(&r->req, lambda);
+    *swept = false;
+    tl_status st = call(r);
+    if (st != TL_OK)
+        return st;
+    uint32_t did = 0;
+    TL_WIRE_TAKE(&r->in, did);
+    *swept = did != 0;
+    return results(r);
+}
+
+static tl_status remote_it_mark(void *state)
+{
+    tl_remote *r = state;
+    begin(r, TL_REMOTE_IT_MARK);
+    return call(r);
+}
+
+static tl_status remote_it_regularise(void *state, bool nonneg, double tv_weight,
+                                      uint32_t tv_steps)
+{
+    tl_remote *r = state;
+    begin(r, TL_REMOTE_IT_REGULARISE);
+    const uint32_t args[2] = {nonneg, tv_steps};
+    tl_wire_put(&r->req, args, sizeof args);
+    TL_WIRE_PUT(&r->req, tv_weight);
+    return call(r);
+}
+
+static void remote_it_end(void *state)
+{
+    tl_remote *r = state;
+    begin(r, TL_REMOTE_IT_END);
+    (void)call(r); /* nothing to report it to: the table's it_end returns nothing */
+}
+
 /* Rank 0, at the end: every serving rank returns from tl_remote_serve. */
 tl_status tl_remote_stop(const tl_link *l, tl_errbuf *eb)
 {
@@ -463,9 +560,8 @@ tl_status tl_remote_stop(const tl_link *l, tl_errbuf *eb)
     return TL_OK;
 }
 
-/* Corrections, micro-benchmarks and iterative slices stay off this table: a split engine
- * has no corrections, asks part 0 (this rank) for the device's rates, and the part that
- * owns an iterative slice's row must be local to solve it (split_iterative.c says so). */
+/* Corrections and micro-benchmarks stay off this table: a split engine has no corrections,
+ * and asks part 0 (this rank) for the device's rates. */
 const tl_backend_ops tl_remote_backend = {
     .name = "remote",
     .estimate = remote_estimate,
@@ -489,4 +585,12 @@ const tl_backend_ops tl_remote_backend = {
     .fence = remote_fence,
     .fence_done = remote_fence_done,
     .flush = remote_flush,
+    .it_begin = remote_it_begin,
+    .it_image = remote_it_image,
+    .it_forward = remote_it_forward,
+    .it_backward = remote_it_backward,
+    .it_sweep = remote_it_sweep,
+    .it_mark = remote_it_mark,
+    .it_regularise = remote_it_regularise,
+    .it_end = remote_it_end,
 };

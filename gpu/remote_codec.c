@@ -160,3 +160,42 @@ bool tl_remote_get_job(tl_wire_reader *r, tl_bp_job *job, tl_remote_scratch *s)
     job->slice_kernel = modes[2] ? s->kernels : NULL;
     return true;
 }
+
+void tl_remote_put_problem(tl_wire *w, const tl_it_problem *p)
+{
+    const uint32_t head[4] = {p->geometry, p->projector, p->nslices, p->nproj};
+    tl_wire_put(w, head, sizeof head);
+    TL_WIRE_PUT(w, p->unit_z);
+    wire_slice *ws = tl_wire_room(w, p->nslices * sizeof *ws);
+    for (uint32_t i = 0; ws && i < p->nslices; i++) {
+        memcpy(ws[i].plane, p->slices[i].plane, sizeof ws[i].plane);
+        ws[i].height = p->slices[i].height;
+        ws[i].width = p->slices[i].width;
+        ws[i].has_out = 0;
+    }
+    tl_wire_put(w, p->proj, p->nproj * sizeof *p->proj);
+}
+
+bool tl_remote_get_problem(tl_wire_reader *r, tl_it_problem *p, tl_remote_scratch *s)
+{
+    uint32_t head[4];
+    tl_wire_take(r, head, sizeof head);
+    memset(p, 0, sizeof *p);
+    TL_WIRE_TAKE(r, p->unit_z);
+    const wire_slice *ws = tl_wire_get(r, (size_t)head[2] * sizeof *ws);
+    p->proj = tl_wire_get(r, (size_t)head[3] * sizeof *p->proj);
+    if (r->short_read || !tl_remote_scratch_reserve(s, head[2], 0))
+        return false;
+    for (uint32_t i = 0; i < head[2]; i++) {
+        memcpy(s->slices[i].plane, ws[i].plane, sizeof ws[i].plane);
+        s->slices[i].height = ws[i].height;
+        s->slices[i].width = ws[i].width;
+        s->slices[i].out = NULL;
+    }
+    p->geometry = (tl_geometry)head[0];
+    p->projector = (tl_projector)head[1];
+    p->slices = s->slices;
+    p->nslices = head[2];
+    p->nproj = head[3];
+    return true;
+}

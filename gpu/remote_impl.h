@@ -34,6 +34,14 @@ typedef enum {
     TL_REMOTE_BENCH_STORE,
     TL_REMOTE_FENCE,
     TL_REMOTE_FENCE_DONE,
+    TL_REMOTE_IT_BEGIN,
+    TL_REMOTE_IT_IMAGE,
+    TL_REMOTE_IT_FORWARD,
+    TL_REMOTE_IT_BACKWARD,
+    TL_REMOTE_IT_SWEEP,
+    TL_REMOTE_IT_MARK,
+    TL_REMOTE_IT_REGULARISE,
+    TL_REMOTE_IT_END,
 } tl_remote_op;
 
 #define TL_REMOTE_STOP_TAG 0
@@ -69,5 +77,10 @@ typedef struct {
 bool tl_remote_scratch_reserve(tl_remote_scratch *s, size_t n, size_t px);
 void tl_remote_put_job(tl_wire *w, const tl_bp_job *job);
 bool tl_remote_get_job(tl_wire_reader *r, tl_bp_job *job, tl_remote_scratch *s);
+
+/* An iterative problem: its geometry, projector, slices (planes and sizes) and views. The
+ * reader's slices are in the scratch, its views in the message. */
+void tl_remote_put_problem(tl_wire *w, const tl_it_problem *p);
+bool tl_remote_get_problem(tl_wire_reader *r, tl_it_problem *p, tl_remote_scratch *s);
 
 #endif

@@ -33,6 +33,7 @@ typedef struct {
     size_t padded;
     size_t *acc_px; /* floats of each accumulator, by slice id (0: none) */
     size_t nacc;
+    size_t it_pixels; /* the current iterative problem's */
 } instance;
 
 typedef struct {
@@ -384,6 +385,82 @@ static void serve_fence(server *s, instance *in, tl_remote_op op)
         TL_WIRE_PUT(&s->out, reached);
 }
 
+/* The iterative primitives (backend.h it_*), where the backend has them. */
+static void serve_iterative(server *s, instance *in, tl_remote_op op)
+{
+    const tl_backend_ops *o = in->ops;
+    if (!o->it_begin) {
+        refuse(s, TL_EINVAL, &in->err, "iterative: the %s backend has no iterative methods",
+               o->name);
+        return;
+    }
+    tl_status st = TL_OK;
+    uint32_t args[4] = {0};
+    double value = 0, stats[2] = {0};
+    tl_it_problem p;
+    bool done = false;
+    switch (op) {
+        case TL_REMOTE_IT_BEGIN:
+            if (!tl_remote_get_problem(&s->in, &p, &s->job)) {
+                refuse(s, TL_EINVAL, &in->err, "an iterative problem %s", "cut short");
+                return;
+            }
+            in->it_pixels = tl_it_pixels(&p);
+            st = o->it_begin(in->be, &p, stats);
+            answer(s, st, in->err.msg);
+            tl_wire_put(&s->out, stats, sizeof stats);
+            return;
+        case TL_REMOTE_IT_IMAGE: {
+            tl_wire_take(&s->in, args, 2 * sizeof *args);
+            const float *image =
+                args[0] ? tl_wire_get(&s->in, in->it_pixels * sizeof *image) : NULL;
+            if (s->in.short_read ||
+                (args[1] && !tl_remote_scratch_reserve(&s->job, 0, in->it_pixels))) {
+                refuse(s, TL_EINVAL, &in->err, "an image %s", "cut short, or out of memory");
+                return;
+            }
+            st = o->it_image(in->be, image, args[1] ? s->job.planes : NULL);
+            answer(s, st, in->err.msg);
+            if (st == TL_OK && args[1])
+                tl_wire_put(&s->out, s->job.planes, in->it_pixels * sizeof(float));
+            return;
+        }
+        case TL_REMOTE_IT_FORWARD:
+        case TL_REMOTE_IT_BACKWARD: {
+            tl_wire_take(&s->in, args, sizeof args);
+            tl_it_views v = {args[0], args[1], args[2]};
+            if (op == TL_REMOTE_IT_BACKWARD) {
+                TL_WIRE_TAKE(&s->in, value);
+                answer(s, o->it_backward(in->be, v, (tl_it_rule)args[3], value), in->err.msg);
+                return;
+            }
+            st = o->it_forward(in->be, v, (tl_it_rule)args[3], &value);
+            answer(s, st, in->err.msg);
+            TL_WIRE_PUT(&s->out, value);
+            return;
+        }
+        case TL_REMOTE_IT_SWEEP: {
+            TL_WIRE_TAKE(&s->in, value);
+            if (o->it_sweep)
+                st = o->it_sweep(in->be, value, &done);
+            answer(s, st, in->err.msg);
+            uint32_t swept = done;
+            TL_WIRE_PUT(&s->out, swept);
+            return;
+        }
+        case TL_REMOTE_IT_MARK: answer(s, o->it_mark(in->be), in->err.msg); return;
+        case TL_REMOTE_IT_REGULARISE:
+            tl_wire_take(&s->in, args, 2 * sizeof *args);
+            TL_WIRE_TAKE(&s->in, value);
+            answer(s, o->it_regularise(in->be, args[0] != 0, value, args[1]), in->err.msg);
+            return;
+        default: /* TL_REMOTE_IT_END */
+            o->it_end(in->be);
+            answer(s, TL_OK, "");
+            return;
+    }
+}
+
 /* One request of backend `in`. */
 static void serve_op(server *s, instance *in, tl_remote_op op)
 {
@@ -427,6 +504,14 @@ static void serve_op(server *s, instance *in, tl_remote_op op)
         case TL_REMOTE_KERNELS: serve_kernels(s, in); return;
         case TL_REMOTE_FENCE:
         case TL_REMOTE_FENCE_DONE: serve_fence(s, in, op); return;
+        case TL_REMOTE_IT_BEGIN:
+        case TL_REMOTE_IT_IMAGE:
+        case TL_REMOTE_IT_FORWARD:
+        case TL_REMOTE_IT_BACKWARD:
+        case TL_REMOTE_IT_SWEEP:
+        case TL_REMOTE_IT_MARK:
+        case TL_REMOTE_IT_REGULARISE:
+        case TL_REMOTE_IT_END: serve_iterative(s, in, op); return;
         default: break;
     }
     refuse(s, TL_EINVAL, &in->err, "unknown request %s", "(another build?)");

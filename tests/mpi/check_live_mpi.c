@@ -8,8 +8,9 @@
  *     (DESIGN.md §3: relative L2 <= 2e-5, max error <= 1e-4 of the range). The slices are
  *     a row in rank 0's rows, one in rank 2's, one at a boundary between ranks, and an
  *     ortho-slice through every rank (assembled on rank 0), each watched while the scan
- *     streams (kept incrementally on its rank) and read at the end; and an ortho-slice
- *     first asked for after the end, back-projected from the whole window at once;
+ *     streams (kept incrementally on its rank) and read at the end; then, asked for after
+ *     the end, an ortho-slice back-projected from the whole window at once and an
+ *     iterative (SIRT) row slice in rank 2's rows, which rank 2 solves;
  *   - a serving rank killed (SIGKILL) ends the job within seconds, mpirun saying so;
  *   - a cone-beam scan on the 4 ranks is served by rank 0 alone, saying so.
  * The backend is TL_LIVE_BACKEND (default cpu; tests/gpu/live_mpi_cuda.sh: cuda, every rank
@@ -29,7 +30,7 @@
 #include "tests/daemon_fixture.h"
 #include "tests/testutil.h"
 
-enum { ROWS = 32, COLS = 64, VIEWS = 90, RANKS = 4, NSLICES = 4, LATE = NSLICES, ALL };
+enum { ROWS = 32, COLS = 64, VIEWS = 90, RANKS = 4, NSLICES = 4, LATE = NSLICES, ITER, ALL };
 #define RADIUS 20.0
 
 static const char *mpirun = MPIRUN;
@@ -38,15 +39,20 @@ static const char *backend = "cpu"; /* TL_LIVE_BACKEND */
 /* The slices: ids and set_slice arguments. Rows 0..7 are rank 0's, 16..23 rank 2's;
  * z = 8.5 lies between rank 1's first rows, 23.5 between ranks 2 and 3 (rank 2 holds
  * row 24 as its halo). */
-static const char *const ids[ALL] = {"low", "high", "edge", "side", "late"};
+static const char *const ids[ALL] = {"low", "high", "edge", "side", "late", "iter"};
 static const char *const specs[ALL] =
-    {"{\"id\":\"low\",\"kind\":\"row\",\"z\":3}", "{\"id\":\"high\",\"kind\":\"row\",\"z\":20}",
+    {"{\"id\":\"low\",\"kind\":\"row\",\"z\":3}",
+     "{\"id\":\"high\",\"kind\":\"row\",\"z\":20}",
      "{\"id\":\"edge\",\"kind\":\"row\",\"z\":23.5}",
      "{\"id\":\"side\",\"kind\":\"ortho\",\"axis\":\"y\",\"position\":2}",
-     "{\"id\":\"late\",\"kind\":\"ortho\",\"axis\":\"x\",\"position\":-3}"};
+
+     "{\"id\":\"late\",\"kind\":\"ortho\",\"axis\":\"x\",\"position\":-3}",
+     "{\"id\":\"iter\",\"kind\":\"row\",\"z\":18,\"method\":\"sirt\",\"iterative\":"
+     "{\"iterations\":3,\"max_iterations\":12,\"nonneg\":true}}"};
 
 typedef struct {
     bool final;
+    char kernel[32]; /* what made it */
     uint32_t h, w;
     float px[COLS * COLS];
 } final_slice;
@@ -62,11 +68,12 @@ static void start(tl_fixture *f, const char *tag, bool mpi, const char *const *e
     char n[16];
     snprintf(n, sizeof n, "%d", RANKS);
     const char *const launcher[] = {mpirun, "--oversubscribe", "-n", n, NULL};
-    const char *args[8] = {"--backend", backend};
-    int n_args = 2;
+    /* the measurements kept for the iterative slice */
+    const char *args[10] = {"--backend", backend, "--set", "engine.iterative=true"};
+    int n_args = 4;
     if (mpi)
         args[n_args++] = "--mpi";
-    for (int i = 0; extra && extra[i] && n_args < 7; i++)
+    for (int i = 0; extra && extra[i] && n_args < 9; i++)
         args[n_args++] = extra[i];
     int rc = mpi ? tl_fx_start_launched(f, tag, launcher, args, env)
                  : tl_fx_start_env(f, tag, args, env);
@@ -109,9 +116,13 @@ static void send_scan(tl_fixture *f)
     ck_assert_int_eq(tl_fx_send_end(f, 1), 0);
 }
 
-/* Takes slice messages for up to 60 s until `want` of them are kept in out (their first
- * final, or with any_message their first message); the count kept. */
-static int take(tl_fixture *f, void *sub, final_slice *out, int want, bool any_message)
+/* What take() keeps of a slice: its final, its first message, or its first message of so
+ * many iterations (an iterative slice asked for after the end has no final). */
+typedef enum { FINAL = 0, FIRST = 1, MAX_IT = 12 } keep_rule;
+
+/* Takes slice messages for up to 60 s until `want` of them are kept in out, by rule; the
+ * count kept. */
+static int take(tl_fixture *f, void *sub, final_slice *out, int want, keep_rule rule)
 {
     int kept = 0;
     for (double t0 = tl_fx_seconds(); kept < want && tl_fx_seconds() - t0 < 60;) {
@@ -129,10 +140,15 @@ static int take(tl_fixture *f, void *sub, final_slice *out, int want, bool any_m
             k++;
         ck_assert_int_lt(k, ALL);
         const tl_proto_slice *s = &m.slice;
-        if ((s->final || any_message) && !out[k].final) {
+        bool keep = rule == FINAL   ? s->final
+                    : rule == FIRST ? true
+                                    : s->iterations == (uint32_t)rule;
+        if (keep && !out[k].final) {
             ck_assert_uint_le(s->shape[0] * s->shape[1], COLS * COLS);
             ck_assert_uint_eq(s->payload_len, s->shape[0] * s->shape[1] * sizeof(float));
             out[k].final = true;
+            snprintf(out[k].kernel, sizeof out[k].kernel, "%.*s", (int)s->kernel.len,
+                     s->kernel.ptr);
             out[k].h = s->shape[0];
             out[k].w = s->shape[1];
             memcpy(out[k].px, s->payload, s->payload_len);
@@ -143,8 +159,9 @@ static int take(tl_fixture *f, void *sub, final_slice *out, int want, bool any_m
     return kept;
 }
 
-/* Watches the slices, streams the scan, and keeps each slice's final; then asks for one
- * more slice (late), which is back-projected from the whole window at once. */
+/* Watches the slices, streams the scan, and keeps each slice's final; then asks for two
+ * more: late, back-projected from the whole window at once, and iter, SIRT from the whole
+ * window's FBP (each the same computation however the frames came). */
 static void run_scan(tl_fixture *f, final_slice *out)
 {
     for (int k = 0; k < NSLICES; k++)
@@ -157,11 +174,15 @@ static void run_scan(tl_fixture *f, final_slice *out)
     /* wanted once subscribed: every slice is kept from the first frame on */
     ck_assert(tl_fx_wait_status(f, "slices.wanted", NSLICES, 10));
     send_scan(f);
-    ck_assert_int_eq(take(f, sub, out, NSLICES, false), NSLICES);
+    ck_assert_int_eq(take(f, sub, out, NSLICES, FINAL), NSLICES);
     ck_assert_int_eq(tl_fx_status_int(f, "frames.accepted.proj"), VIEWS);
     json_decref(tl_fx_ok(f, "set_slice", specs[LATE]));
-    ck_assert_int_eq(take(f, sub, out, 1, true), 1);
+    ck_assert_int_eq(take(f, sub, out, 1, FIRST), 1);
     ck_assert(out[LATE].final);
+    /* from the whole window's FBP, max_iterations (MAX_IT) of SIRT */
+    json_decref(tl_fx_ok(f, "set_slice", specs[ITER]));
+    ck_assert_int_eq(take(f, sub, out, 1, MAX_IT), 1);
+    ck_assert(out[ITER].final);
     zmq_close(sub);
 }
 
@@ -235,6 +256,7 @@ START_TEST(same_slices_as_one_daemon)
                       "slice %s: 4 ranks vs one daemon: relative L2 %.3g, max %.3g of the range",
                       ids[k], rel_l2, max_rel);
     }
+    ck_assert_str_eq(ranks[ITER].kernel, "sirt"); /* solved by rank 2 */
     /* the rows weigh differently: a slice from the wrong rows would not be the same */
     double rel_l2, max_rel;
     compare(&one[0], &one[1], &rel_l2, &max_rel);
