@@ -52,6 +52,18 @@ int tl_backend_device_count(tl_backend_kind b, char *why, size_t why_len)
 #endif
 }
 
+/* The operation table of a resolved kind (CPU or CUDA), or NULL where this build has none. */
+const tl_backend_ops *tl_engine_backend_ops(tl_backend_kind kind)
+{
+    if (kind == TL_BACKEND_CPU)
+        return &tl_cpu_backend;
+#ifdef HAVE_CUDA
+    if (kind == TL_BACKEND_CUDA)
+        return &tl_cuda_backend;
+#endif
+    return NULL;
+}
+
 /* Two or more devices go to the split backend (gpu/split.c), whose parts are of the
  * resolved kind (*kind names it); in cone beam to one CUDA engine on the first, whose
  * iterative problems use them all. */

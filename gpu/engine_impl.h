@@ -126,6 +126,9 @@ tl_errbuf *tl_engine_create_error(void);
 /* Whether a configuration can be served: the shared checks, then the geometry's (engine.c). */
 tl_status tl_engine_check_config(const tl_engine_config *c, tl_errbuf *eb);
 
+/* backends.c: the operation table of a resolved kind (CPU or CUDA), NULL where this build
+ * has none. */
+const tl_backend_ops *tl_engine_backend_ops(tl_backend_kind kind);
 /* backends.c: which backend runs an engine of configuration c, and the configuration it
  * gets (*rc: AUTO resolved, the device list applied); *kind names its kind. */
 tl_status tl_engine_pick_backend(const tl_engine_config *c, tl_errbuf *eb, tl_engine_config *rc,

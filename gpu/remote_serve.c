@@ -18,11 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/cpu/cpu_backend.h"
+#include "gpu/engine_impl.h"
 #include "gpu/remote_impl.h"
-#ifdef HAVE_CUDA
-#include "gpu/cuda/cuda_backend.h"
-#endif
 
 /* A backend created for rank 0, known by the tag its requests come under. */
 typedef struct {
@@ -91,18 +88,10 @@ static tl_status setup(server *s, tl_engine_config *c, tl_errbuf *eb, const tl_b
         long share = cores / (s->link->local_ranks > 0 ? s->link->local_ranks : 1);
         c->threads = share > 1 ? (int)share : 1;
     }
-    if (c->backend == TL_BACKEND_CPU) {
-        *ops = &tl_cpu_backend;
-        return TL_OK;
-    }
-#ifdef HAVE_CUDA
-    if (c->backend == TL_BACKEND_CUDA) {
-        *ops = &tl_cuda_backend;
-        return TL_OK;
-    }
-#endif
-    return tl_fail(eb, TL_EDEVICE, "this rank has no %s backend (its build or its host)",
-                   tl_backend_name(c->backend));
+    *ops = tl_engine_backend_ops(c->backend);
+    return *ops ? TL_OK
+                : tl_fail(eb, TL_EDEVICE, "this build of tomolived has no %s backend",
+                          tl_backend_name(c->backend));
 }
 
 static void serve_estimate(server *s)
@@ -124,7 +113,7 @@ static void serve_create(server *s, int tag)
 {
     tl_errbuf eb = {{0}};
     if (find(s, tag)) {
-        refuse(s, TL_EINTERNAL, &eb, "tag %s is in use", "given");
+        refuse(s, TL_EINTERNAL, &eb, "a backend under this request's tag %s", "exists already");
         return;
     }
     instance *in = calloc(1, sizeof *in);

@@ -58,12 +58,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/cpu/cpu_backend.h"
+#include "gpu/engine_impl.h"
 #include "gpu/remote.h"
 #include "gpu/split_impl.h"
-#ifdef HAVE_CUDA
-#include "gpu/cuda/cuda_backend.h"
-#endif
 
 void tl_engine_split_rows(uint32_t rows, uint32_t parts, uint32_t k, uint32_t *first,
                           uint32_t *end)
@@ -76,18 +73,10 @@ void tl_engine_split_rows(uint32_t rows, uint32_t parts, uint32_t k, uint32_t *f
 
 static tl_status child_ops(const tl_engine_config *c, tl_errbuf *eb, const tl_backend_ops **ops)
 {
-    if (c->backend == TL_BACKEND_CPU) {
-        *ops = &tl_cpu_backend;
-        return TL_OK;
-    }
-#ifdef HAVE_CUDA
-    if (c->backend == TL_BACKEND_CUDA) {
-        *ops = &tl_cuda_backend;
-        return TL_OK;
-    }
-#endif
-    return tl_fail(eb, TL_EINTERNAL, "split backend given backend %s, not cpu or cuda",
-                   tl_backend_name(c->backend));
+    *ops = tl_engine_backend_ops(c->backend);
+    return *ops ? TL_OK
+                : tl_fail(eb, TL_EINTERNAL, "split backend given backend %s, not cpu or cuda",
+                          tl_backend_name(c->backend));
 }
 
 /* Part k's backend: the child kind here, or on rank k of the job (remote.h). */

@@ -60,7 +60,9 @@ static tl_status mpi_recv(const tl_link *l, int from, int tag, tl_link_msg *m, t
     if ((size_t)count > m->cap) { /* grows to the largest message, then stays */
         void *grown = realloc(m->data, (size_t)count);
         if (!grown) {
-            MPI_Mrecv(NULL, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* cannot: truncates */
+            /* the matched message must be taken: truncated, MPI ends the job, which is
+             * what a rank without memory for a request should do */
+            MPI_Mrecv(NULL, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
             return tl_fail(eb, TL_ENOMEM, "out of memory for a message of %d bytes", count);
         }
         m->data = grown;
