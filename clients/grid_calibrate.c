@@ -1,6 +1,6 @@
 /* grid_calibrate.c — the rates of seed 004's model (grid_model.h), measured on a sample
- * of this rank's own problem: its pipeline on the first slab (run twice), a reduction over
- * its grid row, a slab written and synced beside the output. */
+ * of this rank's own problem: its pipeline on the first slabs, a reduction over its grid
+ * row, a slab written and synced beside the output. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -80,23 +80,14 @@ int tl_grid_calibrate(tl_grid *g, const tl_volume_job *job, const char *output, 
     sample.progress = TL_PROGRESS_NONE;
     sample.verbose = false;
     sample.engine.center_estimate = false;
-    /* Twice, each stage's better rate: the first run pays what the whole job pays once
-     * (the input's first read from disk, the device's first FFT plans and allocations),
-     * which in one slab's time would weigh as if every slab paid it. */
     tl_volume_times t;
     char why[1024];
-    bool ok = true;
-    for (int run = 0; ok && run < TL_GRID_SAMPLE_RUNS; run++) {
-        ok = tl_volume_run(&sample, &t, why, sizeof why) == TL_VOLUME_DONE;
-        if (!ok)
-            break;
+    bool ok = tl_volume_run(&sample, &t, why, sizeof why) == TL_VOLUME_DONE;
+    if (ok) {
+        r->load = t.read > 0 ? t.bytes_read / t.read : 0; /* bytes handed to the engine */
+        r->filter = t.submit > 0 ? t.bytes_read / t.submit : 0;
         double updates = (double)sample.rows * npx * sample.count[TL_FRAME_PROJ];
-        double load = t.read > 0 ? t.bytes_read / t.read : 0; /* bytes handed to the engine */
-        double filter = t.submit > 0 ? t.bytes_read / t.submit : 0;
-        double bp = t.backproject > 0 ? updates / t.backproject : 0;
-        r->load = load > r->load ? load : r->load;
-        r->filter = filter > r->filter ? filter : r->filter;
-        r->bp = bp > r->bp ? bp : r->bp;
+        r->bp = t.backproject > 0 ? updates / t.backproject : 0;
     }
     /* every rank reaches the reduction probe, whatever its sample did */
     size_t slab = (size_t)plan->slab_rows * npx * sizeof(float);

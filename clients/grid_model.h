@@ -7,11 +7,9 @@
  * Rates come from a sample of the rank's own problem (tl_grid_calibrate): its first slab
  * from every projection (a slab's fixed costs, such as its copy back, weigh as in the run;
  * with whole frames, which are read and filtered once for all slabs, from the first
- * TL_GRID_SAMPLE_PROJ), the output discarded, run TL_GRID_SAMPLE_RUNS times for each
- * stage's best rate (the first pays the job's one-time costs); one MPI_Reduce of a slab
- * over its grid row; and a slab written and synced beside the output. So there is no table
- * of constants to keep per machine; the samples cost two slabs' time (about 1/8 of the
- * run). Not in the
+ * TL_GRID_SAMPLE_PROJ), the output discarded; one MPI_Reduce of a slab over its grid row;
+ * and a slab written and synced beside the output. So there is no table of constants to
+ * keep per machine; the sample costs one slab's time (about 1/16 of the run). Not in the
  * model: ranks that share a GPU slow each other down (the device time-slices their
  * contexts), which the concurrent samples see only in part.
  *
@@ -33,7 +31,6 @@
 #include "clients/volume_pipeline.h"
 
 #define TL_GRID_SAMPLE_PROJ 128 /* projections of a whole-frames sample, at most */
-#define TL_GRID_SAMPLE_RUNS 2   /* runs of the sample; each stage's rate is its best */
 
 /* Rates: load (bytes handed to the engine), filter (upload + filter) and store in bytes/s,
  * bp in voxel updates/s, reduce in bytes/s; 0: not measured (no such stage on this rank).
