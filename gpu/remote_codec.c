@@ -81,6 +81,18 @@ typedef struct {
     uint32_t has_out;
 } wire_slice;
 
+/* Slices as they travel: planes and sizes, and whether each has an output. */
+static void put_slices(tl_wire *w, const tl_bp_slice *sl, size_t n)
+{
+    wire_slice *ws = tl_wire_room(w, n * sizeof *ws);
+    for (size_t i = 0; ws && i < n; i++) {
+        memcpy(ws[i].plane, sl[i].plane, sizeof ws[i].plane);
+        ws[i].height = sl[i].height;
+        ws[i].width = sl[i].width;
+        ws[i].has_out = sl[i].out != NULL;
+    }
+}
+
 void tl_remote_put_job(tl_wire *w, const tl_bp_job *job)
 {
     const uint64_t counts[3] = {job->nslices, job->nproj, job->nchoices};
@@ -88,13 +100,7 @@ void tl_remote_put_job(tl_wire *w, const tl_bp_job *job)
     tl_wire_put(w, counts, sizeof counts);
     tl_wire_put(w, modes, sizeof modes);
     tl_wire_put_str(w, job->force);
-    wire_slice *ws = tl_wire_room(w, job->nslices * sizeof *ws);
-    for (size_t i = 0; ws && i < job->nslices; i++) {
-        memcpy(ws[i].plane, job->slices[i].plane, sizeof ws[i].plane);
-        ws[i].height = job->slices[i].height;
-        ws[i].width = job->slices[i].width;
-        ws[i].has_out = job->slices[i].out != NULL;
-    }
+    put_slices(w, job->slices, job->nslices);
     tl_wire_put(w, job->proj, job->nproj * sizeof *job->proj);
     tl_wire_put(w, job->choices, job->nchoices * sizeof *job->choices);
 }
@@ -166,13 +172,7 @@ void tl_remote_put_problem(tl_wire *w, const tl_it_problem *p)
     const uint32_t head[4] = {p->geometry, p->projector, p->nslices, p->nproj};
     tl_wire_put(w, head, sizeof head);
     TL_WIRE_PUT(w, p->unit_z);
-    wire_slice *ws = tl_wire_room(w, p->nslices * sizeof *ws);
-    for (uint32_t i = 0; ws && i < p->nslices; i++) {
-        memcpy(ws[i].plane, p->slices[i].plane, sizeof ws[i].plane);
-        ws[i].height = p->slices[i].height;
-        ws[i].width = p->slices[i].width;
-        ws[i].has_out = 0;
-    }
+    put_slices(w, p->slices, p->nslices); /* outputs unused: get_problem ignores the flag */
     tl_wire_put(w, p->proj, p->nproj * sizeof *p->proj);
 }
 

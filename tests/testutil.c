@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/testutil.h"
 
@@ -115,4 +116,24 @@ int tl_run_suite(Suite *s, bool nofork)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? 1 : 0;
+}
+
+const char *tl_test_mpirun(const char *configured)
+{
+#ifndef HAVE_MPI
+    (void)configured;
+    printf("SKIP: built without MPI (./configure --with-mpi; Debian: libopenmpi-dev)\n");
+    exit(77);
+#else
+    const char *m = getenv("TL_MPIRUN");
+    const char *mpirun = m && *m ? m : configured;
+    if (access(mpirun, X_OK) != 0) {
+        printf("SKIP: no mpirun at '%s' (Debian: openmpi-bin)\n", mpirun);
+        exit(77);
+    }
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+    return mpirun;
+#endif
 }

@@ -32,6 +32,11 @@ void tl_rm_rf(const char *path);
  * nofork is set (CUDA does not survive fork). */
 int tl_run_suite(Suite *s, bool nofork);
 
+/* The mpirun of a test under MPI: TL_MPIRUN, else `configured` (configure's MPIRUN). Exits
+ * 77, saying why, in a build without MPI or where that mpirun is missing; sets Open MPI's
+ * variables for root (CI containers) and for containers without ptrace, unless set. */
+const char *tl_test_mpirun(const char *configured);
+
 /* 1 in a build under AddressSanitizer: the tests that count allocations by replacing
  * malloc cannot run there (ASan owns the allocator) and skip. */
 #if defined(__SANITIZE_ADDRESS__)

@@ -324,21 +324,9 @@ END_TEST
 
 int main(void)
 {
-#ifndef HAVE_MPI
-    printf("SKIP: built without MPI (./configure --with-mpi; Debian: libopenmpi-dev)\n");
-    return 77;
-#else
-    const char *m = getenv("TL_MPIRUN");
-    mpirun = m && *m ? m : MPIRUN;
-    if (access(mpirun, X_OK) != 0) {
-        printf("SKIP: no mpirun at '%s' (Debian: openmpi-bin)\n", mpirun);
-        return 77;
-    }
+    mpirun = tl_test_mpirun(MPIRUN);
     const char *b = getenv("TL_LIVE_BACKEND");
     backend = b && *b ? b : "cpu";
-    /* Open MPI under root (CI containers) */
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     Suite *s = suite_create("live_mpi");
     TCase *tc = tcase_create("live");
     tcase_set_timeout(tc, 240);
@@ -347,5 +335,4 @@ int main(void)
     tcase_add_test(tc, cone_beam_on_rank_zero);
     suite_add_tcase(s, tc);
     return tl_run_suite(s, false);
-#endif
 }

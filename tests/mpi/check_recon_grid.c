@@ -479,22 +479,9 @@ END_TEST
 
 int main(void)
 {
-#ifndef HAVE_MPI
-    printf("SKIP: built without MPI (./configure --with-mpi; Debian: libopenmpi-dev)\n");
-    return 77;
-#else
-    const char *m = getenv("TL_MPIRUN");
-    mpirun = m && *m ? m : MPIRUN;
-    if (access(mpirun, X_OK) != 0) {
-        printf("SKIP: no mpirun at '%s' (Debian: openmpi-bin)\n", mpirun);
-        return 77;
-    }
+    mpirun = tl_test_mpirun(MPIRUN);
     const char *b = getenv("TL_GRID_BACKEND");
     backend = b && *b ? b : "cpu";
-    /* Open MPI under root (CI containers) and without ptrace between ranks (containers) */
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-    setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
     Suite *s = suite_create("recon_grid");
     TCase *tc = tcase_create("grid");
     tcase_add_checked_fixture(tc, setup, teardown);
@@ -510,5 +497,4 @@ int main(void)
     tcase_add_test(tc, test_killed_rank_ends_the_job);
     suite_add_tcase(s, tc);
     return tl_run_suite(s, false);
-#endif
 }
