@@ -201,6 +201,15 @@ int tl_det_series_image(tl_det_series *ds, tl_adapter_stream *s, const tl_det_im
             f.has_angle = true; /* the goniometer moves per image, calibration ones included */
             f.angle = (ds->g_start + (double)im->image_id * ds->g_step) * M_PI / 180;
         }
+        /* a finite start and increment can still overflow at a later image */
+        if (f.has_angle && !isfinite(f.angle)) {
+            tl_proto_fail(err, TL_PROTO_E_NOT_FINITE,
+                          "image %llu: its angle (goniometer start %g + image %llu x "
+                          "increment %g degrees) is not finite",
+                          (unsigned long long)im->image_id, ds->g_start,
+                          (unsigned long long)im->image_id, ds->g_step);
+            return -1;
+        }
     }
     int rc = tl_adapter_stream_emit(s, open_first, &f, payload, out);
     if (ds->kind == TL_PROTO_PROJ)
