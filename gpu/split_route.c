@@ -173,6 +173,23 @@ static bool banded(const tl_bp_slice *sl)
     return sl->plane[2] == 0.f && !horizontal(sl);
 }
 
+/* The first row of banded plane sl whose owner is at or beyond part `to` in the order the
+ * owners take along its rows (rising: owner >= to; falling: owner <= to), h when none is. */
+static uint32_t first_row(const tl_split *sp, const tl_bp_slice *sl, uint32_t k0, uint32_t k1,
+                          bool rising, int64_t to)
+{
+    uint32_t lo = 0, hi = sl->height; /* the answer lies in [lo, hi] */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int64_t o = pixel_owner(sp, sl, mid, 0, k0, k1);
+        if (rising ? o >= to : o <= to)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 bool tl_split_share(const tl_split *sp, const tl_bp_slice *sl, uint32_t k, tl_bp_slice *share,
                     uint32_t *r0)
 {
@@ -184,13 +201,13 @@ bool tl_split_share(const tl_split *sp, const tl_bp_slice *sl, uint32_t k, tl_bp
         return false;
     if (!banded(sl))
         return true;
-    /* the owner is monotonic in the row (z is affine in it): k's rows are one run */
-    uint32_t h = sl->height, first = h, end = 0;
-    for (uint32_t i = 0; i < h; i++)
-        if (pixel_owner(sp, sl, i, 0, k0, k1) == k) {
-            first = i < first ? i : first;
-            end = i + 1;
-        }
+    /* the owner is monotonic in the row (z is affine in it): k's rows are one run, found
+     * by bisection (this runs for every tracked update, so not row by row) */
+    uint32_t h = sl->height;
+    bool rising = pixel_owner(sp, sl, h - 1, 0, k0, k1) >= pixel_owner(sp, sl, 0, 0, k0, k1);
+    int64_t next = rising ? (int64_t)k + 1 : (int64_t)k - 1; /* the part after k's rows */
+    uint32_t first = first_row(sp, sl, k0, k1, rising, k);
+    uint32_t end = first_row(sp, sl, k0, k1, rising, next);
     if (end <= first)
         return false;
     /* rows [first, end) as a plane: t = 1 - (i + 0.5) / h over them is the sub-plane's own

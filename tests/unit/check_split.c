@@ -254,6 +254,11 @@ START_TEST(planes_match_one_engine)
      * (an ortho-slice's rows are dealt out by height, split_route.c) */
     tl_slice_spec_ortho(&sp, TL_AXIS_Y, 0.5, 2, S);
     compare(e, "ortho y of two rows", &sp, false);
+    /* an ortho-slice's rows the other way up (z rising down the output rows): the parts'
+     * shares then come in the opposite order */
+    const float upside[9] = {(float)S, 0, 0, 0, 0, (float)H + 2, -S / 2.0f, 1.5f, -1.0f};
+    tl_slice_spec_plane(&sp, upside, H + 3, S);
+    compare(e, "ortho-slice upside down", &sp, false);
     /* z along the output rows: per pixel assembly */
     const float ob[9] = {0, 0, (float)H + 2, 0, (float)S, 0, 4.5f - S / 2.0f, -S / 2.0f, -1.5f};
     tl_slice_spec_plane(&sp, ob, S, 29);
