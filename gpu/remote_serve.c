@@ -83,7 +83,7 @@ static tl_status setup(server *s, tl_engine_config *c, tl_errbuf *eb, const tl_b
         return tl_fail(eb, TL_EINVAL, "a configuration cut short");
     c->ndevices = 0;
     c->device = s->host.device;
-    if (c->threads == 0) {
+    if (c->threads == 0) { /* split.c leaves the share of this host's cores to it */
         long cores = s->host.threads > 0 ? s->host.threads : sysconf(_SC_NPROCESSORS_ONLN);
         long share = cores / (s->link->local_ranks > 0 ? s->link->local_ranks : 1);
         c->threads = share > 1 ? (int)share : 1;

@@ -91,7 +91,8 @@ static tl_status part_ops(const tl_engine_config *c, uint32_t k, tl_errbuf *eb,
 }
 
 /* Part k's configuration: its held rows on its device (its rank's, with a link), the CPU
- * threads shared out among the parts on this host. */
+ * threads shared out among the parts on this host (a part on another rank: among those on
+ * its host, by that rank). */
 static tl_engine_config part_config(const tl_engine_config *c, uint32_t k)
 {
     tl_engine_config pc = *c;
@@ -105,6 +106,8 @@ static tl_engine_config part_config(const tl_engine_config *c, uint32_t k)
     long here = c->link ? c->link->local_ranks : (long)c->ndevices;
     long share = cores / (here > 0 ? here : 1);
     pc.threads = share > 1 ? (int)share : 1;
+    if (pc.peer > 0)
+        pc.threads = 0; /* another host's cores: that rank shares them out (remote_serve.c) */
     return pc;
 }
 
