@@ -309,6 +309,24 @@ int tl_fx_send_end(tl_fixture *f, uint64_t series)
     return send_header(f, &sb, NULL, 0);
 }
 
+int tl_fx_send_views(tl_fixture *f, uint64_t series, const float *img, uint32_t rows,
+                     uint32_t cols, int n, double arc)
+{
+    tl_proto_frame h = {.series = series,
+                        .kind = TL_PROTO_PROJ,
+                        .dtype = TL_PROTO_F32,
+                        .rows = rows,
+                        .cols = cols,
+                        .has_angle = true};
+    for (int k = 0; k < n; k++) {
+        h.index = (uint64_t)k;
+        h.angle = arc * k / n;
+        if (tl_fx_send_frame(f, &h, img, (size_t)rows * cols * sizeof *img) != 0)
+            return -1;
+    }
+    return tl_fx_send_end(f, series);
+}
+
 bool tl_fx_wait_messages(tl_fixture *f, long long n, double timeout)
 {
     for (double t0 = tl_fx_seconds(); tl_fx_seconds() - t0 < timeout;) {

@@ -73,6 +73,10 @@ int tl_fx_send_raw(tl_fixture *f, const void *const *parts, const size_t *lens, 
 int tl_fx_send_scan(tl_fixture *f, const tl_proto_scan *s);
 int tl_fx_send_frame(tl_fixture *f, const tl_proto_frame *h, const void *pixels, size_t bytes);
 int tl_fx_send_end(tl_fixture *f, uint64_t series);
+/* Sends n float32 projections of series, every one img (rows x cols), at angles arc k / n,
+ * then the end; 0, or -1 at the first that could not be sent. */
+int tl_fx_send_views(tl_fixture *f, uint64_t series, const float *img, uint32_t rows,
+                     uint32_t cols, int n, double arc);
 /* Fills img (rows x cols) with the line integrals of a centred disk of density 1 and
  * radius r, the same in every row: the projection of a cylinder at any angle. */
 void tl_fx_disk_projection(float *img, uint32_t rows, uint32_t cols, double r);

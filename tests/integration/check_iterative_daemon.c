@@ -137,24 +137,6 @@ static void send_scan(tl_fixture *f, uint64_t series)
     ck_assert_int_eq(tl_fx_send_scan(f, &s), 0);
 }
 
-/* n views, every one img (rows x cols), at angles arc k / n, then the end. */
-static void send_same(tl_fixture *f, uint64_t series, const float *img, uint32_t rows,
-                      uint32_t cols, int n, double arc)
-{
-    tl_proto_frame h = {.series = series,
-                        .kind = TL_PROTO_PROJ,
-                        .dtype = TL_PROTO_F32,
-                        .rows = rows,
-                        .cols = cols,
-                        .has_angle = true};
-    for (int k = 0; k < n; k++) {
-        h.index = (uint64_t)k;
-        h.angle = arc * k / n;
-        ck_assert_int_eq(tl_fx_send_frame(f, &h, img, (size_t)rows * cols * sizeof *img), 0);
-    }
-    ck_assert_int_eq(tl_fx_send_end(f, series), 0);
-}
-
 /* The same views in an engine of configuration c made here. */
 static tl_engine *engine_holding(const tl_engine_config *c, const float *img, int n, double arc)
 {
@@ -178,7 +160,7 @@ static void send_views(tl_fixture *f, uint64_t series)
 {
     static float img[ROWS * COLS];
     tl_fx_disk_projection(img, ROWS, COLS, RADIUS);
-    send_same(f, series, img, ROWS, COLS, VIEWS, M_PI);
+    ck_assert_int_eq(tl_fx_send_views(f, series, img, ROWS, COLS, VIEWS, M_PI), 0);
 }
 
 static void set_slice(tl_fixture *f, const char *id, const char *method)
@@ -360,7 +342,7 @@ static void send_cone_scan(tl_fixture *f, uint64_t series)
     ck_assert_int_eq(tl_fx_send_scan(f, &sc), 0);
     static float img[CROWS * CCOLS];
     cone_view(img);
-    send_same(f, series, img, CROWS, CCOLS, CVIEWS, 2 * M_PI);
+    ck_assert_int_eq(tl_fx_send_views(f, series, img, CROWS, CCOLS, CVIEWS, 2 * M_PI), 0);
 }
 
 /* The same stack in this process: CPLANES planes around the middle row, CMAX SIRT

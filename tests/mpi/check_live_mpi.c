@@ -102,18 +102,7 @@ static void send_scan(tl_fixture *f)
     ck_assert_int_eq(tl_fx_send_scan(f, &s), 0);
     static float img[ROWS * COLS];
     projection(img);
-    tl_proto_frame h = {.series = 1,
-                        .kind = TL_PROTO_PROJ,
-                        .dtype = TL_PROTO_F32,
-                        .rows = ROWS,
-                        .cols = COLS,
-                        .has_angle = true};
-    for (int k = 0; k < VIEWS; k++) {
-        h.index = (uint64_t)k;
-        h.angle = M_PI * k / VIEWS;
-        ck_assert_int_eq(tl_fx_send_frame(f, &h, img, sizeof img), 0);
-    }
-    ck_assert_int_eq(tl_fx_send_end(f, 1), 0);
+    ck_assert_int_eq(tl_fx_send_views(f, 1, img, ROWS, COLS, VIEWS, M_PI), 0);
 }
 
 /* What take() keeps of a slice: its final, its first message, or its first message of so
