@@ -155,6 +155,13 @@ typedef struct {
     const char *kernel; /* name of the back-projection kernel used (static string) */
 } tl_slice_info;
 
+/* Whether o is a valid set of iterative options before any views are known (what
+ * tl_engine_iterate checks of them alone: method, projector, iterations >= 1, subsets >= 1,
+ * relaxation, TV weight, tolerance), so a caller can refuse them when they are given;
+ * subsets against the views held are checked at each iteration. TL_OK, or TL_EINVAL
+ * saying why in why. */
+tl_status tl_iter_options_check(const tl_iter_options *o, char *why, size_t why_len);
+
 /* Whether slice id can be reconstructed iteratively on its own (tl_engine_iterate's checks
  * of the engine and the slice): TL_OK, or TL_EINVAL saying why. */
 tl_status tl_engine_can_iterate(tl_engine *e, int id);

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "gpu/engine_impl.h"
@@ -47,6 +48,15 @@ static tl_status check_iterative(tl_engine *e, const int *ids, size_t n, const t
                        "iterative: the slice must be horizontal (a row slice, or a plane of "
                        "constant z): a tilted plane is not a problem of its own");
     return TL_OK;
+}
+
+tl_status tl_iter_options_check(const tl_iter_options *o, char *why, size_t why_len)
+{
+    tl_errbuf eb = {{0}};
+    tl_status st = tl_iter_check_options(o, UINT32_MAX, &eb); /* no views yet: any count */
+    if (st != TL_OK && why_len)
+        snprintf(why, why_len, "%s", eb.msg);
+    return st;
 }
 
 tl_status tl_engine_can_iterate(tl_engine *e, int id)

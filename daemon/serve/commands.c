@@ -343,13 +343,12 @@ static bool parse_method(request *r, tl_slice_iter *it)
              TL_SLICE_ITER_STEP_MAX);
         return false;
     }
+    char why[256];
+    if (tl_iter_options_check(&o, why, sizeof why) != TL_OK) { /* the engine's own checks */
+        fail(r, TL_PROTO_E_BAD_ARG, "%s", why);
+        return false;
+    }
     const char *bad = max < 1 ? "max_iterations must be >= 1"
-                      : (o.method == TL_ITER_OS_SART || o.method == TL_ITER_OSEM) && o.subsets < 1
-                          ? "subsets must be >= 1"
-                      : o.method != TL_ITER_OSEM && !(o.relaxation > 0 && o.relaxation < 2)
-                          ? "relaxation must be in (0, 2)"
-                      : !(o.tv_weight >= 0 && isfinite(o.tv_weight)) ? "tv must be >= 0"
-                      : !(o.tolerance >= 0 && isfinite(o.tolerance)) ? "tolerance must be >= 0"
                       : o.method == TL_ITER_OSEM && fbp
                           ? "OS-EM starts above 0: start \"zero\" (ones), not its FBP"
                       : planes < 1 || planes > TL_SLICE_ITER_PLANES_MAX ? "planes must be 1..1024"

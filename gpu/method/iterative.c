@@ -29,7 +29,9 @@ tl_status tl_iter_check_options(const tl_iter_options *o, uint32_t nviews, tl_er
     if (nviews == 0)
         return tl_fail(eb, TL_EINVAL, "iterative: no projections to reconstruct from");
     bool os = o->method == TL_ITER_OS_SART || o->method == TL_ITER_OSEM;
-    if (os && (o->subsets == 0 || o->subsets > nviews))
+    if (os && o->subsets == 0)
+        return tl_fail(eb, TL_EINVAL, "iterative: subsets must be >= 1");
+    if (os && o->subsets > nviews)
         return tl_fail(eb, TL_EINVAL, "iterative: %u subsets of %u views", o->subsets, nviews);
     if (o->method != TL_ITER_OSEM && !(o->relaxation > 0 && o->relaxation < 2))
         return tl_fail(eb, TL_EINVAL, "iterative: relaxation %g outside (0, 2)", o->relaxation);

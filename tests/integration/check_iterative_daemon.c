@@ -446,6 +446,10 @@ START_TEST(refusals)
     bad_slice(&f, ",\"iterative\":{\"iterations\":2}", "need an iterative \"method\"");
     bad_slice(&f, ",\"method\":\"sirt\",\"iterative\":{\"iterations\":0}", "iterations must be");
     bad_slice(&f, ",\"method\":\"os-sart\",\"iterative\":{\"relaxation\":2}", "relaxation");
+    /* the engine's own option checks (tl_iter_options_check) */
+    bad_slice(&f, ",\"method\":\"os-sart\",\"iterative\":{\"subsets\":0}", "subsets must be >= 1");
+    bad_slice(&f, ",\"method\":\"sirt\",\"iterative\":{\"tv\":-1}", "TV weight -1");
+    bad_slice(&f, ",\"method\":\"sirt\",\"iterative\":{\"tolerance\":-0.5}", "tolerance -0.5");
     bad_slice(&f, ",\"method\":\"sirt\",\"iterative\":{\"projector\":\"siddon\"}", "joseph");
     /* before a scan: accepted; the scan without measurements cannot serve it (logged) */
     json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"early\",\"kind\":\"row\",\"z\":0" SIRT "}"));
