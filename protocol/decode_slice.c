@@ -82,6 +82,20 @@ tl_proto_err tlp_decode_slice(const msgpack_object *h, tl_proto_slice *m, tl_pro
     if (!(m->residual >= 0 && isfinite(m->residual)))
         return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"residual\" %g must be finite and >= 0",
                              m->residual);
+    /* a box: "planes" dividing the image's rows, its "box_step" with it */
+    m->planes = 0;
+    m->box_step = 0;
+    TLP_TRY(tl_proto_get_u32(h, "planes", false, &m->planes, err));
+    TLP_TRY(tl_proto_get_double(h, "box_step", m->planes != 0, &m->box_step, err));
+    if (m->planes == 0 && tl_proto_map_get(h, "box_step"))
+        return tl_proto_fail(err, TL_PROTO_E_MISSING, "\"box_step\" without \"planes\"");
+    if (m->planes && m->shape[0] % m->planes)
+        return tl_proto_fail(err, TL_PROTO_E_RANGE,
+                             "\"planes\": %u planes do not divide the image's %u rows",
+                             m->planes, m->shape[0]);
+    if (m->planes && !(isfinite(m->box_step) && m->box_step > 0))
+        return tl_proto_fail(err, TL_PROTO_E_RANGE, "\"box_step\" %g must be finite and > 0",
+                             m->box_step);
     /* shared memory (§10.1): both keys or neither; the name is one POSIX object name */
     m->has_shm = tl_proto_map_get(h, "shm_name") != NULL;
     TLP_TRY(tl_proto_get_str(h, "shm_name", false, &m->shm_name, err));

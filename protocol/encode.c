@@ -230,7 +230,7 @@ int tl_proto_encode_slice(msgpack_sbuffer *buf, const tl_proto_slice *m)
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
     bool q16 = m->dtype == TL_PROTO_Q16;
     size_t n = 13 + (m->t_recv != 0) + (m->t_done != 0) + m->final + 2 * m->has_shm + 2 * q16 +
-               m->lz4 + 2 * (m->iterations != 0);
+               m->lz4 + 2 * (m->iterations != 0) + 2 * (m->planes != 0);
     P(envelope(&pk, n, TL_MSG_SLICE));
     P(tl_proto_pack_cstr(&pk, "id"));
     P(pack_pstr(&pk, m->id));
@@ -264,6 +264,10 @@ int tl_proto_encode_slice(msgpack_sbuffer *buf, const tl_proto_slice *m)
     if (m->iterations) {
         P(tl_proto_pack_kv_u64(&pk, "iterations", m->iterations));
         P(tl_proto_pack_kv_double(&pk, "residual", m->residual));
+    }
+    if (m->planes) {
+        P(tl_proto_pack_kv_u64(&pk, "planes", m->planes));
+        P(tl_proto_pack_kv_double(&pk, "box_step", m->box_step));
     }
     if (m->has_shm) {
         P(tl_proto_pack_cstr(&pk, "shm_name"));

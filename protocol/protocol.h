@@ -280,6 +280,11 @@ typedef struct {
      * start, optional (0 = absent), and ||b - A x|| / ||b|| after the last of them */
     uint32_t iterations;
     double residual;
+    /* a box (an axis-aligned sub-volume, §10): optional (0 = absent, one plane). The image
+     * is `planes` planes of shape[0] / planes rows each, plane 0 first, at the orientation
+     * above; plane k lies k x box_step volume units above it (+z) */
+    uint32_t planes;
+    double box_step;
     /* the pixels in shared memory instead of a payload part (topic "shm/<id>/", §10.1) */
     bool has_shm;
     tl_proto_str shm_name; /* POSIX shared-memory object, "/name" */

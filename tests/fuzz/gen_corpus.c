@@ -266,6 +266,18 @@ int main(int argc, char **argv)
     begin();
     tl_proto_encode_slice(&sb, &s);
     put("slice-shm");
+    /* a box (PROTOCOL.md 10): 16 planes of 64 x 64, 0.5 volume units apart */
+    float box[9] = {32, 0, 0, 0, 32, 0, -16, -16, 96};
+    memcpy(s.orientation, box, sizeof box);
+    s.id = S("box-1");
+    s.has_shm = false;
+    s.shape[0] = 16 * 64;
+    s.shape[1] = 64;
+    s.planes = 16;
+    s.box_step = 0.5;
+    begin();
+    tl_proto_encode_slice(&sb, &s);
+    put("slice-box");
 
     msgpack_sbuffer_destroy(&sb);
     return 0;

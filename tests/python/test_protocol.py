@@ -297,6 +297,30 @@ class Readers(unittest.TestCase):
         with self.assertRaises(tomolive.PartsError):
             P.decode_slice(b"slice/z-mi/", hb, 24)
 
+    def test_box(self):
+        """Section 10: a box's header carries planes (dividing the rows) and box_step;
+        Slice.volume views its image as planes x h x w."""
+        box = dict(shape=[6, 1], planes=3, box_step=0.5)
+        h = P.decode_slice(b"slice/z-mid/", msgpack.packb(slice_header(**box)), 24)
+        image = P.slice_pixels(h, np.arange(6, dtype=np.float32).tobytes())
+        s = tomolive.Slice(h, image, None, 0)
+        self.assertEqual(s.planes, 3)
+        self.assertEqual(s.volume.shape, (3, 2, 1))
+        self.assertEqual(s.volume[2, 1, 0], 5.0)
+        self.assertEqual(tomolive.Slice(slice_header(), image.reshape(2, 3), None, 0)
+                         .volume.shape, (1, 2, 3))
+        cases = [
+            (dict(box, planes=4), tomolive.OutOfRange),     # 4 planes of 6 rows
+            (dict(box, planes=0), tomolive.OutOfRange),
+            (dict(box, box_step=0.0), tomolive.OutOfRange),
+            (dict(box, box_step=None), tomolive.MissingKey),
+            (dict(box_step=1.0), tomolive.MissingKey),      # no planes
+            (dict(box, box_step="1"), tomolive.KeyTypeError),
+        ]
+        for change, exc in cases:
+            with self.assertRaises(exc, msg=str(change)):
+                P.decode_slice(b"slice/z-mid/", msgpack.packb(slice_header(**change)), 24)
+
     def test_slice_in_shared_memory(self):
         """Section 10.1: [topic "shm/<id>/", header] with shm_name and shm_offset, no
         payload part; each defect raises the class of the daemon's error code."""

@@ -580,7 +580,9 @@ START_TEST(slice_roundtrip)
                         .final = opt,
                         .kernel = {kern, strlen(kern)},
                         .iterations = opt ? 7 : 0, /* an iterative slice's keys */
-                        .residual = opt ? 0.03125 : 0};
+                        .residual = opt ? 0.03125 : 0,
+                        .planes = opt ? 4 : 0, /* a box's keys: 4 planes of 128 rows */
+                        .box_step = opt ? 1.5 : 0};
     ck_assert_int_eq(tl_proto_encode_slice(&sb, &s), 0);
     tl_proto_msg m = decode_ok(TL_MSG_SLICE);
     const tl_proto_slice *o = &m.slice;
@@ -603,6 +605,8 @@ START_TEST(slice_roundtrip)
     assert_str(o->kernel, kern);
     ck_assert_uint_eq(o->iterations, s.iterations);
     ck_assert(o->residual == s.residual);
+    ck_assert_uint_eq(o->planes, s.planes);
+    ck_assert(o->box_step == s.box_step);
     ck_assert(!o->has_shm); /* no shm keys were written (check_corpus.sh: byte for byte) */
 }
 END_TEST

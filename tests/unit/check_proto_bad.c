@@ -50,6 +50,12 @@
     "\"dtype\": \"f32\", \"orientation\": [1, 0, 0, 0, 1, 0, 0, 0, 0.5], "            \
     "\"projections_used\": 180, \"missing\": 0, \"window\": [10, 189], "              \
     "\"t_acq\": 1, \"t_pub\": 2, \"kernel\": \"cpu-ref\"}"
+/* SLICE as a box (PROTOCOL.md 10): two planes of 2 x 4 */
+#define BOX_SLICE                                                                     \
+    "{\"v\": 1, \"type\": \"slice\", \"id\": \"z0\", \"seq\": 3, \"shape\": [4, 4], " \
+    "\"dtype\": \"f32\", \"orientation\": [1, 0, 0, 0, 1, 0, 0, 0, 0.5], "            \
+    "\"projections_used\": 180, \"missing\": 0, \"window\": [10, 189], "              \
+    "\"t_acq\": 1, \"t_pub\": 2, \"kernel\": \"cpu-ref\", \"planes\": 2, \"box_step\": 1}"
 /* SLICE in shared memory (PROTOCOL.md 10.1): topic "shm/z0/", no payload part */
 #define SHM_SLICE                                                                             \
     "{\"v\": 1, \"type\": \"slice\", \"id\": \"z0\", \"seq\": 3, "                            \
@@ -387,6 +393,15 @@ static const bad_case cases[] = {
     {"slice missing negative", WITH, SLICE, "missing", "-1", 0, TL_PROTO_E_RANGE, "missing"},
     {"slice t_recv as float", WITH, SLICE, "t_recv", "1.5", 0, TL_PROTO_E_KEY_TYPE, "t_recv"},
     {"slice final as 1", WITH, SLICE, "final", "1", 0, TL_PROTO_E_KEY_TYPE, "final"},
+    /* a box: planes with box_step, planes dividing the rows, a step > 0 */
+    {"box_step without planes", WITH, SLICE, "box_step", "1", 0, TL_PROTO_E_MISSING, "box_step"},
+    {"planes without box_step", WITH, BOX_SLICE, "box_step", NULL, 0, TL_PROTO_E_MISSING,
+     "box_step"},
+    {"planes not dividing the rows", WITH, BOX_SLICE, "planes", "3", 0, TL_PROTO_E_RANGE,
+     "planes"},
+    {"box_step 0", WITH, BOX_SLICE, "box_step", "0", 0, TL_PROTO_E_RANGE, "box_step"},
+    {"box_step as str", WITH, BOX_SLICE, "box_step", "\"1\"", 0, TL_PROTO_E_KEY_TYPE,
+     "box_step"},
     /* slice in shared memory: both keys or neither, one POSIX name, an aligned offset */
     {"shm_offset without shm_name", WITH, SLICE, "shm_offset", "4096", 0, TL_PROTO_E_MISSING,
      "shm_name"},

@@ -572,6 +572,13 @@ def decode_slice(topic: Any, data: Any, payload_len: Optional[int]) -> Dict[str,
     _str("kernel", _need(h, "kernel"))
     if "final" in h:
         _bool("final", h["final"])
+    if "planes" in h or "box_step" in h:  # a box: both keys, the planes dividing the rows
+        planes = _u32("planes", _need(h, "planes"))
+        if _f64("box_step", _need(h, "box_step")) <= 0:
+            raise OutOfRange("'box_step': %r must be > 0" % h["box_step"])
+        if planes < 1 or shape[0] % planes:
+            raise OutOfRange("'planes': %d planes do not divide the image's %d rows"
+                             % (planes, shape[0]))
     shm = _check_shm(h)
     if shm != (payload_len is None):
         raise PartsError("a slice %s has %d parts, got %d" % (

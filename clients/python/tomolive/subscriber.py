@@ -73,6 +73,15 @@ class Slice:
     residual = property(lambda self: self.header.get("residual"),
                         doc="an iterative slice's ||b - Ax|| / ||b|| after its last "
                             "iteration; None for FBP")
+    planes = property(lambda self: int(self.header.get("planes", 1)),
+                      doc="a box's planes (set_slice kind \"box\"), 1 for a slice")
+
+    @property
+    def volume(self) -> np.ndarray:
+        """The image as ``planes x h x w`` (a view): a box's planes, plane 0 the lowest z,
+        plane k ``k * box_step`` volume units above it; ``1 x h x w`` for a slice."""
+        n = self.planes
+        return self.image.reshape(n, self.image.shape[0] // n, self.image.shape[1])
 
     @property
     def orientation(self) -> np.ndarray:
