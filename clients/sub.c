@@ -59,7 +59,8 @@ static const char usage_text[] =
     "                     default $TOMOLIVE_KEY), for a daemon with [security] curve\n"
     "      --server-key F the daemon's public certificate (default $TOMOLIVE_SERVER_KEY)\n"
     "      --all          every slice (subscribes to the prefix slice/, with --shm shm/)\n"
-    "      --out DIR      keep the latest image of each slice as DIR/<id>.tif (float32)\n"
+    "      --out DIR      keep the latest image of each slice as DIR/<id>.tif (float32;\n"
+    "                     a box: a page per plane)\n"
     "      --png          ... and as an 8-bit preview DIR/<id>.png\n"
     "      --every-seq    ... and every image as DIR/<id>-<seq>.tif\n"
     "      --count N      exit after N slices\n"
@@ -190,7 +191,8 @@ static int payload_floats(state *S, const tl_proto_slice *s)
     return 0;
 }
 
-/* The slice as TIFF: its samples as sent, or float32 when they came compact (§10.3). */
+/* The slice as TIFF: its samples as sent, or float32 when they came compact (§10.3); a
+ * box (§10 "planes") a page per plane, plane 0 first. */
 static int write_tiff(const char *path, state *S, const tl_proto_slice *s)
 {
     char err[512];
@@ -203,10 +205,14 @@ static int write_tiff(const char *path, state *S, const tl_proto_slice *s)
     size_t bytes = compact ? (size_t)s->shape[0] * s->shape[1] * sizeof(float) : s->payload_len;
     if (tl_tiff_create(&w, path, bytes, err, sizeof err) != 0)
         return fail(1, "%s", err);
-    if (tl_tiff_write_page(&w, dtype, px, s->shape[0], s->shape[1], err, sizeof err) != 0) {
-        tl_tiff_finish(&w, NULL, 0);
-        return fail(1, "%s", err);
-    }
+    const uint32_t pages = s->planes ? s->planes : 1, rows = s->shape[0] / pages;
+    const size_t page_bytes = bytes / pages;
+    for (uint32_t k = 0; k < pages; k++)
+        if (tl_tiff_write_page(&w, dtype, (const char *)px + k * page_bytes, rows, s->shape[1],
+                               err, sizeof err) != 0) {
+            tl_tiff_finish(&w, NULL, 0);
+            return fail(1, "%s", err);
+        }
     return tl_tiff_finish(&w, err, sizeof err) != 0 ? fail(1, "%s", err) : 0;
 }
 

@@ -167,6 +167,14 @@ tests_integration_check_iterative_daemon_SOURCES = tests/integration/check_itera
 tests_integration_check_iterative_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
 tests_integration_check_iterative_daemon_LDADD = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
 
+# boxes (set_slice kind "box"): a box is its planes, parallel and cone beam; incremental
+# equals from scratch; the whole volume; refusals
+check_PROGRAMS += tests/integration/check_box_daemon
+TESTS += tests/integration/check_box_daemon
+tests_integration_check_box_daemon_SOURCES = tests/integration/check_box_daemon.c
+tests_integration_check_box_daemon_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(PROTO_CFLAGS) $(JANSSON_CFLAGS)
+tests_integration_check_box_daemon_LDADD = $(FIXTURE_LIBS) $(ENGINE_LIBS) $(TEST_LIBS)
+
 # per-frame corrections through the daemon: scan keys, status, latency histograms
 check_PROGRAMS += tests/integration/check_corrections_daemon
 TESTS += tests/integration/check_corrections_daemon

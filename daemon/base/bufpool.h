@@ -46,6 +46,8 @@ typedef struct tl_slicebuf {
     tl_slice_info info;
     uint32_t iterations; /* an iterative slice's (PROTOCOL.md §10), else 0 */
     double residual;
+    uint32_t planes; /* a box's (PROTOCOL.md §10), else 0 */
+    double box_step;
     uint64_t t_done; /* CLOCK_REALTIME ns */
     bool final;
     bool tcp; /* data holds the pixels: sent on "slice/<id>/", shown to taps */

@@ -14,8 +14,10 @@ void tl_slices_init(tl_slices *s)
 
 void tl_slices_destroy(tl_slices *s)
 {
-    for (int i = 0; i < s->n; i++)
+    for (int i = 0; i < s->n; i++) {
         free(s->v[i].it.image);
+        free(s->v[i].box.ids);
+    }
     free(s->v);
     memset(s, 0, sizeof *s);
 }
@@ -66,7 +68,42 @@ tl_slice *tl_slices_add(tl_slices *s, const char *id, size_t len)
 void tl_slices_remove(tl_slices *s, tl_slice *sl)
 {
     free(sl->it.image);
+    free(sl->box.ids);
     *sl = s->v[--s->n]; /* order does not matter; pointers into v are not kept */
+}
+
+void tl_slice_box_plane(const tl_slice *sl, uint32_t rows, uint32_t cols, uint32_t k,
+                        tl_slice_spec *out, uint32_t *planes)
+{
+    const tl_slice_box *b = &sl->box;
+    const uint32_t n = b->depth ? b->depth : rows;
+    const double s = sl->spec.scale > 0 ? sl->spec.scale : 1.0;
+    const uint32_t h = sl->spec.height ? sl->spec.height : cols;
+    const uint32_t w = sl->spec.width ? sl->spec.width : cols;
+    const double cx = b->has_center ? b->center[0] : 0, cy = b->has_center ? b->center[1] : 0;
+    const double cz = b->has_center ? b->center[2] : (rows - 1) / 2.0;
+    const double z = cz + ((double)k - (n - 1) / 2.0) * s;
+    const float o[9] = {(float)(w * s), 0, 0, 0, (float)(h * s), 0, (float)(cx - w * s / 2),
+                        (float)(cy - h * s / 2), (float)z};
+    tl_slice_spec_plane(out, o, h, w);
+    out->scale = s;
+    *planes = n;
+}
+
+bool tl_slice_fits(const tl_slice *sl, uint32_t rows, uint32_t cols)
+{
+    if (!sl->box.on)
+        return tl_slice_inside(&sl->spec, rows, cols);
+    tl_slice_spec first, last;
+    uint32_t n;
+    tl_slice_box_plane(sl, rows, cols, 0, &first, &n);
+    tl_slice_box_plane(sl, rows, cols, n - 1, &last, &n);
+    return tl_slice_inside(&first, rows, cols) && tl_slice_inside(&last, rows, cols);
+}
+
+uint32_t tl_slice_plane_height(const tl_slice *sl)
+{
+    return sl->box.on && sl->box.planes ? sl->height / sl->box.planes : sl->height;
 }
 
 void tl_slice_touch(tl_slice *sl)

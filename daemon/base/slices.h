@@ -55,6 +55,27 @@ typedef struct {
     bool converged;      /* nothing to refine until the window changes */
 } tl_slice_iter;
 
+/* A box (set_slice kind "box", PROTOCOL.md §12; issue #21): an axis-aligned sub-volume
+ * of depth x height x width voxels, each `scale` volume units wide, around `center`,
+ * reconstructed as `depth` horizontal planes (one engine slice each; plane 0 the lowest
+ * z) in one engine call and published as one image of depth x height rows, plane after
+ * plane ("planes" and "box_step" in its header). Every plane of a box is kept
+ * incrementally while it is watched, like any slice. The slice's spec is a plane's:
+ * height, width (0: the detector's width) and scale. */
+typedef struct {
+    bool on;
+    uint32_t depth; /* planes; 0: the detector's rows (the whole volume's height) */
+    bool has_center;
+    double center[3]; /* x, y, z in volume coordinates; default (0, 0, (rows - 1) / 2) */
+    /* per scan: the planes' engine slices (ids[0] is the slice's engine_id) */
+    int *ids;
+    uint32_t planes;
+} tl_slice_box;
+
+/* Planes of a box, at most (the worker's stack scratch serves boxes and iterative
+ * stacks alike). */
+#define TL_SLICE_BOX_PLANES_MAX TL_SLICE_ITER_PLANES_MAX
+
 typedef struct {
     char id[TL_PROTO_MAX_ID + 1];
     char topic[TL_PROTO_MAX_ID + 16];
@@ -83,6 +104,7 @@ typedef struct {
     uint64_t cost_ns; /* moving average of its share of a read-out's time (pacing.h) */
     bool was_tcp, was_shm; /* wanted over each channel at the last turn */
     tl_slice_iter it;      /* it.on: iterative, not FBP */
+    tl_slice_box box;      /* box.on: a sub-volume; height is then box.planes planes' */
 } tl_slice;
 
 typedef struct {
@@ -100,6 +122,17 @@ void tl_slices_remove(tl_slices *s, tl_slice *sl);
 
 /* 1..64 bytes of [A-Za-z0-9_.-]. */
 bool tl_slice_id_valid(const char *id, size_t len);
+
+/* Plane k of box slice sl in an engine of a rows x cols detector: a horizontal plane of
+ * the spec's size (0: cols) at z = center z + (k - (planes - 1) / 2) x scale, centred on
+ * the box's x, y (tl_slice_box). *planes gets the box's depth. */
+void tl_slice_box_plane(const tl_slice *sl, uint32_t rows, uint32_t cols, uint32_t k,
+                        tl_slice_spec *out, uint32_t *planes);
+/* Whether slice sl lies in the volume of a rows x cols detector (tl_slice_inside; a box:
+ * its first and last planes). */
+bool tl_slice_fits(const tl_slice *sl, uint32_t rows, uint32_t cols);
+/* The height of one of its planes: sl->height, or a box's height over its planes. */
+uint32_t tl_slice_plane_height(const tl_slice *sl);
 
 /* Records one new projection in the window (or a window change of another kind). */
 void tl_slice_touch(tl_slice *sl);

@@ -70,9 +70,11 @@ typedef struct {
     float **outs;
     tl_slice_info *info;
     double *residual; /* an iterative read-out's, TL_SLICE_ITER_STEP_MAX */
-    /* an iterative cone-beam stack's engine slices and their images, TL_SLICE_ITER_PLANES_MAX */
+    /* an iterative cone-beam stack's engine slices and their images, TL_SLICE_ITER_PLANES_MAX;
+     * a box's planes' images (stack_outs) and what each used (stack_info) */
     int *stack_ids;
     float **stack_outs;
+    tl_slice_info *stack_info;
     tl_pace pace;     /* frames first (pacing.h) */
 } tl_worker_scratch;
 
@@ -239,8 +241,11 @@ void tl_scan_producer_check(tl_daemon *d);
  * bands have not all come in time dropped (counted and logged). */
 void tl_scan_bands_init(tl_daemon *d);
 void tl_scan_bands_check(tl_daemon *d);
-/* Adds a registered slice to the current engine (resolving its size); 0 or -1 with err. */
+/* Adds a registered slice to the current engine (resolving its size; a box: each of its
+ * planes); 0 or -1 with err. */
 int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen);
+/* Takes a slice out of the current engine (every plane of a box); nothing if it is not in. */
+void tl_scan_detach(tl_daemon *d, tl_slice *sl);
 
 /* slice_shm.c (worker thread, lock held): prepare creates (or resizes) a slice's
  * shared-memory slots (sl->shm), 0 or -1 (logged, counted, retried after a pause); drop

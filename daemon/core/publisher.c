@@ -221,6 +221,8 @@ static tl_proto_slice slice_header(const tl_slicebuf *b, uint64_t now)
         .kernel = {b->info.kernel, strlen(b->info.kernel)},
         .iterations = b->iterations,
         .residual = b->residual,
+        .planes = b->planes,
+        .box_step = b->box_step,
     };
     memcpy(h.orientation, b->orientation, sizeof h.orientation);
     return h;

@@ -59,6 +59,7 @@ void tl_scan_close(tl_daemon *d)
     tl_tuning_forget(d); /* kernel choices belong to the engine */
     for (int i = 0; i < d->slices.n; i++) {
         d->slices.v[i].engine_id = -1;
+        d->slices.v[i].box.planes = 0;
         d->slices.v[i].tracked = false;
     }
 }
@@ -73,11 +74,74 @@ static tl_dtype engine_dtype(tl_proto_dtype t)
     }
 }
 
+void tl_scan_detach(tl_daemon *d, tl_slice *sl)
+{
+    if (sl->engine_id < 0)
+        return;
+    if (sl->box.on)
+        for (uint32_t k = 0; k < sl->box.planes; k++)
+            tl_engine_remove_slice(d->scan.engine, sl->box.ids[k]);
+    else
+        tl_engine_remove_slice(d->scan.engine, sl->engine_id);
+    sl->engine_id = -1;
+    sl->box.planes = 0;
+    sl->tracked = false;
+}
+
+/* A box's planes into the engine (tl_slice_box): each inside the volume, at most
+ * TL_SLICE_BOX_PLANES_MAX of them, their image under 2 GiB; 0 or -1 with err. */
+static int attach_box(tl_daemon *d, tl_slice *sl, char *err, size_t errlen)
+{
+    tl_engine *e = d->scan.engine;
+    const tl_engine_config *ec = tl_engine_get_config(e);
+    tl_slice_spec plane;
+    uint32_t n;
+    tl_slice_box_plane(sl, ec->rows, ec->cols, 0, &plane, &n);
+    const double bytes = (double)n * plane.height * plane.width * sizeof(float);
+    if (n > TL_SLICE_BOX_PLANES_MAX || bytes >= 2147483648.0) {
+        snprintf(err, errlen,
+                 "a box of %u x %u x %u voxels: at most %d planes and 2 GiB (give \"size\")", n,
+                 plane.height, plane.width, TL_SLICE_BOX_PLANES_MAX);
+        return -1;
+    }
+    if (!sl->box.ids && !(sl->box.ids = malloc(TL_SLICE_BOX_PLANES_MAX * sizeof *sl->box.ids))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    sl->box.planes = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        tl_slice_box_plane(sl, ec->rows, ec->cols, k, &plane, &n);
+        const char *why = !tl_slice_inside(&plane, ec->rows, ec->cols)
+                              ? "lies outside the volume"
+                          : tl_engine_add_slice(e, &plane, &sl->box.ids[k]) != TL_OK
+                              ? tl_engine_last_error(e)
+                              : NULL;
+        if (why) {
+            snprintf(err, errlen, "the box's plane %u of %u (z %.6g, %u rows, %u columns): %s", k,
+                     n, plane.orientation[8], ec->rows, ec->cols, why);
+            for (uint32_t i = 0; i < k; i++)
+                tl_engine_remove_slice(e, sl->box.ids[i]);
+            return -1;
+        }
+    }
+    sl->box.planes = n;
+    sl->height = n * plane.height;
+    sl->width = plane.width;
+    sl->engine_id = sl->box.ids[0];
+    sl->tracked = false;
+    tl_slice_box_plane(sl, ec->rows, ec->cols, 0, &plane, &n); /* the header's: plane 0 */
+    tl_slice_plane(&plane, ec->rows, sl->orientation);
+    sl->want_param = true;
+    return 0;
+}
+
 int tl_scan_attach(tl_daemon *d, tl_slice *sl, char *err, size_t errlen)
 {
     tl_scan *s = &d->scan;
     if (!s->open)
         return 0;
+    if (sl->box.on)
+        return attach_box(d, sl, err, errlen);
     const tl_engine_config *ec = tl_engine_get_config(s->engine);
     tl_slice_spec sp = sl->spec;
     if (sp.width == 0) /* default size: the detector's width; ortho slices its height */

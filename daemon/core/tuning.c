@@ -552,10 +552,11 @@ static bool next_unresolved(tl_daemon *d, uint32_t *h, uint32_t *w)
 {
     for (int i = 0; i < d->slices.n; i++) {
         tl_slice *sl = &d->slices.v[i];
-        if (sl->engine_id < 0 || find_size(&d->tuning, sl->height, sl->width))
+        const uint32_t plane = tl_slice_plane_height(sl); /* a box: its planes' */
+        if (sl->engine_id < 0 || find_size(&d->tuning, plane, sl->width))
             continue;
         if (sl->pinned || tl_publisher_wanted(&d->pub, sl->topic, sl->topic_len)) {
-            *h = sl->height;
+            *h = plane;
             *w = sl->width;
             return true;
         }

@@ -37,6 +37,16 @@
  * selection looks and lists; each later phase works on the list the previous one left in
  * d->scratch.due. */
 
+/* Keeps a slice incrementally in the engine, or stops: every plane of a box. */
+static tl_status track_slice(tl_daemon *d, const tl_slice *sl, bool on)
+{
+    const uint32_t n = sl->box.on ? sl->box.planes : 1;
+    tl_status st = TL_OK;
+    for (uint32_t k = 0; k < n && st == TL_OK; k++)
+        st = tl_engine_track(d->scan.engine, sl->box.on ? sl->box.ids[k] : sl->engine_id, on);
+    return st;
+}
+
 /* Brings every slice with an engine id up to date for this turn: incremental tracking for
  * the watched ones (the others cost nothing), shared-memory slots for those wanted through
  * shm (made when the slice is wanted, not when frames already flow behind its first
@@ -50,7 +60,7 @@ static void refresh_slices(tl_daemon *d)
             continue;
         bool tcp, shm, wanted = tl_slice_wanted(d, sl, &tcp, &shm);
         bool track = wanted && d->cfg.slices_incremental && !sl->it.on;
-        if (track != sl->tracked && tl_engine_track(d->scan.engine, sl->engine_id, track) == TL_OK)
+        if (track != sl->tracked && track_slice(d, sl, track) == TL_OK)
             sl->tracked = track;
         if (shm)
             tl_slice_shm_prepare(d, sl);
@@ -164,9 +174,16 @@ static float *readout_out(const tl_worker_readout *r)
     return r->slot ? r->slot : r->buf->data;
 }
 
-/* The FBP read-outs among the n in one engine call (one batch: a GPU kernel may serve
- * several slices per pass), each getting its share of the call's time by pixels (what
- * pacing expects it to cost). */
+/* Whether a slice is read out in the turn's one batch of FBP slices: not an iterative
+ * slice, nor a box (whose planes are a batch of their own). */
+static bool batched(const tl_slice *sl)
+{
+    return !sl->it.on && !sl->box.on;
+}
+
+/* The batched read-outs among the n in one engine call (one batch: a GPU kernel may
+ * serve several slices per pass), each getting its share of the call's time by pixels
+ * (what pacing expects it to cost). */
 static tl_status reconstruct_fbp(tl_daemon *d, int n)
 {
     tl_worker_scratch *w = &d->scratch;
@@ -174,7 +191,7 @@ static tl_status reconstruct_fbp(tl_daemon *d, int n)
     double px = 0;
     for (int k = 0; k < n; k++) {
         const tl_slice *sl = &d->slices.v[w->due[k].slice];
-        if (sl->it.on)
+        if (!batched(sl))
             continue;
         w->engine_ids[nfbp] = sl->engine_id;
         w->outs[nfbp++] = readout_out(&w->due[k]);
@@ -188,11 +205,26 @@ static tl_status reconstruct_fbp(tl_daemon *d, int n)
     uint64_t ns = tl_clock_ns() - t0;
     for (int k = 0, i = 0; k < n; k++) {
         const tl_slice *sl = &d->slices.v[w->due[k].slice];
-        if (sl->it.on)
+        if (!batched(sl))
             continue;
         w->due[k].info = w->info[i++];
         w->due[k].cost_ns = (uint64_t)((double)ns * ((double)sl->height * sl->width / px));
     }
+    return st;
+}
+
+/* A box's planes in one engine call into out, plane after plane (slices.h, tl_slice_box);
+ * info what plane 0 used (every plane uses the same window). */
+static tl_status reconstruct_box(tl_daemon *d, const tl_slice *sl, float *out,
+                                 tl_slice_info *info)
+{
+    tl_worker_scratch *w = &d->scratch;
+    const size_t plane = (size_t)tl_slice_plane_height(sl) * sl->width;
+    for (uint32_t k = 0; k < sl->box.planes; k++)
+        w->stack_outs[k] = out + k * plane;
+    tl_status st = tl_engine_reconstruct(d->scan.engine, sl->box.ids, sl->box.planes,
+                                         w->stack_outs, w->stack_info);
+    *info = w->stack_info[0];
     return st;
 }
 
@@ -301,19 +333,21 @@ static int reconstruct(tl_daemon *d, int n, uint64_t *t0, uint64_t *t1)
     tl_worker_scratch *w = &d->scratch;
     *t0 = tl_clock_ns();
     bool fbp_ok = reconstruct_fbp(d, n) == TL_OK;
-    if (!fbp_ok) /* before the iterative ones overwrite the engine's error */
+    if (!fbp_ok) /* before the others overwrite the engine's error */
         for (int k = 0; k < n; k++)
-            if (!d->slices.v[w->due[k].slice].it.on)
+            if (batched(&d->slices.v[w->due[k].slice]))
                 readout_failed(d, &w->due[k], *t0);
     int kept = 0;
     for (int k = 0; k < n; k++) {
         tl_worker_readout *r = &w->due[k];
         tl_slice *sl = &d->slices.v[r->slice];
-        if (!sl->it.on && !fbp_ok)
+        if (batched(sl) && !fbp_ok)
             continue;
-        if (sl->it.on) {
+        if (!batched(sl)) { /* a call of its own: an iterative slice, or a box */
             uint64_t t = tl_clock_ns();
-            if (iterate(d, sl, readout_out(r), &r->info) != TL_OK) {
+            tl_status st = sl->it.on ? iterate(d, sl, readout_out(r), &r->info)
+                                     : reconstruct_box(d, sl, readout_out(r), &r->info);
+            if (st != TL_OK) {
                 readout_failed(d, r, t);
                 continue;
             }
@@ -352,6 +386,8 @@ static void post(tl_daemon *d, int n, uint64_t t0)
         b->info = r->info;
         b->iterations = sl->it.on ? sl->it.total : 0;
         b->residual = sl->it.on ? sl->it.residual : 0;
+        b->planes = sl->box.on ? sl->box.planes : 0;
+        b->box_step = sl->box.on ? sl->spec.scale : 0;
         b->t_done = t_done;
         b->final = final;
         b->tcp = r->tcp;
@@ -500,10 +536,11 @@ int tl_worker_start(tl_daemon *d)
     w->residual = calloc(TL_SLICE_ITER_STEP_MAX, sizeof *w->residual);
     w->stack_ids = calloc(TL_SLICE_ITER_PLANES_MAX, sizeof *w->stack_ids);
     w->stack_outs = calloc(TL_SLICE_ITER_PLANES_MAX, sizeof *w->stack_outs);
+    w->stack_info = calloc(TL_SLICE_BOX_PLANES_MAX, sizeof *w->stack_info);
     w->pace = (tl_pace){0};
     tl_ipc_frames_init(&d->ipc, d->zctx, &d->stats);
     if (!w->due || !w->engine_ids || !w->outs || !w->info || !w->residual || !w->stack_ids ||
-        !w->stack_outs || tl_tuning_init(d) != 0)
+        !w->stack_outs || !w->stack_info || tl_tuning_init(d) != 0)
         return -1;
     atomic_store(&d->worker_stop, false);
     atomic_store(&d->worker_beat, tl_clock_ns());
@@ -528,6 +565,7 @@ void tl_worker_stop(tl_daemon *d, uint64_t deadline_ns)
     free(w->residual);
     free(w->stack_ids);
     free(w->stack_outs);
+    free(w->stack_info);
     tl_tuning_destroy(d);
 }
 

@@ -69,9 +69,33 @@ tl_update_policy tl_default_policy(const tl_settings *c)
                               c->update_max_rate};
 }
 
-static const char *kind_name(const tl_slice_spec *s)
+static const char *kind_name(const tl_slice_spec *s, const tl_slice_box *box)
 {
-    return s->kind == TL_SLICE_ROW ? "row" : s->kind == TL_SLICE_ORTHO ? "ortho" : "plane";
+    return box->on                   ? "box"
+           : s->kind == TL_SLICE_ROW   ? "row"
+           : s->kind == TL_SLICE_ORTHO ? "ortho"
+                                       : "plane";
+}
+
+/* A box's geometry as set_slice and list_slices describe it: the planes (null before a
+ * scan when they come from its detector), the centre (null: the detector's middle). */
+static void pack_box(const tl_slice *sl, msgpack_packer *pk)
+{
+    const tl_slice_box *b = &sl->box;
+    pack_key(pk, "box");
+    msgpack_pack_map(pk, 2);
+    pack_key(pk, "planes");
+    if (b->planes || b->depth)
+        msgpack_pack_uint32(pk, b->planes ? b->planes : b->depth);
+    else
+        msgpack_pack_nil(pk);
+    pack_key(pk, "center");
+    if (b->has_center) {
+        msgpack_pack_array(pk, 3);
+        for (int i = 0; i < 3; i++)
+            msgpack_pack_double(pk, b->center[i]);
+    } else
+        msgpack_pack_nil(pk);
 }
 
 /* An iterative slice's options and progress, as set_slice and list_slices describe them. */
@@ -102,15 +126,15 @@ static void pack_slice(tl_daemon *d, const tl_slice *sl, msgpack_packer *pk)
 {
     const tl_slice_spec *sp = &sl->spec;
     bool attached = sl->engine_id >= 0;
-    msgpack_pack_map(pk, 13 + sl->it.on);
+    msgpack_pack_map(pk, 13 + sl->it.on + sl->box.on);
     tl_proto_pack_kv_str(pk, "id", sl->id);
     tl_proto_pack_kv_str(pk, "topic", sl->topic);
-    tl_proto_pack_kv_str(pk, "kind", kind_name(sp));
+    tl_proto_pack_kv_str(pk, "kind", kind_name(sp, &sl->box));
     pack_key(pk, "shape");
     if (attached)
         pack_dims(pk, sl->height, sl->width);
-    else if (sp->height && sp->width)
-        pack_dims(pk, sp->height, sp->width);
+    else if (sp->height && sp->width && (!sl->box.on || sl->box.depth))
+        pack_dims(pk, sp->height * (sl->box.on ? sl->box.depth : 1), sp->width);
     else
         msgpack_pack_nil(pk);
     pack_key(pk, "orientation");
@@ -133,6 +157,8 @@ static void pack_slice(tl_daemon *d, const tl_slice *sl, msgpack_packer *pk)
     tl_proto_pack_kv_str(pk, "method", sl->it.on ? tl_iter_method_name(sl->it.o.method) : "fbp");
     if (sl->it.on)
         pack_iterative(&sl->it, pk);
+    if (sl->box.on)
+        pack_box(sl, pk);
 }
 
 /* How the slice's pixels go over TCP (§10.3): "dtype" f32 (default), f16 or q16, and
@@ -165,8 +191,37 @@ static bool parse_wire(request *r, tl_proto_dtype *dtype, bool *lz4)
 
 /* ---- set_slice ---------------------------------------------------------------------------- */
 
-/* Parses the slice description of set_slice into spec; false after replying with an error. */
-static bool parse_spec(request *r, tl_slice_spec *spec)
+/* A box's "size" [planes, height, width] and "center" [x, y, z] (both optional: the whole
+ * volume) into spec (a plane's height and width) and box; false after replying. */
+static bool parse_box(request *r, tl_slice_spec *spec, tl_slice_box *box)
+{
+    const msgpack_object *a = r->args;
+    tl_proto_error e;
+    uint32_t size[3] = {0, 0, 0};
+    float c[3];
+    box->on = true;
+    box->has_center = tl_proto_map_get(a, "center") != NULL;
+    if (tl_proto_get_dims(a, "size", false, size, 3, TL_PROTO_MAX_DIM, &e) != TL_PROTO_OK ||
+        tl_proto_get_floats(a, "center", false, c, 3, &e) != TL_PROTO_OK) {
+        fail_arg(r, &e);
+        return false;
+    }
+    if (size[0] > TL_SLICE_BOX_PLANES_MAX ||
+        (double)size[0] * size[1] * size[2] * sizeof(float) >= 2147483648.0) {
+        fail(r, TL_PROTO_E_RANGE, "a box of %u x %u x %u voxels: at most %d planes and 2 GiB",
+             size[0], size[1], size[2], TL_SLICE_BOX_PLANES_MAX);
+        return false;
+    }
+    box->depth = size[0];
+    for (int i = 0; i < 3; i++)
+        box->center[i] = box->has_center ? c[i] : 0;
+    tl_slice_spec_row(spec, 0, size[1], size[2]); /* a plane's height and width (scale: later) */
+    return true;
+}
+
+/* Parses the slice description of set_slice into spec (a box's: its planes', and box);
+ * false after replying with an error. */
+static bool parse_spec(request *r, tl_slice_spec *spec, tl_slice_box *box)
 {
     const msgpack_object *a = r->args;
     tl_proto_error e;
@@ -175,12 +230,17 @@ static bool parse_spec(request *r, tl_slice_spec *spec)
         fail_arg(r, &e);
         return false;
     }
+    *box = (tl_slice_box){0};
     uint32_t size[2] = {0, 0};
-    if (tl_proto_get_dims(a, "size", false, size, 2, TL_PROTO_MAX_DIM, &e) != TL_PROTO_OK) {
+    if (!tl_proto_str_eq(kind, "box") &&
+        tl_proto_get_dims(a, "size", false, size, 2, TL_PROTO_MAX_DIM, &e) != TL_PROTO_OK) {
         fail_arg(r, &e);
         return false;
     }
-    if (tl_proto_str_eq(kind, "row")) {
+    if (tl_proto_str_eq(kind, "box")) {
+        if (!parse_box(r, spec, box))
+            return false;
+    } else if (tl_proto_str_eq(kind, "row")) {
         double z;
         if (tl_proto_get_double(a, "z", true, &z, &e) != TL_PROTO_OK) {
             fail_arg(r, &e);
@@ -219,7 +279,7 @@ static bool parse_spec(request *r, tl_slice_spec *spec)
         }
         tl_slice_spec_plane(spec, o, size[0], size[1]);
     } else {
-        fail(r, TL_PROTO_E_KIND, "kind must be \"row\", \"ortho\" or \"plane\"");
+        fail(r, TL_PROTO_E_KIND, "kind must be \"row\", \"ortho\", \"plane\" or \"box\"");
         return false;
     }
     double scale = 1.0;
@@ -384,11 +444,18 @@ static void cmd_set_slice(request *r)
     bool given, pin = false, lz4;
     tl_proto_dtype wire;
     tl_slice_iter method = {0};
-    if (!parse_spec(r, &spec) || !parse_policy(r, &policy, &given) ||
+    tl_slice_box box;
+    if (!parse_spec(r, &spec, &box) || !parse_policy(r, &policy, &given) ||
         !parse_wire(r, &wire, &lz4) || !parse_method(r, &method))
         return;
     if (tl_proto_get_bool(r->args, "pin", false, &pin, &e) != TL_PROTO_OK) {
         fail_arg(r, &e);
+        return;
+    }
+    if (box.on && method.on) {
+        fail(r, TL_PROTO_E_BAD_ARG,
+             "a box is reconstructed by FBP / FDK (method fbp); an iterative sub-volume is a "
+             "cone-beam slice's \"planes\"");
         return;
     }
 
@@ -400,7 +467,13 @@ static void cmd_set_slice(request *r)
         rows = ec->rows;
         cols = ec->cols;
     }
-    if (!tl_slice_inside(&spec, rows, cols)) {
+    /* Try the new geometry on the engine first, so a refusal changes nothing. */
+    tl_slice trial = {0};
+    trial.spec = spec;
+    trial.engine_id = -1;
+    trial.it = method;
+    trial.box = box;
+    if (!tl_slice_fits(&trial, rows, cols)) {
         pthread_mutex_unlock(&d->lock);
         fail(r, TL_PROTO_E_RANGE,
              "the slice lies outside the volume (%u rows: z in -1..%u; x and y within %u of "
@@ -414,13 +487,9 @@ static void cmd_set_slice(request *r)
         fail(r, TL_PROTO_E_RESOURCE, "already serving %d slices (slices.max)", d->slices.n);
         return;
     }
-    /* Try the new geometry on the engine first, so a refusal changes nothing. */
-    tl_slice trial = {0};
-    trial.spec = spec;
-    trial.engine_id = -1;
-    trial.it = method;
     char err[256];
     if (tl_scan_attach(d, &trial, err, sizeof err) != 0) {
+        free(trial.box.ids);
         pthread_mutex_unlock(&d->lock);
         fail(r, TL_PROTO_E_BAD_ARG, "%s", err);
         return;
@@ -429,15 +498,16 @@ static void cmd_set_slice(request *r)
     if (created)
         sl = tl_slices_add(&d->slices, id.ptr, id.len);
     if (!sl) {
-        if (trial.engine_id >= 0)
-            tl_engine_remove_slice(d->scan.engine, trial.engine_id);
+        tl_scan_detach(d, &trial);
         free(trial.it.image);
+        free(trial.box.ids);
         pthread_mutex_unlock(&d->lock);
         fail(r, TL_PROTO_E_RESOURCE, "out of memory");
         return;
     }
-    if (sl->engine_id >= 0)
-        tl_engine_remove_slice(d->scan.engine, sl->engine_id);
+    tl_scan_detach(d, sl);
+    free(sl->box.ids);
+    sl->box = trial.box; /* its planes in the engine, for the open scan */
     sl->spec = spec;
     sl->policy = policy;
     sl->policy_given = given;
@@ -456,7 +526,7 @@ static void cmd_set_slice(request *r)
     pack_slice(d, sl, r->pk);
     pthread_mutex_unlock(&d->lock);
     tl_log(TL_LOG_INFO, created ? "slice_added" : "slice_changed", "id=%s kind=%s pinned=%d",
-           tl_logq(sl->id), kind_name(&spec), pin);
+           tl_logq(sl->id), kind_name(&spec, &box), pin);
     tl_worker_poke(d);
 }
 
@@ -478,8 +548,7 @@ static void cmd_remove_slice(request *r)
         fail(r, TL_PROTO_E_NOT_FOUND, "no slice \"%.*s\"", (int)id.len, id.ptr);
         return;
     }
-    if (sl->engine_id >= 0)
-        tl_engine_remove_slice(d->scan.engine, sl->engine_id);
+    tl_scan_detach(d, sl);
     tl_log(TL_LOG_INFO, "slice_removed", "id=%s", tl_logq(sl->id));
     tl_slice_shm_drop(d, sl);
     tl_publisher_forget(&d->pub, sl->id);
@@ -710,9 +779,10 @@ static void cmd_tune(request *r)
     /* no size given: every size of the slices in the engine, else the default row slice */
     for (int i = 0; !size[0] && i < d->slices.n; i++) {
         const tl_slice *sl = &d->slices.v[i];
+        const uint32_t h = tl_slice_plane_height(sl); /* what a kernel reconstructs */
         bool seen = sl->engine_id < 0;
         for (int k = 0; k < n && !seen; k++)
-            seen = t->job_dims[k][0] == sl->height && t->job_dims[k][1] == sl->width;
+            seen = t->job_dims[k][0] == h && t->job_dims[k][1] == sl->width;
         if (seen)
             continue;
         if (n == TL_TUNE_MAX_SIZES) {
@@ -723,7 +793,7 @@ static void cmd_tune(request *r)
                  TL_TUNE_MAX_SIZES);
             return;
         }
-        t->job_dims[n][0] = sl->height;
+        t->job_dims[n][0] = h;
         t->job_dims[n++][1] = sl->width;
     }
     if (n == 0) {

@@ -183,6 +183,31 @@ class Scan(DaemonCase):
             self.assertEqual((again.id, again.seq), ("h", h.seq))
             np.testing.assert_array_equal(again.image, h.image)
 
+    def test_box(self):
+        """A box (kind "box") through the client: Slice.volume is planes x h x w, plane 0
+        the row slice of its size at its z (both kept incrementally: to rounding), and
+        the compact f16 encoding carries the whole box."""
+        ids = ["cube", "cube16", "z1"]
+        self.ctl.set_slice("cube", kind="box", size=[2, 16, 16], center=[0, 0, 1.5])
+        self.ctl.set_slice("cube16", kind="box", size=[2, 16, 16], center=[0, 0, 1.5],
+                           dtype="f16")
+        self.ctl.set_slice("z1", kind="row", z=1, size=[16, 16])
+        for sid in ids:
+            self.addCleanup(self.ctl.remove_slice, sid)
+        with tomolive.Subscriber(self.d.slices, ids) as sub:
+            self.ctl.wait_wanted(ids, subscriptions=3)
+            push_disk(self.d, 1)
+            last: dict = {}
+            while not all(k in last and last[k].final for k in ids):
+                s = sub.recv(timeout=60)
+                last[s.id] = s
+        c = last["cube"]
+        self.assertEqual((c.planes, c.volume.shape, c.header["box_step"]), (2, (2, 16, 16), 1.0))
+        self.assertEqual(last["z1"].volume.shape, (1, 16, 16))
+        np.testing.assert_allclose(c.volume[0], last["z1"].image, rtol=1e-5, atol=1e-6)
+        self.assertGreater(float(np.max(np.abs(c.volume[0]))), 0)
+        np.testing.assert_allclose(last["cube16"].volume, c.volume, rtol=2 ** -11, atol=1e-6)
+
     def test_u16_camera_frames(self):
         """uint16 camera frames with darks and flats reconstruct the same cylinder."""
         self.ctl.set_slice("cam", kind="row", z=2)

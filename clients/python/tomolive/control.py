@@ -87,7 +87,9 @@ class Control:
     def set_slice(self, id: str, kind: str = "row", **spec: Any) -> Dict[str, Any]:
         """Defines or redefines slice ``id``: ``kind="row"`` with ``z``; ``"ortho"`` with
         ``axis`` and ``position``; ``"plane"`` with ``orientation`` (9 floats) and
-        ``size`` [h, w]; optional ``size``, ``scale``, ``update`` (a dict of ``every``,
+        ``size`` [h, w]; ``"box"`` (a sub-volume, published as ``Slice.volume``) with
+        optional ``size`` [planes, h, w] and ``center`` [x, y, z] (default: the whole
+        volume); optional ``size``, ``scale``, ``update`` (a dict of ``every``,
         ``on_complete``, ``max_rate``), ``pin``, ``dtype``, ``compression``, and
         ``method`` (``"fbp"``, or iterative: ``"sirt"``, ``"sart"``, ``"os-sart"``,
         ``"osem"``; needs ``engine.iterative = true``) with ``iterative``, a dict of
