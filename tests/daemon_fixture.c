@@ -309,6 +309,30 @@ int tl_fx_send_end(tl_fixture *f, uint64_t series)
     return send_header(f, &sb, NULL, 0);
 }
 
+void *tl_fx_subscribe(tl_fixture *f, const char *topic)
+{
+    void *s = zmq_socket(f->zctx, ZMQ_SUB);
+    ck_assert_ptr_nonnull(s);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    ck_assert_int_eq(zmq_connect(s, f->slices), 0);
+    ck_assert_int_eq(zmq_setsockopt(s, ZMQ_SUBSCRIBE, topic, strlen(topic)), 0);
+    return s;
+}
+
+int tl_fx_recv_slice(tl_fixture *f, void *sub, int timeout_ms, zmq_msg_t *parts,
+                     tl_proto_msg *m)
+{
+    zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, timeout_ms) <= 0)
+        return 0;
+    tl_proto_error e;
+    int np = tl_proto_recv(sub, parts, TL_PROTO_MAX_PARTS, 0, &e);
+    tl_proto_err rc = tl_proto_decode_parts(f->dec, parts, np, TL_MSG_SLICE, m, &e);
+    ck_assert_msg(rc == TL_PROTO_OK, "%s: %s", tl_proto_err_name(rc), e.message);
+    return np;
+}
+
 int tl_fx_send_views(tl_fixture *f, uint64_t series, const float *img, uint32_t rows,
                      uint32_t cols, int n, double arc)
 {

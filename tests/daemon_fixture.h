@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <zmq.h>
 
 #include "protocol/protocol.h"
 
@@ -77,6 +78,14 @@ int tl_fx_send_end(tl_fixture *f, uint64_t series);
  * then the end; 0, or -1 at the first that could not be sent. */
 int tl_fx_send_views(tl_fixture *f, uint64_t series, const float *img, uint32_t rows,
                      uint32_t cols, int n, double arc);
+/* A SUB socket on f's slices endpoint subscribed to topic (e.g. "slice/"), linger 0;
+ * zmq_close it. */
+void *tl_fx_subscribe(tl_fixture *f, const char *topic);
+/* The next slice message on sub, if one comes within timeout_ms, decoded into m with its
+ * parts in parts (TL_PROTO_MAX_PARTS of them; tl_proto_close(parts, n) when done): the
+ * part count n, or 0 when none came. A message that does not decode fails the test. */
+int tl_fx_recv_slice(tl_fixture *f, void *sub, int timeout_ms, zmq_msg_t *parts,
+                     tl_proto_msg *m);
 /* Fills img (rows x cols) with the line integrals of a centred disk of density 1 and
  * radius r, the same in every row: the projection of a cylinder at any angle. */
 void tl_fx_disk_projection(float *img, uint32_t rows, uint32_t cols, double r);

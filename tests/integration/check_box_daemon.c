@@ -85,16 +85,6 @@ static void send_scan(tl_fixture *f, bool cone)
     send_views(f, cone, 0, VIEWS, true);
 }
 
-static void *subscribe(tl_fixture *f)
-{
-    void *sub = zmq_socket(f->zctx, ZMQ_SUB);
-    int linger = 0;
-    zmq_setsockopt(sub, ZMQ_LINGER, &linger, sizeof linger);
-    ck_assert_int_eq(zmq_connect(sub, f->slices), 0);
-    ck_assert_int_eq(zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "slice/", 6), 0);
-    return sub;
-}
-
 /* Takes slice messages for up to 60 s until each of the n ids has its final (or, with
  * first, any message) in out[k]. */
 static void take(tl_fixture *f, void *sub, const char *const *ids, int n, bool first,
@@ -104,15 +94,11 @@ static void take(tl_fixture *f, void *sub, const char *const *ids, int n, bool f
     for (int k = 0; k < n; k++)
         out[k].final = false;
     for (double t0 = tl_fx_seconds(); have < n && tl_fx_seconds() - t0 < 60;) {
-        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&it, 1, 100) <= 0)
-            continue;
         zmq_msg_t parts[TL_PROTO_MAX_PARTS];
-        tl_proto_error e;
         tl_proto_msg m;
-        int np = tl_proto_recv(sub, parts, TL_PROTO_MAX_PARTS, 0, &e);
-        tl_proto_err rc = tl_proto_decode_parts(f->dec, parts, np, TL_MSG_SLICE, &m, &e);
-        ck_assert_msg(rc == TL_PROTO_OK, "%s: %s", tl_proto_err_name(rc), e.message);
+        int np = tl_fx_recv_slice(f, sub, 100, parts, &m);
+        if (np == 0)
+            continue;
         const tl_proto_slice *s = &m.slice;
         for (int k = 0; k < n; k++) {
             if (!tl_proto_str_eq(s->id, ids[k]) || out[k].final || !(first || s->final))
@@ -167,7 +153,7 @@ static void box_is_its_planes(bool cone)
         plane_spec(spec, sizeof spec, k);
         json_decref(tl_fx_ok(&f, "set_slice", spec));
     }
-    void *sub = subscribe(&f);
+    void *sub = tl_fx_subscribe(&f, "slice/");
     send_scan(&f, cone);
     static got_slice got[DEPTH + 1];
     take(&f, sub, ids, DEPTH + 1, false, got);
@@ -221,7 +207,7 @@ START_TEST(incremental_box_and_whole_volume)
     tl_fixture f;
     ck_assert_int_eq(tl_fx_start(&f, "box-inc", NULL), 0);
     json_decref(tl_fx_ok(&f, "set_slice", "{\"id\":\"watch\"," BOX "}"));
-    void *sub = subscribe(&f);
+    void *sub = tl_fx_subscribe(&f, "slice/");
     ck_assert(tl_fx_wait_status(&f, "slices.wanted", 1, 10));
     /* half the views, a read-out of them (the box's accumulators built), the rest: the
      * final is the first read-out's sums plus the other half's updates */

@@ -56,17 +56,6 @@ typedef struct {
     float px[COLS * COLS];
 } seen;
 
-static void *subscribe(tl_fixture *f, const char *topic)
-{
-    void *s = zmq_socket(f->zctx, ZMQ_SUB);
-    ck_assert_ptr_nonnull(s);
-    int linger = 0;
-    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
-    ck_assert_int_eq(zmq_connect(s, f->slices), 0);
-    ck_assert_int_eq(zmq_setsockopt(s, ZMQ_SUBSCRIBE, topic, strlen(topic)), 0);
-    return s;
-}
-
 /* Takes one message, if one comes within 100 ms, into the record of its id (ids[k]). */
 static bool take(void *sock, tl_proto_decoder *dec, const char *const *ids, seen *rec, int n)
 {
@@ -228,7 +217,7 @@ START_TEST(live_and_late)
     set_slice(&f, "fbp", "");
     const char *const ids[] = {"live", "late", "fbp"};
     static seen rec[3];
-    void *sub = subscribe(&f, "slice/live/");
+    void *sub = tl_fx_subscribe(&f, "slice/live/");
     /* the subscription reaches the daemon before the scan: wanted from the first frame */
     ck_assert(tl_fx_wait_status(&f, "slices.wanted", 1, 10));
     send_scan(&f, 1);
@@ -397,7 +386,7 @@ START_TEST(cone_stack)
     ck_assert(tl_fx_wait_status(&f, "frames.accepted.proj", CVIEWS, 10));
     if (two)
         ck_assert(tl_fx_wait_log(&f, "event=cone_iterative_gpus series=1 gpus=2", 10));
-    void *sub = subscribe(&f, "slice/stack/");
+    void *sub = tl_fx_subscribe(&f, "slice/stack/");
     const char *const ids[] = {"stack"};
     static seen rec[1];
     ck_assert(read_finals(sub, f.dec, ids, rec, 1));

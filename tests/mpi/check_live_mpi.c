@@ -115,15 +115,11 @@ static int take(tl_fixture *f, void *sub, final_slice *out, int want, keep_rule 
 {
     int kept = 0;
     for (double t0 = tl_fx_seconds(); kept < want && tl_fx_seconds() - t0 < 60;) {
-        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&it, 1, 100) <= 0)
-            continue;
         zmq_msg_t parts[TL_PROTO_MAX_PARTS];
-        tl_proto_error e;
         tl_proto_msg m;
-        int np = tl_proto_recv(sub, parts, TL_PROTO_MAX_PARTS, 0, &e);
-        tl_proto_err rc = tl_proto_decode_parts(f->dec, parts, np, TL_MSG_SLICE, &m, &e);
-        ck_assert_msg(rc == TL_PROTO_OK, "%s: %s", tl_proto_err_name(rc), e.message);
+        int np = tl_fx_recv_slice(f, sub, 100, parts, &m);
+        if (np == 0)
+            continue;
         int k = 0;
         while (k < ALL && !tl_proto_str_eq(m.slice.id, ids[k]))
             k++;
@@ -155,11 +151,7 @@ static void run_scan(tl_fixture *f, final_slice *out)
 {
     for (int k = 0; k < NSLICES; k++)
         json_decref(tl_fx_ok(f, "set_slice", specs[k]));
-    void *sub = zmq_socket(f->zctx, ZMQ_SUB);
-    int linger = 0;
-    zmq_setsockopt(sub, ZMQ_LINGER, &linger, sizeof linger);
-    ck_assert_int_eq(zmq_connect(sub, f->slices), 0);
-    ck_assert_int_eq(zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "slice/", 6), 0);
+    void *sub = tl_fx_subscribe(f, "slice/");
     /* wanted once subscribed: every slice is kept from the first frame on */
     ck_assert(tl_fx_wait_status(f, "slices.wanted", NSLICES, 10));
     send_scan(f);
