@@ -35,17 +35,6 @@ enum { MAXSEQ = 4096 }; /* more publications than a test scan makes */
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static void *subscribe(tl_fixture *f, const char *topic)
-{
-    void *s = zmq_socket(f->zctx, ZMQ_SUB);
-    ck_assert_ptr_nonnull(s);
-    int linger = 0;
-    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
-    ck_assert_int_eq(zmq_connect(s, f->slices), 0);
-    ck_assert_int_eq(zmq_setsockopt(s, ZMQ_SUBSCRIBE, topic, strlen(topic)), 0);
-    return s;
-}
-
 /* Waits until the subscriptions (TCP and shared memory alike) have reached the daemon:
  * status.slices.subscriptions, the distinct prefixes, is `subscriptions` (a slice wanted
  * over both counts once in slices.wanted, so that alone could be reached with one of its
@@ -240,11 +229,11 @@ START_TEST(shm_equals_tcp)
     json_decref(tl_fx_ok(&f, "set_slice",
                          "{\"id\":\"b\",\"kind\":\"row\",\"z\":0,"
                          "\"update\":{\"max_rate\":1000}}"));
-    receiver rc = {.tcp = subscribe(&f, "slice/a/"),
-                   .shm = subscribe(&f, "shm/a/"),
+    receiver rc = {.tcp = tl_fx_subscribe(&f, "slice/a/"),
+                   .shm = tl_fx_subscribe(&f, "shm/a/"),
                    .prefix = prefix,
                    .dec = tl_proto_decoder_new()};
-    void *shm_b = subscribe(&f, "shm/b/");
+    void *shm_b = tl_fx_subscribe(&f, "shm/b/");
     wait_wanted(&f, 2, 3); /* a over both, b through shared memory only */
 
     restart(&rc);
@@ -463,7 +452,7 @@ START_TEST(shm_off)
     json_decref(tl_fx_ok(&f, "set_slice",
                          "{\"id\":\"a\",\"kind\":\"row\",\"z\":0,"
                          "\"update\":{\"max_rate\":1000}}"));
-    void *shm = subscribe(&f, "shm/a/");
+    void *shm = tl_fx_subscribe(&f, "shm/a/");
     /* the subscription has reached the daemon (and changed nothing) */
     ck_assert(tl_fx_wait_status(&f, "slices.subscriptions", 1, 10));
     send_disk_scan(&f, 1, 2, 32, 40, 8, NULL, 0);
@@ -475,7 +464,7 @@ START_TEST(shm_off)
     ck_assert_int_eq(tl_fx_status_int(&f, "slices.shared_memory"), 0);
     ck_assert_int_eq(tl_fx_status_int(&f, "slices.shm_failed"), 0);
     /* the slice is there for a TCP subscriber, which gets it at once */
-    void *tcp = subscribe(&f, "slice/a/");
+    void *tcp = tl_fx_subscribe(&f, "slice/a/");
     it.socket = tcp;
     ck_assert_int_eq(zmq_poll(&it, 1, 5000), 1);
     ck_assert_int_eq(tl_fx_status_int(&f, "slices.wanted"), 1);
@@ -508,9 +497,9 @@ START_TEST(late_channel)
     json_decref(tl_fx_ok(&f, "set_slice",
                          "{\"id\":\"b\",\"kind\":\"row\",\"z\":1,"
                          "\"update\":{\"max_rate\":1000}}"));
-    receiver rc = {.tcp = subscribe(&f, "slice/a/"), .prefix = prefix,
+    receiver rc = {.tcp = tl_fx_subscribe(&f, "slice/a/"), .prefix = prefix,
                    .dec = tl_proto_decoder_new()};
-    void *shm_b = subscribe(&f, "shm/b/");
+    void *shm_b = tl_fx_subscribe(&f, "shm/b/");
     wait_wanted(&f, 2, 2);
     restart(&rc);
     send_disk_scan(&f, 1, 2, 32, 40, 8, NULL, 0);
@@ -527,7 +516,7 @@ START_TEST(late_channel)
             take(shm_b, true, prefix, &rc.rd, rc.dec, gb);
     ck_assert_uint_ne(gb->final_seq, 0);
 
-    rc.shm = subscribe(&f, "shm/a/");
+    rc.shm = tl_fx_subscribe(&f, "shm/a/");
     wait_wanted(&f, 2, 3);
     it.socket = rc.shm;
     ck_assert_msg(zmq_poll(&it, 1, 10000) == 1, "the late shared-memory subscriber got nothing");
@@ -541,7 +530,7 @@ START_TEST(late_channel)
 
     /* and the other way round: b, wanted through shared memory only during the scan, gets
      * a TCP subscriber after its end */
-    void *tcp_b = subscribe(&f, "slice/b/");
+    void *tcp_b = tl_fx_subscribe(&f, "slice/b/");
     wait_wanted(&f, 2, 4);
     it.socket = tcp_b;
     ck_assert_msg(zmq_poll(&it, 1, 10000) == 1, "the late TCP subscriber got nothing");
