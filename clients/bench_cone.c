@@ -29,7 +29,7 @@
 
 #define ME "tomolive bench --cone"
 #define MAX_SHAPES 16
-#define MAX_KERNELS 16
+#define MAX_KERNELS 32
 #define DEFAULT_BATCH 64
 #define SOURCE_AXIS_MM 1000.0
 #define SOURCE_DETECTOR_MM 1500.0
@@ -218,9 +218,9 @@ static int bench_shape(const options *o, const shape *s)
         printf("\n%ux%u detector, %u projections -> %s on %s (window filled in %.1f s, jobs "
                "of %u slices)\n",
                s->d, s->d, s->p, volume, es.device_name, tl_cli_now() - t0, o->batch);
-        printf("%-16s | %-6s | %10s | %12s | %14s\n", "kernel", "mode", "volume s", "GUPS (1e9)",
+        printf("%-22s | %-6s | %10s | %12s | %14s\n", "kernel", "mode", "volume s", "GUPS (1e9)",
                "GUPS (2^30)");
-        printf("-----------------+--------+------------+--------------+---------------\n");
+        printf("-----------------------+--------+------------+--------------+---------------\n");
     }
     double updates = (double)s->n * s->n * s->z * s->p;
     for (int k = 0; rc == 0 && k < nk; k++) {
@@ -237,7 +237,7 @@ static int bench_shape(const options *o, const shape *s)
             q = row.quality;
         }
         if (rc == 0)
-            printf("%-16s | %-6s | %10.3f | %12.1f | %14.1f\n", names[k], tl_quality_name(q),
+            printf("%-22s | %-6s | %10.3f | %12.1f | %14.1f\n", names[k], tl_quality_name(q),
                    ms / 1e3, updates / (ms * 1e-3) / 1e9, updates / (ms * 1e-3) / 1073741824.0);
     }
     free(ids);

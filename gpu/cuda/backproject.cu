@@ -79,13 +79,15 @@ static const char *const builtin_single[TL_QUALITY_COUNT][4] = {
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
 };
-/* Cone beam, by measurement (H100, BENCHMARKS.md): where `fast` is allowed, the texture
- * kernels (cone-tex-zb/16 ~920 GUPS on a 1024^3 volume, /8 ~900); in exact mode, for a stack of
+/* Cone beam, by measurement (H100 and H200, BENCHMARKS.md): where `fast` is allowed, the
+ * texture kernels, for a stack the one reading the float16 stack (cone-tex16-zb/16: H200
+ * 944 GUPS on a 1024^3 volume from 1024^2 projections, against 902 for cone-tex-zb/16 from
+ * the float one), else cone-tex-zb/8 (~880-900); in exact mode, for a stack of
  * horizontal slices of a circular scan (a volume, a sub-volume: at least COLUMN_SLICES of
  * one grid) the column kernel, which walks 64 of them per pass (~670), for a few the
  * z-batch kernel (~290); else the general ones. */
 #define COLUMN_SLICES 32
-static const char *const builtin_cone_stack[4] = {"cone-tex-zb/16", "cone-col/64x4", "cone-zb/8",
+static const char *const builtin_cone_stack[4] = {"cone-tex16-zb/16", "cone-col/64x4", "cone-zb/8",
                                                   "cone-exact"};
 static const char *const builtin_cone[4] = {"cone-tex-zb/8", "cone-zb/8", "cone-tex",
                                             "cone-exact"};

@@ -24,6 +24,13 @@
  *   cone-col/N, cone-col/NxC  a warp per (x, y) column (per C columns) walking N slices
  *                  through the transposed stack: iFDK's L1-Tran (bp_cone_column.cu).
  *                  `exact`.
+ *   cone-tex16-zb/16  cone-tex-zb/16 reading the float16 texture stack (cone_stack.cu):
+ *                  half the bytes per fetch. `fast`.
+ *   cone-coltex/64x4, cone-coltex16/64x4  the column kernel's walk with each update one
+ *                  texture fetch of the float or float16 stack (iFDK's "Tex" variant).
+ *                  `fast`.
+ *   cone-colhyb16-3:1/64x4  three texture blocks (coltex16) to one transposed-stack block
+ *                  (col) on each SM: seed 000's hybrid (Sect. 7.1) in cone beam. `fast`.
  */
 #include "config.h"
 
@@ -48,17 +55,20 @@ struct cone_chunk {
     int slot[CONE_CHUNK];
 };
 
+/* scale: per slot, what undoes the float16 stack's scaling (NULL: a float stack). */
 __device__ __forceinline__ void stage_chunk(cone_chunk &c, const float *__restrict__ cone,
                                             const float4 *__restrict__ par,
-                                            const int *__restrict__ slot, int p0, int nc)
+                                            const int *__restrict__ slot,
+                                            const float *__restrict__ scale, int p0, int nc)
 {
     const int tid = threadIdx.y * CONE_BLOCK + threadIdx.x;
     __syncthreads(); /* the previous chunk is no longer read */
     for (int t = tid; t < nc * 12; t += CONE_BLOCK * CONE_BLOCK)
         c.m[t / 12][t % 12] = __ldg(cone + (size_t)p0 * 12 + t);
     for (int t = tid; t < nc; t += CONE_BLOCK * CONE_BLOCK) {
-        c.weight[t] = __ldg(par + p0 + t).w;
-        c.slot[t] = __ldg(slot + p0 + t);
+        const int k = __ldg(slot + p0 + t);
+        c.weight[t] = __ldg(par + p0 + t).w * (scale ? __ldg(scale + k) : 1.f);
+        c.slot[t] = k;
     }
     __syncthreads();
 }
@@ -85,7 +95,7 @@ __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
     float acc = 0.f;
     for (int p0 = 0; p0 < nproj; p0 += CONE_CHUNK) {
         const int nc = nproj - p0 < CONE_CHUNK ? nproj - p0 : CONE_CHUNK;
-        stage_chunk(c, cone, par, slot, p0, nc);
+        stage_chunk(c, cone, par, slot, NULL, p0, nc);
         if (!inside)
             continue;
         for (int k = 0; k < nc; k++) {
@@ -129,9 +139,9 @@ __device__ __forceinline__ float window_row(const float *__restrict__ col, size_
 template <bool TEX, int ZB>
 __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
     bp_cone_zb_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W,
-                      int H, cudaTextureObject_t tex, const float *__restrict__ cone,
-                      const float4 *__restrict__ par, const int *__restrict__ slot, int nproj,
-                      tl_cuda_geom g, cone_zbatch zb)
+                      int H, cudaTextureObject_t tex, const float *__restrict__ scale,
+                      const float *__restrict__ cone, const float4 *__restrict__ par,
+                      const int *__restrict__ slot, int nproj, tl_cuda_geom g, cone_zbatch zb)
 {
     __shared__ cone_chunk c;
     const int j = blockIdx.x * CONE_BLOCK + threadIdx.x;
@@ -144,7 +154,7 @@ __global__ void __launch_bounds__(CONE_BLOCK *CONE_BLOCK)
         acc[s] = 0.f;
     for (int p0 = 0; p0 < nproj; p0 += CONE_CHUNK) {
         const int nc = nproj - p0 < CONE_CHUNK ? nproj - p0 : CONE_CHUNK;
-        stage_chunk(c, cone, par, slot, p0, nc);
+        stage_chunk(c, cone, par, slot, scale, p0, nc);
         if (!inside)
             continue;
         for (int k = 0; k < nc; k++) {
@@ -204,6 +214,7 @@ static dim3 cone_grid(const tl_cuda_geom *g)
 enum cone_source {
     FROM_WINDOW,     /* the window itself */
     FROM_TEXTURE,    /* the texture stack (cone_stack.cu) */
+    FROM_TEXTURE16,  /* the texture stack in float16 (cone_stack.cu) */
     FROM_TRANSPOSED, /* the transposed stack (cone_stack.cu) */
 };
 /* k's slices per pass (tl_cuda_kernel.slices) say the z-batch's length, and the column
@@ -214,6 +225,9 @@ struct cone_impl {
     cone_launch_fn launch;
     cone_source source;
     int cols; /* column kernels: columns per warp */
+    /* column kernels: of every tex + alu blocks, tex read a texture stack (the one of
+     * `source`) and alu the transposed stack (bp_cone_column.cu) */
+    int tex, alu;
 };
 static const cone_impl *impl_of(const tl_cuda_kernel *k);
 
@@ -248,17 +262,17 @@ static tl_status zb_launch_n(tl_cuda_state *s, const tl_cuda_kernel *k,
         zb.out[i] = b->out[i < b->nz ? i : b->nz - 1];
     }
     const dim3 block(CONE_BLOCK, CONE_BLOCK);
-    if (impl_of(k)->source == FROM_TEXTURE)
-        bp_cone_zb_kernel<true, ZB>
-            <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
-                                                        (int)s->cols, (int)s->rows, s->stack_tex,
-                                                        s->d_cone, s->d_par, s->d_slot, (int)nproj,
-                                                        b->g, zb);
+    const cone_source src = impl_of(k)->source;
+    if (src == FROM_TEXTURE || src == FROM_TEXTURE16)
+        bp_cone_zb_kernel<true, ZB><<<cone_grid(&b->g), block, 0, s->stream>>>(
+            s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows,
+            src == FROM_TEXTURE ? s->stack_tex : s->stack16_tex,
+            src == FROM_TEXTURE ? NULL : s->stack16_scale, s->d_cone, s->d_par, s->d_slot,
+            (int)nproj, b->g, zb);
     else
-        bp_cone_zb_kernel<false, ZB>
-            <<<cone_grid(&b->g), block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
-                                                        (int)s->cols, (int)s->rows, 0, s->d_cone,
-                                                        s->d_par, s->d_slot, (int)nproj, b->g, zb);
+        bp_cone_zb_kernel<false, ZB><<<cone_grid(&b->g), block, 0, s->stream>>>(
+            s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, 0, NULL, s->d_cone,
+            s->d_par, s->d_slot, (int)nproj, b->g, zb);
     TL_CUDA_LAUNCHED(s->eb, "bp_cone_zb_kernel");
     return TL_OK;
 }
@@ -272,7 +286,13 @@ static tl_status zb_launch(tl_cuda_state *s, const tl_cuda_kernel *k,
 static tl_status column_launch(tl_cuda_state *s, const tl_cuda_kernel *k,
                                const tl_cuda_cone_batch *b, size_t nproj)
 {
-    return tl_cuda_cone_column_launch(s, k->slices / 32, impl_of(k)->cols, b, nproj);
+    const cone_impl *im = impl_of(k);
+    tl_cuda_cone_column_path path = {im->tex, im->alu, 0, NULL};
+    if (im->tex) {
+        path.stack = im->source == FROM_TEXTURE ? s->stack_tex : s->stack16_tex;
+        path.scale = im->source == FROM_TEXTURE ? NULL : s->stack16_scale;
+    }
+    return tl_cuda_cone_column_launch(s, k->slices / 32, im->cols, &path, b, nproj);
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
@@ -305,15 +325,34 @@ const tl_cuda_kernel tl_cuda_cone_kernels[] = {
     {"cone-tex-zb/16", TL_QUALITY_FAST, 16, TL_KF_CONE,
      "16x16 threads, 16 slices each, u and w once per column, texture from the stack", 0, 0,
      false, false, NULL},
+    {"cone-tex16-zb/16", TL_QUALITY_FAST, 16, TL_KF_CONE,
+     "16x16 threads, 16 slices each, u and w once per column, texture from the float16 stack",
+     0, 0, false, false, NULL},
+    {"cone-coltex/64x4", TL_QUALITY_FAST, 64, TL_KF_CONE,
+     "32x8 threads, a warp per 4 columns, 2 slices per lane, texture from the stack", 0, 0,
+     false, false, NULL},
+    {"cone-coltex16/64x4", TL_QUALITY_FAST, 64, TL_KF_CONE,
+     "32x8 threads, a warp per 4 columns, 2 slices per lane, texture from the float16 stack", 0,
+     0, false, false, NULL},
+    {"cone-colhyb16-3:1/64x4", TL_QUALITY_FAST, 64, TL_KF_CONE,
+     "cone-coltex16/64x4 and cone-col/64x4 blocks, 3:1 on each SM", 0, 0, false, false, NULL},
 };
 const int tl_cuda_cone_nkernels = sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels;
 
 static const cone_impl impls[] = {
-    {one_launch, FROM_WINDOW, 0},     {one_launch, FROM_TEXTURE, 0},
-    {zb_launch, FROM_WINDOW, 0},      {zb_launch, FROM_TEXTURE, 0},
-    {column_launch, FROM_TRANSPOSED, 1}, {column_launch, FROM_TRANSPOSED, 1},
-    {column_launch, FROM_TRANSPOSED, 4}, {column_launch, FROM_TRANSPOSED, 4},
-    {zb_launch, FROM_TEXTURE, 0},
+    {one_launch, FROM_WINDOW, 0, 0, 0},
+    {one_launch, FROM_TEXTURE, 0, 0, 0},
+    {zb_launch, FROM_WINDOW, 0, 0, 0},
+    {zb_launch, FROM_TEXTURE, 0, 0, 0},
+    {column_launch, FROM_TRANSPOSED, 1, 0, 1},
+    {column_launch, FROM_TRANSPOSED, 1, 0, 1},
+    {column_launch, FROM_TRANSPOSED, 4, 0, 1},
+    {column_launch, FROM_TRANSPOSED, 4, 0, 1},
+    {zb_launch, FROM_TEXTURE, 0, 0, 0},
+    {zb_launch, FROM_TEXTURE16, 0, 0, 0},
+    {column_launch, FROM_TEXTURE, 4, 1, 0},
+    {column_launch, FROM_TEXTURE16, 4, 1, 0},
+    {column_launch, FROM_TEXTURE16, 4, 3, 1},
 };
 static_assert(sizeof impls / sizeof *impls ==
                   sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels,
@@ -354,7 +393,8 @@ size_t tl_cuda_cone_partners(const tl_bp_job *job, size_t i)
 bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_slice *sl,
                             const tl_bp_job *job, char *why, size_t why_len)
 {
-    if (impl_of(k)->source == FROM_TEXTURE && !s->stack) {
+    const cone_source src = impl_of(k)->source;
+    if ((src == FROM_TEXTURE || src == FROM_TEXTURE16) && !s->stack) {
         snprintf(why, why_len,
                  "%s needs the projection stack, which an engine of quality exact has not",
                  k->name);

@@ -17,7 +17,9 @@
  * projection overlap in L1.
  * Bilinear interpolation is exact fp32 arithmetic in the order of tl_cone_sample (the
  * CPU backend's rule: along u within each row, then between rows), so the kernels are
- * `exact`. iFDK's z-mirror pairing is not used: it needs a volume symmetric about the
+ * `exact`. The same walk with each update one texture fetch (of the float or the float16
+ * stack, cone_stack.cu) is cone-coltex: `fast`; a hybrid launch runs both kinds of block,
+ * chosen per SM by ticket as in bp_hybrid.cu. iFDK's z-mirror pairing is not used: it needs a volume symmetric about the
  * source plane, which a watched batch of slices rarely is.
  */
 #include "config.h"
@@ -63,21 +65,19 @@ __device__ __forceinline__ float *lane_out(const tl_cuda_cone_batch &b, int n)
     return out;
 }
 
-template <int PER_LANE, int COLS>
-__global__ void __launch_bounds__(32 * CONE_COL_WARPS)
-    bp_cone_column_kernel(const float *__restrict__ tstack, int W, int H,
-                          const float *__restrict__ cone, const float4 *__restrict__ par,
-                          const int *__restrict__ slot, int nproj, tl_cuda_geom g,
-                          tl_cuda_cone_batch b)
+/* The block's tile: CONE_COL_WARPS columns in x by COLS in y from i0, a warp per x (j). */
+template <int PER_LANE, int COLS, bool TEX>
+__device__ __forceinline__ void column_block(
+    const float *__restrict__ tstack, int W, int H, cudaTextureObject_t stack,
+    const float *__restrict__ scale, const float *__restrict__ cone,
+    const float4 *__restrict__ par, const int *__restrict__ slot, int nproj,
+    const tl_cuda_geom &g, const tl_cuda_cone_batch &b, col_shared &sh,
+    col_invariant (&inv)[CONE_COL_WARPS][COLS][CONE_COL_CHUNK], int j, int i0)
 {
-    __shared__ col_shared sh;
-    __shared__ col_invariant inv[CONE_COL_WARPS][COLS][CONE_COL_CHUNK];
     const int lane = threadIdx.x, warp = threadIdx.y;
     const int tid = warp * 32 + lane;
-    /* the block's tile: CONE_COL_WARPS columns in x by COLS in y, a warp per x */
-    const int tiles_x = (g.w + CONE_COL_WARPS - 1) / CONE_COL_WARPS;
-    const int j = (int)(blockIdx.x % tiles_x) * CONE_COL_WARPS + warp;
-    const int i0 = (int)(blockIdx.x / tiles_x) * COLS;
+    /* texel centres at +0.5, folded into the invariants of the texture path */
+    const float half = TEX ? 0.5f : 0.f;
     float x[COLS], y[COLS];
     bool inside[COLS];
 #pragma unroll
@@ -104,8 +104,9 @@ __global__ void __launch_bounds__(32 * CONE_COL_WARPS)
         for (int t = tid; t < nc * 12; t += 32 * CONE_COL_WARPS)
             sh.m[t / 12][t % 12] = __ldg(cone + (size_t)p0 * 12 + t);
         for (int t = tid; t < nc; t += 32 * CONE_COL_WARPS) {
-            sh.weight[t] = __ldg(par + p0 + t).w;
-            sh.slot[t] = __ldg(slot + p0 + t);
+            const int k = __ldg(slot + p0 + t);
+            sh.weight[t] = __ldg(par + p0 + t).w * (scale ? __ldg(scale + k) : 1.f);
+            sh.slot[t] = k;
         }
         __syncthreads();
 #pragma unroll
@@ -116,8 +117,8 @@ __global__ void __launch_bounds__(32 * CONE_COL_WARPS)
                 col_invariant v = {-2.f, 0.f, 0.f, 0.f};
                 if (inside[c] && w > 0.f) {
                     const float iw = 1.f / w;
-                    v.u = fmaf(m[0], x[c], fmaf(m[1], y[c], m[3])) * iw;
-                    v.va = fmaf(m[4], x[c], fmaf(m[5], y[c], m[7])) * iw;
+                    v.u = fmaf(m[0], x[c], fmaf(m[1], y[c], m[3])) * iw + half;
+                    v.va = fmaf(m[4], x[c], fmaf(m[5], y[c], m[7])) * iw + half;
                     v.vb = m[6] * iw;
                     v.wt = sh.weight[k] * iw * iw;
                 }
@@ -125,12 +126,22 @@ __global__ void __launch_bounds__(32 * CONE_COL_WARPS)
             }
         __syncwarp();
         for (int k = 0; k < nc; k++) {
-            const float *proj = tstack + (size_t)sh.slot[k] * proj_el;
+            const int layer = sh.slot[k];
+            const float *proj = tstack + (size_t)layer * proj_el;
 #pragma unroll
             for (int c = 0; c < COLS; c++) {
                 const col_invariant v = inv[warp][c][k]; /* one broadcast read */
-                if (!(v.u > -1.f && v.u < (float)W))
+                if (!(v.u > half - 1.f && v.u < (float)W + half))
                     continue; /* the same for the whole warp */
+                if (TEX) {
+                    /* the border address mode gives 0 off the detector */
+#pragma unroll
+                    for (int t = 0; t < PER_LANE; t++)
+                        acc[c][t] = fmaf(
+                            v.wt, tex2DLayered<float>(stack, v.u, fmaf(v.vb, z[t], v.va), layer),
+                            acc[c][t]);
+                    continue;
+                }
                 const float flu = floorf(v.u);
                 const int iu = (int)flu; /* -1 ... W - 1: the border has columns -1 and W */
                 const float fu = v.u - flu;
@@ -162,23 +173,77 @@ __global__ void __launch_bounds__(32 * CONE_COL_WARPS)
     }
 }
 
-template <int PER_LANE, int COLS>
-static tl_status launch(tl_cuda_state *s, const tl_cuda_cone_batch *b, size_t nproj)
+/* TEXN of every TEXN + ALUN blocks an SM receives take the texture path (the per-SM ticket
+ * of bp_hybrid.cu, Chilingaryan et al. 2020 Sect. 7.1), the others the transposed stack. */
+template <int PER_LANE, int COLS, int TEXN, int ALUN>
+__global__ void __launch_bounds__(32 * CONE_COL_WARPS)
+    bp_cone_column_kernel(const float *__restrict__ tstack, int W, int H,
+                          cudaTextureObject_t stack, const float *__restrict__ scale,
+                          const float *__restrict__ cone, const float4 *__restrict__ par,
+                          const int *__restrict__ slot, int nproj, tl_cuda_geom g,
+                          tl_cuda_cone_batch b, unsigned *tickets, int nsmid)
+{
+    __shared__ col_shared sh;
+    __shared__ col_invariant inv[CONE_COL_WARPS][COLS][CONE_COL_CHUNK];
+    __shared__ int s_tex;
+    const int tiles_x = (g.w + CONE_COL_WARPS - 1) / CONE_COL_WARPS;
+    const int j = (int)(blockIdx.x % tiles_x) * CONE_COL_WARPS + threadIdx.y;
+    const int i0 = (int)(blockIdx.x / tiles_x) * COLS;
+    bool tex = TEXN > 0;
+    if (TEXN > 0 && ALUN > 0) {
+        if (threadIdx.x == 0 && threadIdx.y == 0) {
+            unsigned sm;
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+            const unsigned t = atomicAdd(tickets + sm % (unsigned)nsmid, 1u);
+            s_tex = (int)(t % (unsigned)(TEXN + ALUN)) < TEXN;
+        }
+        __syncthreads();
+        tex = s_tex;
+    }
+    if (tex)
+        column_block<PER_LANE, COLS, true>(tstack, W, H, stack, scale, cone, par, slot, nproj,
+                                           g, b, sh, inv, j, i0);
+    else
+        column_block<PER_LANE, COLS, false>(tstack, W, H, stack, NULL, cone, par, slot, nproj,
+                                            g, b, sh, inv, j, i0);
+}
+
+template <int PER_LANE, int COLS, int TEXN, int ALUN>
+static tl_status launch(tl_cuda_state *s, const tl_cuda_cone_column_path *path,
+                        const tl_cuda_cone_batch *b, size_t nproj)
 {
     const int tiles_x = (b->g.w + CONE_COL_WARPS - 1) / CONE_COL_WARPS;
     const int tiles_y = (b->g.h + COLS - 1) / COLS;
-    bp_cone_column_kernel<PER_LANE, COLS>
+    if (TEXN > 0 && ALUN > 0) /* every launch splits its blocks the same way */
+        TL_CUDA(s->eb,
+                cudaMemsetAsync(s->d_tickets, 0, (size_t)s->nsmid * sizeof(unsigned), s->stream));
+    bp_cone_column_kernel<PER_LANE, COLS, TEXN, ALUN>
         <<<(unsigned)tiles_x * tiles_y, dim3(32, CONE_COL_WARPS), 0, s->stream>>>(
-            s->tstack, (int)s->cols, (int)s->rows, s->d_cone, s->d_par, s->d_slot, (int)nproj,
-            b->g, *b);
+            s->tstack, (int)s->cols, (int)s->rows, path->stack, path->scale, s->d_cone,
+            s->d_par, s->d_slot, (int)nproj, b->g, *b, s->d_tickets, s->nsmid);
     TL_CUDA_LAUNCHED(s->eb, "bp_cone_column_kernel");
     return TL_OK;
 }
 
 tl_status tl_cuda_cone_column_launch(tl_cuda_state *s, int per_lane, int cols,
+                                     const tl_cuda_cone_column_path *path,
                                      const tl_cuda_cone_batch *b, size_t nproj)
 {
-    if (per_lane == 1)
-        return cols == 1 ? launch<1, 1>(s, b, nproj) : launch<1, 4>(s, b, nproj);
-    return cols == 1 ? launch<2, 1>(s, b, nproj) : launch<2, 4>(s, b, nproj);
+    const int tex = path->tex_blocks, alu = path->alu_blocks;
+    if (tex == 0 && alu > 0) {
+        if (per_lane == 1)
+            return cols == 1 ? launch<1, 1, 0, 1>(s, path, b, nproj)
+                             : launch<1, 4, 0, 1>(s, path, b, nproj);
+        return cols == 1 ? launch<2, 1, 0, 1>(s, path, b, nproj)
+                         : launch<2, 4, 0, 1>(s, path, b, nproj);
+    }
+    if (per_lane == 2 && cols == 4) {
+        if (tex == 1 && alu == 0)
+            return launch<2, 4, 1, 0>(s, path, b, nproj);
+        if (tex == 3 && alu == 1) /* 1:1 and 1:3 measured slower (H200: 817, 698 GUPS) */
+            return launch<2, 4, 3, 1>(s, path, b, nproj);
+    }
+    return tl_fail(s->eb, TL_EINTERNAL,
+                   "no column kernel of %d slices per lane, %d columns, %d:%d texture:ALU blocks",
+                   per_lane, cols, tex, alu);
 }

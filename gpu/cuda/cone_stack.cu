@@ -18,6 +18,14 @@
  * made for every cone-beam engine (its kernels are exact and the fastest), the texture
  * one only for an engine whose quality mode lets the texture kernels (`fast`) serve it;
  * estimate() counts both.
+ *
+ * A `fast` engine also keeps the texture stack in float16 (DESIGN.md §3: `fast` allows
+ * 16-bit storage; the issue's "fp16 storage variants"), read by the kernels named cone-*16:
+ * half the bytes per texel through L1 and L2 for the same filtered fetch. float16 holds
+ * 65504 at most and 11 significant bits, so each slot is multiplied by a power of two that
+ * puts its max |value| just under 2^14 (exact in float, and a factor the kernels fold into
+ * the projection's weight): data in any unit keep float16's relative precision, and no
+ * value overflows. The max is found on the device while the slot is copied.
  */
 #include "config.h"
 
@@ -26,9 +34,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_fp16.h>
+
 #include "gpu/cuda/cuda_state.cuh"
 
 #define TRANSPOSE_TILE 32 /* a 32 x 32 tile through shared memory, 32 x 8 threads */
+#define HALF_TOP_EXP 14   /* a float16 slot's max |value| is scaled to below 2^14 */
+#define HALF_THREADS 256  /* the float16 copy: threads per block */
 
 /* Whether an engine of configuration c gets the transposed stack, and the texture stack. */
 static bool wants_transposed(const tl_engine_config *c)
@@ -50,9 +62,47 @@ size_t tl_cuda_cone_stack_bytes(const tl_engine_config *c)
 {
     if (!wants_transposed(c))
         return 0;
-    const size_t texture = (size_t)c->window * c->rows * c->cols * sizeof(float);
-    return transposed_bytes(c->window, c->rows, c->cols) + (wants_texture(c) ? texture : 0) +
+    const size_t pixels = (size_t)c->window * c->rows * c->cols;
+    const size_t textures = pixels * (sizeof(float) + sizeof(__half)) +
+                            (size_t)c->window * (sizeof(float) + sizeof(unsigned));
+    return transposed_bytes(c->window, c->rows, c->cols) + (wants_texture(c) ? textures : 0) +
            c->window; /* + stale flags */
+}
+
+/* A texture object reading layered array a, bilinear, zero off the detector. */
+static tl_status make_texture(tl_cuda_state *s, cudaArray_t a, cudaTextureObject_t *tex)
+{
+    cudaResourceDesc res;
+    memset(&res, 0, sizeof res);
+    res.resType = cudaResourceTypeArray;
+    res.res.array.array = a;
+    cudaTextureDesc td;
+    memset(&td, 0, sizeof td);
+    td.addressMode[0] = td.addressMode[1] = cudaAddressModeBorder; /* zero off the detector */
+    td.filterMode = cudaFilterModeLinear;
+    td.readMode = cudaReadModeElementType; /* float16 texels are read as float */
+    td.normalizedCoords = 0;
+    TL_CUDA(s->eb, cudaCreateTextureObject(tex, &res, &td, NULL));
+    return TL_OK;
+}
+
+static tl_status create_half_stack(tl_cuda_state *s)
+{
+    cudaChannelFormatDesc fmt = cudaCreateChannelDescHalf();
+    TL_CUDA(s->eb, cudaMalloc3DArray(&s->stack16, &fmt, make_cudaExtent(s->cols, s->rows, s->n),
+                                     cudaArrayLayered | cudaArraySurfaceLoadStore));
+    s->mem += (size_t)s->n * s->rows * s->cols * sizeof(__half);
+    TL_TRY(make_texture(s, s->stack16, &s->stack16_tex));
+    cudaResourceDesc res;
+    memset(&res, 0, sizeof res);
+    res.resType = cudaResourceTypeArray;
+    res.res.array.array = s->stack16;
+    TL_CUDA(s->eb, cudaCreateSurfaceObject(&s->stack16_surf, &res));
+    TL_TRY(tl_cuda_alloc(s, (void **)&s->stack16_scale, (size_t)s->n * sizeof(float),
+                         "float16 stack scales"));
+    TL_TRY(tl_cuda_alloc(s, (void **)&s->stack16_maxabs, (size_t)s->n * sizeof(unsigned),
+                         "float16 stack scales"));
+    return TL_OK;
 }
 
 tl_status tl_cuda_cone_stack_create(tl_cuda_state *s)
@@ -72,18 +122,8 @@ tl_status tl_cuda_cone_stack_create(tl_cuda_state *s)
     TL_CUDA(s->eb, cudaMalloc3DArray(&s->stack, &fmt, make_cudaExtent(s->cols, s->rows, s->n),
                                      cudaArrayLayered));
     s->mem += (size_t)s->n * s->rows * s->cols * sizeof(float);
-    cudaResourceDesc res;
-    memset(&res, 0, sizeof res);
-    res.resType = cudaResourceTypeArray;
-    res.res.array.array = s->stack;
-    cudaTextureDesc td;
-    memset(&td, 0, sizeof td);
-    td.addressMode[0] = td.addressMode[1] = cudaAddressModeBorder; /* zero off the detector */
-    td.filterMode = cudaFilterModeLinear;
-    td.readMode = cudaReadModeElementType;
-    td.normalizedCoords = 0;
-    TL_CUDA(s->eb, cudaCreateTextureObject(&s->stack_tex, &res, &td, NULL));
-    return TL_OK;
+    TL_TRY(make_texture(s, s->stack, &s->stack_tex));
+    return create_half_stack(s);
 }
 
 void tl_cuda_cone_stack_destroy(tl_cuda_state *s)
@@ -92,10 +132,21 @@ void tl_cuda_cone_stack_destroy(tl_cuda_state *s)
         cudaDestroyTextureObject(s->stack_tex);
     if (s->stack)
         cudaFreeArray(s->stack);
+    if (s->stack16_tex)
+        cudaDestroyTextureObject(s->stack16_tex);
+    if (s->stack16_surf)
+        cudaDestroySurfaceObject(s->stack16_surf);
+    if (s->stack16)
+        cudaFreeArray(s->stack16);
+    cudaFree(s->stack16_scale);
+    cudaFree(s->stack16_maxabs);
     cudaFree(s->tstack);
     free(s->stack_stale);
-    s->stack_tex = 0;
-    s->stack = NULL;
+    s->stack_tex = s->stack16_tex = 0;
+    s->stack16_surf = 0;
+    s->stack = s->stack16 = NULL;
+    s->stack16_scale = NULL;
+    s->stack16_maxabs = NULL;
     s->tstack = NULL;
     s->stack_stale = NULL;
 }
@@ -136,6 +187,66 @@ __global__ void transpose_kernel(const float *__restrict__ window, size_t pitch_
     }
 }
 
+/* Slot `slot`'s max |value| into *maxabs (as uint bits: they order as the floats do). */
+__global__ void half_maxabs_kernel(const float *__restrict__ window, size_t pitch_el,
+                                   size_t slab_el, int slot, int rows, int cols,
+                                   unsigned *maxabs)
+{
+    const float *src = window + (size_t)slot * pitch_el;
+    float m = 0.f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (size_t)rows * cols;
+         i += (size_t)gridDim.x * blockDim.x)
+        m = fmaxf(m, fabsf(src[(i / cols) * slab_el + i % cols]));
+    for (int d = 16; d > 0; d /= 2)
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+    if ((threadIdx.x & 31) == 0)
+        atomicMax(maxabs + slot, __float_as_uint(m));
+}
+
+/* The power of two that takes max |value| m to below 2^HALF_TOP_EXP (1 for 0, inf, NaN). */
+__device__ __forceinline__ float half_scale(float m)
+{
+    if (!(m > 0.f) || !isfinite(m))
+        return 1.f;
+    int e;
+    frexpf(m, &e); /* m < 2^e */
+    return ldexpf(1.f, max(-126, min(127, HALF_TOP_EXP - e)));
+}
+
+/* Slot `slot`, scaled into float16's range, into its layer of the float16 stack. */
+__global__ void half_copy_kernel(const float *__restrict__ window, size_t pitch_el,
+                                 size_t slab_el, int slot, int rows, int cols,
+                                 const unsigned *__restrict__ maxabs, cudaSurfaceObject_t surf,
+                                 float *scale_out)
+{
+    const float *src = window + (size_t)slot * pitch_el;
+    const float scale = half_scale(__uint_as_float(maxabs[slot]));
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        scale_out[slot] = 1.f / scale; /* exact: a power of two */
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (size_t)rows * cols;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int r = (int)(i / cols), c = (int)(i % cols);
+        const __half h = __float2half_rn(src[(size_t)r * slab_el + c] * scale);
+        surf2DLayeredwrite(__half_as_ushort(h), surf, c * (int)sizeof(__half), r, slot);
+    }
+}
+
+static tl_status sync_half_slot(tl_cuda_state *s, uint32_t k)
+{
+    const size_t pixels = (size_t)s->rows * s->cols;
+    const unsigned blocks = (unsigned)((pixels + HALF_THREADS - 1) / HALF_THREADS);
+    TL_CUDA(s->eb, cudaMemsetAsync(s->stack16_maxabs + k, 0, sizeof(unsigned), s->stream));
+    half_maxabs_kernel<<<blocks, HALF_THREADS, 0, s->stream>>>(
+        s->window, s->pitch_el, s->slab_el, (int)k, (int)s->rows, (int)s->cols,
+        s->stack16_maxabs);
+    TL_CUDA_LAUNCHED(s->eb, "half_maxabs_kernel");
+    half_copy_kernel<<<blocks, HALF_THREADS, 0, s->stream>>>(
+        s->window, s->pitch_el, s->slab_el, (int)k, (int)s->rows, (int)s->cols,
+        s->stack16_maxabs, s->stack16_surf, s->stack16_scale);
+    TL_CUDA_LAUNCHED(s->eb, "half_copy_kernel");
+    return TL_OK;
+}
+
 static tl_status sync_slot(tl_cuda_state *s, uint32_t k)
 {
     const dim3 grid((unsigned)((s->cols + TRANSPOSE_TILE - 1) / TRANSPOSE_TILE),
@@ -155,7 +266,7 @@ static tl_status sync_slot(tl_cuda_state *s, uint32_t k)
     p.extent = make_cudaExtent(s->cols, s->rows, 1);
     p.kind = cudaMemcpyDeviceToDevice;
     TL_CUDA(s->eb, cudaMemcpy3DAsync(&p, s->stream));
-    return TL_OK;
+    return sync_half_slot(s, k);
 }
 
 tl_status tl_cuda_cone_stack_sync(tl_cuda_state *s)

@@ -212,6 +212,14 @@ typedef struct {
     cudaArray_t stack;
     cudaTextureObject_t stack_tex;
     float *tstack;
+    /* ... and the texture stack in float16 (`fast` engines too): each slot scaled by a
+     * power of two into float16's range, stack16_scale[slot] undoing it, stack16_maxabs
+     * its max |value| (uint bits) while it is copied */
+    cudaArray_t stack16;
+    cudaTextureObject_t stack16_tex;
+    cudaSurfaceObject_t stack16_surf;
+    float *stack16_scale;
+    unsigned *stack16_maxabs;
     bool *stack_stale; /* per slot: the stacks are older than the window (NULL: none) */
 
     /* multi-slice texture kernels: up to 4 sinograms interleaved per texel (bp_texture.cu),

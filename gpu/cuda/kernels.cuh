@@ -72,8 +72,17 @@ typedef struct tl_cuda_kernel {
 
 /* The cone-col kernels (bp_cone_column.cu): 32 x per_lane slices of b (per_lane 1 or 2),
  * each warp walking cols columns (1 or 4). 4 slices per lane (128 per pass) measured
- * slower: 80 registers, 3 blocks per SM (H100: 488 against 674 GUPS, 1024^3). */
+ * slower: 80 registers, 3 blocks per SM (H100: 488 against 674 GUPS, 1024^3). Of every
+ * tex_blocks + alu_blocks blocks an SM runs, tex_blocks sample `stack` (a texture stack;
+ * scale: per slot, what undoes a float16 stack's scaling, or NULL) and alu_blocks the
+ * transposed stack. */
+typedef struct {
+    int tex_blocks, alu_blocks;
+    cudaTextureObject_t stack;
+    const float *scale;
+} tl_cuda_cone_column_path;
 tl_status tl_cuda_cone_column_launch(tl_cuda_state *s, int per_lane, int cols,
+                                     const tl_cuda_cone_column_path *path,
                                      const tl_cuda_cone_batch *b, size_t nproj);
 
 /* The table, in listing order; tl_cuda_kernel_count() entries. */

@@ -91,11 +91,11 @@ START_TEST(volume_vs_reference)
     for (size_t k = 0; k < nvox; k++)
         ref[k] = (float)ref_d[k];
     tl_engine *e = tl_gt_cuda(&c, NULL);
-    tl_kernel_info kern[16];
-    size_t nk = tl_engine_kernels(e, kern, 16);
+    tl_kernel_info kern[32];
+    size_t nk = tl_engine_kernels(e, kern, 32);
     tl_engine_destroy(e);
     ck_assert_uint_ge(nk, 4); /* cone-exact, cone-tex and their z-batch twins */
-    for (size_t k = 0; k < nk && k < 16; k++) {
+    for (size_t k = 0; k < nk && k < 32; k++) {
         ck_assert_msg(strncmp(kern[k].name, "cone-", 5) == 0, "a cone engine lists %s",
                       kern[k].name);
         if (kern[k].quality != TL_QUALITY_EXACT)
@@ -130,11 +130,11 @@ START_TEST(kernel_modes)
     c.precision = TL_PRECISION_F32;
     c.quality = TL_QUALITY_FAST; /* the texture kernels' projection stack */
     tl_engine *e = tl_gt_cuda(&c, NULL);
-    tl_kernel_info kern[16];
-    size_t nk = tl_engine_kernels(e, kern, 16);
+    tl_kernel_info kern[32];
+    size_t nk = tl_engine_kernels(e, kern, 32);
     tl_engine_destroy(e);
     int bad = 0; /* every kernel is measured before the verdict */
-    for (size_t k = 0; k < nk && k < 16; k++) {
+    for (size_t k = 0; k < nk && k < 32; k++) {
         snprintf(c.kernel, sizeof c.kernel, "%s", kern[k].name);
         ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, NZ, vol), TL_OK);
         char what[80];
