@@ -30,6 +30,9 @@ EXTRA_DIST += tests/gpu/e2e_cuda.sh
 # live iterative slices on the CUDA backend (skips without a GPU)
 TESTS += tests/gpu/iterative_daemon_cuda.sh
 EXTRA_DIST += tests/gpu/iterative_daemon_cuda.sh
+# boxes (axis-aligned sub-volumes) through the daemon on the CUDA backend
+TESTS += tests/gpu/box_daemon_cuda.sh
+EXTRA_DIST += tests/gpu/box_daemon_cuda.sh
 # tomolive recon out of core equals in core, bit for bit, on the CUDA backend
 TESTS += tests/gpu/recon_volume_cuda.sh
 EXTRA_DIST += tests/gpu/recon_volume_cuda.sh
