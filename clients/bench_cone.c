@@ -226,17 +226,20 @@ static int bench_shape(const options *o, const shape *s)
     for (int k = 0; rc == 0 && k < nk; k++) {
         double ms = 0;
         tl_quality q = TL_QUALITY_EXACT;
-        for (uint32_t z = 0; rc == 0 && z < s->z; z += o->batch) {
+        st = TL_OK;
+        for (uint32_t z = 0; rc == 0 && st == TL_OK && z < s->z; z += o->batch) {
             uint32_t n = s->z - z < o->batch ? s->z - z : o->batch;
             tl_bench_row row;
             st = tl_engine_bench_kernel(e, ids + z, n, names[k], o->reps, &row);
-            if (st != TL_OK)
+            if (st == TL_EUNSUPPORTED) /* a row that says so; the others go on */
+                printf("%-22s | cannot serve: %s\n", names[k], tl_engine_last_error(e));
+            else if (st != TL_OK)
                 rc = tl_cli_fail(ME, 1, "%s: %s (%s)", names[k], tl_engine_last_error(e),
                                  tl_status_name(st));
             ms += row.ms;
             q = row.quality;
         }
-        if (rc == 0)
+        if (rc == 0 && st == TL_OK)
             printf("%-22s | %-6s | %10.3f | %12.1f | %14.1f\n", names[k], tl_quality_name(q),
                    ms / 1e3, updates / (ms * 1e-3) / 1e9, updates / (ms * 1e-3) / 1073741824.0);
     }

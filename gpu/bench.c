@@ -42,8 +42,8 @@ tl_status tl_engine_bench_kernel(tl_engine *e, const int *ids, size_t nids, cons
     job.nproj = full_projections(e);
     size_t n = 0;
     st = e->ops->bench(e->be, &job, reps < 1 ? 1 : reps, row, 1, &n);
-    if (st == TL_OK && n == 0)
-        st = tl_fail(&e->err, TL_EINVAL, "kernel %s cannot serve these slices", kernel);
+    if (st == TL_OK && n == 0) /* a backend that skips it without a reason */
+        st = tl_fail(&e->err, TL_EUNSUPPORTED, "kernel %s cannot serve these slices", kernel);
     return st;
 }
 

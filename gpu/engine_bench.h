@@ -19,7 +19,8 @@ typedef struct tl_engine tl_engine;
  * most cap rows, sets *n to the count. */
 tl_status tl_engine_bench(tl_engine *e, const int *ids, size_t nids, int reps, tl_bench_row *rows,
                           size_t cap, size_t *n);
-/* The same for one kernel only (by name); TL_EINVAL when it cannot serve the slices. An
+/* The same for one kernel only (by name); TL_EINVAL for a name the backend has not,
+ * TL_EUNSUPPORTED when the kernel cannot serve the slices (its stack not made, say). An
  * engine created with config.kernel set times only that kernel in tl_engine_bench too. */
 tl_status tl_engine_bench_kernel(tl_engine *e, const int *ids, size_t nids, const char *kernel,
                                  int reps, tl_bench_row *row);

@@ -89,6 +89,11 @@ static const char *const builtin_single[TL_QUALITY_COUNT][4] = {
 #define COLUMN_SLICES 32
 static const char *const builtin_cone_stack[4] = {"cone-tex16-zb/16", "cone-col/64x4", "cone-zb/8",
                                                   "cone-exact"};
+/* ... where a stack samples the detector densely (tl_cuda_cone_dense) and the quad stacks
+ * were made, the kernels that read them: H200, 1024^3 from 1024^2, cone-colhybq16-3:1
+ * 984 GUPS, cone-colq (exact) 729; from 512^2, 1145 and 879. */
+static const char *const builtin_cone_dense[4] = {"cone-colhybq16-3:1/64x4", "cone-tex16-zb/16",
+                                                  "cone-colq/64x4", "cone-col/64x4"};
 static const char *const builtin_cone[4] = {"cone-tex-zb/8", "cone-zb/8", "cone-tex",
                                             "cone-exact"};
 static const char *const builtin_batch[TL_QUALITY_COUNT][4] = {
@@ -248,7 +253,8 @@ static int choose(const tl_cuda_state *s, const tl_bp_job *job, size_t i, int fo
     if (k < 0 && c)
         k = try_name(s, c->single[q], sl, job);
     const char *const *rule = !cone   ? (batch ? builtin_batch[q] : builtin_single[q])
-                              : stack ? builtin_cone_stack
+                              : stack ? (tl_cuda_cone_dense(job, i) ? builtin_cone_dense
+                                                                    : builtin_cone_stack)
                                       : builtin_cone;
     for (int r = 0; k < 0 && r < 4 && rule[r]; r++)
         k = try_name(s, rule[r], sl, job);

@@ -81,6 +81,10 @@ tl_status tl_cuda_op_bench(void *state, tl_bp_job *job, int reps, tl_bench_row *
         bool serves = true;
         for (size_t i = 0; i < job->nslices && serves; i++)
             serves = tl_cuda_can_serve(s, kern, &job->slices[i], job, why, sizeof why);
+        if (!serves && only >= 0) { /* the one asked for: say why */
+            st = tl_fail(s->eb, TL_EUNSUPPORTED, "%s", why);
+            break;
+        }
         if (!serves)
             continue;
         double ms = 0;

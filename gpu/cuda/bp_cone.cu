@@ -31,6 +31,15 @@
  *                  `fast`.
  *   cone-colhyb16-3:1/64x4  three texture blocks (coltex16) to one transposed-stack block
  *                  (col) on each SM: seed 000's hybrid (Sect. 7.1) in cone beam. `fast`.
+ *   cone-colq/64x4  the column walk reading the quad stack (cone_stack.cu): one float4
+ *                  per update, cone-col's arithmetic. `exact`.
+ *   cone-colhybq16-3:1/64x4, -5:1  texture blocks (coltex16) and blocks reading four
+ *                  float16 of the float16 quad stack per update, 3:1 or 5:1 on each SM:
+ *                  the quad blocks load half the bytes of cone-colq's, so they take less
+ *                  of the L1 the texture blocks read through. `fast`.
+ * Measured and left out (H200, 1024^2 -> 1024^3, GUPS): the float16 quads alone 633 (the
+ * conversions cost more issue slots than the bytes save: cone-colq 729); the texture
+ * with them 1:1, 865; the texture with float quads 3:1 and 2:1, 938 and 899.
  */
 #include "config.h"
 
@@ -45,6 +54,11 @@
 #define CONE_BLOCK 16 /* 16 x 16 threads, one pixel (column of pixels: z-batch) each */
 #define CONE_CHUNK 64 /* projections whose matrices a block holds at once */
 #define CONE_ZB_MAX 16 /* slices of a z-batch pass, at most (8 or 16) */
+/* A volume is dense where neighbouring voxels are at most this many detector pixels apart:
+ * there the quad-stack kernels are the fastest (H200: 512^2 -> 1024^3, 0.5 pixels; 1024^2
+ * -> 1024^3, 1), elsewhere they lose (1024^2 -> 256^3, 4 pixels: cone-colq/64x4 117 GUPS
+ * against 370 for cone-col/64x4, whose taps are a quarter of the bytes). */
+#define CONE_DENSE_PIXELS 1.5
 
 static_assert(CONE_ZB_MAX <= TL_CUDA_CONE_MAX_NZ, "a z-batch fits the batch");
 
@@ -216,6 +230,8 @@ enum cone_source {
     FROM_TEXTURE,    /* the texture stack (cone_stack.cu) */
     FROM_TEXTURE16,  /* the texture stack in float16 (cone_stack.cu) */
     FROM_TRANSPOSED, /* the transposed stack (cone_stack.cu) */
+    FROM_QUAD,       /* the float quad stack (cone_stack.cu) */
+    FROM_QUAD16,     /* the float16 quad stack (cone_stack.cu) */
 };
 /* k's slices per pass (tl_cuda_kernel.slices) say the z-batch's length, and the column
  * kernels' slices per lane (32 lanes). */
@@ -225,8 +241,9 @@ struct cone_impl {
     cone_launch_fn launch;
     cone_source source;
     int cols; /* column kernels: columns per warp */
-    /* column kernels: of every tex + alu blocks, tex read a texture stack (the one of
-     * `source`) and alu the transposed stack (bp_cone_column.cu) */
+    /* column kernels: of every tex + alu blocks, tex read the float16 texture stack (the
+     * float one where `source` is FROM_TEXTURE) and alu the transposed stack, or the quad
+     * stack `source` names (bp_cone_column.cu) */
     int tex, alu;
 };
 static const cone_impl *impl_of(const tl_cuda_kernel *k);
@@ -287,11 +304,13 @@ static tl_status column_launch(tl_cuda_state *s, const tl_cuda_kernel *k,
                                const tl_cuda_cone_batch *b, size_t nproj)
 {
     const cone_impl *im = impl_of(k);
-    tl_cuda_cone_column_path path = {im->tex, im->alu, 0, NULL};
+    tl_cuda_cone_column_path path = {im->tex, im->alu, 0, NULL, TL_CUDA_COL_T32};
     if (im->tex) {
         path.stack = im->source == FROM_TEXTURE ? s->stack_tex : s->stack16_tex;
         path.scale = im->source == FROM_TEXTURE ? NULL : s->stack16_scale;
     }
+    if (im->source == FROM_QUAD || im->source == FROM_QUAD16)
+        path.alu = im->source == FROM_QUAD ? TL_CUDA_COL_Q32 : TL_CUDA_COL_Q16;
     return tl_cuda_cone_column_launch(s, k->slices / 32, im->cols, &path, b, nproj);
 }
 
@@ -336,6 +355,15 @@ const tl_cuda_kernel tl_cuda_cone_kernels[] = {
      0, false, false, NULL},
     {"cone-colhyb16-3:1/64x4", TL_QUALITY_FAST, 64, TL_KF_CONE,
      "cone-coltex16/64x4 and cone-col/64x4 blocks, 3:1 on each SM", 0, 0, false, false, NULL},
+    {"cone-colq/64x4", TL_QUALITY_EXACT, 64, TL_KF_CONE,
+     "32x8 threads, a warp per 4 columns, 2 slices per lane, one float4 of the quad stack", 0,
+     0, false, false, NULL},
+    {"cone-colhybq16-3:1/64x4", TL_QUALITY_FAST, 64, TL_KF_CONE,
+     "cone-coltex16/64x4 blocks and float16 quad blocks, 3:1 on each SM", 0, 0, false, false,
+     NULL},
+    {"cone-colhybq16-5:1/64x4", TL_QUALITY_FAST, 64, TL_KF_CONE,
+     "cone-coltex16/64x4 blocks and float16 quad blocks, 5:1 on each SM", 0, 0, false, false,
+     NULL},
 };
 const int tl_cuda_cone_nkernels = sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels;
 
@@ -353,6 +381,9 @@ static const cone_impl impls[] = {
     {column_launch, FROM_TEXTURE, 4, 1, 0},
     {column_launch, FROM_TEXTURE16, 4, 1, 0},
     {column_launch, FROM_TEXTURE16, 4, 3, 1},
+    {column_launch, FROM_QUAD, 4, 0, 1},
+    {column_launch, FROM_QUAD16, 4, 3, 1},
+    {column_launch, FROM_QUAD16, 4, 5, 1},
 };
 static_assert(sizeof impls / sizeof *impls ==
                   sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels,
@@ -382,6 +413,35 @@ static bool same_grid(const tl_bp_slice *a, const tl_bp_slice *b)
     return true;
 }
 
+/* (u, v) of volume point x under matrix m. */
+static void cone_project(const double *m, const double x[3], double uv[2])
+{
+    const double w = m[8] * x[0] + m[9] * x[1] + m[10] * x[2] + m[11];
+    uv[0] = (m[0] * x[0] + m[1] * x[1] + m[2] * x[2] + m[3]) / w;
+    uv[1] = (m[4] * x[0] + m[5] * x[1] + m[6] * x[2] + m[7]) / w;
+}
+
+bool tl_cuda_cone_dense(const tl_bp_job *job, size_t i)
+{
+    if (job->nproj == 0)
+        return false;
+    const tl_cuda_geom g = tl_cuda_make_geom(&job->slices[i]);
+    const double step = hypot(g.ax, g.ay); /* a voxel, taken as cubic */
+    const double half_w = 0.5 * job->slices[i].width, half_h = 0.5 * job->slices[i].height;
+    const double c[3] = {g.px + g.ax * half_w + g.bx * half_h, g.py + g.ay * half_w + g.by * half_h,
+                         g.pz};
+    const double *m = job->proj[0].cone;
+    double at[2], moved[2], widest = 0;
+    cone_project(m, c, at);
+    for (int axis = 0; axis < 3; axis++) {
+        double x[3] = {c[0], c[1], c[2]};
+        x[axis] += step;
+        cone_project(m, x, moved);
+        widest = fmax(widest, fmax(fabs(moved[0] - at[0]), fabs(moved[1] - at[1])));
+    }
+    return widest <= CONE_DENSE_PIXELS;
+}
+
 size_t tl_cuda_cone_partners(const tl_bp_job *job, size_t i)
 {
     size_t n = 0;
@@ -393,11 +453,20 @@ size_t tl_cuda_cone_partners(const tl_bp_job *job, size_t i)
 bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_slice *sl,
                             const tl_bp_job *job, char *why, size_t why_len)
 {
-    const cone_source src = impl_of(k)->source;
-    if ((src == FROM_TEXTURE || src == FROM_TEXTURE16) && !s->stack) {
+    const cone_impl *im = impl_of(k);
+    const cone_source src = im->source;
+    if ((src == FROM_TEXTURE || src == FROM_TEXTURE16 || src == FROM_QUAD16 || im->tex > 0) &&
+        !s->stack) {
         snprintf(why, why_len,
                  "%s needs the projection stack, which an engine of quality exact has not",
                  k->name);
+        return false;
+    }
+    if ((src == FROM_QUAD && !s->tquad) || (src == FROM_QUAD16 && !s->tquad16)) {
+        snprintf(why, why_len,
+                 "%s needs the quad stacks (%.1f GiB), which were not made: they would have "
+                 "left less than a quarter of the device's memory free",
+                 k->name, tl_cuda_cone_quad_bytes(&s->cfg) / 1073741824.0);
         return false;
     }
     if (k->slices == 1)

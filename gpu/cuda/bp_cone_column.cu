@@ -19,12 +19,18 @@
  * CPU backend's rule: along u within each row, then between rows), so the kernels are
  * `exact`. The same walk with each update one texture fetch (of the float or the float16
  * stack, cone_stack.cu) is cone-coltex: `fast`; a hybrid launch runs both kinds of block,
- * chosen per SM by ticket as in bp_hybrid.cu. iFDK's z-mirror pairing is not used: it needs a volume symmetric about the
- * source plane, which a watched batch of slices rarely is.
+ * chosen per SM by ticket as in bp_hybrid.cu. The quad stacks (cone_stack.cu) hold an
+ * update's four taps in one element: the same walk reads one float4 (cone-colq, `exact`,
+ * the same arithmetic) or, in the ALU blocks of the cone-colhybq16 hybrids, four float16
+ * (`fast`) per update. iFDK's z-mirror
+ * pairing is not used: it needs a volume symmetric about the source plane, which a
+ * watched batch of slices rarely is.
  */
 #include "config.h"
 
 #include "gpu/base/backend.h"
+
+#include <cuda_fp16.h>
 
 #include "gpu/cuda/cuda_state.cuh"
 #include "gpu/cuda/kernels.cuh"
@@ -65,15 +71,35 @@ __device__ __forceinline__ float *lane_out(const tl_cuda_cone_batch &b, int n)
     return out;
 }
 
-/* The block's tile: CONE_COL_WARPS columns in x by COLS in y from i0, a warp per x (j). */
-template <int PER_LANE, int COLS, bool TEX>
+/* The four taps of element r0 of a quad column, as (row r0, row r0 + 1) pairs along u. */
+__device__ __forceinline__ void quad_taps(const float4 *__restrict__ col, int r0, float2 &row0,
+                                          float2 &row1)
+{
+    const float4 q = __ldg(col + r0);
+    row0 = make_float2(q.x, q.y);
+    row1 = make_float2(q.z, q.w);
+}
+__device__ __forceinline__ void quad_taps(const uint2 *__restrict__ col, int r0, float2 &row0,
+                                          float2 &row1)
+{
+    const uint2 q = __ldg(col + r0);
+    row0 = __half22float2(*reinterpret_cast<const __half2 *>(&q.x));
+    row1 = __half22float2(*reinterpret_cast<const __half2 *>(&q.y));
+}
+
+/* The block's tile: CONE_COL_WARPS columns in x by COLS in y from i0, a warp per x (j).
+ * SRC: where the updates come from (tl_cuda_col_source, or COL_TEXTURE: `stack`);
+ * tstack: the transposed stack or the quad stack SRC names. */
+#define COL_TEXTURE (-1)
+template <int PER_LANE, int COLS, int SRC>
 __device__ __forceinline__ void column_block(
-    const float *__restrict__ tstack, int W, int H, cudaTextureObject_t stack,
+    const void *__restrict__ tstack, int W, int H, cudaTextureObject_t stack,
     const float *__restrict__ scale, const float *__restrict__ cone,
     const float4 *__restrict__ par, const int *__restrict__ slot, int nproj,
     const tl_cuda_geom &g, const tl_cuda_cone_batch &b, col_shared &sh,
     col_invariant (&inv)[CONE_COL_WARPS][COLS][CONE_COL_CHUNK], int j, int i0)
 {
+    constexpr bool TEX = SRC == COL_TEXTURE;
     const int lane = threadIdx.x, warp = threadIdx.y;
     const int tid = warp * 32 + lane;
     /* texel centres at +0.5, folded into the invariants of the texture path */
@@ -127,7 +153,6 @@ __device__ __forceinline__ void column_block(
         __syncwarp();
         for (int k = 0; k < nc; k++) {
             const int layer = sh.slot[k];
-            const float *proj = tstack + (size_t)layer * proj_el;
 #pragma unroll
             for (int c = 0; c < COLS; c++) {
                 const col_invariant v = inv[warp][c][k]; /* one broadcast read */
@@ -145,7 +170,7 @@ __device__ __forceinline__ void column_block(
                 const float flu = floorf(v.u);
                 const int iu = (int)flu; /* -1 ... W - 1: the border has columns -1 and W */
                 const float fu = v.u - flu;
-                const float *col0 = proj + (size_t)(iu + 1) * ld + 1, *col1 = col0 + ld;
+                const size_t col_el = (size_t)layer * proj_el + (size_t)(iu + 1) * ld + 1;
 #pragma unroll
                 for (int t = 0; t < PER_LANE; t++) {
                     /* rows -1 ... H + 1 exist (zero outside the detector), so v clamped to
@@ -155,8 +180,20 @@ __device__ __forceinline__ void column_block(
                     const float flv = floorf(vv);
                     const int r0 = (int)flv;
                     const float gv = vv - flv;
-                    const float row0 = tl_lerp(__ldg(col0 + r0), __ldg(col1 + r0), fu);
-                    const float row1 = tl_lerp(__ldg(col0 + r0 + 1), __ldg(col1 + r0 + 1), fu);
+                    float row0, row1;
+                    if (SRC == TL_CUDA_COL_T32) {
+                        const float *col0 = (const float *)tstack + col_el, *col1 = col0 + ld;
+                        row0 = tl_lerp(__ldg(col0 + r0), __ldg(col1 + r0), fu);
+                        row1 = tl_lerp(__ldg(col0 + r0 + 1), __ldg(col1 + r0 + 1), fu);
+                    } else {
+                        float2 taps0, taps1;
+                        if (SRC == TL_CUDA_COL_Q32)
+                            quad_taps((const float4 *)tstack + col_el, r0, taps0, taps1);
+                        else
+                            quad_taps((const uint2 *)tstack + col_el, r0, taps0, taps1);
+                        row0 = tl_lerp(taps0.x, taps0.y, fu);
+                        row1 = tl_lerp(taps1.x, taps1.y, fu);
+                    }
                     acc[c][t] = fmaf(v.wt, tl_lerp(row0, row1, gv), acc[c][t]);
                 }
             }
@@ -174,11 +211,12 @@ __device__ __forceinline__ void column_block(
 }
 
 /* TEXN of every TEXN + ALUN blocks an SM receives take the texture path (the per-SM ticket
- * of bp_hybrid.cu, Chilingaryan et al. 2020 Sect. 7.1), the others the transposed stack. */
-template <int PER_LANE, int COLS, int TEXN, int ALUN>
+ * of bp_hybrid.cu, Chilingaryan et al. 2020 Sect. 7.1), the others the stack ALU names
+ * (scale: the texture's; alu_scale: the ALU stack's). */
+template <int PER_LANE, int COLS, int TEXN, int ALUN, int ALU>
 __global__ void __launch_bounds__(32 * CONE_COL_WARPS)
-    bp_cone_column_kernel(const float *__restrict__ tstack, int W, int H,
-                          cudaTextureObject_t stack, const float *__restrict__ scale,
+    bp_cone_column_kernel(const void *__restrict__ tstack, const float *__restrict__ alu_scale,
+                          int W, int H, cudaTextureObject_t stack, const float *__restrict__ scale,
                           const float *__restrict__ cone, const float4 *__restrict__ par,
                           const int *__restrict__ slot, int nproj, tl_cuda_geom g,
                           tl_cuda_cone_batch b, unsigned *tickets, int nsmid)
@@ -201,25 +239,31 @@ __global__ void __launch_bounds__(32 * CONE_COL_WARPS)
         tex = s_tex;
     }
     if (tex)
-        column_block<PER_LANE, COLS, true>(tstack, W, H, stack, scale, cone, par, slot, nproj,
-                                           g, b, sh, inv, j, i0);
+        column_block<PER_LANE, COLS, COL_TEXTURE>(tstack, W, H, stack, scale, cone, par, slot,
+                                                  nproj, g, b, sh, inv, j, i0);
     else
-        column_block<PER_LANE, COLS, false>(tstack, W, H, stack, NULL, cone, par, slot, nproj,
-                                            g, b, sh, inv, j, i0);
+        column_block<PER_LANE, COLS, ALU>(tstack, W, H, stack, alu_scale, cone, par, slot, nproj,
+                                          g, b, sh, inv, j, i0);
 }
 
-template <int PER_LANE, int COLS, int TEXN, int ALUN>
+template <int PER_LANE, int COLS, int TEXN, int ALUN, int ALU = TL_CUDA_COL_T32>
 static tl_status launch(tl_cuda_state *s, const tl_cuda_cone_column_path *path,
                         const tl_cuda_cone_batch *b, size_t nproj)
 {
+    const void *alu_stack = ALU == TL_CUDA_COL_T32   ? (const void *)s->tstack
+                            : ALU == TL_CUDA_COL_Q32 ? (const void *)s->tquad
+                                                     : (const void *)s->tquad16;
+    const float *alu_scale = ALU == TL_CUDA_COL_Q16 ? s->stack16_scale : NULL;
+    if (ALUN > 0 && !alu_stack) /* tl_cuda_cone_can_serve refuses it first */
+        return tl_fail(s->eb, TL_EINTERNAL, "a column kernel's stack is missing");
     const int tiles_x = (b->g.w + CONE_COL_WARPS - 1) / CONE_COL_WARPS;
     const int tiles_y = (b->g.h + COLS - 1) / COLS;
     if (TEXN > 0 && ALUN > 0) /* every launch splits its blocks the same way */
         TL_CUDA(s->eb,
                 cudaMemsetAsync(s->d_tickets, 0, (size_t)s->nsmid * sizeof(unsigned), s->stream));
-    bp_cone_column_kernel<PER_LANE, COLS, TEXN, ALUN>
+    bp_cone_column_kernel<PER_LANE, COLS, TEXN, ALUN, ALU>
         <<<(unsigned)tiles_x * tiles_y, dim3(32, CONE_COL_WARPS), 0, s->stream>>>(
-            s->tstack, (int)s->cols, (int)s->rows, path->stack, path->scale, s->d_cone,
+            alu_stack, alu_scale, (int)s->cols, (int)s->rows, path->stack, path->scale, s->d_cone,
             s->d_par, s->d_slot, (int)nproj, b->g, *b, s->d_tickets, s->nsmid);
     TL_CUDA_LAUNCHED(s->eb, "bp_cone_column_kernel");
     return TL_OK;
@@ -230,7 +274,7 @@ tl_status tl_cuda_cone_column_launch(tl_cuda_state *s, int per_lane, int cols,
                                      const tl_cuda_cone_batch *b, size_t nproj)
 {
     const int tex = path->tex_blocks, alu = path->alu_blocks;
-    if (tex == 0 && alu > 0) {
+    if (tex == 0 && alu > 0 && path->alu == TL_CUDA_COL_T32) {
         if (per_lane == 1)
             return cols == 1 ? launch<1, 1, 0, 1>(s, path, b, nproj)
                              : launch<1, 4, 0, 1>(s, path, b, nproj);
@@ -238,12 +282,19 @@ tl_status tl_cuda_cone_column_launch(tl_cuda_state *s, int per_lane, int cols,
                          : launch<2, 4, 0, 1>(s, path, b, nproj);
     }
     if (per_lane == 2 && cols == 4) {
+        if (tex == 0 && alu > 0 && path->alu == TL_CUDA_COL_Q32)
+            return launch<2, 4, 0, 1, TL_CUDA_COL_Q32>(s, path, b, nproj);
         if (tex == 1 && alu == 0)
             return launch<2, 4, 1, 0>(s, path, b, nproj);
-        if (tex == 3 && alu == 1) /* 1:1 and 1:3 measured slower (H200: 817, 698 GUPS) */
-            return launch<2, 4, 3, 1>(s, path, b, nproj);
+        if (tex == 3 && alu == 1 && path->alu == TL_CUDA_COL_T32)
+            return launch<2, 4, 3, 1>(s, path, b, nproj); /* 1:1 and 1:3 measured slower */
+        if (tex == 3 && alu == 1 && path->alu == TL_CUDA_COL_Q16)
+            return launch<2, 4, 3, 1, TL_CUDA_COL_Q16>(s, path, b, nproj);
+        if (tex == 5 && alu == 1 && path->alu == TL_CUDA_COL_Q16)
+            return launch<2, 4, 5, 1, TL_CUDA_COL_Q16>(s, path, b, nproj);
     }
     return tl_fail(s->eb, TL_EINTERNAL,
-                   "no column kernel of %d slices per lane, %d columns, %d:%d texture:ALU blocks",
-                   per_lane, cols, tex, alu);
+                   "no column kernel of %d slices per lane, %d columns, %d:%d texture:ALU "
+                   "blocks, ALU stack %d",
+                   per_lane, cols, tex, alu, (int)path->alu);
 }

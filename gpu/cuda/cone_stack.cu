@@ -26,7 +26,21 @@
  * puts its max |value| just under 2^14 (exact in float, and a factor the kernels fold into
  * the projection's weight): data in any unit keep float16's relative precision, and no
  * value overflows. The max is found on the device while the slot is copied.
+ *
+ * The quad stacks hold, in the transposed stack's layout, the four bilinear taps of every
+ * (column, row) in one element: a float4, and in `fast` engines four float16 (scaled as
+ * the float16 texture stack). A column kernel's update is then one
+ * 16- or 8-byte load instead of four 4-byte ones (bp_cone_column.cu): on Hopper the
+ * cone-col kernels issue instructions at the SM's limit, and three of every four loads
+ * and their address arithmetic are gone. The price is memory, 16 + 8 bytes a pixel: four
+ * times the window and more, which a large window cannot spare. So the quad stacks are the
+ * one optional part: made last (after every buffer the engine needs), only where they fit
+ * with a quarter of the device's memory still free for what comes later (tracked slices'
+ * accumulators, other engines), and not counted by estimate(), so that a window which fits
+ * without them is never refused for them. Where they are not made, the kernels that read
+ * them say so by name and size (tl_cuda_cone_can_serve) and selection passes them over.
  */
+#define QUAD_FREE_SHARE 4 /* quads leave 1 / QUAD_FREE_SHARE of the device free */
 #include "config.h"
 
 #include "gpu/base/backend.h"
@@ -52,10 +66,10 @@ static bool wants_texture(const tl_engine_config *c)
     return wants_transposed(c) && c->quality >= TL_QUALITY_FAST;
 }
 
-static size_t transposed_bytes(uint32_t window, uint32_t rows, uint32_t cols)
+/* Elements of the transposed (and of each quad) stack, border included. */
+static size_t transposed_elements(uint32_t window, uint32_t rows, uint32_t cols)
 {
-    return (size_t)window * (rows + TL_CUDA_TSTACK_PAD_ROWS) * (cols + TL_CUDA_TSTACK_PAD_COLS) *
-           sizeof(float);
+    return (size_t)window * (rows + TL_CUDA_TSTACK_PAD_ROWS) * (cols + TL_CUDA_TSTACK_PAD_COLS);
 }
 
 size_t tl_cuda_cone_stack_bytes(const tl_engine_config *c)
@@ -63,10 +77,19 @@ size_t tl_cuda_cone_stack_bytes(const tl_engine_config *c)
     if (!wants_transposed(c))
         return 0;
     const size_t pixels = (size_t)c->window * c->rows * c->cols;
+    const size_t padded = transposed_elements(c->window, c->rows, c->cols);
     const size_t textures = pixels * (sizeof(float) + sizeof(__half)) +
                             (size_t)c->window * (sizeof(float) + sizeof(unsigned));
-    return transposed_bytes(c->window, c->rows, c->cols) + (wants_texture(c) ? textures : 0) +
-           c->window; /* + stale flags */
+    return padded * sizeof(float) + (wants_texture(c) ? textures : 0) +
+           c->window; /* + stale flags; the quads are optional (above) */
+}
+
+size_t tl_cuda_cone_quad_bytes(const tl_engine_config *c)
+{
+    if (!wants_transposed(c))
+        return 0;
+    return transposed_elements(c->window, c->rows, c->cols) *
+           (sizeof(float4) + (wants_texture(c) ? sizeof(uint2) : 0));
 }
 
 /* A texture object reading layered array a, bilinear, zero off the detector. */
@@ -112,10 +135,10 @@ tl_status tl_cuda_cone_stack_create(tl_cuda_state *s)
     s->stack_stale = (bool *)calloc(s->n, sizeof *s->stack_stale);
     if (!s->stack_stale)
         return tl_fail(s->eb, TL_ENOMEM, "out of host memory for the projection stack's flags");
-    const size_t tbytes = transposed_bytes(s->n, s->rows, s->cols);
-    TL_CUDA(s->eb, cudaMalloc(&s->tstack, tbytes));
-    TL_CUDA(s->eb, cudaMemset(s->tstack, 0, tbytes)); /* the border, written once */
-    s->mem += tbytes;
+    const size_t padded = transposed_elements(s->n, s->rows, s->cols);
+    TL_CUDA(s->eb, cudaMalloc(&s->tstack, padded * sizeof(float)));
+    TL_CUDA(s->eb, cudaMemset(s->tstack, 0, padded * sizeof(float))); /* the border, once */
+    s->mem += padded * sizeof(float);
     if (!wants_texture(&s->cfg))
         return TL_OK;
     cudaChannelFormatDesc fmt = cudaCreateChannelDesc<float>();
@@ -124,6 +147,23 @@ tl_status tl_cuda_cone_stack_create(tl_cuda_state *s)
     s->mem += (size_t)s->n * s->rows * s->cols * sizeof(float);
     TL_TRY(make_texture(s, s->stack, &s->stack_tex));
     return create_half_stack(s);
+}
+
+tl_status tl_cuda_cone_quads_create(tl_cuda_state *s)
+{
+    const size_t bytes = tl_cuda_cone_quad_bytes(&s->cfg);
+    if (bytes == 0)
+        return TL_OK;
+    size_t free_b = 0, total_b = 0;
+    TL_CUDA(s->eb, cudaMemGetInfo(&free_b, &total_b));
+    if (free_b < bytes || free_b - bytes < total_b / QUAD_FREE_SHARE)
+        return TL_OK; /* tl_cuda_cone_can_serve names what is missing */
+    const size_t padded = transposed_elements(s->n, s->rows, s->cols);
+    TL_TRY(tl_cuda_alloc(s, (void **)&s->tquad, padded * sizeof(float4), "quad stack"));
+    if (wants_texture(&s->cfg))
+        TL_TRY(tl_cuda_alloc(s, (void **)&s->tquad16, padded * sizeof(uint2),
+                             "float16 quad stack"));
+    return TL_OK;
 }
 
 void tl_cuda_cone_stack_destroy(tl_cuda_state *s)
@@ -141,6 +181,8 @@ void tl_cuda_cone_stack_destroy(tl_cuda_state *s)
     cudaFree(s->stack16_scale);
     cudaFree(s->stack16_maxabs);
     cudaFree(s->tstack);
+    cudaFree(s->tquad);
+    cudaFree(s->tquad16);
     free(s->stack_stale);
     s->stack_tex = s->stack16_tex = 0;
     s->stack16_surf = 0;
@@ -148,6 +190,8 @@ void tl_cuda_cone_stack_destroy(tl_cuda_state *s)
     s->stack16_scale = NULL;
     s->stack16_maxabs = NULL;
     s->tstack = NULL;
+    s->tquad = NULL;
+    s->tquad16 = NULL;
     s->stack_stale = NULL;
 }
 
@@ -231,6 +275,45 @@ __global__ void half_copy_kernel(const float *__restrict__ window, size_t pitch_
     }
 }
 
+/* Slot `slot`'s quads from its (bordered) projection of the transposed stack: the taps of
+ * (pc, pr) are at pc and pc + 1, pr and pr + 1; the last padded column and row, whose
+ * taps would leave the projection, are zero (no kernel reads them). q16: NULL, or the
+ * float16 quads, scaled as the float16 texture stack (maxabs: its max |value|). */
+__global__ void quad_kernel(const float *__restrict__ tstack, int slot, int ld, int pcols,
+                            float4 *__restrict__ q32, uint2 *__restrict__ q16,
+                            const unsigned *__restrict__ maxabs)
+{
+    const size_t base = (size_t)slot * pcols * ld;
+    const float *t = tstack + base;
+    const float scale = q16 ? half_scale(__uint_as_float(maxabs[slot])) : 1.f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (size_t)pcols * ld;
+         i += (size_t)gridDim.x * blockDim.x) {
+        const int pc = (int)(i / ld), pr = (int)(i % ld);
+        float4 q = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (pc + 1 < pcols && pr + 1 < ld) {
+            const float *tap = t + (size_t)pc * ld + pr;
+            q = make_float4(tap[0], tap[ld], tap[1], tap[ld + 1]);
+        }
+        q32[base + i] = q;
+        if (!q16)
+            continue;
+        const __half2 row0 = __floats2half2_rn(q.x * scale, q.y * scale);
+        const __half2 row1 = __floats2half2_rn(q.z * scale, q.w * scale);
+        q16[base + i] = make_uint2(*(const unsigned *)&row0, *(const unsigned *)&row1);
+    }
+}
+
+static tl_status sync_quads(tl_cuda_state *s, uint32_t k)
+{
+    const int ld = (int)s->rows + TL_CUDA_TSTACK_PAD_ROWS;
+    const int pcols = (int)s->cols + TL_CUDA_TSTACK_PAD_COLS;
+    const unsigned blocks = (unsigned)(((size_t)ld * pcols + HALF_THREADS - 1) / HALF_THREADS);
+    quad_kernel<<<blocks, HALF_THREADS, 0, s->stream>>>(s->tstack, (int)k, ld, pcols, s->tquad,
+                                                        s->tquad16, s->stack16_maxabs);
+    TL_CUDA_LAUNCHED(s->eb, "quad_kernel");
+    return TL_OK;
+}
+
 static tl_status sync_half_slot(tl_cuda_state *s, uint32_t k)
 {
     const size_t pixels = (size_t)s->rows * s->cols;
@@ -255,7 +338,7 @@ static tl_status sync_slot(tl_cuda_state *s, uint32_t k)
         s->window, s->pitch_el, s->slab_el, (int)k, (int)s->rows, (int)s->cols, s->tstack);
     TL_CUDA_LAUNCHED(s->eb, "transpose_kernel");
     if (!s->stack)
-        return TL_OK;
+        return s->tquad ? sync_quads(s, k) : TL_OK;
     cudaMemcpy3DParms p;
     memset(&p, 0, sizeof p);
     /* slot k: rows slab_el floats apart, starting at its column run of row 0 */
@@ -266,7 +349,8 @@ static tl_status sync_slot(tl_cuda_state *s, uint32_t k)
     p.extent = make_cudaExtent(s->cols, s->rows, 1);
     p.kind = cudaMemcpyDeviceToDevice;
     TL_CUDA(s->eb, cudaMemcpy3DAsync(&p, s->stream));
-    return sync_half_slot(s, k);
+    TL_TRY(sync_half_slot(s, k));
+    return s->tquad ? sync_quads(s, k) : TL_OK; /* after the float16 max */
 }
 
 tl_status tl_cuda_cone_stack_sync(tl_cuda_state *s)

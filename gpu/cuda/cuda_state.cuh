@@ -220,6 +220,11 @@ typedef struct {
     cudaSurfaceObject_t stack16_surf;
     float *stack16_scale;
     unsigned *stack16_maxabs;
+    /* ... and the quad stacks, where they fit (else NULL): the transposed stack's layout
+     * with each element the four bilinear taps of its (column, row), in float and (`fast`
+     * engines) in float16, scaled as stack16 */
+    float4 *tquad;
+    uint2 *tquad16;
     bool *stack_stale; /* per slot: the stacks are older than the window (NULL: none) */
 
     /* multi-slice texture kernels: up to 4 sinograms interleaved per texel (bp_texture.cu),
@@ -409,10 +414,16 @@ size_t tl_cuda_rings_bytes(const tl_engine_config *c);
 size_t tl_cuda_cone_stack_bytes(const tl_engine_config *c);
 /* The transposed stack's zero border: projection p's pixel (row r, column c) is at
  * tstack[p * (cols + PAD_COLS) * ld + (c + 1) * ld + r + 1], ld = rows + PAD_ROWS; rows
- * -1, rows and rows + 1 and columns -1 and cols are zero. */
+ * -1, rows and rows + 1 and columns -1 and cols are zero. The quad stacks have the same
+ * layout; their element at (c, r) holds pixels (r, c), (r, c + 1), (r + 1, c), (r + 1, c + 1)
+ * in that order (zero off the detector). */
 #define TL_CUDA_TSTACK_PAD_ROWS 3
 #define TL_CUDA_TSTACK_PAD_COLS 2
 tl_status tl_cuda_cone_stack_create(tl_cuda_state *s);
+/* The optional quad stacks, made where they fit (cone_stack.cu); after every other buffer.
+ * quad_bytes: what they would take. */
+size_t tl_cuda_cone_quad_bytes(const tl_engine_config *c);
+tl_status tl_cuda_cone_quads_create(tl_cuda_state *s);
 void tl_cuda_cone_stack_destroy(tl_cuda_state *s);
 void tl_cuda_cone_stack_mark(tl_cuda_state *s, int32_t slot);
 tl_status tl_cuda_cone_stack_sync(tl_cuda_state *s);

@@ -75,11 +75,17 @@ typedef struct tl_cuda_kernel {
  * slower: 80 registers, 3 blocks per SM (H100: 488 against 674 GUPS, 1024^3). Of every
  * tex_blocks + alu_blocks blocks an SM runs, tex_blocks sample `stack` (a texture stack;
  * scale: per slot, what undoes a float16 stack's scaling, or NULL) and alu_blocks the
- * transposed stack. */
+ * stack `alu` names (cone_stack.cu). */
+typedef enum {
+    TL_CUDA_COL_T32, /* the transposed stack: four float loads per update */
+    TL_CUDA_COL_Q32, /* the float quad stack: one float4 */
+    TL_CUDA_COL_Q16  /* the float16 quad stack: four float16 in 8 bytes (hybrids only) */
+} tl_cuda_col_source;
 typedef struct {
     int tex_blocks, alu_blocks;
     cudaTextureObject_t stack;
     const float *scale;
+    tl_cuda_col_source alu;
 } tl_cuda_cone_column_path;
 tl_status tl_cuda_cone_column_launch(tl_cuda_state *s, int per_lane, int cols,
                                      const tl_cuda_cone_column_path *path,
@@ -110,6 +116,9 @@ extern const int tl_cuda_cone_nkernels;
  * and the launch of slice i of the job with the later slices of the same kernel that can
  * share its pass (marking them in s->job_done; outputs at s->out + off[j]). */
 size_t tl_cuda_cone_partners(const tl_bp_job *job, size_t i);
+/* Whether slice i's grid samples the detector at least as finely as its pixels (a few
+ * tenths of slack: CONE_DENSE_PIXELS), where the quad-stack kernels are the fastest. */
+bool tl_cuda_cone_dense(const tl_bp_job *job, size_t i);
 bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k,
                             const tl_bp_slice *sl, const tl_bp_job *job, char *why, size_t why_len);
 tl_status tl_cuda_cone_job_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_job *job,
