@@ -34,12 +34,14 @@
  *   cone-colq/64x4  the column walk reading the quad stack (cone_stack.cu): one float4
  *                  per update, cone-col's arithmetic. `exact`.
  *   cone-colhybq16-3:1/64x4, -5:1  texture blocks (coltex16) and blocks reading four
- *                  float16 of the float16 quad stack per update, 3:1 or 5:1 on each SM:
+ *                  float16 of the float16 quad stack per update (both rows interpolated
+ *                  along u in one half2 multiply-add), 3:1 or 5:1 on each SM:
  *                  the quad blocks load half the bytes of cone-colq's, so they take less
  *                  of the L1 the texture blocks read through. `fast`.
- * Measured and left out (H200, 1024^2 -> 1024^3, GUPS): the float16 quads alone 633 (the
- * conversions cost more issue slots than the bytes save: cone-colq 729); the texture
- * with them 1:1, 865; the texture with float quads 3:1 and 2:1, 938 and 899.
+ * Measured and left out (H200, 1024^2 -> 1024^3, GUPS), with the quads interpolated in
+ * float: the float16 quads alone 633 (the conversions cost more issue slots than the
+ * bytes save: cone-colq 729), the texture with them 1:1 865, the texture with float quads
+ * 3:1 938 and 2:1 899; with the half2 interpolation, 2:1 952 (3:1 987, 5:1 985).
  */
 #include "config.h"
 

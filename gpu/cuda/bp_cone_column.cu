@@ -71,20 +71,16 @@ __device__ __forceinline__ float *lane_out(const tl_cuda_cone_batch &b, int n)
     return out;
 }
 
-/* The four taps of element r0 of a quad column, as (row r0, row r0 + 1) pairs along u. */
-__device__ __forceinline__ void quad_taps(const float4 *__restrict__ col, int r0, float2 &row0,
-                                          float2 &row1)
-{
-    const float4 q = __ldg(col + r0);
-    row0 = make_float2(q.x, q.y);
-    row1 = make_float2(q.z, q.w);
-}
-__device__ __forceinline__ void quad_taps(const uint2 *__restrict__ col, int r0, float2 &row0,
-                                          float2 &row1)
+/* Element r0 of a float16 quad column (cone_stack.cu: rows r0 and r0 + 1 of the left
+ * column, then of the right one) interpolated along u at fraction fu2 in float16: one
+ * subtraction and one multiply-add for both rows, then rows r0 and r0 + 1 as floats.
+ * `fast` allows it: the weight has 11 significant bits (the texture unit's, 8). */
+__device__ __forceinline__ float2 quad16_rows(const uint2 *__restrict__ col, int r0, __half2 fu2)
 {
     const uint2 q = __ldg(col + r0);
-    row0 = __half22float2(*reinterpret_cast<const __half2 *>(&q.x));
-    row1 = __half22float2(*reinterpret_cast<const __half2 *>(&q.y));
+    const __half2 left = *reinterpret_cast<const __half2 *>(&q.x);
+    const __half2 right = *reinterpret_cast<const __half2 *>(&q.y);
+    return __half22float2(__hfma2(fu2, __hsub2(right, left), left));
 }
 
 /* The block's tile: CONE_COL_WARPS columns in x by COLS in y from i0, a warp per x (j).
@@ -171,6 +167,7 @@ __device__ __forceinline__ void column_block(
                 const int iu = (int)flu; /* -1 ... W - 1: the border has columns -1 and W */
                 const float fu = v.u - flu;
                 const size_t col_el = (size_t)layer * proj_el + (size_t)(iu + 1) * ld + 1;
+                const __half2 fu2 = __float2half2_rn(fu); /* the float16 quads' weight */
 #pragma unroll
                 for (int t = 0; t < PER_LANE; t++) {
                     /* rows -1 ... H + 1 exist (zero outside the detector), so v clamped to
@@ -185,14 +182,14 @@ __device__ __forceinline__ void column_block(
                         const float *col0 = (const float *)tstack + col_el, *col1 = col0 + ld;
                         row0 = tl_lerp(__ldg(col0 + r0), __ldg(col1 + r0), fu);
                         row1 = tl_lerp(__ldg(col0 + r0 + 1), __ldg(col1 + r0 + 1), fu);
+                    } else if (SRC == TL_CUDA_COL_Q32) {
+                        const float4 q = __ldg((const float4 *)tstack + col_el + r0);
+                        row0 = tl_lerp(q.x, q.y, fu);
+                        row1 = tl_lerp(q.z, q.w, fu);
                     } else {
-                        float2 taps0, taps1;
-                        if (SRC == TL_CUDA_COL_Q32)
-                            quad_taps((const float4 *)tstack + col_el, r0, taps0, taps1);
-                        else
-                            quad_taps((const uint2 *)tstack + col_el, r0, taps0, taps1);
-                        row0 = tl_lerp(taps0.x, taps0.y, fu);
-                        row1 = tl_lerp(taps1.x, taps1.y, fu);
+                        const float2 rows = quad16_rows((const uint2 *)tstack + col_el, r0, fu2);
+                        row0 = rows.x;
+                        row1 = rows.y;
                     }
                     acc[c][t] = fmaf(v.wt, tl_lerp(row0, row1, gv), acc[c][t]);
                 }

@@ -415,8 +415,9 @@ size_t tl_cuda_cone_stack_bytes(const tl_engine_config *c);
 /* The transposed stack's zero border: projection p's pixel (row r, column c) is at
  * tstack[p * (cols + PAD_COLS) * ld + (c + 1) * ld + r + 1], ld = rows + PAD_ROWS; rows
  * -1, rows and rows + 1 and columns -1 and cols are zero. The quad stacks have the same
- * layout; their element at (c, r) holds pixels (r, c), (r, c + 1), (r + 1, c), (r + 1, c + 1)
- * in that order (zero off the detector). */
+ * layout; the float one's element at (c, r) holds pixels (r, c), (r, c + 1), (r + 1, c),
+ * (r + 1, c + 1) in that order, the float16 one's (r, c), (r + 1, c), (r, c + 1),
+ * (r + 1, c + 1) (zero off the detector). */
 #define TL_CUDA_TSTACK_PAD_ROWS 3
 #define TL_CUDA_TSTACK_PAD_COLS 2
 tl_status tl_cuda_cone_stack_create(tl_cuda_state *s);
