@@ -73,30 +73,43 @@ int tl_cuda_kernel_find(const char *name)
     return -1;
 }
 
-/* The built-in choice: kernel names in order of preference, per allowed quality. */
-static const char *const builtin_single[TL_QUALITY_COUNT][4] = {
+/* The built-in choice: kernel names in order of preference, per allowed quality (at most
+ * RULE_LEN, NULL-ended where fewer). */
+#define RULE_LEN 5
+static const char *const builtin_single[TL_QUALITY_COUNT][RULE_LEN] = {
     {"alu-fr/t64q16s16", "alu-exact", "plane-exact", NULL},
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
     {"alu-fr/t64q16s16", "tex-std", "alu-exact", "plane-exact"},
 };
-/* Cone beam, by measurement (H100 and H200, BENCHMARKS.md): where `fast` is allowed, the
- * texture kernels, for a stack the one reading the float16 stack (cone-tex16-zb/16: H200
- * 944 GUPS on a 1024^3 volume from 1024^2 projections, against 902 for cone-tex-zb/16 from
- * the float one), else cone-tex-zb/8 (~880-900); in exact mode, for a stack of
- * horizontal slices of a circular scan (a volume, a sub-volume: at least COLUMN_SLICES of
- * one grid) the column kernel, which walks 64 of them per pass (~670), for a few the
- * z-batch kernel (~290); else the general ones. */
+/* Cone beam, by measurement (H200, BENCHMARKS.md, GUPS of 10^9). For a stack of horizontal
+ * slices of a circular scan (a volume, a sub-volume: at least COLUMN_SLICES of one grid) the
+ * rule depends on how far apart neighbouring voxels project (tl_cuda_cone_voxel_pixels):
+ * - coarse (more than CONE_FINE_PIXELS): the float16 texture z-batch kernel, whose taps
+ *   stay in cache (1024^2 -> 256^3, 4 pixels: cone-tex16-zb/16 803 against 682 for the
+ *   mirror kernel cone-colmir16/64x4 and 516 for /128x4; 2048^2 -> 512^3: 811, 646, 504);
+ *   in exact mode the column kernel (cone-col/64x4, 396);
+ * - fine (2 pixels: 1024^2 -> 512^3, 2048^2 -> 1024^3): the mirror kernel first, which
+ *   walks a voxel and its mirror image about the source's plane with one fetch (1348 and
+ *   1367 against 892 and 887);
+ * - dense (at most CONE_DENSE_PIXELS; 1024^2 -> 1024^3, 1 pixel; 512^2 -> 1024^3, 0.5):
+ *   the mirror kernel (1757-1784; 1951), then the quad-stack kernels where the quads were
+ *   made (cone-colhybq16-3:1 974-988; exact cone-colq/64x4 727-731, against 665 for
+ *   cone-col/64x4; 1024^2 -> 256^3 turns them round: colq 118, col 396). */
 #define COLUMN_SLICES 32
-static const char *const builtin_cone_stack[4] = {"cone-tex16-zb/16", "cone-col/64x4", "cone-zb/8",
-                                                  "cone-exact"};
-/* ... where a stack samples the detector densely (tl_cuda_cone_dense) and the quad stacks
- * were made, the kernels that read them: H200, 1024^3 from 1024^2, cone-colhybq16-3:1
- * 984 GUPS, cone-colq (exact) 729; from 512^2, 1145 and 879. */
-static const char *const builtin_cone_dense[4] = {"cone-colhybq16-3:1/64x4", "cone-tex16-zb/16",
-                                                  "cone-colq/64x4", "cone-col/64x4"};
-static const char *const builtin_cone[4] = {"cone-tex-zb/8", "cone-zb/8", "cone-tex",
-                                            "cone-exact"};
-static const char *const builtin_batch[TL_QUALITY_COUNT][4] = {
+#define CONE_DENSE_PIXELS 1.5
+#define CONE_FINE_PIXELS 3.0
+static const char *const builtin_cone_coarse[RULE_LEN] = {"cone-tex16-zb/16", "cone-col/64x4",
+                                                          "cone-zb/8", "cone-exact"};
+static const char *const builtin_cone_fine[RULE_LEN] = {
+    "cone-colmir16/128x4", "cone-tex16-zb/16", "cone-col/64x4", "cone-zb/8", "cone-exact"};
+static const char *const builtin_cone_dense[RULE_LEN] = {
+    "cone-colmir16/128x4", "cone-colhybq16-3:1/64x4", "cone-tex16-zb/16", "cone-colq/64x4",
+    "cone-col/64x4"};
+/* A few slices, or not one grid: the texture kernels where `fast` is allowed (cone-tex-zb/8
+ * ~880-900), else the z-batch and general ones. */
+static const char *const builtin_cone[RULE_LEN] = {"cone-tex-zb/8", "cone-zb/8", "cone-tex",
+                                                   "cone-exact"};
+static const char *const builtin_batch[TL_QUALITY_COUNT][RULE_LEN] = {
     {"alu2-fr/t64q8s16", "alu-fr/t64q16s16", "alu-exact", "plane-exact"},
     {"alu4h/t64q8s16", "alu2-fr/t64q8s16", "alu-fr/t64q16s16", "plane-exact"},
     {"alu4h/t64q8s16", "alu2-fr/t64q8s16", "alu-fr/t64q16s16", "plane-exact"},
@@ -234,6 +247,14 @@ static int try_name(const tl_cuda_state *s, const char *name, const tl_bp_slice 
 
 /* The kernel for slice i: the forced one, the tuned one, or by the built-in rule.
  * -1 when forced but unable (why says so). */
+static const char *const *cone_stack_rule(const tl_bp_job *job, size_t i)
+{
+    const double pixels = tl_cuda_cone_voxel_pixels(job, i);
+    return pixels <= CONE_DENSE_PIXELS ? builtin_cone_dense
+           : pixels <= CONE_FINE_PIXELS ? builtin_cone_fine
+                                        : builtin_cone_coarse;
+}
+
 static int choose(const tl_cuda_state *s, const tl_bp_job *job, size_t i, int forced, char *why,
                   size_t why_len)
 {
@@ -253,10 +274,9 @@ static int choose(const tl_cuda_state *s, const tl_bp_job *job, size_t i, int fo
     if (k < 0 && c)
         k = try_name(s, c->single[q], sl, job);
     const char *const *rule = !cone   ? (batch ? builtin_batch[q] : builtin_single[q])
-                              : stack ? (tl_cuda_cone_dense(job, i) ? builtin_cone_dense
-                                                                    : builtin_cone_stack)
+                              : stack ? cone_stack_rule(job, i)
                                       : builtin_cone;
-    for (int r = 0; k < 0 && r < 4 && rule[r]; r++)
+    for (int r = 0; k < 0 && r < RULE_LEN && rule[r]; r++)
         k = try_name(s, rule[r], sl, job);
     return k >= 0 ? k : tl_cuda_kernel_find(cone ? "cone-exact" : "plane-exact");
 }

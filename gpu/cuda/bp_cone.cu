@@ -38,6 +38,12 @@
  *                  along u in one half2 multiply-add), 3:1 or 5:1 on each SM:
  *                  the quad blocks load half the bytes of cone-colq's, so they take less
  *                  of the L1 the texture blocks read through. `fast`.
+ *   cone-colmir16/64x4, /128x4  the coltex16 walk over the upper slices of a batch with
+ *                  each fetch from the mirror stack (cone_stack.cu), which also gives the
+ *                  slice's mirror image about the source's plane: iFDK's z-mirror pairing
+ *                  (§4.2.2), two updates per fetch, 1 or 2 pairs per lane. It serves a
+ *                  slice whose mirror is in the same job, where the source's plane meets
+ *                  the detector in its middle row (offset_v 0, no tilt). `fast`.
  * Measured and left out (H200, 1024^2 -> 1024^3, GUPS), with the quads interpolated in
  * float: the float16 quads alone 633 (the conversions cost more issue slots than the
  * bytes save: cone-colq 729), the texture with them 1:1 865, the texture with float quads
@@ -56,11 +62,10 @@
 #define CONE_BLOCK 16 /* 16 x 16 threads, one pixel (column of pixels: z-batch) each */
 #define CONE_CHUNK 64 /* projections whose matrices a block holds at once */
 #define CONE_ZB_MAX 16 /* slices of a z-batch pass, at most (8 or 16) */
-/* A volume is dense where neighbouring voxels are at most this many detector pixels apart:
- * there the quad-stack kernels are the fastest (H200: 512^2 -> 1024^3, 0.5 pixels; 1024^2
- * -> 1024^3, 1), elsewhere they lose (1024^2 -> 256^3, 4 pixels: cone-colq/64x4 117 GUPS
- * against 370 for cone-col/64x4, whose taps are a quarter of the bytes). */
-#define CONE_DENSE_PIXELS 1.5
+/* The mirror kernels read a voxel's mirror at rows - 1 - v: where the source's plane meets
+ * the detector this far from the middle row, at most, or a slice's mirror lies this far
+ * from its height (volume rows), they refuse. */
+#define MIRROR_PIXELS 1e-3
 
 static_assert(CONE_ZB_MAX <= TL_CUDA_CONE_MAX_NZ, "a z-batch fits the batch");
 
@@ -234,9 +239,10 @@ enum cone_source {
     FROM_TRANSPOSED, /* the transposed stack (cone_stack.cu) */
     FROM_QUAD,       /* the float quad stack (cone_stack.cu) */
     FROM_QUAD16,     /* the float16 quad stack (cone_stack.cu) */
+    FROM_MIRROR16,   /* the mirror stack (cone_stack.cu) */
 };
 /* k's slices per pass (tl_cuda_kernel.slices) say the z-batch's length, and the column
- * kernels' slices per lane (32 lanes). */
+ * kernels' slices per lane (32 lanes; the mirror kernels' half of them mirrors). */
 typedef tl_status (*cone_launch_fn)(tl_cuda_state *s, const tl_cuda_kernel *k,
                                     const tl_cuda_cone_batch *b, size_t nproj);
 struct cone_impl {
@@ -306,14 +312,18 @@ static tl_status column_launch(tl_cuda_state *s, const tl_cuda_kernel *k,
                                const tl_cuda_cone_batch *b, size_t nproj)
 {
     const cone_impl *im = impl_of(k);
-    tl_cuda_cone_column_path path = {im->tex, im->alu, 0, NULL, TL_CUDA_COL_T32};
+    tl_cuda_cone_column_path path = {im->tex, im->alu, 0, NULL, TL_CUDA_COL_T32, false};
     if (im->tex) {
         path.stack = im->source == FROM_TEXTURE ? s->stack_tex : s->stack16_tex;
         path.scale = im->source == FROM_TEXTURE ? NULL : s->stack16_scale;
     }
     if (im->source == FROM_QUAD || im->source == FROM_QUAD16)
         path.alu = im->source == FROM_QUAD ? TL_CUDA_COL_Q32 : TL_CUDA_COL_Q16;
-    return tl_cuda_cone_column_launch(s, k->slices / 32, im->cols, &path, b, nproj);
+    path.mirror = im->source == FROM_MIRROR16;
+    if (path.mirror) /* a pass of k->slices: half of them the mirrors */
+        path.stack = s->stackm16_tex;
+    return tl_cuda_cone_column_launch(s, k->slices / (path.mirror ? 64 : 32), im->cols, &path, b,
+                                      nproj);
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
@@ -366,6 +376,12 @@ const tl_cuda_kernel tl_cuda_cone_kernels[] = {
     {"cone-colhybq16-5:1/64x4", TL_QUALITY_FAST, 64, TL_KF_CONE,
      "cone-coltex16/64x4 blocks and float16 quad blocks, 5:1 on each SM", 0, 0, false, false,
      NULL},
+    {"cone-colmir16/64x4", TL_QUALITY_FAST, 64, TL_KF_CONE,
+     "32x8 threads, a warp per 4 columns, 1 slice and its mirror per lane, mirror stack", 0, 0,
+     false, false, NULL},
+    {"cone-colmir16/128x4", TL_QUALITY_FAST, 128, TL_KF_CONE,
+     "32x8 threads, a warp per 4 columns, 2 slices and their mirrors per lane, mirror stack",
+     0, 0, false, false, NULL},
 };
 const int tl_cuda_cone_nkernels = sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels;
 
@@ -386,6 +402,8 @@ static const cone_impl impls[] = {
     {column_launch, FROM_QUAD, 4, 0, 1},
     {column_launch, FROM_QUAD16, 4, 3, 1},
     {column_launch, FROM_QUAD16, 4, 5, 1},
+    {column_launch, FROM_MIRROR16, 4, 1, 0},
+    {column_launch, FROM_MIRROR16, 4, 1, 0},
 };
 static_assert(sizeof impls / sizeof *impls ==
                   sizeof tl_cuda_cone_kernels / sizeof *tl_cuda_cone_kernels,
@@ -423,10 +441,10 @@ static void cone_project(const double *m, const double x[3], double uv[2])
     uv[1] = (m[4] * x[0] + m[5] * x[1] + m[6] * x[2] + m[7]) / w;
 }
 
-bool tl_cuda_cone_dense(const tl_bp_job *job, size_t i)
+double tl_cuda_cone_voxel_pixels(const tl_bp_job *job, size_t i)
 {
     if (job->nproj == 0)
-        return false;
+        return INFINITY;
     const tl_cuda_geom g = tl_cuda_make_geom(&job->slices[i]);
     const double step = hypot(g.ax, g.ay); /* a voxel, taken as cubic */
     const double half_w = 0.5 * job->slices[i].width, half_h = 0.5 * job->slices[i].height;
@@ -441,7 +459,52 @@ bool tl_cuda_cone_dense(const tl_bp_job *job, size_t i)
         cone_project(m, x, moved);
         widest = fmax(widest, fmax(fabs(moved[0] - at[0]), fabs(moved[1] - at[1])));
     }
-    return widest <= CONE_DENSE_PIXELS;
+    return widest;
+}
+
+/* The height (volume z) of the source's plane where every projection of the job sees it in
+ * the detector's middle row at every corner of slice sl's grid, within MIRROR_PIXELS, with
+ * the matrices rounded as the kernels see them; NAN where it does not. (v is linear in x
+ * and y over w, so the corners bound the grid.) */
+static double mirror_plane(const tl_bp_job *job, const tl_bp_slice *sl, uint32_t rows)
+{
+    const double mid = 0.5 * (rows - 1.0);
+    if (job->nproj == 0)
+        return NAN;
+    const tl_cuda_geom g = tl_cuda_make_geom(sl);
+    const double *m0 = job->proj[0].cone;
+    if ((float)m0[6] == 0.f)
+        return NAN;
+    const double zm = (mid * (float)m0[11] - (float)m0[7]) / (float)m0[6];
+    for (size_t p = 0; p < job->nproj; p++) {
+        float m[12];
+        for (int e = 0; e < 12; e++)
+            m[e] = (float)job->proj[p].cone[e];
+        for (int corner = 0; corner < 4; corner++) {
+            const double j = corner & 1 ? sl->width - 1 : 0, i = corner & 2 ? sl->height - 1 : 0;
+            const double x = g.px + g.ax * j + g.bx * i, y = g.py + g.ay * j + g.by * i;
+            const double w = m[8] * x + m[9] * y + m[11];
+            const double v = (m[4] * x + m[5] * y + m[6] * zm + m[7]) / w;
+            if (w > 0 && !(fabs(v - mid) <= MIRROR_PIXELS))
+                return NAN;
+        }
+    }
+    return zm;
+}
+
+/* The slice of the job at the mirror image of slice i's height about the plane at zm,
+ * on the same grid and not yet computed (s->job_done; NULL: any), else SIZE_MAX; i
+ * itself where it lies in the plane. */
+static size_t mirror_slice(const tl_bp_job *job, size_t i, double zm, const bool *done)
+{
+    const double want = 2 * zm - job->slices[i].plane[8];
+    if (fabs(want - job->slices[i].plane[8]) <= MIRROR_PIXELS)
+        return i;
+    for (size_t j = 0; j < job->nslices; j++)
+        if (j != i && !(done && done[j]) && fabs(job->slices[j].plane[8] - want) <= MIRROR_PIXELS &&
+            same_grid(&job->slices[i], &job->slices[j]))
+            return j;
+    return SIZE_MAX;
 }
 
 size_t tl_cuda_cone_partners(const tl_bp_job *job, size_t i)
@@ -457,7 +520,8 @@ bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, con
 {
     const cone_impl *im = impl_of(k);
     const cone_source src = im->source;
-    if ((src == FROM_TEXTURE || src == FROM_TEXTURE16 || src == FROM_QUAD16 || im->tex > 0) &&
+    if ((src == FROM_TEXTURE || src == FROM_TEXTURE16 || src == FROM_QUAD16 ||
+         src == FROM_MIRROR16 || im->tex > 0) &&
         !s->stack) {
         snprintf(why, why_len,
                  "%s needs the projection stack, which an engine of quality exact has not",
@@ -469,6 +533,13 @@ bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, con
                  "%s needs the quad stacks (%.1f GiB), which were not made: they would have "
                  "left less than a quarter of the device's memory free",
                  k->name, tl_cuda_cone_quad_bytes(&s->cfg) / 1073741824.0);
+        return false;
+    }
+    if (src == FROM_MIRROR16 && !s->stackm16) {
+        snprintf(why, why_len,
+                 "%s needs the mirror stack (%.1f GiB), which was not made: it would have left "
+                 "less than a quarter of the device's memory free",
+                 k->name, tl_cuda_cone_mirror_bytes(&s->cfg) / 1073741824.0);
         return false;
     }
     if (k->slices == 1)
@@ -486,12 +557,57 @@ bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k, con
                      k->name, p);
             return false;
         }
+    if (src != FROM_MIRROR16)
+        return true;
+    const double zm = mirror_plane(job, sl, s->rows);
+    if (isnan(zm)) {
+        snprintf(why, why_len,
+                 "%s needs the source's plane to meet the detector in its middle row (row "
+                 "%.1f: offset_v 0, no tilt)",
+                 k->name, 0.5 * (s->rows - 1.0));
+        return false;
+    }
+    if (mirror_slice(job, (size_t)(sl - job->slices), zm, NULL) == SIZE_MAX) {
+        snprintf(why, why_len,
+                 "%s needs the slice's mirror image about the source's plane (z %g) in the "
+                 "same job (this slice: z %g)",
+                 k->name, 2 * zm - sl->plane[8], sl->plane[8]);
+        return false;
+    }
     return true;
+}
+
+/* The mirror kernels' pass from slice i: up to k->slices / 2 slices, each with its mirror
+ * of the same kernel not yet computed (or none: then the slice alone). */
+static tl_status mirror_job_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_job *job,
+                                   size_t i, const size_t *off)
+{
+    tl_cuda_cone_batch b;
+    memset(&b, 0, sizeof b);
+    b.g = tl_cuda_make_geom(&job->slices[i]);
+    const double zm = mirror_plane(job, &job->slices[i], s->rows);
+    for (size_t j = i; j < job->nslices && b.nz < k->slices / 2; j++) {
+        if (s->job_done[j] || s->job_kernel[j] != s->job_kernel[i] ||
+            (j != i && !same_grid(&job->slices[i], &job->slices[j])))
+            continue;
+        s->job_done[j] = true;
+        const size_t m = mirror_slice(job, j, zm, s->job_done);
+        b.z[b.nz] = job->slices[j].plane[8];
+        b.out[b.nz] = s->out + off[j];
+        if (m != SIZE_MAX && m != j && s->job_kernel[m] == s->job_kernel[i]) {
+            b.mirror[b.nz] = s->out + off[m];
+            s->job_done[m] = true;
+        }
+        b.nz++;
+    }
+    return impl_of(k)->launch(s, k, &b, job->nproj);
 }
 
 tl_status tl_cuda_cone_job_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_job *job,
                                   size_t i, const size_t *off)
 {
+    if (impl_of(k)->source == FROM_MIRROR16)
+        return mirror_job_launch(s, k, job, i, off);
     tl_cuda_cone_batch b;
     memset(&b, 0, sizeof b);
     b.g = tl_cuda_make_geom(&job->slices[i]);

@@ -22,9 +22,15 @@
  * chosen per SM by ticket as in bp_hybrid.cu. The quad stacks (cone_stack.cu) hold an
  * update's four taps in one element: the same walk reads one float4 (cone-colq, `exact`,
  * the same arithmetic) or, in the ALU blocks of the cone-colhybq16 hybrids, four float16
- * (`fast`) per update. iFDK's z-mirror
- * pairing is not used: it needs a volume symmetric about the source plane, which a
- * watched batch of slices rarely is.
+ * (`fast`) per update.
+ * iFDK's z-mirror pairing (§4.2.2): where the source's plane meets the detector in one
+ * row for every column (a centred principal row, no tilt), a voxel at distance d above
+ * that plane and its mirror image d below share u and the weight, and their v are mirror
+ * images about the row. The mirror stack (cone_stack.cu) holds each float16 texel next to
+ * its mirror texel, so one texture fetch at the upper voxel's (u, v) returns both
+ * voxels' samples, bilinear at mirrored fractions: the cone-colmir16 kernels (`fast`)
+ * walk only the upper slices of a batch and write each slice's mirror too (b.mirror),
+ * two updates per fetch of the texture unit that bounds the cone-coltex kernels.
  */
 #include "config.h"
 
@@ -61,13 +67,13 @@ __device__ __forceinline__ float lane_z(const tl_cuda_cone_batch &b, int n)
             z = b.z[k];
     return z;
 }
-__device__ __forceinline__ float *lane_out(const tl_cuda_cone_batch &b, int n)
+__device__ __forceinline__ float *lane_out(const tl_cuda_cone_batch &b, int n, bool mirror)
 {
     float *out = NULL;
 #pragma unroll
     for (int k = 0; k < TL_CUDA_CONE_MAX_NZ; k++)
         if (k == n && k < b.nz)
-            out = b.out[k];
+            out = mirror ? b.mirror[k] : b.out[k];
     return out;
 }
 
@@ -84,9 +90,11 @@ __device__ __forceinline__ float2 quad16_rows(const uint2 *__restrict__ col, int
 }
 
 /* The block's tile: CONE_COL_WARPS columns in x by COLS in y from i0, a warp per x (j).
- * SRC: where the updates come from (tl_cuda_col_source, or COL_TEXTURE: `stack`);
- * tstack: the transposed stack or the quad stack SRC names. */
+ * SRC: where the updates come from (tl_cuda_col_source, or COL_TEXTURE: `stack`, or
+ * COL_MIRROR: `stack` is the mirror stack); tstack: the transposed stack or the quad
+ * stack SRC names. */
 #define COL_TEXTURE (-1)
+#define COL_MIRROR (-2)
 template <int PER_LANE, int COLS, int SRC>
 __device__ __forceinline__ void column_block(
     const void *__restrict__ tstack, int W, int H, cudaTextureObject_t stack,
@@ -95,7 +103,9 @@ __device__ __forceinline__ void column_block(
     const tl_cuda_geom &g, const tl_cuda_cone_batch &b, col_shared &sh,
     col_invariant (&inv)[CONE_COL_WARPS][COLS][CONE_COL_CHUNK], int j, int i0)
 {
-    constexpr bool TEX = SRC == COL_TEXTURE;
+    constexpr bool MIR = SRC == COL_MIRROR;
+    constexpr bool TEX = SRC == COL_TEXTURE || MIR;
+    constexpr int NM = MIR ? PER_LANE : 1; /* the mirror slices' accumulators */
     const int lane = threadIdx.x, warp = threadIdx.y;
     const int tid = warp * 32 + lane;
     /* texel centres at +0.5, folded into the invariants of the texture path */
@@ -112,12 +122,16 @@ __device__ __forceinline__ void column_block(
 #pragma unroll
     for (int t = 0; t < PER_LANE; t++)
         z[t] = lane_z(b, lane + 32 * t);
-    float acc[COLS][PER_LANE];
+    float acc[COLS][PER_LANE], accm[COLS][NM];
 #pragma unroll
-    for (int c = 0; c < COLS; c++)
+    for (int c = 0; c < COLS; c++) {
 #pragma unroll
         for (int t = 0; t < PER_LANE; t++)
             acc[c][t] = 0.f;
+#pragma unroll
+        for (int t = 0; t < NM; t++)
+            accm[c][t] = 0.f;
+    }
     const int ld = H + TL_CUDA_TSTACK_PAD_ROWS; /* cone_stack.cu: the zero border */
     const size_t proj_el = (size_t)(W + TL_CUDA_TSTACK_PAD_COLS) * ld;
     for (int p0 = 0; p0 < nproj; p0 += CONE_COL_CHUNK) {
@@ -154,6 +168,17 @@ __device__ __forceinline__ void column_block(
                 const col_invariant v = inv[warp][c][k]; /* one broadcast read */
                 if (!(v.u > half - 1.f && v.u < (float)W + half))
                     continue; /* the same for the whole warp */
+                if (MIR) {
+                    /* .x: this slice's sample, .y: its mirror's (border: 0 off the detector) */
+#pragma unroll
+                    for (int t = 0; t < NM; t++) {
+                        const float2 both =
+                            tex2DLayered<float2>(stack, v.u, fmaf(v.vb, z[t], v.va), layer);
+                        acc[c][t] = fmaf(v.wt, both.x, acc[c][t]);
+                        accm[c][t] = fmaf(v.wt, both.y, accm[c][t]);
+                    }
+                    continue;
+                }
                 if (TEX) {
                     /* the border address mode gives 0 off the detector */
 #pragma unroll
@@ -199,18 +224,26 @@ __device__ __forceinline__ void column_block(
     }
 #pragma unroll
     for (int t = 0; t < PER_LANE; t++) {
-        float *out = lane_out(b, lane + 32 * t); /* looked up late: registers are dear */
+        float *out = lane_out(b, lane + 32 * t, false); /* looked up late: registers are dear */
 #pragma unroll
         for (int c = 0; c < COLS; c++)
             if (inside[c] && out)
                 out[(size_t)(i0 + c) * g.w + j] = acc[c][t];
+    }
+#pragma unroll
+    for (int t = 0; t < (MIR ? NM : 0); t++) {
+        float *out = lane_out(b, lane + 32 * t, true);
+#pragma unroll
+        for (int c = 0; c < COLS; c++)
+            if (inside[c] && out)
+                out[(size_t)(i0 + c) * g.w + j] = accm[c][t];
     }
 }
 
 /* TEXN of every TEXN + ALUN blocks an SM receives take the texture path (the per-SM ticket
  * of bp_hybrid.cu, Chilingaryan et al. 2020 Sect. 7.1), the others the stack ALU names
  * (scale: the texture's; alu_scale: the ALU stack's). */
-template <int PER_LANE, int COLS, int TEXN, int ALUN, int ALU>
+template <int PER_LANE, int COLS, int TEXN, int ALUN, int ALU, bool MIR>
 __global__ void __launch_bounds__(32 * CONE_COL_WARPS)
     bp_cone_column_kernel(const void *__restrict__ tstack, const float *__restrict__ alu_scale,
                           int W, int H, cudaTextureObject_t stack, const float *__restrict__ scale,
@@ -236,14 +269,15 @@ __global__ void __launch_bounds__(32 * CONE_COL_WARPS)
         tex = s_tex;
     }
     if (tex)
-        column_block<PER_LANE, COLS, COL_TEXTURE>(tstack, W, H, stack, scale, cone, par, slot,
-                                                  nproj, g, b, sh, inv, j, i0);
+        column_block<PER_LANE, COLS, MIR ? COL_MIRROR : COL_TEXTURE>(
+            tstack, W, H, stack, scale, cone, par, slot, nproj, g, b, sh, inv, j, i0);
     else
         column_block<PER_LANE, COLS, ALU>(tstack, W, H, stack, alu_scale, cone, par, slot, nproj,
                                           g, b, sh, inv, j, i0);
 }
 
-template <int PER_LANE, int COLS, int TEXN, int ALUN, int ALU = TL_CUDA_COL_T32>
+template <int PER_LANE, int COLS, int TEXN, int ALUN, int ALU = TL_CUDA_COL_T32,
+          bool MIR = false>
 static tl_status launch(tl_cuda_state *s, const tl_cuda_cone_column_path *path,
                         const tl_cuda_cone_batch *b, size_t nproj)
 {
@@ -258,7 +292,7 @@ static tl_status launch(tl_cuda_state *s, const tl_cuda_cone_column_path *path,
     if (TEXN > 0 && ALUN > 0) /* every launch splits its blocks the same way */
         TL_CUDA(s->eb,
                 cudaMemsetAsync(s->d_tickets, 0, (size_t)s->nsmid * sizeof(unsigned), s->stream));
-    bp_cone_column_kernel<PER_LANE, COLS, TEXN, ALUN, ALU>
+    bp_cone_column_kernel<PER_LANE, COLS, TEXN, ALUN, ALU, MIR>
         <<<(unsigned)tiles_x * tiles_y, dim3(32, CONE_COL_WARPS), 0, s->stream>>>(
             alu_stack, alu_scale, (int)s->cols, (int)s->rows, path->stack, path->scale, s->d_cone,
             s->d_par, s->d_slot, (int)nproj, b->g, *b, s->d_tickets, s->nsmid);
@@ -271,6 +305,11 @@ tl_status tl_cuda_cone_column_launch(tl_cuda_state *s, int per_lane, int cols,
                                      const tl_cuda_cone_batch *b, size_t nproj)
 {
     const int tex = path->tex_blocks, alu = path->alu_blocks;
+    if (path->mirror && tex == 1 && alu == 0) /* per_lane: mirror pairs per lane */
+        return per_lane == 1 ? launch<1, 4, 1, 0, TL_CUDA_COL_T32, true>(s, path, b, nproj)
+                             : launch<2, 4, 1, 0, TL_CUDA_COL_T32, true>(s, path, b, nproj);
+    if (path->mirror)
+        return tl_fail(s->eb, TL_EINTERNAL, "the mirror kernels have texture blocks only");
     if (tex == 0 && alu > 0 && path->alu == TL_CUDA_COL_T32) {
         if (per_lane == 1)
             return cols == 1 ? launch<1, 1, 0, 1>(s, path, b, nproj)

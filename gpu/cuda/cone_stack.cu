@@ -39,8 +39,16 @@
  * accumulators, other engines), and not counted by estimate(), so that a window which fits
  * without them is never refused for them. Where they are not made, the kernels that read
  * them say so by name and size (tl_cuda_cone_can_serve) and selection passes them over.
+ *
+ * The mirror stack (`fast` engines) holds each texel of the float16 stack beside the texel
+ * of the mirrored row (rows - 1 - r, same column): half2 texels, filtered together, so one
+ * fetch at (u, v) gives the samples at v and at rows - 1 - v with mirrored fractions. Where
+ * the source's plane meets the detector in its middle row, those are the samples of a
+ * voxel and of its mirror image about that plane (bp_cone_column.cu, cone-colmir16).
+ * Optional as the quads, and made before them: 4 bytes a pixel, and its kernels are the
+ * faster where both can serve.
  */
-#define QUAD_FREE_SHARE 4 /* quads leave 1 / QUAD_FREE_SHARE of the device free */
+#define OPTIONAL_FREE_SHARE 4 /* optional stacks leave 1 / OPTIONAL_FREE_SHARE free */
 #include "config.h"
 
 #include "gpu/base/backend.h"
@@ -82,6 +90,11 @@ size_t tl_cuda_cone_stack_bytes(const tl_engine_config *c)
                             (size_t)c->window * (sizeof(float) + sizeof(unsigned));
     return padded * sizeof(float) + (wants_texture(c) ? textures : 0) +
            c->window; /* + stale flags; the quads are optional (above) */
+}
+
+size_t tl_cuda_cone_mirror_bytes(const tl_engine_config *c)
+{
+    return wants_texture(c) ? (size_t)c->window * c->rows * c->cols * sizeof(__half2) : 0;
 }
 
 size_t tl_cuda_cone_quad_bytes(const tl_engine_config *c)
@@ -149,15 +162,42 @@ tl_status tl_cuda_cone_stack_create(tl_cuda_state *s)
     return create_half_stack(s);
 }
 
-tl_status tl_cuda_cone_quads_create(tl_cuda_state *s)
+/* Whether `bytes` more leave the device a share of its memory free (0: nothing wanted). */
+static tl_status leaves_room(tl_cuda_state *s, size_t bytes, bool *room)
 {
-    const size_t bytes = tl_cuda_cone_quad_bytes(&s->cfg);
+    size_t free_b = 0, total_b = 0;
+    *room = false;
     if (bytes == 0)
         return TL_OK;
-    size_t free_b = 0, total_b = 0;
     TL_CUDA(s->eb, cudaMemGetInfo(&free_b, &total_b));
-    if (free_b < bytes || free_b - bytes < total_b / QUAD_FREE_SHARE)
-        return TL_OK; /* tl_cuda_cone_can_serve names what is missing */
+    *room = free_b >= bytes && free_b - bytes >= total_b / OPTIONAL_FREE_SHARE;
+    return TL_OK;
+}
+
+static tl_status create_mirror_stack(tl_cuda_state *s)
+{
+    cudaChannelFormatDesc fmt = cudaCreateChannelDescHalf2();
+    TL_CUDA(s->eb, cudaMalloc3DArray(&s->stackm16, &fmt, make_cudaExtent(s->cols, s->rows, s->n),
+                                     cudaArrayLayered | cudaArraySurfaceLoadStore));
+    s->mem += tl_cuda_cone_mirror_bytes(&s->cfg);
+    TL_TRY(make_texture(s, s->stackm16, &s->stackm16_tex));
+    cudaResourceDesc res;
+    memset(&res, 0, sizeof res);
+    res.resType = cudaResourceTypeArray;
+    res.res.array.array = s->stackm16;
+    TL_CUDA(s->eb, cudaCreateSurfaceObject(&s->stackm16_surf, &res));
+    return TL_OK;
+}
+
+tl_status tl_cuda_cone_optional_create(tl_cuda_state *s)
+{
+    bool room;
+    TL_TRY(leaves_room(s, tl_cuda_cone_mirror_bytes(&s->cfg), &room));
+    if (room) /* else tl_cuda_cone_can_serve names what is missing */
+        TL_TRY(create_mirror_stack(s));
+    TL_TRY(leaves_room(s, tl_cuda_cone_quad_bytes(&s->cfg), &room));
+    if (!room)
+        return TL_OK;
     const size_t padded = transposed_elements(s->n, s->rows, s->cols);
     TL_TRY(tl_cuda_alloc(s, (void **)&s->tquad, padded * sizeof(float4), "quad stack"));
     if (wants_texture(&s->cfg))
@@ -178,15 +218,21 @@ void tl_cuda_cone_stack_destroy(tl_cuda_state *s)
         cudaDestroySurfaceObject(s->stack16_surf);
     if (s->stack16)
         cudaFreeArray(s->stack16);
+    if (s->stackm16_tex)
+        cudaDestroyTextureObject(s->stackm16_tex);
+    if (s->stackm16_surf)
+        cudaDestroySurfaceObject(s->stackm16_surf);
+    if (s->stackm16)
+        cudaFreeArray(s->stackm16);
     cudaFree(s->stack16_scale);
     cudaFree(s->stack16_maxabs);
     cudaFree(s->tstack);
     cudaFree(s->tquad);
     cudaFree(s->tquad16);
     free(s->stack_stale);
-    s->stack_tex = s->stack16_tex = 0;
-    s->stack16_surf = 0;
-    s->stack = s->stack16 = NULL;
+    s->stack_tex = s->stack16_tex = s->stackm16_tex = 0;
+    s->stack16_surf = s->stackm16_surf = 0;
+    s->stack = s->stack16 = s->stackm16 = NULL;
     s->stack16_scale = NULL;
     s->stack16_maxabs = NULL;
     s->tstack = NULL;
@@ -257,11 +303,12 @@ __device__ __forceinline__ float half_scale(float m)
     return ldexpf(1.f, max(-126, min(127, HALF_TOP_EXP - e)));
 }
 
-/* Slot `slot`, scaled into float16's range, into its layer of the float16 stack. */
+/* Slot `slot`, scaled into float16's range, into its layer of the float16 stack and, where
+ * msurf is not 0, with its mirrored rows into its layer of the mirror stack. */
 __global__ void half_copy_kernel(const float *__restrict__ window, size_t pitch_el,
                                  size_t slab_el, int slot, int rows, int cols,
                                  const unsigned *__restrict__ maxabs, cudaSurfaceObject_t surf,
-                                 float *scale_out)
+                                 cudaSurfaceObject_t msurf, float *scale_out)
 {
     const float *src = window + (size_t)slot * pitch_el;
     const float scale = half_scale(__uint_as_float(maxabs[slot]));
@@ -272,6 +319,12 @@ __global__ void half_copy_kernel(const float *__restrict__ window, size_t pitch_
         const int r = (int)(i / cols), c = (int)(i % cols);
         const __half h = __float2half_rn(src[(size_t)r * slab_el + c] * scale);
         surf2DLayeredwrite(__half_as_ushort(h), surf, c * (int)sizeof(__half), r, slot);
+        if (!msurf)
+            continue;
+        const __half m = __float2half_rn(src[(size_t)(rows - 1 - r) * slab_el + c] * scale);
+        const __half2 both = __halves2half2(h, m);
+        surf2DLayeredwrite(*reinterpret_cast<const unsigned *>(&both), msurf,
+                           c * (int)sizeof(__half2), r, slot);
     }
 }
 
@@ -326,7 +379,7 @@ static tl_status sync_half_slot(tl_cuda_state *s, uint32_t k)
     TL_CUDA_LAUNCHED(s->eb, "half_maxabs_kernel");
     half_copy_kernel<<<blocks, HALF_THREADS, 0, s->stream>>>(
         s->window, s->pitch_el, s->slab_el, (int)k, (int)s->rows, (int)s->cols,
-        s->stack16_maxabs, s->stack16_surf, s->stack16_scale);
+        s->stack16_maxabs, s->stack16_surf, s->stackm16_surf, s->stack16_scale);
     TL_CUDA_LAUNCHED(s->eb, "half_copy_kernel");
     return TL_OK;
 }

@@ -508,7 +508,7 @@ static tl_status create_all(tl_cuda_state *s, const tl_engine_config *c)
     TL_TRY(tl_cuda_tex_create(s));
     TL_TRY(tl_cuda_cone_stack_create(s));
     TL_TRY(tl_cuda_bp_create(s));
-    TL_TRY(tl_cuda_cone_quads_create(s)); /* optional, so last */
+    TL_TRY(tl_cuda_cone_optional_create(s)); /* optional, so last */
     /* the memsets above must be done before the first frame can be trusted */
     TL_CUDA(eb, cudaStreamSynchronize(s->stream));
     return TL_OK;

@@ -225,6 +225,11 @@ typedef struct {
      * engines) in float16, scaled as stack16 */
     float4 *tquad;
     uint2 *tquad16;
+    /* ... and the mirror stack, where it fits (`fast` engines; else NULL): a layered array
+     * of half2, each texel the float16 stack's pixel (r, c) and (rows - 1 - r, c) */
+    cudaArray_t stackm16;
+    cudaTextureObject_t stackm16_tex;
+    cudaSurfaceObject_t stackm16_surf;
     bool *stack_stale; /* per slot: the stacks are older than the window (NULL: none) */
 
     /* multi-slice texture kernels: up to 4 sinograms interleaved per texel (bp_texture.cu),
@@ -421,10 +426,12 @@ size_t tl_cuda_cone_stack_bytes(const tl_engine_config *c);
 #define TL_CUDA_TSTACK_PAD_ROWS 3
 #define TL_CUDA_TSTACK_PAD_COLS 2
 tl_status tl_cuda_cone_stack_create(tl_cuda_state *s);
-/* The optional quad stacks, made where they fit (cone_stack.cu); after every other buffer.
- * quad_bytes: what they would take. */
+/* The optional stacks, the mirror stack and then the quad stacks, each made where it fits
+ * (cone_stack.cu); after every other buffer. mirror_bytes, quad_bytes: what they would
+ * take. */
+size_t tl_cuda_cone_mirror_bytes(const tl_engine_config *c);
 size_t tl_cuda_cone_quad_bytes(const tl_engine_config *c);
-tl_status tl_cuda_cone_quads_create(tl_cuda_state *s);
+tl_status tl_cuda_cone_optional_create(tl_cuda_state *s);
 void tl_cuda_cone_stack_destroy(tl_cuda_state *s);
 void tl_cuda_cone_stack_mark(tl_cuda_state *s, int32_t slot);
 tl_status tl_cuda_cone_stack_sync(tl_cuda_state *s);

@@ -44,13 +44,15 @@ typedef enum {
 
 /* Cone beam (bp_cone.cu): up to TL_CUDA_CONE_MAX_NZ slices per pass, horizontal planes of
  * one (x, y) grid at heights z[0..nz-1] for the z-batch and column kernels, or a single
- * slice (any plane). */
+ * slice (any plane). The mirror kernels also write each slice's mirror image about the
+ * source's plane into mirror[k] (NULL: none, or the slice is its own mirror). */
 #define TL_CUDA_CONE_MAX_NZ 64
 typedef struct {
     tl_cuda_geom g;
     int nz;
     float z[TL_CUDA_CONE_MAX_NZ];
     float *out[TL_CUDA_CONE_MAX_NZ];
+    float *mirror[TL_CUDA_CONE_MAX_NZ];
 } tl_cuda_cone_batch;
 
 struct tl_cuda_kernel;
@@ -75,7 +77,8 @@ typedef struct tl_cuda_kernel {
  * slower: 80 registers, 3 blocks per SM (H100: 488 against 674 GUPS, 1024^3). Of every
  * tex_blocks + alu_blocks blocks an SM runs, tex_blocks sample `stack` (a texture stack;
  * scale: per slot, what undoes a float16 stack's scaling, or NULL) and alu_blocks the
- * stack `alu` names (cone_stack.cu). */
+ * stack `alu` names (cone_stack.cu). With path->mirror, per_lane counts slices of b that
+ * each lane updates together with their mirrors (b.mirror): 64 or 128 slices a pass. */
 typedef enum {
     TL_CUDA_COL_T32, /* the transposed stack: four float loads per update */
     TL_CUDA_COL_Q32, /* the float quad stack: one float4 */
@@ -86,6 +89,9 @@ typedef struct {
     cudaTextureObject_t stack;
     const float *scale;
     tl_cuda_col_source alu;
+    /* stack is the mirror stack (cone_stack.cu): each fetch updates a slice of b and its
+     * mirror (b.mirror); texture blocks only */
+    bool mirror;
 } tl_cuda_cone_column_path;
 tl_status tl_cuda_cone_column_launch(tl_cuda_state *s, int per_lane, int cols,
                                      const tl_cuda_cone_column_path *path,
@@ -116,9 +122,10 @@ extern const int tl_cuda_cone_nkernels;
  * and the launch of slice i of the job with the later slices of the same kernel that can
  * share its pass (marking them in s->job_done; outputs at s->out + off[j]). */
 size_t tl_cuda_cone_partners(const tl_bp_job *job, size_t i);
-/* Whether slice i's grid samples the detector at least as finely as its pixels (a few
- * tenths of slack: CONE_DENSE_PIXELS), where the quad-stack kernels are the fastest. */
-bool tl_cuda_cone_dense(const tl_bp_job *job, size_t i);
+/* How many detector pixels apart neighbouring voxels of slice i's grid project (the widest
+ * step of one voxel along x, y or z at the grid's centre, first projection): the built-in
+ * choice ranks the stack kernels by it (backproject.cu). */
+double tl_cuda_cone_voxel_pixels(const tl_bp_job *job, size_t i);
 bool tl_cuda_cone_can_serve(const tl_cuda_state *s, const tl_cuda_kernel *k,
                             const tl_bp_slice *sl, const tl_bp_job *job, char *why, size_t why_len);
 tl_status tl_cuda_cone_job_launch(tl_cuda_state *s, const tl_cuda_kernel *k, const tl_bp_job *job,

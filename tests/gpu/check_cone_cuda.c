@@ -22,7 +22,12 @@
  *   (f) out of core (issue #22): slabs of that volume from band engines (tl_engine_rows_read,
  *       tl_engine_config_band: only the detector rows a slab reads, the geometry re-based)
  *       equal the whole detector's engine, exact, with the built-in kernels (a stack of 40
- *       rows and single rows).
+ *       rows and single rows);
+ *   (g) the z-mirror kernels (cone-colmir16, iFDK §4.2.2) on a scan whose source plane
+ *       meets the detector in its middle row: 129 rows symmetric about it, at once,
+ *       against the CPU backend's float64 mode, fast (1e-3, 3e-3), each forced and as the
+ *       built-in choice; forced on rows without their mirrors, or on a scan whose
+ *       principal row is off the middle, they refuse and say why.
  * Exit 77 without a usable CUDA device or in builds without CUDA.
  */
 #include "config.h"
@@ -135,6 +140,8 @@ START_TEST(kernel_modes)
     tl_engine_destroy(e);
     int bad = 0; /* every kernel is measured before the verdict */
     for (size_t k = 0; k < nk && k < 32; k++) {
+        if (strncmp(kern[k].name, "cone-colmir", 11) == 0)
+            continue; /* this scan's principal row is off the middle: (g) holds them */
         snprintf(c.kernel, sizeof c.kernel, "%s", kern[k].name);
         ck_assert_int_eq(tl_cone_scan_engine(&s, &c, NX, NY, NZ, vol), TL_OK);
         char what[80];
@@ -315,6 +322,76 @@ START_TEST(stack_vs_cpu_f64)
 }
 END_TEST
 
+/* Whether engine e, given rows [first, first + count) of an nx x ny x nz volume of scan s
+ * in one call, fails saying `says`. */
+static bool refuses(const tl_cone_scan *s, tl_engine *e, int nx, int ny, int nz, int first,
+                    int count, const char *says)
+{
+    int ids[8];
+    float *out[8];
+    float *vol = malloc((size_t)count * nx * ny * sizeof *vol);
+    ck_assert(vol && count <= 8);
+    for (int k = 0; k < count; k++) {
+        tl_slice_spec spec;
+        tl_cone_scan_slice(s, (uint32_t)nx, (uint32_t)ny, (uint32_t)nz, (uint32_t)(first + k),
+                           &spec);
+        ck_assert_int_eq(tl_engine_add_slice(e, &spec, &ids[k]), TL_OK);
+        out[k] = vol + (size_t)k * nx * ny;
+    }
+    const bool failed = tl_engine_reconstruct(e, ids, (size_t)count, out, NULL) != TL_OK;
+    const char *why = failed ? tl_engine_last_error(e) : "";
+    printf("  refused: %s\n", failed ? why : "(it served)");
+    free(vol);
+    return failed && strstr(why, says) != NULL;
+}
+
+START_TEST(mirror_vs_cpu_f64)
+{
+    enum { NX = 45, NY = 38, NZ = 129 }; /* odd: the middle row is its own mirror */
+    tl_cone_scan s;
+    ck_assert_int_eq(tl_cone_scan_make(&s, 96, 128, 120, 1.5, 0.0, true), 0);
+    tl_engine_config c = tl_cone_scan_config(&s, TL_BACKEND_CUDA);
+    size_t n = (size_t)NX * NY * NZ;
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+    tl_slice_info *info = malloc(NZ * sizeof *info);
+    ck_assert(a && b && info);
+    tl_engine *r = tl_gt_cpu(&c, TL_PRECISION_F64);
+    ck_assert_int_eq(tl_cone_scan_submit(&s, r, 0, s.nv), TL_OK);
+    stack_rows(&s, r, NX, NY, NZ, b, NULL);
+    tl_engine_destroy(r);
+    c.quality = TL_QUALITY_FAST; /* the mirror stack is a `fast` engine's */
+    const char *kernels[] = {NULL, "cone-colmir16/64x4", "cone-colmir16/128x4"};
+    for (size_t k = 0; k < sizeof kernels / sizeof *kernels; k++) {
+        tl_engine *g = tl_gt_cuda(&c, kernels[k]);
+        ck_assert_int_eq(tl_cone_scan_submit(&s, g, 0, s.nv), TL_OK);
+        memset(a, 0xff, n * sizeof *a); /* NaN: a slice (or a mirror) left unwritten fails */
+        stack_rows(&s, g, NX, NY, NZ, a, info);
+        if (kernels[k]) /* rows whose mirrors are not in the call */
+            ck_assert(refuses(&s, g, NX, NY, NZ, 100, 4, "mirror image"));
+        tl_engine_destroy(g);
+        for (int z = 0; z < NZ && !kernels[k]; z++) /* the built-in choice */
+            ck_assert_msg(strncmp(info[z].kernel, "cone-colmir16/", 14) == 0, "slice %d: %s", z,
+                          info[z].kernel);
+        char what[80];
+        snprintf(what, sizeof what, "%s, 129 rows at once, vs cpu f64", info[0].kernel);
+        expect_mode(what, TL_QUALITY_FAST, a, b, n);
+    }
+    tl_cone_scan_free(&s);
+    /* the principal row 2.5 rows off the middle: no mirror images on the detector */
+    ck_assert_int_eq(tl_cone_scan_make(&s, 96, 128, 120, 1.5, -2.5, true), 0);
+    c = tl_cone_scan_config(&s, TL_BACKEND_CUDA);
+    c.quality = TL_QUALITY_FAST;
+    tl_engine *g = tl_gt_cuda(&c, "cone-colmir16/64x4");
+    ck_assert_int_eq(tl_cone_scan_submit(&s, g, 0, s.nv), TL_OK);
+    ck_assert(refuses(&s, g, NX, NY, NZ, 62, 5, "middle row"));
+    tl_engine_destroy(g);
+    free(a);
+    free(b);
+    free(info);
+    tl_cone_scan_free(&s);
+}
+END_TEST
+
 START_TEST(bands_equal_whole)
 {
     enum { N = 45, NZ = 64, SLAB = 40 };
@@ -347,6 +424,7 @@ int main(void)
         {"short", {short_scan_vs_cpu_f64, NULL}},
         {"stack", {stack_vs_cpu_f64, NULL}},
         {"bands", {bands_equal_whole, NULL}},
+        {"mirror", {mirror_vs_cpu_f64, NULL}},
     };
     return tl_gt_main("cone", cases, sizeof cases / sizeof *cases);
 }
