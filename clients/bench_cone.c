@@ -11,6 +11,13 @@
  * outputs only (no copies to the host), summed over the jobs. Rates are updates (voxels x
  * projections) per second, in 10^9 (GUPS) and in 2^30 (the unit of seed 004's tables).
  *
+ * A job holds the lowest and the highest half-batch of the slices not yet timed, so that
+ * each slice's mirror image about the source's plane (the volume's middle) is in its job,
+ * as the mirror kernels (cone-colmir16) need; every other kernel sees two runs of
+ * consecutive rows, a pass of its own each where --batch is twice its pass. Before the
+ * kernels, the first job is reconstructed once with the built-in choice, whose kernels the
+ * table's header names: what the daemon and `recon` would run on this shape.
+ *
  * The geometry: source 1000 mm from the axis, detector 1500 mm from the source, 540 mm
  * wide (pixel pitch 540 / D mm), principal point at the detector's centre.
  */
@@ -30,7 +37,7 @@
 #define ME "tomolive bench --cone"
 #define MAX_SHAPES 16
 #define MAX_KERNELS 32
-#define DEFAULT_BATCH 64
+#define DEFAULT_BATCH 128 /* a pass of the widest kernels, cone-colmir16/128x4 */
 #define SOURCE_AXIS_MM 1000.0
 #define SOURCE_DETECTOR_MM 1500.0
 #define DETECTOR_MM 540.0
@@ -43,8 +50,10 @@ static const char usage_text[] =
     "when left out) from P projections of D x D pixels over a full turn, for each shape\n"
     "(default: 512x1024x512, 1024x1024x256, 1024x1024x1024: rows of seed 004's Table 4)\n"
     "and each kernel (default: every cone-beam kernel of the backend), in jobs of --batch row\n"
-    "slices (default 64), and prints the volume time and the updates per second. The\n"
-    "volume spans the detector's field of view at the axis, in x, y and z.\n";
+    "slices (default 128: the lowest and the highest 64 left, so that each slice's mirror\n"
+    "image is in its job), and prints the volume time and the updates per second, after\n"
+    "the kernel the built-in choice takes for the shape. The volume spans the detector's\n"
+    "field of view at the axis, in x, y and z.\n";
 
 typedef struct {
     uint32_t d, p, n, z; /* detector side, projections, volume side, volume slices */
@@ -160,6 +169,62 @@ static int fill(tl_engine *e, const shape *s)
     return rc;
 }
 
+/* The slice ids of z slices (ids[k]: row k, from the bottom) in job order, the lowest and
+ * the highest half-batch left together (above); *njobs jobs of sizes[j] slices. */
+static void mirror_jobs(const int *ids, uint32_t z, uint32_t batch, int *order, uint32_t *sizes,
+                        uint32_t *njobs)
+{
+    const uint32_t half = batch / 2 > 0 ? batch / 2 : 1;
+    uint32_t lo = 0, hi = z, n = 0;
+    *njobs = 0;
+    while (lo < hi) {
+        if (hi - lo <= batch || batch < 2) { /* the rest, or one slice at a time */
+            const uint32_t take = batch < 2 ? 1 : hi - lo;
+            for (uint32_t k = 0; k < take; k++)
+                order[n++] = ids[lo + k];
+            lo += take;
+            sizes[(*njobs)++] = take;
+            continue;
+        }
+        for (uint32_t k = 0; k < half; k++)
+            order[n++] = ids[lo + k];
+        for (uint32_t k = hi - half; k < hi; k++)
+            order[n++] = ids[k];
+        lo += half;
+        hi -= half;
+        sizes[(*njobs)++] = 2 * half;
+    }
+}
+
+/* The built-in choice for the first job (a full batch of both halves, as the daemon's and
+ * recon's stacks are): the kernels its slices got, as "a" or "a, b". */
+static int builtin_choice(tl_engine *e, const shape *s, const int *order, uint32_t size,
+                          char *out, size_t out_len)
+{
+    const size_t npix = (size_t)s->n * s->n;
+    float *vol = malloc(size * npix * sizeof *vol);
+    float **outs = malloc(size * sizeof *outs);
+    tl_slice_info *info = malloc(size * sizeof *info);
+    int rc = vol && outs && info ? 0 : tl_cli_fail(ME, 1, "out of memory for the built-in job");
+    for (uint32_t k = 0; rc == 0 && k < size; k++)
+        outs[k] = vol + k * npix;
+    if (rc == 0 && tl_engine_reconstruct(e, order, size, outs, info) != TL_OK)
+        rc = tl_cli_fail(ME, 1, "the built-in job: %s", tl_engine_last_error(e));
+    out[0] = '\0';
+    for (uint32_t k = 0; rc == 0 && k < size; k++) {
+        uint32_t first = 0; /* the first slice with this kernel: named once */
+        while (strcmp(info[first].kernel, info[k].kernel) != 0)
+            first++;
+        if (first == k)
+            snprintf(out + strlen(out), out_len - strlen(out), "%s%s", out[0] ? ", " : "",
+                     info[k].kernel);
+    }
+    free(vol);
+    free(outs);
+    free(info);
+    return rc;
+}
+
 /* Every kernel of the engine (a cone-beam engine lists only cone-beam kernels). */
 static int engine_kernels(const tl_engine *e, const options *o, const char **names)
 {
@@ -194,8 +259,9 @@ static int bench_shape(const options *o, const shape *s)
     if (st != TL_OK)
         return tl_cli_fail(ME, 1, "%ux%ux%u: cannot create the engine: %s (%s)", s->d, s->p, s->n,
                            tl_engine_last_error(NULL), tl_status_name(st));
-    int *ids = calloc(s->z, sizeof *ids);
-    int rc = ids ? fill(e, s) : tl_cli_fail(ME, 1, "out of memory");
+    int *ids = calloc(s->z, sizeof *ids), *order = calloc(s->z, sizeof *order);
+    uint32_t *sizes = calloc(s->z, sizeof *sizes), njobs = 0;
+    int rc = ids && order && sizes ? fill(e, s) : tl_cli_fail(ME, 1, "out of memory");
     double scale = (double)s->d / s->n; /* volume units per voxel: the same field of view */
     double dz = (double)s->d / s->z;    /* ... and the detector's height in z */
     for (uint32_t k = 0; rc == 0 && k < s->z; k++) {
@@ -205,8 +271,13 @@ static int bench_shape(const options *o, const shape *s)
         if (tl_engine_add_slice(e, &spec, &ids[k]) != TL_OK)
             rc = tl_cli_fail(ME, 1, "slice %u: %s", k, tl_engine_last_error(e));
     }
+    if (rc == 0)
+        mirror_jobs(ids, s->z, o->batch, order, sizes, &njobs);
     const char *names[MAX_KERNELS];
     int nk = rc == 0 ? engine_kernels(e, o, names) : 0;
+    char builtin[160] = "";
+    if (rc == 0)
+        rc = builtin_choice(e, s, order, sizes[0], builtin, sizeof builtin);
     if (rc == 0) {
         tl_engine_state es;
         tl_engine_get_state(e, &es);
@@ -218,6 +289,7 @@ static int bench_shape(const options *o, const shape *s)
         printf("\n%ux%u detector, %u projections -> %s on %s (window filled in %.1f s, jobs "
                "of %u slices)\n",
                s->d, s->d, s->p, volume, es.device_name, tl_cli_now() - t0, o->batch);
+        printf("built-in choice (fast engine): %s\n", builtin);
         printf("%-22s | %-6s | %10s | %12s | %14s\n", "kernel", "mode", "volume s", "GUPS (1e9)",
                "GUPS (2^30)");
         printf("-----------------------+--------+------------+--------------+---------------\n");
@@ -227,10 +299,9 @@ static int bench_shape(const options *o, const shape *s)
         double ms = 0;
         tl_quality q = TL_QUALITY_EXACT;
         st = TL_OK;
-        for (uint32_t z = 0; rc == 0 && st == TL_OK && z < s->z; z += o->batch) {
-            uint32_t n = s->z - z < o->batch ? s->z - z : o->batch;
+        for (uint32_t j = 0, z = 0; rc == 0 && st == TL_OK && j < njobs; z += sizes[j++]) {
             tl_bench_row row;
-            st = tl_engine_bench_kernel(e, ids + z, n, names[k], o->reps, &row);
+            st = tl_engine_bench_kernel(e, order + z, sizes[j], names[k], o->reps, &row);
             if (st == TL_EUNSUPPORTED) /* a row that says so; the others go on */
                 printf("%-22s | cannot serve: %s\n", names[k], tl_engine_last_error(e));
             else if (st != TL_OK)
@@ -244,6 +315,8 @@ static int bench_shape(const options *o, const shape *s)
                    ms / 1e3, updates / (ms * 1e-3) / 1e9, updates / (ms * 1e-3) / 1073741824.0);
     }
     free(ids);
+    free(order);
+    free(sizes);
     tl_engine_destroy(e);
     return rc;
 }

@@ -139,6 +139,37 @@ START_TEST(test_bench_cpu_table)
 }
 END_TEST
 
+/* `bench --cone`: the built-in choice's line names a kernel whose row follows, and every
+ * row's two rates agree (GUPS in 10^9 and in 2^30). */
+START_TEST(test_bench_cone_cpu)
+{
+    const char *args[] = {"bench", "--cone", "--backend", "cpu", "--shape", "48x32x48x8",
+                          "--batch", "4", "--reps", "1", NULL};
+    ck_assert_msg(tl_client_run(dir, args, 120) == 0, "%s", tl_client_err());
+    const char *o = tl_client_out();
+    ck_assert_msg(strstr(o, "48x48 detector, 32 projections -> 48^2 x 8") != NULL, "%s", o);
+    const char *line = strstr(o, "built-in choice (fast engine): ");
+    ck_assert_msg(line != NULL, "%s", o);
+    char builtin[64] = "";
+    ck_assert_int_eq(sscanf(line + strlen("built-in choice (fast engine): "), "%63[^,\n]",
+                            builtin),
+                     1);
+    int rows = 0;
+    bool named = false;
+    for (const char *p = strstr(line, "----"); p; p = strchr(p + 1, '\n')) {
+        char name[64], mode[16];
+        double secs, gups, gups30;
+        if (sscanf(p, " %63s | %15s | %lf | %lf | %lf", name, mode, &secs, &gups, &gups30) != 5)
+            continue;
+        rows++;
+        named = named || strcmp(name, builtin) == 0;
+        ck_assert_msg(secs >= 0 && isfinite(gups) && fabs(gups30 * 1.073741824 - gups) <= 0.05 + 1e-3 * gups, "%s",
+                      p);
+    }
+    ck_assert_msg(rows > 0 && named, "%d rows, built-in %s: %s", rows, builtin, o);
+}
+END_TEST
+
 START_TEST(test_bench_errors)
 {
     const struct {
@@ -172,6 +203,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_bench_cpu_table);
+    tcase_add_test(tc, test_bench_cone_cpu);
     tcase_add_test(tc, test_bench_errors);
     suite_add_tcase(s, tc);
     return s;
