@@ -122,18 +122,28 @@ static tl_status make_texture(tl_cuda_state *s, cudaArray_t a, cudaTextureObject
     return TL_OK;
 }
 
-static tl_status create_half_stack(tl_cuda_state *s)
+/* A layered array of one layer per slot, texel `texel` bytes of format fmt, written through
+ * *surf by the copy kernels and read through *tex. */
+static tl_status make_surface_stack(tl_cuda_state *s, cudaChannelFormatDesc fmt, size_t texel,
+                                    cudaArray_t *array, cudaTextureObject_t *tex,
+                                    cudaSurfaceObject_t *surf)
 {
-    cudaChannelFormatDesc fmt = cudaCreateChannelDescHalf();
-    TL_CUDA(s->eb, cudaMalloc3DArray(&s->stack16, &fmt, make_cudaExtent(s->cols, s->rows, s->n),
+    TL_CUDA(s->eb, cudaMalloc3DArray(array, &fmt, make_cudaExtent(s->cols, s->rows, s->n),
                                      cudaArrayLayered | cudaArraySurfaceLoadStore));
-    s->mem += (size_t)s->n * s->rows * s->cols * sizeof(__half);
-    TL_TRY(make_texture(s, s->stack16, &s->stack16_tex));
+    s->mem += (size_t)s->n * s->rows * s->cols * texel;
+    TL_TRY(make_texture(s, *array, tex));
     cudaResourceDesc res;
     memset(&res, 0, sizeof res);
     res.resType = cudaResourceTypeArray;
-    res.res.array.array = s->stack16;
-    TL_CUDA(s->eb, cudaCreateSurfaceObject(&s->stack16_surf, &res));
+    res.res.array.array = *array;
+    TL_CUDA(s->eb, cudaCreateSurfaceObject(surf, &res));
+    return TL_OK;
+}
+
+static tl_status create_half_stack(tl_cuda_state *s)
+{
+    TL_TRY(make_surface_stack(s, cudaCreateChannelDescHalf(), sizeof(__half), &s->stack16,
+                              &s->stack16_tex, &s->stack16_surf));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->stack16_scale, (size_t)s->n * sizeof(float),
                          "float16 stack scales"));
     TL_TRY(tl_cuda_alloc(s, (void **)&s->stack16_maxabs, (size_t)s->n * sizeof(unsigned),
@@ -176,17 +186,8 @@ static tl_status leaves_room(tl_cuda_state *s, size_t bytes, bool *room)
 
 static tl_status create_mirror_stack(tl_cuda_state *s)
 {
-    cudaChannelFormatDesc fmt = cudaCreateChannelDescHalf2();
-    TL_CUDA(s->eb, cudaMalloc3DArray(&s->stackm16, &fmt, make_cudaExtent(s->cols, s->rows, s->n),
-                                     cudaArrayLayered | cudaArraySurfaceLoadStore));
-    s->mem += tl_cuda_cone_mirror_bytes(&s->cfg);
-    TL_TRY(make_texture(s, s->stackm16, &s->stackm16_tex));
-    cudaResourceDesc res;
-    memset(&res, 0, sizeof res);
-    res.resType = cudaResourceTypeArray;
-    res.res.array.array = s->stackm16;
-    TL_CUDA(s->eb, cudaCreateSurfaceObject(&s->stackm16_surf, &res));
-    return TL_OK;
+    return make_surface_stack(s, cudaCreateChannelDescHalf2(), sizeof(__half2), &s->stackm16,
+                              &s->stackm16_tex, &s->stackm16_surf);
 }
 
 tl_status tl_cuda_cone_optional_create(tl_cuda_state *s)

@@ -283,6 +283,16 @@ static void stack_rows(const tl_cone_scan *s, tl_engine *e, int nx, int ny, int 
     free(out);
 }
 
+/* The same rows by the CPU backend's float64 mode: the reference. */
+static void reference_rows(const tl_cone_scan *s, const tl_engine_config *c, int nx, int ny,
+                           int nz, float *vol)
+{
+    tl_engine *r = tl_gt_cpu(c, TL_PRECISION_F64);
+    ck_assert_int_eq(tl_cone_scan_submit(s, r, 0, s->nv), TL_OK);
+    stack_rows(s, r, nx, ny, nz, vol, NULL);
+    tl_engine_destroy(r);
+}
+
 START_TEST(stack_vs_cpu_f64)
 {
     enum { NX = 45, NY = 38, NZ = 140 }; /* tiles of 8 x 4 columns cut at both edges */
@@ -293,10 +303,7 @@ START_TEST(stack_vs_cpu_f64)
     float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
     tl_slice_info *info = malloc(NZ * sizeof *info);
     ck_assert(a && b && info);
-    tl_engine *r = tl_gt_cpu(&c, TL_PRECISION_F64);
-    ck_assert_int_eq(tl_cone_scan_submit(&s, r, 0, s.nv), TL_OK);
-    stack_rows(&s, r, NX, NY, NZ, b, NULL);
-    tl_engine_destroy(r);
+    reference_rows(&s, &c, NX, NY, NZ, b);
     const char *kernels[] = {NULL,          "cone-col/32",   "cone-col/64",
                              "cone-col/32x4", "cone-col/64x4", "cone-colq/64x4"};
     for (size_t k = 0; k < sizeof kernels / sizeof *kernels; k++) {
@@ -355,10 +362,7 @@ START_TEST(mirror_vs_cpu_f64)
     float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
     tl_slice_info *info = malloc(NZ * sizeof *info);
     ck_assert(a && b && info);
-    tl_engine *r = tl_gt_cpu(&c, TL_PRECISION_F64);
-    ck_assert_int_eq(tl_cone_scan_submit(&s, r, 0, s.nv), TL_OK);
-    stack_rows(&s, r, NX, NY, NZ, b, NULL);
-    tl_engine_destroy(r);
+    reference_rows(&s, &c, NX, NY, NZ, b);
     c.quality = TL_QUALITY_FAST; /* the mirror stack is a `fast` engine's */
     const char *kernels[] = {NULL, "cone-colmir16/64x4", "cone-colmir16/128x4"};
     for (size_t k = 0; k < sizeof kernels / sizeof *kernels; k++) {
