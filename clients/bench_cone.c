@@ -18,6 +18,15 @@
  * kernels, the first job is reconstructed once with the built-in choice, whose kernels the
  * table's header names: what the daemon and `recon` would run on this shape.
  *
+ * With --incremental, the whole volume is then tracked (accumulate.cu: float64
+ * accumulators, exact) and projections stream in as a camera sends them, indices rising
+ * past the full window: each frame is filtered, added to every slice, and the projection it
+ * evicts subtracted, so a frame is two updates of the volume. Timed from the first submit
+ * until the engine's fences say the last frame is stored (the median of three runs of
+ * INCREMENTAL_FRAMES); updates go in passes of eight, so the last four frames' may still be
+ * queued then, and a frame's time is the run's over the frames before them (an upper
+ * bound).
+ *
  * The geometry: source 1000 mm from the axis, detector 1500 mm from the source, 540 mm
  * wide (pixel pitch 540 / D mm), principal point at the detector's centre.
  */
@@ -41,10 +50,15 @@
 #define SOURCE_AXIS_MM 1000.0
 #define SOURCE_DETECTOR_MM 1500.0
 #define DETECTOR_MM 540.0
+#define INCREMENTAL_FRAMES 200 /* a run of --incremental */
+#define INCREMENTAL_RUNS 3
+#define INCREMENTAL_TAIL 4 /* frames whose updates may be queued at a run's end: an update
+                            * and an eviction each, TL_ACC_BATCH (8) a pass */
 
 static const char usage_text[] =
     "usage: tomolive bench --cone [--shape DxPxN[xZ] ...] [--kernel NAME ...] [--batch N]\n"
-    "                             [--reps R] [--device N] [--backend cuda|cpu]\n"
+    "                             [--reps R] [--incremental] [--device N]\n"
+    "                             [--backend cuda|cpu]\n"
     "\n"
     "Times cone-beam back projection (FDK, kernel only) of an N x N x Z volume (Z: N\n"
     "when left out) from P projections of D x D pixels over a full turn, for each shape\n"
@@ -53,7 +67,9 @@ static const char usage_text[] =
     "slices (default 128: the lowest and the highest 64 left, so that each slice's mirror\n"
     "image is in its job), and prints the volume time and the updates per second, after\n"
     "the kernel the built-in choice takes for the shape. The volume spans the detector's\n"
-    "field of view at the axis, in x, y and z.\n";
+    "field of view at the axis, in x, y and z. --incremental then tracks the whole volume\n"
+    "and times frames streamed into it: each filtered, added and its evicted projection\n"
+    "subtracted (two updates of the volume a frame).\n";
 
 typedef struct {
     uint32_t d, p, n, z; /* detector side, projections, volume side, volume slices */
@@ -66,6 +82,7 @@ typedef struct {
     int nkernels;
     uint32_t batch;
     int reps, device;
+    bool incremental;
     tl_backend_kind backend;
 } options;
 
@@ -77,6 +94,7 @@ static int parse(int argc, char **argv, options *o)
         {"kernel", required_argument, NULL, 'k'},
         {"batch", required_argument, NULL, 'b'},
         {"reps", required_argument, NULL, 'r'},
+        {"incremental", no_argument, NULL, 'i'},
         {"device", required_argument, NULL, 'd'},
         {"backend", required_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
@@ -93,6 +111,7 @@ static int parse(int argc, char **argv, options *o)
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
             case 'C': break;
+            case 'i': o->incremental = true; break;
             case 's': {
                 shape *s = &o->shapes[o->nshapes];
                 if (o->nshapes == MAX_SHAPES)
@@ -149,23 +168,29 @@ static int parse(int argc, char **argv, options *o)
     return -1;
 }
 
-/* The window: one smooth projection (a centred Gaussian) at P angles over a turn. */
-static int fill(tl_engine *e, const shape *s)
+/* The projection every frame is: a centred Gaussian (NULL, after printing why). */
+static float *smooth_projection(const shape *s)
 {
-    size_t npix = (size_t)s->d * s->d;
-    float *img = malloc(npix * sizeof *img);
-    if (!img)
-        return tl_cli_fail(ME, 1, "out of memory for a %ux%u projection", s->d, s->d);
+    float *img = malloc((size_t)s->d * s->d * sizeof *img);
+    if (!img) {
+        tl_cli_fail(ME, 1, "out of memory for a %ux%u projection", s->d, s->d);
+        return NULL;
+    }
     double c = (s->d - 1) / 2.0, r2 = 0.1 * s->d * s->d;
     for (uint32_t v = 0; v < s->d; v++)
         for (uint32_t u = 0; u < s->d; u++)
             img[(size_t)v * s->d + u] = (float)exp(-((u - c) * (u - c) + (v - c) * (v - c)) / r2);
+    return img;
+}
+
+/* The window: img at P angles over a turn. */
+static int fill(tl_engine *e, const shape *s, const float *img)
+{
     int rc = 0;
     for (uint32_t k = 0; rc == 0 && k < s->p; k++)
         rc = tl_bench_submit(ME, e, k, 2 * M_PI * k / s->p, s->d, s->d, img, k + 1 < s->p);
     if (rc == 0 && tl_engine_flush(e) != TL_OK)
         rc = tl_cli_fail(ME, 1, "%s", tl_engine_last_error(e));
-    free(img);
     return rc;
 }
 
@@ -225,6 +250,53 @@ static int builtin_choice(tl_engine *e, const shape *s, const int *order, uint32
     return rc;
 }
 
+/* --incremental (above): every slice tracked and built, in jobs of --batch, then
+ * INCREMENTAL_RUNS runs of frames; *ms the median time of a frame, *kernel what updated. */
+static int incremental(tl_engine *e, const shape *s, const options *o, const int *ids,
+                       const float *img, double *ms, const char **kernel)
+{
+    const size_t npix = (size_t)s->n * s->n;
+    const uint32_t batch = o->batch < s->z ? o->batch : s->z;
+    float *vol = malloc(batch * npix * sizeof *vol);
+    float **outs = malloc(batch * sizeof *outs);
+    tl_slice_info info;
+    int rc = vol && outs ? 0 : tl_cli_fail(ME, 1, "out of memory for the tracked build");
+    for (uint32_t k = 0; rc == 0 && k < batch; k++)
+        outs[k] = vol + k * npix;
+    for (uint32_t k = 0; rc == 0 && k < s->z; k++)
+        if (tl_engine_track(e, ids[k], true) != TL_OK)
+            rc = tl_cli_fail(ME, 1, "tracking slice %u: %s", k, tl_engine_last_error(e));
+    for (uint32_t z = 0; rc == 0 && z < s->z; z += batch) {
+        uint32_t n = s->z - z < batch ? s->z - z : batch;
+        if (tl_engine_reconstruct(e, ids + z, n, outs, NULL) != TL_OK)
+            rc = tl_cli_fail(ME, 1, "building the tracked volume: %s", tl_engine_last_error(e));
+    }
+    double t[INCREMENTAL_RUNS];
+    uint32_t index = s->p; /* the window is full: each frame evicts one */
+    for (int run = 0; rc == 0 && run < INCREMENTAL_RUNS; run++) {
+        double t0 = tl_cli_now();
+        for (uint32_t k = 0; rc == 0 && k < INCREMENTAL_FRAMES; k++, index++)
+            rc = tl_bench_submit(ME, e, index, 2 * M_PI * index / s->p, s->d, s->d, img,
+                                 k + 1 < INCREMENTAL_FRAMES);
+        uint64_t done;
+        if (rc == 0 && tl_engine_frames_done(e, tl_engine_frames_queued(e), &done) != TL_OK)
+            rc = tl_cli_fail(ME, 1, "streaming into the tracked volume: %s",
+                             tl_engine_last_error(e));
+        t[run] = (tl_cli_now() - t0) * 1e3 / (INCREMENTAL_FRAMES - INCREMENTAL_TAIL);
+    }
+    /* one slice read out: the kernel that updated it */
+    if (rc == 0 && tl_engine_reconstruct(e, ids, 1, outs, &info) != TL_OK)
+        rc = tl_cli_fail(ME, 1, "reading the tracked volume: %s", tl_engine_last_error(e));
+    if (rc == 0) {
+        double lo = fmin(t[0], fmin(t[1], t[2])), hi = fmax(t[0], fmax(t[1], t[2]));
+        *ms = t[0] + t[1] + t[2] - lo - hi;
+        *kernel = info.kernel;
+    }
+    free(vol);
+    free(outs);
+    return rc;
+}
+
 /* Every kernel of the engine (a cone-beam engine lists only cone-beam kernels). */
 static int engine_kernels(const tl_engine *e, const options *o, const char **names)
 {
@@ -261,7 +333,10 @@ static int bench_shape(const options *o, const shape *s)
                            tl_engine_last_error(NULL), tl_status_name(st));
     int *ids = calloc(s->z, sizeof *ids), *order = calloc(s->z, sizeof *order);
     uint32_t *sizes = calloc(s->z, sizeof *sizes), njobs = 0;
-    int rc = ids && order && sizes ? fill(e, s) : tl_cli_fail(ME, 1, "out of memory");
+    float *img = smooth_projection(s);
+    int rc = !img                     ? 1
+             : ids && order && sizes ? fill(e, s, img)
+                                     : tl_cli_fail(ME, 1, "out of memory");
     double scale = (double)s->d / s->n; /* volume units per voxel: the same field of view */
     double dz = (double)s->d / s->z;    /* ... and the detector's height in z */
     for (uint32_t k = 0; rc == 0 && k < s->z; k++) {
@@ -314,6 +389,14 @@ static int bench_shape(const options *o, const shape *s)
             printf("%-22s | %-6s | %10.3f | %12.1f | %14.1f\n", names[k], tl_quality_name(q),
                    ms / 1e3, updates / (ms * 1e-3) / 1e9, updates / (ms * 1e-3) / 1073741824.0);
     }
+    double ms;
+    const char *kernel;
+    if (rc == 0 && o->incremental && (rc = incremental(e, s, o, ids, img, &ms, &kernel)) == 0)
+        printf("incremental (%s, the volume tracked): a frame %.3f ms (median of %d runs of "
+               "%d), %.0f frames/s, %.1f GUPS (1e9; two updates a frame)\n",
+               kernel, ms, INCREMENTAL_RUNS, INCREMENTAL_FRAMES, 1e3 / ms,
+               2.0 * s->n * s->n * s->z / (ms * 1e-3) / 1e9);
+    free(img);
     free(ids);
     free(order);
     free(sizes);

@@ -11,7 +11,9 @@
  * waits: the update is ordered on the engine's stream before the store that overwrites the
  * slot (subtraction) or after it (addition). Interpolation is the exact one of plane-exact
  * (bilinear across columns and detector rows), so tracked slices are
- * `exact` whatever kernel rebuilt them last.
+ * `exact` whatever kernel rebuilt them last. A stack of cone-beam slices that differ only
+ * in height (a tracked box or volume) is updated by one launch that walks voxel columns
+ * (acc_cone_stack_kernel), bit for bit as slice by slice.
  *
  * Why double: the contribution is computed and rounded in float, identically when the
  * projection is added and when it is subtracted, so the two cancel exactly; only the
@@ -81,6 +83,73 @@ struct acc_cone_batch {
     int n;
 };
 
+/* A projection's matrix rows summed over a voxel column's x and y: all but the z terms,
+ * which each voxel of the column adds alone. Both cone kernels below split the matrix this
+ * way, so a voxel gets the same bits from either (tracked stacks, below). */
+struct acc_cone_column {
+    float u, v, w;
+};
+
+__device__ __forceinline__ acc_cone_column acc_cone_col(const float *m, float x, float y)
+{
+    return {fmaf(m[0], x, fmaf(m[1], y, m[3])), fmaf(m[4], x, fmaf(m[5], y, m[7])),
+            fmaf(m[8], x, fmaf(m[9], y, m[11]))};
+}
+
+/* The two detector rows r and r + 1 around a voxel's v, sampled at its u (zero off the
+ * detector). A column's next voxel meets the same u (on a circular orbit: every voxel of
+ * it) and the same or a neighbouring row, so it loads one row or none. u = NaN: empty. */
+struct acc_rows {
+    float u;
+    int r;
+    float a, b;
+};
+
+__device__ __forceinline__ float acc_row(const float *col, size_t slab_el, int W, int H, int r,
+                                         float u)
+{
+    return r >= 0 && r < H ? tl_sample_row(col + (size_t)r * slab_el, W, u) : 0.f;
+}
+
+/* tl_cone_sample's rule (bilinear in exact fp32, weight 1 / w^2, zero off the detector and
+ * behind the source) for the voxel at height z of column c, through the row cache. */
+__device__ __forceinline__ float acc_cone_value(const float *__restrict__ window, size_t pitch_el,
+                                                size_t slab_el, int W, int H, const float *m,
+                                                int slot, const acc_cone_column &c, float z,
+                                                acc_rows &rows)
+{
+    const float w = fmaf(m[10], z, c.w);
+    if (!(w > 0.f))
+        return 0.f;
+    const float rw = __frcp_rn(w);
+    const float v = fmaf(m[6], z, c.v) * rw;
+    if (!(v > -1.f && v < (float)H))
+        return 0.f;
+    const float u = fmaf(m[2], z, c.u) * rw;
+    const float fl = floorf(v);
+    const int r0 = (int)fl;
+    const float gv = v - fl;
+    const float *col = window + (size_t)slot * pitch_el;
+    if (!(u == rows.u) || r0 < rows.r - 1 || r0 > rows.r + 1) {
+        rows.a = acc_row(col, slab_el, W, H, r0, u);
+        rows.b = acc_row(col, slab_el, W, H, r0 + 1, u);
+    } else if (r0 == rows.r + 1) {
+        rows.a = rows.b;
+        rows.b = acc_row(col, slab_el, W, H, r0 + 1, u);
+    } else if (r0 == rows.r - 1) {
+        rows.b = rows.a;
+        rows.a = acc_row(col, slab_el, W, H, r0, u);
+    }
+    rows.u = u;
+    rows.r = r0;
+    return tl_lerp(rows.a, gv != 0.f ? rows.b : 0.f, gv) * (rw * rw);
+}
+
+__device__ __forceinline__ acc_rows acc_rows_empty()
+{
+    return {__int_as_float(0x7fffffff), 0, 0.f, 0.f};
+}
+
 __global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
     acc_cone_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el, int W,
                     int H, acc_cone_batch b, tl_cuda_geom g, double *__restrict__ acc)
@@ -91,13 +160,76 @@ __global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
         return;
     const float x = tl_geom_x(g, i, j), y = tl_geom_y(g, i, j), z = tl_geom_z(g, i, j);
     double v = acc[(size_t)i * g.w + j];
-    for (int k = 0; k < b.n; k++) /* each rounded on its own, as in acc_delta_kernel */
-        v += (double)__fmul_rn(b.weight[k], tl_cone_sample(window, pitch_el, slab_el, W, H, b.m[k],
-                                                           b.slot[k], x, y, z));
+    for (int k = 0; k < b.n; k++) { /* each rounded on its own, as in acc_delta_kernel */
+        acc_rows rows = acc_rows_empty();
+        v += (double)__fmul_rn(b.weight[k], acc_cone_value(window, pitch_el, slab_el, W, H, b.m[k],
+                                                           b.slot[k], acc_cone_col(b.m[k], x, y),
+                                                           z, rows));
+    }
     acc[(size_t)i * g.w + j] = v;
 }
 
-/* One incremental pass per slice for the projections [k0, k0 + n) of a cone-beam job. */
+/* A stack of tracked slices that differ only in height (a box's planes, a tracked volume):
+ * one thread per voxel column walks them all, so a projection's x and y terms are summed
+ * once per column and each voxel loads one detector row or none (acc_rows) instead of two
+ * with four taps. Each voxel gets the bits acc_cone_kernel would give it, so a projection
+ * added through one and subtracted through the other still cancels exactly. The planes'
+ * accumulators and heights travel in the arguments (ACC_STACK_PLANES of them in 4 KB);
+ * ACC_STACK_TILE of a column's voxels stay in registers while the batch passes over them,
+ * so each accumulator is read and written once per batch. */
+#define ACC_STACK_PLANES 192
+#define ACC_STACK_TILE 16
+
+struct acc_stack {
+    double *acc[ACC_STACK_PLANES];
+    float z[ACC_STACK_PLANES]; /* each plane's g.pz */
+    int n;
+};
+
+__global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
+    acc_cone_stack_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el,
+                          int W, int H, acc_cone_batch b, tl_cuda_geom g, acc_stack st)
+{
+    const int j = blockIdx.x * ACC_BLOCK + threadIdx.x;
+    const int i = blockIdx.y * ACC_BLOCK + threadIdx.y;
+    if (i >= g.h || j >= g.w)
+        return;
+    const float x = tl_geom_x(g, i, j), y = tl_geom_y(g, i, j);
+    const size_t px = (size_t)i * g.w + j;
+    for (int p0 = 0; p0 < st.n; p0 += ACC_STACK_TILE) {
+        double sum[ACC_STACK_TILE];
+#pragma unroll
+        for (int t = 0; t < ACC_STACK_TILE; t++)
+            sum[t] = p0 + t < st.n ? st.acc[p0 + t][px] : 0.0;
+        for (int k = 0; k < b.n; k++) { /* per voxel in k's order, as acc_cone_kernel adds */
+            const acc_cone_column c = acc_cone_col(b.m[k], x, y);
+            acc_rows rows = acc_rows_empty();
+#pragma unroll
+            for (int t = 0; t < ACC_STACK_TILE; t++)
+                if (p0 + t < st.n) {
+                    const float z = fmaf((float)j, g.az, fmaf((float)i, g.bz, st.z[p0 + t]));
+                    sum[t] += (double)__fmul_rn(b.weight[k],
+                                                acc_cone_value(window, pitch_el, slab_el, W, H,
+                                                               b.m[k], b.slot[k], c, z, rows));
+                }
+        }
+#pragma unroll
+        for (int t = 0; t < ACC_STACK_TILE; t++)
+            if (p0 + t < st.n)
+                st.acc[p0 + t][px] = sum[t];
+    }
+}
+
+/* Whether slices a and b put every pixel at the same (x, y): equal but for g.pz. */
+static bool acc_same_columns(const tl_cuda_geom &a, const tl_cuda_geom &b)
+{
+    return a.px == b.px && a.py == b.py && a.ax == b.ax && a.ay == b.ay && a.az == b.az &&
+           a.bx == b.bx && a.by == b.by && a.bz == b.bz && a.h == b.h && a.w == b.w;
+}
+
+/* One incremental pass for the projections [k0, k0 + n) of a cone-beam job: a stack
+ * launch for each run of consecutive slices with the same columns (the engine numbers a
+ * box's planes in a row), a launch of acc_cone_kernel for each slice alone. */
 static tl_status acc_cone_pass(tl_cuda_state *s, const tl_bp_job *job, const int *ids, size_t k0,
                                int n)
 {
@@ -110,15 +242,30 @@ static tl_status acc_cone_pass(tl_cuda_state *s, const tl_bp_job *job, const int
         b.weight[k] = (float)p->weight;
         b.slot[k] = (int)p->slot;
     }
-    for (size_t i = 0; i < job->nslices; i++) {
-        tl_cuda_geom g = tl_cuda_make_geom(&job->slices[i]);
+    for (size_t first = 0, end; first < job->nslices; first = end) {
+        const tl_cuda_geom g = tl_cuda_make_geom(&job->slices[first]);
+        acc_stack st;
+        st.n = 0;
+        for (end = first; end < job->nslices && st.n < ACC_STACK_PLANES; end++) {
+            const tl_cuda_geom ge = tl_cuda_make_geom(&job->slices[end]);
+            if (!acc_same_columns(g, ge))
+                break;
+            st.acc[st.n] = s->acc[ids[end]];
+            st.z[st.n++] = ge.pz;
+        }
         const dim3 block(ACC_BLOCK, ACC_BLOCK);
         const dim3 grid((unsigned)((g.w + ACC_BLOCK - 1) / ACC_BLOCK),
                         (unsigned)((g.h + ACC_BLOCK - 1) / ACC_BLOCK));
-        acc_cone_kernel<<<grid, block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
-                                                       (int)s->cols, (int)s->rows, b, g,
-                                                       s->acc[ids[i]]);
-        TL_CUDA_LAUNCHED(s->eb, "acc_cone_kernel");
+        if (st.n > 1) {
+            acc_cone_stack_kernel<<<grid, block, 0, s->stream>>>(
+                s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, b, g, st);
+            TL_CUDA_LAUNCHED(s->eb, "acc_cone_stack_kernel");
+        } else {
+            acc_cone_kernel<<<grid, block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
+                                                           (int)s->cols, (int)s->rows, b, g,
+                                                           s->acc[ids[first]]);
+            TL_CUDA_LAUNCHED(s->eb, "acc_cone_kernel");
+        }
     }
     return TL_OK;
 }

@@ -140,11 +140,12 @@ START_TEST(test_bench_cpu_table)
 END_TEST
 
 /* `bench --cone`: the built-in choice's line names a kernel whose row follows, and every
- * row's two rates agree (GUPS in 10^9 and in 2^30). */
+ * row's two rates agree (GUPS in 10^9 and in 2^30); --incremental's line names the
+ * incremental kernel, and its frame time, rate and updates agree. */
 START_TEST(test_bench_cone_cpu)
 {
     const char *args[] = {"bench", "--cone", "--backend", "cpu", "--shape", "48x32x48x8",
-                          "--batch", "4", "--reps", "1", NULL};
+                          "--batch", "4", "--reps", "1", "--incremental", NULL};
     ck_assert_msg(tl_client_run(dir, args, 120) == 0, "%s", tl_client_err());
     const char *o = tl_client_out();
     ck_assert_msg(strstr(o, "48x48 detector, 32 projections -> 48^2 x 8") != NULL, "%s", o);
@@ -167,6 +168,18 @@ START_TEST(test_bench_cone_cpu)
                       p);
     }
     ck_assert_msg(rows > 0 && named, "%d rows, built-in %s: %s", rows, builtin, o);
+    const char *inc = strstr(o, "incremental (");
+    ck_assert_msg(inc != NULL, "%s", o);
+    char kernel[64];
+    double ms, fps, gups;
+    ck_assert_msg(sscanf(inc, "incremental (%63[^,], the volume tracked): a frame %lf ms "
+                              "(median of 3 runs of 200), %lf frames/s, %lf GUPS",
+                         kernel, &ms, &fps, &gups) == 4,
+                  "%s", inc);
+    ck_assert_msg(strstr(kernel, "incremental") != NULL, "%s", inc);
+    ck_assert_msg(ms > 0 && fabs(fps - 1e3 / ms) <= 0.5 + 1e-3 * fps, "%s", inc);
+    ck_assert_msg(fabs(gups - 2.0 * 48 * 48 * 8 / (ms * 1e-3) / 1e9) <= 0.05 + 1e-3 * gups, "%s",
+                  inc);
 }
 END_TEST
 
