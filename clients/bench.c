@@ -324,8 +324,7 @@ static tl_status stream_rate(tl_engine *e, tl_frame *fp, double ms, bool backlog
         t[run] = (double)n / (tl_cli_now() - t0);
     }
     fp->index = f.index; /* a later run goes on from here: the window has moved */
-    double lo = fmin(t[0], fmin(t[1], t[2])), hi = fmax(t[0], fmax(t[1], t[2]));
-    *fps = t[0] + t[1] + t[2] - lo - hi;
+    *fps = tl_cli_median(t, 3);
     return TL_OK;
 }
 

@@ -288,8 +288,7 @@ static int incremental(tl_engine *e, const shape *s, const options *o, const int
     if (rc == 0 && tl_engine_reconstruct(e, ids, 1, outs, &info) != TL_OK)
         rc = tl_cli_fail(ME, 1, "reading the tracked volume: %s", tl_engine_last_error(e));
     if (rc == 0) {
-        double lo = fmin(t[0], fmin(t[1], t[2])), hi = fmax(t[0], fmax(t[1], t[2]));
-        *ms = t[0] + t[1] + t[2] - lo - hi;
+        *ms = tl_cli_median(t, INCREMENTAL_RUNS);
         *kernel = info.kernel;
     }
     free(vol);
