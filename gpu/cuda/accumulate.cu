@@ -145,9 +145,77 @@ __device__ __forceinline__ float acc_cone_value(const float *__restrict__ window
     return tl_lerp(rows.a, gv != 0.f ? rows.b : 0.f, gv) * (rw * rw);
 }
 
+/* No rows yet: u = NaN, and a row index no voxel's r0 (>= -1) is next to. */
 __device__ __forceinline__ acc_rows acc_rows_empty()
 {
-    return {__int_as_float(0x7fffffff), 0, 0.f, 0.f};
+    return {__int_as_float(0x7fffffff), -4, 0.f, 0.f};
+}
+
+/* One projection as a voxel column of a circular orbit sees it. On an orbit about z (the
+ * matrix's z column moves neither u nor w: m[2] = m[10] = 0, as the column kernels of
+ * bp_cone_column.cu need too) a column's u, depth and weight do not depend on z (seed
+ * 004 §4.2.1, per-column invariants): the taps' detector column and u fraction are the
+ * column's, and a voxel only adds v and its rows' loads. The values are acc_cone_value's,
+ * in the same operations (fmaf(0, z, c) is c), so a voxel gets the same bits. */
+struct acc_orbit {
+    const float *tap; /* the window at (slot, row 0, column floor(u)); NULL: all zero */
+    float vc, rw, rr, fu;
+    bool left, right; /* whether columns floor(u) and floor(u) + 1 are on the detector */
+};
+
+__device__ __forceinline__ acc_orbit acc_orbit_make(const float *__restrict__ window,
+                                                    size_t pitch_el, int W, int slot,
+                                                    const acc_cone_column &c)
+{
+    acc_orbit o = {NULL, c.v, 0.f, 0.f, 0.f, false, false};
+    if (!(c.w > 0.f))
+        return o; /* the column is at or behind the source */
+    o.rw = __frcp_rn(c.w);
+    o.rr = o.rw * o.rw;
+    const float u = c.u * o.rw;
+    if (!(u > -1.f && u < (float)W))
+        return o; /* the column's rays miss the detector's columns */
+    const float fl = floorf(u);
+    const int iu = (int)fl;
+    o.fu = u - fl;
+    o.left = iu >= 0;
+    o.right = iu + 1 < W;
+    o.tap = window + (ptrdiff_t)slot * (ptrdiff_t)pitch_el + iu;
+    return o;
+}
+
+/* tl_sample_row of detector row r at the column's u (zero off the detector). */
+__device__ __forceinline__ float acc_orbit_row(const acc_orbit &o, size_t slab_el, int H, int r)
+{
+    if (r < 0 || r >= H)
+        return 0.f;
+    const float *p = o.tap + (size_t)r * slab_el;
+    return tl_lerp(o.left ? __ldg(p) : 0.f, o.right ? __ldg(p + 1) : 0.f, o.fu);
+}
+
+/* acc_cone_value for the voxel at height z of an orbit column: the row cache's moves as
+ * selects, so that the loads of a tile's voxels depend on no earlier load and issue
+ * together. */
+__device__ __forceinline__ float acc_orbit_value(const acc_orbit &o, size_t slab_el, int H,
+                                                 float m6, float z, acc_rows &rows)
+{
+    if (!o.tap)
+        return 0.f;
+    const float v = fmaf(m6, z, o.vc) * o.rw;
+    if (!(v > -1.f && v < (float)H))
+        return 0.f;
+    const float fl = floorf(v);
+    const int r0 = (int)fl;
+    const float gv = v - fl;
+    const int step = r0 - rows.r;
+    const float a = step == 0 ? rows.a : step == 1 ? rows.b : acc_orbit_row(o, slab_el, H, r0);
+    const float b = step == 0    ? rows.b
+                    : step == -1 ? rows.a
+                                 : acc_orbit_row(o, slab_el, H, r0 + 1);
+    rows.a = a;
+    rows.b = b;
+    rows.r = r0;
+    return tl_lerp(a, gv != 0.f ? b : 0.f, gv) * o.rr;
 }
 
 __global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
@@ -179,6 +247,7 @@ __global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
  * so each accumulator is read and written once per batch. */
 #define ACC_STACK_PLANES 192
 #define ACC_STACK_TILE 16
+#define ACC_STACK_BLOCKS 4 /* blocks an SM holds: 64 registers a thread, no spills */
 
 struct acc_stack {
     double *acc[ACC_STACK_PLANES];
@@ -186,7 +255,8 @@ struct acc_stack {
     int n;
 };
 
-__global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
+template <bool ORBIT> /* every projection of the batch has m[2] = m[10] = 0: acc_orbit */
+__global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK, ACC_STACK_BLOCKS)
     acc_cone_stack_kernel(const float *__restrict__ window, size_t pitch_el, size_t slab_el,
                           int W, int H, acc_cone_batch b, tl_cuda_geom g, acc_stack st)
 {
@@ -203,14 +273,18 @@ __global__ void __launch_bounds__(ACC_BLOCK *ACC_BLOCK)
             sum[t] = p0 + t < st.n ? st.acc[p0 + t][px] : 0.0;
         for (int k = 0; k < b.n; k++) { /* per voxel in k's order, as acc_cone_kernel adds */
             const acc_cone_column c = acc_cone_col(b.m[k], x, y);
+            const acc_orbit o = ORBIT ? acc_orbit_make(window, pitch_el, W, b.slot[k], c)
+                                      : acc_orbit{};
             acc_rows rows = acc_rows_empty();
 #pragma unroll
             for (int t = 0; t < ACC_STACK_TILE; t++)
                 if (p0 + t < st.n) {
                     const float z = fmaf((float)j, g.az, fmaf((float)i, g.bz, st.z[p0 + t]));
-                    sum[t] += (double)__fmul_rn(b.weight[k],
-                                                acc_cone_value(window, pitch_el, slab_el, W, H,
-                                                               b.m[k], b.slot[k], c, z, rows));
+                    const float value =
+                        ORBIT ? acc_orbit_value(o, slab_el, H, b.m[k][6], z, rows)
+                              : acc_cone_value(window, pitch_el, slab_el, W, H, b.m[k],
+                                               b.slot[k], c, z, rows);
+                    sum[t] += (double)__fmul_rn(b.weight[k], value);
                 }
         }
 #pragma unroll
@@ -235,12 +309,14 @@ static tl_status acc_cone_pass(tl_cuda_state *s, const tl_bp_job *job, const int
 {
     acc_cone_batch b;
     b.n = n;
+    bool orbit = true; /* u and w free of z in every matrix, as the kernel sees them */
     for (int k = 0; k < n; k++) {
         const tl_bp_proj *p = &job->proj[k0 + k];
         for (int e = 0; e < 12; e++)
             b.m[k][e] = (float)p->cone[e];
         b.weight[k] = (float)p->weight;
         b.slot[k] = (int)p->slot;
+        orbit = orbit && b.m[k][2] == 0.f && b.m[k][10] == 0.f;
     }
     for (size_t first = 0, end; first < job->nslices; first = end) {
         const tl_cuda_geom g = tl_cuda_make_geom(&job->slices[first]);
@@ -257,8 +333,12 @@ static tl_status acc_cone_pass(tl_cuda_state *s, const tl_bp_job *job, const int
         const dim3 grid((unsigned)((g.w + ACC_BLOCK - 1) / ACC_BLOCK),
                         (unsigned)((g.h + ACC_BLOCK - 1) / ACC_BLOCK));
         if (st.n > 1) {
-            acc_cone_stack_kernel<<<grid, block, 0, s->stream>>>(
-                s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, b, g, st);
+            if (orbit)
+                acc_cone_stack_kernel<true><<<grid, block, 0, s->stream>>>(
+                    s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, b, g, st);
+            else
+                acc_cone_stack_kernel<false><<<grid, block, 0, s->stream>>>(
+                    s->window, s->pitch_el, s->slab_el, (int)s->cols, (int)s->rows, b, g, st);
             TL_CUDA_LAUNCHED(s->eb, "acc_cone_stack_kernel");
         } else {
             acc_cone_kernel<<<grid, block, 0, s->stream>>>(s->window, s->pitch_el, s->slab_el,
